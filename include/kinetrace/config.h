@@ -1,0 +1,82 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kinetrace/export.h"
+
+namespace kinetrace {
+
+// What a session records. Host recording needs nothing; the GPU kinds need the CUPTI
+// backend and are reported as unavailable (not an error) when it cannot run.
+enum class Activity : uint32_t {
+  Host = 1u << 0,         // ranges, instants, counters recorded through the host API
+  Kernel = 1u << 1,       // GPU kernels, concurrent
+  Memcpy = 1u << 2,       // GPU copies, peer-to-peer included
+  Memset = 1u << 3,       // GPU memsets
+  Sync = 1u << 4,         // stream / event / context synchronisation, stream-wait-event
+  Memory = 1u << 5,       // device allocations and frees
+  Overhead = 1u << 6,     // CUPTI's own overhead records
+  Launch = 1u << 7,       // launch-side calls (launch, copy, sync, malloc) with flows to GPU work
+  RuntimeAll = 1u << 8,   // every CUDA runtime call (expensive: ~1.25x step time)
+  DriverAll = 1u << 9,    // every CUDA driver call (expensive: ~1.40x step time)
+};
+
+class KINETRACE_API ActivitySet {
+ public:
+  constexpr ActivitySet() = default;
+  constexpr explicit ActivitySet(uint32_t bits) : bits_(bits) {}
+
+  // Host, kernel, memcpy, memset, sync, memory, overhead and launch correlation: the set
+  // whose cost measured close to nothing on a launch-bound training step.
+  static ActivitySet defaults();
+  static ActivitySet all();
+  // Parses a comma-separated list of names ("host,kernel,memcpy"); "default" and "all" are
+  // accepted too. Throws kinetrace::Error naming the first unknown name.
+  static ActivitySet parse(std::string_view list);
+
+  constexpr bool has(Activity a) const { return (bits_ & static_cast<uint32_t>(a)) != 0; }
+  ActivitySet& add(Activity a) { bits_ |= static_cast<uint32_t>(a); return *this; }
+  ActivitySet& remove(Activity a) { bits_ &= ~static_cast<uint32_t>(a); return *this; }
+  constexpr bool anyGpu() const { return (bits_ & ~static_cast<uint32_t>(Activity::Host)) != 0; }
+  constexpr uint32_t bits() const { return bits_; }
+  std::string toString() const;
+  bool operator==(const ActivitySet& other) const { return bits_ == other.bits_; }
+
+ private:
+  uint32_t bits_ = 0;
+};
+
+enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
+
+// Everything a session is configured with. Build it in code, from the environment, or both:
+//
+//   kinetrace::Config config = kinetrace::Config::fromEnvironment();
+//   config.set("activities", "kernel,memcpy");   // same keys as KINETRACE_* in lower case
+//
+// Keys (environment variable KINETRACE_<KEY in upper case>):
+//   output            where Profiler::stop() saves the trace when non-empty (path or URL)
+//   activities        comma list, see ActivitySet::parse
+//   log_level         error | warning | info | debug
+//   host_buffer_mb    cap on host events held per session, all threads together
+//   gpu_buffer_mb     cap on memory lent to CUPTI for activity records
+//   gpu_buffer_kb     size of one CUPTI activity buffer
+struct KINETRACE_API Config {
+  std::string output;
+  ActivitySet activities = ActivitySet::defaults();
+  LogLevel logLevel = LogLevel::Warning;
+  std::size_t hostBufferMb = 256;
+  std::size_t gpuBufferMb = 256;
+  std::size_t gpuBufferKb = 4096;
+
+  // Reads every KINETRACE_* variable. An unknown KINETRACE_ variable or a bad value throws
+  // kinetrace::Error naming the variable and what it accepts.
+  static Config fromEnvironment();
+
+  // Sets one key from text. Unknown key or bad value: kinetrace::Error naming both.
+  void set(std::string_view key, std::string_view value);
+};
+
+}  // namespace kinetrace

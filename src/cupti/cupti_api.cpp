@@ -1,0 +1,59 @@
+#include "cupti/cupti_api.h"
+
+namespace kinetrace::detail {
+namespace {
+
+class RealCuptiApi final : public CuptiApi {
+ public:
+  CUptiResult getVersion(uint32_t* version) override { return cuptiGetVersion(version); }
+  CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                        void* userData) override {
+    return cuptiSubscribe(subscriber, callback, userData);
+  }
+  CUptiResult unsubscribe(CUpti_SubscriberHandle subscriber) override {
+    return cuptiUnsubscribe(subscriber);
+  }
+  CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                             CUpti_CallbackDomain domain, CUpti_CallbackId cbid) override {
+    return cuptiEnableCallback(enable, subscriber, domain, cbid);
+  }
+  CUptiResult enableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                           CUpti_CallbackDomain domain) override {
+    return cuptiEnableDomain(enable, subscriber, domain);
+  }
+  CUptiResult activityEnable(CUpti_ActivityKind kind) override { return cuptiActivityEnable(kind); }
+  CUptiResult activityDisable(CUpti_ActivityKind kind) override { return cuptiActivityDisable(kind); }
+  CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                        CUpti_BuffersCallbackCompleteFunc complete) override {
+    return cuptiActivityRegisterCallbacks(request, complete);
+  }
+  CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback) override {
+    return cuptiActivityRegisterTimestampCallback(callback);
+  }
+  CUptiResult activityFlushAll(uint32_t flag) override { return cuptiActivityFlushAll(flag); }
+  CUptiResult activityGetNumDroppedRecords(CUcontext context, uint32_t streamId,
+                                           size_t* dropped) override {
+    return cuptiActivityGetNumDroppedRecords(context, streamId, dropped);
+  }
+  CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) override {
+    return cuptiGetCallbackName(domain, cbid, name);
+  }
+  CUptiResult getTimestamp(uint64_t* timestamp) override { return cuptiGetTimestamp(timestamp); }
+};
+
+}  // namespace
+
+CuptiApi& realCuptiApi() {
+  static RealCuptiApi api;
+  return api;
+}
+
+std::string describeCuptiResult(CUptiResult result) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(result, &text) != CUPTI_SUCCESS || text == nullptr) {
+    return "CUPTI error " + std::to_string(static_cast<int>(result));
+  }
+  return text;
+}
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+
+// The narrow seam between kinetrace and libcupti: every CUPTI call the session makes goes
+// through this interface, so tests can run the session logic against a fake that refuses,
+// drops or succeeds on demand. Record decoding (cuptiActivityGetNextRecord) is not behind
+// it: that is pure parsing and works the same on synthetic buffers without a GPU.
+
+namespace kinetrace::detail {
+
+class CuptiApi {
+ public:
+  virtual ~CuptiApi() = default;
+  virtual CUptiResult getVersion(uint32_t* version) = 0;
+  virtual CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                void* userData) = 0;
+  virtual CUptiResult unsubscribe(CUpti_SubscriberHandle subscriber) = 0;
+  virtual CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                     CUpti_CallbackDomain domain, CUpti_CallbackId cbid) = 0;
+  virtual CUptiResult enableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                   CUpti_CallbackDomain domain) = 0;
+  virtual CUptiResult activityEnable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult activityDisable(CUpti_ActivityKind kind) = 0;
+  virtual CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                CUpti_BuffersCallbackCompleteFunc complete) = 0;
+  virtual CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback) = 0;
+  virtual CUptiResult activityFlushAll(uint32_t flag) = 0;
+  virtual CUptiResult activityGetNumDroppedRecords(CUcontext context, uint32_t streamId,
+                                                   size_t* dropped) = 0;
+  virtual CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                                      const char** name) = 0;
+  virtual CUptiResult getTimestamp(uint64_t* timestamp) = 0;
+};
+
+// The process's libcupti.
+CuptiApi& realCuptiApi();
+
+// "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_NOT_INITIALIZED (...)".
+std::string describeCuptiResult(CUptiResult result);
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+#include <vector>
+
+#include "model/records.h"
+#include "model/string_table.h"
+
+// The few CUDA driver calls kinetrace makes itself: device properties for the trace
+// header, and synchronising contexts at stop so GPU work still running is collected.
+// libcuda is opened at run time, not linked: kinetrace loads on machines without a driver
+// and says so instead of failing to load.
+
+namespace kinetrace::detail {
+
+class DriverApi {
+ public:
+  // Opens libcuda.so.1 and, when `initialize`, starts the driver and checks that a device
+  // is visible. Returns "" or why it could not ("no NVIDIA driver: libcuda.so.1: cannot
+  // open shared object file"). Inside the driver's own initialisation (CUDA injection) the
+  // driver must not be re-entered: pass initialize = false.
+  std::string open(bool initialize);
+  bool isOpen() const { return cuInit_ != nullptr; }
+
+  int driverVersion() const;
+  // One DeviceInfo per visible device; names interned into `strings`.
+  std::vector<DeviceInfo> devices(StringTable& strings) const;
+  // Waits for all work of a context to finish. Returns false if the context is gone.
+  bool synchronize(CUcontext context) const noexcept;
+
+  std::string errorText(CUresult result) const;
+
+ private:
+  using InitFn = CUresult (*)(unsigned);
+  using DriverGetVersionFn = CUresult (*)(int*);
+  using DeviceGetCountFn = CUresult (*)(int*);
+  using DeviceGetFn = CUresult (*)(CUdevice*, int);
+  using DeviceGetNameFn = CUresult (*)(char*, int, CUdevice);
+  using DeviceTotalMemFn = CUresult (*)(size_t*, CUdevice);
+  using DeviceGetAttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  using CtxPushFn = CUresult (*)(CUcontext);
+  using CtxPopFn = CUresult (*)(CUcontext*);
+  using CtxSynchronizeFn = CUresult (*)();
+  using GetErrorStringFn = CUresult (*)(CUresult, const char**);
+
+  InitFn cuInit_ = nullptr;
+  DriverGetVersionFn cuDriverGetVersion_ = nullptr;
+  DeviceGetCountFn cuDeviceGetCount_ = nullptr;
+  DeviceGetFn cuDeviceGet_ = nullptr;
+  DeviceGetNameFn cuDeviceGetName_ = nullptr;
+  DeviceTotalMemFn cuDeviceTotalMem_ = nullptr;
+  DeviceGetAttributeFn cuDeviceGetAttribute_ = nullptr;
+  CtxPushFn cuCtxPushCurrent_ = nullptr;
+  CtxPopFn cuCtxPopCurrent_ = nullptr;
+  CtxSynchronizeFn cuCtxSynchronize_ = nullptr;
+  GetErrorStringFn cuGetErrorString_ = nullptr;
+};
+
+}  // namespace kinetrace::detail

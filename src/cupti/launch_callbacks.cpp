@@ -1,0 +1,119 @@
+#include "cupti/launch_callbacks.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+
+#include "host/host_recorder.h"
+#include "model/clock.h"
+
+namespace kinetrace::detail {
+namespace {
+
+bool startsWithAny(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; });
+}
+
+std::atomic<ContextSeenFn> gContextSeen{nullptr};
+thread_local CUcontext tLastContext = nullptr;
+
+uint32_t domainSize(CUpti_CallbackDomain domain) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                              : static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+}
+
+}  // namespace
+
+bool isLaunchSideCall(std::string_view name) {
+  return startsWithAny(name, {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
+                              "cudaStreamSynchronize", "cudaEventSynchronize",
+                              "cudaDeviceSynchronize", "cudaStreamWaitEvent", "cudaMalloc",
+                              "cudaFree", "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch",
+                              "cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize",
+                              "cuStreamWaitEvent", "cuMemAlloc", "cuMemFree"});
+}
+
+bool launchesGpuWork(std::string_view name) {
+  return startsWithAny(name, {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
+                              "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch"});
+}
+
+std::string apiDisplayName(std::string_view cuptiName) {
+  std::size_t suffix = cuptiName.rfind("_v");
+  if (suffix != std::string_view::npos && suffix + 2 < cuptiName.size() &&
+      std::all_of(cuptiName.begin() + static_cast<std::ptrdiff_t>(suffix + 2), cuptiName.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+    cuptiName = cuptiName.substr(0, suffix);
+  }
+  return std::string(cuptiName);
+}
+
+void CallbackTable::selectLaunchEntryPoints(CuptiApi& api) {
+  for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    std::vector<uint8_t>& table = tableOf(domain);
+    table.resize(domainSize(domain), 0);
+    for (uint32_t cbid = 1; cbid < table.size(); ++cbid) {
+      const char* name = nullptr;
+      if (api.getCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      if (!isLaunchSideCall(name)) continue;
+      table[cbid] = kRecorded | (launchesGpuWork(name) ? kLaunchesGpuWork : 0);
+    }
+  }
+}
+
+void CallbackTable::selectAll(CUpti_CallbackDomain domain, CuptiApi& api) {
+  std::vector<uint8_t>& table = tableOf(domain);
+  table.resize(domainSize(domain), 0);
+  for (uint32_t cbid = 1; cbid < table.size(); ++cbid) {
+    const char* name = nullptr;
+    if (api.getCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    table[cbid] = kRecorded | (launchesGpuWork(name) ? kLaunchesGpuWork : 0);
+  }
+}
+
+std::vector<uint32_t> CallbackTable::recorded(CUpti_CallbackDomain domain) const {
+  const auto& table = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
+  std::vector<uint32_t> ids;
+  for (uint32_t cbid = 0; cbid < table.size(); ++cbid) {
+    if (table[cbid] & kRecorded) ids.push_back(cbid);
+  }
+  return ids;
+}
+
+void setContextSeenHandler(ContextSeenFn handler) noexcept { gContextSeen.store(handler); }
+
+void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                              const void* data) noexcept {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite == CUPTI_API_ENTER) {
+    // CUPTI keeps this slot per call from entry to exit: no thread-local stack needed, and
+    // a driver call nested in a runtime call has its own.
+    *info->correlationData = Clock::ticks();
+    return;
+  }
+  if (info->context != tLastContext && info->context != nullptr) {
+    tLastContext = info->context;
+    if (ContextSeenFn seen = gContextSeen.load(std::memory_order_relaxed)) seen(info->context);
+  }
+  ThreadBuffer* buffer = HostRecorder::threadBuffer();
+  if (buffer == nullptr) return;
+  HostEventRecord* r = HostRecorder::reserve(*buffer);
+  if (r == nullptr) return;
+  uint64_t exitTicks = Clock::ticks();
+  uint64_t entryTicks = *info->correlationData;
+  const auto* table = static_cast<const CallbackTable*>(userData);
+  uint8_t flags = table->flags(domain, cbid);
+  r->ticks = entryTicks != 0 ? entryTicks : exitTicks;  // entered before recording began
+  r->a = exitTicks;
+  r->b = HostRecorder::innermostOpenRange();
+  r->c = info->correlationId;
+  r->d = static_cast<uint16_t>(cbid);
+  r->flags = static_cast<uint8_t>((domain == CUPTI_CB_DOMAIN_DRIVER_API ? kApiDriver : 0) |
+                                  ((flags & CallbackTable::kLaunchesGpuWork) ? kApiLaunchesGpuWork : 0));
+  r->kind = HostEventKind::ApiCall;
+  HostRecorder::publish(*buffer);
+}
+
+}  // namespace kinetrace::detail

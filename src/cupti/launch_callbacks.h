@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cupti/cupti_api.h"
+
+// Launch correlation through the CUPTI callback API.
+//
+// Recording every runtime and driver call as CUPTI activity cost 1.25x-1.40x step time on a
+// launch-bound training step; callbacks on just the entry points that start or wait for
+// GPU work cost ~1.04x. So kinetrace enables callbacks for those entry points only
+// (chosen by name, so every flavour -- _ptsz, Ex, cooperative, async -- is included and new
+// CUDA versions need no list update), and the callback writes one 32-byte record into the
+// calling thread's host buffer, the same lock-free path host ranges use.
+//
+// The External id of a GPU operation is read here too: the innermost host range open on
+// the launching thread, taken from that thread's own range stack. This keeps range
+// begin/end free of CUPTI calls (pushing an external correlation id per range, libkineto's
+// way, is two CUPTI calls per range on the application's thread) and costs one load in a
+// callback that runs anyway.
+
+namespace kinetrace::detail {
+
+// Per callback id: whether kinetrace records it and whether it launches GPU work.
+class CallbackTable {
+ public:
+  enum Flags : uint8_t { kRecorded = 1, kLaunchesGpuWork = 2 };
+
+  // The launch-side entry points of both domains, found by name through `api`.
+  void selectLaunchEntryPoints(CuptiApi& api);
+  // Every call of a domain (the "record all API calls" option).
+  void selectAll(CUpti_CallbackDomain domain, CuptiApi& api);
+
+  uint8_t flags(CUpti_CallbackDomain domain, uint32_t cbid) const {
+    const auto& table = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
+    return cbid < table.size() ? table[cbid] : 0;
+  }
+  std::vector<uint32_t> recorded(CUpti_CallbackDomain domain) const;
+
+ private:
+  std::vector<uint8_t>& tableOf(CUpti_CallbackDomain domain) {
+    return domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
+  }
+  std::vector<uint8_t> runtime_;
+  std::vector<uint8_t> driver_;
+};
+
+// Whether a CUDA API function (by its CUPTI name, "cudaLaunchKernel_v7000") starts or
+// waits for GPU work, and whether it launches GPU work itself.
+bool isLaunchSideCall(std::string_view name);
+bool launchesGpuWork(std::string_view name);
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
+std::string apiDisplayName(std::string_view cuptiName);
+
+// The callback registered with cuptiSubscribe. `userData` is the CallbackTable.
+void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                              const void* data) noexcept;
+
+// Called (from onCuptiCallback) the first time a thread's calls use a context; the session
+// keeps the set so it can synchronise each context at stop.
+using ContextSeenFn = void (*)(CUcontext context);
+void setContextSeenHandler(ContextSeenFn handler) noexcept;
+
+}  // namespace kinetrace::detail
