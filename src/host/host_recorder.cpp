@@ -9,7 +9,8 @@
 namespace kinetrace::detail {
 
 std::atomic<uint64_t> HostRecorder::recordingGeneration{0};
-thread_local ThreadState tThread;
+thread_local ThreadBuffer* tThreadBuffer = nullptr;
+thread_local ThreadExitHook tThreadExitHook;
 
 namespace {
 
@@ -26,8 +27,8 @@ int64_t currentTid() { return static_cast<int64_t>(::syscall(SYS_gettid)); }
 // Thread names set before the thread records anything wait here.
 thread_local std::string tPendingThreadName;
 
-ThreadState::~ThreadState() {
-  if (buffer != nullptr) HostRecorder::instance().releaseThread(buffer);
+ThreadExitHook::~ThreadExitHook() {
+  if (tThreadBuffer != nullptr) HostRecorder::instance().releaseThread(tThreadBuffer);
 }
 
 HostRecorder& HostRecorder::instance() {
@@ -41,8 +42,9 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
   if (generation == 0) return nullptr;
-  ThreadBuffer* buffer = tThread.buffer;
+  ThreadBuffer* buffer = tThreadBuffer;
   if (buffer == nullptr) {
+    (void)&tThreadExitHook;  // odr-use: constructs the hook, so its destructor runs at exit
     try {
       buffer = new ThreadBuffer();
       buffer->slot = static_cast<uint32_t>(buffers_.size());
@@ -53,7 +55,7 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
     }
     buffer->tid = currentTid();
     buffer->threadName = tPendingThreadName;
-    tThread.buffer = buffer;
+    tThreadBuffer = buffer;
   }
   // A buffer from an earlier generation starts clean: ranges left open then are not
   // closed by this generation's endRange() calls.
@@ -167,7 +169,7 @@ void HostRecorder::releaseThread(ThreadBuffer* buffer) noexcept {
 
 void HostRecorder::setThreadName(std::string_view name) {
   tPendingThreadName.assign(name);
-  if (ThreadBuffer* buffer = tThread.buffer) {
+  if (ThreadBuffer* buffer = tThreadBuffer) {
     std::lock_guard<std::mutex> lock(mutex_);
     buffer->threadName.assign(name);
   }

@@ -133,7 +133,7 @@ class HostRecorder {
   void releaseThread(ThreadBuffer* buffer) noexcept;
   void collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock);
 
-  friend struct ThreadState;
+  friend struct ThreadExitHook;
   friend ThreadBuffer* slowThreadBuffer() noexcept;
 
   std::mutex mutex_;
@@ -147,17 +147,20 @@ class HostRecorder {
 
 // ---- inline hot path ----------------------------------------------------------------
 
-struct ThreadState {
-  ThreadBuffer* buffer = nullptr;
-  ~ThreadState();
+// The hot path reads a plain pointer: a thread_local with a constructor or destructor is
+// reached through a TLS wrapper call on every access, which costs more than the rest of
+// recording a range. The destructor that releases a buffer at thread exit lives in a
+// separate object, touched only when the thread registers.
+extern thread_local ThreadBuffer* tThreadBuffer;
+struct ThreadExitHook {
+  ~ThreadExitHook();
 };
-extern thread_local ThreadState tThread;
 ThreadBuffer* slowThreadBuffer() noexcept;
 
 inline ThreadBuffer* HostRecorder::threadBuffer() noexcept {
   uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
   if (generation == 0) return nullptr;
-  ThreadBuffer* buffer = tThread.buffer;
+  ThreadBuffer* buffer = tThreadBuffer;
   if (__builtin_expect(buffer != nullptr && buffer->generation == generation, 1)) return buffer;
   return slowThreadBuffer();
 }
@@ -179,7 +182,7 @@ inline void HostRecorder::publish(ThreadBuffer& buffer) noexcept {
 
 inline uint64_t HostRecorder::innermostOpenRange() noexcept {
   if (recordingGeneration.load(std::memory_order_relaxed) == 0) return 0;
-  ThreadBuffer* buffer = tThread.buffer;
+  ThreadBuffer* buffer = tThreadBuffer;
   if (buffer == nullptr || buffer->depth == 0 ||
       buffer->generation != recordingGeneration.load(std::memory_order_relaxed)) {
     return 0;
