@@ -95,8 +95,8 @@ void ActivityDecoder::decode(const CUpti_Activity& record) {
 }
 
 GpuPlacement ActivityDecoder::place(uint64_t start, uint64_t end, uint32_t device, uint32_t context,
-                                    uint32_t stream, uint32_t correlation) {
-  contextDevices_.try_emplace(context, device);
+                                    uint32_t stream, uint32_t correlation, bool learnDevice) {
+  if (learnDevice) contextDevices_.try_emplace(context, device);
   GpuPlacement at;
   at.startNs = cuptiTime(start);
   at.endNs = cuptiTime(end);
@@ -198,7 +198,8 @@ void ActivityDecoder::decodeSync(const CUpti_ActivitySynchronization2& r) {
   // Synchronisation records carry no device: it comes from the context. A context-wide
   // sync has no stream either (CUPTI_SYNCHRONIZATION_INVALID_VALUE).
   uint32_t stream = r.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : r.streamId;
-  s.at = place(r.start, r.end, deviceOfContext(r.contextId), r.contextId, stream, r.correlationId);
+  s.at = place(r.start, r.end, deviceOfContext(r.contextId), r.contextId, stream, r.correlationId,
+               /*learnDevice=*/false);
   s.eventId = r.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : r.cudaEventId;
   s.name = out_.strings.intern(name);
   out_.syncs.push_back(s);

@@ -46,7 +46,7 @@ class ActivityDecoder {
   // Every CUPTI timestamp, GPU- or host-stamped, is in CUPTI's time base.
   int64_t cuptiTime(uint64_t cuptiNs) const { return static_cast<int64_t>(cuptiNs) + gpuClockOffsetNs_; }
   GpuPlacement place(uint64_t start, uint64_t end, uint32_t device, uint32_t context,
-                     uint32_t stream, uint32_t correlation);
+                     uint32_t stream, uint32_t correlation, bool learnDevice = true);
   StringId kernelName(const char* mangled);
   StringId memcpyName(uint8_t copyKind, uint8_t srcKind, uint8_t dstKind);
 

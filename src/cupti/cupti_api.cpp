@@ -44,8 +44,10 @@ class RealCuptiApi final : public CuptiApi {
 }  // namespace
 
 CuptiApi& realCuptiApi() {
-  static RealCuptiApi api;
-  return api;
+  // Never destroyed: a session may stop and flush from an atexit handler (CUDA injection),
+  // which can run after the static destructors of objects constructed before it.
+  static RealCuptiApi* api = new RealCuptiApi();
+  return *api;
 }
 
 std::string describeCuptiResult(CUptiResult result) {

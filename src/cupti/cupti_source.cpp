@@ -80,8 +80,6 @@ std::string CuptiSource::enable(const GpuOptions& options) {
   if (cupti.getVersion(&cuptiVersion_) != CUPTI_SUCCESS) {
     return refuse("CUPTI could not be queried (libcupti unusable)");
   }
-  // Must precede every activity kind's enabling, or early records keep CUPTI's own clock.
-  ownClock_ = cupti.activityRegisterTimestampCallback(&kinetraceTimestamp) == CUPTI_SUCCESS;
 
   CUptiResult subscribed = cupti.subscribe(&subscriber_, &onCuptiCallback, &callbacks_);
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -92,6 +90,8 @@ std::string CuptiSource::enable(const GpuOptions& options) {
   if (subscribed != CUPTI_SUCCESS) {
     return refuse("CUPTI refused to start: cuptiSubscribe: " + describeCuptiResult(subscribed));
   }
+  // Must precede every activity kind's enabling, or early records keep CUPTI's own clock.
+  ownClock_ = cupti.activityRegisterTimestampCallback(&kinetraceTimestamp) == CUPTI_SUCCESS;
   CUptiResult registered = cupti.activityRegisterCallbacks(&bufferRequested, &bufferCompleted);
   if (registered != CUPTI_SUCCESS) {
     cupti.unsubscribe(subscriber_);
@@ -106,6 +106,24 @@ std::string CuptiSource::enable(const GpuOptions& options) {
   setContextSeenHandler(&contextSeen);
   enabled_ = true;
 
+  // The table is built once: CUPTI may be reading it on other threads (the profiler-control
+  // callbacks stay enabled while collection is off), so it never changes while subscribed.
+  callbacks_ = CallbackTable();
+  if (options_.launchCalls) callbacks_.selectLaunchEntryPoints(cupti);
+  if (options_.allRuntimeCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);
+  if (options_.allDriverCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
+  if (options_.profilerControl) {
+    callbacks_.selectProfilerControl();
+    for (uint32_t cbid : callbacks_.control(CUPTI_CB_DOMAIN_DRIVER_API)) {
+      CUptiResult result = cupti.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+      if (result != CUPTI_SUCCESS) {
+        disable();
+        return "CUPTI refused the cudaProfilerStart/Stop callbacks: " + describeCuptiResult(result);
+      }
+    }
+  }
+  if (options_.deferCollection) return "";
+
   std::string why = enableCallbacks();
   if (why.empty()) why = enableActivities();
   if (!why.empty()) {
@@ -118,10 +136,6 @@ std::string CuptiSource::enable(const GpuOptions& options) {
 
 std::string CuptiSource::enableCallbacks() {
   CuptiApi& cupti = *env_.cupti;
-  callbacks_ = CallbackTable();
-  if (options_.launchCalls) callbacks_.selectLaunchEntryPoints(cupti);
-  if (options_.allRuntimeCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);
-  if (options_.allDriverCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
   for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
     for (uint32_t cbid : callbacks_.recorded(domain)) {
       CUptiResult result = cupti.enableCallback(1, subscriber_, domain, cbid);
@@ -164,11 +178,12 @@ std::string CuptiSource::enableActivities() {
 }
 
 void CuptiSource::disableCollection() noexcept {
-  if (!collecting_) return;
   for (CUpti_ActivityKind kind : enabledKinds_) env_.cupti->activityDisable(kind);
   enabledKinds_.clear();
   for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
     for (uint32_t cbid : callbacks_.recorded(domain)) {
+      // Profiler-control callbacks stay on: they are what turns collection back on.
+      if (callbacks_.flags(domain, cbid) & CallbackTable::kControl) continue;
       env_.cupti->enableCallback(0, subscriber_, domain, cbid);
     }
   }
@@ -207,8 +222,10 @@ void CuptiSource::stop(TraceData& trace) {
     std::lock_guard<std::mutex> lock(contextsMutex_);
     contexts.assign(contexts_.begin(), contexts_.end());
   }
-  for (CUcontext context : contexts) driver_.synchronize(context);
-  trace.gpuSyncReturnNs = contexts.empty() ? 0 : Clock::instance().nowNs();
+  bool synchronized = false;
+  for (CUcontext context : contexts) synchronized |= driver_.synchronize(context);
+  // Only a synchronisation that happened bounds the clock offset.
+  trace.gpuSyncReturnNs = synchronized ? Clock::instance().nowNs() : 0;
 
   env_.cupti->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   drainDecoder();
@@ -278,6 +295,11 @@ void CuptiSource::onContextSeen(CUcontext context) noexcept {
     // Out of memory: this context is then not synchronised at stop; its last work may be
     // missing, which the out-of-window and drop counters do not hide.
   }
+}
+
+std::size_t CuptiSource::knownContexts() {
+  std::lock_guard<std::mutex> lock(contextsMutex_);
+  return contexts_.size();
 }
 
 void CuptiSource::decoderLoop() {

@@ -51,6 +51,9 @@ class CuptiSource final : public GpuSource {
                          size_t validSize) noexcept;
   void onContextSeen(CUcontext context) noexcept;
 
+  // How many CUDA contexts the source will synchronise at stop.
+  std::size_t knownContexts();
+
  private:
   struct Completed {
     uint8_t* buffer;

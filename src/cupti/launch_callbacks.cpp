@@ -6,6 +6,7 @@
 
 #include "host/host_recorder.h"
 #include "model/clock.h"
+#include "model/gpu_source.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -16,7 +17,10 @@ bool startsWithAny(std::string_view name, std::initializer_list<std::string_view
 }
 
 std::atomic<ContextSeenFn> gContextSeen{nullptr};
+std::atomic<ProfilerControlFn> gProfilerControl{nullptr};
+std::atomic<uint32_t> gContextSeenEpoch{0};
 thread_local CUcontext tLastContext = nullptr;
+thread_local uint32_t tLastContextEpoch = 0;
 
 uint32_t domainSize(CUpti_CallbackDomain domain) {
   return domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_SIZE)
@@ -72,6 +76,22 @@ void CallbackTable::selectAll(CUpti_CallbackDomain domain, CuptiApi& api) {
   }
 }
 
+void CallbackTable::selectProfilerControl() {
+  std::vector<uint8_t>& table = tableOf(CUPTI_CB_DOMAIN_DRIVER_API);
+  table.resize(domainSize(CUPTI_CB_DOMAIN_DRIVER_API), 0);
+  table[CUPTI_DRIVER_TRACE_CBID_cuProfilerStart] |= kControl;
+  table[CUPTI_DRIVER_TRACE_CBID_cuProfilerStop] |= kControl;
+}
+
+std::vector<uint32_t> CallbackTable::control(CUpti_CallbackDomain domain) const {
+  const auto& table = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
+  std::vector<uint32_t> ids;
+  for (uint32_t cbid = 0; cbid < table.size(); ++cbid) {
+    if (table[cbid] & kControl) ids.push_back(cbid);
+  }
+  return ids;
+}
+
 std::vector<uint32_t> CallbackTable::recorded(CUpti_CallbackDomain domain) const {
   const auto& table = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
   std::vector<uint32_t> ids;
@@ -81,20 +101,47 @@ std::vector<uint32_t> CallbackTable::recorded(CUpti_CallbackDomain domain) const
   return ids;
 }
 
-void setContextSeenHandler(ContextSeenFn handler) noexcept { gContextSeen.store(handler); }
+void setContextSeenHandler(ContextSeenFn handler) noexcept {
+  gContextSeen.store(handler);
+  gContextSeenEpoch.fetch_add(1);
+}
+
+void setProfilerControlHandler(ProfilerControlFn handler) noexcept { gProfilerControl.store(handler); }
+
+namespace {
+
+// Recording starts after cuProfilerStart returns and stops before cuProfilerStop runs, so
+// the window holds exactly the work between the two calls (as in NVIDIA's injection sample).
+// Returns whether the call is also one kinetrace records.
+[[gnu::noinline]] bool onProfilerControl(const CallbackTable* table, uint32_t cbid,
+                                         const CUpti_CallbackData* info) noexcept {
+  bool start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+  bool act = start ? info->callbackSite == CUPTI_API_EXIT : info->callbackSite == CUPTI_API_ENTER;
+  if (act) {
+    if (ProfilerControlFn handler = gProfilerControl.load(std::memory_order_acquire)) handler(start);
+  }
+  return (table->flags(CUPTI_CB_DOMAIN_DRIVER_API, cbid) & CallbackTable::kRecorded) != 0;
+}
+
+}  // namespace
 
 void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                               const void* data) noexcept {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (__builtin_expect(isProfilerControlCall(domain, cbid), 0)) {
+    if (!onProfilerControl(static_cast<const CallbackTable*>(userData), cbid, info)) return;
+  }
   if (info->callbackSite == CUPTI_API_ENTER) {
     // CUPTI keeps this slot per call from entry to exit: no thread-local stack needed, and
     // a driver call nested in a runtime call has its own.
     *info->correlationData = Clock::ticks();
     return;
   }
-  if (info->context != tLastContext && info->context != nullptr) {
+  uint32_t epoch = gContextSeenEpoch.load(std::memory_order_relaxed);
+  if ((info->context != tLastContext || epoch != tLastContextEpoch) && info->context != nullptr) {
     tLastContext = info->context;
+    tLastContextEpoch = epoch;
     if (ContextSeenFn seen = gContextSeen.load(std::memory_order_relaxed)) seen(info->context);
   }
   ThreadBuffer* buffer = HostRecorder::threadBuffer();

@@ -29,12 +29,16 @@ namespace kinetrace::detail {
 // Per callback id: whether kinetrace records it and whether it launches GPU work.
 class CallbackTable {
  public:
-  enum Flags : uint8_t { kRecorded = 1, kLaunchesGpuWork = 2 };
+  enum Flags : uint8_t { kRecorded = 1, kLaunchesGpuWork = 2, kControl = 4 };
 
   // The launch-side entry points of both domains, found by name through `api`.
   void selectLaunchEntryPoints(CuptiApi& api);
   // Every call of a domain (the "record all API calls" option).
   void selectAll(CUpti_CallbackDomain domain, CuptiApi& api);
+  // cuProfilerStart / cuProfilerStop (cudaProfilerStart/Stop call them), watched for the
+  // profiler-control handler and kept enabled while collection is off.
+  void selectProfilerControl();
+  std::vector<uint32_t> control(CUpti_CallbackDomain domain) const;
 
   uint8_t flags(CUpti_CallbackDomain domain, uint32_t cbid) const {
     const auto& table = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
@@ -56,6 +60,13 @@ bool isLaunchSideCall(std::string_view name);
 bool launchesGpuWork(std::string_view name);
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
 std::string apiDisplayName(std::string_view cuptiName);
+
+// Whether a callback id is one of the profiler-control calls: compared with constants, so
+// the check costs other calls two compares and no memory access.
+inline bool isProfilerControlCall(CUpti_CallbackDomain domain, uint32_t cbid) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
+                                                  cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+}
 
 // The callback registered with cuptiSubscribe. `userData` is the CallbackTable.
 void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -9,4 +9,6 @@ std::unique_ptr<GpuSource> makeCuptiSource(std::string& whyNot) {
   return nullptr;
 }
 
+void setProfilerControlHandler(ProfilerControlFn) noexcept {}
+
 }  // namespace kinetrace::detail

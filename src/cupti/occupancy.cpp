@@ -47,10 +47,9 @@ OccupancyEstimate estimateOccupancy(const DeviceInfo& device, const KernelRecord
     resident = std::min(resident, device.sharedMemPerMultiprocessor / shared);
   }
   // A grid smaller than the device cannot fill every SM.
-  int64_t available = static_cast<int64_t>(std::ceil(estimate.blocksPerSm));
-  resident = std::max<int64_t>(0, std::min(resident, available));
+  float residentBlocks = std::min(static_cast<float>(std::max<int64_t>(0, resident)), estimate.blocksPerSm);
   estimate.occupancyPercent =
-      100.0f * static_cast<float>(resident * warpsPerBlock) / static_cast<float>(maxWarpsPerSm);
+      100.0f * residentBlocks * static_cast<float>(warpsPerBlock) / static_cast<float>(maxWarpsPerSm);
   return estimate;
 }
 

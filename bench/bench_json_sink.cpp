@@ -1,0 +1,181 @@
+// Events per second that emitTrace + ChromeJsonSink write to a file, on one core.
+// Target: 1 million kernel events per second, goal 2 million.
+//
+//   bench_json_sink --benchmark_counters_tabular=true
+//
+// items_per_second counts trace records written (one JSON event each; the launch bench
+// writes four events per item: call, kernel, and the two ends of the flow).
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "kinetrace/sink.h"
+#include "model/trace_data.h"
+#include "output/atomic_file.h"
+#include "output/chrome_json_sink.h"
+#include "output/trace_events.h"
+
+namespace kinetrace::detail {
+namespace {
+
+constexpr int64_t kStart = 1'750'000'000'000'000'000;
+constexpr uint32_t kPid = 4242;
+
+std::string benchPath() { return "/tmp/kinetrace_bench_" + std::to_string(::getpid()) + ".json"; }
+
+// Kernel names as CUPTI reports them: long demangled template signatures.
+StringId kernelName(TraceData& trace, int variant) {
+  return trace.strings.intern(
+      "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_"
+      "align8>(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_align8::Params, "
+      "at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned "
+      "int, float, 4>) [variant " +
+      std::to_string(variant) + "]");
+}
+
+KernelRecord makeKernel(TraceData& trace, uint32_t i) {
+  KernelRecord k;
+  const int64_t t = kStart + int64_t{i} * 2'345;
+  k.at.startNs = t + 1'000;
+  k.at.endNs = t + 2'100;
+  k.at.externalId = 1'000 + i / 8;
+  k.at.correlationId = 50'000 + i;
+  k.at.deviceId = i % 8;
+  k.at.contextId = 1;
+  k.at.streamId = 7 + i % 4;
+  k.queuedNs = t + 900;
+  k.name = kernelName(trace, static_cast<int>(i % 64));
+  k.grid[0] = 1024;
+  k.grid[1] = 8;
+  k.grid[2] = 1;
+  k.block[0] = 256;
+  k.block[1] = 1;
+  k.block[2] = 1;
+  k.registersPerThread = 128;
+  k.staticSharedBytes = 16'384;
+  k.dynamicSharedBytes = 49'152;
+  k.blocksPerSm = 7.757576f;
+  k.warpsPerSm = 62.060608f;
+  k.occupancyPercent = 48.5f;
+  return k;
+}
+
+TraceData kernelTrace(uint32_t count) {
+  TraceData trace;
+  trace.pid = kPid;
+  trace.startNs = kStart;
+  trace.stopNs = kStart + int64_t{count} * 2'345 + 10'000;
+  trace.kernels.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) trace.kernels.push_back(makeKernel(trace, i));
+  return trace;
+}
+
+TraceData rangeTrace(uint32_t count) {
+  static const char* const kNames[] = {"aten::mm", "aten::add_", "aten::layer_norm",
+                                       "ProfilerStep#12", "aten::_scaled_dot_product_attention",
+                                       "forward", "backward", "optimizer.step"};
+  TraceData trace;
+  trace.pid = kPid;
+  trace.startNs = kStart;
+  trace.stopNs = kStart + int64_t{count} * 1'000 + 10'000;
+  for (uint32_t t = 0; t < 8; ++t) trace.threadIndex(kPid, 5000 + t);
+  trace.ranges.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    RangeRecord r;
+    r.startNs = kStart + int64_t{i} * 1'000 + 17;
+    r.endNs = r.startNs + 731;
+    r.externalId = i + 1;
+    r.name = trace.strings.intern(kNames[i % 8]);
+    r.thread = i % 8;
+    r.category = i % 3 == 0 ? RangeCategory::UserAnnotation : RangeCategory::CpuOp;
+    trace.ranges.push_back(r);
+  }
+  return trace;
+}
+
+// Each item is a launch call and its kernel joined by an ac2g flow: the common shape of a
+// real trace.
+TraceData launchTrace(uint32_t count) {
+  TraceData trace = kernelTrace(count);
+  const uint32_t thread = trace.threadIndex(kPid, kPid);
+  const StringId launchName = trace.strings.intern("cudaLaunchKernel");
+  trace.apiCalls.reserve(count);
+  for (KernelRecord& k : trace.kernels) {
+    ApiCallRecord call;
+    call.startNs = k.at.startNs - 900;
+    call.endNs = call.startNs + 600;
+    call.externalId = k.at.externalId;
+    call.correlationId = k.at.correlationId;
+    call.callbackId = 211;
+    call.thread = thread;
+    call.name = launchName;
+    call.launchesGpuWork = true;
+    call.hasGpuOp = true;
+    k.at.hasLaunchCall = true;
+    trace.apiCalls.push_back(call);
+  }
+  return trace;
+}
+
+void writeTrace(benchmark::State& state, const TraceData& trace) {
+  const std::string path = benchPath();
+  for (auto _ : state) {
+    auto sink = openSink(path);
+    emitTrace(trace, path, *sink);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  if (FILE* file = std::fopen(path.c_str(), "rb")) {
+    std::fseek(file, 0, SEEK_END);
+    state.counters["bytes_per_item"] = static_cast<double>(std::ftell(file)) / state.range(0);
+    std::fclose(file);
+  }
+  std::remove(path.c_str());
+}
+
+// Discards the bytes: measures serialisation alone, without the file system.
+class NullOutput : public ByteOutput {
+ public:
+  void write(const char* data, std::size_t size) override {
+    benchmark::DoNotOptimize(data);
+    bytes_ += size;
+  }
+  void commit() override {}
+
+ private:
+  std::size_t bytes_ = 0;
+};
+
+void BM_KernelEventsSerialiseOnly(benchmark::State& state) {
+  const TraceData trace = kernelTrace(static_cast<uint32_t>(state.range(0)));
+  for (auto _ : state) {
+    ChromeJsonSink sink(std::make_unique<NullOutput>());
+    emitTrace(trace, "null", sink);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+void BM_KernelEvents(benchmark::State& state) {
+  writeTrace(state, kernelTrace(static_cast<uint32_t>(state.range(0))));
+}
+void BM_HostRanges(benchmark::State& state) {
+  writeTrace(state, rangeTrace(static_cast<uint32_t>(state.range(0))));
+}
+void BM_LaunchKernelAndFlow(benchmark::State& state) {
+  writeTrace(state, launchTrace(static_cast<uint32_t>(state.range(0))));
+}
+
+// Wall time for the file benchmarks: part of a write's cost lands in kernel threads
+// (writeback, freeing the replaced file) that the process CPU clock does not see.
+BENCHMARK(BM_KernelEvents)->Arg(200'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_KernelEventsSerialiseOnly)->Arg(200'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HostRanges)->Arg(200'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LaunchKernelAndFlow)->Arg(200'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace kinetrace::detail
+
+BENCHMARK_MAIN();

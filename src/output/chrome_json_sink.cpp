@@ -1,0 +1,433 @@
+#include "output/chrome_json_sink.h"
+
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <utility>
+
+#include "kinetrace/error.h"
+#include "output/json_escape.h"
+
+namespace kinetrace::detail {
+namespace {
+
+// Strings up to this size are escaped in one piece; longer ones in chunks, so the buffer
+// never has to hold the worst-case expansion of a huge string.
+constexpr std::size_t kStringChunkBytes = 16 * 1024;
+// Room for any number we print: 20 digits of a 64-bit integer, a sign, and a fraction;
+// the longest shortest-round-trip double is 24 characters.
+constexpr std::size_t kNumberBytes = 32;
+// An event's bytes besides its strings: field names, punctuation and five numbers.
+constexpr std::size_t kEventFixedBytes = 128 + 5 * kNumberBytes;
+// An arg's bytes besides its strings: quotes, separators, up to three numbers (Dim3).
+constexpr std::size_t kArgFixedBytes = 16 + 3 * kNumberBytes;
+// Events whose bound exceeds this take the checked path, so one reservation never needs
+// more than a fraction of the buffer.
+constexpr std::size_t kLargestDirectEventBytes = 64 * 1024;
+
+// ---- numbers, written at a pointer with room for kNumberBytes ------------------------
+
+// Most integers in a trace are small (device, stream, context, sizes of a launch): one or
+// two digits go out without the general conversion.
+inline char* writeUint(char* out, uint64_t value) {
+  if (value < 10) {
+    *out = static_cast<char>('0' + value);
+    return out + 1;
+  }
+  if (value < 100) {
+    out[0] = static_cast<char>('0' + value / 10);
+    out[1] = static_cast<char>('0' + value % 10);
+    return out + 2;
+  }
+  return fmt::format_to(out, FMT_COMPILE("{}"), value);
+}
+
+inline char* writeInt(char* out, int64_t value) {
+  if (value < 0) {
+    *out++ = '-';
+    return writeUint(out, 0 - static_cast<uint64_t>(value));
+  }
+  return writeUint(out, static_cast<uint64_t>(value));
+}
+
+// magnitude / 10^digits with the fraction's trailing zeros dropped.
+inline char* writeFixedPoint(char* out, uint64_t magnitude, int digits, uint64_t scale) {
+  out = writeUint(out, magnitude / scale);
+  uint64_t fraction = magnitude % scale;
+  if (fraction == 0) return out;
+  *out++ = '.';
+  while (fraction % 10 == 0) {
+    fraction /= 10;
+    --digits;
+  }
+  for (int i = digits - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + fraction % 10);
+    fraction /= 10;
+  }
+  return out + digits;
+}
+
+// Nanoseconds as microseconds, from integers only: going through a double would print
+// 1234.5670000000001 or lose the last nanosecond of a large timestamp.
+inline char* writeMicros(char* out, int64_t nanoseconds) {
+  if (nanoseconds < 0) *out++ = '-';
+  const uint64_t magnitude = nanoseconds < 0 ? 0 - static_cast<uint64_t>(nanoseconds)
+                                             : static_cast<uint64_t>(nanoseconds);
+  return writeFixedPoint(out, magnitude, 3, 1000);
+}
+
+char* writeDouble(char* out, double value) {
+  if (!std::isfinite(value)) {
+    std::memcpy(out, "null", 4);  // JSON has no NaN or Infinity
+    return out + 4;
+  }
+  // Most doubles in a trace have a few decimals (bandwidths, occupancy). When the value is
+  // exactly m / 10^6 as a double, the decimal m / 10^6 parses back to the same double (both
+  // are the correctly rounded value of that fraction), so integer printing is exact and
+  // much cheaper than the shortest-round-trip search.
+  constexpr double kScale = 1e6;
+  const double scaled = std::nearbyint(value * kScale);
+  if (std::fabs(scaled) < 1e15 && scaled / kScale == value) {
+    const auto micro = static_cast<int64_t>(scaled);
+    if (micro < 0) *out++ = '-';
+    const uint64_t magnitude =
+        micro < 0 ? 0 - static_cast<uint64_t>(micro) : static_cast<uint64_t>(micro);
+    return writeFixedPoint(out, magnitude, 6, 1'000'000);
+  }
+  return fmt::format_to(out, FMT_COMPILE("{}"), value);
+}
+
+// ---- the event layout, once, over two writers ------------------------------------------
+
+// Writes at a pointer into a buffer already reserved for the whole event: no bounds check
+// per field, and the pointer stays in a register.
+class DirectWriter {
+ public:
+  explicit DirectWriter(char* out) : out_(out) {}
+  template <std::size_t N>
+  void literal(const char (&text)[N]) {
+    std::memcpy(out_, text, N - 1);
+    out_ += N - 1;
+  }
+  void string(std::string_view text) {
+    *out_++ = '"';
+    out_ = writeJsonEscaped(out_, text);
+    *out_++ = '"';
+  }
+  void integer(int64_t value) { out_ = writeInt(out_, value); }
+  void unsignedInteger(uint64_t value) { out_ = writeUint(out_, value); }
+  void micros(int64_t nanoseconds) { out_ = writeMicros(out_, nanoseconds); }
+  void number(double value) { out_ = writeDouble(out_, value); }
+  char* end() const { return out_; }
+
+ private:
+  char* out_;
+};
+
+// The most bytes an event can take, its strings escaped at worst.
+std::size_t eventBound(const Event& event) {
+  std::size_t bound = kEventFixedBytes +
+                      kJsonEscapeMaxExpansion * (event.name.size() + event.category.size());
+  for (std::size_t i = 0; i < event.argCount; ++i) {
+    const Arg& arg = event.args[i];
+    bound += kArgFixedBytes + kJsonEscapeMaxExpansion * arg.key.size();
+    if (const auto* text = std::get_if<std::string_view>(&arg.value)) {
+      bound += kJsonEscapeMaxExpansion * text->size();
+    }
+  }
+  return bound;
+}
+
+bool isKnownPhase(Phase phase) {
+  switch (phase) {
+    case Phase::Complete:
+    case Phase::Instant:
+    case Phase::Counter:
+    case Phase::FlowStart:
+    case Phase::FlowEnd:
+    case Phase::Metadata:
+      return true;
+  }
+  return false;
+}
+
+template <typename Writer>
+void writeArgValue(Writer& out, const ArgValue& value) {
+  // get_if after the index switch: no bad_variant_access path in the hot loop.
+  switch (value.index()) {
+    case 0: out.integer(*std::get_if<int64_t>(&value)); break;
+    case 1: out.unsignedInteger(*std::get_if<uint64_t>(&value)); break;
+    case 2: out.number(*std::get_if<double>(&value)); break;
+    case 3:
+      if (*std::get_if<bool>(&value)) {
+        out.literal("true");
+      } else {
+        out.literal("false");
+      }
+      break;
+    case 4: out.string(*std::get_if<std::string_view>(&value)); break;
+    case 5: {
+      const Dim3& dim = *std::get_if<Dim3>(&value);
+      out.literal("[");
+      out.integer(dim.x);
+      out.literal(",");
+      out.integer(dim.y);
+      out.literal(",");
+      out.integer(dim.z);
+      out.literal("]");
+      break;
+    }
+    default: out.literal("null"); break;  // valueless_by_exception
+  }
+}
+
+// The phase must be known (isKnownPhase).
+template <typename Writer>
+void writeEvent(Writer& out, const Event& event, int64_t baseTimeNs) {
+  switch (event.phase) {
+    case Phase::Complete: out.literal(R"({"ph":"X")"); break;
+    case Phase::Instant: out.literal(R"({"ph":"i")"); break;
+    case Phase::Counter: out.literal(R"({"ph":"C")"); break;
+    case Phase::FlowStart: out.literal(R"({"ph":"s")"); break;
+    case Phase::FlowEnd: out.literal(R"({"ph":"f")"); break;
+    case Phase::Metadata: out.literal(R"({"ph":"M")"); break;
+  }
+  if (!event.category.empty()) {
+    out.literal(R"(,"cat":)");
+    out.string(event.category);
+  }
+  out.literal(R"(,"name":)");
+  out.string(event.name);
+  out.literal(R"(,"pid":)");
+  out.integer(event.pid);
+  out.literal(R"(,"tid":)");
+  out.integer(event.tid);
+  out.literal(R"(,"ts":)");
+  // Unsigned subtraction: wraps instead of overflowing on absurd inputs.
+  out.micros(static_cast<int64_t>(static_cast<uint64_t>(event.timestampNs) -
+                                  static_cast<uint64_t>(baseTimeNs)));
+  switch (event.phase) {
+    case Phase::Complete:
+      out.literal(R"(,"dur":)");
+      out.micros(event.durationNs);
+      break;
+    case Phase::Instant:
+      out.literal(R"(,"s":"t")");
+      break;
+    case Phase::FlowStart:
+      out.literal(R"(,"id":)");
+      out.unsignedInteger(event.flowId);
+      break;
+    case Phase::FlowEnd:
+      out.literal(R"(,"id":)");
+      out.unsignedInteger(event.flowId);
+      out.literal(R"(,"bp":"e")");
+      break;
+    default:
+      break;
+  }
+  if (event.argCount > 0) {
+    out.literal(R"(,"args":{)");
+    for (std::size_t i = 0; i < event.argCount; ++i) {
+      if (i > 0) out.literal(",");
+      out.string(event.args[i].key);
+      out.literal(":");
+      writeArgValue(out, event.args[i].value);
+    }
+    out.literal("}");
+  }
+  out.literal("}");
+}
+
+bool isKeyTheSinkWrites(std::string_view key) {
+  return key == "traceEvents" || key == "traceName" || key == "baseTimeNanoseconds";
+}
+
+bool startsWithFileScheme(std::string_view url) {
+  constexpr std::string_view kPrefix = "file://";
+  if (url.size() < kPrefix.size()) return false;
+  for (std::size_t i = 0; i < kPrefix.size(); ++i) {
+    const char c = url[i];
+    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    if (lower != kPrefix[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class ChromeJsonSink::CheckedWriter {
+ public:
+  explicit CheckedWriter(ChromeJsonSink& sink) : sink_(sink) {}
+  template <std::size_t N>
+  void literal(const char (&text)[N]) {
+    raw(std::string_view(text, N - 1));
+  }
+  void raw(std::string_view text) {
+    sink_.reserve(text.size());
+    std::memcpy(at(), text.data(), text.size());
+    sink_.size_ += text.size();
+  }
+  void string(std::string_view text) {
+    literal("\"");
+    while (!text.empty()) {
+      const std::size_t take = jsonEscapeSplitPoint(text, kStringChunkBytes);
+      sink_.reserve(take * kJsonEscapeMaxExpansion);
+      moveTo(writeJsonEscaped(at(), text.substr(0, take)));
+      text.remove_prefix(take);
+    }
+    literal("\"");
+  }
+  void integer(int64_t value) {
+    sink_.reserve(kNumberBytes);
+    moveTo(writeInt(at(), value));
+  }
+  void unsignedInteger(uint64_t value) {
+    sink_.reserve(kNumberBytes);
+    moveTo(writeUint(at(), value));
+  }
+  void micros(int64_t nanoseconds) {
+    sink_.reserve(kNumberBytes);
+    moveTo(writeMicros(at(), nanoseconds));
+  }
+  void number(double value) {
+    sink_.reserve(kNumberBytes);
+    moveTo(writeDouble(at(), value));
+  }
+
+ private:
+  char* at() { return sink_.buffer_.get() + sink_.size_; }
+  void moveTo(char* end) { sink_.size_ = static_cast<std::size_t>(end - sink_.buffer_.get()); }
+
+  ChromeJsonSink& sink_;
+};
+
+// "file://x.json" is taken as the relative path x.json rather than as host "x.json",
+// because that is what people who type it mean.
+std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl) {
+  std::string path = pathOrFileUrl;
+  if (startsWithFileScheme(pathOrFileUrl)) {
+    path.erase(0, std::string_view("file://").size());
+    if (path.empty()) throw Error("kinetrace: trace URL \"" + pathOrFileUrl + "\" has no path");
+  }
+  return std::make_unique<ChromeJsonSink>(std::make_unique<AtomicFile>(path));
+}
+
+ChromeJsonSink::ChromeJsonSink(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes)
+    : output_(std::move(output)),
+      // Room for the largest direct event and a string chunk, so makeRoom() rarely grows it.
+      capacity_(std::max({bufferBytes, kLargestDirectEventBytes,
+                          kStringChunkBytes * kJsonEscapeMaxExpansion + 64})) {
+  if (!output_) throw Error("kinetrace: ChromeJsonSink needs an output");
+  buffer_.reset(new char[capacity_]);  // not value-initialised: no 1 MiB memset
+}
+
+ChromeJsonSink::~ChromeJsonSink() = default;
+
+void ChromeJsonSink::expectState(State expected, const char* call) const {
+  if (state_ == expected) return;
+  if (state_ == State::Failed) {
+    throw Error(fmt::format("kinetrace: Sink::{}() called after a write error", call));
+  }
+  throw Error(fmt::format("kinetrace: Sink::{}() called out of order (begin, write..., end)", call));
+}
+
+void ChromeJsonSink::begin(const TraceHeader& header) {
+  expectState(State::Created, "begin");
+  baseTimeNs_ = header.baseTimeNs;
+  traceName_ = header.traceName;
+  CheckedWriter out(*this);
+  bool hasDisplayTimeUnit = false;
+  out.literal("{");
+  for (const auto& [key, value] : header.metadataJson) {
+    if (isKeyTheSinkWrites(key)) continue;
+    // One malformed value would make the whole file unreadable; refuse it here, where
+    // the message can still name the key.
+    if (!nlohmann::json::accept(value)) {
+      throw Error(fmt::format("kinetrace: trace metadata \"{}\" is not valid JSON: {}", key, value));
+    }
+    hasDisplayTimeUnit = hasDisplayTimeUnit || key == "displayTimeUnit";
+    out.literal("\n  ");
+    out.string(key);
+    out.literal(": ");
+    out.raw(value);
+    out.literal(",");
+  }
+  out.literal("\n  \"baseTimeNanoseconds\": ");
+  out.integer(baseTimeNs_);
+  out.literal(",");
+  if (!hasDisplayTimeUnit) out.literal("\n  \"displayTimeUnit\": \"ms\",");
+  out.literal("\n  \"traceEvents\": [");
+  state_ = State::Writing;
+}
+
+void ChromeJsonSink::write(const Event& event) {
+  expectState(State::Writing, "write");
+  if (!isKnownPhase(event.phase)) {
+    throw Error(fmt::format("kinetrace: event \"{}\" has an unknown phase {}", event.name,
+                            static_cast<int>(event.phase)));
+  }
+  const std::size_t bound = eventBound(event) + 2;  // + the separator
+  if (bound <= kLargestDirectEventBytes) {
+    reserve(bound);
+    DirectWriter out(buffer_.get() + size_);
+    if (firstEvent_) {
+      out.literal("\n");
+    } else {
+      out.literal(",\n");
+    }
+    writeEvent(out, event, baseTimeNs_);
+    size_ = static_cast<std::size_t>(out.end() - buffer_.get());
+  } else {
+    CheckedWriter out(*this);
+    if (firstEvent_) {
+      out.literal("\n");
+    } else {
+      out.literal(",\n");
+    }
+    writeEvent(out, event, baseTimeNs_);
+  }
+  firstEvent_ = false;
+}
+
+void ChromeJsonSink::end() {
+  expectState(State::Writing, "end");
+  CheckedWriter out(*this);
+  out.literal("\n  ],\n  \"traceName\": ");
+  out.string(traceName_);
+  out.literal("\n}\n");
+  flush();
+  try {
+    output_->commit();
+  } catch (...) {
+    state_ = State::Failed;
+    throw;
+  }
+  state_ = State::Ended;
+}
+
+void ChromeJsonSink::makeRoom(std::size_t bytes) {
+  flush();
+  if (capacity_ < bytes) {
+    capacity_ = bytes;
+    buffer_.reset(new char[capacity_]);
+  }
+}
+
+void ChromeJsonSink::flush() {
+  if (size_ == 0) return;
+  try {
+    output_->write(buffer_.get(), size_);
+  } catch (...) {
+    state_ = State::Failed;
+    throw;
+  }
+  size_ = 0;
+}
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,58 @@
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "kinetrace/sink.h"
+
+namespace kinetrace {
+namespace {
+
+// Event strings point into the trace being written and die with the write() call.
+OwnedArg copyArg(const Arg& arg) {
+  OwnedArg owned;
+  owned.key = std::string(arg.key);
+  std::visit(
+      [&owned](const auto& value) {
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string_view>) {
+          owned.value = std::string(value);
+        } else {
+          owned.value = value;
+        }
+      },
+      arg.value);
+  return owned;
+}
+
+}  // namespace
+
+const OwnedArg* OwnedEvent::arg(const std::string& key) const {
+  for (const OwnedArg& candidate : args) {
+    if (candidate.key == key) return &candidate;
+  }
+  return nullptr;
+}
+
+void MemorySink::begin(const TraceHeader& header) {
+  header_ = header;
+  events_.clear();
+  ended_ = false;
+}
+
+void MemorySink::write(const Event& event) {
+  OwnedEvent& owned = events_.emplace_back();
+  owned.phase = event.phase;
+  owned.name = std::string(event.name);
+  owned.category = std::string(event.category);
+  owned.pid = event.pid;
+  owned.tid = event.tid;
+  owned.timestampNs = event.timestampNs;
+  owned.durationNs = event.durationNs;
+  owned.flowId = event.flowId;
+  owned.args.reserve(event.argCount);
+  for (std::size_t i = 0; i < event.argCount; ++i) owned.args.push_back(copyArg(event.args[i]));
+}
+
+void MemorySink::end() { ended_ = true; }
+
+}  // namespace kinetrace

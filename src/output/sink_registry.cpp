@@ -1,0 +1,118 @@
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "kinetrace/error.h"
+#include "kinetrace/sink.h"
+#include "output/chrome_json_sink.h"
+
+namespace kinetrace {
+
+Sink::~Sink() = default;
+
+namespace {
+
+constexpr std::string_view kSchemeSeparator = "://";
+
+bool isAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool isAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+// RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
+bool isValidScheme(std::string_view scheme) {
+  if (scheme.empty() || !isAsciiLetter(scheme.front())) return false;
+  for (char c : scheme) {
+    if (!isAsciiLetter(c) && !isAsciiDigit(c) && c != '+' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+// Schemes are case-insensitive (RFC 3986 section 3.1): "FILE://x" is "file://x".
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// The scheme of "name://rest", or empty for a bare path. A path that merely contains
+// "://" after a character no scheme may hold ("/tmp/a://b") is a bare path.
+std::string_view schemeOf(std::string_view url) {
+  const std::size_t separator = url.find(kSchemeSeparator);
+  if (separator == std::string_view::npos) return {};
+  std::string_view scheme = url.substr(0, separator);
+  return isValidScheme(scheme) ? scheme : std::string_view{};
+}
+
+class SinkRegistry {
+ public:
+  SinkRegistry() { factories_["file"] = detail::openChromeJsonFile; }
+
+  void add(std::string scheme, SinkFactory factory) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    factories_[std::move(scheme)] = std::move(factory);
+  }
+
+  // A copy, so the factory runs without the lock: it may open files or register sinks.
+  SinkFactory find(const std::string& scheme) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = factories_.find(scheme);
+    return found == factories_.end() ? SinkFactory{} : found->second;
+  }
+
+  std::string knownSchemes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string names;
+    for (const auto& entry : factories_) {
+      if (!names.empty()) names += ", ";
+      names += entry.first;
+    }
+    return names;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, SinkFactory> factories_;  // ordered: the error lists them sorted
+};
+
+SinkRegistry& registry() {
+  static SinkRegistry instance;
+  return instance;
+}
+
+}  // namespace
+
+void registerSink(const std::string& scheme, SinkFactory factory) {
+  if (!isValidScheme(scheme)) {
+    throw Error("kinetrace: cannot register sink scheme \"" + scheme +
+                "\": a scheme is a letter followed by letters, digits, '+', '-' or '.'");
+  }
+  if (!factory) throw Error("kinetrace: cannot register sink scheme \"" + scheme + "\": no factory");
+  registry().add(lowercase(scheme), std::move(factory));
+}
+
+std::unique_ptr<Sink> openSink(const std::string& url) {
+  if (url.empty()) throw Error("kinetrace: cannot open a sink for an empty URL or path");
+  const std::string_view scheme = schemeOf(url);
+  if (scheme.empty()) return detail::openChromeJsonFile(url);
+
+  SinkFactory factory = registry().find(lowercase(scheme));
+  if (!factory) {
+    throw Error(fmt::format("kinetrace: no sink registered for URL scheme \"{}\" in \"{}\" "
+                            "(registered: {})",
+                            scheme, url, registry().knownSchemes()));
+  }
+  std::unique_ptr<Sink> sink = factory(url);
+  if (!sink) {
+    throw Error(fmt::format("kinetrace: the sink factory for scheme \"{}\" returned no sink for \"{}\"",
+                            scheme, url));
+  }
+  return sink;
+}
+
+}  // namespace kinetrace

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Builds kinetrace and runs every GPU check on this machine; rerun it on any CUDA machine.
+#
+#   test/gpu/run_all.sh [OUT_DIR]          (default ./gpu-results)
+#
+# Steps: machine info, configure + build (Release, outside the source tree), the ctest
+# suite, launch_census + check_trace.py, the CUPTI overflow (flood) check, the host and
+# CUDA examples with format checks, and the overhead of tracing the CUDA example, measured
+# untraced/traced interleaved (A B A B ...). Every step runs even when an earlier one failed;
+# the exit status is 1 when any step failed.
+#
+# Written to OUT_DIR: run_all.log (everything printed), overhead.md, census_manifest.json,
+# and the census, host and training-step traces gzipped. The flood trace (large) stays in
+# the build directory.
+#
+# Environment (defaults): KINETRACE_GPU_BUILD_DIR (/tmp/kinetrace-gpu-build),
+# OVERHEAD_ROUNDS (5), OVERHEAD_STEPS (200), OVERHEAD_WARMUP (20), FLOOD_KERNELS (200000).
+# Takes about 3-5 minutes on an H200, most of it the build.
+
+set -u -o pipefail
+
+SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT_DIR=${1:-./gpu-results}
+BUILD_DIR=${KINETRACE_GPU_BUILD_DIR:-/tmp/kinetrace-gpu-build}
+WORK_DIR=$BUILD_DIR/gpu-run
+ROUNDS=${OVERHEAD_ROUNDS:-5}
+STEPS=${OVERHEAD_STEPS:-200}
+WARMUP=${OVERHEAD_WARMUP:-20}
+FLOOD_KERNELS=${FLOOD_KERNELS:-200000}
+CHECKER=$SRC_DIR/test/gpu/check_trace.py
+RUN_TIMEOUT=300  # seconds; a hung GPU program fails its step instead of the whole run
+
+mkdir -p "$OUT_DIR" "$WORK_DIR" || exit 1
+OUT_DIR=$(cd "$OUT_DIR" && pwd)
+
+STEP_NAMES=()
+STEP_RESULTS=()
+
+# step NAME COMMAND...: runs the command, prints and records PASS/FAIL and its duration.
+step() {
+  local name=$1
+  shift
+  echo
+  echo "=== $name"
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  local result="PASS"
+  if [[ $rc -ne 0 ]]; then result="FAIL (exit $rc)"; fi
+  echo "=== $name: $result in $((SECONDS - start)) s"
+  STEP_NAMES+=("$name")
+  STEP_RESULTS+=("$result")
+}
+
+# binary NAME: the path of a program the build produced.
+binary() {
+  local path
+  path=$(find "$BUILD_DIR" -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1)
+  if [[ -z $path ]]; then
+    echo "$1 was not built (see the build step)" >&2
+    return 1
+  fi
+  echo "$path"
+}
+
+# keep FILE NAME: gzips a trace into OUT_DIR as NAME.
+keep() {
+  [[ -f $1 ]] && gzip -c "$1" >"$OUT_DIR/$2"
+}
+
+# run COMMAND...: echoes and runs a command under the time limit.
+run() {
+  echo "+ $*"
+  timeout "$RUN_TIMEOUT" "$@"
+}
+
+machine_info() {
+  local rc=0
+  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+  echo "host: $(uname -srm), $(nproc) cores"
+  echo "source: $SRC_DIR (commit $(git -C "$SRC_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  nvidia-smi -L || rc=1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || rc=1
+  # The banner is where nvidia-smi states the CUDA version the driver supports.
+  nvidia-smi 2>/dev/null | grep -m1 "CUDA Version" || true
+  if command -v nvcc >/dev/null; then nvcc --version | tail -n 2; else /usr/local/cuda/bin/nvcc --version | tail -n 2; fi
+  cmake --version | head -n 1
+  env | grep '^KINETRACE_' || echo "no KINETRACE_ variables set"
+  return $rc
+}
+
+configure() {
+  run cmake -S "$SRC_DIR" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DKINETRACE_BUILD_BENCHMARKS=OFF
+}
+
+build() {
+  # -k 0: build every target that can be built, so one broken target does not keep the
+  # GPU programs from running.
+  run cmake --build "$BUILD_DIR" --parallel "$(nproc)" -- -k 0
+}
+
+unit_tests() {
+  (cd "$BUILD_DIR" && run ctest --output-on-failure --no-tests=error --timeout 300 --parallel "$(nproc)")
+}
+
+census() {
+  local census trace=$WORK_DIR/census_trace.json rc=0
+  census=$(binary launch_census) || return 1
+  run "$census" "$trace" "$OUT_DIR/census_manifest.json" || return 1
+  run python3 "$CHECKER" "$trace" "$OUT_DIR/census_manifest.json" || rc=1
+  keep "$trace" census_trace.json.gz
+  return $rc
+}
+
+flood() {
+  local census
+  census=$(binary launch_census) || return 1
+  run "$census" "$WORK_DIR/flood_trace.json" "$WORK_DIR/flood_manifest.json" \
+    --gpu-buffer-mb 1 --gpu-buffer-kb 16 --flood "$FLOOD_KERNELS" || return 1
+  ls -l "$WORK_DIR/flood_trace.json"
+  run python3 "$CHECKER" "$WORK_DIR/flood_trace.json" "$WORK_DIR/flood_manifest.json" --expect-drops
+}
+
+host_example() {
+  local example trace=$WORK_DIR/host_threads_trace.json rc=0
+  example=$(binary host_threads) || return 1
+  run "$example" "$trace" || return 1
+  run python3 "$CHECKER" "$trace" || rc=1
+  keep "$trace" host_threads_trace.json.gz
+  return $rc
+}
+
+training_example() {
+  local example gz=$OUT_DIR/training_step_trace.json.gz
+  example=$(binary cuda_training_step) || return 1
+  run "$example" --steps 20 --warmup 5 --output "$WORK_DIR/training_step_trace.json" || return 1
+  keep "$WORK_DIR/training_step_trace.json" training_step_trace.json.gz || return 1
+  run python3 "$CHECKER" "$gz"
+}
+
+# One run of the example; prints its median step time in microseconds.
+median_step_us() {
+  local output
+  output=$(run "$@" 2>&1)
+  local rc=$?
+  echo "$output" >&2
+  [[ $rc -eq 0 ]] || return 1
+  echo "$output" | grep -o 'median_step_us=[0-9.]*' | cut -d= -f2 | grep . || return 1
+}
+
+overhead() {
+  local example rc=0 untraced traced
+  example=$(binary cuda_training_step) || return 1
+  local common=(--steps "$STEPS" --warmup "$WARMUP")
+  local results=$WORK_DIR/overhead.tsv
+  : >"$results"
+  # Interleaved so drift (clocks, temperature, other tenants) hits both sides alike.
+  for round in $(seq 1 "$ROUNDS"); do
+    untraced=$(median_step_us "$example" "${common[@]}" --untraced) || { rc=1; untraced=nan; }
+    traced=$(median_step_us "$example" "${common[@]}" --output "$WORK_DIR/overhead_trace.json") ||
+      { rc=1; traced=nan; }
+    echo "round $round: untraced $untraced us, traced $traced us"
+    printf '%s\t%s\t%s\n' "$round" "$untraced" "$traced" >>"$results"
+  done
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+  python3 - "$results" "$OUT_DIR/overhead.md" "$gpu" "$(basename "$example") ${common[*]}" "$ROUNDS" <<'EOF' || rc=1
+import datetime, math, statistics, sys
+
+results, out, gpu, command, rounds = sys.argv[1:]
+rows = [line.split("\t") for line in open(results).read().splitlines() if line]
+pairs = [(r, float(u), float(t)) for r, u, t in rows]
+ok = [(r, u, t) for r, u, t in pairs if not (math.isnan(u) or math.isnan(t))]
+lines = [
+    "# Tracing overhead: cuda_training_step, untraced vs traced",
+    "",
+    f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
+    f"- GPU, driver: {gpu or 'unknown'}",
+    f"- command: `{command} [--untraced | --output PATH]`, default activities",
+    f"- {rounds} rounds, untraced and traced interleaved; each value is one run's median step",
+    "  time (std::chrono around the step, including a final cudaDeviceSynchronize)",
+    "",
+    "| round | untraced (us) | traced (us) | traced / untraced |",
+    "|---|---|---|---|",
+]
+for r, u, t in pairs:
+    ratio = t / u if u and not (math.isnan(u) or math.isnan(t)) else float("nan")
+    lines.append(f"| {r} | {u:.1f} | {t:.1f} | {ratio:.3f} |")
+if ok:
+    mu = statistics.median(u for _, u, _ in ok)
+    mt = statistics.median(t for _, _, t in ok)
+    mr = statistics.median(t / u for _, u, t in ok)
+    lines.append(f"| **median** | **{mu:.1f}** | **{mt:.1f}** | **{mt / mu:.3f}** |")
+    lines += ["", f"Median of the per-round ratios: {mr:.3f}."]
+else:
+    lines += ["", "No round produced both numbers: see run_all.log."]
+open(out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+sys.exit(0 if len(ok) == len(pairs) and ok else 1)
+EOF
+  return $rc
+}
+
+main() {
+  echo "kinetrace GPU checks: source $SRC_DIR, build $BUILD_DIR, results $OUT_DIR"
+  step "machine" machine_info
+  step "configure" configure
+  step "build" build
+  step "ctest" unit_tests
+  step "census" census
+  step "flood (CUPTI drops reported)" flood
+  step "host example" host_example
+  step "training-step example" training_example
+  step "overhead" overhead
+
+  echo
+  echo "=== summary"
+  local failed=0
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '%-32s %s\n' "${STEP_NAMES[$i]}" "${STEP_RESULTS[$i]}"
+    [[ ${STEP_RESULTS[$i]} == PASS ]] || failed=$((failed + 1))
+  done
+  echo "$((${#STEP_NAMES[@]} - failed)) steps passed, $failed failed"
+  [[ $failed -eq 0 ]]
+}
+
+main 2>&1 | tee "$OUT_DIR/run_all.log"
+exit "${PIPESTATUS[0]}"

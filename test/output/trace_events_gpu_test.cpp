@@ -1,0 +1,304 @@
+// emitTrace + ChromeJsonSink, GPU side: kernels, copies, memsets, syncs, GPU spans,
+// overheads, ac2g flows and the naming of devices and streams. Each test writes a real
+// file and parses it back.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kinetrace/sink.h"
+#include "model/trace_data.h"
+#include "output/trace_events.h"
+
+namespace kinetrace::detail {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int64_t kStart = 1'750'000'000'000'000'000;
+constexpr int64_t kPid = 777;
+
+int64_t nsOf(const json& micros) { return std::llround(micros.get<double>() * 1000); }
+
+std::vector<json> eventsWith(const json& root, const std::string& ph, const std::string& cat = "") {
+  std::vector<json> found;
+  for (const json& e : root["traceEvents"]) {
+    if (e["ph"] == ph && (cat.empty() || e.value("cat", "") == cat)) found.push_back(e);
+  }
+  return found;
+}
+
+json onlyEvent(const json& root, const std::string& ph, const std::string& cat) {
+  const auto found = eventsWith(root, ph, cat);
+  EXPECT_EQ(found.size(), 1u) << cat;
+  return found.empty() ? json::object() : found[0];
+}
+
+GpuPlacement placement(int64_t start, int64_t end, uint32_t device, uint32_t stream,
+                       uint32_t correlation, bool hasLaunchCall = false) {
+  GpuPlacement at;
+  at.startNs = start;
+  at.endNs = end;
+  at.deviceId = device;
+  at.streamId = stream;
+  at.contextId = 1;
+  at.correlationId = correlation;
+  at.hasLaunchCall = hasLaunchCall;
+  return at;
+}
+
+class TraceEventsGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "kinetrace_gpu_events_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    trace_.pid = kPid;
+    trace_.startNs = kStart;
+    trace_.stopNs = kStart + 1'000'000'000;
+    thread_ = trace_.threadIndex(kPid, 800);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  json save() {
+    const std::string path = (dir_ / "trace.json").string();
+    auto sink = openSink(path);
+    emitTrace(trace_, path, *sink);
+    std::ifstream in(path);
+    return json::parse(in);
+  }
+  KernelRecord kernel(GpuPlacement at) {
+    KernelRecord k;
+    k.at = at;
+    k.name = trace_.strings.intern("void gemm<float, 128>(Params)");
+    return k;
+  }
+  ApiCallRecord launch(int64_t start, uint32_t correlation, bool hasGpuOp) {
+    ApiCallRecord call;
+    call.startNs = start;
+    call.endNs = start + 3'000;
+    call.correlationId = correlation;
+    call.callbackId = 211;
+    call.thread = thread_;
+    call.name = trace_.strings.intern("cudaLaunchKernel");
+    call.launchesGpuWork = true;
+    call.hasGpuOp = hasGpuOp;
+    return call;
+  }
+
+  fs::path dir_;
+  TraceData trace_;
+  uint32_t thread_ = 0;
+};
+
+TEST_F(TraceEventsGpuTest, WritesKernelsWithTheArgsOfTheTraceFormat) {
+  KernelRecord k = kernel(placement(kStart + 10'123, kStart + 25'000, 1, 7, 99));
+  k.at.externalId = 42;
+  k.queuedNs = kStart + 9'000;
+  k.grid[0] = 256;
+  k.grid[1] = 4;
+  k.grid[2] = 1;
+  k.block[0] = 128;
+  k.block[1] = 1;
+  k.block[2] = 1;
+  k.registersPerThread = 64;
+  k.staticSharedBytes = 1024;
+  k.dynamicSharedBytes = 49152;
+  k.blocksPerSm = 7.75f;
+  k.warpsPerSm = 31.0f;
+  k.occupancyPercent = 37.5f;
+  k.graphId = 3;
+  k.graphNodeId = 0x100000002;
+  trace_.kernels.push_back(k);
+  const json e = onlyEvent(save(), "X", "kernel");
+
+  EXPECT_EQ(e["name"], "void gemm<float, 128>(Params)");
+  EXPECT_EQ(e["pid"], 1);
+  EXPECT_EQ(e["tid"], 7);
+  EXPECT_EQ(nsOf(e["ts"]), 10'123);
+  EXPECT_EQ(nsOf(e["dur"]), 14'877);
+  const json expected = {
+      {"External id", 42},        {"queued", 1'123},
+      {"device", 1},              {"context", 1},
+      {"stream", 7},              {"correlation", 99},
+      {"registers per thread", 64}, {"shared memory", 50176},
+      {"blocks per SM", 7.75},    {"warps per SM", 31.0},
+      {"grid", {256, 4, 1}},      {"block", {128, 1, 1}},
+      {"est. achieved occupancy %", 37.5},
+      {"graph id", 3},            {"graph node id", 0x100000002},
+  };
+  EXPECT_EQ(e["args"], expected);
+}
+
+TEST_F(TraceEventsGpuTest, LeavesOutKernelArgsThatAreUnknown) {
+  KernelRecord k = kernel(placement(kStart, kStart + 10, 0, 7, 5));
+  k.blocksPerSm = 0.1f;  // a float that prints badly as a double
+  trace_.kernels.push_back(k);
+  const json args = onlyEvent(save(), "X", "kernel")["args"];
+  EXPECT_FALSE(args.contains("External id"));
+  EXPECT_FALSE(args.contains("est. achieved occupancy %"));
+  EXPECT_FALSE(args.contains("graph id"));
+  EXPECT_FALSE(args.contains("graph node id"));
+  EXPECT_EQ(args["queued"], 0);
+  EXPECT_EQ(args["blocks per SM"].get<double>(), 0.1);
+}
+
+TEST_F(TraceEventsGpuTest, WritesMemcpysWithBandwidthAndPeerDevices) {
+  MemcpyRecord copy;
+  copy.at = placement(kStart + 100, kStart + 2'100, 0, 13, 50);
+  copy.bytes = 1'000'000;
+  copy.name = trace_.strings.intern("Memcpy PtoP (Device -> Device)");
+  copy.peer = true;
+  copy.srcDeviceId = 0;
+  copy.dstDeviceId = 3;
+  MemcpyRecord local = copy;
+  local.peer = false;
+  local.name = trace_.strings.intern("Memcpy HtoD (Pinned -> Device)");
+  trace_.memcpys = {copy, local};
+  const auto copies = eventsWith(save(), "X", "gpu_memcpy");
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0]["name"], "Memcpy PtoP (Device -> Device)");
+  EXPECT_EQ(copies[0]["pid"], 0);
+  EXPECT_EQ(copies[0]["tid"], 13);
+  EXPECT_EQ(nsOf(copies[0]["dur"]), 2'000);
+  EXPECT_EQ(copies[0]["args"],
+            json({{"device", 0}, {"context", 1}, {"stream", 13}, {"correlation", 50},
+                  {"bytes", 1'000'000}, {"memory bandwidth (GB/s)", 500.0},
+                  {"src device", 0}, {"dst device", 3}}));
+  EXPECT_EQ(copies[1]["name"], "Memcpy HtoD (Pinned -> Device)");
+  EXPECT_FALSE(copies[1]["args"].contains("src device"));
+}
+
+TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncs) {
+  MemsetRecord set;
+  set.at = placement(kStart + 10, kStart + 1'010, 0, 7, 60);
+  set.at.externalId = 11;
+  set.bytes = 4096;
+  set.name = trace_.strings.intern("Memset (Device)");
+  trace_.memsets.push_back(set);
+  SyncRecord sync;
+  sync.at = placement(kStart + 2'000, kStart + 9'000, 0, 7, 61);
+  sync.name = trace_.strings.intern("Event Sync");
+  sync.eventId = 17;
+  trace_.syncs.push_back(sync);
+  const json root = save();
+
+  const json memset = onlyEvent(root, "X", "gpu_memset");
+  EXPECT_EQ(memset["name"], "Memset (Device)");
+  EXPECT_EQ(memset["args"], json({{"External id", 11}, {"device", 0}, {"context", 1},
+                                  {"stream", 7}, {"correlation", 60}, {"bytes", 4096},
+                                  {"memory bandwidth (GB/s)", 4.096}}));
+  const json syncEvent = onlyEvent(root, "X", "cuda_sync");
+  EXPECT_EQ(syncEvent["name"], "Event Sync");
+  EXPECT_EQ(syncEvent["pid"], 0);
+  EXPECT_EQ(syncEvent["tid"], 7);
+  EXPECT_EQ(nsOf(syncEvent["dur"]), 7'000);
+  EXPECT_EQ(syncEvent["args"], json({{"stream", 7}, {"correlation", 61}, {"device", 0},
+                                     {"context", 1}, {"event", 17}}));
+}
+
+TEST_F(TraceEventsGpuTest, WritesGpuSpansAndOverheads) {
+  trace_.gpuSpans.push_back(GpuSpanRecord{kStart + 5, kStart + 905, 42,
+                                          trace_.strings.intern("ProfilerStep#3"), 2, 9});
+  trace_.overheads.push_back(OverheadRecord{kStart + 1, kStart + 301, trace_.strings.intern("Buffer flush")});
+  const json root = save();
+  const json span = onlyEvent(root, "X", "gpu_user_annotation");
+  EXPECT_EQ(span["name"], "ProfilerStep#3");
+  EXPECT_EQ(span["pid"], 2);
+  EXPECT_EQ(span["tid"], 9);
+  EXPECT_EQ(nsOf(span["ts"]), 5);
+  EXPECT_EQ(nsOf(span["dur"]), 900);
+  EXPECT_EQ(span["args"], json({{"External id", 42}}));
+  const json overhead = onlyEvent(root, "X", "overhead");
+  EXPECT_EQ(overhead["name"], "Buffer flush");
+  EXPECT_EQ(overhead["pid"], -1);
+  EXPECT_EQ(overhead["tid"], 0);
+  EXPECT_EQ(nsOf(overhead["dur"]), 300);
+}
+
+TEST_F(TraceEventsGpuTest, PairsEveryFlowStartWithAnEndOnTheGpuOp) {
+  trace_.apiCalls = {launch(kStart + 1'000, 10, true), launch(kStart + 5'000, 11, true),
+                     launch(kStart + 9'000, 12, false)};
+  trace_.kernels.push_back(kernel(placement(kStart + 2'500, kStart + 3'000, 0, 7, 10, true)));
+  trace_.kernels.push_back(kernel(placement(kStart + 40'000, kStart + 41'000, 0, 8, 13, false)));
+  MemcpyRecord copy;
+  copy.at = placement(kStart + 6'000, kStart + 7'000, 1, 3, 11, true);
+  trace_.memcpys.push_back(copy);
+  const json root = save();
+
+  std::map<uint64_t, json> starts;
+  for (const json& s : eventsWith(root, "s")) {
+    EXPECT_EQ(s["cat"], "ac2g");
+    EXPECT_EQ(s["name"], "ac2g");
+    EXPECT_EQ(s["pid"], kPid);
+    EXPECT_EQ(s["tid"], 800);
+    EXPECT_TRUE(starts.emplace(s["id"].get<uint64_t>(), s).second) << "duplicate start";
+  }
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(nsOf(starts.at(10)["ts"]), 1'000);
+  EXPECT_EQ(nsOf(starts.at(11)["ts"]), 5'000);
+
+  const auto ends = eventsWith(root, "f");
+  ASSERT_EQ(ends.size(), 2u);
+  for (const json& f : ends) {
+    EXPECT_EQ(f["cat"], "ac2g");
+    EXPECT_EQ(f["name"], "ac2g");
+    EXPECT_EQ(f["bp"], "e");
+    EXPECT_EQ(starts.count(f["id"].get<uint64_t>()), 1u) << "an f without its s";
+  }
+  EXPECT_EQ(ends[0]["id"], 10);
+  EXPECT_EQ(nsOf(ends[0]["ts"]), 2'500);
+  EXPECT_EQ(ends[0]["pid"], 0);
+  EXPECT_EQ(ends[0]["tid"], 7);
+  EXPECT_EQ(ends[1]["id"], 11);
+  EXPECT_EQ(nsOf(ends[1]["ts"]), 6'000);
+  EXPECT_EQ(ends[1]["pid"], 1);
+  EXPECT_EQ(ends[1]["tid"], 3);
+}
+
+TEST_F(TraceEventsGpuTest, NamesOnlyTheDevicesAndStreamsThatAppear) {
+  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 7, 1)));
+  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 2, 13, 2)));
+  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 21, 3)));
+  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 7, 4)));
+  const json root = save();
+
+  std::map<std::pair<int64_t, std::string>, std::vector<json>> byProcess;
+  std::map<std::pair<int64_t, int64_t>, std::string> threadNames;
+  for (const json& m : eventsWith(root, "M")) {
+    if (m["name"] == "thread_name") {
+      threadNames[{m["pid"], m["tid"]}] = m["args"]["name"];
+    } else if (m["name"] == "thread_sort_index") {
+      EXPECT_EQ(m["args"]["sort_index"], m["tid"]);
+    } else {
+      byProcess[{m["pid"], m["name"]}].push_back(m["args"]);
+    }
+  }
+  EXPECT_EQ(byProcess.size(), 6u) << "3 entries for each of GPU 0 and GPU 2, none for the host";
+  auto processArg = [&byProcess](int64_t pid, const std::string& name, const std::string& key) {
+    const auto& found = byProcess[std::make_pair(pid, name)];
+    return found.empty() ? json() : found[0][key];
+  };
+  EXPECT_EQ(processArg(0, "process_name", "name"), "GPU 0");
+  EXPECT_EQ(processArg(0, "process_labels", "labels"), "GPU 0");
+  EXPECT_EQ(processArg(2, "process_name", "name"), "GPU 2");
+  const int64_t sort0 = processArg(0, "process_sort_index", "sort_index").get<int64_t>();
+  const int64_t sort2 = processArg(2, "process_sort_index", "sort_index").get<int64_t>();
+  EXPECT_GT(sort2, sort0);
+  EXPECT_GT(sort0, 4'194'304) << "GPUs sort after any host pid";
+  const std::map<std::pair<int64_t, int64_t>, std::string> expectedThreads = {
+      {{0, 7}, "stream 7"}, {{0, 21}, "stream 21"}, {{2, 13}, "stream 13"}};
+  EXPECT_EQ(threadNames, expectedThreads);
+  EXPECT_EQ(eventsWith(root, "M").size(), 6u + 2 * 3u);
+}
+
+}  // namespace
+}  // namespace kinetrace::detail
