@@ -20,6 +20,8 @@ std::atomic<ContextSeenFn> gContextSeen{nullptr};
 std::atomic<ProfilerControlFn> gProfilerControl{nullptr};
 std::atomic<uint32_t> gContextSeenEpoch{0};
 thread_local CUcontext tLastContext = nullptr;
+// Recorded runtime calls in progress on this thread.
+thread_local uint32_t tRuntimeDepth = 0;
 thread_local uint32_t tLastContextEpoch = 0;
 
 uint32_t domainSize(CUpti_CallbackDomain domain) {
@@ -67,6 +69,7 @@ void CallbackTable::selectLaunchEntryPoints(CuptiApi& api) {
 }
 
 void CallbackTable::selectAll(CUpti_CallbackDomain domain, CuptiApi& api) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) recordNestedDriverCalls_ = true;
   std::vector<uint8_t>& table = tableOf(domain);
   table.resize(domainSize(domain), 0);
   for (uint32_t cbid = 1; cbid < table.size(); ++cbid) {
@@ -132,6 +135,16 @@ void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti
   if (__builtin_expect(isProfilerControlCall(domain, cbid), 0)) {
     if (!onProfilerControl(static_cast<const CallbackTable*>(userData), cbid, info)) return;
   }
+  const auto* table = static_cast<const CallbackTable*>(userData);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (info->callbackSite == CUPTI_API_ENTER) {
+      ++tRuntimeDepth;
+    } else if (tRuntimeDepth > 0) {
+      --tRuntimeDepth;
+    }
+  } else if (tRuntimeDepth > 0 && !table->recordsNestedDriverCalls()) {
+    return;
+  }
   if (info->callbackSite == CUPTI_API_ENTER) {
     // CUPTI keeps this slot per call from entry to exit: no thread-local stack needed, and
     // a driver call nested in a runtime call has its own.
@@ -150,7 +163,6 @@ void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti
   if (r == nullptr) return;
   uint64_t exitTicks = Clock::ticks();
   uint64_t entryTicks = *info->correlationData;
-  const auto* table = static_cast<const CallbackTable*>(userData);
   uint8_t flags = table->flags(domain, cbid);
   r->ticks = entryTicks != 0 ? entryTicks : exitTicks;  // entered before recording began
   r->a = exitTicks;

@@ -46,12 +46,20 @@ class CallbackTable {
   }
   std::vector<uint32_t> recorded(CUpti_CallbackDomain domain) const;
 
+  // The CUDA runtime implements its calls with driver calls, and CUPTI reports those too
+  // (measured on the H200 with CUDA 13: every cudaLaunchKernel carried a nested
+  // cuLaunchKernel). The runtime call is the one users look for and the one the GPU
+  // operation names, so driver calls made inside a recorded runtime call are skipped,
+  // unless every driver call was asked for.
+  bool recordsNestedDriverCalls() const { return recordNestedDriverCalls_; }
+
  private:
   std::vector<uint8_t>& tableOf(CUpti_CallbackDomain domain) {
     return domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
   }
   std::vector<uint8_t> runtime_;
   std::vector<uint8_t> driver_;
+  bool recordNestedDriverCalls_ = false;
 };
 
 // Whether a CUDA API function (by its CUPTI name, "cudaLaunchKernel_v7000") starts or

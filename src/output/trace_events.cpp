@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +35,7 @@ class ArgList {
   static constexpr std::size_t kCapacity = 16;
   void clear() { count_ = 0; }
   void add(std::string_view key, ArgValue value) {
+    assert(count_ < kCapacity && "an event kind gained args: raise kCapacity");
     if (count_ < kCapacity) args_[count_++] = Arg{key, value};
   }
   const Arg* data() const { return args_.data(); }
@@ -410,6 +413,7 @@ void TraceEmitter::emitNamingMetadata() {
   if (overheadUsed_) {
     emitMetadata("process_name", kOverheadPid, 0, "name", std::string_view("CUPTI overhead"));
     emitMetadata("process_sort_index", kOverheadPid, 0, "sort_index", kOverheadSortIndex);
+    emitMetadata("thread_name", kOverheadPid, 0, "name", std::string_view("CUPTI overhead"));
   }
 
   int64_t namedDevice = -1;
