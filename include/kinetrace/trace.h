@@ -14,8 +14,8 @@ namespace detail {
 struct TraceData;
 }
 
-// What a trace holds and what it could not hold. Every non-zero loss counter is also
-// written into the trace's metadata and logged as a warning when the session stops.
+// What a trace holds and what it could not hold. Every loss counter is also written into
+// the trace's metadata (zero included); non-zero ones are logged when the session stops.
 struct TraceStats {
   uint64_t hostRanges = 0;
   uint64_t hostInstants = 0;
@@ -27,7 +27,8 @@ struct TraceStats {
   uint64_t gpuMemoryEvents = 0;
   uint64_t apiCalls = 0;
   uint64_t droppedHostEvents = 0;      // host buffer cap reached
-  uint64_t droppedGpuRecords = 0;      // CUPTI dropped records or buffers were refused
+  uint64_t droppedGpuRecords = 0;      // records CUPTI dropped (no buffer space)
+  uint64_t gpuBufferRequestsRefused = 0;  // CUPTI asked for a buffer beyond the cap
   uint64_t outOfWindowEvents = 0;      // recorded but outside [start, stop]
   uint64_t unfinishedRanges = 0;       // still open at stop, closed at the stop time
 };

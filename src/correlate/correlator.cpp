@@ -1,7 +1,10 @@
 #include "correlate/correlator.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace kinetrace::detail {
 namespace {
@@ -109,28 +112,94 @@ void correlate(TraceData& trace, bool launchCallsRecorded) {
   linker.emitSpans();
 }
 
+namespace {
+
+// GPU operations that had finished by some host time, per track, searchable by when their
+// launch call returned: for every prefix, the latest end.
+class FinishedWork {
+ public:
+  void add(uint64_t track, int64_t launchEndNs, int64_t opEndNs) {
+    tracks_[track].push_back({launchEndNs, opEndNs});
+  }
+  void seal() {
+    for (auto& [track, ops] : tracks_) {
+      std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.launchEndNs < b.launchEndNs; });
+      for (std::size_t i = 1; i < ops.size(); ++i) ops[i].opEndNs = std::max(ops[i].opEndNs, ops[i - 1].opEndNs);
+    }
+  }
+  // The latest end among ops of `track` launched before `hostNs`; false if none.
+  bool latestEndLaunchedBefore(uint64_t track, int64_t hostNs, int64_t& endNs) const {
+    auto found = tracks_.find(track);
+    if (found == tracks_.end()) return false;
+    const auto& ops = found->second;
+    auto it = std::upper_bound(ops.begin(), ops.end(), hostNs,
+                               [](int64_t t, const Op& op) { return t < op.launchEndNs; });
+    if (it == ops.begin()) return false;
+    endNs = std::prev(it)->opEndNs;
+    return true;
+  }
+
+ private:
+  struct Op {
+    int64_t launchEndNs;
+    int64_t opEndNs;
+  };
+  std::unordered_map<uint64_t, std::vector<Op>> tracks_;
+};
+
+uint64_t streamTrack(uint32_t device, uint32_t stream) { return uint64_t{device} << 32 | stream; }
+uint64_t deviceTrack(uint32_t device) { return uint64_t{device} << 32 | 0xffffffffu; }
+
+}  // namespace
+
 ClockOffsetBounds measureClockOffsetBounds(const TraceData& trace) {
   ClockOffsetBounds bounds;
-  std::unordered_map<uint32_t, int64_t> callStart;
-  for (const ApiCallRecord& call : trace.apiCalls) callStart.emplace(call.correlationId, call.startNs);
+  auto lower = [&](int64_t late) {
+    bounds.lowNs = bounds.hasLow ? std::max(bounds.lowNs, late) : late;
+    bounds.hasLow = true;
+  };
+  std::unordered_map<uint32_t, const ApiCallRecord*> calls;
+  for (const ApiCallRecord& call : trace.apiCalls) calls.emplace(call.correlationId, &call);
+
+  FinishedWork finished;
   auto visit = [&](const GpuPlacement& op) {
     if (op.hasLaunchCall) {
-      auto found = callStart.find(op.correlationId);
-      if (found != callStart.end()) {
-        int64_t lead = op.startNs - found->second;
+      auto found = calls.find(op.correlationId);
+      if (found != calls.end()) {
+        const ApiCallRecord& call = *found->second;
+        int64_t lead = op.startNs - call.startNs;
         bounds.highNs = bounds.hasHigh ? std::min(bounds.highNs, lead) : lead;
         bounds.hasHigh = true;
+        finished.add(streamTrack(op.deviceId, op.streamId), call.endNs, op.endNs);
+        finished.add(deviceTrack(op.deviceId), call.endNs, op.endNs);
       }
     }
-    if (trace.gpuSyncReturnNs != 0) {
-      int64_t late = op.endNs - trace.gpuSyncReturnNs;
-      bounds.lowNs = bounds.hasLow ? std::max(bounds.lowNs, late) : late;
-      bounds.hasLow = true;
-    }
+    if (trace.gpuSyncReturnNs != 0) lower(op.endNs - trace.gpuSyncReturnNs);
   };
   for (const auto& k : trace.kernels) visit(k.at);
   for (const auto& m : trace.memcpys) visit(m.at);
   for (const auto& m : trace.memsets) visit(m.at);
+  finished.seal();
+
+  // The program's own synchronisations are tighter probes than the one at stop: when a
+  // stream (or context) synchronisation returns, everything launched on that stream (or
+  // device) before the call began has ended.
+  for (const SyncRecord& sync : trace.syncs) {
+    auto found = calls.find(sync.at.correlationId);
+    if (found == calls.end()) continue;
+    const ApiCallRecord& call = *found->second;
+    std::string_view kind = trace.strings.get(sync.name);
+    uint64_t track;
+    if (kind == "Stream Sync") {
+      track = streamTrack(sync.at.deviceId, sync.at.streamId);
+    } else if (kind == "Context Sync") {
+      track = deviceTrack(sync.at.deviceId);
+    } else {
+      continue;  // an event's work is unknown here; a stream wait does not block the host
+    }
+    int64_t latestEnd = 0;
+    if (finished.latestEndLaunchedBefore(track, call.startNs, latestEnd)) lower(latestEnd - call.endNs);
+  }
   return bounds;
 }
 

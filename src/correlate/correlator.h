@@ -18,8 +18,9 @@ void correlate(TraceData& trace, bool launchCallsRecorded);
 
 // What the trace itself proves about the offset between GPU and host timestamps
 // (offset = GPU timestamp - true host time): GPU work cannot start before its launch call,
-// so offset <= min(op start - call start); it cannot end after the stop-time
-// synchronisation returned, so offset >= max(op end - sync return).
+// so offset <= min(op start - call start); it cannot end after a synchronisation that
+// waited for it returned (the program's stream and context syncs, and kinetrace's own at
+// stop), so offset >= max(op end - sync return).
 struct ClockOffsetBounds {
   bool hasHigh = false;
   bool hasLow = false;

@@ -61,7 +61,8 @@ TraceStats Trace::stats() const {
   s.gpuMemoryEvents = d.memory.size();
   s.apiCalls = d.apiCalls.size();
   s.droppedHostEvents = d.losses.droppedHostEvents;
-  s.droppedGpuRecords = d.losses.cuptiDroppedRecords + d.losses.cuptiBuffersRefused;
+  s.droppedGpuRecords = d.losses.cuptiDroppedRecords;
+  s.gpuBufferRequestsRefused = d.losses.cuptiBuffersRefused;
   s.outOfWindowEvents = d.losses.outOfWindowEvents;
   s.unfinishedRanges = d.losses.unfinishedRanges;
   return s;

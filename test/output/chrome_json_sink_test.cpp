@@ -284,6 +284,38 @@ TEST(ChromeJsonSinkTest, StreamsThroughItsBufferAndKeepsHugeNamesWhole) {
   EXPECT_EQ(parsed["traceEvents"].back()["name"], hugeName);
 }
 
+// Events are written into one reservation sized from the event; the sanitizer builds
+// catch a bound that is too small once an event lands at the very end of the buffer.
+TEST(ChromeJsonSinkTest, WorstCaseEventsStayWithinTheirReservation) {
+  const std::string controls(40, '\x01');
+  const int64_t low = std::numeric_limits<int64_t>::min();
+  std::vector<Arg> args;
+  for (int i = 0; i < 8; ++i) args.push_back(Arg{controls, Dim3{low, low, low}});
+  for (int i = 0; i < 4; ++i) args.push_back(Arg{controls, std::string_view(controls)});
+  args.push_back(Arg{controls, -1.7976931348623157e308});
+  args.push_back(Arg{controls, std::numeric_limits<uint64_t>::max()});
+  args.push_back(Arg{controls, low});
+  args.push_back(Arg{controls, false});
+  std::vector<Event> events;
+  for (int i = 0; i < 3000; ++i) {
+    Event e;
+    e.phase = i % 2 ? Phase::FlowEnd : Phase::Complete;
+    e.name = std::string_view(controls).substr(0, static_cast<std::size_t>(i % 40));
+    e.category = controls;
+    e.pid = low;
+    e.tid = low;
+    e.timestampNs = low;
+    e.durationNs = low;
+    e.flowId = std::numeric_limits<uint64_t>::max();
+    e.args = args.data();
+    e.argCount = args.size();
+    events.push_back(e);
+  }
+  const json parsed = json::parse(writeAll(events));
+  ASSERT_EQ(parsed["traceEvents"].size(), events.size());
+  EXPECT_EQ(parsed["traceEvents"][1]["args"].size(), 1u) << "one key, repeated";
+}
+
 TEST(ChromeJsonSinkTest, WritesAValidFileForAnEmptyTrace) {
   const json parsed = json::parse(writeAll({}));
   EXPECT_TRUE(parsed["traceEvents"].is_array());

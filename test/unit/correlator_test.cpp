@@ -151,5 +151,41 @@ TEST(CorrelatorTest, ClockOffsetBoundsComeFromLaunchesAndTheStopSynchronisation)
   EXPECT_EQ(bounds.lowNs, -100);
 }
 
+TEST(CorrelatorTest, AStreamSynchronisationBoundsTheOffsetFromBelow) {
+  TraceData trace;
+  trace.apiCalls.push_back(launchCall(1, 100, 0));  // launch returns at 105
+  trace.kernels.push_back(kernelAt(1, 140, 700, 4));
+  ApiCallRecord syncCall = launchCall(2, 200, 0);
+  syncCall.endNs = 720;  // cudaStreamSynchronize returned 20 after the kernel's end
+  syncCall.launchesGpuWork = false;
+  trace.apiCalls.push_back(syncCall);
+  SyncRecord sync;
+  sync.at.correlationId = 2;
+  sync.at.streamId = 4;
+  sync.name = trace.strings.intern("Stream Sync");
+  trace.syncs.push_back(sync);
+  correlate(trace, true);
+  ClockOffsetBounds bounds = measureClockOffsetBounds(trace);
+  ASSERT_TRUE(bounds.hasLow);
+  EXPECT_EQ(bounds.lowNs, -20);
+  EXPECT_EQ(bounds.highNs, 40);
+}
+
+TEST(CorrelatorTest, ASyncOnAnotherStreamSaysNothingAboutThisStream) {
+  TraceData trace;
+  trace.apiCalls.push_back(launchCall(1, 100, 0));
+  trace.kernels.push_back(kernelAt(1, 140, 700, 4));
+  ApiCallRecord syncCall = launchCall(2, 200, 0);
+  syncCall.endNs = 300;
+  trace.apiCalls.push_back(syncCall);
+  SyncRecord sync;
+  sync.at.correlationId = 2;
+  sync.at.streamId = 5;
+  sync.name = trace.strings.intern("Stream Sync");
+  trace.syncs.push_back(sync);
+  correlate(trace, true);
+  EXPECT_FALSE(measureClockOffsetBounds(trace).hasLow);
+}
+
 }  // namespace
 }  // namespace kinetrace::detail
