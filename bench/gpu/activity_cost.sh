@@ -10,7 +10,7 @@ BUILD_DIR=${1:?build dir}
 OUT_FILE=${2:?output markdown file}
 ROUNDS=${3:-5}
 EXAMPLE=$BUILD_DIR/examples/cuda_training_step
-ARGS=(--steps 200 --warmup 20)
+ARGS=(--steps 500 --warmup 20)
 SETS=(untraced "kernel" "kernel,memcpy,memset" "kernel,memcpy,memset,launch" "default" "default,cuda_runtime,cuda_driver")
 TSV=$(mktemp)
 
@@ -35,7 +35,7 @@ for line in open(tsv):
     r, s, v = line.rstrip("\n").split("\t")
     by.setdefault(s, []).append(float(v))
 base = statistics.median(by["untraced"])
-lines = ["# Cost of each activity set: cuda_training_step (200 steps, 20 warm-up)", "",
+lines = ["# Cost of each activity set: cuda_training_step (500 steps, 20 warm-up)", "",
          f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; GPU, driver: {gpu}",
          f"- {rounds} rounds, every set once per round, interleaved; median of the per-run median step times",
          "- command: `bench/gpu/activity_cost.sh BUILD_DIR OUT_FILE " + rounds + "`", "",

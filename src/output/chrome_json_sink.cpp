@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kinetrace/error.h"
+#include "output/gzip_output.h"
 #include "output/json_escape.h"
 
 namespace kinetrace::detail {
@@ -315,7 +316,12 @@ std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl) {
     path.erase(0, std::string_view("file://").size());
     if (path.empty()) throw Error("kinetrace: trace URL \"" + pathOrFileUrl + "\" has no path");
   }
-  return std::make_unique<ChromeJsonSink>(std::make_unique<AtomicFile>(path));
+  std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path);
+  constexpr std::string_view kGz = ".gz";
+  if (path.size() > kGz.size() && path.compare(path.size() - kGz.size(), kGz.size(), kGz) == 0) {
+    file = std::make_unique<GzipOutput>(std::move(file));
+  }
+  return std::make_unique<ChromeJsonSink>(std::move(file));
 }
 
 ChromeJsonSink::ChromeJsonSink(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes)

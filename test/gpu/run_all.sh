@@ -24,7 +24,7 @@ OUT_DIR=${1:-./gpu-results}
 BUILD_DIR=${GPU_BUILD_DIR:-/tmp/kinetrace-gpu-build}
 WORK_DIR=$BUILD_DIR/gpu-run
 ROUNDS=${OVERHEAD_ROUNDS:-5}
-STEPS=${OVERHEAD_STEPS:-200}
+STEPS=${OVERHEAD_STEPS:-500}
 WARMUP=${OVERHEAD_WARMUP:-20}
 FLOOD_KERNELS=${FLOOD_KERNELS:-200000}
 CHECKER=$SRC_DIR/test/gpu/check_trace.py
@@ -91,7 +91,7 @@ machine_info() {
 
 configure() {
   run cmake -S "$SRC_DIR" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DKINETRACE_BUILD_BENCHMARKS=OFF
+    -DKINETRACE_BUILD_BENCHMARKS=ON
 }
 
 build() {
@@ -210,6 +210,23 @@ EOF
   return $rc
 }
 
+# Host-side microbenchmarks on this machine's CPU (skipped where Google Benchmark is missing).
+host_benchmarks() {
+  local rc=0 bench
+  for bench in bench_host_range bench_json_sink; do
+    local path
+    path=$(binary "$bench") || { echo "$bench not built (Google Benchmark missing?)"; continue; }
+    run "$path" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$OUT_DIR/$bench.json" --benchmark_out_format=json || rc=1
+  done
+  return $rc
+}
+
+# What each activity kind costs on the training-step example.
+activity_cost() {
+  run bash "$SRC_DIR/bench/gpu/activity_cost.sh" "$BUILD_DIR" "$OUT_DIR/activity_cost.md" "${ACTIVITY_ROUNDS:-5}"
+}
+
 main() {
   echo "kinetrace GPU checks: source $SRC_DIR, build $BUILD_DIR, results $OUT_DIR"
   step "machine" machine_info
@@ -221,6 +238,8 @@ main() {
   step "host example" host_example
   step "training-step example" training_example
   step "overhead" overhead
+  step "activity cost" activity_cost
+  step "host benchmarks" host_benchmarks
 
   echo
   echo "=== summary"
