@@ -79,9 +79,9 @@ int main(int argc, char** argv) {
   const std::string output = argc > 1 ? argv[1] : "kinetrace_host_example.json";
   try {
     kinetrace::Profiler profiler(kinetrace::Config::fromEnvironment());
-    std::printf("GPU: %s\n", profiler.gpuStatus().c_str());
-
     profiler.start();
+    // Without a GPU (or with CUPTI busy) this says why; host activity is recorded anyway.
+    std::printf("GPU: %s\n", profiler.gpuStatus().c_str());
     kinetrace::setThreadName("main");
     {
       kinetrace::Range run("run");

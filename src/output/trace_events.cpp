@@ -109,7 +109,8 @@ TraceHeader makeHeader(const TraceData& trace, const std::string& traceName, int
   if (const std::string* info = findMetadata(trace, "distributedInfo")) {
     out.emplace_back("distributedInfo", *info);
   }
-  if (!trace.devices.empty() && !findMetadata(trace, "deviceProperties")) {
+  // Written even when empty: readers (HTA) look the key up unconditionally.
+  if (!findMetadata(trace, "deviceProperties")) {
     out.emplace_back("deviceProperties", devicePropertiesJson(trace));
   }
   for (const auto& entry : trace.metadataJson) {

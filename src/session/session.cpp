@@ -30,6 +30,10 @@ GpuOptions gpuOptionsFor(const Config& config) {
   options.launchCalls = a.has(Activity::Launch);
   options.allRuntimeCalls = a.has(Activity::RuntimeAll);
   options.allDriverCalls = a.has(Activity::DriverAll);
+  // Recording follows the program's cudaProfilerStart/Stop: CUPTI is subscribed at prepare()
+  // but collects nothing until the first start.
+  options.profilerControl = config.captureRange == CaptureRange::CudaProfilerApi;
+  options.deferCollection = options.profilerControl;
   options.bufferBytes = config.gpuBufferKb * 1024;
   options.capBytes = config.gpuBufferMb * 1024 * 1024;
   return options;
@@ -47,6 +51,7 @@ int64_t envInteger(const char* name, int64_t fallback) {
 
 Session::Session(Config config) : config_(std::move(config)) {
   setLogLevel(config_.logLevel);
+  if (config_.activities.anyGpu()) gpuStatus_ = "GPU collection not started yet (prepare() or start() starts it)";
   Clock::instance();  // calibrate now, not inside start()
 }
 
