@@ -51,6 +51,12 @@ class KINETRACE_API ActivitySet {
 
 enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
 
+// When a program traced through CUDA injection (`kinetrace run`) records.
+enum class CaptureRange {
+  Whole,            // from CUDA initialisation (or after `delay`) to exit (or for `duration`)
+  CudaProfilerApi,  // between the program's own cudaProfilerStart() and cudaProfilerStop()
+};
+
 // Everything a session is configured with. Build it in code, from the environment, or both:
 //
 //   kinetrace::Config config = kinetrace::Config::fromEnvironment();
@@ -63,6 +69,16 @@ enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
 //   host_buffer_mb    cap on host events held per session, all threads together
 //   gpu_buffer_mb     cap on memory lent to CUPTI for activity records
 //   gpu_buffer_kb     size of one CUPTI activity buffer
+//   delay             (injection) time from the traced process's start to the recording's:
+//                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
+//   duration          (injection) how long to record; "0" (the default) until exit
+//   capture_range     (injection) "none" (whole run) or "cudaProfilerApi"
+//   run_id            (injection) a tag put in trace file names, so the files of one
+//                     `kinetrace run` can be found among others ([A-Za-z0-9._-], <= 64)
+//
+// The injection keys are read by the CUDA injection library that `kinetrace run` loads
+// into a program; a Profiler created in code ignores them (its caller decides when to
+// start and stop). With the injection, `output` names a directory, not a file.
 struct KINETRACE_API Config {
   std::string output;
   ActivitySet activities = ActivitySet::defaults();
@@ -70,6 +86,10 @@ struct KINETRACE_API Config {
   std::size_t hostBufferMb = 256;
   std::size_t gpuBufferMb = 256;
   std::size_t gpuBufferKb = 4096;
+  int64_t delayNs = 0;
+  int64_t durationNs = 0;  // 0: until the program exits
+  CaptureRange captureRange = CaptureRange::Whole;
+  std::string runId;
 
   // Reads every KINETRACE_* variable. An unknown KINETRACE_ variable or a bad value throws
   // kinetrace::Error naming the variable and what it accepts.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "kinetrace/export.h"
@@ -32,6 +33,8 @@ KINETRACE_API void instantStatic(const char* literal) noexcept;
 KINETRACE_API void instantCopy(std::string_view name) noexcept;
 KINETRACE_API void counterStatic(const char* literal, double value) noexcept;
 KINETRACE_API void counterCopy(std::string_view name, double value) noexcept;
+KINETRACE_API uint64_t startAsyncRangeCopy(std::string_view name) noexcept;
+KINETRACE_API void endAsyncRangeNow(uint64_t id) noexcept;
 }  // namespace detail
 
 // Opens a range on this thread; close it with endRange() on the same thread. Ranges nest.
@@ -51,6 +54,20 @@ class Range {
   Range(const Range&) = delete;
   Range& operator=(const Range&) = delete;
 };
+
+// A range that need not nest: it may overlap other ranges and end on any thread (a request
+// handed between threads, an nvtxRangeStart/End pair). Returns its id for endAsyncRange();
+// 0 when not recording (ending id 0 does nothing). The name is copied. Async ranges appear
+// on tracks of their own ("async ranges"), and GPU work launched on the starting thread
+// while no nested range is open there is linked to them.
+//
+//   uint64_t request = kinetrace::startAsyncRange("request 42");
+//   ...                                            // later, on any thread
+//   kinetrace::endAsyncRange(request);
+inline uint64_t startAsyncRange(std::string_view name) noexcept {
+  return detail::startAsyncRangeCopy(name);
+}
+inline void endAsyncRange(uint64_t id) noexcept { detail::endAsyncRangeNow(id); }
 
 // A point in time on this thread ("checkpoint saved").
 template <std::size_t N>

@@ -101,6 +101,25 @@ void counterCopy(std::string_view name, double value) noexcept {
   }
 }
 
+uint64_t startAsyncRangeCopy(std::string_view name) noexcept {
+  ThreadBuffer* buffer = HostRecorder::threadBuffer();
+  if (buffer == nullptr) return 0;
+  // Ids come from the thread's range sequence: unique across threads, and usable as the
+  // External id that links GPU work to the range.
+  uint64_t id = buffer->nextRangeSeq++;
+  uint32_t length = 0;
+  uint64_t ref = HostRecorder::copyName(*buffer, name, length);
+  point(HostEventKind::AsyncBegin, ref, length, id, *buffer);
+  return id;
+}
+
+void endAsyncRangeNow(uint64_t id) noexcept {
+  if (id == 0) return;
+  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
+    point(HostEventKind::AsyncEnd, 0, 0, id, *buffer);
+  }
+}
+
 }  // namespace detail
 
 void setThreadName(std::string_view name) { detail::HostRecorder::instance().setThreadName(name); }

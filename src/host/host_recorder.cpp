@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <new>
+#include <queue>
+#include <unordered_map>
 
 namespace kinetrace::detail {
 
@@ -175,11 +178,26 @@ void HostRecorder::setThreadName(std::string_view name) {
   }
 }
 
+void HostRecorder::nameOsThread(int64_t tid, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& entry : osThreadNames_) {
+    if (entry.first == tid) {
+      entry.second.assign(name);
+      return;
+    }
+  }
+  osThreadNames_.emplace_back(tid, std::string(name));
+}
+
 void HostRecorder::collect(TraceData& trace, const Clock& clock) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // An async range may begin on one thread and end on another: its edges are gathered
+  // from every buffer first and paired afterwards.
+  std::vector<AsyncEdge> asyncBegins;
+  std::vector<AsyncEdge> asyncEnds;
   for (ThreadBuffer* buffer : buffers_) {
     if (buffer->generation != lastGeneration_) continue;
-    collectBuffer(*buffer, trace, clock);
+    collectBuffer(*buffer, trace, clock, asyncBegins, asyncEnds);
     for (RecordChunk* chunk : buffer->chunks) freeChunks_.push_back(chunk);
     for (NameChunk* chunk : buffer->nameChunks) freeNameChunks_.push_back(chunk);
     buffer->chunks.clear();
@@ -189,15 +207,109 @@ void HostRecorder::collect(TraceData& trace, const Clock& clock) {
     buffer->generation = 0;
   }
   usedBytes_ = 0;
+  if (!asyncBegins.empty()) pairAsyncRanges(trace, asyncBegins, asyncEnds);
 }
 
-void HostRecorder::collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock) {
+void HostRecorder::pairAsyncRanges(TraceData& trace, std::vector<AsyncEdge>& begins,
+                                   std::vector<AsyncEdge>& ends) {
+  auto inWindow = [&](int64_t t) { return t >= trace.startNs && t <= trace.stopNs; };
+  struct Async {
+    int64_t startNs;
+    int64_t endNs;
+    uint64_t id;
+    StringId name;
+    uint32_t origin;  // the thread that started it
+    bool unfinished;
+  };
+  std::unordered_map<uint64_t, std::size_t> beginById;
+  beginById.reserve(begins.size());
+  for (std::size_t i = 0; i < begins.size(); ++i) beginById.emplace(begins[i].id, i);
+  std::vector<int64_t> endOf(begins.size(), -1);
+  for (const AsyncEdge& end : ends) {
+    auto found = beginById.find(end.id);
+    // An end without a begin belongs to a range started before this recording.
+    if (found == beginById.end() || endOf[found->second] >= 0) continue;
+    endOf[found->second] = end.timeNs;
+  }
+  std::vector<Async> ranges;
+  ranges.reserve(begins.size());
+  for (std::size_t i = 0; i < begins.size(); ++i) {
+    const AsyncEdge& b = begins[i];
+    bool unfinished = endOf[i] < 0;
+    int64_t end = unfinished ? trace.stopNs : endOf[i];
+    if (!inWindow(b.timeNs) || !inWindow(end) || end < b.timeNs) {
+      ++trace.losses.outOfWindowEvents;
+      continue;
+    }
+    if (unfinished) ++trace.losses.unfinishedRanges;
+    ranges.push_back(Async{b.timeNs, end, b.id, b.name, b.thread, unfinished});
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Async& x, const Async& y) {
+    return x.startNs != y.startNs ? x.startNs < y.startNs : x.endNs > y.endNs;
+  });
+
+  // Lanes: in start order, each range goes on the lane that became free earliest, if it is
+  // free by the range's start, else on a new lane. Slices on one track then never overlap
+  // (Perfetto needs a track's slices properly nested), with as few tracks as the deepest
+  // overlap needs, in O(n log n).
+  using Lane = std::pair<int64_t, uint32_t>;  // (free from, lane index)
+  std::priority_queue<Lane, std::vector<Lane>, std::greater<Lane>> lanes;
+  std::vector<uint32_t> laneThread;
+  for (const Async& r : ranges) {
+    uint32_t lane;
+    if (!lanes.empty() && lanes.top().first <= r.startNs) {
+      lane = lanes.top().second;
+      lanes.pop();
+    } else {
+      lane = static_cast<uint32_t>(laneThread.size());
+      uint32_t thread = trace.threadIndex(trace.pid, kAsyncLaneTidBase + lane);
+      std::string name = lane == 0 ? "async ranges" : "async ranges " + std::to_string(lane + 1);
+      trace.threads[thread].name = trace.strings.intern(name);
+      laneThread.push_back(thread);
+    }
+    lanes.emplace(r.endNs, lane);
+    trace.ranges.push_back(RangeRecord{r.startNs, r.endNs, r.id, 0, r.name, laneThread[lane],
+                                       RangeCategory::UserAnnotation, r.unfinished});
+  }
+
+  // GPU work launched on the thread that started an async range, while no push/pop range
+  // was open there, belongs to the latest-started async range still open at the launch.
+  std::unordered_map<uint32_t, std::vector<const Async*>> byOrigin;
+  for (const Async& r : ranges) byOrigin[r.origin].push_back(&r);  // sorted by start
+  constexpr int kMaxCandidates = 64;
+  for (ApiCallRecord& call : trace.apiCalls) {
+    if (call.externalId != 0) continue;
+    auto origin = byOrigin.find(call.thread);
+    if (origin == byOrigin.end()) continue;
+    const auto& list = origin->second;
+    auto after = std::upper_bound(list.begin(), list.end(), call.startNs,
+                                  [](int64_t t, const Async* r) { return t < r->startNs; });
+    int looked = 0;
+    for (auto it = after; it != list.begin() && looked < kMaxCandidates; ++looked) {
+      --it;
+      if ((*it)->endNs >= call.startNs) {
+        call.externalId = (*it)->id;
+        break;
+      }
+    }
+  }
+}
+
+void HostRecorder::collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock,
+                                 std::vector<AsyncEdge>& asyncBegins,
+                                 std::vector<AsyncEdge>& asyncEnds) {
   trace.losses.droppedHostEvents += buffer.dropped;
   trace.losses.droppedHostNameBytes += buffer.droppedNameBytes;
   if (buffer.chunks.empty()) return;
 
   uint32_t thread = trace.threadIndex(trace.pid, buffer.tid);
-  if (!buffer.threadName.empty()) trace.threads[thread].name = trace.strings.intern(buffer.threadName);
+  if (!buffer.threadName.empty()) {
+    trace.threads[thread].name = trace.strings.intern(buffer.threadName);
+  } else {
+    for (const auto& [tid, name] : osThreadNames_) {
+      if (tid == buffer.tid) trace.threads[thread].name = trace.strings.intern(name);
+    }
+  }
 
   auto resolveName = [&](uint64_t ref, uint32_t length) -> StringId {
     if (ref == 0) return trace.strings.intern("<name dropped: host buffer full>");
@@ -273,6 +385,12 @@ void HostRecorder::collectBuffer(ThreadBuffer& buffer, TraceData& trace, const C
           trace.apiCalls.push_back(call);
           break;
         }
+        case HostEventKind::AsyncBegin:
+          asyncBegins.push_back(AsyncEdge{t, r.a, resolveName(r.b, r.c), thread});
+          break;
+        case HostEventKind::AsyncEnd:
+          asyncEnds.push_back(AsyncEdge{t, r.a, 0, thread});
+          break;
       }
     }
   }

@@ -25,10 +25,20 @@
 
 namespace kinetrace::detail {
 
-enum class HostEventKind : uint8_t { RangeBegin, RangeEnd, Instant, Counter, ApiCall };
+enum class HostEventKind : uint8_t {
+  RangeBegin,
+  RangeEnd,
+  Instant,
+  Counter,
+  ApiCall,
+  AsyncBegin,  // a range that may overlap others and end on any thread (nvtxRangeStart)
+  AsyncEnd,
+};
 
 // One host event. Field use by kind:
 //   RangeBegin  a = range id, b = name ref, c = name length (copied names)
+//   AsyncBegin  a = range id, b = name ref, c = name length
+//   AsyncEnd    a = range id (of the AsyncBegin, recorded on any thread)
 //   Instant     b = name ref, c = name length
 //   Counter     a = value (double bits), b = name ref, c = name length
 //   ApiCall     a = end ticks, b = external id, c = correlation id, d = callback id,
@@ -124,14 +134,30 @@ class HostRecorder {
   static inline uint64_t innermostOpenRange() noexcept;
 
   void setThreadName(std::string_view name);
+  // Names a thread by its OS id, from any thread (nvtxNameOsThread). The name applies to
+  // that thread's events in every later trace. Takes a lock.
+  void nameOsThread(int64_t tid, std::string_view name);
+
+  // Async ranges go on their own tracks ("lanes") in the trace, because they may overlap
+  // without nesting; lane tids start here, above any Linux tid (pid_max <= 2^22).
+  static constexpr int64_t kAsyncLaneTidBase = int64_t{1} << 30;
 
  private:
+  struct AsyncEdge {
+    int64_t timeNs;
+    uint64_t id;
+    StringId name;    // begins only
+    uint32_t thread;  // the thread that recorded the edge
+  };
+  void pairAsyncRanges(TraceData& trace, std::vector<AsyncEdge>& begins,
+                       std::vector<AsyncEdge>& ends);
   HostRecorder() = default;
   ThreadBuffer* registerThread() noexcept;
   bool refill(ThreadBuffer& buffer) noexcept;
   bool refillNames(ThreadBuffer& buffer) noexcept;
   void releaseThread(ThreadBuffer* buffer) noexcept;
-  void collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock);
+  void collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock,
+                     std::vector<AsyncEdge>& asyncBegins, std::vector<AsyncEdge>& asyncEnds);
 
   friend struct ThreadExitHook;
   friend ThreadBuffer* slowThreadBuffer() noexcept;
@@ -140,6 +166,7 @@ class HostRecorder {
   std::vector<ThreadBuffer*> buffers_;
   std::vector<RecordChunk*> freeChunks_;
   std::vector<NameChunk*> freeNameChunks_;
+  std::vector<std::pair<int64_t, std::string>> osThreadNames_;  // nameOsThread(), by tid
   std::size_t capBytes_ = 0;
   std::size_t usedBytes_ = 0;
   uint64_t lastGeneration_ = 0;

@@ -20,6 +20,12 @@ struct GpuOptions {
   bool launchCalls = false;    // callbacks on launch / copy / sync / malloc entry points
   bool allRuntimeCalls = false;
   bool allDriverCalls = false;
+  // Watch the program's cudaProfilerStart/Stop (cuProfilerStart/Stop) from enable() to
+  // disable() and report them to the profiler-control handler.
+  bool profilerControl = false;
+  // enable() subscribes but records nothing until start(): the program may run for long
+  // before its first cudaProfilerStart(), and records of that time would only be dropped.
+  bool deferCollection = false;
   std::size_t bufferBytes = 4 << 20;   // one activity buffer
   std::size_t capBytes = 256 << 20;    // all activity buffers together
 };
@@ -46,6 +52,14 @@ class GpuSource {
 // Set by the CUDA injection entry point: sessions then start inside the driver's own
 // initialisation and must not call into the driver to initialise it.
 extern std::atomic<bool> gInsideCudaInjection;
+
+// Called on the program's thread when it calls cudaProfilerStart() (start = true, after the
+// call) or cudaProfilerStop() (start = false, before the call), while a GPU source with
+// GpuOptions::profilerControl is enabled. It runs inside a CUPTI callback: it may enable,
+// flush and disable CUPTI activity (NVIDIA's injection sample does the same) but must not
+// block on other threads that may be inside CUDA calls. nullptr removes the handler.
+using ProfilerControlFn = void (*)(bool start);
+void setProfilerControlHandler(ProfilerControlFn handler) noexcept;
 
 // The CUPTI source when kinetrace was built with CUDA; otherwise nullptr and `whyNot` says so.
 std::unique_ptr<GpuSource> makeCuptiSource(std::string& whyNot);

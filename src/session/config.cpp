@@ -60,6 +60,69 @@ std::size_t parseSize(std::string_view key, std::string_view value, std::size_t 
   return parsed;
 }
 
+// "5s", "200ms", "1.5m", "90" (seconds). Integer arithmetic throughout, so "0.1s" is
+// exactly 100000000 ns. Capped at a year: anything longer is a typo, not a plan.
+int64_t parseDuration(std::string_view key, std::string_view value) {
+  auto fail = [&]() -> int64_t {
+    throw Error(fmt::format(
+        "kinetrace config: {} must be a duration such as 5s, 200ms or 1m (units ns, us, ms, s, "
+        "m, h; a bare number is seconds), got \"{}\"",
+        key, value));
+  };
+  std::string_view text = trim(value);
+  std::size_t digitsEnd = 0;
+  while (digitsEnd < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digitsEnd])) || text[digitsEnd] == '.')) {
+    ++digitsEnd;
+  }
+  std::string_view number = text.substr(0, digitsEnd);
+  std::string unit = lower(trim(text.substr(digitsEnd)));
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) fail();
+
+  struct Unit {
+    const char* name;
+    int64_t ns;
+  };
+  constexpr Unit kUnits[] = {{"ns", 1},
+                             {"us", 1000},
+                             {"ms", 1000000},
+                             {"", 1000000000},
+                             {"s", 1000000000},
+                             {"m", 60 * int64_t{1000000000}},
+                             {"min", 60 * int64_t{1000000000}},
+                             {"h", 3600 * int64_t{1000000000}}};
+  const Unit* found = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                   [&](const Unit& u) { return unit == u.name; });
+  if (found == std::end(kUnits)) fail();
+
+  constexpr int64_t kMaxNs = int64_t{366} * 24 * 3600 * 1000000000;
+  std::size_t dot = number.find('.');
+  std::string_view whole = number.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+  int64_t wholeValue = 0;
+  for (char c : whole) {
+    wholeValue = wholeValue * 10 + (c - '0');
+    if (wholeValue > kMaxNs) fail();
+  }
+  if (wholeValue > kMaxNs / found->ns) fail();
+  int64_t total = wholeValue * found->ns;
+  // Each fractional digit is worth a tenth of the previous; digits below a nanosecond drop.
+  int64_t place = found->ns;
+  for (char c : fraction) {
+    place /= 10;
+    total += (c - '0') * place;
+  }
+  if (total > kMaxNs) fail();
+  return total;
+}
+
+bool isValidRunId(std::string_view id) {
+  if (id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
 }  // namespace
 
 ActivitySet ActivitySet::defaults() {
@@ -143,10 +206,32 @@ void Config::set(std::string_view key, std::string_view value) {
     gpuBufferMb = parseSize(name, value, 1);
   } else if (name == "gpu_buffer_kb") {
     gpuBufferKb = parseSize(name, value, 16);
+  } else if (name == "delay") {
+    delayNs = parseDuration(name, value);
+  } else if (name == "duration") {
+    durationNs = parseDuration(name, value);
+  } else if (name == "capture_range") {
+    std::string range = lower(trim(value));
+    if (range == "none" || range == "whole" || range.empty()) {
+      captureRange = CaptureRange::Whole;
+    } else if (range == "cudaprofilerapi") {
+      captureRange = CaptureRange::CudaProfilerApi;
+    } else {
+      throw Error(fmt::format(
+          "kinetrace config: capture_range must be none or cudaProfilerApi, got \"{}\"", value));
+    }
+  } else if (name == "run_id") {
+    std::string_view id = trim(value);
+    if (!isValidRunId(id)) {
+      throw Error(fmt::format(
+          "kinetrace config: run_id must be at most 64 letters, digits, '.', '_' or '-', got \"{}\"",
+          value));
+    }
+    runId = std::string(id);
   } else {
     throw Error(fmt::format(
         "kinetrace config: unknown key \"{}\" (known: output, activities, log_level, "
-        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb)",
+        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb, delay, duration, capture_range, run_id)",
         key));
   }
 }

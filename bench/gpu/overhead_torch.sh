@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The cost of tracing a PyTorch training loop: step time under each tracer over step time
+# untraced, interleaved rounds (A B C D, A B C D, ...) so drift hits every configuration.
+#
+#   bench/gpu/overhead_torch.sh [BUILD_DIR] [OUT_DIR]  (defaults /tmp/kinetrace-gpu-build, ./gpu-results)
+#
+#   A untraced                 torch_train.py --mode none
+#   B kinetrace                kinetrace run --activities kernel,memcpy,memset,launch -- torch_train.py
+#   C torch.profiler CUDA      torch_train.py --mode torch-cuda
+#   D torch.profiler CPU+CUDA  torch_train.py --mode torch-cpu-cuda
+#   E control: kinetrace run --activities host (the injection loaded, CUPTI never enabled),
+#     which separates the cost of the injection from the cost of CUPTI's activity collection
+#
+# Each run prints the median of its measured steps; a configuration's figure is the median
+# over rounds (every run's figure is listed too: single runs vary by +-15% on a shared
+# machine). Writes OUT_DIR/overhead_torch.md (and the raw lines). Target: B <= 1.05x A.
+# Environment: ROUNDS (5), STEPS (200), WARMUP (20). Exit status 1 when B > 1.05x A.
+
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+ensure_built || exit 1
+ROUNDS=${ROUNDS:-5}
+STEPS=${STEPS:-200}
+WARMUP=${WARMUP:-20}
+WORK=$OUT_DIR/overhead_torch
+rm -rf "$WORK" && mkdir -p "$WORK"
+TRAIN=("$PYTHON" "$BENCH_DIR/torch_train.py" --steps "$STEPS" --warmup "$WARMUP")
+
+run_config() {  # NAME COMMAND...
+  local name=$1
+  shift
+  if "$@" >> "$WORK/$name.out" 2>> "$WORK/$name.err"; then
+    grep '^RESULT' "$WORK/$name.out" | tail -n 1
+  else
+    echo "$name: run failed (see $WORK/$name.err)" >&2
+  fi
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round of $ROUNDS"
+  run_config A_untraced "${TRAIN[@]}" --mode none
+  run_config B_kinetrace "$KINETRACE" run --output "$WORK/traces-$round" --no-summary \
+    --activities kernel,memcpy,memset,launch -- "${TRAIN[@]}" --mode none
+  run_config C_torch_cuda "${TRAIN[@]}" --mode torch-cuda --out "$WORK/torch-$round"
+  run_config D_torch_cpu_cuda "${TRAIN[@]}" --mode torch-cpu-cuda --out "$WORK/torch-$round"
+  run_config E_kinetrace_host_only "$KINETRACE" run --output "$WORK/traces-host-$round" --no-summary \
+    --activities host -- "${TRAIN[@]}" --mode none
+  rm -rf "$WORK/torch-$round"  # torch traces are large; kinetrace's are kept for inspection
+done
+
+A=$(median_of "$WORK/A_untraced.out" median_step_ms)
+{
+  echo "# Tracing overhead on a PyTorch training loop"
+  echo
+  echo "Transformer encoder (4 layers, d_model 256, batch 16 x 128 tokens) + AdamW, one GPU;"
+  echo "$ROUNDS interleaved rounds of $STEPS measured steps after $WARMUP warm-up steps;"
+  echo "per run the median step, per configuration the median over rounds."
+  echo
+  echo "| configuration | median step (ms) | ratio to untraced | each run's median step (ms) |"
+  echo "|---|---|---|---|"
+  for name in A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only; do
+    value=$(median_of "$WORK/$name.out" median_step_ms)
+    runs=$(grep -o 'median_step_ms=[0-9.]*' "$WORK/$name.out" 2>/dev/null | cut -d= -f2 | paste -sd' ')
+    ratio=$("$PYTHON" -c "import math; a,b=float('$A'),float('$value'); print('nan' if math.isnan(a) or math.isnan(b) else f'{b/a:.3f}x')")
+    echo "| $name | $value | $ratio | $runs |"
+  done
+  echo
+  echo "$(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "torch $("$PYTHON" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null)"
+} > "$OUT_DIR/overhead_torch.md"
+cat "$OUT_DIR/overhead_torch.md"
+
+B=$(median_of "$WORK/B_kinetrace.out" median_step_ms)
+"$PYTHON" - "$A" "$B" <<'PY'
+import math, sys
+a, b = float(sys.argv[1]), float(sys.argv[2])
+if math.isnan(a) or math.isnan(b):
+    print("FAIL: missing measurements"); sys.exit(1)
+ratio = b / a
+print(f"{'PASS' if ratio <= 1.05 else 'FAIL'}: kinetrace {ratio:.3f}x untraced (target <= 1.05x)")
+sys.exit(0 if ratio <= 1.05 else 1)
+PY

@@ -1,0 +1,352 @@
+#include "inject/controller.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/summary.h"
+#include "host/host_recorder.h"
+#include "inject/process_hooks.h"
+#include "kinetrace/error.h"
+#include "output/atomic_file.h"
+#include "session/session.h"
+#include "support/log.h"
+
+namespace kinetrace::inject {
+namespace {
+
+using detail::log;
+
+// Wake-up bytes: 1..64 are signal numbers.
+constexpr unsigned char kWake = 0;
+constexpr unsigned char kQuit = 0xff;
+
+// The controller the CUPTI profiler-control hook reaches (a plain C function pointer).
+std::atomic<Controller*> gProfilerApiTarget{nullptr};
+
+void profilerApiTrampoline(bool start) {
+  if (Controller* controller = gProfilerApiTarget.load(std::memory_order_acquire)) {
+    controller->onProfilerApi(start);
+  }
+}
+
+bool isAbsolute(const std::string& path) { return !path.empty() && path[0] == '/'; }
+
+std::string currentDirectory() {
+  std::string buffer(4096, '\0');
+  if (::getcwd(buffer.data(), buffer.size()) == nullptr) return ".";
+  buffer.resize(std::strlen(buffer.c_str()));
+  return buffer;
+}
+
+// mkdir -p. Returns "" or why not.
+std::string makeDirectories(const std::string& path) {
+  std::string partial;
+  std::size_t position = 0;
+  while (position != std::string::npos) {
+    position = path.find('/', position + 1);
+    partial = path.substr(0, position);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      return partial + ": " + std::strerror(errno);
+    }
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return path + ": not a directory";
+  return "";
+}
+
+const char* captureName(const Config& config) {
+  if (config.captureRange == CaptureRange::CudaProfilerApi) return "cudaProfilerApi";
+  return config.delayNs > 0 || config.durationNs > 0 ? "delay/duration" : "whole run";
+}
+
+}  // namespace
+
+int64_t bootTimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t processStartBootTimeNs() {
+  // Field 22 of /proc/self/stat: start time in clock ticks after boot. The command name
+  // (field 2) may hold spaces and parentheses, so fields are counted after its last ')'.
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  for (int index = 3; index <= 22 && fields >> field; ++index) {
+    if (index == 22) {
+      long ticksPerSecond = ::sysconf(_SC_CLK_TCK);
+      if (ticksPerSecond <= 0) return 0;
+      return static_cast<int64_t>(std::stoull(field) * (1000000000ull / static_cast<uint64_t>(ticksPerSecond)));
+    }
+  }
+  return 0;
+}
+
+Controller::Controller(ControllerOptions options) : options_(std::move(options)) {
+  if (::pipe2(wakeFds_, O_CLOEXEC | O_NONBLOCK) != 0) wakeFds_[0] = wakeFds_[1] = -1;
+}
+
+Controller::~Controller() {
+  finish();
+  if (controlThread_.joinable()) {
+    unsigned char quit = kQuit;
+    if (::write(wakeFds_[1], &quit, 1) != 1) {
+      // The pipe is full of wake-ups; the thread drains it and sees the quit on a retry.
+    }
+    controlThread_.join();
+  }
+  for (int fd : wakeFds_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void Controller::begin() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_ != State::Created) return;
+  const Config& config = options_.config;
+
+  outputDir_ = config.output.empty() ? currentDirectory() : config.output;
+  if (!isAbsolute(outputDir_)) outputDir_ = currentDirectory() + "/" + outputDir_;
+  while (outputDir_.size() > 1 && outputDir_.back() == '/') outputDir_.pop_back();
+  std::string why = makeDirectories(outputDir_);
+  if (!why.empty()) log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, why);
+
+  Config sessionConfig = config;
+  sessionConfig.output.clear();  // the controller names and saves each trace itself
+  try {
+    session_ = std::make_unique<detail::Session>(sessionConfig);
+    if (options_.gpuSourceFactory) session_->setGpuSourceForTesting(options_.gpuSourceFactory());
+
+    if (config.captureRange == CaptureRange::CudaProfilerApi) {
+      if (config.delayNs > 0 || config.durationNs > 0) {
+        log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
+      }
+      // Subscribes to CUPTI now, so the program's cudaProfilerStart() reaches us; nothing
+      // is collected until then.
+      session_->prepare();
+      gProfilerApiTarget.store(this, std::memory_order_release);
+      detail::setProfilerControlHandler(&profilerApiTrampoline);
+      controlHookSet_ = true;
+      state_ = State::WaitingForProfilerStart;
+    } else if (config.delayNs > 0) {
+      int64_t from = options_.processStartBootNs > 0 ? options_.processStartBootNs : bootTimeNs();
+      startAtNs_ = from + config.delayNs;
+      state_ = State::WaitingForDelay;
+      if (startAtNs_ <= bootTimeNs()) startLocked("the delay had passed when CUDA started");
+    } else {
+      startLocked("CUDA initialised");
+    }
+  } catch (const std::exception& error) {
+    log(LogLevel::Error, "tracing is off for this process: {}", error.what());
+    state_ = State::Done;
+  }
+  log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
+      captureName(config), outputDir_);
+  if (wakeFds_[0] >= 0) controlThread_ = std::thread([this] { controlLoop(); });
+}
+
+void Controller::startLocked(const char* why) {
+  try {
+    session_->start();
+  } catch (const std::exception& error) {
+    log(LogLevel::Error, "recording could not start: {}", error.what());
+    state_ = State::Done;
+    return;
+  }
+  ++windows_;
+  state_ = State::Recording;
+  stopAtNs_ = options_.config.durationNs > 0 ? bootTimeNs() + options_.config.durationNs : 0;
+  log(LogLevel::Info, "recording window {} started: {}", windows_, why);
+}
+
+void Controller::stopLocked() {
+  try {
+    Trace trace = session_->stop();
+    std::lock_guard<std::mutex> lock(savesMutex_);
+    pending_.push_back(PendingSave{std::move(trace), windows_});
+  } catch (const std::exception& error) {
+    log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
+  }
+  stopAtNs_ = 0;
+}
+
+void Controller::onProfilerApi(bool start) noexcept {
+  // Exiting: the exit path holds the session and may be waiting for the GPU; a program thread
+  // still calling cudaProfilerStart/Stop must not wait for it inside a CUDA call.
+  if (finishing_.load() || abandoned_.load()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (start && state_ == State::WaitingForProfilerStart) {
+    startLocked("cudaProfilerStart()");
+  } else if (!start && state_ == State::Recording) {
+    stopLocked();
+    state_ = State::WaitingForProfilerStart;
+    wake();  // the control thread writes the file; cudaProfilerStop() returns now
+  }
+}
+
+void Controller::finish() noexcept {
+  if (abandoned_.load()) return;
+  finishing_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == State::Recording) stopLocked();
+    state_ = State::Done;
+    if (controlHookSet_) {
+      detail::setProfilerControlHandler(nullptr);
+      gProfilerApiTarget.store(nullptr);
+      controlHookSet_ = false;
+    }
+  }
+  drainSaves();
+}
+
+void Controller::abandonInForkedChild() noexcept {
+  abandoned_.store(true);
+  finishing_.store(true);
+  // The child's threads must not record into buffers nobody will collect; the lock-free
+  // check on every recording call sees this at once.
+  detail::HostRecorder::recordingGeneration.store(0, std::memory_order_release);
+  for (int& fd : wakeFds_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  // The parent's control thread does not exist here; its std::thread object must never be
+  // joined or destroyed (the controller is never destroyed in the injected process).
+}
+
+bool Controller::recording() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == State::Recording;
+}
+
+std::vector<std::string> Controller::savedTraces() const {
+  std::lock_guard<std::mutex> lock(savesMutex_);
+  return saved_;
+}
+
+void Controller::wake() {
+  unsigned char byte = kWake;
+  // A full pipe already holds a wake-up: nothing is lost when this write fails.
+  if (wakeFds_[1] >= 0 && ::write(wakeFds_[1], &byte, 1) < 0) return;
+}
+
+int Controller::runDueTimers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t now = bootTimeNs();
+  if (state_ == State::WaitingForDelay && now >= startAtNs_) startLocked("the delay passed");
+  if (state_ == State::Recording && stopAtNs_ != 0 && now >= stopAtNs_) {
+    stopLocked();
+    state_ = State::Done;  // a duration ends the only window
+  }
+  int64_t next = 0;
+  if (state_ == State::WaitingForDelay) next = startAtNs_;
+  if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
+  if (next == 0) return -1;
+  return static_cast<int>(std::min<int64_t>((next - now + 999999) / 1000000, 60 * 60 * 1000));
+}
+
+void Controller::controlLoop() {
+  while (true) {
+    int timeoutMs = runDueTimers();
+    drainSaves();
+    pollfd wait{wakeFds_[0], POLLIN, 0};
+    int ready = ::poll(&wait, 1, timeoutMs);
+    if (ready < 0 && errno != EINTR) return;
+    if (ready <= 0) continue;
+    unsigned char bytes[64];
+    ssize_t count = ::read(wakeFds_[0], bytes, sizeof bytes);
+    for (ssize_t i = 0; i < count; ++i) {
+      if (bytes[i] == kQuit) return;
+      if (bytes[i] != kWake) handleSignal(bytes[i]);
+    }
+  }
+}
+
+void Controller::handleSignal(int signal) {
+  log(LogLevel::Info, "signal {}: saving the trace before the process ends", signal);
+  finish();
+  if (options_.afterSignal) {
+    options_.afterSignal(signal);
+  } else {
+    reraiseWithDefaultAction(signal);
+  }
+}
+
+void Controller::drainSaves() {
+  std::unique_lock<std::mutex> lock(savesMutex_);
+  while (true) {
+    if (!pending_.empty()) {
+      PendingSave next = std::move(pending_.front());
+      pending_.pop_front();
+      ++savesInFlight_;
+      lock.unlock();
+      save(next);
+      lock.lock();
+      --savesInFlight_;
+      savesChanged_.notify_all();
+      continue;
+    }
+    if (savesInFlight_ == 0) return;
+    // Another thread is writing a trace: finish() returns only once it is on disk.
+    savesChanged_.wait(lock);
+  }
+}
+
+namespace {
+
+// A process that initialised CUDA but did nothing with it (torchrun's agent, a tool that
+// only counts devices) would otherwise leave an empty trace beside the real ones.
+bool recordedNothing(const detail::TraceData& d) {
+  return d.kernels.empty() && d.memcpys.empty() && d.memsets.empty() && d.syncs.empty() &&
+         d.memory.empty() && d.apiCalls.empty() && d.ranges.empty() && d.instants.empty() &&
+         d.counters.empty();
+}
+
+}  // namespace
+
+void Controller::save(PendingSave& pending) {
+  const std::string path = outputDir_ + "/" + traceFileName(options_.naming, pending.window);
+  if (recordedNothing(pending.trace.data())) {
+    log(LogLevel::Info, "window {} recorded no activity: no trace written", pending.window);
+    return;
+  }
+  try {
+    Trace& trace = pending.trace;
+    if (!options_.processName.empty()) trace.addMetadata("kinetrace_process_name", options_.processName);
+    if (!options_.commandLine.empty()) trace.addMetadata("kinetrace_command_line", options_.commandLine);
+    if (!options_.config.runId.empty()) trace.addMetadata("kinetrace_run_id", options_.config.runId);
+    trace.addMetadata("kinetrace_capture", captureName(options_.config));
+    trace.addMetadata("kinetrace_window", static_cast<int64_t>(pending.window));
+    trace.save(path);
+
+    // The summary follows its trace, so a summary never names a trace that is not there.
+    detail::Summary summary = detail::summarize(trace.data());
+    summary.traceFile = path;
+    std::string json = detail::summaryToJson(summary);
+    detail::AtomicFile file(summaryPathFor(path));
+    file.write(json.data(), json.size());
+    file.commit();
+
+    std::lock_guard<std::mutex> lock(savesMutex_);
+    saved_.push_back(path);
+    log(LogLevel::Info, "trace written to {}", path);
+  } catch (const std::exception& error) {
+    log(LogLevel::Error, "the trace of window {} could not be saved: {}", pending.window, error.what());
+  }
+}
+
+}  // namespace kinetrace::inject

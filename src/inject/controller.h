@@ -1,0 +1,124 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "inject/trace_naming.h"
+#include "kinetrace/config.h"
+#include "kinetrace/trace.h"
+#include "model/gpu_source.h"
+
+namespace kinetrace::detail {
+class Session;
+}
+
+namespace kinetrace::inject {
+
+struct ControllerOptions {
+  Config config;  // KINETRACE_* settings; config.output is the trace directory ("" = cwd)
+  TraceNaming naming;
+  std::string processName;  // the trace's process name ("python3 train.py")
+  std::string commandLine;  // recorded in the trace's metadata
+  // When the process started, in CLOCK_BOOTTIME nanoseconds: `delay` counts from here.
+  // 0: from begin().
+  int64_t processStartBootNs = 0;
+  // Replaces the GPU backend (tests). Empty: CUPTI, or host only where it cannot run.
+  std::function<std::unique_ptr<detail::GpuSource>()> gpuSourceFactory;
+  // Runs on the control thread after a termination signal's trace was saved. Default:
+  // restore the signal's default action and raise it again, so the process ends as the
+  // signal meant it to.
+  std::function<void(int signal)> afterSignal;
+};
+
+// Decides when the one session of a traced process records and saves what it recorded:
+// the whole run, a delayed window, or the windows between the program's own
+// cudaProfilerStart/Stop calls. Every trace is saved under a per-process name with a summary
+// next to it ("<trace>.summary.json"); a window that recorded nothing at all is not saved.
+//
+// Threads: begin() and finish() from any thread (CUDA initialisation, exit()); the
+// profiler-API hook from the program's threads inside CUDA calls; a control thread of its
+// own runs the delay/duration timers, saves traces the hook stopped (so cudaProfilerStop()
+// does not wait for a file to be written) and handles termination signals. Nothing throws.
+class Controller {
+ public:
+  explicit Controller(ControllerOptions options);
+  // Stops the control thread (tests). The process-wide controller is never destroyed: an
+  // atexit handler and CUPTI callbacks may reach it until the process is gone.
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Creates the session and starts recording now, arms the delay, or waits for
+  // cudaProfilerStart(), as configured.
+  void begin();
+  // cudaProfilerStart() returned (start) / cudaProfilerStop() was called (!start).
+  void onProfilerApi(bool start) noexcept;
+  // The program is ending: stops recording, saves, and waits until every trace is written.
+  // Later calls (exit after a signal) wait for the same saves and return.
+  void finish() noexcept;
+  // In a child made by fork(): this controller is the parent's; it must never record or save
+  // here. Async-signal-safe (called from a pthread_atfork child handler).
+  void abandonInForkedChild() noexcept;
+
+  // The write end of the control thread's wake-up pipe. A signal handler writes the signal
+  // number (one byte) to it; the control thread then finishes and calls afterSignal.
+  int wakeFd() const { return wakeFds_[1]; }
+
+  bool recording() const;
+  // Paths of the traces saved so far, in order.
+  std::vector<std::string> savedTraces() const;
+  const std::string& outputDirectory() const { return outputDir_; }
+
+ private:
+  enum class State { Created, WaitingForDelay, WaitingForProfilerStart, Recording, Done };
+  struct PendingSave {
+    Trace trace;
+    int window;
+  };
+
+  void controlLoop();
+  int runDueTimers();  // returns ms until the next timer, -1 when none
+  void handleSignal(int signal);
+  void startLocked(const char* why);
+  void stopLocked();
+  void drainSaves();
+  void save(PendingSave& pending);
+  void wake();
+
+  ControllerOptions options_;
+  std::string outputDir_;
+
+  mutable std::mutex mutex_;  // the session and the state
+  std::unique_ptr<detail::Session> session_;
+  State state_ = State::Created;
+  int windows_ = 0;
+  int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; WaitingForDelay
+  int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
+  bool controlHookSet_ = false;
+
+  std::atomic<bool> finishing_{false};
+  std::atomic<bool> abandoned_{false};
+
+  mutable std::mutex savesMutex_;
+  std::condition_variable savesChanged_;
+  std::deque<PendingSave> pending_;
+  int savesInFlight_ = 0;
+  std::vector<std::string> saved_;
+
+  int wakeFds_[2] = {-1, -1};
+  std::thread controlThread_;
+};
+
+// CLOCK_BOOTTIME now and at this process's start (from /proc/self/stat; 0 if unreadable).
+int64_t bootTimeNs();
+int64_t processStartBootTimeNs();
+
+}  // namespace kinetrace::inject

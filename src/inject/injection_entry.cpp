@@ -1,0 +1,118 @@
+// The injection library's two entry points, and the process-wide controller they create.
+//
+//   CUDA_INJECTION64_PATH=libkinetrace_injection.so   the CUDA driver loads the library in
+//       cuInit() and calls InitializeInjection(): recording starts here (or is armed).
+//   NVTX_INJECTION64_PATH=libkinetrace_injection.so   each NVTX instance loads it on its first
+//       call and calls InitializeInjectionNvtx2(): NVTX calls are routed to kinetrace.
+//
+// Both paths name the same file, so the process holds one copy of the library.
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <string>
+
+#include "inject/controller.h"
+#include "inject/nvtx_injection.h"
+#include "inject/process_hooks.h"
+#include "kinetrace/config.h"
+#include "kinetrace/error.h"
+#include "model/gpu_source.h"
+
+#define KINETRACE_INJECTION_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace kinetrace::inject {
+namespace {
+
+// Never destroyed: the atexit handler, signal handling and CUPTI callbacks reach it until
+// the process is gone.
+std::atomic<Controller*> gController{nullptr};
+std::atomic<int64_t> gControllerPid{0};
+std::mutex gInitMutex;
+
+void finishAtExit() {
+  Controller* controller = gController.load();
+  if (controller != nullptr && gControllerPid.load() == getpid()) controller->finish();
+}
+
+// pthread_atfork child handler: only async-signal-safe work. The child is not traced by the
+// parent's controller; if it starts CUDA itself (it cannot after its parent did), the driver
+// runs InitializeInjection in it and it gets a controller of its own.
+void abandonInChild() {
+  if (Controller* controller = gController.load()) controller->abandonInForkedChild();
+  restoreTerminationHandlersInChild();
+}
+
+// argv from /proc/self/cmdline: "python3 train.py --epochs 1".
+std::string commandLine() {
+  std::ifstream file("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string out;
+  std::size_t begin = 0;
+  bool first = true;
+  while (begin < raw.size()) {
+    std::size_t end = raw.find('\0', begin);
+    if (end == std::string::npos) end = raw.size();
+    std::string argument = raw.substr(begin, end - begin);
+    if (first) argument = argument.substr(argument.rfind('/') == std::string::npos ? 0 : argument.rfind('/') + 1);
+    if (!out.empty()) out += ' ';
+    out += argument;
+    first = false;
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string processName(const std::string& command) {
+  constexpr std::size_t kMax = 60;
+  return command.size() <= kMax ? command : command.substr(0, kMax - 3) + "...";
+}
+
+int initializeCuda() noexcept {
+  std::lock_guard<std::mutex> lock(gInitMutex);
+  if (gController.load() != nullptr) {
+    // Called again (a second driver instance), or in a forked child holding the parent's
+    // abandoned controller: either way this process already has the tracing it can have.
+    return 1;
+  }
+  try {
+    ControllerOptions options;
+    options.config = Config::fromEnvironment();
+    options.naming = namingFromEnvironment(options.config.runId);
+    options.commandLine = commandLine();
+    options.processName = processName(options.commandLine);
+    options.processStartBootNs = processStartBootTimeNs();
+    auto* controller = new Controller(std::move(options));
+    gController.store(controller);
+    gControllerPid.store(getpid());
+    controller->begin();
+    installTerminationHandlers(controller->wakeFd());
+    pthread_atfork(nullptr, nullptr, &abandonInChild);
+    // Registered last: atexit handlers run in reverse order, so this one runs before the
+    // destructors of anything the session created above -- and before the CUDA runtime's
+    // own teardown, registered when the program first called it, before cuInit.
+    std::atexit(&finishAtExit);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kinetrace: tracing is off for this process: %s\n", error.what());
+  }
+  // Tracing problems never fail the program's CUDA initialisation.
+  return 1;
+}
+
+}  // namespace
+}  // namespace kinetrace::inject
+
+KINETRACE_INJECTION_EXPORT int InitializeInjection(void) {
+  // The session starts inside the driver's own cuInit(): it must not call cuInit() itself.
+  kinetrace::detail::gInsideCudaInjection.store(true);
+  return kinetrace::inject::initializeCuda();
+}
+
+KINETRACE_INJECTION_EXPORT int InitializeInjectionNvtx2(const void* (*getExportTable)(uint32_t)) {
+  return kinetrace::inject::initializeNvtxInjection(getExportTable);
+}

@@ -1,0 +1,342 @@
+#include "inject/nvtx_injection.h"
+
+// Types only: kinetrace is the tool, not an NVTX client.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "host/host_recorder.h"
+#include "kinetrace/host.h"
+
+// nvtxDomainRegistration_st and nvtxStringRegistration_st are opaque to applications: the
+// tool defines them. Handles point at these, which are never freed (NVTX has no way to
+// tell a tool that every user of a handle is gone).
+struct nvtxDomainRegistration_st {
+  std::string name;
+};
+struct nvtxStringRegistration_st {
+  std::string text;
+};
+
+namespace kinetrace::inject {
+namespace {
+
+using detail::HostRecorder;
+
+// The level NVTX asks push/pop to return, per thread; kept whether or not recording.
+thread_local int tNvtxDepth = 0;
+
+inline bool recording() noexcept {
+  return HostRecorder::recordingGeneration.load(std::memory_order_relaxed) != 0;
+}
+
+// Names that must be composed (a domain prefix, a wide string) are built in a per-thread
+// buffer, so recording allocates nothing; the host recorder copies them straight away.
+// Longer names are cut (the recorder keeps at most 4 KiB of a name anyway).
+constexpr std::size_t kNameBytes = 1024;
+thread_local char tName[kNameBytes];
+
+class NameWriter {
+ public:
+  void put(std::string_view text) {
+    std::size_t room = static_cast<std::size_t>(end_ - cursor_);
+    std::size_t n = text.size() < room ? text.size() : room;
+    std::memcpy(cursor_, text.data(), n);
+    cursor_ += n;
+  }
+  // wchar_t is UTF-32 on Linux.
+  void putWide(const wchar_t* text) {
+    if (text == nullptr) return;
+    for (; *text != 0 && cursor_ != end_; ++text) {
+      auto c = static_cast<uint32_t>(*text);
+      if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;
+      char bytes[4];
+      std::size_t n = 0;
+      if (c < 0x80) {
+        bytes[n++] = static_cast<char>(c);
+      } else if (c < 0x800) {
+        bytes[n++] = static_cast<char>(0xC0 | (c >> 6));
+        bytes[n++] = static_cast<char>(0x80 | (c & 0x3F));
+      } else if (c < 0x10000) {
+        bytes[n++] = static_cast<char>(0xE0 | (c >> 12));
+        bytes[n++] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+        bytes[n++] = static_cast<char>(0x80 | (c & 0x3F));
+      } else {
+        bytes[n++] = static_cast<char>(0xF0 | (c >> 18));
+        bytes[n++] = static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+        bytes[n++] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+        bytes[n++] = static_cast<char>(0x80 | (c & 0x3F));
+      }
+      if (static_cast<std::size_t>(end_ - cursor_) < n) break;  // never half a character
+      put(std::string_view(bytes, n));
+    }
+  }
+  std::string_view view() const { return std::string_view(tName, static_cast<std::size_t>(cursor_ - tName)); }
+
+ private:
+  char* cursor_ = tName;
+  char* end_ = tName + kNameBytes;
+};
+
+std::string_view wideName(const wchar_t* text) {
+  NameWriter writer;
+  writer.putWide(text);
+  return writer.view();
+}
+
+std::string wideToUtf8(const wchar_t* text) { return std::string(wideName(text)); }
+
+bool hasMessage(const nvtxEventAttributes_t* attributes) {
+  return attributes != nullptr &&
+         attributes->size >= offsetof(nvtxEventAttributes_t, message) + sizeof(attributes->message);
+}
+
+// Handles live as long as the process: NVTX callers keep them in globals.
+class Registry {
+ public:
+  nvtxDomainHandle_t domain(std::string name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& domain : domains_) {
+      if (domain.name == name) return &domain;
+    }
+    domains_.push_back(nvtxDomainRegistration_st{std::move(name)});
+    return &domains_.back();
+  }
+  nvtxStringHandle_t string(std::string text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    strings_.push_back(nvtxStringRegistration_st{std::move(text)});
+    return &strings_.back();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<nvtxDomainRegistration_st> domains_;  // a deque never moves its elements
+  std::deque<nvtxStringRegistration_st> strings_;
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry();  // never destroyed, by design
+  return *instance;
+}
+
+// An event's name: "<domain>: <message>", or the message alone in the default domain. The
+// view points into the caller's string, a registered string or the thread's name buffer.
+std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  const bool prefixed = domain != nullptr && !domain->name.empty();
+  NameWriter writer;
+  if (prefixed) {
+    writer.put(domain->name);
+    writer.put(": ");
+  }
+  if (!hasMessage(attributes)) return writer.view();
+  switch (attributes->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: {
+      const char* text = attributes->message.ascii != nullptr ? attributes->message.ascii : "";
+      if (!prefixed) return text;
+      writer.put(text);
+      break;
+    }
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      writer.putWide(attributes->message.unicode);
+      break;
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      if (attributes->message.registered == nullptr) break;
+      if (!prefixed) return attributes->message.registered->text;
+      writer.put(attributes->message.registered->text);
+      break;
+    default:
+      break;
+  }
+  return writer.view();
+}
+
+// ---- push / pop --------------------------------------------------------------------
+
+int pushA(const char* message) {
+  if (recording()) detail::beginRangeCopy(message != nullptr ? message : "");
+  return tNvtxDepth++;
+}
+
+int pushW(const wchar_t* message) {
+  if (recording()) detail::beginRangeCopy(wideName(message));
+  return tNvtxDepth++;
+}
+
+int pushEx(const nvtxEventAttributes_t* attributes) {
+  if (recording()) detail::beginRangeCopy(eventName(nullptr, attributes));
+  return tNvtxDepth++;
+}
+
+int domainPushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  if (recording()) detail::beginRangeCopy(eventName(domain, attributes));
+  return tNvtxDepth++;
+}
+
+int pop() {
+  detail::endRangeNow();
+  if (tNvtxDepth == 0) return -1;  // NVTX: a negative level reports an unmatched pop
+  return --tNvtxDepth;
+}
+
+int domainPop(nvtxDomainHandle_t) { return pop(); }
+
+// ---- start / end ---------------------------------------------------------------------
+
+nvtxRangeId_t startA(const char* message) {
+  if (!recording()) return 0;
+  return detail::startAsyncRangeCopy(message != nullptr ? message : "");
+}
+
+nvtxRangeId_t startW(const wchar_t* message) {
+  return recording() ? detail::startAsyncRangeCopy(wideName(message)) : 0;
+}
+
+nvtxRangeId_t startEx(const nvtxEventAttributes_t* attributes) {
+  return recording() ? detail::startAsyncRangeCopy(eventName(nullptr, attributes)) : 0;
+}
+
+nvtxRangeId_t domainStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  return recording() ? detail::startAsyncRangeCopy(eventName(domain, attributes)) : 0;
+}
+
+void end(nvtxRangeId_t id) { detail::endAsyncRangeNow(id); }
+void domainEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { detail::endAsyncRangeNow(id); }
+
+// ---- marks ---------------------------------------------------------------------------
+
+void markA(const char* message) {
+  if (recording()) detail::instantCopy(message != nullptr ? message : "");
+}
+
+void markW(const wchar_t* message) {
+  if (recording()) detail::instantCopy(wideName(message));
+}
+
+void markEx(const nvtxEventAttributes_t* attributes) {
+  if (recording()) detail::instantCopy(eventName(nullptr, attributes));
+}
+
+void domainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  if (recording()) detail::instantCopy(eventName(domain, attributes));
+}
+
+// ---- names and registrations -------------------------------------------------------
+
+void nameOsThreadA(uint32_t threadId, const char* name) {
+  if (name == nullptr) return;
+  try {
+    HostRecorder::instance().nameOsThread(threadId, name);
+  } catch (...) {
+  }
+}
+
+void nameOsThreadW(uint32_t threadId, const wchar_t* name) {
+  if (name == nullptr) return;
+  try {
+    HostRecorder::instance().nameOsThread(threadId, wideToUtf8(name));
+  } catch (...) {
+  }
+}
+
+nvtxDomainHandle_t domainCreateA(const char* name) {
+  try {
+    return registry().domain(name != nullptr ? name : "");
+  } catch (...) {
+    return nullptr;  // the default domain: events are still recorded, without the prefix
+  }
+}
+
+nvtxDomainHandle_t domainCreateW(const wchar_t* name) {
+  try {
+    return registry().domain(wideToUtf8(name));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void domainDestroy(nvtxDomainHandle_t) {}  // kept: names were copied, handles stay valid
+
+nvtxStringHandle_t registerStringA(nvtxDomainHandle_t, const char* text) {
+  try {
+    return registry().string(text != nullptr ? text : "");
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+nvtxStringHandle_t registerStringW(nvtxDomainHandle_t, const wchar_t* text) {
+  try {
+    return registry().string(wideToUtf8(text));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// ---- the tables ----------------------------------------------------------------------
+
+template <typename Function>
+void install(NvtxFunctionTable table, unsigned int size, unsigned int slot, Function function) {
+  // Entry 0 is never a function; a slot past the table's size is a newer NVTX's.
+  if (table == nullptr || slot == 0 || slot >= size || table[slot] == nullptr) return;
+  *table[slot] = reinterpret_cast<NvtxFunctionPointer>(function);
+}
+
+}  // namespace
+
+int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
+  if (getExportTable == nullptr) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(getExportTable(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks) ||
+      callbacks->GetModuleFunctionTable == nullptr) {
+    return 0;
+  }
+  const auto* version = static_cast<const NvtxExportTableVersionInfo*>(getExportTable(NVTX_ETID_VERSIONINFO));
+  if (version != nullptr && version->struct_size >= sizeof(NvtxExportTableVersionInfo) &&
+      version->SetInjectionNvtxVersion != nullptr) {
+    version->SetInjectionNvtxVersion(NVTX_VERSION);
+  }
+
+  NvtxFunctionTable core = nullptr;
+  unsigned int coreSize = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &coreSize) == 0 || core == nullptr) {
+    return 0;
+  }
+  install(core, coreSize, NVTX_CBID_CORE_MarkEx, &markEx);
+  install(core, coreSize, NVTX_CBID_CORE_MarkA, &markA);
+  install(core, coreSize, NVTX_CBID_CORE_MarkW, &markW);
+  install(core, coreSize, NVTX_CBID_CORE_RangeStartEx, &startEx);
+  install(core, coreSize, NVTX_CBID_CORE_RangeStartA, &startA);
+  install(core, coreSize, NVTX_CBID_CORE_RangeStartW, &startW);
+  install(core, coreSize, NVTX_CBID_CORE_RangeEnd, &end);
+  install(core, coreSize, NVTX_CBID_CORE_RangePushEx, &pushEx);
+  install(core, coreSize, NVTX_CBID_CORE_RangePushA, &pushA);
+  install(core, coreSize, NVTX_CBID_CORE_RangePushW, &pushW);
+  install(core, coreSize, NVTX_CBID_CORE_RangePop, &pop);
+  install(core, coreSize, NVTX_CBID_CORE_NameOsThreadA, &nameOsThreadA);
+  install(core, coreSize, NVTX_CBID_CORE_NameOsThreadW, &nameOsThreadW);
+
+  // CORE2 (domains) arrived with NVTX 2; an instance without it still gets the core calls.
+  NvtxFunctionTable core2 = nullptr;
+  unsigned int core2Size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2Size) != 0 && core2 != nullptr) {
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainMarkEx, &domainMarkEx);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangeStartEx, &domainStartEx);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangeEnd, &domainEnd);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangePushEx, &domainPushEx);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangePop, &domainPop);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRegisterStringA, &registerStringA);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRegisterStringW, &registerStringW);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainCreateA, &domainCreateA);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainCreateW, &domainCreateW);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainDestroy, &domainDestroy);
+  }
+  return 1;
+}
+
+}  // namespace kinetrace::inject

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+
+// NVTX capture for the injection library: kinetrace is the NVTX tool.
+//
+// An application's NVTX calls (C/C++ nvtxRangePushA..., PyTorch's torch.cuda.nvtx and
+// emit_nvtx, NCCL's domain ranges) go through function pointers in the NVTX instance built
+// into the calling library. On its first call, that instance loads the library named by
+// NVTX_INJECTION64_PATH and calls its InitializeInjectionNvtx2(getExportTable); the tool
+// then asks the export table for the CORE and CORE2 modules' tables of function-pointer
+// slots and writes its own implementations into them. Slots left alone become no-ops.
+// Every library with NVTX compiled in has its own instance, so this runs once per instance.
+//
+// What kinetrace records (names are copied: NVTX strings are not literals):
+//   nvtxRangePush{A,W,Ex}, nvtxDomainRangePushEx -> a range on the calling thread, closed by
+//       the matching nvtxRangePop / nvtxDomainRangePop; GPU work launched inside it carries
+//       its External id. All domains share the thread's one range stack.
+//   nvtxRangeStart{A,W,Ex}, nvtxDomainRangeStartEx -> an async range (kinetrace::
+//       startAsyncRange), ended by nvtxRangeEnd / nvtxDomainRangeEnd on any thread.
+//   nvtxMark{A,W,Ex}, nvtxDomainMarkEx -> an instant.
+//   nvtxNameOsThread{A,W} -> the thread's name.
+//   Domains prefix the message: "NCCL: ncclAllReduce". Registered strings resolve to their
+//   text. Colors, categories and payloads are not recorded.
+// Outside a recording every call returns after one relaxed atomic load.
+
+namespace kinetrace::inject {
+
+// NvtxGetExportTableFunc_t, without NVTX's headers.
+using NvtxGetExportTable = const void* (*)(uint32_t exportTableId);
+
+// Fills the CORE and CORE2 tables of the NVTX instance behind `getExportTable`. Returns 1
+// (NVTX's success) or 0 when the export table is unusable (NVTX then unloads nothing of
+// ours that matters and turns its calls into no-ops).
+int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept;
+
+}  // namespace kinetrace::inject

@@ -1,0 +1,292 @@
+// `kinetrace run` end to end, without a GPU: the built command runs a program that uses no
+// CUDA, and a stand-in for a CUDA program that loads the injection library the way the
+// driver does and makes real NVTX calls.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+struct Result {
+  int exitCode = -1;  // the status a shell would show: 128+N for a signal
+  std::string out;
+  std::string err;
+};
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/kinetrace-e2e-XXXXXX";
+    path_ = ::mkdtemp(pattern);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+  std::vector<std::string> traces() const {
+    std::vector<std::string> found;
+    std::string listing = readFileOf("ls -1 '" + path_ + "/traces' 2>/dev/null");
+    std::istringstream lines(listing);
+    for (std::string name; std::getline(lines, name);) {
+      if (name.size() > 5 && name.substr(name.size() - 5) == ".json" && name.find(".summary.") == std::string::npos) {
+        found.push_back(path_ + "/traces/" + name);
+      }
+    }
+    return found;
+  }
+
+ private:
+  static std::string readFileOf(const std::string& command) {
+    std::string out;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+      char buffer[4096];
+      size_t n;
+      while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+      ::pclose(pipe);
+    }
+    return out;
+  }
+  std::string path_;
+};
+
+// Runs argv with extra environment, `input` on stdin; collects stdout and stderr.
+Result run(const std::vector<std::string>& argv, const Env& env = {}, const std::string& input = "") {
+  TempDir io;
+  const std::string in = io.path() + "/in", out = io.path() + "/out", err = io.path() + "/err";
+  std::ofstream(in) << input;
+  pid_t child = ::fork();
+  if (child == 0) {
+    int inFd = ::open(in.c_str(), O_RDONLY);
+    int outFd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int errFd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(inFd, 0);
+    ::dup2(outFd, 1);
+    ::dup2(errFd, 2);
+    // The tests' own environment must not leak kinetrace settings into the runs.
+    for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
+      ::unsetenv(name);
+    }
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(111);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  Result result;
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = readFile(out);
+  result.err = readFile(err);
+  return result;
+}
+
+std::vector<std::string> kinetraceRun(const TempDir& dir, std::vector<std::string> options,
+                                      std::vector<std::string> program) {
+  std::vector<std::string> argv = {KINETRACE_CLI, "run", "--output", dir.path() + "/traces"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+// Names of the trace's events with category `category` ("" = any).
+std::vector<std::string> eventNames(const nlohmann::json& trace, const std::string& category = "") {
+  std::vector<std::string> names;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("ph", "") == "M") continue;
+    if (category.empty() || event.value("cat", "") == category) names.push_back(event.value("name", ""));
+  }
+  return names;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// ---- a program without CUDA -------------------------------------------------------
+
+TEST(KinetraceRunTest, ExitCodePassesThroughAndNoTraceIsReportedWithoutCuda) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "exit", "7"}));
+  EXPECT_EQ(r.exitCode, 7);
+  EXPECT_CONTAINS(r.err, "exited with status 7");
+  EXPECT_CONTAINS(r.err, "no trace was written");
+  EXPECT_TRUE(dir.traces().empty());
+}
+
+TEST(KinetraceRunTest, StdinAndStdoutStayTheProgramsOwn) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "echo"}), {}, "line one\nline two\n");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.out, "line one\nline two\n") << "kinetrace writes nothing to stdout";
+}
+
+TEST(KinetraceRunTest, ADeathBySignalIsReportedAs128PlusTheSignal) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "signal", "15"}));
+  EXPECT_EQ(r.exitCode, 128 + 15);
+  EXPECT_CONTAINS(r.err, "ended by signal 15");
+}
+
+TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}));
+  EXPECT_CONTAINS(r.out, "/libkinetrace_injection.so");
+  r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "NVTX_INJECTION64_PATH"}));
+  EXPECT_CONTAINS(r.out, "/libkinetrace_injection.so");
+  r = run(kinetraceRun(dir, {"--no-nvtx"}, {HOST_ONLY_PROGRAM, "env", "NVTX_INJECTION64_PATH"}));
+  EXPECT_EQ(r.out, "(unset)\n");
+  r = run(kinetraceRun(dir, {"--delay", "1.5s"}, {HOST_ONLY_PROGRAM, "env", "KINETRACE_DELAY"}));
+  EXPECT_EQ(r.out, "1.5s\n");
+  r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "KINETRACE_OUTPUT"}));
+  EXPECT_EQ(r.out, dir.path() + "/traces\n");
+}
+
+TEST(KinetraceRunTest, AMissingProgramIsAnErrorWithStatus127) {
+  Result r = run({KINETRACE_CLI, "run", "--", "/nonexistent"});
+  EXPECT_EQ(r.exitCode, 127);
+  EXPECT_CONTAINS(r.err, "kinetrace run: cannot run '/nonexistent'");
+  r = run({KINETRACE_CLI, "run", "--", "kinetrace-no-such-program"});
+  EXPECT_EQ(r.exitCode, 127);
+  EXPECT_CONTAINS(r.err, "not found in PATH");
+}
+
+TEST(KinetraceRunTest, CommandLineMistakesAreReportedWithStatus2) {
+  Result r = run({KINETRACE_CLI, "run", "--outptu", "x", "--", HOST_ONLY_PROGRAM});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_CONTAINS(r.err, "unknown option '--outptu'");
+  r = run({KINETRACE_CLI, "run", "--output", "/proc/kinetrace/traces", "--", HOST_ONLY_PROGRAM});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_CONTAINS(r.err, "cannot write traces to /proc/kinetrace/traces");
+  r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_BOGUS", "1"}});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_CONTAINS(r.err, "KINETRACE_BOGUS");
+}
+
+TEST(KinetraceRunTest, HelpIsPrintedForEveryCommand) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"summary", "--help"}}) {
+    std::vector<std::string> argv = {KINETRACE_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result r = run(argv);
+    EXPECT_EQ(r.exitCode, 0);
+    EXPECT_CONTAINS(r.out, "usage:");
+  }
+}
+
+// ---- a stand-in for a CUDA program --------------------------------------------------
+
+TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSummary) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}),
+                 {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> traces = dir.traces();
+  ASSERT_EQ(traces.size(), 1u) << r.err;
+  EXPECT_CONTAINS(traces[0], "-rank1-local1-");
+  EXPECT_CONTAINS(r.err, "1 trace in " + dir.path() + "/traces/");
+  EXPECT_CONTAINS(r.err, "trace   " + traces[0]);
+  EXPECT_CONTAINS(r.err, "rank 1 of 2");
+
+  nlohmann::json trace = nlohmann::json::parse(readFile(traces[0]));
+  EXPECT_EQ(trace["distributedInfo"]["rank"], 1);
+  EXPECT_EQ(trace["distributedInfo"]["world_size"], 2);
+  std::vector<std::string> ranges = eventNames(trace, "user_annotation");
+  for (const char* name : {"train_step", "layer 3", "load batch", "ended elsewhere", "NCCL: AllReduce"}) {
+    EXPECT_TRUE(has(ranges, name)) << name << " missing; err:\n" << r.err;
+  }
+  EXPECT_FALSE(has(ranges, "overwritten")) << "NVTX names are copied when the call is made";
+  EXPECT_TRUE(has(eventNames(trace), "checkpoint"));
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("name", "") == "load batch") {
+      EXPECT_GE(event["tid"].get<int64_t>(), int64_t{1} << 30) << "an async range: on its own track";
+    }
+  }
+}
+
+TEST(KinetraceRunTest, SigtermSavesACompleteTraceAndEndsTheProgramWithTheSignal) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "sigterm"}));
+  EXPECT_EQ(r.exitCode, 128 + 15) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  nlohmann::json trace = nlohmann::json::parse(readFile(dir.traces()[0]));  // complete JSON
+  EXPECT_TRUE(has(eventNames(trace), "train_step"));
+}
+
+TEST(KinetraceRunTest, SigintSavesTheTraceToo) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "sigint"}));
+  EXPECT_EQ(r.exitCode, 128 + 2) << r.err;
+  EXPECT_EQ(dir.traces().size(), 1u) << r.err;
+}
+
+TEST(KinetraceRunTest, ExitFromAnotherThreadSavesTheTrace) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "exit", "5"}));
+  EXPECT_EQ(r.exitCode, 5) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  EXPECT_TRUE(has(eventNames(nlohmann::json::parse(readFile(dir.traces()[0]))), "train_step"));
+}
+
+TEST(KinetraceRunTest, AForkedChildWritesNoTraceOfItsOwnOrIntoTheParents) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "fork", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  std::vector<std::string> names = eventNames(nlohmann::json::parse(readFile(dir.traces()[0])));
+  EXPECT_TRUE(has(names, "train_step"));
+  EXPECT_FALSE(has(names, "in the child"));
+}
+
+TEST(KinetraceRunTest, DelayLeavesOutWhatCameBeforeIt) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {"--delay", "400ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "800", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  std::vector<std::string> names = eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "train_step"), 1);
+}
+
+TEST(KinetraceRunTest, DurationEndsTheRecording) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {"--duration", "300ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "800", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  std::vector<std::string> names = eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "train_step"), 1);
+}
+
+TEST(KinetraceRunTest, SummaryCommandReprintsTheSummaries) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  Result s = run({KINETRACE_CLI, "summary", dir.path() + "/traces"});
+  EXPECT_EQ(s.exitCode, 0) << s.err;
+  EXPECT_CONTAINS(s.out, "trace   " + dir.traces()[0]);
+  Result byTrace = run({KINETRACE_CLI, "summary", dir.traces()[0]});
+  EXPECT_EQ(byTrace.out, s.out);
+  Result none = run({KINETRACE_CLI, "summary", dir.path()});
+  EXPECT_EQ(none.exitCode, 1);
+}
+
+}  // namespace

@@ -1,0 +1,249 @@
+#include "cli_options.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace kinetrace::cli {
+namespace {
+
+// The UsageError a command line raises ("" when it parses).
+UsageError errorOf(const std::vector<std::string>& args) {
+  try {
+    parseCommandLine(args);
+  } catch (const UsageError& error) {
+    return error;
+  }
+  return UsageError("", 0);
+}
+
+std::string messageOf(const std::vector<std::string>& args) { return errorOf(args).what(); }
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+TEST(CliOptionsTest, RunTakesTheProgramAfterDoubleDash) {
+  Command c = parseCommandLine({"run", "--", "python", "train.py", "--epochs", "1"});
+  ASSERT_EQ(c.kind, Command::Kind::Run);
+  EXPECT_EQ(c.run.program, (std::vector<std::string>{"python", "train.py", "--epochs", "1"}));
+  EXPECT_EQ(c.run.outputDir, "kinetrace-traces");
+  EXPECT_TRUE(c.run.nvtx);
+}
+
+TEST(CliOptionsTest, RunStopsReadingOptionsAtTheFirstProgramWord) {
+  Command c = parseCommandLine({"run", "-o", "out", "./engine", "--delay", "5s"});
+  EXPECT_EQ(c.run.outputDir, "out");
+  EXPECT_EQ(c.run.program, (std::vector<std::string>{"./engine", "--delay", "5s"}));
+  EXPECT_TRUE(c.run.delay.empty()) << "--delay after the program is the program's";
+}
+
+TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
+  Command c = parseCommandLine({"run", "--output=traces/", "--activities", "kernel,memcpy,memset,sync,memory",
+                               "--delay", "5s", "--duration=2s", "--log-level", "info", "--host-buffer-mb=64",
+                               "--gpu-buffer-mb", "32", "--no-nvtx", "--no-summary", "--top", "3",
+                               "--injection-library", "/x/lib.so", "--", "./engine"});
+  const RunOptions& r = c.run;
+  EXPECT_EQ(r.outputDir, "traces/");
+  EXPECT_EQ(r.activities, "kernel,memcpy,memset,sync,memory");
+  EXPECT_EQ(r.delay, "5s");
+  EXPECT_EQ(r.duration, "2s");
+  EXPECT_EQ(r.logLevel, "info");
+  EXPECT_EQ(r.hostBufferMb, "64");
+  EXPECT_EQ(r.gpuBufferMb, "32");
+  EXPECT_FALSE(r.nvtx);
+  EXPECT_FALSE(r.printSummary);
+  EXPECT_EQ(r.topKernels, 3u);
+  EXPECT_EQ(r.injectionLibrary, "/x/lib.so");
+}
+
+TEST(CliOptionsTest, CaptureRangeCudaProfilerApiIsAccepted) {
+  Command c = parseCommandLine({"run", "--capture-range=cudaProfilerApi", "./engine"});
+  EXPECT_EQ(c.run.captureRange, "cudaProfilerApi");
+}
+
+TEST(CliOptionsTest, UnknownOptionIsAUsageErrorNamingIt) {
+  UsageError error = errorOf({"run", "--outptu", "x", "--", "./engine"});
+  EXPECT_EQ(error.exitCode(), 2);
+  EXPECT_CONTAINS(error.what(), "unknown option '--outptu'");
+  EXPECT_CONTAINS(error.what(), "kinetrace run --help");
+}
+
+TEST(CliOptionsTest, MissingProgramIsAUsageError) {
+  UsageError error = errorOf({"run", "-o", "x"});
+  EXPECT_EQ(error.exitCode(), 2);
+  EXPECT_CONTAINS(error.what(), "no program to run");
+  EXPECT_CONTAINS(messageOf({"run", "--"}), "no program to run");
+}
+
+TEST(CliOptionsTest, OptionWithoutItsValueIsAUsageError) {
+  EXPECT_CONTAINS(messageOf({"run", "--delay"}), "'--delay' needs a value");
+  EXPECT_CONTAINS(messageOf({"run", "--no-nvtx=yes", "x"}), "'--no-nvtx' takes no value");
+}
+
+TEST(CliOptionsTest, BadValuesAreReportedByOptionBeforeAnythingRuns) {
+  EXPECT_CONTAINS(messageOf({"run", "--delay", "5 parsecs", "x"}), "--delay 5 parsecs: delay must be a duration");
+  EXPECT_CONTAINS(messageOf({"run", "--duration", "-1s", "x"}), "--duration -1s");
+  EXPECT_CONTAINS(messageOf({"run", "--activities", "kernels", "x"}), "unknown activity \"kernels\"");
+  EXPECT_CONTAINS(messageOf({"run", "--capture-range", "nvtx", "x"}), "capture_range must be none or cudaProfilerApi");
+  EXPECT_CONTAINS(messageOf({"run", "--log-level", "chatty", "x"}), "--log-level chatty");
+  EXPECT_CONTAINS(messageOf({"run", "--gpu-buffer-mb", "0", "x"}), "--gpu-buffer-mb 0");
+  EXPECT_CONTAINS(messageOf({"run", "--top", "many", "x"}), "--top needs a whole number");
+  EXPECT_CONTAINS(messageOf({"run", "--output=", "x"}), "--output needs a directory");
+}
+
+TEST(CliOptionsTest, ProfilerApiCaptureCannotBeCombinedWithATimeWindow) {
+  EXPECT_CONTAINS(messageOf({"run", "--capture-range=cudaProfilerApi", "--delay=1s", "x"}),
+                  "cannot be combined with --delay or --duration");
+}
+
+TEST(CliOptionsTest, EverySubcommandHasHelp) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"-h"}, {"help"}, {"run", "--help"}, {"run", "-h"}, {"summary", "--help"},
+           {"help", "run"}, {"help", "summary"}}) {
+    Command c = parseCommandLine(args);
+    EXPECT_EQ(c.kind, Command::Kind::Help) << args[0];
+  }
+  EXPECT_EQ(parseCommandLine({"run", "-o", "x", "--help", "--bogus"}).helpTopic, "run");
+  EXPECT_EQ(parseCommandLine({"summary", "-h"}).helpTopic, "summary");
+}
+
+TEST(CliOptionsTest, HelpTextsDescribeTheirCommand) {
+  EXPECT_CONTAINS(mainHelp(), "kinetrace run [options] [--] PROGRAM");
+  EXPECT_CONTAINS(mainHelp(), "kinetrace summary");
+  for (const char* option : {"--output", "--activities", "--delay", "--duration", "--capture-range", "--no-nvtx",
+                             "--log-level", "exit status"}) {
+    EXPECT_CONTAINS(runHelp(), option);
+  }
+  EXPECT_CONTAINS(summaryHelp(), "--top N");
+  EXPECT_EQ(helpFor("run"), runHelp());
+  EXPECT_EQ(helpFor(""), mainHelp());
+}
+
+TEST(CliOptionsTest, UnknownCommandsAndTopLevelOptionsAreErrors) {
+  EXPECT_CONTAINS(messageOf({}), "no command given");
+  EXPECT_CONTAINS(messageOf({"trace", "x"}), "unknown command 'trace'");
+  EXPECT_CONTAINS(messageOf({"--verbose"}), "unknown option '--verbose'");
+  EXPECT_CONTAINS(messageOf({"help", "profile"}), "no command 'profile'");
+  EXPECT_EQ(parseCommandLine({"--version"}).kind, Command::Kind::Version);
+}
+
+TEST(CliOptionsTest, SummaryTakesPathsAndTop) {
+  Command c = parseCommandLine({"summary", "--top", "2", "a.json", "dir"});
+  ASSERT_EQ(c.kind, Command::Kind::Summary);
+  EXPECT_EQ(c.summary.topKernels, 2u);
+  EXPECT_EQ(c.summary.paths, (std::vector<std::string>{"a.json", "dir"}));
+  EXPECT_CONTAINS(messageOf({"summary"}), "no trace given");
+  EXPECT_CONTAINS(messageOf({"summary", "--all", "x"}), "unknown option '--all'");
+}
+
+// ---- run's checks on the file system ------------------------------------------------
+
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/kinetrace-cli-test-XXXXXX";
+    path_ = ::mkdtemp(pattern);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(RunChecksTest, OutputDirectoryIsCreatedWithItsParents) {
+  TempDir temp;
+  std::string made = prepareOutputDirectory(temp.path() + "/a/b/");
+  EXPECT_EQ(made, temp.path() + "/a/b");
+  struct stat info {};
+  EXPECT_EQ(::stat(made.c_str(), &info), 0);
+}
+
+TEST(RunChecksTest, UnwritableOutputDirectoryIsAnErrorNamingIt) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere; checked below with a file in the way instead";
+  TempDir temp;
+  std::string locked = temp.path() + "/locked";
+  ::mkdir(locked.c_str(), 0555);
+  try {
+    prepareOutputDirectory(locked);
+    ADD_FAILURE() << "accepted an unwritable directory";
+  } catch (const UsageError& error) {
+    EXPECT_CONTAINS(error.what(), "cannot write traces to " + locked);
+    EXPECT_CONTAINS(error.what(), "Permission denied");
+  }
+}
+
+TEST(RunChecksTest, DirectoryThatCannotBeCreatedIsAnErrorEvenForRoot) {
+  try {
+    prepareOutputDirectory("/proc/kinetrace-test/traces");
+    ADD_FAILURE() << "created a directory in /proc";
+  } catch (const UsageError& error) {
+    EXPECT_CONTAINS(error.what(), "cannot write traces to /proc/kinetrace-test/traces: cannot create");
+  }
+}
+
+TEST(RunChecksTest, OutputPathThatIsAFileIsAnError) {
+  TempDir temp;
+  std::string file = temp.path() + "/file";
+  ::close(::creat(file.c_str(), 0644));
+  try {
+    prepareOutputDirectory(file + "/sub");
+    ADD_FAILURE() << "accepted a path under a file";
+  } catch (const UsageError& error) {
+    EXPECT_CONTAINS(error.what(), "cannot write traces to " + file + "/sub");
+  }
+  try {
+    prepareOutputDirectory(file);
+    ADD_FAILURE() << "accepted a file as the directory";
+  } catch (const UsageError& error) {
+    EXPECT_CONTAINS(error.what(), "not a directory");
+  }
+}
+
+TEST(RunChecksTest, ProgramIsFoundInPathOrReportedMissing) {
+  EXPECT_EQ(resolveProgram("/bin/sh"), "/bin/sh");
+  EXPECT_NE(resolveProgram("sh").find("/sh"), std::string::npos);
+  try {
+    resolveProgram("kinetrace-no-such-program");
+    ADD_FAILURE();
+  } catch (const UsageError& error) {
+    EXPECT_EQ(error.exitCode(), 127);
+    EXPECT_CONTAINS(error.what(), "'kinetrace-no-such-program': not found in PATH");
+  }
+  try {
+    resolveProgram("/nonexistent");
+    ADD_FAILURE();
+  } catch (const UsageError& error) {
+    EXPECT_EQ(error.exitCode(), 127);
+    EXPECT_CONTAINS(error.what(), "'/nonexistent': no such file");
+  }
+  TempDir temp;
+  std::string notExecutable = temp.path() + "/data.txt";
+  ::close(::creat(notExecutable.c_str(), 0644));
+  try {
+    resolveProgram(notExecutable);
+    ADD_FAILURE();
+  } catch (const UsageError& error) {
+    EXPECT_EQ(error.exitCode(), 126);
+    EXPECT_CONTAINS(error.what(), "not an executable file");
+  }
+}
+
+TEST(RunChecksTest, InjectionLibraryOptionWinsOverTheDefaultPlaces) {
+  RunOptions options;
+  options.injectionLibrary = "/opt/x/libkinetrace_injection.so";
+  EXPECT_EQ(injectionLibraryCandidates(options), (std::vector<std::string>{"/opt/x/libkinetrace_injection.so"}));
+  options.injectionLibrary.clear();
+  auto defaults = injectionLibraryCandidates(options);
+  ASSERT_FALSE(defaults.empty());
+  EXPECT_NE(defaults[0].find("libkinetrace_injection.so"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kinetrace::cli

@@ -1,0 +1,103 @@
+// Stands in for a CUDA program on machines without a GPU: it does what the CUDA driver does
+// with CUDA_INJECTION64_PATH (load the library, call InitializeInjection()) and then makes
+// NVTX calls through the real NVTX headers, which load NVTX_INJECTION64_PATH on their own.
+// It links nothing of kinetrace and nothing of CUDA.
+//
+//   fake_cuda_app [ACTION...]
+//     nvtx          push/pop, start/end (one ended on another thread), marks, a domain
+//     sleep MS      sleeps
+//     fork          forks a child that makes NVTX calls and exits through exit()
+//     exit N        std::exit(N) from a second thread
+//     sigterm       sends itself SIGTERM
+//     sigint        sends itself SIGINT
+//   then returns 0 from main.
+
+#include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace {
+
+int initializeInjectionLikeTheDriver() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  if (path == nullptr) return 0;
+  void* library = dlopen(path, RTLD_NOW);
+  if (library == nullptr) {
+    std::fprintf(stderr, "fake_cuda_app: %s\n", dlerror());
+    return 1;
+  }
+  auto initialize = reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"));
+  if (initialize == nullptr || initialize() != 1) {
+    std::fprintf(stderr, "fake_cuda_app: InitializeInjection failed\n");
+    return 1;
+  }
+  return 0;
+}
+
+void nvtxWork() {
+  nvtxRangePushA("train_step");
+  std::string layer = "layer " + std::to_string(3);
+  nvtxRangePushA(layer.c_str());
+  layer = "overwritten";
+  nvtxRangePop();
+  nvtxMarkA("checkpoint");
+  nvtxRangePop();
+
+  nvtxRangeId_t load = nvtxRangeStartA("load batch");
+  nvtxRangeId_t other = nvtxRangeStartA("ended elsewhere");
+  nvtxRangeEnd(load);
+  std::thread([other] { nvtxRangeEnd(other); }).join();
+
+  nvtxDomainHandle_t domain = nvtxDomainCreateA("NCCL");
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = "AllReduce";
+  nvtxDomainRangePushEx(domain, &attributes);
+  nvtxDomainRangePop(domain);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (initializeInjectionLikeTheDriver() != 0) return 3;
+  for (int i = 1; i < argc; ++i) {
+    std::string action = argv[i];
+    if (action == "nvtx") {
+      nvtxWork();
+    } else if (action == "sleep" && i + 1 < argc) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[++i])));
+    } else if (action == "fork") {
+      pid_t child = fork();
+      if (child == 0) {
+        nvtxRangePushA("in the child");
+        nvtxRangePop();
+        std::exit(0);
+      }
+      int status = 0;
+      waitpid(child, &status, 0);
+    } else if (action == "exit" && i + 1 < argc) {
+      int code = std::atoi(argv[++i]);
+      std::thread([code] { std::exit(code); }).join();
+    } else if (action == "sigterm") {
+      kill(getpid(), SIGTERM);
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      return 98;  // not reached: the signal ends the process
+    } else if (action == "sigint") {
+      kill(getpid(), SIGINT);
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      return 98;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,315 @@
+#include "cli_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+#include "kinetrace/config.h"
+#include "kinetrace/error.h"
+
+namespace kinetrace::cli {
+namespace {
+
+constexpr std::string_view kConfigPrefix = "kinetrace config: ";
+
+struct OptionSpec {
+  const char* longName;   // "--output"
+  const char* shortName;  // "-o" or nullptr
+  bool takesValue;
+};
+
+constexpr OptionSpec kRunOptions[] = {
+    {"--help", "-h", false},           {"--output", "-o", true},
+    {"--activities", "-a", true},      {"--delay", nullptr, true},
+    {"--duration", nullptr, true},     {"--capture-range", nullptr, true},
+    {"--log-level", nullptr, true},    {"--host-buffer-mb", nullptr, true},
+    {"--gpu-buffer-mb", nullptr, true}, {"--no-nvtx", nullptr, false},
+    {"--no-summary", nullptr, false},  {"--top", nullptr, true},
+    {"--injection-library", nullptr, true},
+};
+
+constexpr OptionSpec kSummaryOptions[] = {
+    {"--help", "-h", false},
+    {"--top", nullptr, true},
+};
+
+// One option as found on the command line.
+struct Found {
+  const OptionSpec* spec = nullptr;
+  std::string value;
+};
+
+// Reads the option at args[i] (advancing i past its value). Throws for unknown options and
+// missing values.
+template <std::size_t N>
+Found readOption(const char* command, const OptionSpec (&specs)[N], const std::vector<std::string>& args,
+                 std::size_t& i) {
+  const std::string& word = args[i];
+  std::string name = word;
+  std::string inlineValue;
+  bool hasInline = false;
+  if (word.rfind("--", 0) == 0) {
+    std::size_t equals = word.find('=');
+    if (equals != std::string::npos) {
+      name = word.substr(0, equals);
+      inlineValue = word.substr(equals + 1);
+      hasInline = true;
+    }
+  }
+  const OptionSpec* spec = std::find_if(std::begin(specs), std::end(specs), [&](const OptionSpec& s) {
+    return name == s.longName || (s.shortName != nullptr && name == s.shortName);
+  });
+  if (spec == std::end(specs)) {
+    throw UsageError(std::string("kinetrace ") + command + ": unknown option '" + word + "' (see 'kinetrace " +
+                     command + " --help')");
+  }
+  Found found{spec, {}};
+  if (!spec->takesValue) {
+    if (hasInline) {
+      throw UsageError(std::string("kinetrace ") + command + ": option '" + spec->longName + "' takes no value");
+    }
+    return found;
+  }
+  if (hasInline) {
+    found.value = inlineValue;
+  } else if (i + 1 < args.size()) {
+    found.value = args[++i];
+  } else {
+    throw UsageError(std::string("kinetrace ") + command + ": option '" + spec->longName + "' needs a value");
+  }
+  return found;
+}
+
+// Checks a value the way the traced process will (Config::set), so a mistake is reported
+// here, by option name, before the program starts.
+void checkConfigValue(const char* option, const char* key, const std::string& value) {
+  try {
+    Config config;
+    config.set(key, value);
+  } catch (const Error& error) {
+    std::string message = error.what();
+    if (message.rfind(kConfigPrefix, 0) == 0) message.erase(0, kConfigPrefix.size());
+    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " + message);
+  }
+}
+
+std::size_t parseCount(const char* command, const char* option, const std::string& value) {
+  std::size_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() || parsed > 1000) {
+    throw UsageError(std::string("kinetrace ") + command + ": " + option + " needs a whole number 0..1000, got '" +
+                     value + "'");
+  }
+  return parsed;
+}
+
+Command parseRun(const std::vector<std::string>& args) {
+  Command command;
+  command.kind = Command::Kind::Run;
+  RunOptions& run = command.run;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      run.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (word.empty() || word[0] != '-' || word == "-") {
+      run.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    Found option = readOption("run", kRunOptions, args, i);
+    const std::string name = option.spec->longName;
+    const std::string& value = option.value;
+    if (name == "--help") {
+      command.kind = Command::Kind::Help;
+      command.helpTopic = "run";
+      return command;
+    } else if (name == "--output") {
+      if (value.empty()) throw UsageError("kinetrace run: --output needs a directory");
+      run.outputDir = value;
+    } else if (name == "--activities") {
+      checkConfigValue("--activities", "activities", value);
+      run.activities = value;
+    } else if (name == "--delay") {
+      checkConfigValue("--delay", "delay", value);
+      run.delay = value;
+    } else if (name == "--duration") {
+      checkConfigValue("--duration", "duration", value);
+      run.duration = value;
+    } else if (name == "--capture-range") {
+      checkConfigValue("--capture-range", "capture_range", value);
+      run.captureRange = value;
+    } else if (name == "--log-level") {
+      checkConfigValue("--log-level", "log_level", value);
+      run.logLevel = value;
+    } else if (name == "--host-buffer-mb") {
+      checkConfigValue("--host-buffer-mb", "host_buffer_mb", value);
+      run.hostBufferMb = value;
+    } else if (name == "--gpu-buffer-mb") {
+      checkConfigValue("--gpu-buffer-mb", "gpu_buffer_mb", value);
+      run.gpuBufferMb = value;
+    } else if (name == "--no-nvtx") {
+      run.nvtx = false;
+    } else if (name == "--no-summary") {
+      run.printSummary = false;
+    } else if (name == "--top") {
+      run.topKernels = parseCount("run", "--top", value);
+    } else if (name == "--injection-library") {
+      run.injectionLibrary = value;
+    }
+  }
+  if (run.program.empty()) {
+    throw UsageError("kinetrace run: no program to run: kinetrace run [options] -- PROGRAM [ARGS...]");
+  }
+  Config check;
+  if (!run.captureRange.empty()) check.set("capture_range", run.captureRange);
+  if (check.captureRange == CaptureRange::CudaProfilerApi && (!run.delay.empty() || !run.duration.empty())) {
+    throw UsageError(
+        "kinetrace run: --capture-range=cudaProfilerApi records between the program's "
+        "cudaProfilerStart/Stop calls; it cannot be combined with --delay or --duration");
+  }
+  return command;
+}
+
+Command parseSummary(const std::vector<std::string>& args) {
+  Command command;
+  command.kind = Command::Kind::Summary;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      command.summary.paths.insert(command.summary.paths.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                   args.end());
+      break;
+    }
+    if (word.empty() || word[0] != '-') {
+      command.summary.paths.push_back(word);
+      continue;
+    }
+    Found option = readOption("summary", kSummaryOptions, args, i);
+    if (std::string(option.spec->longName) == "--help") {
+      command.kind = Command::Kind::Help;
+      command.helpTopic = "summary";
+      return command;
+    }
+    command.summary.topKernels = parseCount("summary", "--top", option.value);
+  }
+  if (command.summary.paths.empty()) {
+    throw UsageError("kinetrace summary: no trace given: kinetrace summary TRACE.json|DIRECTORY...");
+  }
+  return command;
+}
+
+}  // namespace
+
+Command parseCommandLine(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    throw UsageError("kinetrace: no command given: try 'kinetrace run -- PROGRAM' or 'kinetrace --help'");
+  }
+  const std::string& first = args[0];
+  Command command;
+  if (first == "-h" || first == "--help") return command;
+  if (first == "help") {
+    command.helpTopic = args.size() > 1 ? args[1] : "";
+    if (!command.helpTopic.empty() && command.helpTopic != "run" && command.helpTopic != "summary") {
+      throw UsageError("kinetrace help: no command '" + command.helpTopic + "' (commands: run, summary)");
+    }
+    return command;
+  }
+  if (first == "--version" || first == "version") {
+    command.kind = Command::Kind::Version;
+    return command;
+  }
+  if (first == "run") return parseRun(args);
+  if (first == "summary") return parseSummary(args);
+  if (!first.empty() && first[0] == '-') {
+    throw UsageError("kinetrace: unknown option '" + first + "' (see 'kinetrace --help')");
+  }
+  throw UsageError("kinetrace: unknown command '" + first + "' (commands: run, summary, help)");
+}
+
+std::string mainHelp() {
+  return R"(kinetrace: trace the GPU work of any CUDA program, unchanged, into Chrome-trace JSON.
+
+usage:
+  kinetrace run [options] [--] PROGRAM [ARGS...]   run PROGRAM, tracing it and its children
+  kinetrace summary [--top N] PATH...              print the summary of traces already written
+  kinetrace help [COMMAND]                         this text, or a command's options
+  kinetrace --version
+
+examples:
+  kinetrace run -- python train.py --epochs 1
+  kinetrace run --output traces/ --activities kernel,memcpy,memset,sync,memory \
+                --delay 5s --duration 2s -- ./engine
+  torchrun --nproc_per_node 2 ... under it:  kinetrace run -- torchrun --nproc_per_node 2 train.py
+
+Open a trace in https://ui.perfetto.dev, chrome://tracing, TensorBoard or HTA.
+'kinetrace run --help' lists the options.
+)";
+}
+
+std::string runHelp() {
+  return R"(usage: kinetrace run [options] [--] PROGRAM [ARGS...]
+
+Runs PROGRAM with kinetrace's injection library loaded by the CUDA driver, and writes one
+trace per process that uses CUDA (the program and any child process it starts: torchrun
+workers, data-loader workers). The program keeps its stdin, stdout, stderr, signals and exit
+status; kinetrace prints to stderr only, after the program has exited: where each trace went
+and a summary (GPU busy time, top kernels, memcpy volume, dropped records).
+
+options:
+  -o, --output DIR          directory for the traces (created if needed; default
+                            kinetrace-traces). Files are named
+                            kinetrace-RUN[-rankR][-localL]-HOST-pidP.json, with RANK and
+                            LOCAL_RANK as launchers like torchrun set them, plus a
+                            .summary.json beside each
+  -a, --activities LIST     what to record, comma-separated (default: default):
+                            host, kernel, memcpy, memset, sync, memory, overhead, launch,
+                            cuda_runtime, cuda_driver, default, all
+      --delay DURATION      start recording DURATION after each process starts (5s, 200ms, 1m)
+      --duration DURATION   record for DURATION, then stop (default: until the process exits)
+      --capture-range RANGE none (default: the whole run) or cudaProfilerApi: record between
+                            the program's own cudaProfilerStart() and cudaProfilerStop()
+                            calls; each such window is a trace of its own
+      --log-level LEVEL     error, warning (default), info or debug: kinetrace's messages
+                            from inside the traced processes, on their stderr
+      --host-buffer-mb N    cap on host events held per process (default 256)
+      --gpu-buffer-mb N     cap on memory lent to CUPTI per process (default 256)
+      --no-nvtx             do not record NVTX ranges (nvtxRangePush, torch.cuda.nvtx)
+      --no-summary          print where the traces went, without their summaries
+      --top N               kernels listed per summary (default 5)
+      --injection-library PATH   use this libkinetrace_injection.so
+  -h, --help                this text
+
+Recording begins when a process initialises CUDA (its first CUDA call). Traces are written
+when the process exits normally, calls exit() from any thread, or receives SIGINT or SIGTERM
+(unless it handles them itself, as Python does SIGINT: it then exits normally). A process
+that crashes or is killed with SIGKILL leaves no trace, never a partial one.
+
+exit status: the program's; 128+N if a signal N ended it; 127 if PROGRAM was not found,
+126 if it could not be run, 2 for a mistake on kinetrace's command line.
+
+environment set for the program: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, and
+KINETRACE_OUTPUT, KINETRACE_RUN_ID, KINETRACE_ACTIVITIES... (other KINETRACE_* variables
+already set are passed on and checked).
+)";
+}
+
+std::string summaryHelp() {
+  return R"(usage: kinetrace summary [--top N] PATH...
+
+Prints the summary of traces that kinetrace run wrote. PATH is a trace (x.json: its
+x.summary.json is read), a summary file, or a directory (every summary in it).
+
+options:
+      --top N      kernels listed per summary (default 5)
+  -h, --help       this text
+)";
+}
+
+std::string helpFor(const std::string& topic) {
+  if (topic == "run") return runHelp();
+  if (topic == "summary") return summaryHelp();
+  return mainHelp();
+}
+
+}  // namespace kinetrace::cli

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+// The kinetrace command line:
+//
+//   kinetrace run [options] [--] PROGRAM [ARGS...]
+//   kinetrace summary [--top N] PATH...
+//   kinetrace help [COMMAND] | --help | --version
+//
+// Parsing only: nothing here touches the file system or the environment, so every error
+// case is a unit test.
+
+namespace kinetrace::cli {
+
+// A mistake on the command line: the message names the option and says what to do;
+// the command exits with exitCode (2, as for usage errors in most tools).
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message, int exitCode = 2)
+      : std::runtime_error(message), exitCode_(exitCode) {}
+  int exitCode() const { return exitCode_; }
+
+ private:
+  int exitCode_;
+};
+
+struct RunOptions {
+  std::string outputDir = "kinetrace-traces";
+  // Values as given, for KINETRACE_* variables; empty = not given. Already validated.
+  std::string activities;
+  std::string delay;
+  std::string duration;
+  std::string captureRange;
+  std::string logLevel;
+  std::string hostBufferMb;
+  std::string gpuBufferMb;
+  bool nvtx = true;
+  bool printSummary = true;
+  std::size_t topKernels = 5;
+  std::string injectionLibrary;      // --injection-library; empty: next to the command
+  std::vector<std::string> program;  // PROGRAM ARGS...
+};
+
+struct SummaryOptions {
+  std::size_t topKernels = 5;
+  std::vector<std::string> paths;
+};
+
+struct Command {
+  enum class Kind { Help, Version, Run, Summary };
+  Kind kind = Kind::Help;
+  std::string helpTopic;  // Help: "", "run" or "summary"
+  RunOptions run;
+  SummaryOptions summary;
+};
+
+// `args` excludes argv[0]. Throws UsageError.
+Command parseCommandLine(const std::vector<std::string>& args);
+
+std::string mainHelp();
+std::string runHelp();
+std::string summaryHelp();
+std::string helpFor(const std::string& topic);  // "" -> mainHelp()
+
+}  // namespace kinetrace::cli

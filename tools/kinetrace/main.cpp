@@ -1,0 +1,36 @@
+// The kinetrace command: `kinetrace run -- PROGRAM` traces an unmodified CUDA program.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "kinetrace/error.h"
+#include "run_command.h"
+
+int main(int argc, char** argv) {
+  using namespace kinetrace::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    Command command = parseCommandLine(args);
+    switch (command.kind) {
+      case Command::Kind::Help:
+        std::fputs(helpFor(command.helpTopic).c_str(), stdout);
+        return 0;
+      case Command::Kind::Version:
+        std::printf("kinetrace %s\n", KINETRACE_VERSION_STRING);
+        return 0;
+      case Command::Kind::Run:
+        return runCommand(command.run);
+      case Command::Kind::Summary:
+        return summaryCommand(command.summary);
+    }
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return error.exitCode();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kinetrace: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,395 @@
+#include "run_command.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/summary.h"
+#include "inject/trace_naming.h"
+#include "kinetrace/config.h"
+#include "kinetrace/error.h"
+
+extern char** environ;
+
+namespace kinetrace::cli {
+namespace {
+
+constexpr const char* kLibraryName = "libkinetrace_injection.so";
+
+std::string currentDirectory() {
+  char buffer[4096];
+  return ::getcwd(buffer, sizeof buffer) != nullptr ? std::string(buffer) : std::string(".");
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  return currentDirectory() + "/" + path;
+}
+
+std::string executableDirectory() {
+  char buffer[4096];
+  ssize_t length = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (length <= 0) return "";
+  std::string path(buffer, static_cast<std::size_t>(length));
+  return path.substr(0, path.rfind('/'));
+}
+
+bool isRegularFile(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+bool isDirectory(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return "";
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> listDirectory(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* handle = ::opendir(dir.c_str())) {
+    while (dirent* entry = ::readdir(handle)) names.emplace_back(entry->d_name);
+    ::closedir(handle);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "20250301-141503-4242": sorts by time, unique per machine at any moment.
+std::string newRunId() {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  return std::string(stamp) + "-" + std::to_string(::getpid());
+}
+
+std::string signalName(int signal) {
+  const char* description = strsignal(signal);
+  return std::to_string(signal) + (description != nullptr ? std::string(" (") + description + ")" : "");
+}
+
+std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+void warn(const std::string& message) { std::fprintf(stderr, "kinetrace run: %s\n", message.c_str()); }
+
+void setVariable(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
+
+// The traces of one run in `dir`, each with its summary when there is one.
+struct RunTrace {
+  std::string path;
+  bool hasSummary = false;
+  detail::Summary summary;
+};
+
+std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& runId) {
+  std::vector<RunTrace> traces;
+  const std::string prefix = "kinetrace-" + runId + "-";
+  for (const std::string& name : listDirectory(dir)) {
+    if (name.rfind(prefix, 0) != 0 || !endsWith(name, ".json") || endsWith(name, ".summary.json")) continue;
+    RunTrace trace;
+    trace.path = dir + "/" + name;
+    std::string text = readFile(inject::summaryPathFor(trace.path));
+    if (!text.empty()) {
+      try {
+        trace.summary = detail::summaryFromJson(text);
+        trace.summary.traceFile = trace.path;
+        trace.hasSummary = true;
+      } catch (const Error&) {
+        // Listed without its summary.
+      }
+    }
+    traces.push_back(std::move(trace));
+  }
+  return traces;
+}
+
+std::string oneLine(const RunTrace& trace) {
+  std::string line = "  " + baseName(trace.path);
+  if (!trace.hasSummary) return line + "   (no summary)";
+  const detail::Summary& s = trace.summary;
+  char text[160];
+  std::snprintf(text, sizeof text, "   %s GPU busy %.1f%%, %llu kernels",
+                s.worldSize > 1 && s.rank >= 0 ? ("rank " + std::to_string(s.rank) + ",").c_str() : "",
+                s.utilisation * 100.0, static_cast<unsigned long long>(s.kernelCount));
+  return line + text;
+}
+
+void printRunReport(const std::vector<RunTrace>& traces, const std::string& dir, const RunOptions& options) {
+  if (traces.empty()) {
+    std::fprintf(stderr,
+                 "kinetrace: no trace was written. A process is traced from its first CUDA call "
+                 "(cuInit): this program made none, recorded nothing after it, or was killed "
+                 "(SIGKILL, a crash) before it could save%s.\n",
+                 options.delay.empty() ? "" : ", or it ended before --delay passed");
+    return;
+  }
+  std::fprintf(stderr, "kinetrace: %zu trace%s in %s/\n", traces.size(), traces.size() == 1 ? "" : "s", dir.c_str());
+  for (const RunTrace& trace : traces) std::fprintf(stderr, "%s\n", oneLine(trace).c_str());
+  if (!options.printSummary) return;
+  // One screen: every summary for one or two traces, the first one's for a bigger job.
+  std::size_t shown = traces.size() <= 2 ? traces.size() : 1;
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (!traces[i].hasSummary) continue;
+    std::fprintf(stderr, "\n%s", detail::formatSummary(traces[i].summary, options.topKernels).c_str());
+  }
+  if (shown < traces.size()) {
+    std::fprintf(stderr, "\n(kinetrace summary %s/ prints all %zu summaries)\n", dir.c_str(), traces.size());
+  }
+}
+
+// Sets the variables the injected processes read. Options given on the command line win
+// over KINETRACE_* variables already set; the others are passed on.
+void exportConfiguration(const RunOptions& options, const std::string& outputDir, const std::string& runId,
+                         const std::string& library) {
+  setVariable("KINETRACE_OUTPUT", outputDir);
+  setVariable("KINETRACE_RUN_ID", runId);
+  const std::pair<const char*, const std::string*> values[] = {
+      {"KINETRACE_ACTIVITIES", &options.activities},     {"KINETRACE_DELAY", &options.delay},
+      {"KINETRACE_DURATION", &options.duration},         {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
+      {"KINETRACE_LOG_LEVEL", &options.logLevel},        {"KINETRACE_HOST_BUFFER_MB", &options.hostBufferMb},
+      {"KINETRACE_GPU_BUFFER_MB", &options.gpuBufferMb},
+  };
+  for (const auto& [name, value] : values) {
+    if (!value->empty()) setVariable(name, *value);
+  }
+  // Every traced process reads these; a bad one would turn its tracing off, so say it now.
+  try {
+    Config::fromEnvironment();
+  } catch (const Error& error) {
+    throw UsageError(std::string("kinetrace run: ") + error.what());
+  }
+
+  for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
+    if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
+    const char* existing = std::getenv(name);
+    if (existing != nullptr && *existing != '\0' && library != existing) {
+      warn(std::string("replacing ") + name + "=" + existing + " (another tool's injection) with kinetrace's");
+    }
+    setVariable(name, library);
+  }
+}
+
+// Runs the program and returns its wait status. The program stays in kinetrace's process
+// group, so the terminal's Ctrl-C reaches it directly; kinetrace ignores SIGINT and SIGQUIT
+// meanwhile (as system(3) does) so it lives to report the traces.
+int runProgram(const std::string& path, const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+
+  int execFailed[2];
+  if (::pipe2(execFailed, O_CLOEXEC) != 0) {
+    throw UsageError(std::string("kinetrace run: cannot start the program: pipe: ") + std::strerror(errno), 126);
+  }
+  struct sigaction ignore {}, oldInt {}, oldQuit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &oldInt);
+  sigaction(SIGQUIT, &ignore, &oldQuit);
+
+  pid_t child = ::fork();
+  if (child == 0) {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGQUIT, &oldQuit, nullptr);
+    ::close(execFailed[0]);
+    ::execv(path.c_str(), args.data());
+    int error = errno;
+    ssize_t ignored = ::write(execFailed[1], &error, sizeof error);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(execFailed[1]);
+  auto restore = [&] {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGQUIT, &oldQuit, nullptr);
+  };
+  if (child < 0) {
+    int error = errno;
+    restore();
+    ::close(execFailed[0]);
+    throw UsageError(std::string("kinetrace run: cannot start the program: fork: ") + std::strerror(error), 126);
+  }
+  // The pipe closes on a successful exec; otherwise it carries exec's errno.
+  int execError = 0;
+  ssize_t got;
+  do {
+    got = ::read(execFailed[0], &execError, sizeof execError);
+  } while (got < 0 && errno == EINTR);
+  ::close(execFailed[0]);
+
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  restore();
+  if (got == static_cast<ssize_t>(sizeof execError)) {
+    throw UsageError("kinetrace run: cannot run '" + path + "': " + std::strerror(execError),
+                     execError == ENOENT ? 127 : 126);
+  }
+  return status;
+}
+
+}  // namespace
+
+std::vector<std::string> injectionLibraryCandidates(const RunOptions& options) {
+  if (!options.injectionLibrary.empty()) return {absolute(options.injectionLibrary)};
+  std::vector<std::string> candidates;
+  std::string here = executableDirectory();
+  if (!here.empty()) candidates.push_back(here + "/" KINETRACE_BIN_TO_LIB "/" + kLibraryName);
+#ifdef KINETRACE_INJECTION_BUILD_PATH
+  candidates.push_back(KINETRACE_INJECTION_BUILD_PATH);
+#endif
+  return candidates;
+}
+
+std::string prepareOutputDirectory(const std::string& dir) {
+  std::string path = absolute(dir);
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  // mkdir -p, reporting the first component that fails.
+  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    std::string partial = path.substr(0, slash);
+    if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      throw UsageError("kinetrace run: cannot write traces to " + path + ": cannot create " + partial + ": " +
+                       std::strerror(errno));
+    }
+    if (slash == std::string::npos) break;
+  }
+  if (!isDirectory(path)) throw UsageError("kinetrace run: cannot write traces to " + path + ": not a directory");
+  std::string probe = path + "/.kinetrace-write-test-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw UsageError("kinetrace run: cannot write traces to " + path + ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return path;
+}
+
+std::string resolveProgram(const std::string& program) {
+  auto check = [&](const std::string& path) {
+    if (::access(path.c_str(), X_OK) == 0 && !isDirectory(path)) return true;
+    return false;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (::access(program.c_str(), F_OK) != 0) {
+      throw UsageError("kinetrace run: cannot run '" + program + "': no such file", 127);
+    }
+    if (!check(program)) {
+      throw UsageError("kinetrace run: cannot run '" + program + "': not an executable file", 126);
+    }
+    return program;
+  }
+  const char* pathVariable = std::getenv("PATH");
+  std::string searchPath = pathVariable != nullptr ? pathVariable : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t begin = 0;
+  while (begin <= searchPath.size()) {
+    std::size_t end = searchPath.find(':', begin);
+    if (end == std::string::npos) end = searchPath.size();
+    std::string dir = searchPath.substr(begin, end - begin);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    if (check(candidate)) return candidate;
+    begin = end + 1;
+  }
+  throw UsageError("kinetrace run: cannot run '" + program + "': not found in PATH", 127);
+}
+
+int runCommand(const RunOptions& options) {
+  std::string library;
+  std::vector<std::string> candidates = injectionLibraryCandidates(options);
+  for (const std::string& candidate : candidates) {
+    if (isRegularFile(candidate)) {
+      library = candidate;
+      break;
+    }
+  }
+  if (library.empty()) {
+    std::string looked;
+    for (const std::string& candidate : candidates) looked += (looked.empty() ? "" : ", ") + candidate;
+    throw UsageError("kinetrace run: the injection library " + std::string(kLibraryName) + " is missing (looked at " +
+                     looked + "); kinetrace was built without CUDA, or moved without its lib directory: pass "
+                     "--injection-library PATH");
+  }
+  std::string program = resolveProgram(options.program[0]);
+  std::string outputDir = prepareOutputDirectory(options.outputDir);
+  std::string runId = newRunId();
+  exportConfiguration(options, outputDir, runId, library);
+
+  int status = runProgram(program, options.program);
+  int exitCode = 0;
+  std::string name = baseName(options.program[0]);
+  if (WIFEXITED(status)) {
+    exitCode = WEXITSTATUS(status);
+    std::fprintf(stderr, "\nkinetrace: %s exited with status %d\n", name.c_str(), exitCode);
+  } else if (WIFSIGNALED(status)) {
+    exitCode = 128 + WTERMSIG(status);
+    std::fprintf(stderr, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
+                 signalName(WTERMSIG(status)).c_str());
+  }
+  printRunReport(tracesOfRun(outputDir, runId), outputDir, options);
+  return exitCode;
+}
+
+int summaryCommand(const SummaryOptions& options) {
+  std::vector<std::string> files;
+  bool missing = false;
+  for (const std::string& path : options.paths) {
+    if (isDirectory(path)) {
+      std::size_t before = files.size();
+      for (const std::string& name : listDirectory(path)) {
+        if (inject::isSummaryOfRun(name, "")) files.push_back(path + "/" + name);
+      }
+      if (files.size() == before) {
+        std::fprintf(stderr, "kinetrace summary: no kinetrace summaries in %s\n", path.c_str());
+        missing = true;
+      }
+    } else if (endsWith(path, ".summary.json")) {
+      files.push_back(path);
+    } else {
+      files.push_back(inject::summaryPathFor(path));
+    }
+  }
+  bool first = true;
+  for (const std::string& file : files) {
+    std::string text = readFile(file);
+    if (text.empty()) {
+      std::fprintf(stderr, "kinetrace summary: cannot read %s\n", file.c_str());
+      missing = true;
+      continue;
+    }
+    try {
+      detail::Summary summary = detail::summaryFromJson(text);
+      std::printf("%s%s", first ? "" : "\n", detail::formatSummary(summary, options.topKernels).c_str());
+      first = false;
+    } catch (const Error& error) {
+      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(), error.what());
+      missing = true;
+    }
+  }
+  return missing || first ? 1 : 0;
+}
+
+}  // namespace kinetrace::cli

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+
+namespace kinetrace::cli {
+
+// Where the command looks for the injection library, in order: --injection-library, then
+// next to the command (../lib/libkinetrace_injection.so, the install and build layout),
+// then where the build put it.
+std::vector<std::string> injectionLibraryCandidates(const RunOptions& options);
+
+// Makes `dir` (mkdir -p) and proves it writable by creating and removing a file in it.
+// Returns the absolute path; throws UsageError naming the directory and the reason.
+std::string prepareOutputDirectory(const std::string& dir);
+
+// The program's path: as given when it contains '/', else searched in PATH. Throws
+// UsageError with exit code 127 (not found) or 126 (not executable).
+std::string resolveProgram(const std::string& program);
+
+// `kinetrace run`: sets up the environment, runs the program, waits for it, prints where
+// the traces went and their summaries on stderr. Returns the exit status to use.
+int runCommand(const RunOptions& options);
+
+// `kinetrace summary`: prints the summaries of the traces named. Returns 0, or 1 when none
+// was found.
+int summaryCommand(const SummaryOptions& options);
+
+}  // namespace kinetrace::cli
