@@ -117,6 +117,13 @@ def main():
         for old in glob.glob(os.path.join(out, "kinetrace-*")):
             os.remove(old)
         kinetrace = os.path.join(args.build_dir, "bin", "kinetrace")
+        if not os.access(kinetrace, os.X_OK):  # build it, as the other bench/gpu scripts do
+            common = os.path.join(os.path.dirname(os.path.abspath(__file__)), "common.sh")
+            built = subprocess.run(["bash", "-c", 'source "$0" "$1" "$2" && ensure_built', common,
+                                    args.build_dir, args.out])
+            if built.returncode != 0:
+                print("FAIL: kinetrace could not be built")
+                return 1
         command = [kinetrace, "run", "--output", out, "--", sys.executable, os.path.abspath(__file__), "--workload"]
         print("$ " + " ".join(command))
         run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

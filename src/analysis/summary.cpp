@@ -62,7 +62,9 @@ double ratio(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+std::string percent(double fraction) {
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
 
 // 61482 -> "61,482".
 std::string grouped(uint64_t value) {
@@ -136,18 +138,20 @@ Summary summarize(const TraceData& trace, std::size_t topKernels) {
     s.topKernels.push_back(std::move(total));
   }
   // Ties broken by name, so the order does not depend on hashing.
-  std::sort(s.topKernels.begin(), s.topKernels.end(), [](const KernelTotal& a, const KernelTotal& b) {
-    return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.name < b.name;
-  });
+  std::sort(s.topKernels.begin(), s.topKernels.end(),
+            [](const KernelTotal& a, const KernelTotal& b) {
+              return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.name < b.name;
+            });
   if (s.topKernels.size() > topKernels) s.topKernels.resize(topKernels);
 
   for (auto& [kind, total] : copies) {
     total.kind = kind;
     s.memcpyByKind.push_back(total);
   }
-  std::sort(s.memcpyByKind.begin(), s.memcpyByKind.end(), [](const CopyTotal& a, const CopyTotal& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind;
-  });
+  std::sort(s.memcpyByKind.begin(), s.memcpyByKind.end(),
+            [](const CopyTotal& a, const CopyTotal& b) {
+              return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind;
+            });
 
   const LossCounters& l = trace.losses;
   s.droppedGpuRecords = l.cuptiDroppedRecords + l.cuptiBuffersRefused;
@@ -175,15 +179,18 @@ std::string summaryToJson(const Summary& s) {
   using nlohmann::json;
   json kernels = json::array();
   for (const KernelTotal& k : s.topKernels) {
-    kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.totalNs}, {"max_ns", k.maxNs}});
+    kernels.push_back(
+        {{"name", k.name}, {"count", k.count}, {"total_ns", k.totalNs}, {"max_ns", k.maxNs}});
   }
   json copies = json::array();
   for (const CopyTotal& c : s.memcpyByKind) {
-    copies.push_back({{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.totalNs}});
+    copies.push_back(
+        {{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.totalNs}});
   }
   json devices = json::array();
   for (const DeviceBusy& d : s.devices) {
-    devices.push_back({{"device", d.deviceId}, {"busy_ns", d.busyNs}, {"kernel_busy_ns", d.kernelBusyNs}});
+    devices.push_back(
+        {{"device", d.deviceId}, {"busy_ns", d.busyNs}, {"kernel_busy_ns", d.kernelBusyNs}});
   }
   json out = {
       {"kinetrace_summary", 1},
@@ -222,7 +229,8 @@ Summary summaryFromJson(const std::string& text) {
   using nlohmann::json;
   json in = json::parse(text, nullptr, false);
   if (!in.is_object() || !in.contains("kinetrace_summary")) {
-    throw Error("kinetrace: not a kinetrace summary (expected a JSON object with \"kinetrace_summary\")");
+    throw Error(
+        "kinetrace: not a kinetrace summary (expected a JSON object with \"kinetrace_summary\")");
   }
   Summary s;
   try {
@@ -243,14 +251,16 @@ Summary summaryFromJson(const std::string& text) {
     s.kernelCount = in.value("kernel_count", uint64_t{0});
     s.kernelTotalNs = in.value("kernel_total_ns", int64_t{0});
     for (const json& k : in.value("top_kernels", json::array())) {
-      s.topKernels.push_back(KernelTotal{k.value("name", std::string()), k.value("count", uint64_t{0}),
-                                         k.value("total_ns", int64_t{0}), k.value("max_ns", int64_t{0})});
+      s.topKernels.push_back(
+          KernelTotal{k.value("name", std::string()), k.value("count", uint64_t{0}),
+                      k.value("total_ns", int64_t{0}), k.value("max_ns", int64_t{0})});
     }
     s.memcpyCount = in.value("memcpy_count", uint64_t{0});
     s.memcpyBytes = in.value("memcpy_bytes", uint64_t{0});
     for (const json& c : in.value("memcpy_by_kind", json::array())) {
-      s.memcpyByKind.push_back(CopyTotal{c.value("kind", std::string()), c.value("count", uint64_t{0}),
-                                         c.value("bytes", uint64_t{0}), c.value("total_ns", int64_t{0})});
+      s.memcpyByKind.push_back(
+          CopyTotal{c.value("kind", std::string()), c.value("count", uint64_t{0}),
+                    c.value("bytes", uint64_t{0}), c.value("total_ns", int64_t{0})});
     }
     s.memsetCount = in.value("memset_count", uint64_t{0});
     s.memsetBytes = in.value("memset_bytes", uint64_t{0});
@@ -301,7 +311,8 @@ std::string formatSummary(const Summary& s, std::size_t topKernels) {
 
   if (s.devices.empty()) {
     line(fmt::format("window  {}   no GPU work recorded", formatDuration(s.windowNs)));
-    if (!s.gpuStatus.empty() && s.gpuStatus.rfind("CUPTI", 0) != 0) line("        GPU: " + s.gpuStatus);
+    if (!s.gpuStatus.empty() && s.gpuStatus.rfind("CUPTI", 0) != 0)
+      line("        GPU: " + s.gpuStatus);
   } else {
     line(fmt::format("window  {}   GPU busy {} ({}), kernels {} ({}) on {} device{}",
                      formatDuration(s.windowNs), formatDuration(s.busyNs), percent(s.utilisation),
@@ -324,7 +335,8 @@ std::string formatSummary(const Summary& s, std::size_t topKernels) {
       if (!kinds.empty()) kinds += ", ";
       kinds += fmt::format("{} {}", c.kind, formatBytes(c.bytes));
     }
-    line(fmt::format("memcpy  {} copies, {} ({})", grouped(s.memcpyCount), formatBytes(s.memcpyBytes), kinds));
+    line(fmt::format("memcpy  {} copies, {} ({})", grouped(s.memcpyCount),
+                     formatBytes(s.memcpyBytes), kinds));
   }
   if (s.memsetCount > 0) {
     line(fmt::format("memset  {} sets, {}", grouped(s.memsetCount), formatBytes(s.memsetBytes)));

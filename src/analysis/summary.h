@@ -53,7 +53,7 @@ struct Summary {
   double kernelUtilisation = 0;  // kernelBusyNs / (windowNs * devices.size())
 
   uint64_t kernelCount = 0;
-  int64_t kernelTotalNs = 0;  // sum of kernel durations (concurrent kernels each count)
+  int64_t kernelTotalNs = 0;            // sum of kernel durations (concurrent kernels each count)
   std::vector<KernelTotal> topKernels;  // by total time, longest first
 
   uint64_t memcpyCount = 0;
@@ -65,7 +65,7 @@ struct Summary {
   uint64_t hostRangeCount = 0;
 
   // What was lost: every non-zero one deserves a line.
-  uint64_t droppedGpuRecords = 0;   // CUPTI drops + refused buffer requests
+  uint64_t droppedGpuRecords = 0;  // CUPTI drops + refused buffer requests
   uint64_t droppedHostEvents = 0;
   uint64_t outOfWindowEvents = 0;
   uint64_t gpuOpsWithoutLaunch = 0;

@@ -38,7 +38,9 @@ void profilerApiTrampoline(bool start) {
   }
 }
 
-bool isAbsolute(const std::string& path) { return !path.empty() && path[0] == '/'; }
+bool isAbsolute(const std::string& path) {
+  return !path.empty() && path[0] == '/';
+}
 
 std::string currentDirectory() {
   std::string buffer(4096, '\0');
@@ -90,7 +92,8 @@ int64_t processStartBootTimeNs() {
     if (index == 22) {
       long ticksPerSecond = ::sysconf(_SC_CLK_TCK);
       if (ticksPerSecond <= 0) return 0;
-      return static_cast<int64_t>(std::stoull(field) * (1000000000ull / static_cast<uint64_t>(ticksPerSecond)));
+      return static_cast<int64_t>(std::stoull(field) *
+                                  (1000000000ull / static_cast<uint64_t>(ticksPerSecond)));
     }
   }
   return 0;
@@ -326,9 +329,12 @@ void Controller::save(PendingSave& pending) {
   }
   try {
     Trace& trace = pending.trace;
-    if (!options_.processName.empty()) trace.addMetadata("kinetrace_process_name", options_.processName);
-    if (!options_.commandLine.empty()) trace.addMetadata("kinetrace_command_line", options_.commandLine);
-    if (!options_.config.runId.empty()) trace.addMetadata("kinetrace_run_id", options_.config.runId);
+    if (!options_.processName.empty())
+      trace.addMetadata("kinetrace_process_name", options_.processName);
+    if (!options_.commandLine.empty())
+      trace.addMetadata("kinetrace_command_line", options_.commandLine);
+    if (!options_.config.runId.empty())
+      trace.addMetadata("kinetrace_run_id", options_.config.runId);
     trace.addMetadata("kinetrace_capture", captureName(options_.config));
     trace.addMetadata("kinetrace_window", static_cast<int64_t>(pending.window));
     trace.save(path);
@@ -345,7 +351,8 @@ void Controller::save(PendingSave& pending) {
     saved_.push_back(path);
     log(LogLevel::Info, "trace written to {}", path);
   } catch (const std::exception& error) {
-    log(LogLevel::Error, "the trace of window {} could not be saved: {}", pending.window, error.what());
+    log(LogLevel::Error, "the trace of window {} could not be saved: {}", pending.window,
+        error.what());
   }
 }
 

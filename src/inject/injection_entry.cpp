@@ -59,7 +59,9 @@ std::string commandLine() {
     std::size_t end = raw.find('\0', begin);
     if (end == std::string::npos) end = raw.size();
     std::string argument = raw.substr(begin, end - begin);
-    if (first) argument = argument.substr(argument.rfind('/') == std::string::npos ? 0 : argument.rfind('/') + 1);
+    if (first)
+      argument =
+          argument.substr(argument.rfind('/') == std::string::npos ? 0 : argument.rfind('/') + 1);
     if (!out.empty()) out += ' ';
     out += argument;
     first = false;

@@ -77,7 +77,9 @@ class NameWriter {
       put(std::string_view(bytes, n));
     }
   }
-  std::string_view view() const { return std::string_view(tName, static_cast<std::size_t>(cursor_ - tName)); }
+  std::string_view view() const {
+    return std::string_view(tName, static_cast<std::size_t>(cursor_ - tName));
+  }
 
  private:
   char* cursor_ = tName;
@@ -90,7 +92,9 @@ std::string_view wideName(const wchar_t* text) {
   return writer.view();
 }
 
-std::string wideToUtf8(const wchar_t* text) { return std::string(wideName(text)); }
+std::string wideToUtf8(const wchar_t* text) {
+  return std::string(wideName(text));
+}
 
 bool hasMessage(const nvtxEventAttributes_t* attributes) {
   return attributes != nullptr &&
@@ -184,7 +188,9 @@ int pop() {
   return --tNvtxDepth;
 }
 
-int domainPop(nvtxDomainHandle_t) { return pop(); }
+int domainPop(nvtxDomainHandle_t) {
+  return pop();
+}
 
 // ---- start / end ---------------------------------------------------------------------
 
@@ -205,8 +211,12 @@ nvtxRangeId_t domainStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes
   return recording() ? detail::startAsyncRangeCopy(eventName(domain, attributes)) : 0;
 }
 
-void end(nvtxRangeId_t id) { detail::endAsyncRangeNow(id); }
-void domainEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { detail::endAsyncRangeNow(id); }
+void end(nvtxRangeId_t id) {
+  detail::endAsyncRangeNow(id);
+}
+void domainEnd(nvtxDomainHandle_t, nvtxRangeId_t id) {
+  detail::endAsyncRangeNow(id);
+}
 
 // ---- marks ---------------------------------------------------------------------------
 
@@ -291,12 +301,14 @@ void install(NvtxFunctionTable table, unsigned int size, unsigned int slot, Func
 
 int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
   if (getExportTable == nullptr) return 0;
-  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(getExportTable(NVTX_ETID_CALLBACKS));
+  const auto* callbacks =
+      static_cast<const NvtxExportTableCallbacks*>(getExportTable(NVTX_ETID_CALLBACKS));
   if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks) ||
       callbacks->GetModuleFunctionTable == nullptr) {
     return 0;
   }
-  const auto* version = static_cast<const NvtxExportTableVersionInfo*>(getExportTable(NVTX_ETID_VERSIONINFO));
+  const auto* version =
+      static_cast<const NvtxExportTableVersionInfo*>(getExportTable(NVTX_ETID_VERSIONINFO));
   if (version != nullptr && version->struct_size >= sizeof(NvtxExportTableVersionInfo) &&
       version->SetInjectionNvtxVersion != nullptr) {
     version->SetInjectionNvtxVersion(NVTX_VERSION);
@@ -304,7 +316,8 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
 
   NvtxFunctionTable core = nullptr;
   unsigned int coreSize = 0;
-  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &coreSize) == 0 || core == nullptr) {
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &coreSize) == 0 ||
+      core == nullptr) {
     return 0;
   }
   install(core, coreSize, NVTX_CBID_CORE_MarkEx, &markEx);
@@ -324,7 +337,8 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
   // CORE2 (domains) arrived with NVTX 2; an instance without it still gets the core calls.
   NvtxFunctionTable core2 = nullptr;
   unsigned int core2Size = 0;
-  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2Size) != 0 && core2 != nullptr) {
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2Size) != 0 &&
+      core2 != nullptr) {
     install(core2, core2Size, NVTX_CBID_CORE2_DomainMarkEx, &domainMarkEx);
     install(core2, core2Size, NVTX_CBID_CORE2_DomainRangeStartEx, &domainStartEx);
     install(core2, core2Size, NVTX_CBID_CORE2_DomainRangeEnd, &domainEnd);

@@ -38,7 +38,8 @@ TraceNaming namingFromEnvironment(std::string runId) {
   TraceNaming naming;
   naming.runId = sanitizeNamePart(runId);
   char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "host");
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof host, "host");
   // The short name: "node7.cluster.example.com" -> "node7".
   std::string_view shortHost(host);
   shortHost = shortHost.substr(0, shortHost.find('.'));

@@ -27,7 +27,8 @@ class TraceBuilder {
     trace.kernels.push_back(k);
     return *this;
   }
-  TraceBuilder& memcpy(const char* name, uint64_t bytes, int64_t startMs, int64_t endMs, uint32_t device = 0) {
+  TraceBuilder& memcpy(const char* name, uint64_t bytes, int64_t startMs, int64_t endMs,
+                       uint32_t device = 0) {
     MemcpyRecord m;
     m.at = place(startMs, endMs, device, 7);
     m.bytes = bytes;
@@ -158,7 +159,8 @@ TEST(SummaryTest, AnEmptyTraceSummarisesToZeros) {
 
 TEST(SummaryTest, JsonRoundTripKeepsEveryField) {
   TraceBuilder b;
-  b.kernel("void gemm<float>(\"quoted\\\")", 0, 10).memcpy("Memcpy DtoD (Device -> Device)", 77, 10, 11);
+  b.kernel("void gemm<float>(\"quoted\\\")", 0, 10)
+      .memcpy("Memcpy DtoD (Device -> Device)", 77, 10, 11);
   b.trace.losses.gpuOpsWithoutLaunch = 4;
   Summary s = summarize(b.trace);
   s.traceFile = "/tmp/x.json";
@@ -182,14 +184,17 @@ TEST(SummaryTest, FromJsonRejectsWhatIsNotASummary) {
       summaryFromJson(text);
       ADD_FAILURE() << "accepted: " << text;
     } catch (const Error& error) {
-      EXPECT_NE(std::string(error.what()).find("not a kinetrace summary"), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find("not a kinetrace summary"), std::string::npos)
+          << error.what();
     }
   }
 }
 
 TEST(SummaryTest, FormattedSummaryNamesTheTraceBusyTimeTopKernelsAndCopies) {
   TraceBuilder b;
-  b.kernel("hot_kernel", 0, 30).kernel("cold_kernel", 40, 41).memcpy("Memcpy HtoD (Pinned -> Device)", 3 << 20, 50, 52);
+  b.kernel("hot_kernel", 0, 30)
+      .kernel("cold_kernel", 40, 41)
+      .memcpy("Memcpy HtoD (Pinned -> Device)", 3 << 20, 50, 52);
   b.trace.setMetadataJson("distributedInfo", R"({"rank": 0, "world_size": 2})");
   Summary s = summarize(b.trace);
   s.traceFile = "/traces/kinetrace-r-rank0-node-pid1.json";

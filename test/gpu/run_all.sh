@@ -216,7 +216,7 @@ host_benchmarks() {
   for bench in bench_host_range bench_json_sink; do
     local path
     path=$(binary "$bench") || { echo "$bench not built (Google Benchmark missing?)"; continue; }
-    run "$path" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    run "$path" --benchmark_repetitions="${BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
       --benchmark_out="$OUT_DIR/$bench.json" --benchmark_out_format=json || rc=1
   done
   return $rc

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,7 +46,8 @@ class TempDir {
     std::string listing = readFileOf("ls -1 '" + path_ + "/traces' 2>/dev/null");
     std::istringstream lines(listing);
     for (std::string name; std::getline(lines, name);) {
-      if (name.size() > 5 && name.substr(name.size() - 5) == ".json" && name.find(".summary.") == std::string::npos) {
+      if (name.size() > 5 && name.substr(name.size() - 5) == ".json" &&
+          name.find(".summary.") == std::string::npos) {
         found.push_back(path_ + "/traces/" + name);
       }
     }
@@ -67,7 +69,8 @@ class TempDir {
 };
 
 // Runs argv with extra environment, `input` on stdin; collects stdout and stderr.
-Result run(const std::vector<std::string>& argv, const Env& env = {}, const std::string& input = "") {
+Result run(const std::vector<std::string>& argv, const Env& env = {},
+           const std::string& input = "") {
   TempDir io;
   const std::string in = io.path() + "/in", out = io.path() + "/out", err = io.path() + "/err";
   std::ofstream(in) << input;
@@ -80,10 +83,15 @@ Result run(const std::vector<std::string>& argv, const Env& env = {}, const std:
     ::dup2(outFd, 1);
     ::dup2(errFd, 2);
     // The tests' own environment must not leak kinetrace settings into the runs.
-    for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
+    for (const char* name :
+         {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
       ::unsetenv(name);
     }
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+    // As from a terminal: a shell starts background jobs with SIGINT ignored, and an
+    // ignored SIGINT is (rightly) left ignored by the traced program.
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGQUIT, SIG_DFL);
     std::vector<char*> args;
     for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
@@ -108,14 +116,16 @@ std::vector<std::string> kinetraceRun(const TempDir& dir, std::vector<std::strin
   return argv;
 }
 
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 // Names of the trace's events with category `category` ("" = any).
 std::vector<std::string> eventNames(const nlohmann::json& trace, const std::string& category = "") {
   std::vector<std::string> names;
   for (const auto& event : trace["traceEvents"]) {
     if (event.value("ph", "") == "M") continue;
-    if (category.empty() || event.value("cat", "") == category) names.push_back(event.value("name", ""));
+    if (category.empty() || event.value("cat", "") == category)
+      names.push_back(event.value("name", ""));
   }
   return names;
 }
@@ -185,7 +195,8 @@ TEST(KinetraceRunTest, CommandLineMistakesAreReportedWithStatus2) {
 }
 
 TEST(KinetraceRunTest, HelpIsPrintedForEveryCommand) {
-  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"summary", "--help"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"run", "--help"}, {"summary", "--help"}}) {
     std::vector<std::string> argv = {KINETRACE_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
     Result r = run(argv);
@@ -212,14 +223,16 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
   EXPECT_EQ(trace["distributedInfo"]["rank"], 1);
   EXPECT_EQ(trace["distributedInfo"]["world_size"], 2);
   std::vector<std::string> ranges = eventNames(trace, "user_annotation");
-  for (const char* name : {"train_step", "layer 3", "load batch", "ended elsewhere", "NCCL: AllReduce"}) {
+  for (const char* name :
+       {"train_step", "layer 3", "load batch", "ended elsewhere", "NCCL: AllReduce"}) {
     EXPECT_TRUE(has(ranges, name)) << name << " missing; err:\n" << r.err;
   }
   EXPECT_FALSE(has(ranges, "overwritten")) << "NVTX names are copied when the call is made";
   EXPECT_TRUE(has(eventNames(trace), "checkpoint"));
   for (const auto& event : trace["traceEvents"]) {
     if (event.value("name", "") == "load batch") {
-      EXPECT_GE(event["tid"].get<int64_t>(), int64_t{1} << 30) << "an async range: on its own track";
+      EXPECT_GE(event["tid"].get<int64_t>(), int64_t{1} << 30)
+          << "an async range: on its own track";
     }
   }
 }
@@ -260,19 +273,23 @@ TEST(KinetraceRunTest, AForkedChildWritesNoTraceOfItsOwnOrIntoTheParents) {
 
 TEST(KinetraceRunTest, DelayLeavesOutWhatCameBeforeIt) {
   TempDir dir;
-  Result r = run(kinetraceRun(dir, {"--delay", "400ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "800", "nvtx"}));
+  Result r = run(
+      kinetraceRun(dir, {"--delay", "600ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "1200", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
-  std::vector<std::string> names = eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  std::vector<std::string> names =
+      eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
   EXPECT_EQ(std::count(names.begin(), names.end(), "train_step"), 1);
 }
 
 TEST(KinetraceRunTest, DurationEndsTheRecording) {
   TempDir dir;
-  Result r = run(kinetraceRun(dir, {"--duration", "300ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "800", "nvtx"}));
+  Result r = run(
+      kinetraceRun(dir, {"--duration", "400ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "1200", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
-  std::vector<std::string> names = eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  std::vector<std::string> names =
+      eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
   EXPECT_EQ(std::count(names.begin(), names.end(), "train_step"), 1);
 }
 

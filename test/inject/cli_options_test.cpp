@@ -24,9 +24,12 @@ UsageError errorOf(const std::vector<std::string>& args) {
   return UsageError("", 0);
 }
 
-std::string messageOf(const std::vector<std::string>& args) { return errorOf(args).what(); }
+std::string messageOf(const std::vector<std::string>& args) {
+  return errorOf(args).what();
+}
 
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 TEST(CliOptionsTest, RunTakesTheProgramAfterDoubleDash) {
   Command c = parseCommandLine({"run", "--", "python", "train.py", "--epochs", "1"});
@@ -44,10 +47,26 @@ TEST(CliOptionsTest, RunStopsReadingOptionsAtTheFirstProgramWord) {
 }
 
 TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
-  Command c = parseCommandLine({"run", "--output=traces/", "--activities", "kernel,memcpy,memset,sync,memory",
-                               "--delay", "5s", "--duration=2s", "--log-level", "info", "--host-buffer-mb=64",
-                               "--gpu-buffer-mb", "32", "--no-nvtx", "--no-summary", "--top", "3",
-                               "--injection-library", "/x/lib.so", "--", "./engine"});
+  Command c = parseCommandLine({"run",
+                                "--output=traces/",
+                                "--activities",
+                                "kernel,memcpy,memset,sync,memory",
+                                "--delay",
+                                "5s",
+                                "--duration=2s",
+                                "--log-level",
+                                "info",
+                                "--host-buffer-mb=64",
+                                "--gpu-buffer-mb",
+                                "32",
+                                "--no-nvtx",
+                                "--no-summary",
+                                "--top",
+                                "3",
+                                "--injection-library",
+                                "/x/lib.so",
+                                "--",
+                                "./engine"});
   const RunOptions& r = c.run;
   EXPECT_EQ(r.outputDir, "traces/");
   EXPECT_EQ(r.activities, "kernel,memcpy,memset,sync,memory");
@@ -87,10 +106,13 @@ TEST(CliOptionsTest, OptionWithoutItsValueIsAUsageError) {
 }
 
 TEST(CliOptionsTest, BadValuesAreReportedByOptionBeforeAnythingRuns) {
-  EXPECT_CONTAINS(messageOf({"run", "--delay", "5 parsecs", "x"}), "--delay 5 parsecs: delay must be a duration");
+  EXPECT_CONTAINS(messageOf({"run", "--delay", "5 parsecs", "x"}),
+                  "--delay 5 parsecs: delay must be a duration");
   EXPECT_CONTAINS(messageOf({"run", "--duration", "-1s", "x"}), "--duration -1s");
-  EXPECT_CONTAINS(messageOf({"run", "--activities", "kernels", "x"}), "unknown activity \"kernels\"");
-  EXPECT_CONTAINS(messageOf({"run", "--capture-range", "nvtx", "x"}), "capture_range must be none or cudaProfilerApi");
+  EXPECT_CONTAINS(messageOf({"run", "--activities", "kernels", "x"}),
+                  "unknown activity \"kernels\"");
+  EXPECT_CONTAINS(messageOf({"run", "--capture-range", "nvtx", "x"}),
+                  "capture_range must be none or cudaProfilerApi");
   EXPECT_CONTAINS(messageOf({"run", "--log-level", "chatty", "x"}), "--log-level chatty");
   EXPECT_CONTAINS(messageOf({"run", "--gpu-buffer-mb", "0", "x"}), "--gpu-buffer-mb 0");
   EXPECT_CONTAINS(messageOf({"run", "--top", "many", "x"}), "--top needs a whole number");
@@ -103,9 +125,14 @@ TEST(CliOptionsTest, ProfilerApiCaptureCannotBeCombinedWithATimeWindow) {
 }
 
 TEST(CliOptionsTest, EverySubcommandHasHelp) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"-h"}, {"help"}, {"run", "--help"}, {"run", "-h"}, {"summary", "--help"},
-           {"help", "run"}, {"help", "summary"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                {"-h"},
+                                                                {"help"},
+                                                                {"run", "--help"},
+                                                                {"run", "-h"},
+                                                                {"summary", "--help"},
+                                                                {"help", "run"},
+                                                                {"help", "summary"}}) {
     Command c = parseCommandLine(args);
     EXPECT_EQ(c.kind, Command::Kind::Help) << args[0];
   }
@@ -116,8 +143,8 @@ TEST(CliOptionsTest, EverySubcommandHasHelp) {
 TEST(CliOptionsTest, HelpTextsDescribeTheirCommand) {
   EXPECT_CONTAINS(mainHelp(), "kinetrace run [options] [--] PROGRAM");
   EXPECT_CONTAINS(mainHelp(), "kinetrace summary");
-  for (const char* option : {"--output", "--activities", "--delay", "--duration", "--capture-range", "--no-nvtx",
-                             "--log-level", "exit status"}) {
+  for (const char* option : {"--output", "--activities", "--delay", "--duration", "--capture-range",
+                             "--no-nvtx", "--log-level", "exit status"}) {
     EXPECT_CONTAINS(runHelp(), option);
   }
   EXPECT_CONTAINS(summaryHelp(), "--top N");
@@ -166,7 +193,8 @@ TEST(RunChecksTest, OutputDirectoryIsCreatedWithItsParents) {
 }
 
 TEST(RunChecksTest, UnwritableOutputDirectoryIsAnErrorNamingIt) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere; checked below with a file in the way instead";
+  if (::geteuid() == 0)
+    GTEST_SKIP() << "root writes anywhere; checked below with a file in the way instead";
   TempDir temp;
   std::string locked = temp.path() + "/locked";
   ::mkdir(locked.c_str(), 0555);
@@ -184,7 +212,8 @@ TEST(RunChecksTest, DirectoryThatCannotBeCreatedIsAnErrorEvenForRoot) {
     prepareOutputDirectory("/proc/kinetrace-test/traces");
     ADD_FAILURE() << "created a directory in /proc";
   } catch (const UsageError& error) {
-    EXPECT_CONTAINS(error.what(), "cannot write traces to /proc/kinetrace-test/traces: cannot create");
+    EXPECT_CONTAINS(error.what(),
+                    "cannot write traces to /proc/kinetrace-test/traces: cannot create");
   }
 }
 
@@ -238,7 +267,8 @@ TEST(RunChecksTest, ProgramIsFoundInPathOrReportedMissing) {
 TEST(RunChecksTest, InjectionLibraryOptionWinsOverTheDefaultPlaces) {
   RunOptions options;
   options.injectionLibrary = "/opt/x/libkinetrace_injection.so";
-  EXPECT_EQ(injectionLibraryCandidates(options), (std::vector<std::string>{"/opt/x/libkinetrace_injection.so"}));
+  EXPECT_EQ(injectionLibraryCandidates(options),
+            (std::vector<std::string>{"/opt/x/libkinetrace_injection.so"}));
   options.injectionLibrary.clear();
   auto defaults = injectionLibraryCandidates(options);
   ASSERT_FALSE(defaults.empty());

@@ -49,10 +49,12 @@ TEST(InjectionConfigTest, BareNumbersAreSecondsAndFractionsAreExact) {
 }
 
 TEST(InjectionConfigTest, BadDurationsNameTheKeyAndTheValue) {
-  for (const char* bad : {"", "s", "-1s", "5 parsecs", "1.2.3s", "1e3s", "5sec", ".", "99999999999h"}) {
+  for (const char* bad :
+       {"", "s", "-1s", "5 parsecs", "1.2.3s", "1e3s", "5sec", ".", "99999999999h"}) {
     Config config;
     std::string message = errorOf([&] { config.set("duration", bad); });
-    EXPECT_NE(message.find("duration must be a duration"), std::string::npos) << bad << ": " << message;
+    EXPECT_NE(message.find("duration must be a duration"), std::string::npos)
+        << bad << ": " << message;
     EXPECT_NE(message.find(std::string("\"") + bad + "\""), std::string::npos) << message;
   }
 }
@@ -64,14 +66,16 @@ TEST(InjectionConfigTest, CaptureRangeIsNoneOrCudaProfilerApi) {
   EXPECT_EQ(config.captureRange, CaptureRange::CudaProfilerApi);
   config.set("capture_range", "none");
   EXPECT_EQ(config.captureRange, CaptureRange::Whole);
-  EXPECT_NE(errorOf([&] { config.set("capture_range", "nvtx"); }).find("capture_range must be"), std::string::npos);
+  EXPECT_NE(errorOf([&] { config.set("capture_range", "nvtx"); }).find("capture_range must be"),
+            std::string::npos);
 }
 
 TEST(InjectionConfigTest, RunIdIsAPlainFileNamePart) {
   Config config;
   config.set("run_id", "20250301-141503-77");
   EXPECT_EQ(config.runId, "20250301-141503-77");
-  EXPECT_NE(errorOf([&] { config.set("run_id", "../x"); }).find("run_id must be"), std::string::npos);
+  EXPECT_NE(errorOf([&] { config.set("run_id", "../x"); }).find("run_id must be"),
+            std::string::npos);
 }
 
 TEST(InjectionConfigTest, TheNewKeysComeFromTheEnvironmentToo) {

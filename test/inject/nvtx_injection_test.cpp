@@ -3,9 +3,8 @@
 // InitializeInjectionNvtx2 fills; the application's NVTX calls then go through the slots.
 
 #define NVTX_NO_IMPL
-#include <nvtx3/nvToolsExt.h>
-
 #include <gtest/gtest.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <cstring>
 #include <string>
@@ -53,7 +52,8 @@ struct FakeNvtxInstance {
 
   static inline FakeNvtxInstance* current = nullptr;
 
-  static int getModuleFunctionTable(NvtxCallbackModule module, NvtxFunctionTable* table, unsigned int* size) {
+  static int getModuleFunctionTable(NvtxCallbackModule module, NvtxFunctionTable* table,
+                                    unsigned int* size) {
     if (module == NVTX_CB_MODULE_CORE) {
       *table = current->coreTable;
       *size = NVTX_CBID_CORE_SIZE;
@@ -127,9 +127,10 @@ TEST_F(NvtxInjectionTest, FillsTheCoreAndCore2SlotsAndReportsItsVersion) {
                    NVTX_CBID_CORE_RangePop, NVTX_CBID_CORE_NameOsThreadA}) {
     EXPECT_NE(nvtx_.core[cbid], nullptr) << "core slot " << cbid;
   }
-  for (int cbid : {NVTX_CBID_CORE2_DomainCreateA, NVTX_CBID_CORE2_DomainRangePushEx, NVTX_CBID_CORE2_DomainRangePop,
-                   NVTX_CBID_CORE2_DomainRangeStartEx, NVTX_CBID_CORE2_DomainRangeEnd,
-                   NVTX_CBID_CORE2_DomainRegisterStringA, NVTX_CBID_CORE2_DomainMarkEx}) {
+  for (int cbid : {NVTX_CBID_CORE2_DomainCreateA, NVTX_CBID_CORE2_DomainRangePushEx,
+                   NVTX_CBID_CORE2_DomainRangePop, NVTX_CBID_CORE2_DomainRangeStartEx,
+                   NVTX_CBID_CORE2_DomainRangeEnd, NVTX_CBID_CORE2_DomainRegisterStringA,
+                   NVTX_CBID_CORE2_DomainMarkEx}) {
     EXPECT_NE(nvtx_.core2[cbid], nullptr) << "core2 slot " << cbid;
   }
   EXPECT_EQ(nvtx_.core2[NVTX_CBID_CORE2_DomainResourceCreate], nullptr) << "left to NVTX's no-op";
@@ -177,7 +178,8 @@ TEST_F(NvtxInjectionTest, PushPopBecomeNestedRangesWithCopiedNames) {
   ASSERT_TRUE(outer && in && wide) << data.ranges.size() << " ranges";
   EXPECT_EQ(in->parentId, outer->externalId);
   EXPECT_EQ(wide->parentId, in->externalId);
-  EXPECT_LT(data.threads[outer->thread].tid, detail::HostRecorder::kAsyncLaneTidBase) << "on the calling thread";
+  EXPECT_LT(data.threads[outer->thread].tid, detail::HostRecorder::kAsyncLaneTidBase)
+      << "on the calling thread";
 }
 
 TEST_F(NvtxInjectionTest, StartEndBecomeAsyncRangesThatMayEndOnAnotherThread) {

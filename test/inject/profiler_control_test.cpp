@@ -31,7 +31,8 @@ class RecordingCupti final : public CuptiApi {
     *version = CUPTI_API_VERSION;
     return CUPTI_SUCCESS;
   }
-  CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn, void* data) override {
+  CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
+                        void* data) override {
     *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(this);
     callback = fn;
     userData = data;
@@ -43,10 +44,15 @@ class RecordingCupti final : public CuptiApi {
   }
   CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
                              CUpti_CallbackId cbid) override {
-    if (enable) enabledCallbacks.insert({domain, cbid}); else enabledCallbacks.erase({domain, cbid});
+    if (enable)
+      enabledCallbacks.insert({domain, cbid});
+    else
+      enabledCallbacks.erase({domain, cbid});
     return CUPTI_SUCCESS;
   }
-  CUptiResult enableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) override { return CUPTI_SUCCESS; }
+  CUptiResult enableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) override {
+    return CUPTI_SUCCESS;
+  }
   CUptiResult activityEnable(CUpti_ActivityKind kind) override {
     enabledKinds.insert(kind);
     return CUPTI_SUCCESS;
@@ -55,16 +61,20 @@ class RecordingCupti final : public CuptiApi {
     enabledKinds.erase(kind);
     return CUPTI_SUCCESS;
   }
-  CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) override {
+  CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc,
+                                        CUpti_BuffersCallbackCompleteFunc) override {
     return CUPTI_SUCCESS;
   }
-  CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc) override { return CUPTI_SUCCESS; }
+  CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc) override {
+    return CUPTI_SUCCESS;
+  }
   CUptiResult activityFlushAll(uint32_t) override { return CUPTI_SUCCESS; }
   CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) override {
     *dropped = 0;
     return CUPTI_SUCCESS;
   }
-  CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) override {
+  CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                              const char** name) override {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
       return CUPTI_ERROR_INVALID_PARAMETER;
     }
@@ -76,11 +86,15 @@ class RecordingCupti final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
 
-  bool has(CUpti_CallbackDomain domain, uint32_t cbid) const { return enabledCallbacks.count({domain, cbid}) > 0; }
+  bool has(CUpti_CallbackDomain domain, uint32_t cbid) const {
+    return enabledCallbacks.count({domain, cbid}) > 0;
+  }
 };
 
 std::vector<bool> gControlCalls;
-void recordControl(bool start) { gControlCalls.push_back(start); }
+void recordControl(bool start) {
+  gControlCalls.push_back(start);
+}
 
 class ProfilerControlTest : public ::testing::Test {
  protected:
@@ -142,7 +156,8 @@ TEST_F(ProfilerControlTest, StartCollectsAndStopTurnsCollectionOffButKeepsTheCon
   trace.stopNs = 2000;
   source.stop(trace);
   EXPECT_TRUE(cupti_.enabledKinds.empty());
-  EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart)) << "the next cudaProfilerStart must still be seen";
+  EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart))
+      << "the next cudaProfilerStart must still be seen";
   EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStop));
   source.start(3000);  // a second window
   EXPECT_EQ(cupti_.enabledKinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 1u);
@@ -172,8 +187,10 @@ TEST_F(ProfilerControlTest, WithoutTheOptionNothingIsWatched) {
 TEST(ProfilerControlCallTest, OnlyTheTwoDriverProfilerCallsAreControlCalls) {
   EXPECT_TRUE(isProfilerControlCall(CUPTI_CB_DOMAIN_DRIVER_API, kStart));
   EXPECT_TRUE(isProfilerControlCall(CUPTI_CB_DOMAIN_DRIVER_API, kStop));
-  EXPECT_FALSE(isProfilerControlCall(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
-  EXPECT_FALSE(isProfilerControlCall(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  EXPECT_FALSE(isProfilerControlCall(CUPTI_CB_DOMAIN_RUNTIME_API,
+                                     CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
+  EXPECT_FALSE(
+      isProfilerControlCall(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
 }
 
 }  // namespace

@@ -19,12 +19,18 @@ struct OptionSpec {
 };
 
 constexpr OptionSpec kRunOptions[] = {
-    {"--help", "-h", false},           {"--output", "-o", true},
-    {"--activities", "-a", true},      {"--delay", nullptr, true},
-    {"--duration", nullptr, true},     {"--capture-range", nullptr, true},
-    {"--log-level", nullptr, true},    {"--host-buffer-mb", nullptr, true},
-    {"--gpu-buffer-mb", nullptr, true}, {"--no-nvtx", nullptr, false},
-    {"--no-summary", nullptr, false},  {"--top", nullptr, true},
+    {"--help", "-h", false},
+    {"--output", "-o", true},
+    {"--activities", "-a", true},
+    {"--delay", nullptr, true},
+    {"--duration", nullptr, true},
+    {"--capture-range", nullptr, true},
+    {"--log-level", nullptr, true},
+    {"--host-buffer-mb", nullptr, true},
+    {"--gpu-buffer-mb", nullptr, true},
+    {"--no-nvtx", nullptr, false},
+    {"--no-summary", nullptr, false},
+    {"--top", nullptr, true},
     {"--injection-library", nullptr, true},
 };
 
@@ -42,8 +48,8 @@ struct Found {
 // Reads the option at args[i] (advancing i past its value). Throws for unknown options and
 // missing values.
 template <std::size_t N>
-Found readOption(const char* command, const OptionSpec (&specs)[N], const std::vector<std::string>& args,
-                 std::size_t& i) {
+Found readOption(const char* command, const OptionSpec (&specs)[N],
+                 const std::vector<std::string>& args, std::size_t& i) {
   const std::string& word = args[i];
   std::string name = word;
   std::string inlineValue;
@@ -56,17 +62,19 @@ Found readOption(const char* command, const OptionSpec (&specs)[N], const std::v
       hasInline = true;
     }
   }
-  const OptionSpec* spec = std::find_if(std::begin(specs), std::end(specs), [&](const OptionSpec& s) {
-    return name == s.longName || (s.shortName != nullptr && name == s.shortName);
-  });
+  const OptionSpec* spec =
+      std::find_if(std::begin(specs), std::end(specs), [&](const OptionSpec& s) {
+        return name == s.longName || (s.shortName != nullptr && name == s.shortName);
+      });
   if (spec == std::end(specs)) {
-    throw UsageError(std::string("kinetrace ") + command + ": unknown option '" + word + "' (see 'kinetrace " +
-                     command + " --help')");
+    throw UsageError(std::string("kinetrace ") + command + ": unknown option '" + word +
+                     "' (see 'kinetrace " + command + " --help')");
   }
   Found found{spec, {}};
   if (!spec->takesValue) {
     if (hasInline) {
-      throw UsageError(std::string("kinetrace ") + command + ": option '" + spec->longName + "' takes no value");
+      throw UsageError(std::string("kinetrace ") + command + ": option '" + spec->longName +
+                       "' takes no value");
     }
     return found;
   }
@@ -75,7 +83,8 @@ Found readOption(const char* command, const OptionSpec (&specs)[N], const std::v
   } else if (i + 1 < args.size()) {
     found.value = args[++i];
   } else {
-    throw UsageError(std::string("kinetrace ") + command + ": option '" + spec->longName + "' needs a value");
+    throw UsageError(std::string("kinetrace ") + command + ": option '" + spec->longName +
+                     "' needs a value");
   }
   return found;
 }
@@ -96,9 +105,10 @@ void checkConfigValue(const char* option, const char* key, const std::string& va
 std::size_t parseCount(const char* command, const char* option, const std::string& value) {
   std::size_t parsed = 0;
   auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (value.empty() || error != std::errc() || end != value.data() + value.size() || parsed > 1000) {
-    throw UsageError(std::string("kinetrace ") + command + ": " + option + " needs a whole number 0..1000, got '" +
-                     value + "'");
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() ||
+      parsed > 1000) {
+    throw UsageError(std::string("kinetrace ") + command + ": " + option +
+                     " needs a whole number 0..1000, got '" + value + "'");
   }
   return parsed;
 }
@@ -159,11 +169,13 @@ Command parseRun(const std::vector<std::string>& args) {
     }
   }
   if (run.program.empty()) {
-    throw UsageError("kinetrace run: no program to run: kinetrace run [options] -- PROGRAM [ARGS...]");
+    throw UsageError(
+        "kinetrace run: no program to run: kinetrace run [options] -- PROGRAM [ARGS...]");
   }
   Config check;
   if (!run.captureRange.empty()) check.set("capture_range", run.captureRange);
-  if (check.captureRange == CaptureRange::CudaProfilerApi && (!run.delay.empty() || !run.duration.empty())) {
+  if (check.captureRange == CaptureRange::CudaProfilerApi &&
+      (!run.delay.empty() || !run.duration.empty())) {
     throw UsageError(
         "kinetrace run: --capture-range=cudaProfilerApi records between the program's "
         "cudaProfilerStart/Stop calls; it cannot be combined with --delay or --duration");
@@ -177,8 +189,8 @@ Command parseSummary(const std::vector<std::string>& args) {
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& word = args[i];
     if (word == "--") {
-      command.summary.paths.insert(command.summary.paths.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                   args.end());
+      command.summary.paths.insert(command.summary.paths.end(),
+                                   args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
     if (word.empty() || word[0] != '-') {
@@ -194,7 +206,8 @@ Command parseSummary(const std::vector<std::string>& args) {
     command.summary.topKernels = parseCount("summary", "--top", option.value);
   }
   if (command.summary.paths.empty()) {
-    throw UsageError("kinetrace summary: no trace given: kinetrace summary TRACE.json|DIRECTORY...");
+    throw UsageError(
+        "kinetrace summary: no trace given: kinetrace summary TRACE.json|DIRECTORY...");
   }
   return command;
 }
@@ -203,15 +216,18 @@ Command parseSummary(const std::vector<std::string>& args) {
 
 Command parseCommandLine(const std::vector<std::string>& args) {
   if (args.empty()) {
-    throw UsageError("kinetrace: no command given: try 'kinetrace run -- PROGRAM' or 'kinetrace --help'");
+    throw UsageError(
+        "kinetrace: no command given: try 'kinetrace run -- PROGRAM' or 'kinetrace --help'");
   }
   const std::string& first = args[0];
   Command command;
   if (first == "-h" || first == "--help") return command;
   if (first == "help") {
     command.helpTopic = args.size() > 1 ? args[1] : "";
-    if (!command.helpTopic.empty() && command.helpTopic != "run" && command.helpTopic != "summary") {
-      throw UsageError("kinetrace help: no command '" + command.helpTopic + "' (commands: run, summary)");
+    if (!command.helpTopic.empty() && command.helpTopic != "run" &&
+        command.helpTopic != "summary") {
+      throw UsageError("kinetrace help: no command '" + command.helpTopic +
+                       "' (commands: run, summary)");
     }
     return command;
   }

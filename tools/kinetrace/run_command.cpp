@@ -75,7 +75,8 @@ std::vector<std::string> listDirectory(const std::string& dir) {
 }
 
 bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // "20250301-141503-4242": sorts by time, unique per machine at any moment.
@@ -90,14 +91,21 @@ std::string newRunId() {
 
 std::string signalName(int signal) {
   const char* description = strsignal(signal);
-  return std::to_string(signal) + (description != nullptr ? std::string(" (") + description + ")" : "");
+  return std::to_string(signal) +
+         (description != nullptr ? std::string(" (") + description + ")" : "");
 }
 
-std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+std::string baseName(const std::string& path) {
+  return path.substr(path.rfind('/') + 1);
+}
 
-void warn(const std::string& message) { std::fprintf(stderr, "kinetrace run: %s\n", message.c_str()); }
+void warn(const std::string& message) {
+  std::fprintf(stderr, "kinetrace run: %s\n", message.c_str());
+}
 
-void setVariable(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
+void setVariable(const char* name, const std::string& value) {
+  ::setenv(name, value.c_str(), 1);
+}
 
 // The traces of one run in `dir`, each with its summary when there is one.
 struct RunTrace {
@@ -110,7 +118,8 @@ std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& run
   std::vector<RunTrace> traces;
   const std::string prefix = "kinetrace-" + runId + "-";
   for (const std::string& name : listDirectory(dir)) {
-    if (name.rfind(prefix, 0) != 0 || !endsWith(name, ".json") || endsWith(name, ".summary.json")) continue;
+    if (name.rfind(prefix, 0) != 0 || !endsWith(name, ".json") || endsWith(name, ".summary.json"))
+      continue;
     RunTrace trace;
     trace.path = dir + "/" + name;
     std::string text = readFile(inject::summaryPathFor(trace.path));
@@ -133,13 +142,15 @@ std::string oneLine(const RunTrace& trace) {
   if (!trace.hasSummary) return line + "   (no summary)";
   const detail::Summary& s = trace.summary;
   char text[160];
-  std::snprintf(text, sizeof text, "   %s GPU busy %.1f%%, %llu kernels",
-                s.worldSize > 1 && s.rank >= 0 ? ("rank " + std::to_string(s.rank) + ",").c_str() : "",
-                s.utilisation * 100.0, static_cast<unsigned long long>(s.kernelCount));
+  std::snprintf(
+      text, sizeof text, "   %s GPU busy %.1f%%, %llu kernels",
+      s.worldSize > 1 && s.rank >= 0 ? ("rank " + std::to_string(s.rank) + ",").c_str() : "",
+      s.utilisation * 100.0, static_cast<unsigned long long>(s.kernelCount));
   return line + text;
 }
 
-void printRunReport(const std::vector<RunTrace>& traces, const std::string& dir, const RunOptions& options) {
+void printRunReport(const std::vector<RunTrace>& traces, const std::string& dir,
+                    const RunOptions& options) {
   if (traces.empty()) {
     std::fprintf(stderr,
                  "kinetrace: no trace was written. A process is traced from its first CUDA call "
@@ -148,30 +159,36 @@ void printRunReport(const std::vector<RunTrace>& traces, const std::string& dir,
                  options.delay.empty() ? "" : ", or it ended before --delay passed");
     return;
   }
-  std::fprintf(stderr, "kinetrace: %zu trace%s in %s/\n", traces.size(), traces.size() == 1 ? "" : "s", dir.c_str());
+  std::fprintf(stderr, "kinetrace: %zu trace%s in %s/\n", traces.size(),
+               traces.size() == 1 ? "" : "s", dir.c_str());
   for (const RunTrace& trace : traces) std::fprintf(stderr, "%s\n", oneLine(trace).c_str());
   if (!options.printSummary) return;
   // One screen: every summary for one or two traces, the first one's for a bigger job.
   std::size_t shown = traces.size() <= 2 ? traces.size() : 1;
   for (std::size_t i = 0; i < shown; ++i) {
     if (!traces[i].hasSummary) continue;
-    std::fprintf(stderr, "\n%s", detail::formatSummary(traces[i].summary, options.topKernels).c_str());
+    std::fprintf(stderr, "\n%s",
+                 detail::formatSummary(traces[i].summary, options.topKernels).c_str());
   }
   if (shown < traces.size()) {
-    std::fprintf(stderr, "\n(kinetrace summary %s/ prints all %zu summaries)\n", dir.c_str(), traces.size());
+    std::fprintf(stderr, "\n(kinetrace summary %s/ prints all %zu summaries)\n", dir.c_str(),
+                 traces.size());
   }
 }
 
 // Sets the variables the injected processes read. Options given on the command line win
 // over KINETRACE_* variables already set; the others are passed on.
-void exportConfiguration(const RunOptions& options, const std::string& outputDir, const std::string& runId,
-                         const std::string& library) {
+void exportConfiguration(const RunOptions& options, const std::string& outputDir,
+                         const std::string& runId, const std::string& library) {
   setVariable("KINETRACE_OUTPUT", outputDir);
   setVariable("KINETRACE_RUN_ID", runId);
   const std::pair<const char*, const std::string*> values[] = {
-      {"KINETRACE_ACTIVITIES", &options.activities},     {"KINETRACE_DELAY", &options.delay},
-      {"KINETRACE_DURATION", &options.duration},         {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
-      {"KINETRACE_LOG_LEVEL", &options.logLevel},        {"KINETRACE_HOST_BUFFER_MB", &options.hostBufferMb},
+      {"KINETRACE_ACTIVITIES", &options.activities},
+      {"KINETRACE_DELAY", &options.delay},
+      {"KINETRACE_DURATION", &options.duration},
+      {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
+      {"KINETRACE_LOG_LEVEL", &options.logLevel},
+      {"KINETRACE_HOST_BUFFER_MB", &options.hostBufferMb},
       {"KINETRACE_GPU_BUFFER_MB", &options.gpuBufferMb},
   };
   for (const auto& [name, value] : values) {
@@ -188,7 +205,8 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
     const char* existing = std::getenv(name);
     if (existing != nullptr && *existing != '\0' && library != existing) {
-      warn(std::string("replacing ") + name + "=" + existing + " (another tool's injection) with kinetrace's");
+      warn(std::string("replacing ") + name + "=" + existing +
+           " (another tool's injection) with kinetrace's");
     }
     setVariable(name, library);
   }
@@ -204,9 +222,11 @@ int runProgram(const std::string& path, const std::vector<std::string>& argv) {
 
   int execFailed[2];
   if (::pipe2(execFailed, O_CLOEXEC) != 0) {
-    throw UsageError(std::string("kinetrace run: cannot start the program: pipe: ") + std::strerror(errno), 126);
+    throw UsageError(
+        std::string("kinetrace run: cannot start the program: pipe: ") + std::strerror(errno), 126);
   }
-  struct sigaction ignore {}, oldInt {}, oldQuit {};
+  struct sigaction ignore {
+  }, oldInt{}, oldQuit{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGINT, &ignore, &oldInt);
@@ -232,7 +252,8 @@ int runProgram(const std::string& path, const std::vector<std::string>& argv) {
     int error = errno;
     restore();
     ::close(execFailed[0]);
-    throw UsageError(std::string("kinetrace run: cannot start the program: fork: ") + std::strerror(error), 126);
+    throw UsageError(
+        std::string("kinetrace run: cannot start the program: fork: ") + std::strerror(error), 126);
   }
   // The pipe closes on a successful exec; otherwise it carries exec's errno.
   int execError = 0;
@@ -273,12 +294,13 @@ std::string prepareOutputDirectory(const std::string& dir) {
   for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
     std::string partial = path.substr(0, slash);
     if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
-      throw UsageError("kinetrace run: cannot write traces to " + path + ": cannot create " + partial + ": " +
-                       std::strerror(errno));
+      throw UsageError("kinetrace run: cannot write traces to " + path + ": cannot create " +
+                       partial + ": " + std::strerror(errno));
     }
     if (slash == std::string::npos) break;
   }
-  if (!isDirectory(path)) throw UsageError("kinetrace run: cannot write traces to " + path + ": not a directory");
+  if (!isDirectory(path))
+    throw UsageError("kinetrace run: cannot write traces to " + path + ": not a directory");
   std::string probe = path + "/.kinetrace-write-test-XXXXXX";
   int fd = ::mkstemp(probe.data());
   if (fd < 0) {
@@ -328,10 +350,13 @@ int runCommand(const RunOptions& options) {
   }
   if (library.empty()) {
     std::string looked;
-    for (const std::string& candidate : candidates) looked += (looked.empty() ? "" : ", ") + candidate;
-    throw UsageError("kinetrace run: the injection library " + std::string(kLibraryName) + " is missing (looked at " +
-                     looked + "); kinetrace was built without CUDA, or moved without its lib directory: pass "
-                     "--injection-library PATH");
+    for (const std::string& candidate : candidates)
+      looked += (looked.empty() ? "" : ", ") + candidate;
+    throw UsageError(
+        "kinetrace run: the injection library " + std::string(kLibraryName) +
+        " is missing (looked at " + looked +
+        "); kinetrace was built without CUDA, or moved without its lib directory: pass "
+        "--injection-library PATH");
   }
   std::string program = resolveProgram(options.program[0]);
   std::string outputDir = prepareOutputDirectory(options.outputDir);
@@ -382,7 +407,8 @@ int summaryCommand(const SummaryOptions& options) {
     }
     try {
       detail::Summary summary = detail::summaryFromJson(text);
-      std::printf("%s%s", first ? "" : "\n", detail::formatSummary(summary, options.topKernels).c_str());
+      std::printf("%s%s", first ? "" : "\n",
+                  detail::formatSummary(summary, options.topKernels).c_str());
       first = false;
     } catch (const Error& error) {
       std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(), error.what());
