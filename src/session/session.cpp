@@ -163,7 +163,7 @@ void Session::addSessionMetadata(TraceData& trace, int64_t clockDriftNs) const {
     if (bounds.hasHigh) offset["high"] = bounds.highNs;
     offset["meaning"] =
         "GPU timestamp minus host time lies in [low, high]: GPU work starts after its launch "
-        "call and ends before the stop-time synchronisation returns";
+        "call begins, and ends before a synchronisation that waited for it returns";
     trace.setMetadataJson("kinetrace_gpu_clock_offset_bound_ns", offset.dump());
   }
 }
