@@ -48,14 +48,18 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   ThreadBuffer* buffer = tThreadBuffer;
   if (buffer == nullptr) {
     (void)&tThreadExitHook;  // odr-use: constructs the hook, so its destructor runs at exit
-    try {
-      buffer = new ThreadBuffer();
-      buffer->slot = static_cast<uint32_t>(buffers_.size());
-      buffers_.push_back(buffer);
-    } catch (const std::bad_alloc&) {
-      delete buffer;
-      return nullptr;
+    buffer = reusableBuffer();
+    if (buffer == nullptr) {
+      try {
+        buffer = new ThreadBuffer();
+        buffer->slot = static_cast<uint32_t>(buffers_.size());
+        buffers_.push_back(buffer);
+      } catch (const std::bad_alloc&) {
+        delete buffer;
+        return nullptr;
+      }
     }
+    buffer->exited = false;
     buffer->tid = currentTid();
     buffer->threadName = tPendingThreadName;
     tThreadBuffer = buffer;
@@ -72,6 +76,17 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   buffer->nameCursor = buffer->nameLimit = nullptr;
   if (buffer->nextRangeSeq == 0) buffer->nextRangeSeq = rangeIdBase(buffer->slot) + 1;
   return buffer;
+}
+
+// Programs that start short-lived threads over and over (data loaders, thread pools that
+// resize) would otherwise add a buffer per thread for the life of the process. A buffer
+// whose thread has exited and whose events have been collected is handed to the next new
+// thread; its range ids continue, so they stay unique.
+ThreadBuffer* HostRecorder::reusableBuffer() noexcept {
+  for (ThreadBuffer* buffer : buffers_) {
+    if (buffer->exited && buffer->chunks.empty() && buffer->nameChunks.empty()) return buffer;
+  }
+  return nullptr;
 }
 
 bool HostRecorder::refill(ThreadBuffer& buffer) noexcept {
@@ -168,6 +183,11 @@ void HostRecorder::stopRecording() {
 void HostRecorder::releaseThread(ThreadBuffer* buffer) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   buffer->exited = true;
+}
+
+std::size_t HostRecorder::bufferCount() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return buffers_.size();
 }
 
 void HostRecorder::setThreadName(std::string_view name) {

@@ -91,7 +91,6 @@ class ThreadBuffer {
   bool full = false;  // cap reached this session: every further event is dropped
   uint64_t dropped = 0;
   uint64_t droppedNameBytes = 0;
-  uint64_t apiEnterTicks = 0;  // set at a CUDA call's entry, read at its exit
 
   // ---- shared with the collector (under HostRecorder::mutex_) -----------------------
   uint32_t slot = 0;  // index in the recorder; high bits of range ids
@@ -134,6 +133,9 @@ class HostRecorder {
   static inline uint64_t innermostOpenRange() noexcept;
 
   void setThreadName(std::string_view name);
+
+  // How many thread buffers exist (live threads plus exited ones kept for reuse).
+  std::size_t bufferCount();
   // Names a thread by its OS id, from any thread (nvtxNameOsThread). The name applies to
   // that thread's events in every later trace. Takes a lock.
   void nameOsThread(int64_t tid, std::string_view name);
@@ -153,6 +155,7 @@ class HostRecorder {
                        std::vector<AsyncEdge>& ends);
   HostRecorder() = default;
   ThreadBuffer* registerThread() noexcept;
+  ThreadBuffer* reusableBuffer() noexcept;
   bool refill(ThreadBuffer& buffer) noexcept;
   bool refillNames(ThreadBuffer& buffer) noexcept;
   void releaseThread(ThreadBuffer* buffer) noexcept;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "correlate/correlator.h"
@@ -136,10 +137,21 @@ Trace Session::stop() {
 
   Trace result(trace);
   if (!config_.output.empty()) {
-    result.save(config_.output);
-    log(LogLevel::Info, "trace written to {}", config_.output);
+    std::string path = outputPathFor(*trace);
+    result.save(path);
+    log(LogLevel::Info, "trace written to {}", path);
   }
   return result;
+}
+
+// `output` may name a directory (as it does under `kinetrace run`): each session then gets
+// its own file in it, named by process and start time, so repeated sessions never collide.
+std::string Session::outputPathFor(const TraceData& trace) const {
+  std::error_code error;
+  if (!std::filesystem::is_directory(config_.output, error)) return config_.output;
+  return (std::filesystem::path(config_.output) /
+          fmt::format("kinetrace-pid{}-{}.json", trace.pid, trace.startNs))
+      .string();
 }
 
 void Session::addSessionMetadata(TraceData& trace, int64_t clockDriftNs) const {

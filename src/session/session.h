@@ -32,6 +32,7 @@ class Session {
   void enableGpu();
   void addSessionMetadata(TraceData& trace, int64_t clockDriftNs) const;
   void reportLosses(const TraceData& trace) const;
+  std::string outputPathFor(const TraceData& trace) const;
 
   Config config_;
   std::unique_ptr<GpuSource> gpu_;

@@ -211,6 +211,31 @@ TEST(HostRecorderTest, InnermostOpenRangeIsWhatALaunchCallbackReads) {
   EXPECT_EQ(findRange(trace.data(), "inner")->externalId, seenInner);
 }
 
+TEST(HostRecorderTest, ShortLivedThreadsReuseBuffersInsteadOfGrowingForever) {
+  Profiler profiler(hostOnly());
+  auto oneSessionOfShortThreads = [&] {
+    profiler.start();
+    for (int i = 0; i < 20; ++i) {
+      std::thread([] { Range range("short-lived worker"); }).join();
+    }
+    return profiler.stop();
+  };
+  Trace first = oneSessionOfShortThreads();
+  std::size_t buffersAfterFirst = detail::HostRecorder::instance().bufferCount();
+  Trace second = oneSessionOfShortThreads();
+  Trace third = oneSessionOfShortThreads();
+  EXPECT_EQ(third.data().ranges.size(), 20u);
+  EXPECT_EQ(detail::HostRecorder::instance().bufferCount(), buffersAfterFirst)
+      << "buffers of exited, collected threads are reused";
+  // Range ids stay unique across the reused buffers.
+  std::vector<uint64_t> ids;
+  for (const Trace* trace : {&first, &second, &third}) {
+    for (const auto& range : trace->data().ranges) ids.push_back(range.externalId);
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+}
+
 TEST(HostRecorderTest, LongCopiedNamesAreTruncatedNotLost) {
   Profiler profiler(hostOnly());
   profiler.start();

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -165,6 +168,36 @@ TEST(SessionTest, SecondProfilerCannotRecordAtTheSameTime) {
 TEST(SessionTest, StopWithoutStartIsAnError) {
   Profiler profiler(Config{});
   EXPECT_NE(errorOf([&] { profiler.stop(); }).find("without start()"), std::string::npos);
+}
+
+TEST(SessionTest, OutputNamingADirectoryGetsOneFilePerSession) {
+  std::string dir = "/tmp/kinetrace_session_test_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  Config config;
+  config.activities = ActivitySet::parse("host");
+  config.output = dir;
+  Profiler profiler(config);
+  profiler.start();
+  profiler.stop();
+  profiler.start();
+  profiler.stop();
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().extension(), ".json");
+    ++files;
+  }
+  EXPECT_EQ(files, 2u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SessionTest, UnwritableOutputIsAnErrorNamingThePath) {
+  Config config;
+  config.activities = ActivitySet::parse("host");
+  config.output = "/nonexistent-kinetrace-dir/trace.json";
+  Profiler profiler(config);
+  profiler.start();
+  EXPECT_NE(errorOf([&] { profiler.stop(); }).find("/nonexistent-kinetrace-dir/trace.json"),
+            std::string::npos);
 }
 
 TEST(SessionTest, DistributedInfoIsAlwaysPresentForHta) {
