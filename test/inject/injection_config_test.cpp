@@ -8,20 +8,14 @@
 
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "support/test_support.h"
 
 namespace kinetrace {
 namespace {
 
-constexpr int64_t kSecond = 1000000000;
+using kinetrace::testing::errorOf;
 
-std::string errorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+constexpr int64_t kSecond = 1000000000;
 
 int64_t durationOf(const char* text) {
   Config config;

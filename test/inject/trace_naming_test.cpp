@@ -5,31 +5,12 @@
 #include <unistd.h>
 
 #include <string>
+#include "support/test_support.h"
 
 namespace kinetrace::inject {
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old, hadOld_ = true;
-    if (value != nullptr)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (hadOld_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool hadOld_ = false;
-};
+using kinetrace::testing::ScopedEnv;
 
 TEST(TraceNamingTest, PlainProcessIsNamedByRunHostAndPid) {
   TraceNaming naming{"20250301-141503-77", "node7", 4242, std::nullopt, std::nullopt};

@@ -5,29 +5,15 @@
 
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "support/test_support.h"
 
 namespace kinetrace {
 namespace {
 
+using kinetrace::testing::ScopedEnv;
+using kinetrace::testing::errorOf;
+
 // Sets an environment variable for the test's duration.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
-
-std::string errorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
-
 TEST(ActivitySetTest, ParsesCommaSeparatedNamesIgnoringCaseAndSpaces) {
   ActivitySet set = ActivitySet::parse(" Kernel, memcpy ,SYNC");
   EXPECT_TRUE(set.has(Activity::Kernel));

@@ -13,9 +13,12 @@
 #include "kinetrace/profiler.h"
 #include "host/host_recorder.h"
 #include "model/clock.h"
+#include "support/test_support.h"
 
 namespace kinetrace::detail {
 namespace {
+
+using kinetrace::testing::errorOf;
 
 // A GPU source that refuses or reports what the test says, and counts calls.
 class FakeGpuSource final : public GpuSource {
@@ -43,15 +46,6 @@ Config gpuConfig() {
   Config config;
   config.activities = ActivitySet::defaults();
   return config;
-}
-
-std::string errorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 TEST(SessionTest, RefusedGpuStillRecordsHostActivityAndSaysWhy) {
