@@ -66,7 +66,7 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   }
   // A buffer from an earlier generation starts clean: ranges left open then are not
   // closed by this generation's endRange() calls.
-  buffer->generation = generation;
+  buffer->generation.store(generation, std::memory_order_relaxed);
   buffer->depth = 0;
   buffer->full = false;
   buffer->dropped = 0;
@@ -92,7 +92,10 @@ ThreadBuffer* HostRecorder::reusableBuffer() noexcept {
 bool HostRecorder::refill(ThreadBuffer& buffer) noexcept {
   if (buffer.full) return false;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (buffer.generation != recordingGeneration.load(std::memory_order_relaxed)) return false;
+  if (buffer.generation.load(std::memory_order_relaxed) !=
+      recordingGeneration.load(std::memory_order_relaxed)) {
+    return false;
+  }
   RecordChunk* chunk = nullptr;
   if (usedBytes_ + sizeof(RecordChunk) <= capBytes_) {
     if (!freeChunks_.empty()) {
@@ -216,7 +219,7 @@ void HostRecorder::collect(TraceData& trace, const Clock& clock) {
   std::vector<AsyncEdge> asyncBegins;
   std::vector<AsyncEdge> asyncEnds;
   for (ThreadBuffer* buffer : buffers_) {
-    if (buffer->generation != lastGeneration_) continue;
+    if (buffer->generation.load(std::memory_order_relaxed) != lastGeneration_) continue;
     collectBuffer(*buffer, trace, clock, asyncBegins, asyncEnds);
     for (RecordChunk* chunk : buffer->chunks) freeChunks_.push_back(chunk);
     for (NameChunk* chunk : buffer->nameChunks) freeNameChunks_.push_back(chunk);
@@ -224,7 +227,7 @@ void HostRecorder::collect(TraceData& trace, const Clock& clock) {
     buffer->nameChunks.clear();
     // The generation stays, so the thread's next event (if any) sees a stale buffer
     // only once recording restarts and re-registers cleanly.
-    buffer->generation = 0;
+    buffer->generation.store(0, std::memory_order_relaxed);
   }
   usedBytes_ = 0;
   if (!asyncBegins.empty()) pairAsyncRanges(trace, asyncBegins, asyncEnds);

@@ -87,7 +87,9 @@ class ThreadBuffer {
   uint32_t depth = 0;
   uint64_t nextRangeSeq = 0;
   uint64_t openRanges[kMaxRangeDepth];
-  uint64_t generation = 0;
+  // Written under the recorder's lock (registration, collection), read lock-free by the
+  // owning thread: atomic so the read is defined; relaxed loads cost nothing on x86.
+  std::atomic<uint64_t> generation{0};
   bool full = false;  // cap reached this session: every further event is dropped
   uint64_t dropped = 0;
   uint64_t droppedNameBytes = 0;
@@ -191,7 +193,7 @@ inline ThreadBuffer* HostRecorder::threadBuffer() noexcept {
   uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
   if (generation == 0) return nullptr;
   ThreadBuffer* buffer = tThreadBuffer;
-  if (__builtin_expect(buffer != nullptr && buffer->generation == generation, 1)) return buffer;
+  if (__builtin_expect(buffer != nullptr && buffer->generation.load(std::memory_order_relaxed) == generation, 1)) return buffer;
   return slowThreadBuffer();
 }
 
@@ -214,7 +216,8 @@ inline uint64_t HostRecorder::innermostOpenRange() noexcept {
   if (recordingGeneration.load(std::memory_order_relaxed) == 0) return 0;
   ThreadBuffer* buffer = tThreadBuffer;
   if (buffer == nullptr || buffer->depth == 0 ||
-      buffer->generation != recordingGeneration.load(std::memory_order_relaxed)) {
+      buffer->generation.load(std::memory_order_relaxed) !=
+          recordingGeneration.load(std::memory_order_relaxed)) {
     return 0;
   }
   uint32_t top = buffer->depth <= kMaxRangeDepth ? buffer->depth : kMaxRangeDepth;
