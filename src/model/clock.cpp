@@ -82,6 +82,7 @@ Clock::Clock() {
   usesTsc_ = hasInvariantTsc();
   gClockUsesTsc = usesTsc_;
   ClockPair first = samplePair();
+  Mapping line;
   if (usesTsc_) {
     // A 10 ms baseline gives the tick rate to a few parts per million; recalibrate() at
     // each session start lengthens the baseline further.
@@ -89,24 +90,34 @@ Clock::Clock() {
     while (monotonicNs() < until) {
     }
     ClockPair second = samplePair();
-    nsPerTick_ = static_cast<double>(second.realtimeNs - first.realtimeNs) /
-                 static_cast<double>(second.ticks - first.ticks);
+    line.nsPerTick = static_cast<double>(second.realtimeNs - first.realtimeNs) /
+                     static_cast<double>(second.ticks - first.ticks);
   }
-  anchorTicks_ = first.ticks;
-  epochAtAnchorNs_ = first.realtimeNs;
+  line.anchorTicks = first.ticks;
+  line.epochAtAnchorNs = first.realtimeNs;
+  mappings_[0] = line;
+}
+
+void Clock::publish(const Mapping& next) noexcept {
+  unsigned slot = current_.load(std::memory_order_relaxed) + 1;
+  mappings_[slot % kMappingSlots] = next;
+  current_.store(slot, std::memory_order_release);
 }
 
 int64_t Clock::recalibrate() {
   ClockPair now = samplePair();
   int64_t drift = toEpochNs(now.ticks) - now.realtimeNs;
-  if (usesTsc_ && now.ticks > anchorTicks_) {
-    nsPerTick_ = static_cast<double>(now.realtimeNs - epochAtAnchorNs_) /
-                 static_cast<double>(now.ticks - anchorTicks_);
+  Mapping line = mapping();
+  if (usesTsc_ && now.ticks > line.anchorTicks) {
+    // Same anchor, rate fitted over everything since it: the baseline only grows.
+    line.nsPerTick = static_cast<double>(now.realtimeNs - line.epochAtAnchorNs) /
+                     static_cast<double>(now.ticks - line.anchorTicks);
   } else if (!usesTsc_) {
     // Ticks are CLOCK_MONOTONIC: only the offset to the epoch can move (NTP steps).
-    anchorTicks_ = now.ticks;
-    epochAtAnchorNs_ = now.realtimeNs;
+    line.anchorTicks = now.ticks;
+    line.epochAtAnchorNs = now.realtimeNs;
   }
+  publish(line);
   return drift;
 }
 

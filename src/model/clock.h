@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace kinetrace::detail {
@@ -20,32 +21,44 @@ class Clock {
   static Clock& instance();
 
   int64_t toEpochNs(uint64_t tick) const noexcept {
-    return epochAtAnchorNs_ +
-           static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(tick - anchorTicks_)) *
-                                nsPerTick_);
+    const Mapping& m = mapping();
+    return m.epochAtAnchorNs +
+           static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(tick - m.anchorTicks)) *
+                                m.nsPerTick);
   }
   int64_t nowNs() const noexcept { return toEpochNs(ticks()); }
-  uint64_t fromEpochNs(int64_t epochNs) const noexcept {
-    return anchorTicks_ +
-           static_cast<uint64_t>(static_cast<double>(epochNs - epochAtAnchorNs_) / nsPerTick_);
-  }
 
-  // Re-measures the tick rate against CLOCK_REALTIME over the time since the last
-  // calibration and re-anchors. Returns the largest disagreement seen between the old
-  // mapping and CLOCK_REALTIME, in nanoseconds (the drift since the last calibration).
+  // Re-measures the tick rate against CLOCK_REALTIME over the time since the first
+  // calibration. Returns how far the old mapping had drifted from CLOCK_REALTIME, in ns.
+  // Called between sessions; CUPTI's threads may convert concurrently (timestamp callback).
   int64_t recalibrate();
 
   bool usesTsc() const { return usesTsc_; }
-  double nsPerTick() const { return nsPerTick_; }
+  double nsPerTick() const { return mapping().nsPerTick; }
 
   static int64_t realtimeNs() noexcept;
 
  private:
   Clock();
+
+  // The tick -> epoch line. Readers on other threads (CUPTI's timestamp callback) must
+  // never see half of an update, so a new line goes into the next of a few slots and is
+  // then published by index; a slot is rewritten only after several more recalibrations
+  // (sessions), long after any conversion that read it has finished.
+  struct Mapping {
+    double nsPerTick = 1.0;
+    uint64_t anchorTicks = 0;
+    int64_t epochAtAnchorNs = 0;
+  };
+  static constexpr unsigned kMappingSlots = 4;
+  const Mapping& mapping() const noexcept {
+    return mappings_[current_.load(std::memory_order_acquire) % kMappingSlots];
+  }
+  void publish(const Mapping& next) noexcept;
+
   bool usesTsc_ = false;
-  double nsPerTick_ = 1.0;
-  uint64_t anchorTicks_ = 0;
-  int64_t epochAtAnchorNs_ = 0;
+  Mapping mappings_[kMappingSlots];
+  std::atomic<unsigned> current_{0};
 };
 
 }  // namespace kinetrace::detail
