@@ -63,7 +63,8 @@ enum class CaptureRange {
 //   config.set("activities", "kernel,memcpy");   // same keys as KINETRACE_* in lower case
 //
 // Keys (environment variable KINETRACE_<KEY in upper case>):
-//   output            where Profiler::stop() saves the trace when non-empty (path or URL)
+//   output            where Profiler::stop() saves the trace when non-empty (path or URL;
+//                     an existing directory gets one file per session)
 //   activities        comma list, see ActivitySet::parse
 //   log_level         error | warning | info | debug
 //   host_buffer_mb    cap on host events held per session, all threads together

@@ -7,9 +7,10 @@ namespace kinetrace::detail {
 
 // The one clock of kinetrace: nanoseconds since the Unix epoch.
 //
-// Reading CLOCK_REALTIME costs ~20 ns through the vDSO, which alone would use most of a
-// range's budget, so the hot path reads the CPU's invariant time-stamp counter (~7 ns)
-// and converts ticks to epoch nanoseconds later, off the application's thread. The
+// Reading CLOCK_REALTIME costs ~20 ns through the vDSO (itself a TSC read plus
+// arithmetic), so the hot path reads the CPU's invariant time-stamp counter directly
+// (7 ns on bare metal, 12-16 ns measured in the VMs of bench/results) and converts ticks
+// to epoch nanoseconds later, off the application's thread. The
 // conversion is a line fitted through (ticks, CLOCK_REALTIME) pairs taken when the clock is
 // calibrated. Without an invariant TSC, ticks are CLOCK_MONOTONIC nanoseconds.
 class Clock {
