@@ -14,6 +14,9 @@
 #include "support/log.h"
 
 namespace kinetrace::detail {
+
+std::atomic<bool> gInsideCudaInjection{false};
+
 namespace {
 
 // The host recorder is process-wide, so only one session may record at a time.
@@ -63,8 +66,6 @@ Session::~Session() {
   }
   if (gpu_ && gpuEnabled_) gpu_->disable();
 }
-
-std::atomic<bool> gInsideCudaInjection{false};
 
 void Session::setGpuSourceForTesting(std::unique_ptr<GpuSource> source) {
   gpu_ = std::move(source);
