@@ -212,7 +212,9 @@ class TraceEmitter {
     auto at = std::lower_bound(streams_.begin(), streams_.end(), key);
     if (at == streams_.end() || *at != key) streams_.insert(at, key);
   }
+  // What every GPU operation carries: its range link, where it ran, its launch's id.
   void addPlacementArgs(const GpuPlacement& at) {
+    if (at.externalId != 0) args_.add("External id", at.externalId);
     args_.add("device", int64_t{at.deviceId});
     args_.add("context", int64_t{at.contextId});
     args_.add("stream", int64_t{at.streamId});
@@ -313,7 +315,6 @@ void TraceEmitter::emitGpuEvents() {
 
   for (const KernelRecord& k : t.kernels) {
     emitGpuOp(k.at, "kernel", t.strings.get(k.name));
-    if (k.at.externalId != 0) args_.add("External id", k.at.externalId);
     args_.add("queued", k.queuedNs == 0 ? int64_t{0} : k.at.startNs - k.queuedNs);
     addPlacementArgs(k.at);
     args_.add("registers per thread", int64_t{k.registersPerThread});
@@ -334,7 +335,6 @@ void TraceEmitter::emitGpuEvents() {
   }
   for (const MemcpyRecord& m : t.memcpys) {
     emitGpuOp(m.at, "gpu_memcpy", t.strings.get(m.name));
-    if (m.at.externalId != 0) args_.add("External id", m.at.externalId);
     addPlacementArgs(m.at);
     args_.add("bytes", m.bytes);
     args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
@@ -347,7 +347,6 @@ void TraceEmitter::emitGpuEvents() {
   }
   for (const MemsetRecord& m : t.memsets) {
     emitGpuOp(m.at, "gpu_memset", t.strings.get(m.name));
-    if (m.at.externalId != 0) args_.add("External id", m.at.externalId);
     addPlacementArgs(m.at);
     args_.add("bytes", m.bytes);
     args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
@@ -356,10 +355,7 @@ void TraceEmitter::emitGpuEvents() {
   }
   for (const SyncRecord& s : t.syncs) {
     emitGpuOp(s.at, "cuda_sync", t.strings.get(s.name));
-    args_.add("stream", int64_t{s.at.streamId});
-    args_.add("correlation", int64_t{s.at.correlationId});
-    args_.add("device", int64_t{s.at.deviceId});
-    args_.add("context", int64_t{s.at.contextId});
+    addPlacementArgs(s.at);
     if (s.eventId != 0) args_.add("event", int64_t{s.eventId});
     send();
     flowEnd(s.at);

@@ -16,25 +16,18 @@
 #include "kinetrace/sink.h"
 #include "model/trace_data.h"
 #include "output/trace_events.h"
+#include "support/trace_json.h"
 
 namespace kinetrace::detail {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using kinetrace::testing::eventsWith;
+using kinetrace::testing::nsOf;
 
 constexpr int64_t kStart = 1'750'000'000'000'000'000;
 constexpr int64_t kPid = 777;
-
-int64_t nsOf(const json& micros) { return std::llround(micros.get<double>() * 1000); }
-
-std::vector<json> eventsWith(const json& root, const std::string& ph, const std::string& cat = "") {
-  std::vector<json> found;
-  for (const json& e : root["traceEvents"]) {
-    if (e["ph"] == ph && (cat.empty() || e.value("cat", "") == cat)) found.push_back(e);
-  }
-  return found;
-}
 
 json onlyEvent(const json& root, const std::string& ph, const std::string& cat) {
   const auto found = eventsWith(root, ph, cat);
@@ -186,6 +179,7 @@ TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncs) {
   trace_.memsets.push_back(set);
   SyncRecord sync;
   sync.at = placement(kStart + 2'000, kStart + 9'000, 0, 7, 61);
+  sync.at.externalId = 12;  // the range the waiting call was made in
   sync.name = trace_.strings.intern("Event Sync");
   sync.eventId = 17;
   trace_.syncs.push_back(sync);
@@ -201,8 +195,8 @@ TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncs) {
   EXPECT_EQ(syncEvent["pid"], 0);
   EXPECT_EQ(syncEvent["tid"], 7);
   EXPECT_EQ(nsOf(syncEvent["dur"]), 7'000);
-  EXPECT_EQ(syncEvent["args"], json({{"stream", 7}, {"correlation", 61}, {"device", 0},
-                                     {"context", 1}, {"event", 17}}));
+  EXPECT_EQ(syncEvent["args"], json({{"External id", 12}, {"stream", 7}, {"correlation", 61},
+                                     {"device", 0}, {"context", 1}, {"event", 17}}));
 }
 
 TEST_F(TraceEventsGpuTest, WritesGpuSpansAndOverheads) {

@@ -16,25 +16,18 @@
 #include "kinetrace/sink.h"
 #include "model/trace_data.h"
 #include "output/trace_events.h"
+#include "support/trace_json.h"
 
 namespace kinetrace::detail {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using kinetrace::testing::eventsWith;
+using kinetrace::testing::nsOf;
 
 constexpr int64_t kStart = 1'750'000'000'000'000'000;
 constexpr int64_t kPid = 4242;
-
-int64_t nsOf(const json& micros) { return std::llround(micros.get<double>() * 1000); }
-
-std::vector<json> eventsWith(const json& root, const std::string& ph, const std::string& cat = "") {
-  std::vector<json> found;
-  for (const json& e : root["traceEvents"]) {
-    if (e["ph"] == ph && (cat.empty() || e.value("cat", "") == cat)) found.push_back(e);
-  }
-  return found;
-}
 
 // The metadata events of that name on that pid (and tid, unless -1).
 std::vector<json> metadata(const json& root, const std::string& name, int64_t pid, int64_t tid = -1) {
