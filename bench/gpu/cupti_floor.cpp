@@ -1,0 +1,135 @@
+// The least a CUPTI activity tracer can do: a CUDA injection library that enables the
+// requested activity kinds, hands CUPTI buffers, counts the records it gets back, and
+// nothing else (no clock callback, no decoding, no trace). Its cost on a program is the
+// floor under any tracer built on CUPTI's activity API, kinetrace included; the overhead
+// scripts run it beside kinetrace to separate what CUPTI costs from what kinetrace adds.
+//
+//   CUDA_INJECTION64_PATH=.../libcupti_floor.so CUPTI_FLOOR_KINDS=concurrent_kernel ./program
+//
+// Knobs (environment; each defaults to CUPTI's own default):
+//   CUPTI_FLOOR_KINDS        comma list of concurrent_kernel, kernel, memcpy, memset, runtime
+//                            (default concurrent_kernel); empty: subscribe only
+//   CUPTI_FLOOR_CALLBACKS    1: an empty runtime-API callback on the kernel-launch entry points
+//   CUPTI_FLOOR_BUFFER_MB    size of each activity buffer handed to CUPTI (default 4)
+//   CUPTI_FLOOR_ZEROED       1: buffers are zeroed before CUPTI asks for them and CUPTI is told
+//                            so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER)
+//   CUPTI_FLOOR_PINNED       1: CUPTI's device-side record buffers in pinned host memory
+//   CUPTI_FLOOR_PREALLOCATE  N device buffers allocated by CUPTI at context creation
+//   CUPTI_FLOOR_FLUSH_MS     CUPTI worker-thread flush period (cuptiActivityFlushPeriod)
+//
+// At exit it prints to stderr: "cupti_floor: records=N dropped=N buffers=N".
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::atomic<unsigned long long> gRecords{0};
+std::atomic<unsigned long long> gBuffers{0};
+size_t gBufferBytes = 4u << 20;
+bool gZeroed = false;
+
+const char* knob(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+void check(CUptiResult result, const char* what) {
+  if (result == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(result, &text);
+  std::fprintf(stderr, "cupti_floor: %s failed: %s\n", what, text != nullptr ? text : "?");
+}
+
+void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
+  // calloc gets fresh zero pages from the kernel: zeroed without touching them here.
+  void* memory = gZeroed ? std::calloc(1, gBufferBytes) : std::malloc(gBufferBytes);
+  *buffer = static_cast<uint8_t*>(memory);
+  *size = memory != nullptr ? gBufferBytes : 0;
+  *maxNumRecords = 0;
+  gBuffers.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t validSize) {
+  CUpti_Activity* record = nullptr;
+  unsigned long long count = 0;
+  while (cuptiActivityGetNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS) ++count;
+  gRecords.fetch_add(count, std::memory_order_relaxed);
+  std::free(buffer);
+}
+
+void CUPTIAPI emptyCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+void report() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  size_t dropped = 0;
+  cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+  std::fprintf(stderr, "cupti_floor: records=%llu dropped=%zu buffers=%llu\n", gRecords.load(),
+               dropped, gBuffers.load());
+}
+
+void setAttribute(CUpti_ActivityAttribute attribute, size_t value, const char* what) {
+  size_t bytes = sizeof(value);
+  check(cuptiActivitySetAttribute(attribute, &bytes, &value), what);
+}
+
+void setFlag(CUpti_ActivityAttribute attribute, uint8_t value, const char* what) {
+  size_t bytes = sizeof(value);
+  check(cuptiActivitySetAttribute(attribute, &bytes, &value), what);
+}
+
+std::vector<CUpti_ActivityKind> requestedKinds() {
+  const char* list = std::getenv("CUPTI_FLOOR_KINDS");
+  std::string kinds = list != nullptr ? list : "concurrent_kernel";
+  std::vector<CUpti_ActivityKind> out;
+  size_t begin = 0;
+  while (begin < kinds.size()) {
+    size_t end = kinds.find(',', begin);
+    if (end == std::string::npos) end = kinds.size();
+    std::string name = kinds.substr(begin, end - begin);
+    if (name == "concurrent_kernel") out.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    else if (name == "kernel") out.push_back(CUPTI_ACTIVITY_KIND_KERNEL);
+    else if (name == "memcpy") out.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    else if (name == "memset") out.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+    else if (name == "runtime") out.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    else if (!name.empty()) std::fprintf(stderr, "cupti_floor: unknown kind '%s' ignored\n", name.c_str());
+    begin = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (const char* mb = knob("CUPTI_FLOOR_BUFFER_MB")) gBufferBytes = std::strtoull(mb, nullptr, 10) << 20;
+  gZeroed = knob("CUPTI_FLOOR_ZEROED") != nullptr && std::strcmp(knob("CUPTI_FLOOR_ZEROED"), "1") == 0;
+  if (gZeroed) setFlag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1, "zeroed-buffer attribute");
+  if (const char* pinned = knob("CUPTI_FLOOR_PINNED")) {
+    setFlag(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, pinned[0] == '1', "pinned attribute");
+  }
+  if (const char* count = knob("CUPTI_FLOOR_PREALLOCATE")) {
+    setAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, std::strtoull(count, nullptr, 10),
+                 "pre-allocation attribute");
+  }
+  if (const char* ms = knob("CUPTI_FLOOR_FLUSH_MS")) {
+    check(cuptiActivityFlushPeriod(static_cast<uint32_t>(std::strtoul(ms, nullptr, 10))), "flush period");
+  }
+  if (const char* callbacks = knob("CUPTI_FLOOR_CALLBACKS"); callbacks != nullptr && callbacks[0] == '1') {
+    CUpti_SubscriberHandle subscriber = nullptr;
+    check(cuptiSubscribe(&subscriber, &emptyCallback, nullptr), "cuptiSubscribe");
+    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060}) {
+      check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback");
+    }
+  }
+  check(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted), "cuptiActivityRegisterCallbacks");
+  for (CUpti_ActivityKind kind : requestedKinds()) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+  std::atexit(&report);
+  return 1;
+}

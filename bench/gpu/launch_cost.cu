@@ -1,0 +1,82 @@
+// What tracing costs per kernel launch, without Python in the way: batches of empty
+// kernels launched back to back, each batch ended by a stream synchronisation, the shape of
+// one training step of a launch-bound program.
+//
+//   launch_cost [--batches 300] [--kernels 300] [--warmup 30]
+//
+// Run it bare, under `kinetrace run`, and with CUDA_INJECTION64_PATH=libcupti_floor.so.
+// Prints one line:
+//
+//   RESULT launch_ns=2100.0 batch_us=650.0 sync_us=12.0 kernels=300 batches=300
+//
+//   launch_ns  median over batches of (time to enqueue the batch) / kernels: the host cost
+//              of one launch, what a launch-bound program pays per kernel
+//   batch_us   median time from the first launch to the synchronisation's return
+//   sync_us    median time spent in the synchronisation alone
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+__global__ void emptyKernel(int* sink) {
+  if (sink != nullptr && threadIdx.x == 1024) *sink = 0;  // never true: keeps the launch real
+}
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "launch_cost: %s failed: %s\n", what, cudaGetErrorString(status));
+  std::exit(1);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+int argument(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int batches = argument(argc, argv, "--batches", 300);
+  const int kernels = argument(argc, argv, "--kernels", 300);
+  const int warmup = argument(argc, argv, "--warmup", 30);
+  if (batches <= 0 || kernels <= 0 || warmup < 0) {
+    std::fprintf(stderr, "usage: launch_cost [--batches N>0] [--kernels N>0] [--warmup N>=0]\n");
+    return 2;
+  }
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  using Clock = std::chrono::steady_clock;
+  auto micros = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  std::vector<double> launchNs, batchUs, syncUs;
+  for (int batch = 0; batch < warmup + batches; ++batch) {
+    Clock::time_point start = Clock::now();
+    for (int k = 0; k < kernels; ++k) emptyKernel<<<1, 32, 0, stream>>>(nullptr);
+    Clock::time_point launched = Clock::now();
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    Clock::time_point done = Clock::now();
+    check(cudaGetLastError(), "kernel launch");
+    if (batch < warmup) continue;
+    launchNs.push_back(micros(launched - start) * 1000.0 / kernels);
+    batchUs.push_back(micros(done - start));
+    syncUs.push_back(micros(done - launched));
+  }
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  std::printf("RESULT launch_ns=%.1f batch_us=%.1f sync_us=%.1f kernels=%d batches=%d\n",
+              median(launchNs), median(batchUs), median(syncUs), kernels, batches);
+  return 0;
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Where tracing overhead comes from: the same programs untraced, under the CUPTI floor
+# (libcupti_floor.so: CUPTI's activity API with nothing on top, in several settings), under
+# kinetrace with growing activity sets, and under torch.profiler; interleaved rounds, medians.
+#
+#   bench/gpu/overhead_breakdown.sh [BUILD_DIR] [OUT_DIR]
+#
+# Two workloads:
+#   launch_cost     batches of 300 empty kernels, one sync per batch (no Python): host ns per
+#                   launch and batch time
+#   torch_train.py  the PyTorch transformer-encoder + AdamW loop of overhead_torch.sh
+#
+# Environment: ROUNDS (5), STEPS (150), WARMUP (20), BATCHES (300), CONFIGS (all, or a
+# space-separated subset of the names below). Writes OUT_DIR/overhead_breakdown.md.
+
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+ensure_built || exit 1
+cmake --build "$BUILD_DIR" --target cupti_floor launch_cost >&2 || exit 1
+ROUNDS=${ROUNDS:-5}
+STEPS=${STEPS:-150}
+WARMUP=${WARMUP:-20}
+BATCHES=${BATCHES:-300}
+FLOOR=$BUILD_DIR/lib/libcupti_floor.so
+LAUNCH_COST=$BUILD_DIR/bin/launch_cost
+WORK=$OUT_DIR/overhead_breakdown
+rm -rf "$WORK" && mkdir -p "$WORK"
+
+# name -> the command prefix that traces (or not) the program after it
+declare -A PREFIX=(
+  [none]="env"
+  [floor_subscribe]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS="
+  [floor_callbacks]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS= CUPTI_FLOOR_CALLBACKS=1"
+  [floor_kernel]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel"
+  [floor_kernel_zeroed]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_ZEROED=1"
+  [floor_kernel_pinned]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_PINNED=1"
+  [floor_kernel_flush]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_FLUSH_MS=500"
+  [floor_kernel_serial]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=kernel"
+  [kinetrace_host]="$KINETRACE run --no-summary --output $WORK/traces --activities host --"
+  [kinetrace_launch]="$KINETRACE run --no-summary --output $WORK/traces --activities launch --"
+  [kinetrace_kernel]="$KINETRACE run --no-summary --output $WORK/traces --activities kernel --"
+  [kinetrace_full]="$KINETRACE run --no-summary --output $WORK/traces --activities kernel,memcpy,memset,launch --"
+)
+ORDER=(none floor_subscribe floor_callbacks floor_kernel floor_kernel_zeroed floor_kernel_pinned
+       floor_kernel_flush floor_kernel_serial kinetrace_host kinetrace_launch kinetrace_kernel
+       kinetrace_full torch_cuda)
+if [[ ${CONFIGS:-all} != all ]]; then read -r -a ORDER <<< "$CONFIGS"; fi
+
+# run_one WORKLOAD CONFIG: appends the run's RESULT line to WORK/WORKLOAD-CONFIG.out
+run_one() {
+  local workload=$1 config=$2 out=$WORK/$1-$2.out err=$WORK/$1-$2.err
+  local program
+  if [[ $workload == launch ]]; then
+    [[ $config == torch_cuda ]] && return 0  # torch.profiler traces Python programs only
+    program=("$LAUNCH_COST" --batches "$BATCHES")
+  else
+    program=("$PYTHON" "$BENCH_DIR/torch_train.py" --steps "$STEPS" --warmup "$WARMUP")
+    if [[ $config == torch_cuda ]]; then
+      program+=(--mode torch-cuda --out "$WORK/torch")
+    fi
+  fi
+  local prefix
+  read -r -a prefix <<< "${PREFIX[$config]:-env}"
+  if ! timeout 300 "${prefix[@]}" "${program[@]}" >> "$out" 2>> "$err"; then
+    echo "$workload $config: run failed (see $err)" >&2
+  fi
+  rm -rf "$WORK/traces" "$WORK/torch"
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round of $ROUNDS" >&2
+  for workload in launch torch; do
+    for config in "${ORDER[@]}"; do run_one "$workload" "$config"; done
+  done
+done
+
+ratio() {  # VALUE BASE
+  "$PYTHON" -c "import math; v,b=float('$1'),float('$2'); print('-' if math.isnan(v) or math.isnan(b) or b==0 else f'{v/b:.3f}x')"
+}
+runs() {  # FILE KEY
+  grep -o "$2=[0-9.]*" "$1" 2>/dev/null | cut -d= -f2 | paste -sd' '
+}
+{
+  echo "# Where the overhead comes from"
+  echo
+  echo "$ROUNDS interleaved rounds; per run the median over its batches or steps, per"
+  echo "configuration the median over runs. \`floor_*\`: libcupti_floor.so (CUPTI's activity"
+  echo "API and nothing else; see bench/gpu/cupti_floor.cpp for each setting)."
+  echo
+  echo "## launch_cost: $BATCHES batches of 300 empty kernels, one stream sync per batch"
+  echo
+  echo "| configuration | ns per launch | vs none | batch (us) | vs none | each run's ns per launch |"
+  echo "|---|---|---|---|---|---|"
+  base_launch=$(median_of "$WORK/launch-none.out" launch_ns)
+  base_batch=$(median_of "$WORK/launch-none.out" batch_us)
+  for config in "${ORDER[@]}"; do
+    [[ $config == torch_cuda ]] && continue
+    l=$(median_of "$WORK/launch-$config.out" launch_ns)
+    b=$(median_of "$WORK/launch-$config.out" batch_us)
+    echo "| $config | $l | $(ratio "$l" "$base_launch") | $b | $(ratio "$b" "$base_batch") | $(runs "$WORK/launch-$config.out" launch_ns) |"
+  done
+  echo
+  echo "## torch_train.py: $STEPS steps after $WARMUP warm-up (transformer encoder + AdamW)"
+  echo
+  echo "| configuration | median step (ms) | vs none | each run's median step (ms) |"
+  echo "|---|---|---|---|"
+  base_step=$(median_of "$WORK/torch-none.out" median_step_ms)
+  for config in "${ORDER[@]}"; do
+    s=$(median_of "$WORK/torch-$config.out" median_step_ms)
+    echo "| $config | $s | $(ratio "$s" "$base_step") | $(runs "$WORK/torch-$config.out" median_step_ms) |"
+  done
+  echo
+  echo "CUPTI floor record counts (last run of each): "
+  for f in "$WORK"/*floor*.err; do
+    [[ -f $f ]] && echo "- $(basename "$f" .err): $(grep -o 'records=.*' "$f" | tail -n 1)"
+  done
+  echo
+  echo "$(date -u +%Y-%m-%dT%H:%MZ); $(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "torch $("$PYTHON" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null)"
+} > "$OUT_DIR/overhead_breakdown.md"
+cat "$OUT_DIR/overhead_breakdown.md"
