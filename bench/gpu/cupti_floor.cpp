@@ -16,6 +16,8 @@
 //   CUPTI_FLOOR_PINNED       1: CUPTI's device-side record buffers in pinned host memory
 //   CUPTI_FLOOR_PREALLOCATE  N device buffers allocated by CUPTI at context creation
 //   CUPTI_FLOOR_FLUSH_MS     CUPTI worker-thread flush period (cuptiActivityFlushPeriod)
+//   CUPTI_FLOOR_TOGGLE       1: the kinds are enabled only between the program's
+//                            cudaProfilerStart() and cudaProfilerStop()
 //
 // At exit it prints to stderr: "cupti_floor: records=N dropped=N buffers=N".
 
@@ -64,7 +66,25 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   std::free(buffer);
 }
 
-void CUPTIAPI emptyCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+std::vector<CUpti_ActivityKind> gKinds;
+
+void enableKinds(bool enable) {
+  for (CUpti_ActivityKind kind : gKinds) {
+    check(enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind), "cuptiActivityEnable/Disable");
+  }
+}
+
+// Launch callbacks do nothing; profiler-control callbacks turn the kinds on and off.
+void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && info->callbackSite == CUPTI_API_EXIT) {
+    enableKinds(true);
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop && info->callbackSite == CUPTI_API_ENTER) {
+    cuptiActivityFlushAll(0);
+    enableKinds(false);
+  }
+}
 
 void report() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -120,16 +140,26 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* ms = knob("CUPTI_FLOOR_FLUSH_MS")) {
     check(cuptiActivityFlushPeriod(static_cast<uint32_t>(std::strtoul(ms, nullptr, 10))), "flush period");
   }
-  if (const char* callbacks = knob("CUPTI_FLOOR_CALLBACKS"); callbacks != nullptr && callbacks[0] == '1') {
+  const bool launchCallbacks = knob("CUPTI_FLOOR_CALLBACKS") != nullptr && knob("CUPTI_FLOOR_CALLBACKS")[0] == '1';
+  const bool toggle = knob("CUPTI_FLOOR_TOGGLE") != nullptr && knob("CUPTI_FLOOR_TOGGLE")[0] == '1';
+  if (launchCallbacks || toggle) {
     CUpti_SubscriberHandle subscriber = nullptr;
-    check(cuptiSubscribe(&subscriber, &emptyCallback, nullptr), "cuptiSubscribe");
-    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060}) {
-      check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback");
+    check(cuptiSubscribe(&subscriber, &onCallback, nullptr), "cuptiSubscribe");
+    if (launchCallbacks) {
+      for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060}) {
+        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback");
+      }
+    }
+    if (toggle) {
+      for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}) {
+        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback");
+      }
     }
   }
   check(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted), "cuptiActivityRegisterCallbacks");
-  for (CUpti_ActivityKind kind : requestedKinds()) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+  gKinds = requestedKinds();
+  if (!toggle) enableKinds(true);
   std::atexit(&report);
   return 1;
 }

@@ -3,7 +3,7 @@
 proof: kinetrace's trace against torch.profiler's, and the cost of each.
 
     torch_train.py [--steps N] [--warmup W] [--mode none|torch-cuda|torch-cpu-cuda]
-                   [--profiler-api] [--out DIR] [--distributed]
+                   [--profiler-api] [--alternate K] [--out DIR] [--distributed]
 
   --mode none            no profiler in the script (run it under `kinetrace run`, or bare)
   --mode torch-cuda      the measured steps inside torch.profiler, CUDA activity only
@@ -11,6 +11,12 @@ proof: kinetrace's trace against torch.profiler's, and the cost of each.
   --profiler-api         cudaProfilerStart() before the measured steps and cudaProfilerStop()
                          after them: `kinetrace run --capture-range=cudaProfilerApi` then
                          records exactly the steps torch.profiler records in the torch modes
+  --alternate K          the cost of tracing inside one process: measured steps in blocks of
+                         K, blocks alternately untraced and traced (cudaProfilerStart/Stop
+                         between blocks, outside the timed steps; run it under
+                         `kinetrace run --capture-range=cudaProfilerApi`); the first SKIP
+                         steps of each block are not counted, they may overlap a trace being
+                         written. Adds median_off_ms, median_on_ms, on_off_ratio to RESULT
   --out DIR              where the torch modes export their chrome trace (torch_trace.json)
   --distributed          a torchrun worker: reads RANK/WORLD_SIZE, joins a gloo group
                          (every rank may share one GPU), barrier at the end
@@ -37,6 +43,8 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=10, help="steps before the measured ones")
     p.add_argument("--mode", choices=["none", "torch-cuda", "torch-cpu-cuda"], default="none")
     p.add_argument("--profiler-api", action="store_true")
+    p.add_argument("--alternate", type=int, default=0, metavar="K")
+    p.add_argument("--alternate-skip", type=int, default=3, metavar="SKIP")
     p.add_argument("--out", default=".", help="directory for torch.profiler's trace")
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--batch", type=int, default=16)
@@ -63,6 +71,8 @@ class Model(nn.Module):
 
 def main():
     args = parse_args()
+    if args.alternate and (args.alternate <= args.alternate_skip or args.profiler_api or args.mode != "none"):
+        sys.exit("torch_train.py: --alternate K needs K > --alternate-skip, --mode none and no --profiler-api")
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if args.distributed:
@@ -106,10 +116,22 @@ def main():
         torch.cuda.profiler.start()
 
     times = []
+    on_times, off_times = [], []
     for i in range(args.steps):
+        if args.alternate and i % args.alternate == 0:
+            torch.cuda.synchronize()
+            if (i // args.alternate) % 2 == 1:
+                torch.cuda.profiler.start()
+            elif i > 0:
+                torch.cuda.profiler.stop()
         start = time.perf_counter()
         step(args.warmup + i)
         times.append((time.perf_counter() - start) * 1000.0)
+        if args.alternate and i % args.alternate >= args.alternate_skip:
+            (on_times if (i // args.alternate) % 2 == 1 else off_times).append(times[-1])
+    if args.alternate and (args.steps - 1) // args.alternate % 2 == 1:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
 
     if args.profiler_api:
         torch.cuda.synchronize()
@@ -126,9 +148,13 @@ def main():
         dist.barrier()
         dist.destroy_process_group()
 
+    alternate = ""
+    if on_times and off_times:
+        on, off = statistics.median(on_times), statistics.median(off_times)
+        alternate = f" median_off_ms={off:.4f} median_on_ms={on:.4f} on_off_ratio={on / off:.4f}"
     print(f"RESULT mode={args.mode} rank={rank} steps={args.steps} "
           f"median_step_ms={statistics.median(times):.4f} mean_step_ms={statistics.mean(times):.4f} "
-          f"min_step_ms={min(times):.4f}", flush=True)
+          f"min_step_ms={min(times):.4f}{alternate}", flush=True)
 
 
 if __name__ == "__main__":

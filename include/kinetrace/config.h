@@ -70,6 +70,8 @@ enum class CaptureRange {
 //   host_buffer_mb    cap on host events held per session, all threads together
 //   gpu_buffer_mb     cap on memory lent to CUPTI for activity records
 //   gpu_buffer_kb     size of one CUPTI activity buffer
+//   gpu_flush_ms      how often CUPTI's worker thread hands completed buffers over
+//                     (cuptiActivityFlushPeriod); 0 leaves it to CUPTI's heuristics
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
@@ -87,6 +89,7 @@ struct KINETRACE_API Config {
   std::size_t hostBufferMb = 256;
   std::size_t gpuBufferMb = 256;
   std::size_t gpuBufferKb = 4096;
+  uint32_t gpuFlushMs = 0;
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;

@@ -31,6 +31,9 @@ class RealCuptiApi final : public CuptiApi {
     return cuptiActivityRegisterTimestampCallback(callback);
   }
   CUptiResult activityFlushAll(uint32_t flag) override { return cuptiActivityFlushAll(flag); }
+  CUptiResult activityFlushPeriod(uint32_t milliseconds) override {
+    return cuptiActivityFlushPeriod(milliseconds);
+  }
   CUptiResult activityGetNumDroppedRecords(CUcontext context, uint32_t streamId,
                                            size_t* dropped) override {
     return cuptiActivityGetNumDroppedRecords(context, streamId, dropped);

@@ -29,6 +29,7 @@ class CuptiApi {
                                                 CUpti_BuffersCallbackCompleteFunc complete) = 0;
   virtual CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback) = 0;
   virtual CUptiResult activityFlushAll(uint32_t flag) = 0;
+  virtual CUptiResult activityFlushPeriod(uint32_t milliseconds) = 0;
   virtual CUptiResult activityGetNumDroppedRecords(CUcontext context, uint32_t streamId,
                                                    size_t* dropped) = 0;
   virtual CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,

@@ -98,6 +98,13 @@ std::string CuptiSource::enable(const GpuOptions& options) {
     return refuse("CUPTI refused activity buffers: cuptiActivityRegisterCallbacks: " +
                   describeCuptiResult(registered));
   }
+  if (options.flushPeriodMs > 0) {
+    CUptiResult result = cupti.activityFlushPeriod(options.flushPeriodMs);
+    if (result != CUPTI_SUCCESS) {
+      log(LogLevel::Warning, "CUPTI kept its own flush timing (gpu_flush_ms={}): {}", options.flushPeriodMs,
+          describeCuptiResult(result));
+    }
+  }
   pool_ = std::make_unique<BufferPool>(options.bufferBytes, options.capBytes);
   queue_.reserve(pool_->maxBuffers() + 1);
   batch_.reserve(pool_->maxBuffers() + 1);
@@ -250,6 +257,7 @@ void CuptiSource::disable() noexcept {
   if (!enabled_) return;
   env_.cupti->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   disableCollection();
+  if (options_.flushPeriodMs > 0) env_.cupti->activityFlushPeriod(0);  // back to CUPTI's heuristics
   env_.cupti->unsubscribe(subscriber_);
   subscriber_ = nullptr;
   {

@@ -28,6 +28,9 @@ struct GpuOptions {
   bool deferCollection = false;
   std::size_t bufferBytes = 4 << 20;   // one activity buffer
   std::size_t capBytes = 256 << 20;    // all activity buffers together
+  // CUPTI's worker thread flushes completed buffers this often (cuptiActivityFlushPeriod);
+  // 0 leaves the timing to CUPTI's own heuristics.
+  uint32_t flushPeriodMs = 0;
 };
 
 // The seam between the session and the GPU backend (CUPTI in src/cupti). The session

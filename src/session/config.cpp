@@ -206,6 +206,13 @@ void Config::set(std::string_view key, std::string_view value) {
     gpuBufferMb = parseSize(name, value, 1);
   } else if (name == "gpu_buffer_kb") {
     gpuBufferKb = parseSize(name, value, 16);
+  } else if (name == "gpu_flush_ms") {
+    std::size_t ms = parseSize(name, value, 0);
+    if (ms > 3600 * 1000) {
+      throw Error(fmt::format("kinetrace config: gpu_flush_ms must be at most 3600000 (an hour), got \"{}\"",
+                              value));
+    }
+    gpuFlushMs = static_cast<uint32_t>(ms);
   } else if (name == "delay") {
     delayNs = parseDuration(name, value);
   } else if (name == "duration") {
@@ -231,7 +238,7 @@ void Config::set(std::string_view key, std::string_view value) {
   } else {
     throw Error(fmt::format(
         "kinetrace config: unknown key \"{}\" (known: output, activities, log_level, "
-        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb, delay, duration, capture_range, run_id)",
+        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb, gpu_flush_ms, delay, duration, capture_range, run_id)",
         key));
   }
 }

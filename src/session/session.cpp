@@ -40,6 +40,7 @@ GpuOptions gpuOptionsFor(const Config& config) {
   options.deferCollection = options.profilerControl;
   options.bufferBytes = config.gpuBufferKb * 1024;
   options.capBytes = config.gpuBufferMb * 1024 * 1024;
+  options.flushPeriodMs = config.gpuFlushMs;
   return options;
 }
 

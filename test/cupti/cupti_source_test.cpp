@@ -191,6 +191,21 @@ TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
   EXPECT_EQ(size, 0u);
 }
 
+TEST_F(CuptiSourceTest, FlushPeriodIsSetOnlyWhenAskedAndResetAtDisable) {
+  {
+    CuptiSource source(environment(fake_));
+    ASSERT_EQ(source.enable(kernelsOnly()), "");
+    EXPECT_EQ(fake_.flushPeriodMs, 0u) << "CUPTI's heuristics unless a period is configured";
+  }
+  GpuOptions options = kernelsOnly();
+  options.flushPeriodMs = 250;
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(options), "");
+  EXPECT_EQ(fake_.flushPeriodMs, 250u);
+  source.disable();
+  EXPECT_EQ(fake_.flushPeriodMs, 0u) << "a later CUPTI client starts from CUPTI's defaults";
+}
+
 // ---- buffers, decoding and the recording window -------------------------------------
 
 TEST_F(CuptiSourceTest, CompletedBuffersAreDecodedIntoTheTraceAtStop) {

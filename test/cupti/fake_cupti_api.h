@@ -48,6 +48,7 @@ class FakeCuptiApi final : public CuptiApi {
   std::set<CUpti_ActivityKind> enabledKinds;
   std::set<CallbackKey> enabledCallbacks;
   int flushes = 0;
+  uint32_t flushPeriodMs = 0;  // as last set through activityFlushPeriod
 
   CUptiResult getVersion(uint32_t* version) override {
     *version = CUPTI_API_VERSION;
@@ -104,6 +105,10 @@ class FakeCuptiApi final : public CuptiApi {
   }
   CUptiResult activityFlushAll(uint32_t) override {
     ++flushes;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult activityFlushPeriod(uint32_t milliseconds) override {
+    flushPeriodMs = milliseconds;
     return CUPTI_SUCCESS;
   }
   CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) override {

@@ -69,6 +69,7 @@ class RecordingCupti final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   CUptiResult activityFlushAll(uint32_t) override { return CUPTI_SUCCESS; }
+  CUptiResult activityFlushPeriod(uint32_t) override { return CUPTI_SUCCESS; }
   CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) override {
     *dropped = 0;
     return CUPTI_SUCCESS;

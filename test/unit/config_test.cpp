@@ -50,12 +50,25 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   config.set("host_buffer_mb", "64");
   config.set("gpu_buffer_mb", "32");
   config.set("gpu_buffer_kb", "512");
+  config.set("gpu_flush_ms", "250");
   EXPECT_EQ(config.output, "/tmp/x.json");
   EXPECT_TRUE(config.activities.has(Activity::Kernel));
   EXPECT_EQ(config.logLevel, LogLevel::Debug);
   EXPECT_EQ(config.hostBufferMb, 64u);
   EXPECT_EQ(config.gpuBufferMb, 32u);
   EXPECT_EQ(config.gpuBufferKb, 512u);
+  EXPECT_EQ(config.gpuFlushMs, 250u);
+}
+
+TEST(ConfigTest, FlushPeriodAcceptsZeroAndRejectsAbsurdValues) {
+  Config config;
+  config.set("gpu_flush_ms", "0");
+  EXPECT_EQ(config.gpuFlushMs, 0u);
+  for (const char* bad : {"-1", "1.5", "3600001", "99999999999"}) {
+    std::string message = errorOf([&] { config.set("gpu_flush_ms", bad); });
+    EXPECT_NE(message.find("gpu_flush_ms"), std::string::npos) << bad << ": " << message;
+  }
+  EXPECT_EQ(config.gpuFlushMs, 0u);
 }
 
 TEST(ConfigTest, UnknownKeyIsAnErrorNamingIt) {
