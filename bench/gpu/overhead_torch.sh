@@ -10,14 +10,22 @@
 #   D torch.profiler CPU+CUDA  torch_train.py --mode torch-cpu-cuda
 #   E control: kinetrace run --activities host (the injection loaded, CUPTI never enabled),
 #     which separates the cost of the injection from the cost of CUPTI's activity collection
+#   F control: libcupti_floor.so with the same records as B (concurrent kernels, memcpy,
+#     memset, empty launch callbacks) and nothing else: what CUPTI itself costs
+#   G B with gpu_flush_ms=FLUSH_MS (500): CUPTI's worker thread on a fixed flush period
 #
 # Each run prints the median of its measured steps; a configuration's figure is the median
 # over rounds (every run's figure is listed too: single runs vary by +-15% on a shared
 # machine). Writes OUT_DIR/overhead_torch.md (and the raw lines). Target: B <= 1.05x A.
-# Environment: ROUNDS (5), STEPS (200), WARMUP (20). Exit status 1 when B > 1.05x A.
+# Environment: ROUNDS (5), STEPS (200), WARMUP (20), FLUSH_MS (500). Exit status 1 when
+# B > 1.05x A. The last column shows where the CPU went in each configuration's last run
+# (torch_train.py's threads=: main thread, then the busiest others).
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ensure_built || exit 1
+cmake --build "$BUILD_DIR" --target cupti_floor >&2 || exit 1
+FLOOR=$BUILD_DIR/lib/libcupti_floor.so
+FLUSH_MS=${FLUSH_MS:-500}
 ROUNDS=${ROUNDS:-5}
 STEPS=${STEPS:-200}
 WARMUP=${WARMUP:-20}
@@ -44,6 +52,11 @@ for round in $(seq 1 "$ROUNDS"); do
   run_config D_torch_cpu_cuda "${TRAIN[@]}" --mode torch-cpu-cuda --out "$WORK/torch-$round"
   run_config E_kinetrace_host_only "$KINETRACE" run --output "$WORK/traces-host-$round" --no-summary \
     --activities host -- "${TRAIN[@]}" --mode none
+  run_config F_cupti_floor env CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_KINDS=concurrent_kernel,memcpy,memset \
+    CUPTI_FLOOR_CALLBACKS=1 "${TRAIN[@]}" --mode none
+  run_config G_kinetrace_flush env KINETRACE_GPU_FLUSH_MS="$FLUSH_MS" "$KINETRACE" run --output "$WORK/traces-flush-$round" \
+    --no-summary --activities kernel,memcpy,memset,launch -- "${TRAIN[@]}" --mode none
+  rm -rf "$WORK/traces-host-$round" "$WORK/traces-flush-$round"
   rm -rf "$WORK/torch-$round"  # torch traces are large; kinetrace's are kept for inspection
 done
 
@@ -55,13 +68,14 @@ A=$(median_of "$WORK/A_untraced.out" median_step_ms)
   echo "$ROUNDS interleaved rounds of $STEPS measured steps after $WARMUP warm-up steps;"
   echo "per run the median step, per configuration the median over rounds."
   echo
-  echo "| configuration | median step (ms) | ratio to untraced | each run's median step (ms) |"
-  echo "|---|---|---|---|"
-  for name in A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only; do
+  echo "| configuration | median step (ms) | ratio to untraced | each run's median step (ms) | CPU by thread, last run |"
+  echo "|---|---|---|---|---|"
+  for name in A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor G_kinetrace_flush; do
     value=$(median_of "$WORK/$name.out" median_step_ms)
     runs=$(grep -o 'median_step_ms=[0-9.]*' "$WORK/$name.out" 2>/dev/null | cut -d= -f2 | paste -sd' ')
     ratio=$("$PYTHON" -c "import math; a,b=float('$A'),float('$value'); print('nan' if math.isnan(a) or math.isnan(b) else f'{b/a:.3f}x')")
-    echo "| $name | $value | $ratio | $runs |"
+    threads=$(grep -o 'threads=[^ ]*' "$WORK/$name.out" 2>/dev/null | tail -n 1 | cut -d= -f2)
+    echo "| $name | $value | $ratio | $runs | $threads |"
   done
   echo
   echo "$(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"

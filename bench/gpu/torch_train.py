@@ -25,6 +25,10 @@ Every step ends with torch.cuda.synchronize(), so a step's wall time is its GPU 
 whatever the CPU could not hide. Prints one parseable line on stdout:
 
     RESULT mode=none rank=0 steps=50 median_step_ms=12.345 mean_step_ms=12.400 min_step_ms=12.101
+           threads=main:99%,kinetrace-cupti:1%,python3:0%
+
+threads: CPU use of the busiest threads over the measured steps (per cent of their wall
+time; the main thread first, then the three busiest others, by Linux thread name).
 """
 
 import argparse
@@ -54,6 +58,32 @@ def parse_args():
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--seed", type=int, default=1234)
     return p.parse_args()
+
+
+def thread_cpu_seconds():
+    """{tid: (name, user+system CPU seconds so far)} for every thread of this process."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # the thread exited meanwhile
+        fields = stat[stat.rindex(")") + 2:].split()  # fields from the 3rd (state) on
+        out[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / ticks)
+    return out
+
+
+def thread_cpu_summary(before, after, wall_s):
+    """'main:98%,name:12%,...': the main thread and the three busiest others."""
+    used = {tid: (name, seconds - before.get(tid, (name, 0.0))[1]) for tid, (name, seconds) in after.items()}
+    main = used.pop(os.getpid(), ("main", 0.0))
+    busiest = sorted(used.values(), key=lambda entry: -entry[1])[:3]
+    return ",".join(f"{name.replace(',', '_').replace(' ', '_')}:{100.0 * seconds / wall_s:.0f}%"
+                    for name, seconds in [("main", main[1])] + busiest)
 
 
 class Model(nn.Module):
@@ -117,6 +147,7 @@ def main():
 
     times = []
     on_times, off_times = [], []
+    cpu_before, wall_before = thread_cpu_seconds(), time.perf_counter()
     for i in range(args.steps):
         if args.alternate and i % args.alternate == 0:
             torch.cuda.synchronize()
@@ -129,6 +160,7 @@ def main():
         times.append((time.perf_counter() - start) * 1000.0)
         if args.alternate and i % args.alternate >= args.alternate_skip:
             (on_times if (i // args.alternate) % 2 == 1 else off_times).append(times[-1])
+    threads = thread_cpu_summary(cpu_before, thread_cpu_seconds(), time.perf_counter() - wall_before)
     if args.alternate and (args.steps - 1) // args.alternate % 2 == 1:
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
@@ -154,7 +186,7 @@ def main():
         alternate = f" median_off_ms={off:.4f} median_on_ms={on:.4f} on_off_ratio={on / off:.4f}"
     print(f"RESULT mode={args.mode} rank={rank} steps={args.steps} "
           f"median_step_ms={statistics.median(times):.4f} mean_step_ms={statistics.mean(times):.4f} "
-          f"min_step_ms={min(times):.4f}{alternate}", flush=True)
+          f"min_step_ms={min(times):.4f}{alternate} threads={threads}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include "cupti/cupti_source.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <fmt/format.h>
 
 #include <atomic>
@@ -109,7 +110,11 @@ std::string CuptiSource::enable(const GpuOptions& options) {
   queue_.reserve(pool_->maxBuffers() + 1);
   batch_.reserve(pool_->maxBuffers() + 1);
   quit_ = false;
-  decoderThread_ = std::thread([this] { decoderLoop(); });
+  decoderThread_ = std::thread([this] {
+    // Named so that `top -H` and per-thread CPU accounting show what it is.
+    pthread_setname_np(pthread_self(), "kinetrace-cupti");
+    decoderLoop();
+  });
   setContextSeenHandler(&contextSeen);
   enabled_ = true;
 

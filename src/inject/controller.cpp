@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,7 +160,12 @@ void Controller::begin() {
   }
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
       captureName(config), outputDir_);
-  if (wakeFds_[0] >= 0) controlThread_ = std::thread([this] { controlLoop(); });
+  if (wakeFds_[0] >= 0) {
+    controlThread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "kinetrace-ctl");  // visible in top -H
+      controlLoop();
+    });
+  }
 }
 
 void Controller::startLocked(const char* why) {
