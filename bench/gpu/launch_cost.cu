@@ -7,12 +7,18 @@
 // Run it bare, under `kinetrace run`, and with CUDA_INJECTION64_PATH=libcupti_floor.so.
 // Prints one line:
 //
-//   RESULT launch_ns=2100.0 batch_us=650.0 sync_us=12.0 kernels=300 batches=300
+//   RESULT launch_ns=2100.0 batch_us=650.0 sync_us=12.0 get_device_ns=20.0 stream_query_ns=300.0
+//          kernels=300 batches=300
 //
 //   launch_ns  median over batches of (time to enqueue the batch) / kernels: the host cost
 //              of one launch, what a launch-bound program pays per kernel
 //   batch_us   median time from the first launch to the synchronisation's return
 //   sync_us    median time spent in the synchronisation alone
+//   get_device_ns, stream_query_ns
+//              median cost of a cudaGetDevice() (runtime only) and of a cudaStreamQuery() on
+//              the idle stream (runtime and driver), timed per batch over `kernels` calls:
+//              what a tracer's mere presence adds to every CUDA call, launch or not
+//              (frameworks make several such calls per kernel)
 
 #include <cuda_runtime.h>
 
@@ -62,7 +68,7 @@ int main(int argc, char** argv) {
 
   using Clock = std::chrono::steady_clock;
   auto micros = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
-  std::vector<double> launchNs, batchUs, syncUs;
+  std::vector<double> launchNs, batchUs, syncUs, getDeviceNs, streamQueryNs;
   for (int batch = 0; batch < warmup + batches; ++batch) {
     Clock::time_point start = Clock::now();
     for (int k = 0; k < kernels; ++k) emptyKernel<<<1, 32, 0, stream>>>(nullptr);
@@ -70,13 +76,26 @@ int main(int argc, char** argv) {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     Clock::time_point done = Clock::now();
     check(cudaGetLastError(), "kernel launch");
+
+    int device = -1;
+    Clock::time_point callsStart = Clock::now();
+    for (int k = 0; k < kernels; ++k) check(cudaGetDevice(&device), "cudaGetDevice");
+    Clock::time_point gotDevice = Clock::now();
+    for (int k = 0; k < kernels; ++k) check(cudaStreamQuery(stream), "cudaStreamQuery");
+    Clock::time_point queried = Clock::now();
+
     if (batch < warmup) continue;
     launchNs.push_back(micros(launched - start) * 1000.0 / kernels);
     batchUs.push_back(micros(done - start));
     syncUs.push_back(micros(done - launched));
+    getDeviceNs.push_back(micros(gotDevice - callsStart) * 1000.0 / kernels);
+    streamQueryNs.push_back(micros(queried - gotDevice) * 1000.0 / kernels);
   }
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  std::printf("RESULT launch_ns=%.1f batch_us=%.1f sync_us=%.1f kernels=%d batches=%d\n",
-              median(launchNs), median(batchUs), median(syncUs), kernels, batches);
+  std::printf(
+      "RESULT launch_ns=%.1f batch_us=%.1f sync_us=%.1f get_device_ns=%.1f stream_query_ns=%.1f "
+      "kernels=%d batches=%d\n",
+      median(launchNs), median(batchUs), median(syncUs), median(getDeviceNs), median(streamQueryNs),
+      kernels, batches);
   return 0;
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The cost of tracing measured inside one process: torch_train.py --alternate K runs its
 # measured steps in blocks of K, alternately untraced and traced (the tracer follows the
-# program's cudaProfilerStart/Stop), and reports the median traced step over the median
-# untraced step. Slow and fast phases of the machine hit both kinds of block alike, so
-# this ratio is far steadier than one taken between separate processes.
+# program's cudaProfilerStart/Stop), and reports each traced block's median step over its two
+# untraced neighbours' (paired_ratio; pooled medians too). Slow and fast phases of the
+# machine hit both kinds of block alike, so this is far steadier than a ratio between
+# separate processes. It measures the cost of collecting, not of being loaded: the untraced
+# blocks run with the tracer loaded and subscribed, idle.
 #
 #   bench/gpu/overhead_alternate.sh [BUILD_DIR] [OUT_DIR]
 #
@@ -55,10 +57,11 @@ done
   echo "torch_train.py --alternate $BLOCK: $STEPS measured steps after $WARMUP warm-up; the first 3"
   echo "steps of each block are not counted. $REPEATS runs per configuration, interleaved."
   echo
-  echo "| configuration | median traced / untraced step | each run's ratio | each run's untraced median (ms) |"
-  echo "|---|---|---|---|"
+  echo "| configuration | median paired ratio | each run's paired ratio | each run's pooled ratio | each run's untraced median (ms) |"
+  echo "|---|---|---|---|---|"
   for config in "${ORDER[@]}"; do
-    echo "| $config | $(median_of "$WORK/$config.out" on_off_ratio) |" \
+    echo "| $config | $(median_of "$WORK/$config.out" paired_ratio) |" \
+         "$(grep -o 'paired_ratio=[0-9.]*' "$WORK/$config.out" | cut -d= -f2 | paste -sd' ') |" \
          "$(grep -o 'on_off_ratio=[0-9.]*' "$WORK/$config.out" | cut -d= -f2 | paste -sd' ') |" \
          "$(grep -o 'median_off_ms=[0-9.]*' "$WORK/$config.out" | cut -d= -f2 | paste -sd' ') |"
   done

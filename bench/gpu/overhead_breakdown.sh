@@ -88,15 +88,17 @@ runs() {  # FILE KEY
   echo
   echo "## launch_cost: $BATCHES batches of 300 empty kernels, one stream sync per batch"
   echo
-  echo "| configuration | ns per launch | vs none | batch (us) | vs none | each run's ns per launch |"
-  echo "|---|---|---|---|---|---|"
+  echo "| configuration | ns per launch | vs none | batch (us) | vs none | cudaGetDevice (ns) | cudaStreamQuery (ns) | each run's ns per launch |"
+  echo "|---|---|---|---|---|---|---|---|"
   base_launch=$(median_of "$WORK/launch-none.out" launch_ns)
   base_batch=$(median_of "$WORK/launch-none.out" batch_us)
   for config in "${ORDER[@]}"; do
     [[ $config == torch_cuda ]] && continue
     l=$(median_of "$WORK/launch-$config.out" launch_ns)
     b=$(median_of "$WORK/launch-$config.out" batch_us)
-    echo "| $config | $l | $(ratio "$l" "$base_launch") | $b | $(ratio "$b" "$base_batch") | $(runs "$WORK/launch-$config.out" launch_ns) |"
+    g=$(median_of "$WORK/launch-$config.out" get_device_ns)
+    q=$(median_of "$WORK/launch-$config.out" stream_query_ns)
+    echo "| $config | $l | $(ratio "$l" "$base_launch") | $b | $(ratio "$b" "$base_batch") | $g | $q | $(runs "$WORK/launch-$config.out" launch_ns) |"
   done
   echo
   echo "## torch_train.py: $STEPS steps after $WARMUP warm-up (transformer encoder + AdamW)"

@@ -16,7 +16,10 @@ proof: kinetrace's trace against torch.profiler's, and the cost of each.
                          between blocks, outside the timed steps; run it under
                          `kinetrace run --capture-range=cudaProfilerApi`); the first SKIP
                          steps of each block are not counted, they may overlap a trace being
-                         written. Adds median_off_ms, median_on_ms, on_off_ratio to RESULT
+                         written. Adds median_off_ms, median_on_ms, on_off_ratio (pooled
+                         medians) and paired_ratio to RESULT: the median over traced blocks
+                         of (block median / mean of the two neighbouring untraced blocks'
+                         medians), which cancels slow drifts of the machine's speed
   --out DIR              where the torch modes export their chrome trace (torch_trace.json)
   --distributed          a torchrun worker: reads RANK/WORLD_SIZE, joins a gloo group
                          (every rank may share one GPU), barrier at the end
@@ -147,6 +150,7 @@ def main():
 
     times = []
     on_times, off_times = [], []
+    blocks = []  # (traced, [counted step times]) per block of --alternate steps
     cpu_before, wall_before = thread_cpu_seconds(), time.perf_counter()
     for i in range(args.steps):
         if args.alternate and i % args.alternate == 0:
@@ -159,7 +163,11 @@ def main():
         step(args.warmup + i)
         times.append((time.perf_counter() - start) * 1000.0)
         if args.alternate and i % args.alternate >= args.alternate_skip:
-            (on_times if (i // args.alternate) % 2 == 1 else off_times).append(times[-1])
+            traced = (i // args.alternate) % 2 == 1
+            (on_times if traced else off_times).append(times[-1])
+            if len(blocks) <= i // args.alternate:
+                blocks.append((traced, []))
+            blocks[-1][1].append(times[-1])
     threads = thread_cpu_summary(cpu_before, thread_cpu_seconds(), time.perf_counter() - wall_before)
     if args.alternate and (args.steps - 1) // args.alternate % 2 == 1:
         torch.cuda.synchronize()
@@ -184,6 +192,12 @@ def main():
     if on_times and off_times:
         on, off = statistics.median(on_times), statistics.median(off_times)
         alternate = f" median_off_ms={off:.4f} median_on_ms={on:.4f} on_off_ratio={on / off:.4f}"
+        medians = [(traced, statistics.median(block)) for traced, block in blocks]
+        paired = [median / ((medians[k - 1][1] + medians[k + 1][1]) / 2)
+                  for k, (traced, median) in enumerate(medians)
+                  if traced and 0 < k < len(medians) - 1]
+        if paired:
+            alternate += f" paired_ratio={statistics.median(paired):.4f}"
     print(f"RESULT mode={args.mode} rank={rank} steps={args.steps} "
           f"median_step_ms={statistics.median(times):.4f} mean_step_ms={statistics.mean(times):.4f} "
           f"min_step_ms={min(times):.4f}{alternate} threads={threads}", flush=True)
