@@ -11,7 +11,8 @@
 #   torch_train.py  the PyTorch transformer-encoder + AdamW loop of overhead_torch.sh
 #
 # Environment: ROUNDS (5), STEPS (150), WARMUP (20), BATCHES (300), CONFIGS (all, or a
-# space-separated subset of the names below). Writes OUT_DIR/overhead_breakdown.md.
+# space-separated subset of the names below), WORKLOADS ("launch torch", or one of them).
+# Writes OUT_DIR/overhead_breakdown.md.
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ensure_built || exit 1
@@ -68,7 +69,7 @@ run_one() {
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round of $ROUNDS" >&2
-  for workload in launch torch; do
+  for workload in ${WORKLOADS:-launch torch}; do
     for config in "${ORDER[@]}"; do run_one "$workload" "$config"; done
   done
 done
