@@ -13,12 +13,16 @@
 #   F control: libcupti_floor.so with the same records as B (concurrent kernels, memcpy,
 #     memset, empty launch callbacks) and nothing else: what CUPTI itself costs
 #   G B with gpu_flush_ms=FLUSH_MS (500): CUPTI's worker thread on a fixed flush period
+#   H B in capture-range mode, and the program never calls cudaProfilerStart: kinetrace
+#     loaded and CUPTI subscribed, nothing collected (the cost of being there)
+#   I B with --no-nvtx (NVTX calls made by PyTorch and the CUDA libraries not routed to it)
 #
 # Each run prints the median of its measured steps; a configuration's figure is the median
 # over rounds (every run's figure is listed too: single runs vary by +-15% on a shared
 # machine). Writes OUT_DIR/overhead_torch.md (and the raw lines). Target: B <= 1.05x A.
-# Environment: ROUNDS (5), STEPS (200), WARMUP (20), FLUSH_MS (500). Exit status 1 when
-# B > 1.05x A. The last column shows where the CPU went in each configuration's last run
+# Environment: ROUNDS (5), STEPS (200), WARMUP (20), FLUSH_MS (500), CONFIGS (default
+# "A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor";
+# names as in the table, in the order to run them each round). Exit status 1 when B > 1.05x A. The last column shows where the CPU went in each configuration's last run
 # (torch_train.py's threads=: main thread, then the busiest others).
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -32,33 +36,58 @@ WARMUP=${WARMUP:-20}
 WORK=$OUT_DIR/overhead_torch
 rm -rf "$WORK" && mkdir -p "$WORK"
 TRAIN=("$PYTHON" "$BENCH_DIR/torch_train.py" --steps "$STEPS" --warmup "$WARMUP")
+RUN=("$KINETRACE" run --output "$WORK/traces" --no-summary)
+FULL=(--activities kernel,memcpy,memset,launch)
+ALL=(A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor
+     G_kinetrace_flush H_kinetrace_idle I_kinetrace_no_nvtx)
+read -r -a CONFIGS <<< "${CONFIGS:-A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor}"
+for name in "${CONFIGS[@]}"; do
+  [[ " ${ALL[*]} " == *" $name "* ]] || { echo "unknown configuration $name (known: ${ALL[*]})" >&2; exit 2; }
+done
 
-run_config() {  # NAME COMMAND...
-  local name=$1
-  shift
-  if "$@" >> "$WORK/$name.out" 2>> "$WORK/$name.err"; then
+run_config() {  # NAME: one run of that configuration, its RESULT line appended to WORK/NAME.out
+  local name=$1 command
+  case $name in
+    A_untraced) command=("${TRAIN[@]}" --mode none) ;;
+    B_kinetrace) command=("${RUN[@]}" "${FULL[@]}" -- "${TRAIN[@]}" --mode none) ;;
+    C_torch_cuda) command=("${TRAIN[@]}" --mode torch-cuda --out "$WORK/torch") ;;
+    D_torch_cpu_cuda) command=("${TRAIN[@]}" --mode torch-cpu-cuda --out "$WORK/torch") ;;
+    E_kinetrace_host_only) command=("${RUN[@]}" --activities host -- "${TRAIN[@]}" --mode none) ;;
+    F_cupti_floor) command=(env CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_KINDS=concurrent_kernel,memcpy,memset
+                            CUPTI_FLOOR_CALLBACKS=1 "${TRAIN[@]}" --mode none) ;;
+    G_kinetrace_flush) command=(env KINETRACE_GPU_FLUSH_MS="$FLUSH_MS" "${RUN[@]}" "${FULL[@]}" -- "${TRAIN[@]}" --mode none) ;;
+    H_kinetrace_idle) command=("${RUN[@]}" "${FULL[@]}" --capture-range=cudaProfilerApi -- "${TRAIN[@]}" --mode none) ;;
+    I_kinetrace_no_nvtx) command=("${RUN[@]}" "${FULL[@]}" --no-nvtx -- "${TRAIN[@]}" --mode none) ;;
+  esac
+  if "${command[@]}" >> "$WORK/$name.out" 2>> "$WORK/$name.err"; then
     grep '^RESULT' "$WORK/$name.out" | tail -n 1
   else
     echo "$name: run failed (see $WORK/$name.err)" >&2
   fi
+  # Traces deleted at once: their pages are then never written back during a later run.
+  rm -rf "$WORK/traces" "$WORK/torch"
 }
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round of $ROUNDS"
-  run_config A_untraced "${TRAIN[@]}" --mode none
-  run_config B_kinetrace "$KINETRACE" run --output "$WORK/traces-$round" --no-summary \
-    --activities kernel,memcpy,memset,launch -- "${TRAIN[@]}" --mode none
-  run_config C_torch_cuda "${TRAIN[@]}" --mode torch-cuda --out "$WORK/torch-$round"
-  run_config D_torch_cpu_cuda "${TRAIN[@]}" --mode torch-cpu-cuda --out "$WORK/torch-$round"
-  run_config E_kinetrace_host_only "$KINETRACE" run --output "$WORK/traces-host-$round" --no-summary \
-    --activities host -- "${TRAIN[@]}" --mode none
-  run_config F_cupti_floor env CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_KINDS=concurrent_kernel,memcpy,memset \
-    CUPTI_FLOOR_CALLBACKS=1 "${TRAIN[@]}" --mode none
-  run_config G_kinetrace_flush env KINETRACE_GPU_FLUSH_MS="$FLUSH_MS" "$KINETRACE" run --output "$WORK/traces-flush-$round" \
-    --no-summary --activities kernel,memcpy,memset,launch -- "${TRAIN[@]}" --mode none
-  rm -rf "$WORK/traces-host-$round" "$WORK/traces-flush-$round"
-  rm -rf "$WORK/torch-$round"  # torch traces are large; kinetrace's are kept for inspection
+  for name in "${CONFIGS[@]}"; do run_config "$name"; done
 done
+
+# per_round_ratio BASE_FILE FILE: the median over rounds of (this round's run / this round's
+# untraced run); "-" unless both have one result per round.
+per_round_ratio() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import re, statistics, sys
+def steps(path):
+    try:
+        return [float(m.group(1)) for line in open(path)
+                for m in [re.search(r"median_step_ms=([0-9.]+)", line)] if line.startswith("RESULT") and m]
+    except OSError:
+        return []
+base, runs = steps(sys.argv[1]), steps(sys.argv[2])
+print(f"{statistics.median(r / b for r, b in zip(runs, base)):.3f}x" if runs and len(runs) == len(base) else "-")
+PY
+}
 
 A=$(median_of "$WORK/A_untraced.out" median_step_ms)
 {
@@ -68,14 +97,15 @@ A=$(median_of "$WORK/A_untraced.out" median_step_ms)
   echo "$ROUNDS interleaved rounds of $STEPS measured steps after $WARMUP warm-up steps;"
   echo "per run the median step, per configuration the median over rounds."
   echo
-  echo "| configuration | median step (ms) | ratio to untraced | each run's median step (ms) | CPU by thread, last run |"
-  echo "|---|---|---|---|---|"
-  for name in A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor G_kinetrace_flush; do
+  echo "| configuration | median step (ms) | ratio to untraced | median of per-round ratios | each run's median step (ms) | CPU by thread, last run |"
+  echo "|---|---|---|---|---|---|"
+  for name in "${CONFIGS[@]}"; do
     value=$(median_of "$WORK/$name.out" median_step_ms)
     runs=$(grep -o 'median_step_ms=[0-9.]*' "$WORK/$name.out" 2>/dev/null | cut -d= -f2 | paste -sd' ')
     ratio=$("$PYTHON" -c "import math; a,b=float('$A'),float('$value'); print('nan' if math.isnan(a) or math.isnan(b) else f'{b/a:.3f}x')")
     threads=$(grep -o 'threads=[^ ]*' "$WORK/$name.out" 2>/dev/null | tail -n 1 | cut -d= -f2)
-    echo "| $name | $value | $ratio | $runs | $threads |"
+    paired=$(per_round_ratio "$WORK/A_untraced.out" "$WORK/$name.out")
+    echo "| $name | $value | $ratio | $paired | $runs | $threads |"
   done
   echo
   echo "$(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
