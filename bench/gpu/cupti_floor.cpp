@@ -70,17 +70,20 @@ std::vector<CUpti_ActivityKind> gKinds;
 
 void enableKinds(bool enable) {
   for (CUpti_ActivityKind kind : gKinds) {
-    check(enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind), "cuptiActivityEnable/Disable");
+    check(enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind),
+          "cuptiActivityEnable/Disable");
   }
 }
 
 // Launch callbacks do nothing; profiler-control callbacks turn the kinds on and off.
-void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                         const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && info->callbackSite == CUPTI_API_EXIT) {
     enableKinds(true);
-  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop && info->callbackSite == CUPTI_API_ENTER) {
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop &&
+             info->callbackSite == CUPTI_API_ENTER) {
     cuptiActivityFlushAll(0);
     enableKinds(false);
   }
@@ -113,12 +116,18 @@ std::vector<CUpti_ActivityKind> requestedKinds() {
     size_t end = kinds.find(',', begin);
     if (end == std::string::npos) end = kinds.size();
     std::string name = kinds.substr(begin, end - begin);
-    if (name == "concurrent_kernel") out.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    else if (name == "kernel") out.push_back(CUPTI_ACTIVITY_KIND_KERNEL);
-    else if (name == "memcpy") out.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
-    else if (name == "memset") out.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
-    else if (name == "runtime") out.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
-    else if (!name.empty()) std::fprintf(stderr, "cupti_floor: unknown kind '%s' ignored\n", name.c_str());
+    if (name == "concurrent_kernel")
+      out.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    else if (name == "kernel")
+      out.push_back(CUPTI_ACTIVITY_KIND_KERNEL);
+    else if (name == "memcpy")
+      out.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    else if (name == "memset")
+      out.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+    else if (name == "runtime")
+      out.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    else if (!name.empty())
+      std::fprintf(stderr, "cupti_floor: unknown kind '%s' ignored\n", name.c_str());
     begin = end + 1;
   }
   return out;
@@ -127,20 +136,26 @@ std::vector<CUpti_ActivityKind> requestedKinds() {
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  if (const char* mb = knob("CUPTI_FLOOR_BUFFER_MB")) gBufferBytes = std::strtoull(mb, nullptr, 10) << 20;
-  gZeroed = knob("CUPTI_FLOOR_ZEROED") != nullptr && std::strcmp(knob("CUPTI_FLOOR_ZEROED"), "1") == 0;
-  if (gZeroed) setFlag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1, "zeroed-buffer attribute");
+  if (const char* mb = knob("CUPTI_FLOOR_BUFFER_MB"))
+    gBufferBytes = std::strtoull(mb, nullptr, 10) << 20;
+  gZeroed =
+      knob("CUPTI_FLOOR_ZEROED") != nullptr && std::strcmp(knob("CUPTI_FLOOR_ZEROED"), "1") == 0;
+  if (gZeroed)
+    setFlag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1, "zeroed-buffer attribute");
   if (const char* pinned = knob("CUPTI_FLOOR_PINNED")) {
-    setFlag(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, pinned[0] == '1', "pinned attribute");
+    setFlag(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, pinned[0] == '1',
+            "pinned attribute");
   }
   if (const char* count = knob("CUPTI_FLOOR_PREALLOCATE")) {
-    setAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, std::strtoull(count, nullptr, 10),
-                 "pre-allocation attribute");
+    setAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
+                 std::strtoull(count, nullptr, 10), "pre-allocation attribute");
   }
   if (const char* ms = knob("CUPTI_FLOOR_FLUSH_MS")) {
-    check(cuptiActivityFlushPeriod(static_cast<uint32_t>(std::strtoul(ms, nullptr, 10))), "flush period");
+    check(cuptiActivityFlushPeriod(static_cast<uint32_t>(std::strtoul(ms, nullptr, 10))),
+          "flush period");
   }
-  const bool launchCallbacks = knob("CUPTI_FLOOR_CALLBACKS") != nullptr && knob("CUPTI_FLOOR_CALLBACKS")[0] == '1';
+  const bool launchCallbacks =
+      knob("CUPTI_FLOOR_CALLBACKS") != nullptr && knob("CUPTI_FLOOR_CALLBACKS")[0] == '1';
   const bool toggle = knob("CUPTI_FLOOR_TOGGLE") != nullptr && knob("CUPTI_FLOOR_TOGGLE")[0] == '1';
   if (launchCallbacks || toggle) {
     CUpti_SubscriberHandle subscriber = nullptr;
@@ -148,16 +163,20 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     if (launchCallbacks) {
       for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                                   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060}) {
-        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback");
+        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id),
+              "cuptiEnableCallback");
       }
     }
     if (toggle) {
-      for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}) {
-        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback");
+      for (CUpti_CallbackId id :
+           {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}) {
+        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id),
+              "cuptiEnableCallback");
       }
     }
   }
-  check(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted), "cuptiActivityRegisterCallbacks");
+  check(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted),
+        "cuptiActivityRegisterCallbacks");
   gKinds = requestedKinds();
   if (!toggle) enableKinds(true);
   std::atexit(&report);

@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
   using Clock = std::chrono::steady_clock;
-  auto micros = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  auto micros = [](Clock::duration d) {
+    return std::chrono::duration<double, std::micro>(d).count();
+  };
   std::vector<double> launchNs, batchUs, syncUs, getDeviceNs, streamQueryNs;
   for (int batch = 0; batch < warmup + batches; ++batch) {
     Clock::time_point start = Clock::now();
