@@ -102,8 +102,8 @@ std::string CuptiSource::enable(const GpuOptions& options) {
   if (options.flushPeriodMs > 0) {
     CUptiResult result = cupti.activityFlushPeriod(options.flushPeriodMs);
     if (result != CUPTI_SUCCESS) {
-      log(LogLevel::Warning, "CUPTI kept its own flush timing (gpu_flush_ms={}): {}", options.flushPeriodMs,
-          describeCuptiResult(result));
+      log(LogLevel::Warning, "CUPTI kept its own flush timing (gpu_flush_ms={}): {}",
+          options.flushPeriodMs, describeCuptiResult(result));
     }
   }
   pool_ = std::make_unique<BufferPool>(options.bufferBytes, options.capBytes);

@@ -209,8 +209,8 @@ void Config::set(std::string_view key, std::string_view value) {
   } else if (name == "gpu_flush_ms") {
     std::size_t ms = parseSize(name, value, 0);
     if (ms > 3600 * 1000) {
-      throw Error(fmt::format("kinetrace config: gpu_flush_ms must be at most 3600000 (an hour), got \"{}\"",
-                              value));
+      throw Error(fmt::format(
+          "kinetrace config: gpu_flush_ms must be at most 3600000 (an hour), got \"{}\"", value));
     }
     gpuFlushMs = static_cast<uint32_t>(ms);
   } else if (name == "delay") {
@@ -238,7 +238,8 @@ void Config::set(std::string_view key, std::string_view value) {
   } else {
     throw Error(fmt::format(
         "kinetrace config: unknown key \"{}\" (known: output, activities, log_level, "
-        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb, gpu_flush_ms, delay, duration, capture_range, run_id)",
+        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb, gpu_flush_ms, delay, duration, "
+        "capture_range, run_id)",
         key));
   }
 }

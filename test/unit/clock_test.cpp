@@ -54,7 +54,9 @@ TEST(ClockTest, ConversionsFromOtherThreadsDuringRecalibrationStayOnTheLine) {
       int64_t converted = clock.nowNs();
       int64_t after = Clock::realtimeNs();
       if (after - before > 100'000) continue;
-      int64_t error = converted < before ? before - converted : converted > after ? converted - after : 0;
+      int64_t error = converted < before  ? before - converted
+                      : converted > after ? converted - after
+                                          : 0;
       if (error > worst.load()) worst.store(error);
     }
   });
