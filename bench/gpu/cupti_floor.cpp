@@ -9,7 +9,9 @@
 // Knobs (environment; each defaults to CUPTI's own default):
 //   CUPTI_FLOOR_KINDS        comma list of concurrent_kernel, kernel, memcpy, memset, runtime
 //                            (default concurrent_kernel); empty: subscribe only
-//   CUPTI_FLOOR_CALLBACKS    1: an empty runtime-API callback on the kernel-launch entry points
+//   CUPTI_FLOOR_CALLBACKS    1: an empty runtime-API callback on the kernel-launch entry points;
+//                            2: also on the driver's (cuLaunchKernel, which CUDA 13 reports
+//                            nested in every runtime launch), as kinetrace enables them
 //   CUPTI_FLOOR_BUFFER_MB    size of each activity buffer handed to CUPTI (default 4)
 //   CUPTI_FLOOR_ZEROED       1: buffers are zeroed before CUPTI asks for them and CUPTI is told
 //                            so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER)
@@ -154,8 +156,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     check(cuptiActivityFlushPeriod(static_cast<uint32_t>(std::strtoul(ms, nullptr, 10))),
           "flush period");
   }
-  const bool launchCallbacks =
-      knob("CUPTI_FLOOR_CALLBACKS") != nullptr && knob("CUPTI_FLOOR_CALLBACKS")[0] == '1';
+  const char* callbacks = knob("CUPTI_FLOOR_CALLBACKS");
+  const bool launchCallbacks = callbacks != nullptr && (callbacks[0] == '1' || callbacks[0] == '2');
+  const bool driverCallbacks = callbacks != nullptr && callbacks[0] == '2';
   const bool toggle = knob("CUPTI_FLOOR_TOGGLE") != nullptr && knob("CUPTI_FLOOR_TOGGLE")[0] == '1';
   if (launchCallbacks || toggle) {
     CUpti_SubscriberHandle subscriber = nullptr;
@@ -164,6 +167,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                                   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060}) {
         check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id),
+              "cuptiEnableCallback");
+      }
+    }
+    if (driverCallbacks) {
+      for (CUpti_CallbackId id :
+           {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx}) {
+        check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id),
               "cuptiEnableCallback");
       }
     }

@@ -31,6 +31,7 @@ declare -A PREFIX=(
   [none]="env"
   [floor_subscribe]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS="
   [floor_callbacks]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS= CUPTI_FLOOR_CALLBACKS=1"
+  [floor_callbacks_driver]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS= CUPTI_FLOOR_CALLBACKS=2"
   [floor_kernel]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel"
   [floor_kernel_zeroed]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_ZEROED=1"
   [floor_kernel_pinned]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_PINNED=1"
@@ -41,7 +42,7 @@ declare -A PREFIX=(
   [kinetrace_kernel]="$KINETRACE run --no-summary --output $WORK/traces --activities kernel --"
   [kinetrace_full]="$KINETRACE run --no-summary --output $WORK/traces --activities kernel,memcpy,memset,launch --"
 )
-ORDER=(none floor_subscribe floor_callbacks floor_kernel floor_kernel_zeroed floor_kernel_pinned
+ORDER=(none floor_subscribe floor_callbacks floor_callbacks_driver floor_kernel floor_kernel_zeroed floor_kernel_pinned
        floor_kernel_flush floor_kernel_serial kinetrace_host kinetrace_launch kinetrace_kernel
        kinetrace_full torch_cuda)
 if [[ ${CONFIGS:-all} != all ]]; then read -r -a ORDER <<< "$CONFIGS"; fi
