@@ -16,6 +16,8 @@
 #   H B in capture-range mode, and the program never calls cudaProfilerStart: kinetrace
 #     loaded and CUPTI subscribed, nothing collected (the cost of being there)
 #   I B with --no-nvtx (NVTX calls made by PyTorch and the CUDA libraries not routed to it)
+#   J kinetrace --activities launch: launch correlation without GPU records; its traces'
+#     cudaLaunchKernel durations against B's show what the records add to each launch
 #
 # Each run prints the median of its measured steps; a configuration's figure is the median
 # over rounds (every run's figure is listed too: single runs vary by +-15% on a shared
@@ -39,7 +41,7 @@ TRAIN=("$PYTHON" "$BENCH_DIR/torch_train.py" --steps "$STEPS" --warmup "$WARMUP"
 RUN=("$KINETRACE" run --output "$WORK/traces" --no-summary)
 FULL=(--activities kernel,memcpy,memset,launch)
 ALL=(A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor
-     G_kinetrace_flush H_kinetrace_idle I_kinetrace_no_nvtx)
+     G_kinetrace_flush H_kinetrace_idle I_kinetrace_no_nvtx J_kinetrace_launch_only)
 read -r -a CONFIGS <<< "${CONFIGS:-A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor}"
 for name in "${CONFIGS[@]}"; do
   [[ " ${ALL[*]} " == *" $name "* ]] || { echo "unknown configuration $name (known: ${ALL[*]})" >&2; exit 2; }
@@ -58,11 +60,18 @@ run_config() {  # NAME: one run of that configuration, its RESULT line appended 
     G_kinetrace_flush) command=(env KINETRACE_GPU_FLUSH_MS="$FLUSH_MS" "${RUN[@]}" "${FULL[@]}" -- "${TRAIN[@]}" --mode none) ;;
     H_kinetrace_idle) command=("${RUN[@]}" "${FULL[@]}" --capture-range=cudaProfilerApi -- "${TRAIN[@]}" --mode none) ;;
     I_kinetrace_no_nvtx) command=("${RUN[@]}" "${FULL[@]}" --no-nvtx -- "${TRAIN[@]}" --mode none) ;;
+    J_kinetrace_launch_only) command=("${RUN[@]}" --activities launch -- "${TRAIN[@]}" --mode none) ;;
   esac
   if "${command[@]}" >> "$WORK/$name.out" 2>> "$WORK/$name.err"; then
     grep '^RESULT' "$WORK/$name.out" | tail -n 1
   else
     echo "$name: run failed (see $WORK/$name.err)" >&2
+  fi
+  # How long the launch calls took, from kinetrace's own trace of the run.
+  local trace
+  trace=$(find "$WORK/traces" -name 'kinetrace-*.json' ! -name '*.summary.json' 2>/dev/null | head -n 1)
+  if [[ -n $trace ]]; then
+    "$PYTHON" "$BENCH_DIR/api_durations.py" "$trace" --name cudaLaunchKernel >> "$WORK/$name.api" 2>&1
   fi
   # Traces deleted at once: their pages are then never written back during a later run.
   rm -rf "$WORK/traces" "$WORK/torch"
@@ -97,15 +106,18 @@ A=$(median_of "$WORK/A_untraced.out" median_step_ms)
   echo "$ROUNDS interleaved rounds of $STEPS measured steps after $WARMUP warm-up steps;"
   echo "per run the median step, per configuration the median over rounds."
   echo
-  echo "| configuration | median step (ms) | ratio to untraced | median of per-round ratios | each run's median step (ms) | CPU by thread, last run |"
-  echo "|---|---|---|---|---|---|"
+  echo "| configuration | median step (ms) | ratio to untraced | median of per-round ratios | cudaLaunchKernel (us) | each run's median step (ms) | CPU by thread, last run |"
+  echo "|---|---|---|---|---|---|---|"
   for name in "${CONFIGS[@]}"; do
     value=$(median_of "$WORK/$name.out" median_step_ms)
     runs=$(grep -o 'median_step_ms=[0-9.]*' "$WORK/$name.out" 2>/dev/null | cut -d= -f2 | paste -sd' ')
     ratio=$("$PYTHON" -c "import math; a,b=float('$A'),float('$value'); print('nan' if math.isnan(a) or math.isnan(b) else f'{b/a:.3f}x')")
     threads=$(grep -o 'threads=[^ ]*' "$WORK/$name.out" 2>/dev/null | tail -n 1 | cut -d= -f2)
     paired=$(per_round_ratio "$WORK/A_untraced.out" "$WORK/$name.out")
-    echo "| $name | $value | $ratio | $paired | $runs | $threads |"
+    launch=-
+    [[ -f $WORK/$name.api ]] && launch=$(sed 's/^API/RESULT/' "$WORK/$name.api" > "$WORK/$name.api.lines" \
+                                         && median_of "$WORK/$name.api.lines" median_us)
+    echo "| $name | $value | $ratio | $paired | $launch | $runs | $threads |"
   done
   echo
   echo "$(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
