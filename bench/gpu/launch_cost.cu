@@ -2,7 +2,12 @@
 // kernels launched back to back, each batch ended by a stream synchronisation, the shape of
 // one training step of a launch-bound program.
 //
-//   launch_cost [--batches 300] [--kernels 300] [--warmup 30]
+//   launch_cost [--batches 300] [--kernels 300] [--warmup 30] [--functions 1] [--param-bytes 16]
+//
+//   --functions F     launches cycle through F distinct kernel functions (1-64), as a
+//                     framework's do (a PyTorch training step launches about 44)
+//   --param-bytes B   each kernel takes a B-byte parameter block: 16, 1024 or 4000
+//                     (framework kernels pass structs of hundreds of bytes)
 //
 // Run it bare, under `kinetrace run`, and with CUDA_INJECTION64_PATH=libcupti_floor.so.
 // Prints one line:
@@ -27,12 +32,41 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace {
 
-__global__ void emptyKernel(int* sink) {
-  if (sink != nullptr && threadIdx.x == 1024) *sink = 0;  // never true: keeps the launch real
+template <int Bytes>
+struct ParameterBlock {
+  unsigned char bytes[Bytes];
+};
+
+// Does nothing; one instantiation per (Id, Bytes) is one distinct function to the driver.
+template <int Id, int Bytes>
+__global__ void emptyKernel(ParameterBlock<Bytes> block, int* sink) {
+  if (sink != nullptr && threadIdx.x == 1024) *sink = block.bytes[Id % Bytes];  // never true
+}
+
+constexpr int kMaxFunctions = 64;
+
+template <int Bytes, int... Ids>
+std::vector<const void*> kernelTable(std::integer_sequence<int, Ids...>) {
+  return {reinterpret_cast<const void*>(&emptyKernel<Ids, Bytes>)...};
+}
+
+std::vector<const void*> kernelsWithParameterBytes(int bytes) {
+  auto ids = std::make_integer_sequence<int, kMaxFunctions>();
+  switch (bytes) {
+    case 16:
+      return kernelTable<16>(ids);
+    case 1024:
+      return kernelTable<1024>(ids);
+    case 4000:
+      return kernelTable<4000>(ids);
+    default:
+      return {};
+  }
 }
 
 void check(cudaError_t status, const char* what) {
@@ -59,10 +93,20 @@ int main(int argc, char** argv) {
   const int batches = argument(argc, argv, "--batches", 300);
   const int kernels = argument(argc, argv, "--kernels", 300);
   const int warmup = argument(argc, argv, "--warmup", 30);
-  if (batches <= 0 || kernels <= 0 || warmup < 0) {
-    std::fprintf(stderr, "usage: launch_cost [--batches N>0] [--kernels N>0] [--warmup N>=0]\n");
+  const int functions = argument(argc, argv, "--functions", 1);
+  const int parameterBytes = argument(argc, argv, "--param-bytes", 16);
+  const std::vector<const void*> table = kernelsWithParameterBytes(parameterBytes);
+  if (batches <= 0 || kernels <= 0 || warmup < 0 || functions < 1 || functions > kMaxFunctions ||
+      table.empty()) {
+    std::fprintf(stderr,
+                 "usage: launch_cost [--batches N>0] [--kernels N>0] [--warmup N>=0] "
+                 "[--functions 1-64] [--param-bytes 16|1024|4000]\n");
     return 2;
   }
+  // Argument storage big enough for the largest block; its contents do not matter.
+  std::vector<unsigned char> parameters(4000, 0);
+  int* noSink = nullptr;
+  void* arguments[] = {parameters.data(), &noSink};
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
@@ -73,7 +117,10 @@ int main(int argc, char** argv) {
   std::vector<double> launchNs, batchUs, syncUs, getDeviceNs, streamQueryNs;
   for (int batch = 0; batch < warmup + batches; ++batch) {
     Clock::time_point start = Clock::now();
-    for (int k = 0; k < kernels; ++k) emptyKernel<<<1, 32, 0, stream>>>(nullptr);
+    for (int k = 0; k < kernels; ++k) {
+      check(cudaLaunchKernel(table[k % functions], dim3(1), dim3(32), arguments, 0, stream),
+            "cudaLaunchKernel");
+    }
     Clock::time_point launched = Clock::now();
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     Clock::time_point done = Clock::now();
@@ -96,8 +143,8 @@ int main(int argc, char** argv) {
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   std::printf(
       "RESULT launch_ns=%.1f batch_us=%.1f sync_us=%.1f get_device_ns=%.1f stream_query_ns=%.1f "
-      "kernels=%d batches=%d\n",
+      "kernels=%d batches=%d functions=%d param_bytes=%d\n",
       median(launchNs), median(batchUs), median(syncUs), median(getDeviceNs), median(streamQueryNs),
-      kernels, batches);
+      kernels, batches, functions, parameterBytes);
   return 0;
 }

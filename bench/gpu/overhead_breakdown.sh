@@ -5,13 +5,17 @@
 #
 #   bench/gpu/overhead_breakdown.sh [BUILD_DIR] [OUT_DIR]
 #
-# Two workloads:
-#   launch_cost     batches of 300 empty kernels, one sync per batch (no Python): host ns per
-#                   launch and batch time
-#   torch_train.py  the PyTorch transformer-encoder + AdamW loop of overhead_torch.sh
+# Three workloads:
+#   launch          launch_cost: batches of 300 empty kernels of one function, one sync per
+#                   batch (no Python): host ns per launch and batch time
+#   launch_varied   the same, cycling through 44 kernel functions with 1 KB of parameters
+#                   each, closer to what a framework launches
+#   torch           torch_train.py, the PyTorch transformer-encoder + AdamW loop of
+#                   overhead_torch.sh
 #
 # Environment: ROUNDS (5), STEPS (150), WARMUP (20), BATCHES (300), CONFIGS (all, or a
-# space-separated subset of the names below), WORKLOADS ("launch torch", or one of them).
+# space-separated subset of the names below), WORKLOADS ("launch launch_varied torch", or
+# some of them).
 # Writes OUT_DIR/overhead_breakdown.md.
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -51,9 +55,10 @@ if [[ ${CONFIGS:-all} != all ]]; then read -r -a ORDER <<< "$CONFIGS"; fi
 run_one() {
   local workload=$1 config=$2 out=$WORK/$1-$2.out err=$WORK/$1-$2.err
   local program
-  if [[ $workload == launch ]]; then
+  if [[ $workload == launch* ]]; then
     [[ $config == torch_cuda ]] && return 0  # torch.profiler traces Python programs only
     program=("$LAUNCH_COST" --batches "$BATCHES")
+    [[ $workload == launch_varied ]] && program+=(--functions 44 --param-bytes 1024)
   else
     program=("$PYTHON" "$BENCH_DIR/torch_train.py" --steps "$STEPS" --warmup "$WARMUP")
     if [[ $config == torch_cuda ]]; then
@@ -70,7 +75,7 @@ run_one() {
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round of $ROUNDS" >&2
-  for workload in ${WORKLOADS:-launch torch}; do
+  for workload in ${WORKLOADS:-launch launch_varied torch}; do
     for config in "${ORDER[@]}"; do run_one "$workload" "$config"; done
   done
 done
@@ -88,21 +93,29 @@ runs() {  # FILE KEY
   echo "configuration the median over runs. \`floor_*\`: libcupti_floor.so (CUPTI's activity"
   echo "API and nothing else; see bench/gpu/cupti_floor.cpp for each setting)."
   echo
-  echo "## launch_cost: $BATCHES batches of 300 empty kernels, one stream sync per batch"
-  echo
-  echo "| configuration | ns per launch | vs none | batch (us) | vs none | cudaGetDevice (ns) | cudaStreamQuery (ns) | each run's ns per launch |"
-  echo "|---|---|---|---|---|---|---|---|"
-  base_launch=$(median_of "$WORK/launch-none.out" launch_ns)
-  base_batch=$(median_of "$WORK/launch-none.out" batch_us)
-  for config in "${ORDER[@]}"; do
-    [[ $config == torch_cuda ]] && continue
-    l=$(median_of "$WORK/launch-$config.out" launch_ns)
-    b=$(median_of "$WORK/launch-$config.out" batch_us)
-    g=$(median_of "$WORK/launch-$config.out" get_device_ns)
-    q=$(median_of "$WORK/launch-$config.out" stream_query_ns)
-    echo "| $config | $l | $(ratio "$l" "$base_launch") | $b | $(ratio "$b" "$base_batch") | $g | $q | $(runs "$WORK/launch-$config.out" launch_ns) |"
+  for workload in launch launch_varied; do
+    [[ -f $WORK/$workload-none.out ]] || continue
+    if [[ $workload == launch ]]; then
+      echo "## launch_cost: $BATCHES batches of 300 empty kernels, one stream sync per batch"
+    else
+      echo "## launch_cost --functions 44 --param-bytes 1024: the same, 44 kernel functions in turn, 1 KB of parameters each"
+    fi
+    echo
+    echo "| configuration | ns per launch | vs none | batch (us) | vs none | cudaGetDevice (ns) | cudaStreamQuery (ns) | each run's ns per launch |"
+    echo "|---|---|---|---|---|---|---|---|"
+    base_launch=$(median_of "$WORK/$workload-none.out" launch_ns)
+    base_batch=$(median_of "$WORK/$workload-none.out" batch_us)
+    for config in "${ORDER[@]}"; do
+      [[ $config == torch_cuda ]] && continue
+      out=$WORK/$workload-$config.out
+      l=$(median_of "$out" launch_ns)
+      b=$(median_of "$out" batch_us)
+      g=$(median_of "$out" get_device_ns)
+      q=$(median_of "$out" stream_query_ns)
+      echo "| $config | $l | $(ratio "$l" "$base_launch") | $b | $(ratio "$b" "$base_batch") | $g | $q | $(runs "$out" launch_ns) |"
+    done
+    echo
   done
-  echo
   echo "## torch_train.py: $STEPS steps after $WARMUP warm-up (transformer encoder + AdamW)"
   echo
   echo "| configuration | median step (ms) | vs none | each run's median step (ms) |"
