@@ -17,7 +17,8 @@
 #     loaded and CUPTI subscribed, nothing collected (the cost of being there)
 #   I B with --no-nvtx (NVTX calls made by PyTorch and the CUDA libraries not routed to it)
 #   J kinetrace --activities launch: launch correlation without GPU records; its traces'
-#     cudaLaunchKernel durations against B's show what the records add to each launch
+#     cudaLaunchKernel durations against B's show what the records add to each launch, and
+#     the time between calls (the program's own code) whether they slow the program around it
 #
 # Each run prints the median of its measured steps; a configuration's figure is the median
 # over rounds (every run's figure is listed too: single runs vary by +-15% on a shared
@@ -71,7 +72,7 @@ run_config() {  # NAME: one run of that configuration, its RESULT line appended 
   local trace
   trace=$(find "$WORK/traces" -name 'kinetrace-*.json' ! -name '*.summary.json' 2>/dev/null | head -n 1)
   if [[ -n $trace ]]; then
-    "$PYTHON" "$BENCH_DIR/api_durations.py" "$trace" --name cudaLaunchKernel >> "$WORK/$name.api" 2>&1
+    "$PYTHON" "$BENCH_DIR/api_durations.py" "$trace" --name cudaLaunchKernel --gaps >> "$WORK/$name.api" 2>&1
   fi
   # Traces deleted at once: their pages are then never written back during a later run.
   rm -rf "$WORK/traces" "$WORK/torch"
@@ -106,18 +107,22 @@ A=$(median_of "$WORK/A_untraced.out" median_step_ms)
   echo "$ROUNDS interleaved rounds of $STEPS measured steps after $WARMUP warm-up steps;"
   echo "per run the median step, per configuration the median over rounds."
   echo
-  echo "| configuration | median step (ms) | ratio to untraced | median of per-round ratios | cudaLaunchKernel (us) | each run's median step (ms) | CPU by thread, last run |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| configuration | median step (ms) | ratio to untraced | median of per-round ratios | cudaLaunchKernel (us) | between calls (us) | each run's median step (ms) | CPU by thread, last run |"
+  echo "|---|---|---|---|---|---|---|---|"
   for name in "${CONFIGS[@]}"; do
     value=$(median_of "$WORK/$name.out" median_step_ms)
     runs=$(grep -o 'median_step_ms=[0-9.]*' "$WORK/$name.out" 2>/dev/null | cut -d= -f2 | paste -sd' ')
     ratio=$("$PYTHON" -c "import math; a,b=float('$A'),float('$value'); print('nan' if math.isnan(a) or math.isnan(b) else f'{b/a:.3f}x')")
     threads=$(grep -o 'threads=[^ ]*' "$WORK/$name.out" 2>/dev/null | tail -n 1 | cut -d= -f2)
     paired=$(per_round_ratio "$WORK/A_untraced.out" "$WORK/$name.out")
-    launch=-
-    [[ -f $WORK/$name.api ]] && launch=$(sed 's/^API/RESULT/' "$WORK/$name.api" > "$WORK/$name.api.lines" \
-                                         && median_of "$WORK/$name.api.lines" median_us)
-    echo "| $name | $value | $ratio | $paired | $launch | $runs | $threads |"
+    launch=- between=-
+    if [[ -f $WORK/$name.api ]]; then  # medians over runs of each trace's medians
+      sed -n 's/^API/RESULT/p' "$WORK/$name.api" > "$WORK/$name.launch.lines"
+      sed -n 's/^GAPS/RESULT/p' "$WORK/$name.api" > "$WORK/$name.gaps.lines"
+      launch=$(median_of "$WORK/$name.launch.lines" median_us)
+      between=$(median_of "$WORK/$name.gaps.lines" median_us)
+    fi
+    echo "| $name | $value | $ratio | $paired | $launch | $between | $runs | $threads |"
   done
   echo
   echo "$(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
