@@ -130,6 +130,10 @@ A=$(median_of "$WORK/A_untraced.out" median_step_ms)
 } > "$OUT_DIR/overhead_torch.md"
 cat "$OUT_DIR/overhead_torch.md"
 
+if [[ " ${CONFIGS[*]} " != *" A_untraced "* || " ${CONFIGS[*]} " != *" B_kinetrace "* ]]; then
+  echo "no target check: it needs A_untraced and B_kinetrace among CONFIGS"
+  exit 0
+fi
 B=$(median_of "$WORK/B_kinetrace.out" median_step_ms)
 "$PYTHON" - "$A" "$B" <<'PY'
 import math, sys
