@@ -88,7 +88,7 @@ def main():
             sys.exit(f"api_durations.py: no {args.name} calls in {args.trace}")
         print(describe(args.name, calls[args.name]))
         return
-    for name, values in sorted(calls.items(), key=lambda item: -len(item[1])):
+    for name, values in sorted(calls.items(), key=lambda item: (-len(item[1]), item[0])):
         print(describe(name, values))
 
 
