@@ -39,6 +39,9 @@ declare -A PREFIX=(
 )
 ORDER=(none floor floor_flush kinetrace kinetrace_flush)
 if [[ -n ${CONFIGS:-} ]]; then read -r -a ORDER <<< "$CONFIGS"; fi
+for config in "${ORDER[@]}"; do
+  [[ -n ${PREFIX[$config]:-} ]] || { echo "unknown configuration $config (known: ${!PREFIX[*]})" >&2; exit 2; }
+done
 
 for repeat in $(seq 1 "$REPEATS"); do
   echo "== repeat $repeat of $REPEATS" >&2

@@ -50,6 +50,12 @@ ORDER=(none floor_subscribe floor_callbacks floor_callbacks_driver floor_kernel 
        floor_kernel_flush floor_kernel_serial kinetrace_host kinetrace_launch kinetrace_kernel
        kinetrace_full torch_cuda)
 if [[ ${CONFIGS:-all} != all ]]; then read -r -a ORDER <<< "$CONFIGS"; fi
+for config in "${ORDER[@]}"; do
+  if [[ -z ${PREFIX[$config]:-} && $config != torch_cuda ]]; then
+    echo "unknown configuration $config (known: ${!PREFIX[*]} torch_cuda)" >&2
+    exit 2
+  fi
+done
 
 # run_one WORKLOAD CONFIG: appends the run's RESULT line to WORK/WORKLOAD-CONFIG.out
 run_one() {
