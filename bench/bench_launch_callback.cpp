@@ -6,16 +6,16 @@
 #include <benchmark/benchmark.h>
 #include <cupti.h>
 
-#include "cupti/cupti_api.h"
 #include "cupti/launch_callbacks.h"
 #include "kinetrace/profiler.h"
+#include "support/null_cupti_api.h"
 
 namespace {
 
 using kinetrace::detail::CallbackTable;
 
 // Names for the two launch entry points; every other id is unknown (not recorded).
-class LaunchNames final : public kinetrace::detail::CuptiApi {
+class LaunchNames final : public kinetrace::detail::NullCuptiApi {
  public:
   CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                               const char** name) override {
@@ -30,33 +30,6 @@ class LaunchNames final : public kinetrace::detail::CuptiApi {
     }
     return CUPTI_ERROR_INVALID_PARAMETER;
   }
-  CUptiResult getVersion(uint32_t*) override { return CUPTI_SUCCESS; }
-  CUptiResult subscribe(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult unsubscribe(CUpti_SubscriberHandle) override { return CUPTI_SUCCESS; }
-  CUptiResult enableCallback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
-                             CUpti_CallbackId) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult enableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult activityEnable(CUpti_ActivityKind) override { return CUPTI_SUCCESS; }
-  CUptiResult activityDisable(CUpti_ActivityKind) override { return CUPTI_SUCCESS; }
-  CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc,
-                                        CUpti_BuffersCallbackCompleteFunc) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult activityFlushAll(uint32_t) override { return CUPTI_SUCCESS; }
-  CUptiResult activityFlushPeriod(uint32_t) override { return CUPTI_SUCCESS; }
-  CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t*) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult getTimestamp(uint64_t*) override { return CUPTI_SUCCESS; }
 };
 
 CUpti_CallbackData callbackData(CUpti_ApiCallbackSite site, uint64_t* slot,

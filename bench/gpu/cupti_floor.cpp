@@ -28,7 +28,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -42,6 +41,12 @@ bool gZeroed = false;
 const char* knob(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+// A knob's number; 0 when unset.
+unsigned long long knobNumber(const char* name) {
+  const char* value = knob(name);
+  return value != nullptr ? std::strtoull(value, nullptr, 10) : 0;
 }
 
 void check(CUptiResult result, const char* what) {
@@ -138,28 +143,28 @@ std::vector<CUpti_ActivityKind> requestedKinds() {
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  if (const char* mb = knob("CUPTI_FLOOR_BUFFER_MB"))
-    gBufferBytes = std::strtoull(mb, nullptr, 10) << 20;
-  gZeroed =
-      knob("CUPTI_FLOOR_ZEROED") != nullptr && std::strcmp(knob("CUPTI_FLOOR_ZEROED"), "1") == 0;
-  if (gZeroed)
+  if (knob("CUPTI_FLOOR_BUFFER_MB") != nullptr)
+    gBufferBytes = knobNumber("CUPTI_FLOOR_BUFFER_MB") << 20;
+  gZeroed = knobNumber("CUPTI_FLOOR_ZEROED") == 1;
+  if (gZeroed) {
     setFlag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1, "zeroed-buffer attribute");
-  if (const char* pinned = knob("CUPTI_FLOOR_PINNED")) {
-    setFlag(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, pinned[0] == '1',
-            "pinned attribute");
   }
-  if (const char* count = knob("CUPTI_FLOOR_PREALLOCATE")) {
+  if (knob("CUPTI_FLOOR_PINNED") != nullptr) {
+    setFlag(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED,
+            knobNumber("CUPTI_FLOOR_PINNED") == 1, "pinned attribute");
+  }
+  if (knob("CUPTI_FLOOR_PREALLOCATE") != nullptr) {
     setAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
-                 std::strtoull(count, nullptr, 10), "pre-allocation attribute");
+                 knobNumber("CUPTI_FLOOR_PREALLOCATE"), "pre-allocation attribute");
   }
-  if (const char* ms = knob("CUPTI_FLOOR_FLUSH_MS")) {
-    check(cuptiActivityFlushPeriod(static_cast<uint32_t>(std::strtoul(ms, nullptr, 10))),
+  if (knob("CUPTI_FLOOR_FLUSH_MS") != nullptr) {
+    check(cuptiActivityFlushPeriod(static_cast<uint32_t>(knobNumber("CUPTI_FLOOR_FLUSH_MS"))),
           "flush period");
   }
-  const char* callbacks = knob("CUPTI_FLOOR_CALLBACKS");
-  const bool launchCallbacks = callbacks != nullptr && (callbacks[0] == '1' || callbacks[0] == '2');
-  const bool driverCallbacks = callbacks != nullptr && callbacks[0] == '2';
-  const bool toggle = knob("CUPTI_FLOOR_TOGGLE") != nullptr && knob("CUPTI_FLOOR_TOGGLE")[0] == '1';
+  const unsigned long long callbacks = knobNumber("CUPTI_FLOOR_CALLBACKS");
+  const bool launchCallbacks = callbacks == 1 || callbacks == 2;
+  const bool driverCallbacks = callbacks == 2;
+  const bool toggle = knobNumber("CUPTI_FLOOR_TOGGLE") == 1;
   if (launchCallbacks || toggle) {
     CUpti_SubscriberHandle subscriber = nullptr;
     check(cuptiSubscribe(&subscriber, &onCallback, nullptr), "cuptiSubscribe");

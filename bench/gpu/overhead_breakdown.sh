@@ -31,20 +31,22 @@ WORK=$OUT_DIR/overhead_breakdown
 rm -rf "$WORK" && mkdir -p "$WORK"
 
 # name -> the command prefix that traces (or not) the program after it
+FLOOR_ENV="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS"
+KT_RUN="$KINETRACE run --no-summary --output $WORK/traces --activities"
 declare -A PREFIX=(
   [none]="env"
-  [floor_subscribe]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS="
-  [floor_callbacks]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS= CUPTI_FLOOR_CALLBACKS=1"
-  [floor_callbacks_driver]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS= CUPTI_FLOOR_CALLBACKS=2"
-  [floor_kernel]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel"
-  [floor_kernel_zeroed]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_ZEROED=1"
-  [floor_kernel_pinned]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_PINNED=1"
-  [floor_kernel_flush]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=concurrent_kernel CUPTI_FLOOR_FLUSH_MS=500"
-  [floor_kernel_serial]="env CUDA_INJECTION64_PATH=$FLOOR CUPTI_FLOOR_KINDS=kernel"
-  [kinetrace_host]="$KINETRACE run --no-summary --output $WORK/traces --activities host --"
-  [kinetrace_launch]="$KINETRACE run --no-summary --output $WORK/traces --activities launch --"
-  [kinetrace_kernel]="$KINETRACE run --no-summary --output $WORK/traces --activities kernel --"
-  [kinetrace_full]="$KINETRACE run --no-summary --output $WORK/traces --activities kernel,memcpy,memset,launch --"
+  [floor_subscribe]="$FLOOR_ENV="
+  [floor_callbacks]="$FLOOR_ENV= CUPTI_FLOOR_CALLBACKS=1"
+  [floor_callbacks_driver]="$FLOOR_ENV= CUPTI_FLOOR_CALLBACKS=2"
+  [floor_kernel]="$FLOOR_ENV=concurrent_kernel"
+  [floor_kernel_zeroed]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_ZEROED=1"
+  [floor_kernel_pinned]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_PINNED=1"
+  [floor_kernel_flush]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_FLUSH_MS=500"
+  [floor_kernel_serial]="$FLOOR_ENV=kernel"
+  [kinetrace_host]="$KT_RUN host --"
+  [kinetrace_launch]="$KT_RUN launch --"
+  [kinetrace_kernel]="$KT_RUN kernel --"
+  [kinetrace_full]="$KT_RUN kernel,memcpy,memset,launch --"
 )
 ORDER=(none floor_subscribe floor_callbacks floor_callbacks_driver floor_kernel floor_kernel_zeroed floor_kernel_pinned
        floor_kernel_flush floor_kernel_serial kinetrace_host kinetrace_launch kinetrace_kernel

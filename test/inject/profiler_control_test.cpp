@@ -13,6 +13,7 @@
 #include "cupti/cupti_source.h"
 #include "cupti/launch_callbacks.h"
 #include "model/gpu_source.h"
+#include "support/null_cupti_api.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -20,17 +21,13 @@ namespace {
 using CallbackKey = std::pair<CUpti_CallbackDomain, uint32_t>;
 
 // Just enough CUPTI: accepts everything and remembers what is enabled.
-class RecordingCupti final : public CuptiApi {
+class RecordingCupti final : public NullCuptiApi {
  public:
   std::set<CallbackKey> enabledCallbacks;
   std::set<CUpti_ActivityKind> enabledKinds;
   CUpti_CallbackFunc callback = nullptr;
   void* userData = nullptr;
 
-  CUptiResult getVersion(uint32_t* version) override {
-    *version = CUPTI_API_VERSION;
-    return CUPTI_SUCCESS;
-  }
   CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
                         void* data) override {
     *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(this);
@@ -50,9 +47,6 @@ class RecordingCupti final : public CuptiApi {
       enabledCallbacks.erase({domain, cbid});
     return CUPTI_SUCCESS;
   }
-  CUptiResult enableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) override {
-    return CUPTI_SUCCESS;
-  }
   CUptiResult activityEnable(CUpti_ActivityKind kind) override {
     enabledKinds.insert(kind);
     return CUPTI_SUCCESS;
@@ -61,29 +55,12 @@ class RecordingCupti final : public CuptiApi {
     enabledKinds.erase(kind);
     return CUPTI_SUCCESS;
   }
-  CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc,
-                                        CUpti_BuffersCallbackCompleteFunc) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc) override {
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult activityFlushAll(uint32_t) override { return CUPTI_SUCCESS; }
-  CUptiResult activityFlushPeriod(uint32_t) override { return CUPTI_SUCCESS; }
-  CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) override {
-    *dropped = 0;
-    return CUPTI_SUCCESS;
-  }
   CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                               const char** name) override {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
       return CUPTI_ERROR_INVALID_PARAMETER;
     }
     *name = "cuLaunchKernel";
-    return CUPTI_SUCCESS;
-  }
-  CUptiResult getTimestamp(uint64_t* timestamp) override {
-    *timestamp = 0;
     return CUPTI_SUCCESS;
   }
 
