@@ -16,12 +16,17 @@
 //   CUPTI_FLOOR_ZEROED       1: buffers are zeroed before CUPTI asks for them and CUPTI is told
 //                            so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER)
 //   CUPTI_FLOOR_PINNED       1: CUPTI's device-side record buffers in pinned host memory
-//   CUPTI_FLOOR_PREALLOCATE  N device buffers allocated by CUPTI at context creation
+//   CUPTI_FLOOR_PREALLOCATE  N device buffers and N profiling-semaphore pools allocated by
+//                            CUPTI at context creation (instead of while the program runs)
+//   CUPTI_FLOOR_HW_TRACE     1: kernel timestamps from hardware events instead of CUPTI's
+//                            instrumentation (cuptiActivityEnableHWTrace; Blackwell and later),
+//                            asked for from InitializeInjection, where CUPTI 13.0 on an H200
+//                            answers NOT_INITIALIZED; the outcome is printed with the counts
 //   CUPTI_FLOOR_FLUSH_MS     CUPTI worker-thread flush period (cuptiActivityFlushPeriod)
 //   CUPTI_FLOOR_TOGGLE       1: the kinds are enabled only between the program's
 //                            cudaProfilerStart() and cudaProfilerStop()
 //
-// At exit it prints to stderr: "cupti_floor: records=N dropped=N buffers=N".
+// At exit it prints to stderr: "cupti_floor: records=N dropped=N buffers=N hw_trace=S".
 
 #include <cupti.h>
 
@@ -37,6 +42,7 @@ std::atomic<unsigned long long> gRecords{0};
 std::atomic<unsigned long long> gBuffers{0};
 size_t gBufferBytes = 4u << 20;
 bool gZeroed = false;
+const char* gHwTrace = "off";  // or "on", or why CUPTI refused it
 
 const char* knob(const char* name) {
   const char* value = std::getenv(name);
@@ -100,8 +106,8 @@ void report() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
-  std::fprintf(stderr, "cupti_floor: records=%llu dropped=%zu buffers=%llu\n", gRecords.load(),
-               dropped, gBuffers.load());
+  std::fprintf(stderr, "cupti_floor: records=%llu dropped=%zu buffers=%llu hw_trace=%s\n",
+               gRecords.load(), dropped, gBuffers.load(), gHwTrace);
 }
 
 void setAttribute(CUpti_ActivityAttribute attribute, size_t value, const char* what) {
@@ -156,6 +162,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (knob("CUPTI_FLOOR_PREALLOCATE") != nullptr) {
     setAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
                  knobNumber("CUPTI_FLOOR_PREALLOCATE"), "pre-allocation attribute");
+    setAttribute(CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE,
+                 knobNumber("CUPTI_FLOOR_PREALLOCATE"), "semaphore pre-allocation attribute");
   }
   if (knob("CUPTI_FLOOR_FLUSH_MS") != nullptr) {
     check(cuptiActivityFlushPeriod(static_cast<uint32_t>(knobNumber("CUPTI_FLOOR_FLUSH_MS"))),
@@ -192,6 +200,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   check(cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted),
         "cuptiActivityRegisterCallbacks");
+  if (knobNumber("CUPTI_FLOOR_HW_TRACE") == 1) {
+    CUptiResult result = cuptiActivityEnableHWTrace(1);
+    if (result == CUPTI_SUCCESS) {
+      gHwTrace = "on";
+    } else {
+      gHwTrace = "?";
+      cuptiGetResultString(result, &gHwTrace);
+    }
+  }
   gKinds = requestedKinds();
   if (!toggle) enableKinds(true);
   std::atexit(&report);

@@ -43,13 +43,15 @@ declare -A PREFIX=(
   [floor_kernel_pinned]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_PINNED=1"
   [floor_kernel_flush]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_FLUSH_MS=500"
   [floor_kernel_serial]="$FLOOR_ENV=kernel"
+  [floor_kernel_preallocated]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_PREALLOCATE=4"
+  [floor_kernel_hw_trace]="$FLOOR_ENV=concurrent_kernel CUPTI_FLOOR_HW_TRACE=1"
   [kinetrace_host]="$KT_RUN host --"
   [kinetrace_launch]="$KT_RUN launch --"
   [kinetrace_kernel]="$KT_RUN kernel --"
   [kinetrace_full]="$KT_RUN kernel,memcpy,memset,launch --"
 )
 ORDER=(none floor_subscribe floor_callbacks floor_callbacks_driver floor_kernel floor_kernel_zeroed floor_kernel_pinned
-       floor_kernel_flush floor_kernel_serial kinetrace_host kinetrace_launch kinetrace_kernel
+       floor_kernel_flush floor_kernel_serial floor_kernel_preallocated floor_kernel_hw_trace kinetrace_host kinetrace_launch kinetrace_kernel
        kinetrace_full torch_cuda)
 if [[ ${CONFIGS:-all} != all ]]; then read -r -a ORDER <<< "$CONFIGS"; fi
 for config in "${ORDER[@]}"; do
@@ -124,16 +126,18 @@ runs() {  # FILE KEY
     done
     echo
   done
-  echo "## torch_train.py: $STEPS steps after $WARMUP warm-up (transformer encoder + AdamW)"
-  echo
-  echo "| configuration | median step (ms) | vs none | each run's median step (ms) |"
-  echo "|---|---|---|---|"
-  base_step=$(median_of "$WORK/torch-none.out" median_step_ms)
-  for config in "${ORDER[@]}"; do
-    s=$(median_of "$WORK/torch-$config.out" median_step_ms)
-    echo "| $config | $s | $(ratio "$s" "$base_step") | $(runs "$WORK/torch-$config.out" median_step_ms) |"
-  done
-  echo
+  if compgen -G "$WORK/torch-*.out" > /dev/null; then
+    echo "## torch_train.py: $STEPS steps after $WARMUP warm-up (transformer encoder + AdamW)"
+    echo
+    echo "| configuration | median step (ms) | vs none | each run's median step (ms) |"
+    echo "|---|---|---|---|"
+    base_step=$(median_of "$WORK/torch-none.out" median_step_ms)
+    for config in "${ORDER[@]}"; do
+      s=$(median_of "$WORK/torch-$config.out" median_step_ms)
+      echo "| $config | $s | $(ratio "$s" "$base_step") | $(runs "$WORK/torch-$config.out" median_step_ms) |"
+    done
+    echo
+  fi
   echo "CUPTI floor record counts (last run of each): "
   for f in "$WORK"/*floor*.err; do
     [[ -f $f ]] && echo "- $(basename "$f" .err): $(grep -o 'records=.*' "$f" | tail -n 1)"

@@ -19,6 +19,9 @@
 #   J kinetrace --activities launch: launch correlation without GPU records; its traces'
 #     cudaLaunchKernel durations against B's show what the records add to each launch, and
 #     the time between calls (the program's own code) whether they slow the program around it
+#   K B in capture-range mode with torch_train.py --profiler-api: collection starts after the
+#     warm-up steps, when the program calls cudaProfilerStart (modules already loaded, as in
+#     overhead_alternate.sh), against B where CUPTI collects from the first CUDA call
 #
 # Each run prints the median of its measured steps; a configuration's figure is the median
 # over rounds (every run's figure is listed too: single runs vary by +-15% on a shared
@@ -42,7 +45,8 @@ TRAIN=("$PYTHON" "$BENCH_DIR/torch_train.py" --steps "$STEPS" --warmup "$WARMUP"
 RUN=("$KINETRACE" run --output "$WORK/traces" --no-summary)
 FULL=(--activities kernel,memcpy,memset,launch)
 ALL=(A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor
-     G_kinetrace_flush H_kinetrace_idle I_kinetrace_no_nvtx J_kinetrace_launch_only)
+     G_kinetrace_flush H_kinetrace_idle I_kinetrace_no_nvtx J_kinetrace_launch_only
+     K_kinetrace_from_profiler_start)
 read -r -a CONFIGS <<< "${CONFIGS:-A_untraced B_kinetrace C_torch_cuda D_torch_cpu_cuda E_kinetrace_host_only F_cupti_floor}"
 for name in "${CONFIGS[@]}"; do
   [[ " ${ALL[*]} " == *" $name "* ]] || { echo "unknown configuration $name (known: ${ALL[*]})" >&2; exit 2; }
@@ -62,6 +66,8 @@ run_config() {  # NAME: one run of that configuration, its RESULT line appended 
     H_kinetrace_idle) command=("${RUN[@]}" "${FULL[@]}" --capture-range=cudaProfilerApi -- "${TRAIN[@]}" --mode none) ;;
     I_kinetrace_no_nvtx) command=("${RUN[@]}" "${FULL[@]}" --no-nvtx -- "${TRAIN[@]}" --mode none) ;;
     J_kinetrace_launch_only) command=("${RUN[@]}" --activities launch -- "${TRAIN[@]}" --mode none) ;;
+    K_kinetrace_from_profiler_start) command=("${RUN[@]}" "${FULL[@]}" --capture-range=cudaProfilerApi --
+                                             "${TRAIN[@]}" --mode none --profiler-api) ;;
   esac
   if "${command[@]}" >> "$WORK/$name.out" 2>> "$WORK/$name.err"; then
     grep '^RESULT' "$WORK/$name.out" | tail -n 1
