@@ -1,6 +1,7 @@
 #include "inject/controller.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include "analysis/summary.h"
 #include "host/host_recorder.h"
+#include "inject/nvtx_injection.h"
 #include "inject/process_hooks.h"
 #include "kinetrace/error.h"
 #include "output/atomic_file.h"
@@ -343,6 +345,10 @@ void Controller::save(PendingSave& pending) {
       trace.addMetadata("kinetrace_run_id", options_.config.runId);
     trace.addMetadata("kinetrace_capture", captureName(options_.config));
     trace.addMetadata("kinetrace_window", static_cast<int64_t>(pending.window));
+    const NvtxCounts nvtx = nvtxCounts();
+    trace.addMetadataJson("kinetrace_nvtx",
+                          fmt::format(R"({{"instances": {}, "calls": {}, "recorded": {}}})",
+                                      nvtx.instances, nvtx.calls, nvtx.recorded));
     trace.save(path);
 
     // The summary follows its trace, so a summary never names a trace that is not there.

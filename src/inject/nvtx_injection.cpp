@@ -4,6 +4,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -34,6 +35,18 @@ thread_local int tNvtxDepth = 0;
 
 inline bool recording() noexcept {
   return HostRecorder::recordingGeneration.load(std::memory_order_relaxed) != 0;
+}
+
+std::atomic<uint64_t> gInstances{0};
+std::atomic<uint64_t> gCalls{0};
+std::atomic<uint64_t> gRecorded{0};
+
+// For each call that makes an event: counts it, and says whether to record it.
+inline bool countEvent() noexcept {
+  gCalls.fetch_add(1, std::memory_order_relaxed);
+  if (!recording()) return false;
+  gRecorded.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 // Names that must be composed (a domain prefix, a wide string) are built in a per-thread
@@ -163,22 +176,22 @@ std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_
 // ---- push / pop --------------------------------------------------------------------
 
 int pushA(const char* message) {
-  if (recording()) detail::beginRangeCopy(message != nullptr ? message : "");
+  if (countEvent()) detail::beginRangeCopy(message != nullptr ? message : "");
   return tNvtxDepth++;
 }
 
 int pushW(const wchar_t* message) {
-  if (recording()) detail::beginRangeCopy(wideName(message));
+  if (countEvent()) detail::beginRangeCopy(wideName(message));
   return tNvtxDepth++;
 }
 
 int pushEx(const nvtxEventAttributes_t* attributes) {
-  if (recording()) detail::beginRangeCopy(eventName(nullptr, attributes));
+  if (countEvent()) detail::beginRangeCopy(eventName(nullptr, attributes));
   return tNvtxDepth++;
 }
 
 int domainPushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  if (recording()) detail::beginRangeCopy(eventName(domain, attributes));
+  if (countEvent()) detail::beginRangeCopy(eventName(domain, attributes));
   return tNvtxDepth++;
 }
 
@@ -195,20 +208,20 @@ int domainPop(nvtxDomainHandle_t) {
 // ---- start / end ---------------------------------------------------------------------
 
 nvtxRangeId_t startA(const char* message) {
-  if (!recording()) return 0;
+  if (!countEvent()) return 0;
   return detail::startAsyncRangeCopy(message != nullptr ? message : "");
 }
 
 nvtxRangeId_t startW(const wchar_t* message) {
-  return recording() ? detail::startAsyncRangeCopy(wideName(message)) : 0;
+  return countEvent() ? detail::startAsyncRangeCopy(wideName(message)) : 0;
 }
 
 nvtxRangeId_t startEx(const nvtxEventAttributes_t* attributes) {
-  return recording() ? detail::startAsyncRangeCopy(eventName(nullptr, attributes)) : 0;
+  return countEvent() ? detail::startAsyncRangeCopy(eventName(nullptr, attributes)) : 0;
 }
 
 nvtxRangeId_t domainStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  return recording() ? detail::startAsyncRangeCopy(eventName(domain, attributes)) : 0;
+  return countEvent() ? detail::startAsyncRangeCopy(eventName(domain, attributes)) : 0;
 }
 
 void end(nvtxRangeId_t id) {
@@ -221,19 +234,19 @@ void domainEnd(nvtxDomainHandle_t, nvtxRangeId_t id) {
 // ---- marks ---------------------------------------------------------------------------
 
 void markA(const char* message) {
-  if (recording()) detail::instantCopy(message != nullptr ? message : "");
+  if (countEvent()) detail::instantCopy(message != nullptr ? message : "");
 }
 
 void markW(const wchar_t* message) {
-  if (recording()) detail::instantCopy(wideName(message));
+  if (countEvent()) detail::instantCopy(wideName(message));
 }
 
 void markEx(const nvtxEventAttributes_t* attributes) {
-  if (recording()) detail::instantCopy(eventName(nullptr, attributes));
+  if (countEvent()) detail::instantCopy(eventName(nullptr, attributes));
 }
 
 void domainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  if (recording()) detail::instantCopy(eventName(domain, attributes));
+  if (countEvent()) detail::instantCopy(eventName(domain, attributes));
 }
 
 // ---- names and registrations -------------------------------------------------------
@@ -350,7 +363,16 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
     install(core2, core2Size, NVTX_CBID_CORE2_DomainCreateW, &domainCreateW);
     install(core2, core2Size, NVTX_CBID_CORE2_DomainDestroy, &domainDestroy);
   }
+  gInstances.fetch_add(1, std::memory_order_relaxed);
   return 1;
+}
+
+NvtxCounts nvtxCounts() noexcept {
+  NvtxCounts counts;
+  counts.instances = gInstances.load(std::memory_order_relaxed);
+  counts.calls = gCalls.load(std::memory_order_relaxed);
+  counts.recorded = gRecorded.load(std::memory_order_relaxed);
+  return counts;
 }
 
 }  // namespace kinetrace::inject

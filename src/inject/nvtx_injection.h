@@ -22,7 +22,11 @@
 //   nvtxNameOsThread{A,W} -> the thread's name.
 //   Domains prefix the message: "NCCL: ncclAllReduce". Registered strings resolve to their
 //   text. Colors, categories and payloads are not recorded.
-// Outside a recording every call returns after one relaxed atomic load.
+// Outside a recording every call returns after a relaxed load and a relaxed count.
+//
+// Counted since the process started, so a trace can say why it holds no NVTX ranges: no
+// NVTX instance ever loaded kinetrace (instances 0), none of them made a call (calls 0),
+// or the calls came outside the recording (recorded < calls).
 
 namespace kinetrace::inject {
 
@@ -33,5 +37,12 @@ using NvtxGetExportTable = const void* (*)(uint32_t exportTableId);
 // (NVTX's success) or 0 when the export table is unusable (NVTX then unloads nothing of
 // ours that matters and turns its calls into no-ops).
 int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept;
+
+struct NvtxCounts {
+  uint64_t instances = 0;  // NVTX instances whose tables kinetrace filled
+  uint64_t calls = 0;      // range pushes and starts, and marks: the calls that make an event
+  uint64_t recorded = 0;   // those made while kinetrace was recording
+};
+NvtxCounts nvtxCounts() noexcept;
 
 }  // namespace kinetrace::inject

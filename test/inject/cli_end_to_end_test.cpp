@@ -228,6 +228,9 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
     EXPECT_TRUE(has(ranges, name)) << name << " missing; err:\n" << r.err;
   }
   EXPECT_FALSE(has(ranges, "overwritten")) << "NVTX names are copied when the call is made";
+  EXPECT_EQ(trace["kinetrace_nvtx"],
+            nlohmann::json::parse(R"({"instances": 1, "calls": 6, "recorded": 6})"))
+      << "two pushes, a mark, two starts and a domain push, all while recording";
   EXPECT_TRUE(has(eventNames(trace), "checkpoint"));
   for (const auto& event : trace["traceEvents"]) {
     if (event.value("name", "") == "load batch") {
@@ -277,9 +280,11 @@ TEST(KinetraceRunTest, DelayLeavesOutWhatCameBeforeIt) {
       kinetraceRun(dir, {"--delay", "600ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "1200", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
-  std::vector<std::string> names =
-      eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  nlohmann::json trace = nlohmann::json::parse(readFile(dir.traces()[0]));
+  std::vector<std::string> names = eventNames(trace, "user_annotation");
   EXPECT_EQ(std::count(names.begin(), names.end(), "train_step"), 1);
+  EXPECT_EQ(trace["kinetrace_nvtx"]["calls"], 12) << "both rounds of NVTX calls arrived";
+  EXPECT_EQ(trace["kinetrace_nvtx"]["recorded"], 6) << "only the second came while recording";
 }
 
 TEST(KinetraceRunTest, DurationEndsTheRecording) {

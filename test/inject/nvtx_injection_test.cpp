@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "host/host_recorder.h"
+#include "inject/nvtx_injection.h"
 #include "kinetrace/profiler.h"
 #include "model/trace_data.h"
 
@@ -148,6 +149,43 @@ TEST_F(NvtxInjectionTest, AnInstanceWithoutCore2StillGetsTheCoreCalls) {
   EXPECT_EQ(InitializeInjectionNvtx2(&FakeNvtxInstance::getExportTable), 1);
   EXPECT_NE(old.core[NVTX_CBID_CORE_RangePushA], nullptr);
   FakeNvtxInstance::current = &nvtx_;
+}
+
+TEST_F(NvtxInjectionTest, CountsInstancesAndEventCallsInAndOutsideTheRecording) {
+  auto pushA = nvtx_.coreCall<PushA>(NVTX_CBID_CORE_RangePushA);
+  auto pop = nvtx_.coreCall<Pop>(NVTX_CBID_CORE_RangePop);
+  auto startA = nvtx_.coreCall<StartA>(NVTX_CBID_CORE_RangeStartA);
+  auto end = nvtx_.coreCall<End>(NVTX_CBID_CORE_RangeEnd);
+  auto markA = nvtx_.coreCall<MarkA>(NVTX_CBID_CORE_MarkA);
+  auto domainCreate = nvtx_.core2Call<DomainCreateA>(NVTX_CBID_CORE2_DomainCreateA);
+  auto domainMark = nvtx_.core2Call<DomainMarkEx>(NVTX_CBID_CORE2_DomainMarkEx);
+
+  const inject::NvtxCounts before = inject::nvtxCounts();
+  FakeNvtxInstance another;
+  FakeNvtxInstance::current = &another;
+  ASSERT_EQ(InitializeInjectionNvtx2(&FakeNvtxInstance::getExportTable), 1);
+  FakeNvtxInstance::current = &nvtx_;
+  EXPECT_EQ(inject::nvtxCounts().instances, before.instances + 1);
+
+  pushA("before the recording");  // counted, not recorded
+  pop();
+  Profiler profiler(hostOnly());
+  profiler.start();
+  pushA("step");
+  pop();
+  end(startA("load"));
+  markA("checkpoint");
+  nvtxEventAttributes_t attributes = asciiEvent("allreduce");
+  domainMark(domainCreate("NCCL"), &attributes);
+  Trace trace = profiler.stop();
+  markA("after the recording");
+
+  const inject::NvtxCounts after = inject::nvtxCounts();
+  EXPECT_EQ(after.calls - before.calls, 6u) << "pushes, starts and marks; pops, ends and "
+                                               "registrations make no event";
+  EXPECT_EQ(after.recorded - before.recorded, 4u);
+  EXPECT_EQ(trace.data().ranges.size(), 2u);
+  EXPECT_EQ(trace.data().instants.size(), 2u);
 }
 
 TEST_F(NvtxInjectionTest, PushPopBecomeNestedRangesWithCopiedNames) {
