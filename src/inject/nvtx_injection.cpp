@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -38,15 +39,41 @@ inline bool recording() noexcept {
 }
 
 std::atomic<uint64_t> gInstances{0};
-std::atomic<uint64_t> gCalls{0};
-std::atomic<uint64_t> gRecorded{0};
+
+// Event calls are counted per thread, so threads making NVTX calls never write a shared
+// cache line. Each thread's counters are linked in on its first call and never freed: they
+// outlive the thread, whose counts still belong in the trace.
+struct ThreadCounts {
+  std::atomic<uint64_t> calls{0};  // written by the owning thread only, read by nvtxCounts()
+  std::atomic<uint64_t> recorded{0};
+  ThreadCounts* next = nullptr;
+};
+std::atomic<ThreadCounts*> gThreadCounts{nullptr};
+thread_local ThreadCounts* tCounts = nullptr;
+
+[[gnu::noinline]] ThreadCounts* registerThreadCounts() noexcept {
+  auto* counts = new (std::nothrow) ThreadCounts();
+  if (counts == nullptr) return nullptr;  // this thread's calls go uncounted
+  counts->next = gThreadCounts.load(std::memory_order_relaxed);
+  while (!gThreadCounts.compare_exchange_weak(counts->next, counts, std::memory_order_release,
+                                              std::memory_order_relaxed)) {
+  }
+  return tCounts = counts;
+}
+
+inline void increment(std::atomic<uint64_t>& counter) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // For each call that makes an event: counts it, and says whether to record it.
 inline bool countEvent() noexcept {
-  gCalls.fetch_add(1, std::memory_order_relaxed);
-  if (!recording()) return false;
-  gRecorded.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  ThreadCounts* counts = tCounts != nullptr ? tCounts : registerThreadCounts();
+  const bool on = recording();
+  if (counts != nullptr) {
+    increment(counts->calls);
+    if (on) increment(counts->recorded);
+  }
+  return on;
 }
 
 // Names that must be composed (a domain prefix, a wide string) are built in a per-thread
@@ -370,8 +397,11 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
 NvtxCounts nvtxCounts() noexcept {
   NvtxCounts counts;
   counts.instances = gInstances.load(std::memory_order_relaxed);
-  counts.calls = gCalls.load(std::memory_order_relaxed);
-  counts.recorded = gRecorded.load(std::memory_order_relaxed);
+  for (const ThreadCounts* thread = gThreadCounts.load(std::memory_order_acquire);
+       thread != nullptr; thread = thread->next) {
+    counts.calls += thread->calls.load(std::memory_order_relaxed);
+    counts.recorded += thread->recorded.load(std::memory_order_relaxed);
+  }
   return counts;
 }
 

@@ -22,7 +22,7 @@
 //   nvtxNameOsThread{A,W} -> the thread's name.
 //   Domains prefix the message: "NCCL: ncclAllReduce". Registered strings resolve to their
 //   text. Colors, categories and payloads are not recorded.
-// Outside a recording every call returns after a relaxed load and a relaxed count.
+// Outside a recording every call returns after a relaxed load and a count kept per thread.
 //
 // Counted since the process started, so a trace can say why it holds no NVTX ranges: no
 // NVTX instance ever loaded kinetrace (instances 0), none of them made a call (calls 0),

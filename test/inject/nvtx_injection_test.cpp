@@ -179,10 +179,11 @@ TEST_F(NvtxInjectionTest, CountsInstancesAndEventCallsInAndOutsideTheRecording) 
   domainMark(domainCreate("NCCL"), &attributes);
   Trace trace = profiler.stop();
   markA("after the recording");
+  std::thread([&] { markA("from a thread that has ended"); }).join();
 
   const inject::NvtxCounts after = inject::nvtxCounts();
-  EXPECT_EQ(after.calls - before.calls, 6u) << "pushes, starts and marks; pops, ends and "
-                                               "registrations make no event";
+  EXPECT_EQ(after.calls - before.calls, 7u) << "pushes, starts and marks, on every thread; "
+                                               "pops, ends and registrations make no event";
   EXPECT_EQ(after.recorded - before.recorded, 4u);
   EXPECT_EQ(trace.data().ranges.size(), 2u);
   EXPECT_EQ(trace.data().instants.size(), 2u);
