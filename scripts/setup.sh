@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs what building kinetrace needs, where it is missing, with the system's package
+# manager; says what it installs and why. Both README commands and CI run it first.
+#
+#   scripts/setup.sh            what the build and the tests need
+#   scripts/setup.sh --bench    also Google Benchmark (for -DKINETRACE_BUILD_BENCHMARKS=ON)
+#   scripts/setup.sh --check    only lists what is missing; exit status 1 if anything is
+#
+# Debian and Ubuntu (apt-get) are supported. Elsewhere, or without the right to install,
+# it prints the list and exits 1, so the build never starts half-equipped. The CUDA toolkit
+# is optional and never installed here: without it kinetrace builds CPU-only.
+set -euo pipefail
+
+want_bench=0
+check_only=0
+for arg in "$@"; do
+  case $arg in
+    --bench) want_bench=1 ;;
+    --check) check_only=1 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (known: --bench, --check)" >&2; exit 2 ;;
+  esac
+done
+
+# package: the file or command that shows it is there
+declare -A probe=(
+  [cmake]=cmd:cmake
+  [g++]=cmd:g++
+  [make]=cmd:make
+  [python3]=cmd:python3
+  [libfmt-dev]=file:/usr/include/fmt/format.h
+  [nlohmann-json3-dev]=file:/usr/include/nlohmann/json.hpp
+  [libgtest-dev]=file:/usr/include/gtest/gtest.h
+  [libgmock-dev]=file:/usr/include/gmock/gmock.h
+  [zlib1g-dev]=file:/usr/include/zlib.h
+)
+order=(cmake g++ make python3 libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev)
+if [[ $want_bench == 1 ]]; then
+  probe[libbenchmark-dev]=file:/usr/include/benchmark/benchmark.h
+  order+=(libbenchmark-dev)
+fi
+
+present() {
+  local how=${1%%:*} what=${1#*:}
+  if [[ $how == cmd ]]; then command -v "$what" >/dev/null 2>&1; else [[ -e $what ]]; fi
+}
+
+missing=()
+for package in "${order[@]}"; do
+  present "${probe[$package]}" || missing+=("$package")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: every build dependency is installed"
+  exit 0
+fi
+echo "setup: missing: ${missing[*]}"
+[[ $check_only == 1 ]] && exit 1
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup: no apt-get here; install the packages above (or your system's equivalents:" \
+       "CMake >= 3.25, a C++17 compiler, fmt, nlohmann_json, GoogleTest, zlib) and run again" >&2
+  exit 1
+fi
+sudo=()
+if [[ $(id -u) != 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "setup: installing needs root; run as root: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+echo "setup: installing ${missing[*]} with apt-get"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
