@@ -29,8 +29,9 @@ class KINETRACE_API ActivitySet {
   constexpr ActivitySet() = default;
   constexpr explicit ActivitySet(uint32_t bits) : bits_(bits) {}
 
-  // Host, kernel, memcpy, memset, sync, memory, overhead and launch correlation: the set
-  // whose cost measured close to nothing on a launch-bound training step.
+  // What a session records unless told otherwise: host ranges, kernels, copies, memsets
+  // and launch correlation -- what costs no more than CUPTI's own kernel records (measured
+  // in bench/README.md). Sync, memory and overhead records are added on request.
   static ActivitySet defaults();
   static ActivitySet all();
   // Parses a comma-separated list of names ("host,kernel,memcpy"); "default" and "all" are
@@ -57,21 +58,29 @@ enum class CaptureRange {
   CudaProfilerApi,  // between the program's own cudaProfilerStart() and cudaProfilerStop()
 };
 
+// How host timestamps are read. Auto uses the CPU's invariant time-stamp counter when it
+// has one (cheapest), else CLOCK_MONOTONIC.
+enum class HostClock { Auto, Tsc, Monotonic };
+
 // Everything a session is configured with. Build it in code, from the environment, or both:
 //
 //   kinetrace::Config config = kinetrace::Config::fromEnvironment();
 //   config.set("activities", "kernel,memcpy");   // same keys as KINETRACE_* in lower case
 //
 // Keys (environment variable KINETRACE_<KEY in upper case>):
-//   output            where Profiler::stop() saves the trace when non-empty (path or URL;
-//                     an existing directory gets one file per session)
+//   output            where the trace is written while recording (path or URL; an existing
+//                     directory gets one file per session; ".json.gz" is compressed).
+//                     Empty: the trace stays in memory for Profiler::stop() to return
 //   activities        comma list, see ActivitySet::parse
 //   log_level         error | warning | info | debug
-//   host_buffer_mb    cap on host events held per session, all threads together
-//   gpu_buffer_mb     cap on memory lent to CUPTI for activity records
-//   gpu_buffer_kb     size of one CUPTI activity buffer
+//   memory_mb         the cap on everything the tracer holds in a process: host event
+//                     buffers, CUPTI's activity buffers, records waiting to be assembled
+//                     and, without an output, the trace itself. Reached: records are
+//                     dropped and counted in the trace, never an out-of-memory. 1..1048576
+//   gpu_buffer_kb     size of one CUPTI activity buffer (16..1048576)
 //   gpu_flush_ms      how often CUPTI's worker thread hands completed buffers over
 //                     (cuptiActivityFlushPeriod); 0 leaves it to CUPTI's heuristics
+//   clock             auto | tsc | monotonic (see HostClock); read once per process
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
@@ -86,17 +95,21 @@ struct KINETRACE_API Config {
   std::string output;
   ActivitySet activities = ActivitySet::defaults();
   LogLevel logLevel = LogLevel::Warning;
-  std::size_t hostBufferMb = 256;
-  std::size_t gpuBufferMb = 256;
+  std::size_t memoryMb = 1024;
   std::size_t gpuBufferKb = 4096;
   uint32_t gpuFlushMs = 0;
+  HostClock clock = HostClock::Auto;
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;
   std::string runId;
 
-  // Reads every KINETRACE_* variable. An unknown KINETRACE_ variable or a bad value throws
-  // kinetrace::Error naming the variable and what it accepts.
+  // The cap in bytes (memoryMb << 20).
+  std::size_t memoryCapBytes() const { return memoryMb << 20; }
+
+  // Reads every KINETRACE_* variable. A bad value throws kinetrace::Error naming the
+  // variable and what it accepts; a variable that is no key (a typo, a newer kinetrace's
+  // key) is reported once as a warning naming it, and otherwise ignored.
   static Config fromEnvironment();
 
   // Sets one key from text. Unknown key or bad value: kinetrace::Error naming both.

@@ -8,37 +8,45 @@
 
 #include "kinetrace/event.h"
 #include "kinetrace/export.h"
+#include "kinetrace/value.h"
 
 namespace kinetrace {
 
 // What a sink learns before the first event.
 struct TraceHeader {
-  std::string traceName;   // the URL or path the trace is saved to
-  int64_t baseTimeNs = 0;  // the earliest timestamp in the trace, epoch ns
-  // Top-level metadata in the order it should appear, each value already valid JSON text
-  // ("1", "\"nccl\"", "{...}"). Keys that must precede the events (distributedInfo) come first.
-  std::vector<std::pair<std::string, std::string>> metadataJson;
+  std::string traceName;   // the URL or path the trace is written to ("" for an in-memory sink)
+  int64_t baseTimeNs = 0;  // epoch ns that event times are measured from (the window start)
+  // Top-level metadata known before the events, in the order to write it. Keys that some
+  // readers need before the events (schemaVersion, distributedInfo) come first.
+  Metadata metadata;
 };
 
-// Receives a trace as a stream: begin() once, write() per event, end() once.
-// Called from the thread that saves the trace, never concurrently. Errors are thrown as
-// kinetrace::Error; after a throw no further call is made.
+// Receives a trace as a stream: begin() once, write() per event, end() once. A trace may be
+// streamed while it is recorded, so events arrive in no particular time order and the
+// metadata that is only known at the end (losses, peak memory, devices) comes with end().
+//
+// Called from one thread at a time (the thread that saves the trace, or kinetrace's
+// pipeline thread while recording), never concurrently. Errors are thrown as
+// kinetrace::Error; after a throw no further call is made except the destructor, which
+// discards the output.
 class KINETRACE_API Sink {
  public:
   virtual ~Sink();
   virtual void begin(const TraceHeader& header) = 0;
   virtual void write(const Event& event) = 0;
-  // Completes the output (for files: makes the file appear). Not called after an error.
-  virtual void end() = 0;
+  // Completes the output (for files: makes the file appear) with the metadata known only at
+  // the end. A key may repeat one of the header's: the footer's value is the later word.
+  virtual void end(const Metadata& footer) = 0;
 };
 
 // Makes a sink for a URL with the registered scheme ("myscheme://rest").
 using SinkFactory = std::function<std::unique_ptr<Sink>(const std::string& url)>;
 
 // Registers a factory for "scheme://..." URLs, replacing an earlier one of the same scheme.
-// Built in: "file" and bare paths (Chrome trace JSON). Thread-safe.
+// Built in: "file" and bare paths (Chrome trace JSON; ".json.gz" compressed). Thread-safe.
 KINETRACE_API void registerSink(const std::string& scheme, SinkFactory factory);
-// Opens a sink for a URL or path. Unknown scheme: kinetrace::Error naming it and the known ones.
+// Opens a sink for a URL or path. Unknown scheme: kinetrace::Error naming it and the known
+// ones; a path that cannot be written: kinetrace::Error naming the path and the reason.
 KINETRACE_API std::unique_ptr<Sink> openSink(const std::string& url);
 
 // An event with its strings owned, as kept by MemorySink.
@@ -66,14 +74,18 @@ class KINETRACE_API MemorySink : public Sink {
  public:
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;
-  void end() override;
+  void end(const Metadata& footer) override;
 
   const TraceHeader& header() const { return header_; }
+  const Metadata& footer() const { return footer_; }
   const std::vector<OwnedEvent>& events() const { return events_; }
   bool ended() const { return ended_; }
+  // A top-level metadata value, the footer's when both have the key; nullptr when absent.
+  const Value* metadata(const std::string& key) const;
 
  private:
   TraceHeader header_;
+  Metadata footer_;
   std::vector<OwnedEvent> events_;
   bool ended_ = false;
 };

@@ -7,12 +7,14 @@
 
 #include "kinetrace/export.h"
 #include "kinetrace/sink.h"
+#include "kinetrace/value.h"
 
 namespace kinetrace {
 
 namespace detail {
 struct TraceData;
-}
+const TraceData& dataOf(const class Trace& trace);
+}  // namespace detail
 
 // What a trace holds and what it could not hold. Every loss counter is also written into
 // the trace's metadata (zero included); non-zero ones are logged when the session stops.
@@ -26,43 +28,59 @@ struct TraceStats {
   uint64_t gpuSyncs = 0;
   uint64_t gpuMemoryEvents = 0;
   uint64_t apiCalls = 0;
-  uint64_t droppedHostEvents = 0;      // host buffer cap reached
-  uint64_t droppedGpuRecords = 0;      // records CUPTI dropped (no buffer space)
-  uint64_t gpuBufferRequestsRefused = 0;  // CUPTI asked for a buffer beyond the cap
-  uint64_t outOfWindowEvents = 0;      // recorded but outside [start, stop]
-  uint64_t unfinishedRanges = 0;       // still open at stop, closed at the stop time
+  uint64_t droppedHostEvents = 0;         // the memory cap was reached while recording
+  uint64_t droppedGpuRecords = 0;         // records CUPTI dropped (no buffer space)
+  uint64_t gpuBufferRequestsRefused = 0;  // CUPTI asked for a buffer beyond the memory cap
+  uint64_t droppedAssembledRecords = 0;   // assembled records the cap left no room for
+  uint64_t outOfWindowEvents = 0;         // recorded but outside [start, stop]
+  uint64_t unfinishedRanges = 0;          // still open at stop, closed at the stop time
+  uint64_t peakMemoryBytes = 0;           // the most the tracer held at once
+  uint64_t memoryCapBytes = 0;            // Config::memoryMb in bytes
 };
 
 // The result of a session: an immutable, shareable set of records. Cheap to copy.
+//
+// When the session had an output (Config::output), its events were written there while
+// recording and are not held in memory: outputPath() says where, and save()/writeTo() of
+// such a trace throw kinetrace::Error saying so. When writing to the output failed,
+// saveError() says why and the trace holds in memory what could not be written.
 class KINETRACE_API Trace {
  public:
   Trace();
   explicit Trace(std::shared_ptr<detail::TraceData> data);
 
-  // Writes the trace to a path or URL: "trace.json", "file:///abs/trace.json", or a scheme
-  // registered with registerSink(). The file appears whole or not at all. Errors (an
-  // unwritable path, an unknown scheme) throw kinetrace::Error naming the path or scheme.
+  // Writes the trace to a path or URL: "trace.json", "trace.json.gz",
+  // "file:///abs/trace.json", or a scheme registered with registerSink(). The file appears
+  // whole or not at all; a symbolic link is followed and its target replaced. Errors (an
+  // unwritable path, a path that is not a regular file, an unknown scheme) throw
+  // kinetrace::Error naming the path or scheme.
   void save(const std::string& url) const;
 
   // Streams the trace into any sink.
   void writeTo(Sink& sink) const;
 
-  // Free-form top-level metadata ("model": "resnet50"). Replaces an earlier value of the key.
-  void addMetadata(const std::string& key, std::string_view value);
-  void addMetadata(const std::string& key, const char* value) { addMetadata(key, std::string_view(value)); }
-  void addMetadata(const std::string& key, int64_t value);
-  void addMetadata(const std::string& key, double value);
-  // A value that is already JSON text ({"rank": 0}). Invalid JSON throws kinetrace::Error.
+  // Top-level metadata ("model": "resnet50"), written by later save()/writeTo() calls.
+  // Replaces an earlier value of the key. For metadata in a trace written while
+  // recording, use Profiler::addMetadata() before stop().
+  void addMetadata(const std::string& key, Value value);
+  // A value given as JSON text ({"rank": 0}). Invalid JSON throws kinetrace::Error.
   void addMetadataJson(const std::string& key, const std::string& json);
 
   TraceStats stats() const;
   // Start and stop of the recording window, nanoseconds since the Unix epoch.
   int64_t startNs() const;
   int64_t stopNs() const;
-
-  const detail::TraceData& data() const { return *data_; }
+  // Where stop() wrote the trace while recording; "" when it was not written.
+  const std::string& outputPath() const;
+  // Why writing to Config::output failed; "" when it did not fail (or there was none).
+  const std::string& saveError() const;
+  // Whether the events are held in memory (save() and writeTo() can write them).
+  bool hasEvents() const;
+  // Every top-level metadata value the trace carries, in order.
+  Metadata metadata() const;
 
  private:
+  friend const detail::TraceData& detail::dataOf(const Trace& trace);
   std::shared_ptr<detail::TraceData> data_;
 };
 

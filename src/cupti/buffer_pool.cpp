@@ -10,12 +10,18 @@ namespace {
 constexpr std::size_t kAlignment = 8;
 }  // namespace
 
-BufferPool::BufferPool(std::size_t bufferBytes, std::size_t capBytes)
+BufferPool::BufferPool(std::size_t bufferBytes, std::size_t maxBuffers, MemoryBudget& budget)
     : bufferBytes_((std::max<std::size_t>(bufferBytes, 1024) + kAlignment - 1) / kAlignment * kAlignment),
-      maxBuffers_(std::max<std::size_t>(capBytes / bufferBytes_, 1)) {}
+      maxBuffers_(std::max<std::size_t>(maxBuffers, 1)),
+      budget_(budget) {
+  // Reserved up front so that release() and the request path never allocate.
+  free_.reserve(maxBuffers_);
+  all_.reserve(maxBuffers_);
+}
 
 BufferPool::~BufferPool() {
   for (uint8_t* buffer : all_) std::free(buffer);
+  budget_.release(all_.size() * bufferBytes_);
 }
 
 uint8_t* BufferPool::acquire() noexcept {
@@ -25,17 +31,13 @@ uint8_t* BufferPool::acquire() noexcept {
     free_.pop_back();
     return buffer;
   }
-  if (all_.size() < maxBuffers_) {
+  if (all_.size() < maxBuffers_ && budget_.tryAcquire(bufferBytes_)) {
     auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, bufferBytes_));
     if (buffer != nullptr) {
-      try {
-        all_.push_back(buffer);
-        free_.reserve(all_.size());  // release() then never allocates
-        return buffer;
-      } catch (const std::bad_alloc&) {
-        std::free(buffer);
-      }
+      all_.push_back(buffer);
+      return buffer;
     }
+    budget_.release(bufferBytes_);
   }
   ++refused_;
   return nullptr;
@@ -47,19 +49,16 @@ void BufferPool::release(uint8_t* buffer) noexcept {
   free_.push_back(buffer);
 }
 
-uint64_t BufferPool::refused() const {
+uint64_t BufferPool::takeRefused() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return refused_;
+  uint64_t refused = refused_;
+  refused_ = 0;
+  return refused;
 }
 
 std::size_t BufferPool::allocated() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return all_.size();
-}
-
-void BufferPool::resetRefused() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  refused_ = 0;
 }
 
 }  // namespace kinetrace::detail

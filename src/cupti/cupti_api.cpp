@@ -1,5 +1,7 @@
 #include "cupti/cupti_api.h"
 
+#include "support/log.h"
+
 namespace kinetrace::detail {
 namespace {
 
@@ -59,6 +61,21 @@ std::string describeCuptiResult(CUptiResult result) {
     return "CUPTI error " + std::to_string(static_cast<int>(result));
   }
   return text;
+}
+
+std::string cuptiFailure(CUptiResult result, std::string_view call) {
+  if (result == CUPTI_SUCCESS) return "";
+  return std::string(call) + ": " + describeCuptiResult(result);
+}
+
+bool cuptiSucceeded(CUptiResult result, std::string_view call) noexcept {
+  if (result == CUPTI_SUCCESS) return true;
+  try {
+    log(LogLevel::Warning, "{}", cuptiFailure(result, call));
+  } catch (...) {
+    // Logging itself failed (out of memory): the result still says what happened.
+  }
+  return false;
 }
 
 }  // namespace kinetrace::detail

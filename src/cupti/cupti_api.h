@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 // The narrow seam between kinetrace and libcupti: every CUPTI call the session makes goes
 // through this interface, so tests can run the session logic against a fake that refuses,
@@ -40,7 +41,14 @@ class CuptiApi {
 // The process's libcupti.
 CuptiApi& realCuptiApi();
 
-// "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_NOT_INITIALIZED (...)".
+// CUPTI's name and text for a result: "CUPTI_ERROR_NOT_INITIALIZED (...)".
 std::string describeCuptiResult(CUptiResult result);
+
+// The one check every CUPTI call goes through. Returns "" when the call succeeded, else
+// which call failed and why: "cuptiActivityEnable(MEMCPY): CUPTI_ERROR_NOT_INITIALIZED".
+std::string cuptiFailure(CUptiResult result, std::string_view call);
+// For calls whose failure does not stop tracing (disabling, flushing, counting drops):
+// logs a warning naming the call and CUPTI's reason; returns whether the call succeeded.
+bool cuptiSucceeded(CUptiResult result, std::string_view call) noexcept;
 
 }  // namespace kinetrace::detail

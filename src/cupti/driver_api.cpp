@@ -68,36 +68,42 @@ std::vector<DeviceInfo> DriverApi::devices(StringTable& strings) const {
     cuDeviceGetCount_(&count);
   }
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    CUdevice device;
-    if (cuDeviceGet_(&device, ordinal) != CUDA_SUCCESS) continue;
-    auto attribute = [&](CUdevice_attribute which) {
-      int value = 0;
-      cuDeviceGetAttribute_(&value, which, device);
-      return value;
-    };
-    char name[256] = {};
-    cuDeviceGetName_(name, sizeof name - 1, device);
-    size_t totalMem = 0;
-    cuDeviceTotalMem_(&totalMem, device);
     DeviceInfo info;
-    info.id = static_cast<uint32_t>(ordinal);
-    info.name = strings.intern(name);
-    info.totalGlobalMem = totalMem;
-    info.computeMajor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-    info.computeMinor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    info.maxThreadsPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-    info.maxThreadsPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
-    info.maxBlocksPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
-    info.regsPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
-    info.regsPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
-    info.warpSize = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
-    info.sharedMemPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-    info.sharedMemPerBlockOptin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-    info.sharedMemPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
-    info.numSms = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-    result.push_back(info);
+    if (deviceInfo(static_cast<uint32_t>(ordinal), strings, info)) result.push_back(info);
   }
   return result;
+}
+
+bool DriverApi::deviceInfo(uint32_t ordinal, StringTable& strings, DeviceInfo& info) const {
+  if (!isOpen()) return false;
+  CUdevice device;
+  if (cuDeviceGet_(&device, static_cast<int>(ordinal)) != CUDA_SUCCESS) return false;
+  auto attribute = [&](CUdevice_attribute which) {
+    int value = 0;
+    cuDeviceGetAttribute_(&value, which, device);
+    return value;
+  };
+  char name[256] = {};
+  cuDeviceGetName_(name, sizeof name - 1, device);
+  size_t totalMem = 0;
+  cuDeviceTotalMem_(&totalMem, device);
+  info = DeviceInfo{};
+  info.id = ordinal;
+  info.name = strings.intern(name);
+  info.totalGlobalMem = totalMem;
+  info.computeMajor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.computeMinor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.maxThreadsPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.maxThreadsPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  info.maxBlocksPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  info.regsPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  info.regsPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  info.warpSize = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  info.sharedMemPerBlock = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  info.sharedMemPerBlockOptin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  info.sharedMemPerMultiprocessor = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  info.numSms = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  return true;
 }
 
 bool DriverApi::synchronize(CUcontext context) const noexcept {

@@ -27,6 +27,8 @@ class DriverApi {
   int driverVersion() const;
   // One DeviceInfo per visible device; names interned into `strings`.
   std::vector<DeviceInfo> devices(StringTable& strings) const;
+  // The device of that ordinal; false when the driver does not know it (or is not started).
+  bool deviceInfo(uint32_t ordinal, StringTable& strings, DeviceInfo& info) const;
   // Waits for all work of a context to finish. Returns false if the context is gone.
   bool synchronize(CUcontext context) const noexcept;
 

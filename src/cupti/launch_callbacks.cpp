@@ -6,7 +6,6 @@
 
 #include "host/host_recorder.h"
 #include "model/clock.h"
-#include "model/gpu_source.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -16,9 +15,6 @@ bool startsWithAny(std::string_view name, std::initializer_list<std::string_view
                      [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; });
 }
 
-std::atomic<ContextSeenFn> gContextSeen{nullptr};
-std::atomic<ProfilerControlFn> gProfilerControl{nullptr};
-std::atomic<uint32_t> gContextSeenEpoch{0};
 thread_local CUcontext tLastContext = nullptr;
 // Recorded runtime calls in progress on this thread.
 thread_local uint32_t tRuntimeDepth = 0;
@@ -40,9 +36,19 @@ bool isLaunchSideCall(std::string_view name) {
                               "cuStreamWaitEvent", "cuMemAlloc", "cuMemFree"});
 }
 
-bool launchesGpuWork(std::string_view name) {
-  return startsWithAny(name, {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
-                              "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch"});
+CallEffect callEffect(std::string_view name) {
+  if (startsWithAny(name, {"cudaGraphLaunch", "cuGraphLaunch"})) return CallEffect::Graph;
+  if (startsWithAny(name, {"cudaLaunchHostFunc", "cuLaunchHostFunc"})) return CallEffect::None;
+  if (startsWithAny(name, {"cudaLaunch", "cuLaunch"})) return CallEffect::Kernel;
+  if (startsWithAny(name, {"cudaMemcpy", "cuMemcpy"})) return CallEffect::Copy;
+  if (startsWithAny(name, {"cudaMemset", "cuMemset"})) return CallEffect::Set;
+  if (startsWithAny(name, {"cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize",
+                           "cudaStreamWaitEvent", "cuStreamSynchronize", "cuEventSynchronize",
+                           "cuCtxSynchronize", "cuStreamWaitEvent"})) {
+    return CallEffect::Sync;
+  }
+  if (startsWithAny(name, {"cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree"})) return CallEffect::Memory;
+  return CallEffect::None;
 }
 
 std::string apiDisplayName(std::string_view cuptiName) {
@@ -63,7 +69,7 @@ void CallbackTable::selectLaunchEntryPoints(CuptiApi& api) {
       const char* name = nullptr;
       if (api.getCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
       if (!isLaunchSideCall(name)) continue;
-      table[cbid] = kRecorded | (launchesGpuWork(name) ? kLaunchesGpuWork : 0);
+      table[cbid] = static_cast<uint8_t>(kRecorded | static_cast<uint8_t>(callEffect(name)) << kEffectShift);
     }
   }
 }
@@ -75,7 +81,7 @@ void CallbackTable::selectAll(CUpti_CallbackDomain domain, CuptiApi& api) {
   for (uint32_t cbid = 1; cbid < table.size(); ++cbid) {
     const char* name = nullptr;
     if (api.getCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-    table[cbid] = kRecorded | (launchesGpuWork(name) ? kLaunchesGpuWork : 0);
+    table[cbid] = static_cast<uint8_t>(kRecorded | static_cast<uint8_t>(callEffect(name)) << kEffectShift);
   }
 }
 
@@ -104,13 +110,6 @@ std::vector<uint32_t> CallbackTable::recorded(CUpti_CallbackDomain domain) const
   return ids;
 }
 
-void setContextSeenHandler(ContextSeenFn handler) noexcept {
-  gContextSeen.store(handler);
-  gContextSeenEpoch.fetch_add(1);
-}
-
-void setProfilerControlHandler(ProfilerControlFn handler) noexcept { gProfilerControl.store(handler); }
-
 namespace {
 
 // Recording starts after cuProfilerStart returns and stops before cuProfilerStop runs, so
@@ -120,9 +119,7 @@ namespace {
                                          const CUpti_CallbackData* info) noexcept {
   bool start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
   bool act = start ? info->callbackSite == CUPTI_API_EXIT : info->callbackSite == CUPTI_API_ENTER;
-  if (act) {
-    if (ProfilerControlFn handler = gProfilerControl.load(std::memory_order_acquire)) handler(start);
-  }
+  if (act && table->profilerControl != nullptr) table->profilerControl(start);
   return (table->flags(CUPTI_CB_DOMAIN_DRIVER_API, cbid) & CallbackTable::kRecorded) != 0;
 }
 
@@ -151,11 +148,10 @@ void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti
     *info->correlationData = Clock::ticks();
     return;
   }
-  uint32_t epoch = gContextSeenEpoch.load(std::memory_order_relaxed);
-  if ((info->context != tLastContext || epoch != tLastContextEpoch) && info->context != nullptr) {
+  if ((info->context != tLastContext || table->epoch != tLastContextEpoch) && info->context != nullptr) {
     tLastContext = info->context;
-    tLastContextEpoch = epoch;
-    if (ContextSeenFn seen = gContextSeen.load(std::memory_order_relaxed)) seen(info->context);
+    tLastContextEpoch = table->epoch;
+    if (table->contextSeen != nullptr) table->contextSeen(table->contextSeenTarget, info->context);
   }
   ThreadBuffer* buffer = HostRecorder::threadBuffer();
   if (buffer == nullptr) return;
@@ -163,14 +159,19 @@ void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti
   if (r == nullptr) return;
   uint64_t exitTicks = Clock::ticks();
   uint64_t entryTicks = *info->correlationData;
-  uint8_t flags = table->flags(domain, cbid);
+  CallEffect effect = CallbackTable::effectOf(table->flags(domain, cbid));
+  // A call that failed started nothing on the GPU: no record will come to wait for.
+  if (effect != CallEffect::None && info->functionReturnValue != nullptr &&
+      *static_cast<const int*>(info->functionReturnValue) != 0) {
+    effect = CallEffect::None;
+  }
   r->ticks = entryTicks != 0 ? entryTicks : exitTicks;  // entered before recording began
   r->a = exitTicks;
   r->b = HostRecorder::innermostOpenRange();
   r->c = info->correlationId;
   r->d = static_cast<uint16_t>(cbid);
   r->flags = static_cast<uint8_t>((domain == CUPTI_CB_DOMAIN_DRIVER_API ? kApiDriver : 0) |
-                                  ((flags & CallbackTable::kLaunchesGpuWork) ? kApiLaunchesGpuWork : 0));
+                                  static_cast<uint8_t>(effect) << kApiEffectShift);
   r->kind = HostEventKind::ApiCall;
   HostRecorder::publish(*buffer);
 }

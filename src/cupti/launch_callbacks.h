@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cupti/cupti_api.h"
+#include "model/records.h"
 
 // Launch correlation through the CUPTI callback API.
 //
@@ -26,10 +27,25 @@
 
 namespace kinetrace::detail {
 
-// Per callback id: whether kinetrace records it and whether it launches GPU work.
+// Per callback id: whether kinetrace records it, what it may produce on the GPU side
+// (CallEffect), and whether it is a profiler-control call.
 class CallbackTable {
  public:
-  enum Flags : uint8_t { kRecorded = 1, kLaunchesGpuWork = 2, kControl = 4 };
+  enum Flags : uint8_t { kRecorded = 1, kControl = 2, kEffectShift = 4 };
+
+  // Who hears about what the callback sees. Set before subscribing and never changed while
+  // subscribed, so CUPTI's threads read them without synchronisation.
+  //   contextSeen: the first time a thread's calls use a context (the source keeps the set
+  //     so it can synchronise each context when a window ends);
+  //   profilerControl: cudaProfilerStart() returned (start) / cudaProfilerStop() was called.
+  using ContextSeenFn = void (*)(void* target, CUcontext context);
+  using ProfilerControlFn = void (*)(bool start);
+  ContextSeenFn contextSeen = nullptr;
+  void* contextSeenTarget = nullptr;
+  ProfilerControlFn profilerControl = nullptr;
+  // Changes with every subscription, so a thread's memory of the last context it reported
+  // (kept across subscriptions) is not taken as reported to the new one.
+  uint32_t epoch = 0;
 
   // The launch-side entry points of both domains, found by name through `api`.
   void selectLaunchEntryPoints(CuptiApi& api);
@@ -44,6 +60,7 @@ class CallbackTable {
     const auto& table = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_ : runtime_;
     return cbid < table.size() ? table[cbid] : 0;
   }
+  static CallEffect effectOf(uint8_t flags) { return static_cast<CallEffect>(flags >> kEffectShift); }
   std::vector<uint32_t> recorded(CUpti_CallbackDomain domain) const;
 
   // The CUDA runtime implements its calls with driver calls, and CUPTI reports those too
@@ -63,9 +80,9 @@ class CallbackTable {
 };
 
 // Whether a CUDA API function (by its CUPTI name, "cudaLaunchKernel_v7000") starts or
-// waits for GPU work, and whether it launches GPU work itself.
+// waits for GPU work or allocates device memory, and what it produces on the GPU side.
 bool isLaunchSideCall(std::string_view name);
-bool launchesGpuWork(std::string_view name);
+CallEffect callEffect(std::string_view name);
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
 std::string apiDisplayName(std::string_view cuptiName);
 
@@ -79,10 +96,5 @@ inline bool isProfilerControlCall(CUpti_CallbackDomain domain, uint32_t cbid) {
 // The callback registered with cuptiSubscribe. `userData` is the CallbackTable.
 void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                               const void* data) noexcept;
-
-// Called (from onCuptiCallback) the first time a thread's calls use a context; the session
-// keeps the set so it can synchronise each context at stop.
-using ContextSeenFn = void (*)(CUcontext context);
-void setContextSeenHandler(ContextSeenFn handler) noexcept;
 
 }  // namespace kinetrace::detail

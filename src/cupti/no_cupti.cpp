@@ -9,6 +9,4 @@ std::unique_ptr<GpuSource> makeCuptiSource(std::string& whyNot) {
   return nullptr;
 }
 
-void setProfilerControlHandler(ProfilerControlFn) noexcept {}
-
 }  // namespace kinetrace::detail

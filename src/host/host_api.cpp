@@ -1,5 +1,6 @@
 // The public host-recording entry points (kinetrace/host.h): the application's hot path.
 
+#include <algorithm>
 #include <cstring>
 
 #include "host/host_recorder.h"
@@ -9,33 +10,49 @@ namespace kinetrace {
 namespace detail {
 namespace {
 
-inline void beginRange(uint64_t nameRef, uint32_t nameLength, ThreadBuffer& buffer) noexcept {
-  // The depth moves even when the record is dropped, so the matching end pops this range
-  // and not its parent. Drops are sticky for the session (the cap stays reached), so a
-  // dropped begin is never paired with a recorded end.
+struct Name {
+  const char* data;
+  uint32_t size;
+  bool literal;
+};
+
+Name literalName(const char* data, std::size_t size) {
+  return Name{data, static_cast<uint32_t>(std::min(size, kMaxCopiedNameBytes)), true};
+}
+Name copiedName(std::string_view name) {
+  return Name{name.data(), static_cast<uint32_t>(std::min(name.size(), kMaxCopiedNameBytes)), false};
+}
+
+// Writes one record with its name: a literal by address, anything else copied into the
+// slots right after the record. Returns false when the record was dropped.
+inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name name) noexcept {
+  const uint32_t extra = name.literal ? 0 : nameSlots(name.size);
+  HostEventRecord* r = HostRecorder::reserve(buffer, 1 + extra);
+  if (r == nullptr) return false;
+  r->ticks = Clock::ticks();
+  r->a = a;
+  r->c = name.size;
+  r->kind = kind;
+  if (name.literal) {
+    r->b = reinterpret_cast<uint64_t>(name.data);
+    r->flags = kNameStatic;
+  } else {
+    r->b = 0;
+    r->flags = kNameInline;
+    std::memcpy(r + 1, name.data, name.size);
+  }
+  HostRecorder::publish(buffer, 1 + extra);
+  return true;
+}
+
+inline void beginRange(ThreadBuffer& buffer, Name name) noexcept {
+  // The depth moves even when the record is dropped, so the matching end closes this range
+  // and not its parent; the end names the range it closes, so a dropped begin is never
+  // paired with another range's end.
   uint64_t id = buffer.nextRangeSeq++;
   if (buffer.depth < kMaxRangeDepth) buffer.openRanges[buffer.depth] = id;
   ++buffer.depth;
-  HostEventRecord* r = HostRecorder::reserve(buffer);
-  if (r == nullptr) return;
-  r->ticks = Clock::ticks();
-  r->a = id;
-  r->b = nameRef;
-  r->c = nameLength;
-  r->kind = HostEventKind::RangeBegin;
-  HostRecorder::publish(buffer);
-}
-
-inline void point(HostEventKind kind, uint64_t nameRef, uint32_t nameLength, uint64_t payload,
-                  ThreadBuffer& buffer) noexcept {
-  HostEventRecord* r = HostRecorder::reserve(buffer);
-  if (r == nullptr) return;
-  r->ticks = Clock::ticks();
-  r->a = payload;
-  r->b = nameRef;
-  r->c = nameLength;
-  r->kind = kind;
-  HostRecorder::publish(buffer);
+  record(buffer, HostEventKind::RangeBegin, id, name);
 }
 
 inline uint64_t bitsOf(double value) noexcept {
@@ -46,18 +63,12 @@ inline uint64_t bitsOf(double value) noexcept {
 
 }  // namespace
 
-void beginRangeStatic(const char* literal) noexcept {
-  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    beginRange(reinterpret_cast<uint64_t>(literal), 0, *buffer);
-  }
+void beginRangeStatic(const char* literal, std::size_t size) noexcept {
+  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) beginRange(*buffer, literalName(literal, size));
 }
 
 void beginRangeCopy(std::string_view name) noexcept {
-  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    uint32_t length = 0;
-    uint64_t ref = HostRecorder::copyName(*buffer, name, length);
-    beginRange(ref, length, *buffer);
-  }
+  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) beginRange(*buffer, copiedName(name));
 }
 
 void endRangeNow() noexcept {
@@ -66,61 +77,70 @@ void endRangeNow() noexcept {
   // recorded: the collector would have nothing to pair it with.
   if (buffer == nullptr || buffer->depth == 0) return;
   --buffer->depth;
+  const uint64_t id = buffer->depth < kMaxRangeDepth ? buffer->openRanges[buffer->depth] : 0;
   HostEventRecord* r = HostRecorder::reserve(*buffer);
   if (r == nullptr) return;  // its begin may be recorded; the range then ends at stop
   r->ticks = Clock::ticks();
+  r->a = id;
+  r->flags = 0;
   r->kind = HostEventKind::RangeEnd;
   HostRecorder::publish(*buffer);
 }
 
-void instantStatic(const char* literal) noexcept {
+void instantStatic(const char* literal, std::size_t size) noexcept {
   if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    point(HostEventKind::Instant, reinterpret_cast<uint64_t>(literal), 0, 0, *buffer);
+    record(*buffer, HostEventKind::Instant, 0, literalName(literal, size));
   }
 }
 
 void instantCopy(std::string_view name) noexcept {
   if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    uint32_t length = 0;
-    uint64_t ref = HostRecorder::copyName(*buffer, name, length);
-    point(HostEventKind::Instant, ref, length, 0, *buffer);
+    record(*buffer, HostEventKind::Instant, 0, copiedName(name));
   }
 }
 
-void counterStatic(const char* literal, double value) noexcept {
+void counterStatic(const char* literal, std::size_t size, double value) noexcept {
   if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    point(HostEventKind::Counter, reinterpret_cast<uint64_t>(literal), 0, bitsOf(value), *buffer);
+    record(*buffer, HostEventKind::Counter, bitsOf(value), literalName(literal, size));
   }
 }
 
 void counterCopy(std::string_view name, double value) noexcept {
   if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    uint32_t length = 0;
-    uint64_t ref = HostRecorder::copyName(*buffer, name, length);
-    point(HostEventKind::Counter, ref, length, bitsOf(value), *buffer);
+    record(*buffer, HostEventKind::Counter, bitsOf(value), copiedName(name));
   }
 }
 
 uint64_t startAsyncRangeCopy(std::string_view name) noexcept {
   ThreadBuffer* buffer = HostRecorder::threadBuffer();
   if (buffer == nullptr) return 0;
-  // Ids come from the thread's range sequence: unique across threads, and usable as the
-  // External id that links GPU work to the range.
-  uint64_t id = buffer->nextRangeSeq++;
-  uint32_t length = 0;
-  uint64_t ref = HostRecorder::copyName(*buffer, name, length);
-  point(HostEventKind::AsyncBegin, ref, length, id, *buffer);
+  // Ids come from the thread's range sequence: unique across threads, usable as the
+  // External id that links GPU work to the range, and they name the starting thread.
+  const uint64_t id = buffer->nextRangeSeq++;
+  buffer->openAsync[buffer->asyncNext++ % kOpenAsyncSlots].store(id, std::memory_order_relaxed);
+  record(*buffer, HostEventKind::AsyncBegin, id, copiedName(name));
   return id;
 }
 
 void endAsyncRangeNow(uint64_t id) noexcept {
   if (id == 0) return;
-  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
-    point(HostEventKind::AsyncEnd, 0, 0, id, *buffer);
-  }
+  ThreadBuffer* buffer = HostRecorder::threadBuffer();
+  if (buffer == nullptr) return;
+  HostRecorder::instance().forgetAsyncRange(id);
+  HostEventRecord* r = HostRecorder::reserve(*buffer);
+  if (r == nullptr) return;
+  r->ticks = Clock::ticks();
+  r->a = id;
+  r->flags = 0;
+  r->kind = HostEventKind::AsyncEnd;
+  HostRecorder::publish(*buffer);
 }
 
 }  // namespace detail
+
+bool recording() noexcept {
+  return detail::HostRecorder::recordingGeneration.load(std::memory_order_relaxed) != 0;
+}
 
 void setThreadName(std::string_view name) { detail::HostRecorder::instance().setThreadName(name); }
 

@@ -1,13 +1,11 @@
 #include "host/host_recorder.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <new>
-#include <queue>
-#include <unordered_map>
 
 namespace kinetrace::detail {
 
@@ -17,13 +15,22 @@ thread_local ThreadExitHook tThreadExitHook;
 
 namespace {
 
-// Range ids double as the "External id" that links GPU work to its range. The thread's
-// slot in the high bits keeps them unique across threads without shared counters, and
-// below 2^53 so JSON readers that parse numbers as doubles keep them exact.
-constexpr int kRangeSeqBits = 40;
-uint64_t rangeIdBase(uint32_t slot) { return static_cast<uint64_t>(slot + 1) << kRangeSeqBits; }
+// After the budget refuses a chunk, a thread drops this many events before asking again:
+// the collector frees chunks as it drains, but asking takes a lock, and a thread that is
+// out of room should not take it for every event.
+constexpr uint32_t kDropsBeforeRetry = 512;
+
+uint64_t rangeIdBase(uint32_t slot) {
+  return static_cast<uint64_t>(slot + 1) << HostRecorder::kRangeSeqBits;
+}
 
 int64_t currentTid() { return static_cast<int64_t>(::syscall(SYS_gettid)); }
+
+double doubleOf(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
 
 }  // namespace
 
@@ -32,6 +39,22 @@ thread_local std::string tPendingThreadName;
 
 ThreadExitHook::~ThreadExitHook() {
   if (tThreadBuffer != nullptr) HostRecorder::instance().releaseThread(tThreadBuffer);
+}
+
+// fork() copies only the calling thread: a lock another thread held stays locked in the
+// child forever. The recorder's lock is taken around fork() so the child inherits it free,
+// and the child starts with no recording and none of the parent's events.
+void forkPrepare() noexcept { HostRecorder::instance().mutex_.lock(); }
+void forkParent() noexcept { HostRecorder::instance().mutex_.unlock(); }
+void forkChild() noexcept {
+  HostRecorder& recorder = HostRecorder::instance();
+  recorder.resetInForkedChild();
+  recorder.mutex_.unlock();
+}
+
+HostRecorder::HostRecorder() : bySlot_(new std::atomic<ThreadBuffer*>[kMaxThreadBuffers]) {
+  for (std::size_t i = 0; i < kMaxThreadBuffers; ++i) bySlot_[i].store(nullptr, std::memory_order_relaxed);
+  pthread_atfork(&forkPrepare, &forkParent, &forkChild);
 }
 
 HostRecorder& HostRecorder::instance() {
@@ -43,154 +66,184 @@ ThreadBuffer* slowThreadBuffer() noexcept { return HostRecorder::instance().regi
 
 ThreadBuffer* HostRecorder::registerThread() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
+  const uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
   if (generation == 0) return nullptr;
   ThreadBuffer* buffer = tThreadBuffer;
   if (buffer == nullptr) {
     (void)&tThreadExitHook;  // odr-use: constructs the hook, so its destructor runs at exit
     buffer = reusableBuffer();
     if (buffer == nullptr) {
+      if (buffers_.size() >= kMaxThreadBuffers) return nullptr;
       try {
+        buffers_.reserve(buffers_.size() + 1);
         buffer = new ThreadBuffer();
-        buffer->slot = static_cast<uint32_t>(buffers_.size());
-        buffers_.push_back(buffer);
       } catch (const std::bad_alloc&) {
-        delete buffer;
         return nullptr;
       }
+      buffer->slot = static_cast<uint32_t>(buffers_.size());
+      buffers_.push_back(buffer);
+      bySlot_[buffer->slot].store(buffer, std::memory_order_release);
+      buffer->nextRangeSeq = rangeIdBase(buffer->slot) + 1;
     }
     buffer->exited = false;
+    buffer->instance = nextInstance_++;
     buffer->tid = currentTid();
     buffer->threadName = tPendingThreadName;
     tThreadBuffer = buffer;
   }
-  // A buffer from an earlier generation starts clean: ranges left open then are not
-  // closed by this generation's endRange() calls.
-  buffer->generation.store(generation, std::memory_order_relaxed);
-  buffer->depth = 0;
-  buffer->full = false;
-  buffer->dropped = 0;
-  buffer->droppedNameBytes = 0;
-  buffer->cursor = buffer->limit = nullptr;
+  // A buffer from an earlier generation starts clean: its chunk is sealed (the collector of
+  // that generation recycles it), and ranges left open then are not closed by this
+  // generation's endRange() calls.
+  if (buffer->chunk != nullptr) buffer->chunk->sealed.store(true, std::memory_order_release);
   buffer->chunk = nullptr;
-  buffer->nameCursor = buffer->nameLimit = nullptr;
-  if (buffer->nextRangeSeq == 0) buffer->nextRangeSeq = rangeIdBase(buffer->slot) + 1;
+  buffer->cursor = buffer->limit = nullptr;
+  buffer->depth = 0;
+  buffer->retryAfterDrops = 0;
+  buffer->dropped.store(0, std::memory_order_relaxed);
+  for (auto& id : buffer->openAsync) id.store(0, std::memory_order_relaxed);
+  buffer->generation.store(generation, std::memory_order_relaxed);
   return buffer;
 }
 
 // Programs that start short-lived threads over and over (data loaders, thread pools that
 // resize) would otherwise add a buffer per thread for the life of the process. A buffer
-// whose thread has exited and whose events have been collected is handed to the next new
-// thread; its range ids continue, so they stay unique.
+// whose thread has exited and whose chunks have all been collected is handed to the next
+// new thread; its range ids continue, so they stay unique.
 ThreadBuffer* HostRecorder::reusableBuffer() noexcept {
   for (ThreadBuffer* buffer : buffers_) {
-    if (buffer->exited && buffer->chunks.empty() && buffer->nameChunks.empty()) return buffer;
+    if (buffer->exited && buffer->chunks.empty()) return buffer;
   }
   return nullptr;
 }
 
-bool HostRecorder::refill(ThreadBuffer& buffer) noexcept {
-  if (buffer.full) return false;
+RecordChunk* HostRecorder::takeChunk() noexcept {
+  if (!freeChunks_.empty()) {
+    RecordChunk* chunk = freeChunks_.back();
+    freeChunks_.pop_back();
+    return chunk;
+  }
+  if (budget_ == nullptr || !budget_->tryAcquire(sizeof(RecordChunk))) return nullptr;
+  auto* chunk = new (std::nothrow) RecordChunk();
+  if (chunk == nullptr) {
+    budget_->release(sizeof(RecordChunk));
+    return nullptr;
+  }
+  ++chunksAllocated_;
+  return chunk;
+}
+
+bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
+  if (buffer.retryAfterDrops > 0) {
+    --buffer.retryAfterDrops;
+    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return false;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
+  // The recording this thread registered for has ended: the event is outside every window,
+  // not a drop.
   if (buffer.generation.load(std::memory_order_relaxed) !=
       recordingGeneration.load(std::memory_order_relaxed)) {
     return false;
   }
-  RecordChunk* chunk = nullptr;
-  if (usedBytes_ + sizeof(RecordChunk) <= capBytes_) {
-    if (!freeChunks_.empty()) {
-      chunk = freeChunks_.back();
-      freeChunks_.pop_back();
-    } else {
-      chunk = new (std::nothrow) RecordChunk();
-    }
-  }
+  RecordChunk* chunk = slots <= kChunkSlots ? takeChunk() : nullptr;
   if (chunk == nullptr) {
-    buffer.full = true;
+    buffer.retryAfterDrops = kDropsBeforeRetry;
+    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return false;
   }
   try {
     buffer.chunks.push_back(chunk);
   } catch (const std::bad_alloc&) {
-    freeChunks_.push_back(chunk);
-    buffer.full = true;
+    freeChunks_.push_back(chunk);  // capacity exists: it came from there or was counted
+    buffer.retryAfterDrops = kDropsBeforeRetry;
+    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return false;
   }
-  usedBytes_ += sizeof(RecordChunk);
+  if (buffer.chunk != nullptr) buffer.chunk->sealed.store(true, std::memory_order_release);
+  chunk->generation = buffer.generation.load(std::memory_order_relaxed);
   chunk->published.store(0, std::memory_order_relaxed);
+  chunk->sealed.store(false, std::memory_order_relaxed);
   buffer.chunk = chunk;
-  buffer.cursor = chunk->records;
-  buffer.limit = chunk->records + kChunkRecords;
+  buffer.cursor = chunk->slots;
+  buffer.limit = chunk->slots + kChunkSlots;
   return true;
 }
 
-bool HostRecorder::refillNames(ThreadBuffer& buffer) noexcept {
+uint64_t HostRecorder::startRecording(MemoryBudget& budget) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NameChunk* chunk = nullptr;
-  if (usedBytes_ + sizeof(NameChunk) <= capBytes_) {
-    if (!freeNameChunks_.empty()) {
-      chunk = freeNameChunks_.back();
-      freeNameChunks_.pop_back();
-    } else {
-      chunk = new (std::nothrow) NameChunk();
-    }
-  }
-  if (chunk == nullptr) return false;
-  try {
-    buffer.nameChunks.push_back(chunk);
-  } catch (const std::bad_alloc&) {
-    freeNameChunks_.push_back(chunk);
-    return false;
-  }
-  usedBytes_ += sizeof(NameChunk);
-  buffer.nameChunkIndex = static_cast<uint32_t>(buffer.nameChunks.size() - 1);
-  buffer.nameCursor = chunk->bytes;
-  buffer.nameLimit = chunk->bytes + kNameChunkBytes;
-  return true;
-}
-
-uint64_t HostRecorder::copyName(ThreadBuffer& buffer, std::string_view name,
-                                uint32_t& length) noexcept {
-  std::size_t size = std::min(name.size(), kMaxCopiedNameBytes);
-  if (size == 0) {
-    length = 0;
-    return reinterpret_cast<uint64_t>("");
-  }
-  if (static_cast<std::size_t>(buffer.nameLimit - buffer.nameCursor) < size) {
-    if (!instance().refillNames(buffer)) {
-      buffer.droppedNameBytes += size;
-      length = 0;
-      return 0;
-    }
-  }
-  std::memcpy(buffer.nameCursor, name.data(), size);
-  uint64_t offset = static_cast<uint64_t>(buffer.nameCursor - buffer.nameChunks[buffer.nameChunkIndex]->bytes);
-  buffer.nameCursor += size;
-  length = static_cast<uint32_t>(size);
-  return kCopiedNameBit | (static_cast<uint64_t>(buffer.nameChunkIndex) << 32) | offset;
-}
-
-uint64_t HostRecorder::startRecording(std::size_t capBytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  capBytes_ = capBytes;
-  usedBytes_ = 0;
-  uint64_t generation = ++lastGeneration_;
+  budget_ = &budget;
+  // Chunks kept from earlier recordings (pooled, or still attached to a thread) are memory
+  // the tracer holds: they count from the start.
+  budget.forceAcquire(chunksAllocated_ * sizeof(RecordChunk));
+  const uint64_t generation = ++lastGeneration_;
   recordingGeneration.store(generation, std::memory_order_release);
   return generation;
 }
 
 void HostRecorder::stopRecording() {
+  std::lock_guard<std::mutex> lock(mutex_);
   recordingGeneration.store(0, std::memory_order_release);
+}
+
+void HostRecorder::trimPool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Every chunk is pooled or attached to a thread; all of them were counted in the
+  // recording's budget, and those kept are counted again by the next recording.
+  if (budget_ != nullptr) budget_->release(chunksAllocated_ * sizeof(RecordChunk));
+  budget_ = nullptr;
+  while (freeChunks_.size() > kChunkPoolReserve) {
+    delete freeChunks_.back();
+    freeChunks_.pop_back();
+    --chunksAllocated_;
+  }
 }
 
 void HostRecorder::releaseThread(ThreadBuffer* buffer) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (buffer->chunk != nullptr) buffer->chunk->sealed.store(true, std::memory_order_release);
+  buffer->chunk = nullptr;
+  buffer->cursor = buffer->limit = nullptr;
   buffer->exited = true;
+}
+
+void HostRecorder::resetInForkedChild() noexcept {
+  // Only the forking thread exists in the child. Every event in the buffers is the
+  // parent's: the chunks go back to the pool unread.
+  recordingGeneration.store(0, std::memory_order_relaxed);
+  for (ThreadBuffer* buffer : buffers_) {
+    for (RecordChunk* chunk : buffer->chunks) freeChunks_.push_back(chunk);
+    buffer->chunks.clear();
+    buffer->chunk = nullptr;
+    buffer->cursor = buffer->limit = nullptr;
+    buffer->consumedChunk = nullptr;
+    buffer->consumedSlots = 0;
+    buffer->depth = 0;
+    buffer->generation.store(0, std::memory_order_relaxed);
+    if (buffer != tThreadBuffer) buffer->exited = true;
+  }
+  if (tThreadBuffer != nullptr) tThreadBuffer->tid = currentTid();
+  budget_ = nullptr;
+}
+
+void HostRecorder::forgetAsyncRange(uint64_t id) noexcept {
+  const uint64_t slot = (id >> kRangeSeqBits);
+  if (slot == 0 || slot > kMaxThreadBuffers) return;
+  ThreadBuffer* origin = bySlot_[slot - 1].load(std::memory_order_acquire);
+  if (origin == nullptr) return;
+  for (auto& open : origin->openAsync) {
+    uint64_t expected = id;
+    if (open.compare_exchange_strong(expected, 0, std::memory_order_relaxed)) return;
+  }
 }
 
 std::size_t HostRecorder::bufferCount() {
   std::lock_guard<std::mutex> lock(mutex_);
   return buffers_.size();
+}
+
+std::size_t HostRecorder::chunksAllocated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return chunksAllocated_;
 }
 
 void HostRecorder::setThreadName(std::string_view name) {
@@ -212,222 +265,137 @@ void HostRecorder::nameOsThread(int64_t tid, std::string_view name) {
   osThreadNames_.emplace_back(tid, std::string(name));
 }
 
-void HostRecorder::collect(TraceData& trace, const Clock& clock) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  // An async range may begin on one thread and end on another: its edges are gathered
-  // from every buffer first and paired afterwards.
-  std::vector<AsyncEdge> asyncBegins;
-  std::vector<AsyncEdge> asyncEnds;
-  for (ThreadBuffer* buffer : buffers_) {
-    if (buffer->generation.load(std::memory_order_relaxed) != lastGeneration_) continue;
-    collectBuffer(*buffer, trace, clock, asyncBegins, asyncEnds);
-    for (RecordChunk* chunk : buffer->chunks) freeChunks_.push_back(chunk);
-    for (NameChunk* chunk : buffer->nameChunks) freeNameChunks_.push_back(chunk);
-    buffer->chunks.clear();
-    buffer->nameChunks.clear();
-    // The generation stays, so the thread's next event (if any) sees a stale buffer
-    // only once recording restarts and re-registers cleanly.
-    buffer->generation.store(0, std::memory_order_relaxed);
+uint64_t HostRecorder::drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock) {
+  // What each buffer holds, copied under the lock; decoding happens without it, so
+  // threads that refill meanwhile are not held up.
+  struct Work {
+    ThreadBuffer* buffer;
+    uint32_t instance;
+    int64_t tid;
+    std::string name;
+    std::vector<RecordChunk*> chunks;
+  };
+  std::vector<Work> work;
+  uint64_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    work.reserve(buffers_.size());
+    for (ThreadBuffer* buffer : buffers_) {
+      if (buffer->generation.load(std::memory_order_relaxed) == generation) {
+        dropped += buffer->dropped.load(std::memory_order_relaxed);
+      }
+      if (buffer->chunks.empty()) continue;
+      std::string name = buffer->threadName;
+      if (name.empty()) {
+        for (const auto& [tid, given] : osThreadNames_) {
+          if (tid == buffer->tid) name = given;
+        }
+      }
+      work.push_back(Work{buffer, buffer->instance, buffer->tid, std::move(name),
+                          std::vector<RecordChunk*>(buffer->chunks.begin(), buffer->chunks.end())});
+    }
   }
-  usedBytes_ = 0;
-  if (!asyncBegins.empty()) pairAsyncRanges(trace, asyncBegins, asyncEnds);
+
+  std::vector<std::pair<ThreadBuffer*, std::size_t>> finished;  // chunks done, per buffer
+  for (Work& w : work) {
+    ThreadBuffer& buffer = *w.buffer;
+    bool announced = false;
+    std::size_t done = 0;
+    for (RecordChunk* chunk : w.chunks) {
+      // Acquire the seal before the count: once sealed, the count read after it is final.
+      const bool sealed = chunk->sealed.load(std::memory_order_acquire);
+      if (chunk->generation != generation) {
+        // A stopped generation's chunk: recycled once its owner has moved on. Chunks are
+        // recycled in order, so a chunk still being written keeps the ones after it.
+        if (!sealed) break;
+        ++done;
+        continue;
+      }
+      const uint32_t published = chunk->published.load(std::memory_order_acquire);
+      const uint32_t from = buffer.consumedChunk == chunk ? buffer.consumedSlots : 0;
+      if (published > from) {
+        if (!announced) {
+          visitor.onThread(w.instance, w.tid, w.name);
+          announced = true;
+        }
+        decodeChunk(buffer, *chunk, from, published, visitor, clock);
+      }
+      buffer.consumedChunk = chunk;
+      buffer.consumedSlots = published;
+      if (!sealed) break;
+      ++done;
+    }
+    if (done > 0) finished.emplace_back(w.buffer, done);
+  }
+
+  if (!finished.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [buffer, count] : finished) {
+      for (std::size_t i = 0; i < count && !buffer->chunks.empty(); ++i) {
+        RecordChunk* chunk = buffer->chunks.front();
+        buffer->chunks.pop_front();
+        if (buffer->consumedChunk == chunk) {
+          buffer->consumedChunk = nullptr;
+          buffer->consumedSlots = 0;
+        }
+        freeChunks_.push_back(chunk);
+      }
+    }
+  }
+  return dropped;
 }
 
-void HostRecorder::pairAsyncRanges(TraceData& trace, std::vector<AsyncEdge>& begins,
-                                   std::vector<AsyncEdge>& ends) {
-  auto inWindow = [&](int64_t t) { return t >= trace.startNs && t <= trace.stopNs; };
-  struct Async {
-    int64_t startNs;
-    int64_t endNs;
-    uint64_t id;
-    StringId name;
-    uint32_t origin;  // the thread that started it
-    bool unfinished;
+void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from,
+                               uint32_t to, HostEventVisitor& visitor, const Clock& clock) {
+  const uint32_t instance = buffer.instance;
+  auto nameOf = [&](const HostEventRecord& r) {
+    if (r.flags & kNameStatic) {
+      const char* literal = reinterpret_cast<const char*>(r.b);
+      return HostName{std::string_view(literal, r.c), literal};
+    }
+    if (r.flags & kNameInline) {
+      return HostName{std::string_view(reinterpret_cast<const char*>(&r + 1), r.c), nullptr};
+    }
+    return HostName{};
   };
-  std::unordered_map<uint64_t, std::size_t> beginById;
-  beginById.reserve(begins.size());
-  for (std::size_t i = 0; i < begins.size(); ++i) beginById.emplace(begins[i].id, i);
-  std::vector<int64_t> endOf(begins.size(), -1);
-  for (const AsyncEdge& end : ends) {
-    auto found = beginById.find(end.id);
-    // An end without a begin belongs to a range started before this recording.
-    if (found == beginById.end() || endOf[found->second] >= 0) continue;
-    endOf[found->second] = end.timeNs;
-  }
-  std::vector<Async> ranges;
-  ranges.reserve(begins.size());
-  for (std::size_t i = 0; i < begins.size(); ++i) {
-    const AsyncEdge& b = begins[i];
-    bool unfinished = endOf[i] < 0;
-    int64_t end = unfinished ? trace.stopNs : endOf[i];
-    if (!inWindow(b.timeNs) || !inWindow(end) || end < b.timeNs) {
-      ++trace.losses.outOfWindowEvents;
-      continue;
-    }
-    if (unfinished) ++trace.losses.unfinishedRanges;
-    ranges.push_back(Async{b.timeNs, end, b.id, b.name, b.thread, unfinished});
-  }
-  std::sort(ranges.begin(), ranges.end(), [](const Async& x, const Async& y) {
-    return x.startNs != y.startNs ? x.startNs < y.startNs : x.endNs > y.endNs;
-  });
-
-  // Lanes: in start order, each range goes on the lane that became free earliest, if it is
-  // free by the range's start, else on a new lane. Slices on one track then never overlap
-  // (Perfetto needs a track's slices properly nested), with as few tracks as the deepest
-  // overlap needs, in O(n log n).
-  using Lane = std::pair<int64_t, uint32_t>;  // (free from, lane index)
-  std::priority_queue<Lane, std::vector<Lane>, std::greater<Lane>> lanes;
-  std::vector<uint32_t> laneThread;
-  for (const Async& r : ranges) {
-    uint32_t lane;
-    if (!lanes.empty() && lanes.top().first <= r.startNs) {
-      lane = lanes.top().second;
-      lanes.pop();
-    } else {
-      lane = static_cast<uint32_t>(laneThread.size());
-      uint32_t thread = trace.threadIndex(trace.pid, kAsyncLaneTidBase + lane);
-      std::string name = lane == 0 ? "async ranges" : "async ranges " + std::to_string(lane + 1);
-      trace.threads[thread].name = trace.strings.intern(name);
-      laneThread.push_back(thread);
-    }
-    lanes.emplace(r.endNs, lane);
-    trace.ranges.push_back(RangeRecord{r.startNs, r.endNs, r.id, 0, r.name, laneThread[lane],
-                                       RangeCategory::UserAnnotation, r.unfinished});
-  }
-
-  // GPU work launched on the thread that started an async range, while no push/pop range
-  // was open there, belongs to the latest-started async range still open at the launch.
-  std::unordered_map<uint32_t, std::vector<const Async*>> byOrigin;
-  for (const Async& r : ranges) byOrigin[r.origin].push_back(&r);  // sorted by start
-  constexpr int kMaxCandidates = 64;
-  for (ApiCallRecord& call : trace.apiCalls) {
-    if (call.externalId != 0) continue;
-    auto origin = byOrigin.find(call.thread);
-    if (origin == byOrigin.end()) continue;
-    const auto& list = origin->second;
-    auto after = std::upper_bound(list.begin(), list.end(), call.startNs,
-                                  [](int64_t t, const Async* r) { return t < r->startNs; });
-    int looked = 0;
-    for (auto it = after; it != list.begin() && looked < kMaxCandidates; ++looked) {
-      --it;
-      if ((*it)->endNs >= call.startNs) {
-        call.externalId = (*it)->id;
+  uint32_t i = from;
+  while (i < to) {
+    const HostEventRecord& r = chunk.slots[i];
+    i += 1 + ((r.flags & kNameInline) ? nameSlots(r.c) : 0);
+    const int64_t t = clock.toEpochNs(r.ticks);
+    switch (r.kind) {
+      case HostEventKind::RangeBegin:
+        visitor.onRangeBegin(instance, t, r.a, nameOf(r));
+        break;
+      case HostEventKind::RangeEnd:
+        visitor.onRangeEnd(instance, t, r.a);
+        break;
+      case HostEventKind::Instant:
+        visitor.onInstant(instance, t, nameOf(r));
+        break;
+      case HostEventKind::Counter:
+        visitor.onCounter(instance, t, nameOf(r), doubleOf(r.a));
+        break;
+      case HostEventKind::ApiCall: {
+        ApiCallRecord call;
+        call.startNs = t;
+        call.endNs = clock.toEpochNs(r.a);
+        call.externalId = r.b;
+        call.correlationId = r.c;
+        call.callbackId = r.d;
+        call.thread = instance;
+        call.domain = (r.flags & kApiDriver) ? ApiDomain::Driver : ApiDomain::Runtime;
+        call.effect = static_cast<CallEffect>((r.flags >> kApiEffectShift) & 7u);
+        visitor.onApiCall(call);
         break;
       }
+      case HostEventKind::AsyncBegin:
+        visitor.onAsyncBegin(instance, t, r.a, nameOf(r));
+        break;
+      case HostEventKind::AsyncEnd:
+        visitor.onAsyncEnd(instance, t, r.a);
+        break;
     }
-  }
-}
-
-void HostRecorder::collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock,
-                                 std::vector<AsyncEdge>& asyncBegins,
-                                 std::vector<AsyncEdge>& asyncEnds) {
-  trace.losses.droppedHostEvents += buffer.dropped;
-  trace.losses.droppedHostNameBytes += buffer.droppedNameBytes;
-  if (buffer.chunks.empty()) return;
-
-  uint32_t thread = trace.threadIndex(trace.pid, buffer.tid);
-  if (!buffer.threadName.empty()) {
-    trace.threads[thread].name = trace.strings.intern(buffer.threadName);
-  } else {
-    for (const auto& [tid, name] : osThreadNames_) {
-      if (tid == buffer.tid) trace.threads[thread].name = trace.strings.intern(name);
-    }
-  }
-
-  auto resolveName = [&](uint64_t ref, uint32_t length) -> StringId {
-    if (ref == 0) return trace.strings.intern("<name dropped: host buffer full>");
-    if (ref & kCopiedNameBit) {
-      uint32_t index = static_cast<uint32_t>((ref & ~kCopiedNameBit) >> 32);
-      uint32_t offset = static_cast<uint32_t>(ref & 0xffffffffu);
-      return trace.strings.intern(std::string_view(buffer.nameChunks[index]->bytes + offset, length));
-    }
-    return trace.strings.intern(reinterpret_cast<const char*>(ref));
-  };
-  auto inWindow = [&](int64_t t) { return t >= trace.startNs && t <= trace.stopNs; };
-
-  struct Open {
-    int64_t startNs;
-    uint64_t id;
-    StringId name;
-  };
-  auto parentOf = [](const std::vector<Open>& stack) { return stack.empty() ? 0 : stack.back().id; };
-  std::vector<Open> open;
-  for (RecordChunk* chunk : buffer.chunks) {
-    uint32_t count = chunk->published.load(std::memory_order_acquire);
-    for (uint32_t i = 0; i < count; ++i) {
-      const HostEventRecord& r = chunk->records[i];
-      int64_t t = clock.toEpochNs(r.ticks);
-      switch (r.kind) {
-        case HostEventKind::RangeBegin:
-          open.push_back(Open{t, r.a, resolveName(r.b, r.c)});
-          break;
-        case HostEventKind::RangeEnd: {
-          if (open.empty()) break;
-          Open o = open.back();
-          open.pop_back();
-          if (!inWindow(o.startNs) || !inWindow(t)) {
-            ++trace.losses.outOfWindowEvents;
-            break;
-          }
-          trace.ranges.push_back(RangeRecord{o.startNs, t, o.id, parentOf(open), o.name, thread,
-                                             RangeCategory::UserAnnotation, false});
-          break;
-        }
-        case HostEventKind::Instant:
-          if (!inWindow(t)) {
-            ++trace.losses.outOfWindowEvents;
-            break;
-          }
-          trace.instants.push_back(InstantRecord{t, resolveName(r.b, r.c), thread});
-          break;
-        case HostEventKind::Counter: {
-          if (!inWindow(t)) {
-            ++trace.losses.outOfWindowEvents;
-            break;
-          }
-          double value;
-          std::memcpy(&value, &r.a, sizeof value);
-          trace.counters.push_back(CounterRecord{t, value, resolveName(r.b, r.c), thread});
-          break;
-        }
-        case HostEventKind::ApiCall: {
-          int64_t end = clock.toEpochNs(r.a);
-          if (!inWindow(t) || !inWindow(end)) {
-            ++trace.losses.outOfWindowEvents;
-            break;
-          }
-          ApiCallRecord call;
-          call.startNs = t;
-          call.endNs = end;
-          call.externalId = r.b;
-          call.correlationId = r.c;
-          call.callbackId = r.d;
-          call.thread = thread;
-          call.domain = (r.flags & kApiDriver) ? ApiDomain::Driver : ApiDomain::Runtime;
-          call.launchesGpuWork = (r.flags & kApiLaunchesGpuWork) != 0;
-          trace.apiCalls.push_back(call);
-          break;
-        }
-        case HostEventKind::AsyncBegin:
-          asyncBegins.push_back(AsyncEdge{t, r.a, resolveName(r.b, r.c), thread});
-          break;
-        case HostEventKind::AsyncEnd:
-          asyncEnds.push_back(AsyncEdge{t, r.a, 0, thread});
-          break;
-      }
-    }
-  }
-  // Ranges still open at stop end there, marked so nobody mistakes them for finished work.
-  while (!open.empty()) {
-    Open o = open.back();
-    open.pop_back();
-    if (!inWindow(o.startNs)) {
-      ++trace.losses.outOfWindowEvents;
-      continue;
-    }
-    trace.ranges.push_back(RangeRecord{o.startNs, trace.stopNs, o.id, parentOf(open), o.name,
-                                       thread, RangeCategory::UserAnnotation, true});
-    ++trace.losses.unfinishedRanges;
   }
 }
 

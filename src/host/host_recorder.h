@@ -3,22 +3,31 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/clock.h"
-#include "model/trace_data.h"
+#include "model/memory_budget.h"
+#include "model/records.h"
 
-// The host recorder: per-thread, lock-free recording for the application's threads.
+// The host recorder: per-thread, lock-free recording for the application's threads, drained
+// while recording by one collector (kinetrace's pipeline thread).
 //
-// Each thread that records gets a ThreadBuffer and writes 32-byte records into chunks of
-// it. Writing is: one relaxed load of the recording generation, a comparison with the
-// thread's own, a tick read, a record write and a release store of the chunk's fill count.
-// Chunks come from a pool under a lock, once per kChunkRecords events; the pool keeps them
-// across sessions, so a warm thread allocates nothing. When the session's cap is reached
-// events are dropped and counted.
+// Each thread that records owns a ThreadBuffer and writes 32-byte records into chunks of
+// it; a copied name follows its record in the same chunk, so a chunk holds everything its
+// records need. Writing is: one relaxed load of the recording generation, a comparison with
+// the thread's own, a tick read, a record write and a release store of the chunk's fill
+// count. A full chunk is sealed by its owner (which never writes to it again) and a new
+// one taken from a pool under a lock, once per few thousand events. The collector reads
+// what was published, and only sealed chunks go back to the pool: a chunk is never reused
+// while a writer may still be in it, whatever the timing of start() and stop().
+//
+// Every chunk counts against the process's MemoryBudget; when the budget refuses a chunk,
+// events are dropped and counted (and retried after a while, since the collector frees
+// chunks as it goes).
 //
 // Buffers live as long as the process: a thread_local pointer to one can never dangle,
 // whatever the order in which threads, sessions and static objects end.
@@ -36,13 +45,16 @@ enum class HostEventKind : uint8_t {
 };
 
 // One host event. Field use by kind:
-//   RangeBegin  a = range id, b = name ref, c = name length (copied names)
-//   AsyncBegin  a = range id, b = name ref, c = name length
+//   RangeBegin  a = range id, name
+//   RangeEnd    a = id of the range it closes (0 when deeper than kMaxRangeDepth)
+//   AsyncBegin  a = range id, name
 //   AsyncEnd    a = range id (of the AsyncBegin, recorded on any thread)
-//   Instant     b = name ref, c = name length
-//   Counter     a = value (double bits), b = name ref, c = name length
+//   Instant     name
+//   Counter     a = value (double bits), name
 //   ApiCall     a = end ticks, b = external id, c = correlation id, d = callback id,
-//               flags = ApiCallFlags
+//               flags = kApiDriver | effect << kApiEffectShift
+// A name is either a literal (flags & kNameStatic: b = its address, c = its length) or
+// copied (flags & kNameInline: c = its length, the bytes fill the next nameSlots(c) slots).
 struct HostEventRecord {
   uint64_t ticks;
   uint64_t a;
@@ -54,26 +66,56 @@ struct HostEventRecord {
 };
 static_assert(sizeof(HostEventRecord) == 32, "host records are fixed at 32 bytes");
 
-enum ApiCallFlags : uint8_t { kApiDriver = 1, kApiLaunchesGpuWork = 2 };
+enum HostRecordFlags : uint8_t {
+  kNameStatic = 1,
+  kNameInline = 2,
+  kApiDriver = 4,
+  kApiEffectShift = 3,  // bits 3..5: CallEffect
+};
 
-// A name is either the address of a string literal or, with the top bit set, the offset of
-// a copy in the thread's name chunks.
-constexpr uint64_t kCopiedNameBit = 1ull << 63;
-constexpr std::size_t kMaxCopiedNameBytes = 4096;
-constexpr std::size_t kChunkRecords = 4096;           // 128 KiB of records
-constexpr std::size_t kNameChunkBytes = 64 * 1024;
+constexpr std::size_t kChunkSlots = 4096;             // 128 KiB of records
+constexpr std::size_t kMaxCopiedNameBytes = 4096;     // longer names are cut
 constexpr uint32_t kMaxRangeDepth = 256;
+constexpr std::size_t kOpenAsyncSlots = 8;            // async ranges remembered per thread
+constexpr std::size_t kMaxThreadBuffers = 16384;
+constexpr std::size_t kChunkPoolReserve = 16;         // chunks kept free between sessions
+
+inline constexpr uint32_t nameSlots(std::size_t bytes) {
+  return static_cast<uint32_t>((bytes + sizeof(HostEventRecord) - 1) / sizeof(HostEventRecord));
+}
 
 struct RecordChunk {
-  HostEventRecord records[kChunkRecords];
+  HostEventRecord slots[kChunkSlots];
+  // Written by the owner with release stores; the collector reads them with acquire loads.
   std::atomic<uint32_t> published{0};
+  std::atomic<bool> sealed{false};  // the owner has moved on: `published` is final
+  uint64_t generation = 0;          // the recording the owner wrote it for
 };
 
-struct NameChunk {
-  char bytes[kNameChunkBytes];
+// A name as the collector sees it: valid during the visitor's call only. `literal` is the
+// address of a string literal (stable for the whole program, a good cache key) or nullptr
+// for a copied name.
+struct HostName {
+  std::string_view text;
+  const char* literal = nullptr;
 };
 
-class HostRecorder;
+// Receives the events of one drain, in the order each thread recorded them (threads one
+// after the other). Times are epoch nanoseconds. `instance` identifies a thread for the
+// whole process lifetime (a buffer reused by a new thread gets a new instance).
+class HostEventVisitor {
+ public:
+  virtual ~HostEventVisitor() = default;
+  virtual void onThread(uint32_t instance, int64_t tid, std::string_view name) = 0;
+  virtual void onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) = 0;
+  virtual void onRangeEnd(uint32_t instance, int64_t timeNs, uint64_t id) = 0;
+  virtual void onInstant(uint32_t instance, int64_t timeNs, HostName name) = 0;
+  virtual void onCounter(uint32_t instance, int64_t timeNs, HostName name, double value) = 0;
+  // `call.thread` holds the instance.
+  virtual void onApiCall(const ApiCallRecord& call) = 0;
+  virtual void onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) = 0;
+  virtual void onAsyncEnd(uint32_t instance, int64_t timeNs, uint64_t id) = 0;
+};
 
 class ThreadBuffer {
  public:
@@ -81,26 +123,31 @@ class ThreadBuffer {
   HostEventRecord* cursor = nullptr;
   HostEventRecord* limit = nullptr;
   RecordChunk* chunk = nullptr;
-  char* nameCursor = nullptr;
-  char* nameLimit = nullptr;
-  uint32_t nameChunkIndex = 0;
   uint32_t depth = 0;
+  uint32_t retryAfterDrops = 0;  // events to drop before asking the budget again
   uint64_t nextRangeSeq = 0;
   uint64_t openRanges[kMaxRangeDepth];
-  // Written under the recorder's lock (registration, collection), read lock-free by the
-  // owning thread: atomic so the read is defined; relaxed loads cost nothing on x86.
+  uint32_t asyncNext = 0;
+  // Written by the owner under the recorder's lock (registration) and read lock-free by it.
   std::atomic<uint64_t> generation{0};
-  bool full = false;  // cap reached this session: every further event is dropped
-  uint64_t dropped = 0;
-  uint64_t droppedNameBytes = 0;
+  // Counted by the owner, read by the collector (relaxed: a count, not a hand-off).
+  std::atomic<uint64_t> dropped{0};
+  // Async ranges started on this thread and not known to have ended: set by the owner,
+  // cleared by whichever thread ends the range. The launch callback links GPU work to the
+  // latest one still set.
+  std::atomic<uint64_t> openAsync[kOpenAsyncSlots] = {};
 
-  // ---- shared with the collector (under HostRecorder::mutex_) -----------------------
-  uint32_t slot = 0;  // index in the recorder; high bits of range ids
+  // ---- shared with the collector (under HostRecorder's mutex) -----------------------
+  uint32_t slot = 0;      // index in the recorder; high bits of range ids
+  uint32_t instance = 0;  // which thread currently owns the buffer
   int64_t tid = 0;
   std::string threadName;
   bool exited = false;
-  std::vector<RecordChunk*> chunks;
-  std::vector<NameChunk*> nameChunks;
+  std::deque<RecordChunk*> chunks;  // in the order written; the last may be the current one
+
+  // ---- the collector's own ----------------------------------------------------------
+  RecordChunk* consumedChunk = nullptr;  // the chunk `consumedSlots` refers to
+  uint32_t consumedSlots = 0;
 };
 
 class HostRecorder {
@@ -108,15 +155,20 @@ class HostRecorder {
   // The process-wide recorder (never destroyed: thread_local buffers point into it).
   static HostRecorder& instance();
 
-  // Starts a recording generation with a cap on the bytes all threads may fill. Returns the
-  // generation. Only one session records at a time (the caller ensures it).
-  uint64_t startRecording(std::size_t capBytes);
-  // Stops recording: new events are ignored from here on.
+  // Starts a recording generation whose chunks are accounted in `budget` (which must
+  // outlive the recording's last drain). Returns the generation. The caller ensures one
+  // recording at a time.
+  uint64_t startRecording(MemoryBudget& budget);
+  // Stops recording: events from here on are ignored (a writer already past its check may
+  // still finish one record; it lands in a chunk of the stopped generation).
   void stopRecording();
-  // Moves what the stopped generation recorded into `trace` (ranges, instants, counters,
-  // API calls; threads named), keeping only events inside [trace.startNs, trace.stopNs].
-  // Chunks go back to the pool.
-  void collect(TraceData& trace, const Clock& clock);
+  // Hands every event of `generation` published so far to `visitor`, in each thread's
+  // order, and recycles the chunks that are finished. Called by one collector at a time,
+  // while recording and once after stopRecording(). Returns the events dropped so far in
+  // that generation (the budget refused a chunk).
+  uint64_t drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock);
+  // After the last drain of a generation: frees pooled chunks beyond a small reserve.
+  void trimPool();
 
   // ---- hot path ----------------------------------------------------------------------
   static std::atomic<uint64_t> recordingGeneration;
@@ -124,57 +176,60 @@ class HostRecorder {
   // The calling thread's buffer for the current generation, or nullptr when not recording.
   static inline ThreadBuffer* threadBuffer() noexcept;
 
-  // Reserves one record; nullptr when the cap is reached (the drop is counted).
-  static inline HostEventRecord* reserve(ThreadBuffer& buffer) noexcept;
-  // Makes the record just written visible to the collector.
-  static inline void publish(ThreadBuffer& buffer) noexcept;
-  // Copies a name into the thread's name chunks; returns its ref, or 0 when dropped.
-  static uint64_t copyName(ThreadBuffer& buffer, std::string_view name, uint32_t& length) noexcept;
+  // Reserves `slots` contiguous records; nullptr when the budget refused (the drop is
+  // counted) or the recording ended.
+  static inline HostEventRecord* reserve(ThreadBuffer& buffer, uint32_t slots = 1) noexcept;
+  // Makes the records just written (`slots` of them) visible to the collector.
+  static inline void publish(ThreadBuffer& buffer, uint32_t slots = 1) noexcept;
 
-  // The external id of the innermost range open on the calling thread (0 if none).
+  // The external id of the innermost range open on the calling thread, else of the latest
+  // async range started on it and still open (0 if none).
   static inline uint64_t innermostOpenRange() noexcept;
+  // Clears an ended async range from the thread that started it (any thread may call).
+  void forgetAsyncRange(uint64_t id) noexcept;
 
   void setThreadName(std::string_view name);
-
-  // How many thread buffers exist (live threads plus exited ones kept for reuse).
-  std::size_t bufferCount();
   // Names a thread by its OS id, from any thread (nvtxNameOsThread). The name applies to
   // that thread's events in every later trace. Takes a lock.
   void nameOsThread(int64_t tid, std::string_view name);
 
-  // Async ranges go on their own tracks ("lanes") in the trace, because they may overlap
-  // without nesting; lane tids start here, above any Linux tid (pid_max <= 2^22).
-  static constexpr int64_t kAsyncLaneTidBase = int64_t{1} << 30;
+  // How many thread buffers exist (live threads plus exited ones kept for reuse).
+  std::size_t bufferCount();
+  // Chunks allocated (in use and pooled), for tests and the leak check.
+  std::size_t chunksAllocated();
+
+  // Range ids double as the "External id" that links GPU work to its range. The thread's
+  // slot in the high bits keeps them unique across threads without shared counters, and
+  // below 2^53 so JSON readers that parse numbers as doubles keep them exact.
+  static constexpr int kRangeSeqBits = 40;
 
  private:
-  struct AsyncEdge {
-    int64_t timeNs;
-    uint64_t id;
-    StringId name;    // begins only
-    uint32_t thread;  // the thread that recorded the edge
-  };
-  void pairAsyncRanges(TraceData& trace, std::vector<AsyncEdge>& begins,
-                       std::vector<AsyncEdge>& ends);
-  HostRecorder() = default;
+  HostRecorder();
   ThreadBuffer* registerThread() noexcept;
   ThreadBuffer* reusableBuffer() noexcept;
-  bool refill(ThreadBuffer& buffer) noexcept;
-  bool refillNames(ThreadBuffer& buffer) noexcept;
+  bool refill(ThreadBuffer& buffer, uint32_t slots) noexcept;
+  RecordChunk* takeChunk() noexcept;
   void releaseThread(ThreadBuffer* buffer) noexcept;
-  void collectBuffer(ThreadBuffer& buffer, TraceData& trace, const Clock& clock,
-                     std::vector<AsyncEdge>& asyncBegins, std::vector<AsyncEdge>& asyncEnds);
+  void resetInForkedChild() noexcept;
+  void decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from, uint32_t to,
+                   HostEventVisitor& visitor, const Clock& clock);
 
   friend struct ThreadExitHook;
   friend ThreadBuffer* slowThreadBuffer() noexcept;
+  friend void forkPrepare() noexcept;
+  friend void forkParent() noexcept;
+  friend void forkChild() noexcept;
 
   std::mutex mutex_;
   std::vector<ThreadBuffer*> buffers_;
+  // Lock-free lookup by slot, for ending an async range from another thread.
+  std::atomic<ThreadBuffer*>* bySlot_;
   std::vector<RecordChunk*> freeChunks_;
-  std::vector<NameChunk*> freeNameChunks_;
+  std::size_t chunksAllocated_ = 0;
   std::vector<std::pair<int64_t, std::string>> osThreadNames_;  // nameOsThread(), by tid
-  std::size_t capBytes_ = 0;
-  std::size_t usedBytes_ = 0;
+  MemoryBudget* budget_ = nullptr;
   uint64_t lastGeneration_ = 0;
+  uint32_t nextInstance_ = 1;
 };
 
 // ---- inline hot path ----------------------------------------------------------------
@@ -197,31 +252,32 @@ inline ThreadBuffer* HostRecorder::threadBuffer() noexcept {
   return slowThreadBuffer();
 }
 
-inline HostEventRecord* HostRecorder::reserve(ThreadBuffer& buffer) noexcept {
-  if (__builtin_expect(buffer.cursor != buffer.limit, 1)) return buffer.cursor;
-  if (!instance().refill(buffer)) {
-    ++buffer.dropped;
-    return nullptr;
-  }
+inline HostEventRecord* HostRecorder::reserve(ThreadBuffer& buffer, uint32_t slots) noexcept {
+  if (__builtin_expect(static_cast<std::size_t>(buffer.limit - buffer.cursor) >= slots, 1)) return buffer.cursor;
+  if (!instance().refill(buffer, slots)) return nullptr;
   return buffer.cursor;
 }
 
-inline void HostRecorder::publish(ThreadBuffer& buffer) noexcept {
-  ++buffer.cursor;
-  buffer.chunk->published.store(static_cast<uint32_t>(buffer.cursor - buffer.chunk->records),
+inline void HostRecorder::publish(ThreadBuffer& buffer, uint32_t slots) noexcept {
+  buffer.cursor += slots;
+  buffer.chunk->published.store(static_cast<uint32_t>(buffer.cursor - buffer.chunk->slots),
                                 std::memory_order_release);
 }
 
 inline uint64_t HostRecorder::innermostOpenRange() noexcept {
-  if (recordingGeneration.load(std::memory_order_relaxed) == 0) return 0;
+  const uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
+  if (generation == 0) return 0;
   ThreadBuffer* buffer = tThreadBuffer;
-  if (buffer == nullptr || buffer->depth == 0 ||
-      buffer->generation.load(std::memory_order_relaxed) !=
-          recordingGeneration.load(std::memory_order_relaxed)) {
-    return 0;
+  if (buffer == nullptr || buffer->generation.load(std::memory_order_relaxed) != generation) return 0;
+  if (buffer->depth > 0) {
+    uint32_t top = buffer->depth <= kMaxRangeDepth ? buffer->depth : kMaxRangeDepth;
+    return buffer->openRanges[top - 1];
   }
-  uint32_t top = buffer->depth <= kMaxRangeDepth ? buffer->depth : kMaxRangeDepth;
-  return buffer->openRanges[top - 1];
+  for (std::size_t back = 1; back <= kOpenAsyncSlots; ++back) {
+    uint64_t id = buffer->openAsync[(buffer->asyncNext - back) % kOpenAsyncSlots].load(std::memory_order_relaxed);
+    if (id != 0) return id;
+  }
+  return 0;
 }
 
 }  // namespace kinetrace::detail

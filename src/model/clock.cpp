@@ -1,7 +1,8 @@
 #include "model/clock.h"
 
-#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -26,9 +27,6 @@ int64_t monotonicNs() noexcept {
 // still lists constant_tsc and nonstop_tsc, so either source is accepted.
 bool hasInvariantTsc() {
 #if defined(__x86_64__)
-  if (const char* force = std::getenv("KINETRACE_CLOCK"); force && std::string(force) == "monotonic") {
-    return false;
-  }
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8))) return true;
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -41,6 +39,27 @@ bool hasInvariantTsc() {
   }
 #endif
   return false;
+}
+
+// KINETRACE_CLOCK: "auto" (or unset), "tsc", "monotonic". Config::fromEnvironment() refuses
+// any other value with an error; the clock, calibrated before any configuration may have
+// been read, says so once and goes on with "auto".
+bool chooseTsc() {
+  const char* choice = std::getenv("KINETRACE_CLOCK");
+  std::string value = choice != nullptr ? choice : "";
+  if (value == "monotonic") return false;
+  const bool invariant = hasInvariantTsc();
+  if (value == "tsc" && !invariant) {
+    std::fprintf(stderr,
+                 "kinetrace warning: KINETRACE_CLOCK=tsc, but this CPU has no invariant TSC; "
+                 "using CLOCK_MONOTONIC\n");
+  } else if (!value.empty() && value != "auto" && value != "tsc") {
+    std::fprintf(stderr,
+                 "kinetrace warning: KINETRACE_CLOCK=%s is not auto, tsc or monotonic; "
+                 "using auto\n",
+                 value.c_str());
+  }
+  return invariant;
 }
 
 struct ClockPair {
@@ -74,12 +93,12 @@ int64_t Clock::realtimeNs() noexcept {
 }
 
 Clock& Clock::instance() {
-  static Clock clock;
-  return clock;
+  static Clock* clock = new Clock();  // never destroyed: atexit handlers convert late
+  return *clock;
 }
 
 Clock::Clock() {
-  usesTsc_ = hasInvariantTsc();
+  usesTsc_ = chooseTsc();
   gClockUsesTsc = usesTsc_;
   ClockPair first = samplePair();
   Mapping line;
@@ -95,13 +114,29 @@ Clock::Clock() {
   }
   line.anchorTicks = first.ticks;
   line.epochAtAnchorNs = first.realtimeNs;
-  mappings_[0] = line;
+  publish(line);
+}
+
+Clock::Mapping Clock::mapping() const noexcept {
+  while (true) {
+    const uint32_t before = sequence_.load(std::memory_order_acquire);
+    Mapping m;
+    m.nsPerTick = nsPerTick_.load(std::memory_order_relaxed);
+    m.anchorTicks = anchorTicks_.load(std::memory_order_relaxed);
+    m.epochAtAnchorNs = epochAtAnchorNs_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if ((before & 1u) == 0 && sequence_.load(std::memory_order_relaxed) == before) return m;
+  }
 }
 
 void Clock::publish(const Mapping& next) noexcept {
-  unsigned slot = current_.load(std::memory_order_relaxed) + 1;
-  mappings_[slot % kMappingSlots] = next;
-  current_.store(slot, std::memory_order_release);
+  const uint32_t sequence = sequence_.load(std::memory_order_relaxed);
+  sequence_.store(sequence + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  nsPerTick_.store(next.nsPerTick, std::memory_order_relaxed);
+  anchorTicks_.store(next.anchorTicks, std::memory_order_relaxed);
+  epochAtAnchorNs_.store(next.epochAtAnchorNs, std::memory_order_relaxed);
+  sequence_.store(sequence + 2, std::memory_order_release);
 }
 
 int64_t Clock::recalibrate() {

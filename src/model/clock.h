@@ -9,20 +9,20 @@ namespace kinetrace::detail {
 //
 // Reading CLOCK_REALTIME costs ~20 ns through the vDSO (itself a TSC read plus
 // arithmetic), so the hot path reads the CPU's invariant time-stamp counter directly
-// (7 ns on bare metal, 12-16 ns measured in the VMs of bench/results) and converts ticks
-// to epoch nanoseconds later, off the application's thread. The
-// conversion is a line fitted through (ticks, CLOCK_REALTIME) pairs taken when the clock is
-// calibrated. Without an invariant TSC, ticks are CLOCK_MONOTONIC nanoseconds.
+// (7 ns on bare metal, 12-16 ns measured in VMs) and converts ticks to epoch nanoseconds
+// later, off the application's thread. The conversion is a line fitted through
+// (ticks, CLOCK_REALTIME) pairs taken when the clock is calibrated. Without an invariant
+// TSC, or with KINETRACE_CLOCK=monotonic, ticks are CLOCK_MONOTONIC nanoseconds.
 class Clock {
  public:
   // Raw ticks, for the hot path.
   static inline uint64_t ticks() noexcept;
 
-  // The process-wide clock (calibrated once, on first use).
+  // The process-wide clock (calibrated once, on first use; reads KINETRACE_CLOCK then).
   static Clock& instance();
 
   int64_t toEpochNs(uint64_t tick) const noexcept {
-    const Mapping& m = mapping();
+    const Mapping m = mapping();
     return m.epochAtAnchorNs +
            static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(tick - m.anchorTicks)) *
                                 m.nsPerTick);
@@ -31,7 +31,9 @@ class Clock {
 
   // Re-measures the tick rate against CLOCK_REALTIME over the time since the first
   // calibration. Returns how far the old mapping had drifted from CLOCK_REALTIME, in ns.
-  // Called between sessions; CUPTI's threads may convert concurrently (timestamp callback).
+  // One caller at a time (the session starting); other threads may convert meanwhile
+  // (CUPTI's timestamp callback, the pipeline thread) and see the old line or the new one,
+  // never a mix.
   int64_t recalibrate();
 
   bool usesTsc() const { return usesTsc_; }
@@ -42,25 +44,26 @@ class Clock {
  private:
   Clock();
 
-  // The tick -> epoch line. Readers on other threads (CUPTI's timestamp callback) must
-  // never see half of an update, so a new line goes into the next of a few slots and is
-  // then published by index; a slot is rewritten only after several more recalibrations
-  // (sessions), long after any conversion that read it has finished.
   struct Mapping {
     double nsPerTick = 1.0;
     uint64_t anchorTicks = 0;
     int64_t epochAtAnchorNs = 0;
   };
-  static constexpr unsigned kMappingSlots = 4;
-  const Mapping& mapping() const noexcept {
-    return mappings_[current_.load(std::memory_order_acquire) % kMappingSlots];
-  }
+  // A sequence lock: the writer makes the sequence odd, stores, makes it even; a reader
+  // retries while it is odd or changed under it. Every field is an atomic, so a reader
+  // that races the writer reads defined (if stale) values and throws them away.
+  Mapping mapping() const noexcept;
   void publish(const Mapping& next) noexcept;
 
   bool usesTsc_ = false;
-  Mapping mappings_[kMappingSlots];
-  std::atomic<unsigned> current_{0};
+  std::atomic<uint32_t> sequence_{0};
+  std::atomic<double> nsPerTick_{1.0};
+  std::atomic<uint64_t> anchorTicks_{0};
+  std::atomic<int64_t> epochAtAnchorNs_{0};
 };
+
+// Whether Clock::ticks() reads the TSC; set once, before any session records.
+extern bool gClockUsesTsc;
 
 }  // namespace kinetrace::detail
 
@@ -70,8 +73,6 @@ class Clock {
 #include <time.h>
 
 namespace kinetrace::detail {
-
-extern bool gClockUsesTsc;
 
 inline uint64_t Clock::ticks() noexcept {
 #if defined(__x86_64__)

@@ -1,11 +1,16 @@
 #pragma once
 
-#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "model/trace_data.h"
+#include "kinetrace/value.h"
+#include "model/memory_budget.h"
+#include "model/records.h"
+#include "model/string_table.h"
 
 namespace kinetrace::detail {
 
@@ -20,49 +25,75 @@ struct GpuOptions {
   bool launchCalls = false;    // callbacks on launch / copy / sync / malloc entry points
   bool allRuntimeCalls = false;
   bool allDriverCalls = false;
-  // Watch the program's cudaProfilerStart/Stop (cuProfilerStart/Stop) from enable() to
-  // disable() and report them to the profiler-control handler.
-  bool profilerControl = false;
+  // When set: called on the program's thread when it calls cudaProfilerStart() (start =
+  // true, after the call) or cudaProfilerStop() (start = false, before the call), from
+  // enable() to disable(). It runs inside a CUPTI callback: it may start and stop the
+  // session (NVIDIA's injection sample enables and flushes CUPTI there too) but must not
+  // block on other threads that may be inside CUDA calls.
+  void (*profilerControl)(bool start) = nullptr;
   // enable() subscribes but records nothing until start(): the program may run for long
   // before its first cudaProfilerStart(), and records of that time would only be dropped.
   bool deferCollection = false;
-  std::size_t bufferBytes = 4 << 20;   // one activity buffer
-  std::size_t capBytes = 256 << 20;    // all activity buffers together
+  // Under CUDA injection enable() runs inside the driver's own initialisation and must not
+  // call into the driver to initialise it.
+  bool insideDriverInit = false;
+  std::size_t bufferBytes = 4 << 20;  // one activity buffer
+  std::size_t maxBufferBytes = 256 << 20;  // all activity buffers together, at most
   // CUPTI's worker thread flushes completed buffers this often (cuptiActivityFlushPeriod);
   // 0 leaves the timing to CUPTI's own heuristics.
   uint32_t flushPeriodMs = 0;
 };
 
+// What one poll of a GPU source hands over: decoded records of the GPU kinds (kernels,
+// copies, memsets, syncs, memory, overhead; names interned), and what goes with them.
+struct GpuBatch {
+  TraceRecords records;
+  // correlation id -> external id, from CUPTI's external correlation records.
+  std::vector<std::pair<uint32_t, uint64_t>> externalIds;
+  // Devices seen for the first time (their limits are needed for occupancy).
+  std::vector<DeviceInfo> newDevices;
+  uint64_t droppedRecords = 0;   // CUPTI dropped since the last poll
+  uint64_t buffersRefused = 0;   // buffer requests refused since the last poll
+  uint64_t undecoded = 0;        // record kinds kinetrace does not decode
+
+  void clear();
+};
+
 // The seam between the session and the GPU backend (CUPTI in src/cupti). The session
-// drives it: enable() once, then start()/stop() per recording, disable() at the end.
+// drives it: enable() once, then start() / poll()... / finishWindow() / poll() /
+// stopCollecting() per recording, disable() at the end. poll() runs on the pipeline
+// thread, the others on the thread that starts and stops the session.
 class GpuSource {
  public:
   virtual ~GpuSource() = default;
-  // Turns collection on. Returns "" on success, else why GPU activity cannot be recorded
-  // (no GPU, no driver, CUPTI held by another tool...), in words for the user.
-  virtual std::string enable(const GpuOptions& options) = 0;
-  // Marks the start of a recording window (epoch ns).
+  // Turns collection on (or arms it, GpuOptions::deferCollection). Buffers are accounted
+  // in `budget`, which outlives the source. Returns "" on success, else why GPU activity
+  // cannot be recorded (no GPU, no driver, CUPTI held by another tool...), in words for
+  // the user.
+  virtual std::string enable(const GpuOptions& options, MemoryBudget& budget) = 0;
+  // A recording window starts (epoch ns): collection on, loss counters from zero.
   virtual void start(int64_t startNs) = 0;
-  // Flushes GPU work still in flight and moves every decoded record into `trace`
-  // (kernels, copies, ..., devices, losses). `trace.startNs/stopNs` hold the window.
-  virtual void stop(TraceData& trace) = 0;
+  // Decodes what CUPTI has handed over since the last call into `out`, interning names in
+  // `strings`. With `requestFlush`, first asks CUPTI for buffers whose records are
+  // complete even if the buffers are not full, so records never wait long.
+  virtual void poll(GpuBatch& out, StringTable& strings, bool requestFlush) = 0;
+  // The window ends: waits for GPU work still running (every context the program used is
+  // synchronised) and forces CUPTI to hand over everything. Returns when the
+  // synchronisation returned (epoch ns; 0 when none could be made). A final poll() follows.
+  virtual int64_t finishWindow() = 0;
+  // After the final poll: collection off until the next start().
+  virtual void stopCollecting() noexcept = 0;
   // Turns collection off and releases what enable() took.
   virtual void disable() noexcept = 0;
   // One line describing the backend ("CUPTI 130001 on 1 device").
   virtual std::string describe() const = 0;
+  // Versions and clock source, for the trace's metadata.
+  virtual Metadata metadata() const = 0;
+  // Every visible device, names interned in `strings`.
+  virtual std::vector<DeviceInfo> devices(StringTable& strings) const = 0;
+  // The name of a CUDA API function by its callback id ("cudaLaunchKernel").
+  virtual std::string apiName(ApiDomain domain, uint32_t callbackId) const = 0;
 };
-
-// Set by the CUDA injection entry point: sessions then start inside the driver's own
-// initialisation and must not call into the driver to initialise it.
-extern std::atomic<bool> gInsideCudaInjection;
-
-// Called on the program's thread when it calls cudaProfilerStart() (start = true, after the
-// call) or cudaProfilerStop() (start = false, before the call), while a GPU source with
-// GpuOptions::profilerControl is enabled. It runs inside a CUPTI callback: it may enable,
-// flush and disable CUPTI activity (NVIDIA's injection sample does the same) but must not
-// block on other threads that may be inside CUDA calls. nullptr removes the handler.
-using ProfilerControlFn = void (*)(bool start);
-void setProfilerControlHandler(ProfilerControlFn handler) noexcept;
 
 // The CUPTI source when kinetrace was built with CUDA; otherwise nullptr and `whyNot` says so.
 std::unique_ptr<GpuSource> makeCuptiSource(std::string& whyNot);

@@ -2,15 +2,66 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "model/string_table.h"
 
-// The trace model: compact plain records, strings interned in the trace's StringTable.
-// Times are nanoseconds since the Unix epoch. Threads are indexes into TraceData::threads.
+// The trace model: compact plain records, kinds as enums, strings interned in the trace's
+// StringTable. Times are nanoseconds since the Unix epoch. Host threads are indexes into
+// the trace's thread table. Display names of kinds ("Memcpy HtoD", "Stream Sync") exist only
+// in sinks (src/output/kind_names.h): nothing here holds or compares them.
 
 namespace kinetrace::detail {
 
+// ---- kinds ------------------------------------------------------------------------------
+
+enum class CopyKind : uint8_t { Unknown, HtoD, DtoH, HtoA, AtoH, AtoA, AtoD, DtoA, DtoD, HtoH, PtoP };
+
+enum class MemoryKind : uint8_t {
+  Unknown,
+  Pageable,
+  Pinned,
+  Device,
+  Array,
+  Managed,
+  DeviceStatic,
+  ManagedStatic,
+};
+
+enum class SyncKind : uint8_t { Unknown, EventSync, StreamWaitEvent, StreamSync, ContextSync };
+
+enum class OverheadKind : uint8_t {
+  Unknown,
+  DriverCompiler,
+  CuptiBufferFlush,
+  CuptiInstrumentation,
+  CuptiResource,
+  ModuleLoading,
+  LazyFunctionLoading,
+  CommandBufferFull,
+  ActivityBufferRequest,
+};
+
+// What CUPTI says an overhead record was spent on.
+enum class OverheadObject : uint8_t { Unknown, Thread, Device };
+
+enum class ApiDomain : uint8_t { Runtime, Driver };
+
+// What a CUDA API call may produce on the GPU side, so the assembler knows which calls to
+// keep until their records arrive. Chosen from the call's name when callbacks are set up.
+enum class CallEffect : uint8_t {
+  None,    // nothing kinetrace records (cudaGetDevice, ...)
+  Kernel,  // a kernel launch
+  Copy,    // a memcpy
+  Set,     // a memset
+  Graph,   // a graph launch: any number of kernels, copies and memsets share its id
+  Sync,    // a synchronisation (stream, event, context, stream-wait-event)
+  Memory,  // an allocation or free
+};
+
 enum class RangeCategory : uint8_t { UserAnnotation, CpuOp };
+
+// ---- host side --------------------------------------------------------------------------
 
 struct ThreadInfo {
   int64_t pid = 0;
@@ -27,6 +78,8 @@ struct RangeRecord {
   uint32_t thread = 0;
   RangeCategory category = RangeCategory::UserAnnotation;
   bool unfinished = false;  // still open at stop; endNs is the stop time
+  bool async = false;       // an async range: `lane` is its track among the async tracks
+  uint16_t lane = 0;
 };
 
 struct InstantRecord {
@@ -42,18 +95,40 @@ struct CounterRecord {
   uint32_t thread = 0;
 };
 
-// ---- GPU side ---------------------------------------------------------------------
+// A host call into CUDA (launch, copy, sync, ...), on the thread that made it.
+struct ApiCallRecord {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint64_t externalId = 0;  // innermost host range open at the call (0: none)
+  uint32_t correlationId = 0;
+  uint32_t callbackId = 0;
+  uint32_t thread = 0;
+  StringId name = 0;  // "cudaLaunchKernel"; set by the assembler
+  ApiDomain domain = ApiDomain::Runtime;
+  CallEffect effect = CallEffect::None;
+};
+
+// The start of a launch -> GPU work arrow, at the launch call: written once the GPU
+// operation it points to is in the trace, so every arrow has both ends.
+struct FlowRecord {
+  int64_t startNs = 0;  // the launch call's start
+  uint32_t correlationId = 0;
+  uint32_t thread = 0;
+};
+
+// ---- GPU side ---------------------------------------------------------------------------
 
 // Where a GPU operation ran and which launch it belongs to.
 struct GpuPlacement {
   int64_t startNs = 0;
   int64_t endNs = 0;
-  uint64_t externalId = 0;   // innermost host range at launch; 0 when none
+  uint64_t externalId = 0;  // innermost host range at launch; 0 when none
   uint32_t correlationId = 0;
   uint32_t deviceId = 0;
   uint32_t contextId = 0;
   uint32_t streamId = 0;
-  bool hasLaunchCall = false;  // its launch call is in the trace (an ac2g flow ends here)
+  uint16_t lane = 0;           // 0: the stream's own track; others where ops overlap on it
+  bool hasLaunchCall = false;  // its launch call is in the trace (an arrow ends here)
 };
 
 struct KernelRecord {
@@ -65,43 +140,40 @@ struct KernelRecord {
   uint32_t registersPerThread = 0;
   uint32_t staticSharedBytes = 0;
   uint32_t dynamicSharedBytes = 0;
-  uint32_t graphNodeIdLow = 0;
-  uint64_t graphNodeId = 0;
   uint32_t graphId = 0;
+  uint64_t graphNodeId = 0;
   float blocksPerSm = 0;
   float warpsPerSm = 0;
   float occupancyPercent = -1;  // estimated achieved occupancy; -1 when unknown
 };
 
-// Values follow CUpti_ActivityMemcpyKind / CUpti_ActivityMemoryKind; names are resolved
-// by the decoder into the record's name.
 struct MemcpyRecord {
   GpuPlacement at;
   uint64_t bytes = 0;
   // CUPTI gives a copy the driver call's correlation id and, separately, the runtime
   // call's; the launch may have been recorded under either.
   uint32_t runtimeCorrelationId = 0;
-  StringId name = 0;  // "Memcpy HtoD (Pinned -> Device)"
-  uint8_t copyKind = 0;
-  uint8_t srcKind = 0;
-  uint8_t dstKind = 0;
-  bool peer = false;
   uint32_t srcDeviceId = 0;
   uint32_t dstDeviceId = 0;
+  CopyKind copyKind = CopyKind::Unknown;
+  MemoryKind srcKind = MemoryKind::Unknown;
+  MemoryKind dstKind = MemoryKind::Unknown;
+  bool peer = false;
 };
 
 struct MemsetRecord {
   GpuPlacement at;
   uint64_t bytes = 0;
-  StringId name = 0;  // "Memset (Device)"
   uint32_t value = 0;
-  uint8_t memoryKind = 0;
+  MemoryKind memoryKind = MemoryKind::Unknown;
 };
 
+// A synchronisation: the host (or a stream) waiting. On a track of its own per stream,
+// since it overlaps the work it waits for.
 struct SyncRecord {
   GpuPlacement at;
-  StringId name = 0;  // "Stream Sync", "Event Sync", "Context Sync", "Stream Wait Event"
   uint32_t eventId = 0;
+  SyncKind kind = SyncKind::Unknown;
 };
 
 // A device allocation or free, with the running totals of its device after it.
@@ -112,25 +184,9 @@ struct MemoryRecord {
   int64_t totalAllocated = 0;
   int64_t totalReserved = 0;
   uint32_t deviceId = 0;
-  uint32_t thread = 0;
+  uint32_t thread = 0;  // the thread whose call allocated (or the first thread seen)
   uint32_t correlationId = 0;
-  StringId memoryKind = 0;  // "Device", "Pinned", ...
-};
-
-enum class ApiDomain : uint8_t { Runtime, Driver };
-
-// A host call into CUDA (launch, copy, sync, ...), on the thread that made it.
-struct ApiCallRecord {
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  uint64_t externalId = 0;
-  uint32_t correlationId = 0;
-  uint32_t callbackId = 0;
-  uint32_t thread = 0;
-  StringId name = 0;
-  ApiDomain domain = ApiDomain::Runtime;
-  bool launchesGpuWork = false;  // a launch, copy or memset entry point
-  bool hasGpuOp = false;         // its GPU operation is in the trace (an ac2g flow starts here)
+  MemoryKind memoryKind = MemoryKind::Unknown;
 };
 
 // The GPU time of a host range on one stream: from the first to the last GPU operation
@@ -142,13 +198,18 @@ struct GpuSpanRecord {
   StringId name = 0;
   uint32_t deviceId = 0;
   uint32_t streamId = 0;
+  uint16_t lane = 0;
 };
 
-// CUPTI's own overhead (buffer flushes, instrumentation), on its own track.
+// CUPTI's own overhead (buffer flushes, instrumentation), on the track of the thread or
+// device it was spent for.
 struct OverheadRecord {
   int64_t startNs = 0;
   int64_t endNs = 0;
-  StringId name = 0;
+  uint64_t objectId = 0;  // OS thread id or device id, per `object`
+  OverheadKind kind = OverheadKind::Unknown;
+  OverheadObject object = OverheadObject::Unknown;
+  uint16_t lane = 0;
 };
 
 struct DeviceInfo {
@@ -169,8 +230,45 @@ struct DeviceInfo {
   int32_t numSms = 0;
 };
 
+// Assembled records, grouped by kind: a batch handed from the assembler to whoever keeps or
+// writes them, and the body of a finished trace.
+struct TraceRecords {
+  std::vector<RangeRecord> ranges;
+  std::vector<InstantRecord> instants;
+  std::vector<CounterRecord> counters;
+  std::vector<ApiCallRecord> apiCalls;
+  std::vector<FlowRecord> flows;
+  std::vector<KernelRecord> kernels;
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<SyncRecord> syncs;
+  std::vector<MemoryRecord> memory;
+  std::vector<OverheadRecord> overheads;
+  std::vector<GpuSpanRecord> gpuSpans;
+
+  // Calls f(vector) for each kind's vector.
+  template <typename F>
+  void forEachKind(F&& f) {
+    f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
+    f(memsets), f(syncs), f(memory), f(overheads), f(gpuSpans);
+  }
+  template <typename F>
+  void forEachKind(F&& f) const {
+    f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
+    f(memsets), f(syncs), f(memory), f(overheads), f(gpuSpans);
+  }
+  bool empty() const;
+  std::size_t size() const;
+  // Bytes the records occupy (capacity excluded): what a batch costs the memory budget.
+  std::size_t bytes() const;
+  void clear();
+  // Moves every record of `other` to the end of this one's vectors.
+  void append(TraceRecords&& other);
+};
+
 static_assert(std::is_trivially_copyable_v<RangeRecord>);
 static_assert(std::is_trivially_copyable_v<KernelRecord>);
 static_assert(sizeof(RangeRecord) <= 48, "range records stay compact");
+static_assert(sizeof(GpuPlacement) <= 48, "every GPU record carries one");
 
 }  // namespace kinetrace::detail

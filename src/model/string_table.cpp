@@ -11,6 +11,8 @@ StringId StringTable::intern(std::string_view text) {
   auto id = static_cast<StringId>(strings_.size());
   strings_.push_back(&stored);
   ids_.emplace(std::string_view(stored), id);
+  // The text, the std::string, the pointer and a hash node.
+  bytes_ += text.size() + sizeof(std::string) + sizeof(void*) + 48;
   return id;
 }
 

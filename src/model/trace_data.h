@@ -2,9 +2,9 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "kinetrace/value.h"
 #include "model/records.h"
 #include "model/string_table.h"
 
@@ -12,49 +12,73 @@ namespace kinetrace::detail {
 
 // What was lost or is doubtful, counted so the trace can say so.
 struct LossCounters {
-  uint64_t droppedHostEvents = 0;       // a thread's share of the host buffer cap was full
-  uint64_t droppedHostNameBytes = 0;    // copied names that did not fit (recorded as "<dropped>")
-  uint64_t cuptiDroppedRecords = 0;     // cuptiActivityGetNumDroppedRecords, all contexts
-  uint64_t cuptiBuffersRefused = 0;     // buffer requests kinetrace could not satisfy (cap)
-  uint64_t cuptiRecordsUndecoded = 0;   // record kinds kinetrace does not decode
-  uint64_t outOfWindowEvents = 0;       // outside [start, stop]
-  uint64_t gpuOpsBeforeLaunch = 0;      // GPU op starting before its launch call (clock error)
-  uint64_t gpuOpsWithoutLaunch = 0;     // GPU op whose launch call was not recorded
+  uint64_t droppedHostEvents = 0;        // the memory cap left no room in a thread's buffer
+  uint64_t cuptiDroppedRecords = 0;      // cuptiActivityGetNumDroppedRecords, all contexts
+  uint64_t cuptiBuffersRefused = 0;      // buffer requests kinetrace refused (memory cap)
+  uint64_t cuptiRecordsUndecoded = 0;    // record kinds kinetrace does not decode
+  uint64_t droppedAssembledRecords = 0;  // assembled records the memory cap left no room for
+  uint64_t droppedNames = 0;             // names the memory cap left no room for
+  uint64_t outOfWindowEvents = 0;        // outside [start, stop]
+  uint64_t gpuOpsBeforeLaunch = 0;       // GPU op starting before its launch call (clock error)
+  uint64_t gpuOpsWithoutLaunch = 0;      // GPU op whose launch call was not recorded
   uint64_t unfinishedRanges = 0;
 };
 
-// Everything a session recorded, ready to be written by any sink.
-struct TraceData {
+// How many records of each kind a trace holds (also when they were streamed to a file).
+struct RecordCounts {
+  uint64_t ranges = 0;
+  uint64_t instants = 0;
+  uint64_t counters = 0;
+  uint64_t apiCalls = 0;
+  uint64_t kernels = 0;
+  uint64_t memcpys = 0;
+  uint64_t memsets = 0;
+  uint64_t syncs = 0;
+  uint64_t memory = 0;
+  uint64_t overheads = 0;
+  uint64_t gpuSpans = 0;
+  void add(const TraceRecords& records);
+};
+
+// What a sink needs besides the records to name them: the interned strings, the host
+// threads records point at, and the process.
+struct TraceTables {
   StringTable strings;
+  std::vector<ThreadInfo> threads;
+  int64_t pid = 0;
+  std::string processName = "host";
+};
+
+// What the trace proves about the offset between GPU and host timestamps
+// (offset = GPU timestamp - true host time): GPU work cannot start before its launch call,
+// so offset <= min(op start - call start); it cannot end after a synchronisation that
+// waited for it returned, so offset >= max(op end - sync return).
+struct ClockOffsetBounds {
+  bool hasHigh = false;
+  bool hasLow = false;
+  int64_t highNs = 0;
+  int64_t lowNs = 0;
+};
+
+// Everything a session recorded, immutable once the session has stopped.
+struct TraceData {
+  TraceTables tables;
+  std::vector<DeviceInfo> devices;
+  TraceRecords records;  // empty when the events were written while recording
+  RecordCounts counts;   // of every record, written or held
+  LossCounters losses;
+  ClockOffsetBounds clockBounds;
   int64_t startNs = 0;
   int64_t stopNs = 0;
-  int64_t pid = 0;
-
-  std::vector<ThreadInfo> threads;
-  std::vector<RangeRecord> ranges;
-  std::vector<InstantRecord> instants;
-  std::vector<CounterRecord> counters;
-
-  std::vector<DeviceInfo> devices;
-  std::vector<KernelRecord> kernels;
-  std::vector<MemcpyRecord> memcpys;
-  std::vector<MemsetRecord> memsets;
-  std::vector<SyncRecord> syncs;
-  std::vector<MemoryRecord> memory;
-  std::vector<ApiCallRecord> apiCalls;
-  std::vector<OverheadRecord> overheads;
-  std::vector<GpuSpanRecord> gpuSpans;
-
-  LossCounters losses;
-  // When the stop-time synchronisation of every GPU context returned (0: none was made).
-  // No GPU operation of the trace can truly end after it: a bound on clock skew.
-  int64_t gpuSyncReturnNs = 0;
-  // Top-level metadata, values as JSON text, in the order written.
-  std::vector<std::pair<std::string, std::string>> metadataJson;
-
-  // Index of the thread (pid, tid) in `threads`, adding it when new.
-  uint32_t threadIndex(int64_t pidValue, int64_t tid);
-  void setMetadataJson(const std::string& key, std::string json);
+  uint64_t peakMemoryBytes = 0;
+  uint64_t memoryCapBytes = 0;
+  // Top-level metadata known when recording started (written before the events), and
+  // what is known only at the end (written after them).
+  Metadata header;
+  Metadata footer;
+  std::string outputPath;  // where the events were written while recording
+  std::string saveError;   // why that failed
+  bool hasEvents = true;   // the records are here (not only in the file)
 };
 
 }  // namespace kinetrace::detail

@@ -1,0 +1,205 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "correlate/clock_bounds.h"
+#include "correlate/lane_allocator.h"
+#include "host/host_recorder.h"
+#include "model/gpu_source.h"
+#include "model/trace_data.h"
+
+namespace kinetrace::detail {
+
+struct AssemblerOptions {
+  int64_t startNs = 0;  // the window's start: anything earlier is out of it
+  // Whether launch calls were recorded at all: without them a GPU operation with no call
+  // is expected, not counted as a loss.
+  bool launchCallsRecorded = false;
+  // Which GPU record kinds are collected: a call whose records will never come is not kept
+  // waiting for them.
+  bool kernels = false;
+  bool memcpy = false;
+  bool memset = false;
+  bool sync = false;
+  bool memory = false;
+  // The name of a CUDA API function by its callback id.
+  std::function<std::string(ApiDomain, uint32_t)> apiName;
+};
+
+// The one assembly stage: takes what the sources recorded, separately and in pieces, and
+// hands on finished records while the session runs.
+//
+// Host events arrive through the HostEventVisitor interface (HostRecorder::drain), GPU
+// records through addGpu(). assemble() then moves out everything complete:
+//  - the window filter: events before the start (and, at finish, after the stop) are
+//    counted, not kept;
+//  - ranges paired from their begin and end, async ranges from begin and end on any
+//    threads, each async range on a lane where it overlaps no other;
+//  - API calls named;
+//  - launch links: a GPU operation and the call that launched it share CUPTI's correlation
+//    id; a joined operation gets the call's External id (the host range open at the
+//    launch) and an arrow from the call. Either side may arrive first; an operation whose
+//    call never comes is counted (when calls are recorded);
+//  - GPU spans: per host range and stream, from the first to the last GPU operation
+//    launched inside it, written once the range has ended and every launch before its
+//    end has been joined;
+//  - lanes: operations that overlap on one stream, synchronisations and spans each go on
+//    a track where they nest;
+//  - the clock offset bound (ClockBoundsTracker).
+// What it holds while waiting (pending calls, open ranges, spans, lanes) is bounded by
+// what is in flight, not by the length of the window.
+//
+// Single-threaded: the pipeline thread (or the stopping thread once it has ended) calls
+// every member.
+class Assembler final : public HostEventVisitor {
+ public:
+  Assembler(TraceTables& tables, AssemblerOptions options);
+
+  // ---- HostEventVisitor ---------------------------------------------------------------
+  void onThread(uint32_t instance, int64_t tid, std::string_view name) override;
+  void onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) override;
+  void onRangeEnd(uint32_t instance, int64_t timeNs, uint64_t id) override;
+  void onInstant(uint32_t instance, int64_t timeNs, HostName name) override;
+  void onCounter(uint32_t instance, int64_t timeNs, HostName name, double value) override;
+  void onApiCall(const ApiCallRecord& call) override;
+  void onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) override;
+  void onAsyncEnd(uint32_t instance, int64_t timeNs, uint64_t id) override;
+
+  // GPU records of one poll. Their names are already in the tables' strings.
+  void addGpu(GpuBatch& batch);
+  // Moves out what is complete, given that every host event recorded before `horizonNs`
+  // has been drained.
+  void assemble(int64_t horizonNs, TraceRecords& out);
+  // The window ends at `stopNs`: host events after it are outside. Call before the last
+  // drain and poll.
+  void setStop(int64_t stopNs) { stopNs_ = stopNs; }
+  // After the last drain and poll: resolves everything still waiting and moves it out.
+  // `syncReturnNs` is when the end-of-window synchronisation returned (0: none).
+  void finish(int64_t syncReturnNs, TraceRecords& out);
+
+  const LossCounters& losses() const { return losses_; }
+  LossCounters& losses() { return losses_; }
+  const ClockOffsetBounds& clockBounds() const { return clockBounds_; }
+  // Devices whose limits are known (from GPU batches), by id.
+  std::vector<DeviceInfo> devices() const;
+  // Roughly what the assembler holds besides the tables' strings, for the memory budget.
+  std::size_t heldBytes() const;
+
+ private:
+  struct PendingCall {
+    int64_t startNs;
+    int64_t endNs;
+    uint64_t externalId;
+    uint32_t thread;
+    CallEffect effect;
+  };
+  struct OpenRange {
+    int64_t startNs;
+    uint64_t id;
+    StringId name;
+  };
+  // A range that may still receive GPU operations: its GPU time per stream.
+  struct SpanState {
+    uint32_t deviceId;
+    uint32_t streamId;
+    int64_t startNs;
+    int64_t endNs;
+  };
+  struct RangeState {
+    uint64_t parentId = 0;
+    StringId name = 0;
+    int64_t endNs = INT64_MAX;  // INT64_MAX while open
+    std::vector<SpanState> spans;
+  };
+  struct AsyncOpen {
+    int64_t startNs;
+    StringId name;
+    uint32_t thread;
+  };
+  template <typename Record>
+  struct Waiting {
+    Record record;
+    int64_t arrivedAtHorizonNs;
+  };
+
+  bool inWindow(int64_t timeNs) const { return timeNs >= options_.startNs && timeNs <= stopNs_; }
+  uint32_t threadOf(uint32_t instance);
+  uint32_t threadOfTid(int64_t tid);
+  StringId intern(HostName name);
+  StringId apiNameOf(ApiDomain domain, uint32_t callbackId);
+  bool keepsPending(CallEffect effect) const;
+  const PendingCall* findCall(uint32_t correlationId) const;
+  void forgetCall(uint32_t correlationId, const PendingCall& call);
+
+  template <typename Record>
+  void addOperation(Record record, std::vector<Waiting<Record>>& waiting);
+  template <typename Record>
+  bool tryJoin(Record& record);
+  template <typename Record>
+  void emitUnjoined(Record& record);
+  template <typename Record>
+  void retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpAll);
+  void join(GpuPlacement& at, uint32_t callCorrelationId, const PendingCall& call, bool gpuWork);
+  void emit(KernelRecord& record);
+  void emit(MemcpyRecord& record);
+  void emit(MemsetRecord& record);
+  void emit(SyncRecord& record);
+  void emit(MemoryRecord& record);
+  void placeOnStream(GpuPlacement& at, int track);
+  void extendSpans(const GpuPlacement& at);
+  void closeRange(uint32_t thread, const OpenRange& open, int64_t endNs, uint64_t parentId,
+                  bool unfinished);
+  void finishAsync(uint64_t id, const AsyncOpen& open, int64_t endNs, bool unfinished);
+  void finalizeRange(uint64_t id, RangeState& state);
+  int64_t launchWatermark();
+  void expirePending(int64_t horizonNs);
+
+  TraceTables& tables_;
+  AssemblerOptions options_;
+  int64_t stopNs_ = INT64_MAX;
+  int64_t horizonNs_ = INT64_MIN;
+  TraceRecords ready_;
+  LossCounters losses_;
+
+  std::unordered_map<uint32_t, uint32_t> threadByInstance_;
+  std::unordered_map<int64_t, uint32_t> threadByTid_;
+  std::unordered_map<const char*, StringId> literalNames_;
+  std::unordered_map<uint32_t, StringId> apiNames_;  // domain << 16 | callback id
+
+  std::unordered_map<uint32_t, std::vector<OpenRange>> openRanges_;  // by thread instance
+  std::unordered_map<uint64_t, RangeState> ranges_;                  // by range id
+  std::deque<uint64_t> closedRanges_;                                // in the order they ended
+  std::unordered_map<uint64_t, AsyncOpen> asyncOpen_;
+  std::unordered_map<uint64_t, int64_t> asyncEndedEarly_;  // end drained before its begin
+
+  std::unordered_map<uint32_t, PendingCall> pending_;
+  // (start, correlation id), oldest first: the watermark below which every call is joined.
+  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
+                      std::greater<>>
+      pendingByStart_;
+  std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
+
+  std::vector<Waiting<KernelRecord>> waitingKernels_;
+  std::vector<Waiting<MemcpyRecord>> waitingMemcpys_;
+  std::vector<Waiting<MemsetRecord>> waitingMemsets_;
+  std::vector<Waiting<SyncRecord>> waitingSyncs_;
+  std::vector<Waiting<MemoryRecord>> waitingMemory_;
+
+  std::map<uint32_t, DeviceInfo> devices_;
+  // Lanes per (device, stream) and track kind; per CUPTI overhead object; for async ranges.
+  std::map<std::pair<uint64_t, int>, LaneAllocator> streamLanes_;
+  std::map<std::pair<int, uint64_t>, LaneAllocator> overheadLanes_;
+  LaneAllocator asyncLanes_;
+  ClockBoundsTracker clock_;
+  ClockOffsetBounds clockBounds_;
+};
+
+}  // namespace kinetrace::detail

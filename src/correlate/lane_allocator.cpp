@@ -1,0 +1,47 @@
+#include "correlate/lane_allocator.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kinetrace::detail {
+
+bool LaneAllocator::fits(const Lane& lane, int64_t startNs, int64_t endNs) {
+  if (startNs < lane.forgottenUntil) return false;
+  // The first interval starting at or after ours, and the one before it.
+  auto next = std::lower_bound(lane.intervals.begin(), lane.intervals.end(), startNs,
+                               [](const auto& interval, int64_t t) { return interval.first < t; });
+  if (next != lane.intervals.end() && next->first < endNs) return false;
+  if (next != lane.intervals.end() && next->first == startNs) return false;
+  if (next != lane.intervals.begin() && std::prev(next)->second > startNs) return false;
+  return true;
+}
+
+void LaneAllocator::insert(Lane& lane, int64_t startNs, int64_t endNs) {
+  auto at = std::lower_bound(lane.intervals.begin(), lane.intervals.end(), startNs,
+                             [](const auto& interval, int64_t t) { return interval.first < t; });
+  lane.intervals.insert(at, {startNs, endNs});
+  if (lane.intervals.size() > kKeep) {
+    lane.forgottenUntil = std::max(lane.forgottenUntil, lane.intervals.front().second);
+    lane.intervals.pop_front();
+  }
+}
+
+uint16_t LaneAllocator::place(int64_t startNs, int64_t endNs) {
+  if (endNs < startNs) endNs = startNs;
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    if (fits(lanes_[i], startNs, endNs)) {
+      insert(lanes_[i], startNs, endNs);
+      return static_cast<uint16_t>(i);
+    }
+  }
+  // More lanes than a track id can say is a pathological input: the last lane takes the
+  // rest (and may overlap) rather than growing without bound.
+  if (lanes_.size() >= std::numeric_limits<uint16_t>::max()) {
+    return static_cast<uint16_t>(lanes_.size() - 1);
+  }
+  lanes_.emplace_back();
+  insert(lanes_.back(), startNs, endNs);
+  return static_cast<uint16_t>(lanes_.size() - 1);
+}
+
+}  // namespace kinetrace::detail

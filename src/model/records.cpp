@@ -1,0 +1,74 @@
+#include "model/records.h"
+
+#include <iterator>
+
+#include "model/gpu_source.h"
+#include "model/trace_data.h"
+
+namespace kinetrace::detail {
+
+bool TraceRecords::empty() const { return size() == 0; }
+
+std::size_t TraceRecords::size() const {
+  std::size_t total = 0;
+  forEachKind([&total](const auto& records) { total += records.size(); });
+  return total;
+}
+
+std::size_t TraceRecords::bytes() const {
+  std::size_t total = 0;
+  forEachKind([&total](const auto& records) {
+    total += records.size() * sizeof(typename std::decay_t<decltype(records)>::value_type);
+  });
+  return total;
+}
+
+void TraceRecords::clear() {
+  forEachKind([](auto& records) { records.clear(); });
+}
+
+void TraceRecords::append(TraceRecords&& other) {
+  auto move = [](auto& to, auto& from) {
+    if (to.empty()) {
+      to.swap(from);
+    } else {
+      to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    }
+    from.clear();
+  };
+  move(ranges, other.ranges);
+  move(instants, other.instants);
+  move(counters, other.counters);
+  move(apiCalls, other.apiCalls);
+  move(flows, other.flows);
+  move(kernels, other.kernels);
+  move(memcpys, other.memcpys);
+  move(memsets, other.memsets);
+  move(syncs, other.syncs);
+  move(memory, other.memory);
+  move(overheads, other.overheads);
+  move(gpuSpans, other.gpuSpans);
+}
+
+void RecordCounts::add(const TraceRecords& r) {
+  ranges += r.ranges.size();
+  instants += r.instants.size();
+  counters += r.counters.size();
+  apiCalls += r.apiCalls.size();
+  kernels += r.kernels.size();
+  memcpys += r.memcpys.size();
+  memsets += r.memsets.size();
+  syncs += r.syncs.size();
+  memory += r.memory.size();
+  overheads += r.overheads.size();
+  gpuSpans += r.gpuSpans.size();
+}
+
+void GpuBatch::clear() {
+  records.clear();
+  externalIds.clear();
+  newDevices.clear();
+  droppedRecords = buffersRefused = undecoded = 0;
+}
+
+}  // namespace kinetrace::detail
