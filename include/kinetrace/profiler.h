@@ -49,6 +49,9 @@ class KINETRACE_API Profiler {
   // Begins recording. Throws kinetrace::Error when this or another Profiler is recording,
   // or when Config::output cannot be opened for writing (nothing is recorded then).
   void start();
+  // Begins recording to `output` (a path, a directory or a URL, as Config::output) instead
+  // of Config::output, for this recording only.
+  void start(const std::string& output);
   // Ends recording and returns the trace. Blocks until GPU work launched before the call
   // has finished (every CUDA context the program used is synchronised) and every record is
   // assembled; with an output, until the file is complete. Never throws for a failed
@@ -66,7 +69,8 @@ class KINETRACE_API Profiler {
   const Config& config() const;
 
  private:
-  friend class ProfilerAccess;
+  friend class ProfilerAccess;  // the internal seam (src/session/seam.h) builds Profilers too
+  explicit Profiler(std::unique_ptr<detail::Session> session);
   std::unique_ptr<detail::Session> session_;
 };
 

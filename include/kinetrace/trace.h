@@ -11,9 +11,10 @@
 
 namespace kinetrace {
 
+class Trace;
 namespace detail {
 struct TraceData;
-const TraceData& dataOf(const class Trace& trace);
+const TraceData& dataOf(const Trace& trace);
 }  // namespace detail
 
 // What a trace holds and what it could not hold. Every loss counter is also written into
@@ -47,7 +48,7 @@ struct TraceStats {
 class KINETRACE_API Trace {
  public:
   Trace();
-  explicit Trace(std::shared_ptr<detail::TraceData> data);
+  explicit Trace(std::shared_ptr<const detail::TraceData> data);
 
   // Writes the trace to a path or URL: "trace.json", "trace.json.gz",
   // "file:///abs/trace.json", or a scheme registered with registerSink(). The file appears
@@ -81,7 +82,8 @@ class KINETRACE_API Trace {
 
  private:
   friend const detail::TraceData& detail::dataOf(const Trace& trace);
-  std::shared_ptr<detail::TraceData> data_;
+  std::shared_ptr<const detail::TraceData> data_;
+  Metadata extra_;  // addMetadata() after the session: written after the trace's own
 };
 
 }  // namespace kinetrace

@@ -9,6 +9,9 @@
 #include <variant>
 #include <vector>
 
+// event.h first: GCC's -Wshadow takes the enumerator Phase::Metadata, declared after the
+// alias Metadata below, for a shadowing declaration.
+#include "kinetrace/event.h"
 #include "kinetrace/export.h"
 
 // A typed metadata value: what a trace says about itself ("rank": 0, "cupti_version":

@@ -9,54 +9,11 @@
 #include <utility>
 
 #include "kinetrace/error.h"
+#include "output/kind_names.h"
+#include "output/value_json.h"
 
 namespace kinetrace::detail {
 namespace {
-
-using Interval = std::pair<int64_t, int64_t>;
-
-// Length of the union of intervals: overlapping work counts once.
-int64_t unionLength(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  int64_t total = 0;
-  bool open = false;
-  int64_t start = 0, end = 0;
-  for (const auto& [s, e] : intervals) {
-    if (e <= s) continue;
-    if (open && s <= end) {
-      end = std::max(end, e);
-      continue;
-    }
-    if (open) total += end - start;
-    start = s;
-    end = e;
-    open = true;
-  }
-  if (open) total += end - start;
-  return total;
-}
-
-// Only the part of an operation inside the window counts toward utilisation: work queued
-// before stop may finish after it.
-Interval clip(const GpuPlacement& at, int64_t windowStart, int64_t windowStop) {
-  return {std::max(at.startNs, windowStart), std::min(at.endNs, windowStop)};
-}
-
-const std::string* metadata(const TraceData& trace, const std::string& key) {
-  for (const auto& entry : trace.metadataJson) {
-    if (entry.first == key) return &entry.second;
-  }
-  return nullptr;
-}
-
-// "Memcpy HtoD (Pinned -> Device)" -> "HtoD".
-std::string copyKindOf(std::string_view name) {
-  constexpr std::string_view kPrefix = "Memcpy ";
-  if (name.substr(0, kPrefix.size()) == kPrefix) name.remove_prefix(kPrefix.size());
-  std::size_t space = name.find(' ');
-  std::string_view kind = name.substr(0, space);
-  return kind.empty() ? std::string("other") : std::string(kind);
-}
 
 double ratio(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -77,122 +34,169 @@ std::string grouped(uint64_t value) {
   return out;
 }
 
+const Value* findIn(const Metadata& metadata, std::string_view key) {
+  for (const Value::Member& member : metadata) {
+    if (member.key == key) return &member.value;
+  }
+  return nullptr;
+}
+
+// The footer's value when both have the key: it is the later word.
+const Value* metadataValue(const Metadata& header, const Metadata& footer, std::string_view key) {
+  const Value* value = findIn(footer, key);
+  return value != nullptr ? value : findIn(header, key);
+}
+
+int64_t integerOf(const Value* value, int64_t fallback) {
+  if (value == nullptr) return fallback;
+  if (value->kind() == Value::Kind::Int) return value->asInt();
+  if (value->kind() == Value::Kind::Uint) return static_cast<int64_t>(value->asUint());
+  return fallback;
+}
+
+// Folding keeps at most this many disjoint intervals per device.
+constexpr std::size_t kMaxMergedIntervals = 4096;
+
 }  // namespace
 
-Summary summarize(const TraceData& trace, std::size_t topKernels) {
-  Summary s;
-  s.pid = trace.pid;
-  s.windowNs = std::max<int64_t>(0, trace.stopNs - trace.startNs);
-  const int64_t from = trace.startNs;
-  const int64_t to = trace.stopNs;
-
-  std::map<uint32_t, std::vector<Interval>> all, kernelsOnly;
-  std::unordered_map<StringId, KernelTotal> byName;
-  for (const KernelRecord& k : trace.kernels) {
-    Interval span = clip(k.at, from, to);
-    all[k.at.deviceId].push_back(span);
-    kernelsOnly[k.at.deviceId].push_back(span);
-    int64_t ns = std::max<int64_t>(0, k.at.endNs - k.at.startNs);
-    KernelTotal& total = byName[k.name];
-    ++total.count;
-    total.totalNs += ns;
-    total.maxNs = std::max(total.maxNs, ns);
-    s.kernelTotalNs += ns;
+void SummaryBuilder::BusyTime::add(int64_t startNs, int64_t endNs) {
+  startNs = std::max(startNs, foldedUntilNs_);
+  if (endNs <= startNs) return;
+  // Merge with every interval it touches.
+  auto it = merged_.upper_bound(startNs);
+  if (it != merged_.begin() && std::prev(it)->second >= startNs) --it;
+  while (it != merged_.end() && it->first <= endNs) {
+    startNs = std::min(startNs, it->first);
+    endNs = std::max(endNs, it->second);
+    it = merged_.erase(it);
   }
-  s.kernelCount = trace.kernels.size();
+  merged_.emplace(startNs, endNs);
+  while (merged_.size() > kMaxMergedIntervals) {
+    auto oldest = merged_.begin();
+    foldedNs_ += oldest->second - oldest->first;
+    foldedUntilNs_ = std::max(foldedUntilNs_, oldest->second);
+    merged_.erase(oldest);
+  }
+}
 
-  std::map<std::string, CopyTotal> copies;
-  for (const MemcpyRecord& m : trace.memcpys) {
-    all[m.at.deviceId].push_back(clip(m.at, from, to));
-    CopyTotal& total = copies[copyKindOf(trace.strings.get(m.name))];
+int64_t SummaryBuilder::BusyTime::total() const {
+  int64_t total = foldedNs_;
+  for (const auto& [start, end] : merged_) total += end - start;
+  return total;
+}
+
+void SummaryBuilder::add(const TraceRecords& r) {
+  auto span = [this](const GpuPlacement& at) { return std::pair{std::max(at.startNs, windowStartNs_), at.endNs}; };
+  for (const KernelRecord& k : r.kernels) {
+    auto [from, to] = span(k.at);
+    busy_[k.at.deviceId].add(from, to);
+    kernelBusy_[k.at.deviceId].add(from, to);
+    const int64_t ns = std::max<int64_t>(0, k.at.endNs - k.at.startNs);
+    KernelTally& tally = kernels_[k.name];
+    ++tally.count;
+    tally.totalNs += ns;
+    tally.maxNs = std::max(tally.maxNs, ns);
+    s_.kernelTotalNs += ns;
+  }
+  s_.kernelCount += r.kernels.size();
+  for (const MemcpyRecord& m : r.memcpys) {
+    auto [from, to] = span(m.at);
+    busy_[m.at.deviceId].add(from, to);
+    CopyTotal& total = copies_[m.copyKind];
     ++total.count;
     total.bytes += m.bytes;
     total.totalNs += std::max<int64_t>(0, m.at.endNs - m.at.startNs);
-    s.memcpyBytes += m.bytes;
+    s_.memcpyBytes += m.bytes;
   }
-  s.memcpyCount = trace.memcpys.size();
-  for (const MemsetRecord& m : trace.memsets) {
-    all[m.at.deviceId].push_back(clip(m.at, from, to));
-    s.memsetBytes += m.bytes;
+  s_.memcpyCount += r.memcpys.size();
+  for (const MemsetRecord& m : r.memsets) {
+    auto [from, to] = span(m.at);
+    busy_[m.at.deviceId].add(from, to);
+    s_.memsetBytes += m.bytes;
   }
-  s.memsetCount = trace.memsets.size();
-  s.syncCount = trace.syncs.size();
-  s.hostRangeCount = trace.ranges.size();
+  s_.memsetCount += r.memsets.size();
+  s_.syncCount += r.syncs.size();
+  s_.hostRangeCount += r.ranges.size();
+}
 
-  for (auto& [device, intervals] : all) {
-    DeviceBusy busy;
-    busy.deviceId = device;
-    busy.busyNs = unionLength(intervals);
-    auto kernels = kernelsOnly.find(device);
-    if (kernels != kernelsOnly.end()) busy.kernelBusyNs = unionLength(kernels->second);
-    s.busyNs += busy.busyNs;
-    s.kernelBusyNs += busy.kernelBusyNs;
-    s.devices.push_back(busy);
+Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs, const LossCounters& l,
+                               const Metadata& header, const Metadata& footer, std::size_t topKernels) {
+  Summary s = s_;
+  s.pid = tables.pid;
+  s.processName = tables.processName;
+  s.windowNs = std::max<int64_t>(0, windowStopNs - windowStartNs_);
+  // Work queued before the stop may finish after it: only the window counts.
+  for (auto& [device, busy] : busy_) {
+    (void)busy;
+    DeviceBusy d;
+    d.deviceId = device;
+    d.busyNs = std::min(busy.total(), s.windowNs);
+    auto kernels = kernelBusy_.find(device);
+    if (kernels != kernelBusy_.end()) d.kernelBusyNs = std::min(kernels->second.total(), s.windowNs);
+    s.busyNs += d.busyNs;
+    s.kernelBusyNs += d.kernelBusyNs;
+    s.devices.push_back(d);
   }
   const int64_t capacity = s.windowNs * static_cast<int64_t>(s.devices.size());
   s.utilisation = ratio(s.busyNs, capacity);
   s.kernelUtilisation = ratio(s.kernelBusyNs, capacity);
 
-  for (auto& [name, total] : byName) {
-    total.name = std::string(trace.strings.get(name));
-    s.topKernels.push_back(std::move(total));
+  for (const auto& [name, tally] : kernels_) {
+    s.topKernels.push_back(KernelTotal{std::string(tables.strings.get(name)), tally.count,
+                                       tally.totalNs, tally.maxNs});
   }
   // Ties broken by name, so the order does not depend on hashing.
-  std::sort(s.topKernels.begin(), s.topKernels.end(),
-            [](const KernelTotal& a, const KernelTotal& b) {
-              return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.name < b.name;
-            });
+  std::sort(s.topKernels.begin(), s.topKernels.end(), [](const KernelTotal& a, const KernelTotal& b) {
+    return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.name < b.name;
+  });
   if (s.topKernels.size() > topKernels) s.topKernels.resize(topKernels);
 
-  for (auto& [kind, total] : copies) {
-    total.kind = kind;
-    s.memcpyByKind.push_back(total);
+  for (const auto& [kind, total] : copies_) {
+    CopyTotal named = total;
+    named.kind = kind == CopyKind::Unknown ? std::string("other") : std::string(copyKindName(kind));
+    s.memcpyByKind.push_back(named);
   }
-  std::sort(s.memcpyByKind.begin(), s.memcpyByKind.end(),
-            [](const CopyTotal& a, const CopyTotal& b) {
-              return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind;
-            });
+  std::sort(s.memcpyByKind.begin(), s.memcpyByKind.end(), [](const CopyTotal& a, const CopyTotal& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind;
+  });
 
-  const LossCounters& l = trace.losses;
   s.droppedGpuRecords = l.cuptiDroppedRecords + l.cuptiBuffersRefused;
-  s.droppedHostEvents = l.droppedHostEvents;
+  s.droppedHostEvents = l.droppedHostEvents + l.droppedAssembledRecords;
   s.outOfWindowEvents = l.outOfWindowEvents;
   s.gpuOpsWithoutLaunch = l.gpuOpsWithoutLaunch;
 
-  auto parsed = [&](const std::string& key) {
-    const std::string* text = metadata(trace, key);
-    return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-  };
-  nlohmann::json distributed = parsed("distributedInfo");
-  if (distributed.is_object()) {
-    s.rank = distributed.value("rank", int64_t{-1});
-    s.worldSize = distributed.value("world_size", int64_t{0});
+  if (const Value* distributed = metadataValue(header, footer, "distributedInfo")) {
+    s.rank = integerOf(distributed->find("rank"), -1);
+    s.worldSize = integerOf(distributed->find("world_size"), 0);
   }
-  nlohmann::json processName = parsed("kinetrace_process_name");
-  if (processName.is_string()) s.processName = processName.get<std::string>();
-  nlohmann::json gpuStatus = parsed("kinetrace_gpu_status");
-  if (gpuStatus.is_string()) s.gpuStatus = gpuStatus.get<std::string>();
+  const Value* status = metadataValue(header, footer, "kinetrace_gpu_status");
+  if (status != nullptr && status->kind() == Value::Kind::String) s.gpuStatus = status->asString();
   return s;
 }
 
-std::string summaryToJson(const Summary& s) {
-  using nlohmann::json;
-  json kernels = json::array();
+Summary summarize(const TraceData& trace, std::size_t topKernels) {
+  SummaryBuilder builder(trace.startNs);
+  builder.add(trace.records);
+  return builder.finish(trace.tables, trace.stopNs, trace.losses, trace.header, trace.footer, topKernels);
+}
+
+Value summaryToValue(const Summary& s) {
+  Value::Array kernels;
   for (const KernelTotal& k : s.topKernels) {
-    kernels.push_back(
-        {{"name", k.name}, {"count", k.count}, {"total_ns", k.totalNs}, {"max_ns", k.maxNs}});
+    kernels.push_back(Value::object(
+        {{"name", k.name}, {"count", k.count}, {"total_ns", k.totalNs}, {"max_ns", k.maxNs}}));
   }
-  json copies = json::array();
+  Value::Array copies;
   for (const CopyTotal& c : s.memcpyByKind) {
-    copies.push_back(
-        {{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.totalNs}});
+    copies.push_back(Value::object(
+        {{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.totalNs}}));
   }
-  json devices = json::array();
+  Value::Array devices;
   for (const DeviceBusy& d : s.devices) {
-    devices.push_back(
-        {{"device", d.deviceId}, {"busy_ns", d.busyNs}, {"kernel_busy_ns", d.kernelBusyNs}});
+    devices.push_back(Value::object(
+        {{"device", d.deviceId}, {"busy_ns", d.busyNs}, {"kernel_busy_ns", d.kernelBusyNs}}));
   }
-  json out = {
+  return Value::object({
       {"kinetrace_summary", 1},
       {"trace", s.traceFile},
       {"pid", s.pid},
@@ -200,17 +204,17 @@ std::string summaryToJson(const Summary& s) {
       {"world_size", s.worldSize},
       {"process_name", s.processName},
       {"window_ns", s.windowNs},
-      {"devices", devices},
+      {"devices", Value(std::move(devices))},
       {"busy_ns", s.busyNs},
       {"kernel_busy_ns", s.kernelBusyNs},
       {"utilisation", s.utilisation},
       {"kernel_utilisation", s.kernelUtilisation},
       {"kernel_count", s.kernelCount},
       {"kernel_total_ns", s.kernelTotalNs},
-      {"top_kernels", kernels},
+      {"top_kernels", Value(std::move(kernels))},
       {"memcpy_count", s.memcpyCount},
       {"memcpy_bytes", s.memcpyBytes},
-      {"memcpy_by_kind", copies},
+      {"memcpy_by_kind", Value(std::move(copies))},
       {"memset_count", s.memsetCount},
       {"memset_bytes", s.memsetBytes},
       {"sync_count", s.syncCount},
@@ -220,61 +224,144 @@ std::string summaryToJson(const Summary& s) {
       {"out_of_window_events", s.outOfWindowEvents},
       {"gpu_ops_without_launch", s.gpuOpsWithoutLaunch},
       {"gpu_status", s.gpuStatus},
-  };
+  });
+}
+
+namespace {
+
+// Reads a member, leaving `out` alone when it is missing; a value of the wrong kind is a
+// malformed summary.
+class Reader {
+ public:
+  explicit Reader(const Value& object) : object_(object) {}
+  template <typename T>
+  void read(const char* key, T& out) const {
+    const Value* value = object_.find(key);
+    if (value == nullptr || value->isNull()) return;
+    if constexpr (std::is_same_v<T, std::string>) {
+      expect(value->kind() == Value::Kind::String, key);
+      out = value->asString();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      switch (value->kind()) {
+        case Value::Kind::Double: out = value->asDouble(); break;
+        case Value::Kind::Int: out = static_cast<T>(value->asInt()); break;
+        case Value::Kind::Uint: out = static_cast<T>(value->asUint()); break;
+        default: expect(false, key);
+      }
+    } else {
+      switch (value->kind()) {
+        case Value::Kind::Int: out = static_cast<T>(value->asInt()); break;
+        case Value::Kind::Uint: out = static_cast<T>(value->asUint()); break;
+        default: expect(false, key);
+      }
+    }
+  }
+  template <typename F>
+  void each(const char* key, F&& f) const {
+    const Value* value = object_.find(key);
+    if (value == nullptr || value->isNull()) return;
+    expect(value->kind() == Value::Kind::Array, key);
+    for (const Value& item : value->asArray()) {
+      expect(item.kind() == Value::Kind::Object, key);
+      f(Reader(item));
+    }
+  }
+
+ private:
+  static void expect(bool ok, const char* key) {
+    if (!ok) throw Error(fmt::format("malformed kinetrace summary: \"{}\" has the wrong type", key));
+  }
+  const Value& object_;
+};
+
+nlohmann::json toJson(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::Null: return nullptr;
+    case Value::Kind::Bool: return value.asBool();
+    case Value::Kind::Int: return value.asInt();
+    case Value::Kind::Uint: return value.asUint();
+    case Value::Kind::Double: return value.asDouble();
+    case Value::Kind::String: return value.asString();
+    case Value::Kind::Array: {
+      nlohmann::json items = nlohmann::json::array();
+      for (const Value& item : value.asArray()) items.push_back(toJson(item));
+      return items;
+    }
+    case Value::Kind::Object: {
+      nlohmann::json members = nlohmann::json::object();
+      for (const Value::Member& member : value.asObject()) members[member.key] = toJson(member.value);
+      return members;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Summary summaryFromValue(const Value& value) {
+  if (value.kind() != Value::Kind::Object || value.find("kinetrace_summary") == nullptr) {
+    throw Error("not a kinetrace summary (expected a JSON object with \"kinetrace_summary\")");
+  }
+  Reader in(value);
+  Summary s;
+  in.read("trace", s.traceFile);
+  in.read("pid", s.pid);
+  in.read("rank", s.rank);
+  in.read("world_size", s.worldSize);
+  in.read("process_name", s.processName);
+  in.read("window_ns", s.windowNs);
+  in.each("devices", [&](const Reader& d) {
+    DeviceBusy busy;
+    d.read("device", busy.deviceId);
+    d.read("busy_ns", busy.busyNs);
+    d.read("kernel_busy_ns", busy.kernelBusyNs);
+    s.devices.push_back(busy);
+  });
+  in.read("busy_ns", s.busyNs);
+  in.read("kernel_busy_ns", s.kernelBusyNs);
+  in.read("utilisation", s.utilisation);
+  in.read("kernel_utilisation", s.kernelUtilisation);
+  in.read("kernel_count", s.kernelCount);
+  in.read("kernel_total_ns", s.kernelTotalNs);
+  in.each("top_kernels", [&](const Reader& k) {
+    KernelTotal total;
+    k.read("name", total.name);
+    k.read("count", total.count);
+    k.read("total_ns", total.totalNs);
+    k.read("max_ns", total.maxNs);
+    s.topKernels.push_back(total);
+  });
+  in.read("memcpy_count", s.memcpyCount);
+  in.read("memcpy_bytes", s.memcpyBytes);
+  in.each("memcpy_by_kind", [&](const Reader& c) {
+    CopyTotal total;
+    c.read("kind", total.kind);
+    c.read("count", total.count);
+    c.read("bytes", total.bytes);
+    c.read("total_ns", total.totalNs);
+    s.memcpyByKind.push_back(total);
+  });
+  in.read("memset_count", s.memsetCount);
+  in.read("memset_bytes", s.memsetBytes);
+  in.read("sync_count", s.syncCount);
+  in.read("host_range_count", s.hostRangeCount);
+  in.read("dropped_gpu_records", s.droppedGpuRecords);
+  in.read("dropped_host_events", s.droppedHostEvents);
+  in.read("out_of_window_events", s.outOfWindowEvents);
+  in.read("gpu_ops_without_launch", s.gpuOpsWithoutLaunch);
+  in.read("gpu_status", s.gpuStatus);
+  return s;
+}
+
+std::string summaryToJson(const Summary& summary) {
   // Kernel names are C++ signatures and may hold invalid UTF-8: replace, never throw.
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return toJson(summaryToValue(summary)).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Summary summaryFromJson(const std::string& text) {
-  using nlohmann::json;
-  json in = json::parse(text, nullptr, false);
-  if (!in.is_object() || !in.contains("kinetrace_summary")) {
-    throw Error(
-        "kinetrace: not a kinetrace summary (expected a JSON object with \"kinetrace_summary\")");
-  }
-  Summary s;
-  try {
-    s.traceFile = in.value("trace", std::string());
-    s.pid = in.value("pid", int64_t{0});
-    s.rank = in.value("rank", int64_t{-1});
-    s.worldSize = in.value("world_size", int64_t{0});
-    s.processName = in.value("process_name", std::string());
-    s.windowNs = in.value("window_ns", int64_t{0});
-    for (const json& d : in.value("devices", json::array())) {
-      s.devices.push_back(DeviceBusy{d.value("device", 0u), d.value("busy_ns", int64_t{0}),
-                                     d.value("kernel_busy_ns", int64_t{0})});
-    }
-    s.busyNs = in.value("busy_ns", int64_t{0});
-    s.kernelBusyNs = in.value("kernel_busy_ns", int64_t{0});
-    s.utilisation = in.value("utilisation", 0.0);
-    s.kernelUtilisation = in.value("kernel_utilisation", 0.0);
-    s.kernelCount = in.value("kernel_count", uint64_t{0});
-    s.kernelTotalNs = in.value("kernel_total_ns", int64_t{0});
-    for (const json& k : in.value("top_kernels", json::array())) {
-      s.topKernels.push_back(
-          KernelTotal{k.value("name", std::string()), k.value("count", uint64_t{0}),
-                      k.value("total_ns", int64_t{0}), k.value("max_ns", int64_t{0})});
-    }
-    s.memcpyCount = in.value("memcpy_count", uint64_t{0});
-    s.memcpyBytes = in.value("memcpy_bytes", uint64_t{0});
-    for (const json& c : in.value("memcpy_by_kind", json::array())) {
-      s.memcpyByKind.push_back(
-          CopyTotal{c.value("kind", std::string()), c.value("count", uint64_t{0}),
-                    c.value("bytes", uint64_t{0}), c.value("total_ns", int64_t{0})});
-    }
-    s.memsetCount = in.value("memset_count", uint64_t{0});
-    s.memsetBytes = in.value("memset_bytes", uint64_t{0});
-    s.syncCount = in.value("sync_count", uint64_t{0});
-    s.hostRangeCount = in.value("host_range_count", uint64_t{0});
-    s.droppedGpuRecords = in.value("dropped_gpu_records", uint64_t{0});
-    s.droppedHostEvents = in.value("dropped_host_events", uint64_t{0});
-    s.outOfWindowEvents = in.value("out_of_window_events", uint64_t{0});
-    s.gpuOpsWithoutLaunch = in.value("gpu_ops_without_launch", uint64_t{0});
-    s.gpuStatus = in.value("gpu_status", std::string());
-  } catch (const json::exception& error) {
-    throw Error(std::string("kinetrace: malformed kinetrace summary: ") + error.what());
-  }
-  return s;
+  std::optional<Value> parsed = parseJsonValue(text);
+  if (!parsed) throw Error("not a kinetrace summary: not valid JSON");
+  return summaryFromValue(*parsed);
 }
 
 std::string formatDuration(int64_t ns) {
@@ -347,8 +434,8 @@ std::string formatSummary(const Summary& s, std::size_t topKernels) {
     if (!losses.empty()) losses += "; ";
     losses += fmt::format("{} {}", grouped(count), what);
   };
-  loss(s.droppedGpuRecords, "GPU records (raise --gpu-buffer-mb)");
-  loss(s.droppedHostEvents, "host events (raise --host-buffer-mb)");
+  loss(s.droppedGpuRecords, "GPU records (raise --memory-mb)");
+  loss(s.droppedHostEvents, "host events (raise --memory-mb)");
   loss(s.gpuOpsWithoutLaunch, "GPU ops without their launch call");
   line("dropped " + (losses.empty() ? std::string("none") : losses));
   return out;

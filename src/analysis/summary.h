@@ -3,14 +3,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "model/trace_data.h"
 
 // A one-screen digest of a trace: how busy the GPU was over the recording window, which
-// kernels took the time, how much was copied, and what was lost. The CUDA injection writes
-// one next to every trace ("<trace>.summary.json"); `kinetrace run` prints them when the
-// program has exited.
+// kernels took the time, how much was copied, and what was lost. Every session builds one
+// as its records stream past; the CUDA injection writes it next to each trace
+// ("<trace>.summary.json") and `kinetrace run` prints them when the program has exited.
 
 namespace kinetrace::detail {
 
@@ -72,8 +74,52 @@ struct Summary {
   std::string gpuStatus;  // why GPU activity was not recorded, or the backend in use
 };
 
-// Computes the summary of a trace. `topKernels` caps the kernel table.
+// Builds a summary from records as they stream past (a trace written while recording is
+// never held whole), in memory bounded by the number of distinct kernel names and devices.
+// Busy time is the union of GPU operations per device, clipped to the window.
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(int64_t windowStartNs) : windowStartNs_(windowStartNs) {}
+  void add(const TraceRecords& records);
+  // `tables` names the kernels; `topKernels` caps the kernel table. Rank, world size and
+  // GPU status come from the header and footer metadata.
+  Summary finish(const TraceTables& tables, int64_t windowStopNs, const LossCounters& losses,
+                 const Metadata& header, const Metadata& footer, std::size_t topKernels = 20);
+
+ private:
+  // Length of the union of intervals seen, folding old ones into a total so memory stays
+  // bounded. An interval arriving after older ones were folded counts only from where the
+  // fold ended (arrivals are close to time order, so this loses next to nothing).
+  class BusyTime {
+   public:
+    void add(int64_t startNs, int64_t endNs);
+    int64_t total() const;
+
+   private:
+    std::map<int64_t, int64_t> merged_;  // disjoint, by start
+    int64_t foldedNs_ = 0;
+    int64_t foldedUntilNs_ = INT64_MIN;
+  };
+  struct KernelTally {
+    uint64_t count = 0;
+    int64_t totalNs = 0;
+    int64_t maxNs = 0;
+  };
+
+  int64_t windowStartNs_;
+  Summary s_;
+  std::map<uint32_t, BusyTime> busy_;
+  std::map<uint32_t, BusyTime> kernelBusy_;
+  std::unordered_map<StringId, KernelTally> kernels_;
+  std::map<CopyKind, CopyTotal> copies_;
+};
+
+// The summary of a trace held in memory.
 Summary summarize(const TraceData& trace, std::size_t topKernels = 20);
+
+// The summary as a typed value (kept in a trace's data), and back.
+Value summaryToValue(const Summary& summary);
+Summary summaryFromValue(const Value& value);
 
 // The summary as a JSON object, and back. fromJson throws kinetrace::Error for text that is
 // not a summary; keys it does not know are ignored, missing ones keep their defaults.

@@ -14,14 +14,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "analysis/summary.h"
-#include "host/host_recorder.h"
+#include "support/log.h"
 #include "inject/nvtx_injection.h"
 #include "inject/process_hooks.h"
 #include "kinetrace/error.h"
-#include "output/atomic_file.h"
-#include "session/session.h"
-#include "support/log.h"
+#include "kinetrace/host.h"
 
 namespace kinetrace::inject {
 namespace {
@@ -124,6 +121,7 @@ void Controller::begin() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (state_ != State::Created) return;
   const Config& config = options_.config;
+  detail::setLogLevel(config.logLevel);
 
   outputDir_ = config.output.empty() ? currentDirectory() : config.output;
   if (!isAbsolute(outputDir_)) outputDir_ = currentDirectory() + "/" + outputDir_;
@@ -131,22 +129,30 @@ void Controller::begin() {
   std::string why = makeDirectories(outputDir_);
   if (!why.empty()) log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, why);
 
-  Config sessionConfig = config;
-  sessionConfig.output.clear();  // the controller names and saves each trace itself
+  Config profilerConfig = config;
+  profilerConfig.output.clear();  // the controller names each window's file itself
   try {
-    session_ = std::make_unique<detail::Session>(sessionConfig);
-    if (options_.gpuSourceFactory) session_->setGpuSourceForTesting(options_.gpuSourceFactory());
+    internal::ProfilerOptions profilerOptions;
+    profilerOptions.insideDriverInit = true;  // InitializeInjection runs inside cuInit
+    profilerOptions.processName = options_.processName;
+    const bool profilerApi = config.captureRange == CaptureRange::CudaProfilerApi;
+    if (profilerApi) {
+      gProfilerApiTarget.store(this, std::memory_order_release);
+      profilerOptions.profilerControl = &profilerApiTrampoline;
+    }
+    profiler_ = options_.profilerFactory ? options_.profilerFactory(profilerConfig, profilerOptions)
+                                         : internal::makeProfiler(profilerConfig, profilerOptions);
+    if (!options_.commandLine.empty()) profiler_->addMetadata("kinetrace_command_line", options_.commandLine);
+    if (!config.runId.empty()) profiler_->addMetadata("kinetrace_run_id", config.runId);
+    profiler_->addMetadata("kinetrace_capture", captureName(config));
 
-    if (config.captureRange == CaptureRange::CudaProfilerApi) {
+    if (profilerApi) {
       if (config.delayNs > 0 || config.durationNs > 0) {
         log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
       }
       // Subscribes to CUPTI now, so the program's cudaProfilerStart() reaches us; nothing
       // is collected until then.
-      session_->prepare();
-      gProfilerApiTarget.store(this, std::memory_order_release);
-      detail::setProfilerControlHandler(&profilerApiTrampoline);
-      controlHookSet_ = true;
+      profiler_->prepare();
       state_ = State::WaitingForProfilerStart;
     } else if (config.delayNs > 0) {
       int64_t from = options_.processStartBootNs > 0 ? options_.processStartBootNs : bootTimeNs();
@@ -171,14 +177,17 @@ void Controller::begin() {
 }
 
 void Controller::startLocked(const char* why) {
+  const int window = windows_ + 1;
+  const std::string path = outputDir_ + "/" + traceFileName(options_.naming, window);
   try {
-    session_->start();
+    profiler_->addMetadata("kinetrace_window", static_cast<int64_t>(window));
+    profiler_->start(path);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not start: {}", error.what());
     state_ = State::Done;
     return;
   }
-  ++windows_;
+  windows_ = window;
   state_ = State::Recording;
   stopAtNs_ = options_.config.durationNs > 0 ? bootTimeNs() + options_.config.durationNs : 0;
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
@@ -186,9 +195,15 @@ void Controller::startLocked(const char* why) {
 
 void Controller::stopLocked() {
   try {
-    Trace trace = session_->stop();
+    // What NVTX sent, up to now: a trace without NVTX ranges then says whether the program
+    // made no NVTX calls or made them outside the window.
+    const NvtxCounts nvtx = nvtxCounts();
+    profiler_->addMetadata("kinetrace_nvtx", Value::object({{"instances", nvtx.instances},
+                                                             {"calls", nvtx.calls},
+                                                             {"recorded", nvtx.recorded}}));
+    Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
-    pending_.push_back(PendingSave{std::move(trace), windows_});
+    pending_.push_back(PendingSave{std::move(trace), windows_, ""});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
   }
@@ -216,11 +231,10 @@ void Controller::finish() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ == State::Recording) stopLocked();
     state_ = State::Done;
-    if (controlHookSet_) {
-      detail::setProfilerControlHandler(nullptr);
-      gProfilerApiTarget.store(nullptr);
-      controlHookSet_ = false;
-    }
+    // The hook may still be called (CUPTI stays subscribed until the process ends); with no
+    // target it does nothing.
+    Controller* self = this;
+    gProfilerApiTarget.compare_exchange_strong(self, nullptr);
   }
   drainSaves();
 }
@@ -228,9 +242,8 @@ void Controller::finish() noexcept {
 void Controller::abandonInForkedChild() noexcept {
   abandoned_.store(true);
   finishing_.store(true);
-  // The child's threads must not record into buffers nobody will collect; the lock-free
-  // check on every recording call sees this at once.
-  detail::HostRecorder::recordingGeneration.store(0, std::memory_order_release);
+  // The core's own fork handler has already stopped recording in the child and dropped
+  // the parent's events; the child's copy of the profiler knows it is not its process's.
   for (int& fd : wakeFds_) {
     if (fd >= 0) ::close(fd);
     fd = -1;
@@ -321,50 +334,35 @@ namespace {
 
 // A process that initialised CUDA but did nothing with it (torchrun's agent, a tool that
 // only counts devices) would otherwise leave an empty trace beside the real ones.
-bool recordedNothing(const detail::TraceData& d) {
-  return d.kernels.empty() && d.memcpys.empty() && d.memsets.empty() && d.syncs.empty() &&
-         d.memory.empty() && d.apiCalls.empty() && d.ranges.empty() && d.instants.empty() &&
-         d.counters.empty();
+bool recordedNothing(const TraceStats& s) {
+  return s.gpuKernels == 0 && s.gpuMemcpys == 0 && s.gpuMemsets == 0 && s.gpuSyncs == 0 &&
+         s.gpuMemoryEvents == 0 && s.apiCalls == 0 && s.hostRanges == 0 && s.hostInstants == 0 &&
+         s.counterSamples == 0;
 }
 
 }  // namespace
 
 void Controller::save(PendingSave& pending) {
-  const std::string path = outputDir_ + "/" + traceFileName(options_.naming, pending.window);
-  if (recordedNothing(pending.trace.data())) {
+  const Trace& trace = pending.trace;
+  const std::string& path = trace.outputPath();
+  if (!trace.saveError().empty()) {
+    log(LogLevel::Error, "the trace of window {} could not be written to {}: {}", pending.window, path,
+        trace.saveError());
+    return;
+  }
+  if (recordedNothing(trace.stats())) {
     log(LogLevel::Info, "window {} recorded no activity: no trace written", pending.window);
+    if (!path.empty()) ::unlink(path.c_str());
     return;
   }
   try {
-    Trace& trace = pending.trace;
-    if (!options_.processName.empty())
-      trace.addMetadata("kinetrace_process_name", options_.processName);
-    if (!options_.commandLine.empty())
-      trace.addMetadata("kinetrace_command_line", options_.commandLine);
-    if (!options_.config.runId.empty())
-      trace.addMetadata("kinetrace_run_id", options_.config.runId);
-    trace.addMetadata("kinetrace_capture", captureName(options_.config));
-    trace.addMetadata("kinetrace_window", static_cast<int64_t>(pending.window));
-    const NvtxCounts nvtx = nvtxCounts();
-    trace.addMetadataJson("kinetrace_nvtx",
-                          fmt::format(R"({{"instances": {}, "calls": {}, "recorded": {}}})",
-                                      nvtx.instances, nvtx.calls, nvtx.recorded));
-    trace.save(path);
-
     // The summary follows its trace, so a summary never names a trace that is not there.
-    detail::Summary summary = detail::summarize(trace.data());
-    summary.traceFile = path;
-    std::string json = detail::summaryToJson(summary);
-    detail::AtomicFile file(summaryPathFor(path));
-    file.write(json.data(), json.size());
-    file.commit();
-
+    internal::writeFileAtomically(summaryPathFor(path), internal::summaryJson(trace, path));
     std::lock_guard<std::mutex> lock(savesMutex_);
     saved_.push_back(path);
     log(LogLevel::Info, "trace written to {}", path);
   } catch (const std::exception& error) {
-    log(LogLevel::Error, "the trace of window {} could not be saved: {}", pending.window,
-        error.what());
+    log(LogLevel::Error, "the summary of window {} could not be saved: {}", pending.window, error.what());
   }
 }
 

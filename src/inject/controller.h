@@ -13,12 +13,9 @@
 
 #include "inject/trace_naming.h"
 #include "kinetrace/config.h"
+#include "kinetrace/profiler.h"
 #include "kinetrace/trace.h"
-#include "model/gpu_source.h"
-
-namespace kinetrace::detail {
-class Session;
-}
+#include "session/seam.h"
 
 namespace kinetrace::inject {
 
@@ -30,23 +27,25 @@ struct ControllerOptions {
   // When the process started, in CLOCK_BOOTTIME nanoseconds: `delay` counts from here.
   // 0: from begin().
   int64_t processStartBootNs = 0;
-  // Replaces the GPU backend (tests). Empty: CUPTI, or host only where it cannot run.
-  std::function<std::unique_ptr<detail::GpuSource>()> gpuSourceFactory;
+  // Makes the process's Profiler (tests substitute one with a stand-in GPU backend).
+  // Empty: internal::makeProfiler.
+  std::function<std::unique_ptr<Profiler>(Config, const internal::ProfilerOptions&)> profilerFactory;
   // Runs on the control thread after a termination signal's trace was saved. Default:
   // restore the signal's default action and raise it again, so the process ends as the
   // signal meant it to.
   std::function<void(int signal)> afterSignal;
 };
 
-// Decides when the one session of a traced process records and saves what it recorded:
-// the whole run, a delayed window, or the windows between the program's own
-// cudaProfilerStart/Stop calls. Every trace is saved under a per-process name with a summary
-// next to it ("<trace>.summary.json"); a window that recorded nothing at all is not saved.
+// Decides when the traced process's Profiler records: the whole run, a delayed window, or
+// the windows between the program's own cudaProfilerStart/Stop calls. Each window is
+// written, while it is recorded, to a per-process name; a summary follows next to it
+// ("<trace>.summary.json"); a window that recorded nothing at all leaves no file. Built on
+// the public Profiler and the internal seam only.
 //
 // Threads: begin() and finish() from any thread (CUDA initialisation, exit()); the
 // profiler-API hook from the program's threads inside CUDA calls; a control thread of its
-// own runs the delay/duration timers, saves traces the hook stopped (so cudaProfilerStop()
-// does not wait for a file to be written) and handles termination signals. Nothing throws.
+// own runs the delay/duration timers, writes the summaries of traces the hook stopped (so
+// cudaProfilerStop() does not wait for them) and handles termination signals. Nothing throws.
 class Controller {
  public:
   explicit Controller(ControllerOptions options);
@@ -82,6 +81,7 @@ class Controller {
   struct PendingSave {
     Trace trace;
     int window;
+    std::string path;
   };
 
   void controlLoop();
@@ -96,13 +96,12 @@ class Controller {
   ControllerOptions options_;
   std::string outputDir_;
 
-  mutable std::mutex mutex_;  // the session and the state
-  std::unique_ptr<detail::Session> session_;
+  mutable std::mutex mutex_;  // the profiler and the state
+  std::unique_ptr<Profiler> profiler_;
   State state_ = State::Created;
   int windows_ = 0;
   int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; WaitingForDelay
   int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
-  bool controlHookSet_ = false;
 
   std::atomic<bool> finishing_{false};
   std::atomic<bool> abandoned_{false};

@@ -22,7 +22,6 @@
 #include "inject/process_hooks.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
-#include "model/gpu_source.h"
 
 #define KINETRACE_INJECTION_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -110,8 +109,8 @@ int initializeCuda() noexcept {
 }  // namespace kinetrace::inject
 
 KINETRACE_INJECTION_EXPORT int InitializeInjection(void) {
-  // The session starts inside the driver's own cuInit(): it must not call cuInit() itself.
-  kinetrace::detail::gInsideCudaInjection.store(true);
+  // Runs inside the driver's own cuInit(): the controller's profiler is told so
+  // (internal::ProfilerOptions::insideDriverInit) and does not call cuInit() itself.
   return kinetrace::inject::initializeCuda();
 }
 

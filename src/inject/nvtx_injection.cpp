@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "host/host_recorder.h"
 #include "kinetrace/host.h"
+#include "session/seam.h"
 
 // nvtxDomainRegistration_st and nvtxStringRegistration_st are opaque to applications: the
 // tool defines them. Handles point at these, which are never freed (NVTX has no way to
@@ -29,14 +29,10 @@ struct nvtxStringRegistration_st {
 namespace kinetrace::inject {
 namespace {
 
-using detail::HostRecorder;
-
 // The level NVTX asks push/pop to return, per thread; kept whether or not recording.
 thread_local int tNvtxDepth = 0;
 
-inline bool recording() noexcept {
-  return HostRecorder::recordingGeneration.load(std::memory_order_relaxed) != 0;
-}
+inline bool recording() noexcept { return kinetrace::recording(); }
 
 std::atomic<uint64_t> gInstances{0};
 
@@ -203,27 +199,27 @@ std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_
 // ---- push / pop --------------------------------------------------------------------
 
 int pushA(const char* message) {
-  if (countEvent()) detail::beginRangeCopy(message != nullptr ? message : "");
+  if (countEvent()) kinetrace::beginRange(std::string_view(message != nullptr ? message : ""));
   return tNvtxDepth++;
 }
 
 int pushW(const wchar_t* message) {
-  if (countEvent()) detail::beginRangeCopy(wideName(message));
+  if (countEvent()) kinetrace::beginRange(std::string_view(wideName(message)));
   return tNvtxDepth++;
 }
 
 int pushEx(const nvtxEventAttributes_t* attributes) {
-  if (countEvent()) detail::beginRangeCopy(eventName(nullptr, attributes));
+  if (countEvent()) kinetrace::beginRange(std::string_view(eventName(nullptr, attributes)));
   return tNvtxDepth++;
 }
 
 int domainPushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  if (countEvent()) detail::beginRangeCopy(eventName(domain, attributes));
+  if (countEvent()) kinetrace::beginRange(std::string_view(eventName(domain, attributes)));
   return tNvtxDepth++;
 }
 
 int pop() {
-  detail::endRangeNow();
+  kinetrace::endRange();
   if (tNvtxDepth == 0) return -1;  // NVTX: a negative level reports an unmatched pop
   return --tNvtxDepth;
 }
@@ -236,44 +232,44 @@ int domainPop(nvtxDomainHandle_t) {
 
 nvtxRangeId_t startA(const char* message) {
   if (!countEvent()) return 0;
-  return detail::startAsyncRangeCopy(message != nullptr ? message : "");
+  return kinetrace::startAsyncRange(message != nullptr ? message : "");
 }
 
 nvtxRangeId_t startW(const wchar_t* message) {
-  return countEvent() ? detail::startAsyncRangeCopy(wideName(message)) : 0;
+  return countEvent() ? kinetrace::startAsyncRange(wideName(message)) : 0;
 }
 
 nvtxRangeId_t startEx(const nvtxEventAttributes_t* attributes) {
-  return countEvent() ? detail::startAsyncRangeCopy(eventName(nullptr, attributes)) : 0;
+  return countEvent() ? kinetrace::startAsyncRange(eventName(nullptr, attributes)) : 0;
 }
 
 nvtxRangeId_t domainStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  return countEvent() ? detail::startAsyncRangeCopy(eventName(domain, attributes)) : 0;
+  return countEvent() ? kinetrace::startAsyncRange(eventName(domain, attributes)) : 0;
 }
 
 void end(nvtxRangeId_t id) {
-  detail::endAsyncRangeNow(id);
+  kinetrace::endAsyncRange(id);
 }
 void domainEnd(nvtxDomainHandle_t, nvtxRangeId_t id) {
-  detail::endAsyncRangeNow(id);
+  kinetrace::endAsyncRange(id);
 }
 
 // ---- marks ---------------------------------------------------------------------------
 
 void markA(const char* message) {
-  if (countEvent()) detail::instantCopy(message != nullptr ? message : "");
+  if (countEvent()) kinetrace::instant(std::string_view(message != nullptr ? message : ""));
 }
 
 void markW(const wchar_t* message) {
-  if (countEvent()) detail::instantCopy(wideName(message));
+  if (countEvent()) kinetrace::instant(std::string_view(wideName(message)));
 }
 
 void markEx(const nvtxEventAttributes_t* attributes) {
-  if (countEvent()) detail::instantCopy(eventName(nullptr, attributes));
+  if (countEvent()) kinetrace::instant(std::string_view(eventName(nullptr, attributes)));
 }
 
 void domainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  if (countEvent()) detail::instantCopy(eventName(domain, attributes));
+  if (countEvent()) kinetrace::instant(std::string_view(eventName(domain, attributes)));
 }
 
 // ---- names and registrations -------------------------------------------------------
@@ -281,7 +277,7 @@ void domainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attrib
 void nameOsThreadA(uint32_t threadId, const char* name) {
   if (name == nullptr) return;
   try {
-    HostRecorder::instance().nameOsThread(threadId, name);
+    internal::nameOsThread(threadId, name);
   } catch (...) {
   }
 }
@@ -289,7 +285,7 @@ void nameOsThreadA(uint32_t threadId, const char* name) {
 void nameOsThreadW(uint32_t threadId, const wchar_t* name) {
   if (name == nullptr) return;
   try {
-    HostRecorder::instance().nameOsThread(threadId, wideToUtf8(name));
+    internal::nameOsThread(threadId, wideToUtf8(name));
   } catch (...) {
   }
 }

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <mutex>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "support/log.h"
 
 extern char** environ;
 
@@ -49,13 +51,17 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-std::size_t parseSize(std::string_view key, std::string_view value, std::size_t minimum) {
+// A whole number in [minimum, maximum]. The bounds keep every product made from it (bytes
+// from megabytes) far from overflowing.
+std::size_t parseSize(std::string_view key, std::string_view value, std::size_t minimum,
+                      std::size_t maximum) {
   std::string_view text = trim(value);
   std::size_t parsed = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || parsed < minimum) {
-    throw Error(fmt::format("kinetrace config: {} must be a whole number >= {}, got \"{}\"", key,
-                            minimum, value));
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || parsed < minimum ||
+      parsed > maximum) {
+    throw Error(fmt::format("config: {} must be a whole number from {} to {}, got \"{}\"", key,
+                            minimum, maximum, value));
   }
   return parsed;
 }
@@ -65,7 +71,7 @@ std::size_t parseSize(std::string_view key, std::string_view value, std::size_t 
 int64_t parseDuration(std::string_view key, std::string_view value) {
   auto fail = [&]() -> int64_t {
     throw Error(fmt::format(
-        "kinetrace config: {} must be a duration such as 5s, 200ms or 1m (units ns, us, ms, s, "
+        "config: {} must be a duration such as 5s, 200ms or 1m (units ns, us, ms, s, "
         "m, h; a bare number is seconds), got \"{}\"",
         key, value));
   };
@@ -113,6 +119,11 @@ int64_t parseDuration(std::string_view key, std::string_view value) {
     total += (c - '0') * place;
   }
   if (total > kMaxNs) fail();
+  // "1e-10s" or "0.0000000001s" is not zero, and zero means "until exit": a duration that
+  // rounds to nothing is a mistake to report, not a request to record forever.
+  if (total == 0 && std::any_of(number.begin(), number.end(), [](char c) { return c >= '1' && c <= '9'; })) {
+    throw Error(fmt::format("config: {} must be at least 1ns or exactly 0, got \"{}\"", key, value));
+  }
   return total;
 }
 
@@ -131,9 +142,6 @@ ActivitySet ActivitySet::defaults() {
       .add(Activity::Kernel)
       .add(Activity::Memcpy)
       .add(Activity::Memset)
-      .add(Activity::Sync)
-      .add(Activity::Memory)
-      .add(Activity::Overhead)
       .add(Activity::Launch);
 }
 
@@ -165,12 +173,12 @@ ActivitySet ActivitySet::parse(std::string_view list) {
     auto found = std::find_if(std::begin(kActivityNames), std::end(kActivityNames),
                               [&](const ActivityName& entry) { return name == entry.name; });
     if (found == std::end(kActivityNames)) {
-      throw Error(fmt::format("kinetrace config: unknown activity \"{}\" (known: {})", name,
+      throw Error(fmt::format("config: unknown activity \"{}\" (known: {})", name,
                               knownActivityNames()));
     }
     set.add(found->activity);
   }
-  if (!any) throw Error("kinetrace config: activities is empty (known: " + knownActivityNames() + ")");
+  if (!any) throw Error("config: activities is empty (known: " + knownActivityNames() + ")");
   return set;
 }
 
@@ -183,6 +191,14 @@ std::string ActivitySet::toString() const {
   }
   return out;
 }
+
+namespace {
+
+constexpr const char* kKnownKeys =
+    "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, delay, "
+    "duration, capture_range, run_id";
+
+}  // namespace
 
 void Config::set(std::string_view key, std::string_view value) {
   std::string name = lower(trim(key));
@@ -198,72 +214,82 @@ void Config::set(std::string_view key, std::string_view value) {
     else if (level == "debug") logLevel = LogLevel::Debug;
     else {
       throw Error(fmt::format(
-          "kinetrace config: log_level must be error, warning, info or debug, got \"{}\"", value));
+          "config: log_level must be error, warning, info or debug, got \"{}\"", value));
     }
-  } else if (name == "host_buffer_mb") {
-    hostBufferMb = parseSize(name, value, 1);
-  } else if (name == "gpu_buffer_mb") {
-    gpuBufferMb = parseSize(name, value, 1);
+  } else if (name == "memory_mb") {
+    memoryMb = parseSize(name, value, 1, std::size_t{1} << 20);  // up to 1 TiB
   } else if (name == "gpu_buffer_kb") {
-    gpuBufferKb = parseSize(name, value, 16);
+    gpuBufferKb = parseSize(name, value, 16, std::size_t{1} << 20);  // up to 1 GiB
   } else if (name == "gpu_flush_ms") {
-    std::size_t ms = parseSize(name, value, 0);
-    if (ms > 3600 * 1000) {
-      throw Error(fmt::format(
-          "kinetrace config: gpu_flush_ms must be at most 3600000 (an hour), got \"{}\"", value));
+    gpuFlushMs = static_cast<uint32_t>(parseSize(name, value, 0, 3600 * 1000));  // up to an hour
+  } else if (name == "clock") {
+    std::string choice = lower(trim(value));
+    if (choice == "auto") clock = HostClock::Auto;
+    else if (choice == "tsc") clock = HostClock::Tsc;
+    else if (choice == "monotonic") clock = HostClock::Monotonic;
+    else {
+      throw Error(fmt::format("config: clock must be auto, tsc or monotonic, got \"{}\"", value));
     }
-    gpuFlushMs = static_cast<uint32_t>(ms);
   } else if (name == "delay") {
     delayNs = parseDuration(name, value);
   } else if (name == "duration") {
     durationNs = parseDuration(name, value);
   } else if (name == "capture_range") {
     std::string range = lower(trim(value));
-    if (range == "none" || range == "whole" || range.empty()) {
+    if (range == "none" || range == "whole") {
       captureRange = CaptureRange::Whole;
     } else if (range == "cudaprofilerapi") {
       captureRange = CaptureRange::CudaProfilerApi;
     } else {
       throw Error(fmt::format(
-          "kinetrace config: capture_range must be none or cudaProfilerApi, got \"{}\"", value));
+          "config: capture_range must be none or cudaProfilerApi, got \"{}\"", value));
     }
   } else if (name == "run_id") {
     std::string_view id = trim(value);
     if (!isValidRunId(id)) {
       throw Error(fmt::format(
-          "kinetrace config: run_id must be at most 64 letters, digits, '.', '_' or '-', got \"{}\"",
+          "config: run_id must be at most 64 letters, digits, '.', '_' or '-', got \"{}\"",
           value));
     }
     runId = std::string(id);
   } else {
-    throw Error(fmt::format(
-        "kinetrace config: unknown key \"{}\" (known: output, activities, log_level, "
-        "host_buffer_mb, gpu_buffer_mb, gpu_buffer_kb, gpu_flush_ms, delay, duration, "
-        "capture_range, run_id)",
-        key));
+    throw Error(fmt::format("config: unknown key \"{}\" (known: {})", key, kKnownKeys));
   }
 }
 
 Config Config::fromEnvironment() {
   Config config;
   constexpr std::string_view kPrefix = "KINETRACE_";
-  // Variables read elsewhere, not configuration keys.
-  constexpr std::string_view kNotConfig[] = {"KINETRACE_CLOCK"};
+  std::vector<std::string> unknown;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view variable(*entry);
     if (variable.substr(0, kPrefix.size()) != kPrefix) continue;
     std::size_t equals = variable.find('=');
     std::string_view name = variable.substr(0, equals);
     std::string_view value = equals == std::string_view::npos ? "" : variable.substr(equals + 1);
-    if (std::find(std::begin(kNotConfig), std::end(kNotConfig), name) != std::end(kNotConfig)) continue;
     try {
       config.set(name.substr(kPrefix.size()), value);
     } catch (const Error& error) {
       std::string message = error.what();
-      const std::string_view configPrefix = "kinetrace config: ";
+      if (message.rfind("config: unknown key", 0) == 0) {
+        unknown.emplace_back(name);
+        continue;
+      }
+      const std::string_view configPrefix = "config: ";
       if (message.rfind(configPrefix, 0) == 0) message.erase(0, configPrefix.size());
-      throw Error(fmt::format("kinetrace: environment variable {}: {}", name, message));
+      throw Error(fmt::format("environment variable {}: {}", name, message));
     }
+  }
+  // A typo, or a key of a newer kinetrace: worth a word, not worth stopping a training job.
+  // Said once per process per name, however many Profilers read the environment.
+  static std::mutex reportedMutex;
+  static std::vector<std::string> reported;
+  std::lock_guard<std::mutex> lock(reportedMutex);
+  for (const std::string& name : unknown) {
+    if (std::find(reported.begin(), reported.end(), name) != reported.end()) continue;
+    reported.push_back(name);
+    detail::log(LogLevel::Warning, "environment variable {} is not a kinetrace setting and is ignored (known: {})",
+                name, "KINETRACE_ + one of: " + std::string(kKnownKeys));
   }
   return config;
 }

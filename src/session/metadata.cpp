@@ -1,1 +1,127 @@
-// placeholder
+#include "session/metadata.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace kinetrace::detail {
+namespace {
+
+int64_t envInteger(const char* name, int64_t fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  return (end != nullptr && *end == '\0') ? value : fallback;
+}
+
+bool has(const Metadata& metadata, std::string_view key) {
+  return std::any_of(metadata.begin(), metadata.end(),
+                     [key](const Value::Member& m) { return m.key == key; });
+}
+
+// User entries after kinetrace's own, except those kinetrace's replace.
+void appendUser(Metadata& out, const Metadata& user) {
+  for (const Value::Member& member : user) {
+    if (!has(out, member.key)) out.push_back(member);
+  }
+}
+
+Value devicePropertiesOf(const TraceData& trace) {
+  Value::Array devices;
+  for (const DeviceInfo& d : trace.devices) {
+    devices.push_back(Value::object({
+        {"id", d.id},
+        {"name", trace.tables.strings.get(d.name)},
+        {"totalGlobalMem", d.totalGlobalMem},
+        {"computeMajor", d.computeMajor},
+        {"computeMinor", d.computeMinor},
+        {"maxThreadsPerBlock", d.maxThreadsPerBlock},
+        {"maxThreadsPerMultiprocessor", d.maxThreadsPerMultiprocessor},
+        {"regsPerBlock", d.regsPerBlock},
+        {"warpSize", d.warpSize},
+        {"sharedMemPerBlock", d.sharedMemPerBlock},
+        {"numSms", d.numSms},
+        {"regsPerMultiprocessor", d.regsPerMultiprocessor},
+        {"sharedMemPerBlockOptin", d.sharedMemPerBlockOptin},
+        {"sharedMemPerMultiprocessor", d.sharedMemPerMultiprocessor},
+    }));
+  }
+  return Value(std::move(devices));
+}
+
+}  // namespace
+
+void setMetadata(Metadata& metadata, std::string key, Value value) {
+  for (Value::Member& member : metadata) {
+    if (member.key == key) {
+      member.value = std::move(value);
+      return;
+    }
+  }
+  metadata.push_back(Value::Member{std::move(key), std::move(value)});
+}
+
+Metadata headerMetadata(const Config& config, bool usesTsc, const Metadata& user) {
+  Metadata out;
+  out.push_back({"schemaVersion", 1});
+  // HTA refuses a trace without a rank; launchers such as torchrun set these variables.
+  out.push_back({"distributedInfo", Value::object({{"rank", envInteger("RANK", 0)},
+                                                   {"world_size", envInteger("WORLD_SIZE", 1)},
+                                                   {"local_rank", envInteger("LOCAL_RANK", 0)},
+                                                   {"backend", "nccl"}})});
+  out.push_back({"kinetrace_version", KINETRACE_VERSION_STRING});
+  out.push_back({"kinetrace_activities", config.activities.toString()});
+  out.push_back({"kinetrace_host_clock", usesTsc ? "tsc" : "clock_monotonic"});
+  out.push_back({"kinetrace_memory_cap_bytes", static_cast<uint64_t>(config.memoryCapBytes())});
+  appendUser(out, user);
+  return out;
+}
+
+Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const Metadata& user) {
+  Metadata out;
+  out.push_back({"deviceProperties", devicePropertiesOf(trace)});
+  for (const Value::Member& member : facts.gpuMetadata) out.push_back(member);
+  out.push_back({"kinetrace_gpu_status", facts.gpuStatus});
+  const LossCounters& l = trace.losses;
+  out.push_back({"kinetrace_dropped_host_events", l.droppedHostEvents});
+  out.push_back({"kinetrace_cupti_dropped_records", l.cuptiDroppedRecords});
+  out.push_back({"kinetrace_cupti_buffers_refused", l.cuptiBuffersRefused});
+  out.push_back({"kinetrace_cupti_records_undecoded", l.cuptiRecordsUndecoded});
+  out.push_back({"kinetrace_dropped_assembled_records", l.droppedAssembledRecords});
+  out.push_back({"kinetrace_out_of_window_events", l.outOfWindowEvents});
+  out.push_back({"kinetrace_gpu_ops_before_launch", l.gpuOpsBeforeLaunch});
+  out.push_back({"kinetrace_gpu_ops_without_launch", l.gpuOpsWithoutLaunch});
+  out.push_back({"kinetrace_unfinished_ranges", l.unfinishedRanges});
+  const RecordCounts& c = trace.counts;
+  out.push_back({"kinetrace_record_counts",
+                 Value::object({{"ranges", c.ranges},
+                                {"instants", c.instants},
+                                {"counters", c.counters},
+                                {"api_calls", c.apiCalls},
+                                {"kernels", c.kernels},
+                                {"memcpys", c.memcpys},
+                                {"memsets", c.memsets},
+                                {"syncs", c.syncs},
+                                {"memory", c.memory},
+                                {"overheads", c.overheads},
+                                {"gpu_spans", c.gpuSpans}})});
+  out.push_back({"kinetrace_window_start_ns", trace.startNs});
+  out.push_back({"kinetrace_window_stop_ns", trace.stopNs});
+  out.push_back({"kinetrace_host_clock_drift_ns", facts.hostClockDriftNs});
+  out.push_back({"kinetrace_memory_peak_bytes", trace.peakMemoryBytes});
+  out.push_back({"kinetrace_memory_cap_bytes", trace.memoryCapBytes});
+  const ClockOffsetBounds& b = trace.clockBounds;
+  if (b.hasHigh || b.hasLow) {
+    Value offset;
+    if (b.hasLow) offset.set("low", b.lowNs);
+    if (b.hasHigh) offset.set("high", b.highNs);
+    offset.set("meaning",
+               "GPU timestamp minus host time lies in [low, high]: GPU work starts after its "
+               "launch call begins, and ends before a synchronisation that waited for it returns");
+    out.push_back({"kinetrace_gpu_clock_offset_bound_ns", std::move(offset)});
+  }
+  appendUser(out, user);
+  return out;
+}
+
+}  // namespace kinetrace::detail

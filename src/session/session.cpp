@@ -1,76 +1,102 @@
 #include "session/session.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
-#include "correlate/correlator.h"
 #include "host/host_recorder.h"
 #include "kinetrace/error.h"
 #include "model/clock.h"
+#include "session/core.h"
+#include "session/metadata.h"
+#include "session/pipeline.h"
 #include "support/log.h"
 
 namespace kinetrace::detail {
-
-std::atomic<bool> gInsideCudaInjection{false};
-
 namespace {
 
-// The host recorder is process-wide, so only one session may record at a time.
-std::atomic<const Session*> gRecordingSession{nullptr};
-
-GpuOptions gpuOptionsFor(const Config& config) {
+GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   const ActivitySet& a = config.activities;
-  GpuOptions options;
-  options.kernels = a.has(Activity::Kernel);
-  options.memcpy = a.has(Activity::Memcpy);
-  options.memset = a.has(Activity::Memset);
-  options.sync = a.has(Activity::Sync);
-  options.memory = a.has(Activity::Memory);
-  options.overhead = a.has(Activity::Overhead);
-  options.launchCalls = a.has(Activity::Launch);
-  options.allRuntimeCalls = a.has(Activity::RuntimeAll);
-  options.allDriverCalls = a.has(Activity::DriverAll);
+  GpuOptions gpu;
+  gpu.kernels = a.has(Activity::Kernel);
+  gpu.memcpy = a.has(Activity::Memcpy);
+  gpu.memset = a.has(Activity::Memset);
+  gpu.sync = a.has(Activity::Sync);
+  gpu.memory = a.has(Activity::Memory);
+  gpu.overhead = a.has(Activity::Overhead);
+  gpu.launchCalls = a.has(Activity::Launch);
+  gpu.allRuntimeCalls = a.has(Activity::RuntimeAll);
+  gpu.allDriverCalls = a.has(Activity::DriverAll);
   // Recording follows the program's cudaProfilerStart/Stop: CUPTI is subscribed at prepare()
   // but collects nothing until the first start.
-  options.profilerControl = config.captureRange == CaptureRange::CudaProfilerApi;
-  options.deferCollection = options.profilerControl;
-  options.bufferBytes = config.gpuBufferKb * 1024;
-  options.capBytes = config.gpuBufferMb * 1024 * 1024;
-  options.flushPeriodMs = config.gpuFlushMs;
-  return options;
+  gpu.profilerControl = options.profilerControl;
+  gpu.deferCollection = options.profilerControl != nullptr;
+  gpu.insideDriverInit = options.insideDriverInit;
+  gpu.bufferBytes = config.gpuBufferKb * 1024;
+  gpu.maxBufferBytes = config.memoryCapBytes();
+  gpu.flushPeriodMs = config.gpuFlushMs;
+  return gpu;
 }
 
-int64_t envInteger(const char* name, int64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  long long value = std::strtoll(text, &end, 10);
-  return (end != nullptr && *end == '\0') ? value : fallback;
+AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int64_t startNs,
+                                     GpuSource* gpu) {
+  const ActivitySet& a = config.activities;
+  AssemblerOptions options;
+  options.startNs = startNs;
+  options.launchCallsRecorded = gpuEnabled && (a.has(Activity::Launch) || a.has(Activity::RuntimeAll));
+  options.kernels = gpuEnabled && a.has(Activity::Kernel);
+  options.memcpy = gpuEnabled && a.has(Activity::Memcpy);
+  options.memset = gpuEnabled && a.has(Activity::Memset);
+  options.sync = gpuEnabled && a.has(Activity::Sync);
+  options.memory = gpuEnabled && a.has(Activity::Memory);
+  if (gpu != nullptr) {
+    options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) { return gpu->apiName(domain, callbackId); };
+  }
+  return options;
 }
 
 }  // namespace
 
-Session::Session(Config config) : config_(std::move(config)) {
+Session::Session(Config config, SessionOptions options)
+    : config_(std::move(config)), options_(std::move(options)), pid_(static_cast<int64_t>(::getpid())) {
   setLogLevel(config_.logLevel);
   if (config_.activities.anyGpu()) gpuStatus_ = "GPU collection not started yet (prepare() or start() starts it)";
   Clock::instance();  // calibrate now, not inside start()
+  Core::instance();
 }
 
 Session::~Session() {
-  if (recording_) {
-    HostRecorder::instance().stopRecording();
-    gRecordingSession.store(nullptr);
+  if (static_cast<int64_t>(::getpid()) != pid_) {
+    // A copy made by fork(): the pipeline thread and CUPTI belong to the parent. Nothing
+    // here may be joined, disabled or freed through them.
+    if (pipeline_) pipeline_->abandonInForkedChild();
+    (void)pipeline_.release();
+    (void)gpu_.release();
+    return;
   }
+  if (recording()) {
+    try {
+      stop();
+    } catch (...) {
+      // A destructor must not throw; the losses, if any, were logged by stop().
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
   if (gpu_ && gpuEnabled_) gpu_->disable();
 }
 
-void Session::setGpuSourceForTesting(std::unique_ptr<GpuSource> source) {
-  gpu_ = std::move(source);
-  gpuTried_ = false;
+void Session::requireOwnProcess(const char* call) const {
+  if (static_cast<int64_t>(::getpid()) == pid_) return;
+  throw Error(fmt::format(
+      "Profiler::{}(): this Profiler was created by process {}; after fork() the child records "
+      "with a Profiler of its own",
+      call, pid_));
+}
+
+std::string Session::gpuStatus() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return gpuStatus_;
 }
 
 void Session::enableGpu() {
@@ -79,14 +105,14 @@ void Session::enableGpu() {
   if (!config_.activities.anyGpu()) return;
   if (!gpu_) {
     std::string whyNot;
-    gpu_ = makeCuptiSource(whyNot);
+    gpu_ = options_.gpuSourceFactory ? options_.gpuSourceFactory() : makeCuptiSource(whyNot);
     if (!gpu_) {
-      gpuStatus_ = whyNot;
-      log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is", whyNot);
+      gpuStatus_ = whyNot.empty() ? "no GPU backend" : whyNot;
+      log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is", gpuStatus_);
       return;
     }
   }
-  std::string refusal = gpu_->enable(gpuOptionsFor(config_));
+  std::string refusal = gpu_->enable(gpuOptionsFor(config_, options_), Core::instance().budget());
   if (!refusal.empty()) {
     gpuStatus_ = refusal;
     log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is", refusal);
@@ -97,109 +123,134 @@ void Session::enableGpu() {
   log(LogLevel::Info, "{}", gpuStatus_);
 }
 
-void Session::prepare() { enableGpu(); }
-
-void Session::start() {
-  if (recording_) throw Error("kinetrace: Profiler::start() called while already recording");
-  const Session* expected = nullptr;
-  if (!gRecordingSession.compare_exchange_strong(expected, this)) {
-    throw Error(
-        "kinetrace: another kinetrace::Profiler is recording in this process; stop it first");
-  }
+void Session::prepare() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  requireOwnProcess("prepare");
   enableGpu();
-  // The tick rate is refitted over everything since the last calibration, then frozen for
-  // the session: host events and GPU timestamps are converted with the same line.
-  int64_t drift = Clock::instance().recalibrate();
-  log(LogLevel::Debug, "clock recalibrated; drift since the last calibration {} ns", drift);
-  startNs_ = Clock::instance().nowNs();
-  if (gpuEnabled_) gpu_->start(startNs_);
-  HostRecorder::instance().startRecording(config_.hostBufferMb * 1024 * 1024);
-  recording_ = true;
 }
 
-Trace Session::stop() {
-  if (!recording_) throw Error("kinetrace: Profiler::stop() called without start()");
-  auto trace = std::make_shared<TraceData>();
-  trace->startNs = startNs_;
-  trace->stopNs = Clock::instance().nowNs();
-  trace->pid = static_cast<int64_t>(::getpid());
-  HostRecorder::instance().stopRecording();
-  recording_ = false;
-  gRecordingSession.store(nullptr);
-
-  // Host first: the GPU source names the launch calls the host recorder collected.
-  HostRecorder::instance().collect(*trace, Clock::instance());
-  if (gpuEnabled_) gpu_->stop(*trace);
-  correlate(*trace, gpuEnabled_ && config_.activities.has(Activity::Launch));
-
-  // How far the frozen tick->epoch line has wandered from CLOCK_REALTIME over the session.
-  int64_t drift = Clock::instance().toEpochNs(Clock::ticks()) - Clock::realtimeNs();
-  addSessionMetadata(*trace, drift);
-  reportLosses(*trace);
-
-  Trace result(trace);
-  if (!config_.output.empty()) {
-    std::string path = outputPathFor(*trace);
-    result.save(path);
-    log(LogLevel::Info, "trace written to {}", path);
-  }
-  return result;
+void Session::addMetadata(std::string key, Value value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  setMetadata(recording() ? footerUser_ : headerUser_, std::move(key), std::move(value));
 }
 
 // `output` may name a directory (as it does under `kinetrace run`): each session then gets
 // its own file in it, named by process and start time, so repeated sessions never collide.
-std::string Session::outputPathFor(const TraceData& trace) const {
+std::string Session::outputPathFor(const std::string& output, int64_t startNs) const {
   std::error_code error;
-  if (!std::filesystem::is_directory(config_.output, error)) return config_.output;
-  return (std::filesystem::path(config_.output) /
-          fmt::format("kinetrace-pid{}-{}.json", trace.pid, trace.startNs))
-      .string();
+  if (!std::filesystem::is_directory(output, error)) return output;
+  return (std::filesystem::path(output) / fmt::format("kinetrace-pid{}-{}.json", pid_, startNs)).string();
 }
 
-void Session::addSessionMetadata(TraceData& trace, int64_t clockDriftNs) const {
-  using nlohmann::json;
-  // HTA refuses a trace without a rank; launchers such as torchrun set these variables.
-  json distributed = {{"rank", envInteger("RANK", 0)},
-                      {"world_size", envInteger("WORLD_SIZE", 1)},
-                      {"local_rank", envInteger("LOCAL_RANK", 0)},
-                      {"backend", "nccl"}};
-  trace.setMetadataJson("distributedInfo", distributed.dump());
-  trace.setMetadataJson("kinetrace_version", json(KINETRACE_VERSION_STRING).dump());
-  trace.setMetadataJson("kinetrace_activities", json(config_.activities.toString()).dump());
-  trace.setMetadataJson("kinetrace_gpu_status", json(gpuStatus_).dump());
-  trace.setMetadataJson("kinetrace_host_clock",
-                        json(Clock::instance().usesTsc() ? "tsc" : "clock_monotonic").dump());
-  trace.setMetadataJson("kinetrace_host_clock_drift_ns", json(clockDriftNs).dump());
-  ClockOffsetBounds bounds = measureClockOffsetBounds(trace);
-  if (bounds.hasHigh || bounds.hasLow) {
-    json offset = json::object();
-    if (bounds.hasLow) offset["low"] = bounds.lowNs;
-    if (bounds.hasHigh) offset["high"] = bounds.highNs;
-    offset["meaning"] =
-        "GPU timestamp minus host time lies in [low, high]: GPU work starts after its launch "
-        "call begins, and ends before a synchronisation that waited for it returns";
-    trace.setMetadataJson("kinetrace_gpu_clock_offset_bound_ns", offset.dump());
+void Session::start(const std::string& output) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  requireOwnProcess("start");
+  if (recording()) throw Error("Profiler::start() called while already recording");
+  Core& core = Core::instance();
+  if (!core.claimRecording(this)) {
+    throw Error(
+        "another kinetrace::Profiler is recording in this process (under `kinetrace run`, the "
+        "run's own session); stop it first");
   }
+  HostRecorder& recorder = core.recorder();
+  bool recorderStarted = false;
+  try {
+    setLogLevel(config_.logLevel);
+    enableGpu();
+    // The tick rate is refitted over everything since the last calibration, then used for
+    // the whole session: host events and GPU timestamps are converted with the same line.
+    int64_t drift = Clock::instance().recalibrate();
+    log(LogLevel::Debug, "clock recalibrated; drift since the last calibration {} ns", drift);
+
+    PipelineSetup setup;
+    setup.startNs = Clock::instance().nowNs();
+    setup.budget = &core.budget();
+    setup.gpu = gpuEnabled_ ? gpu_.get() : nullptr;
+    setup.assembler = assemblerOptionsFor(config_, gpuEnabled_, setup.startNs, setup.gpu);
+    setup.pid = pid_;
+    setup.processName = options_.processName;
+    setup.header.baseTimeNs = setup.startNs;
+    setup.header.metadata = headerMetadata(config_, Clock::instance().usesTsc(), headerUser_);
+    if (!output.empty()) {
+      setup.outputPath = outputPathFor(output, setup.startNs);
+      setup.header.traceName = setup.outputPath;
+      setup.sink = openSink(setup.outputPath);  // an unwritable output: nothing is recorded
+    }
+    core.budget().setCap(config_.memoryCapBytes());
+    core.budget().resetPeak();
+    if (gpuEnabled_) gpu_->start(setup.startNs);
+    setup.generation = recorder.startRecording(core.budget());
+    recorderStarted = true;
+    pipeline_ = std::make_unique<Pipeline>(std::move(setup));
+  } catch (...) {
+    if (recorderStarted) {
+      recorder.stopRecording();
+      recorder.trimPool();
+    }
+    if (gpuEnabled_) gpu_->stopCollecting();
+    core.releaseRecording(this);
+    throw;
+  }
+  footerUser_.clear();
+  recording_.store(true, std::memory_order_release);
 }
 
-void Session::reportLosses(const TraceData& trace) const {
-  const LossCounters& l = trace.losses;
-  if (l.droppedHostEvents > 0) {
-    log(LogLevel::Warning, "{} host events dropped: the host buffer cap ({} MB) was reached; raise host_buffer_mb",
-        l.droppedHostEvents, config_.hostBufferMb);
+Trace Session::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  requireOwnProcess("stop");
+  if (!recording()) throw Error("Profiler::stop() called without start()");
+  Core& core = Core::instance();
+  core.recorder().stopRecording();
+  const int64_t stopNs = Clock::instance().nowNs();
+  recording_.store(false, std::memory_order_release);
+
+  pipeline_->stopThread();
+  const int64_t syncReturnNs = gpuEnabled_ ? gpu_->finishWindow() : 0;
+  // How far the session's tick->epoch line has wandered from CLOCK_REALTIME.
+  FooterFacts facts;
+  facts.hostClockDriftNs = Clock::instance().toEpochNs(Clock::ticks()) - Clock::realtimeNs();
+  facts.gpuStatus = gpuStatus_;
+  if (gpuEnabled_) facts.gpuMetadata = gpu_->metadata();
+  std::shared_ptr<TraceData> data = pipeline_->finish(
+      stopNs, syncReturnNs, [&](const TraceData& trace) { return footerMetadata(trace, facts, footerUser_); });
+  if (gpuEnabled_) gpu_->stopCollecting();
+  pipeline_.reset();
+  core.recorder().trimPool();
+  core.releaseRecording(this);
+  // Metadata given while recording stays for later traces, like that given before.
+  for (Value::Member& member : footerUser_) setMetadata(headerUser_, member.key, std::move(member.value));
+  footerUser_.clear();
+
+  Trace trace(std::move(data));
+  reportLosses(trace);
+  if (!trace.saveError().empty()) {
+    log(LogLevel::Error, "the trace could not be written to {}: {}", trace.outputPath(), trace.saveError());
+  } else if (!trace.outputPath().empty()) {
+    log(LogLevel::Info, "trace written to {}", trace.outputPath());
   }
-  if (l.cuptiDroppedRecords > 0 || l.cuptiBuffersRefused > 0) {
+  return trace;
+}
+
+void Session::reportLosses(const Trace& trace) const {
+  const TraceStats s = trace.stats();
+  if (s.droppedHostEvents > 0 || s.droppedAssembledRecords > 0) {
     log(LogLevel::Warning,
-        "{} GPU records dropped by CUPTI and {} buffer requests refused: the GPU buffer cap ({} MB) "
-        "was reached; raise gpu_buffer_mb",
-        l.cuptiDroppedRecords, l.cuptiBuffersRefused, config_.gpuBufferMb);
+        "{} host events and {} assembled records dropped: the memory cap ({} MB) was reached; "
+        "raise memory_mb",
+        s.droppedHostEvents, s.droppedAssembledRecords, config_.memoryMb);
   }
-  if (l.gpuOpsBeforeLaunch > 0) {
+  if (s.droppedGpuRecords > 0 || s.gpuBufferRequestsRefused > 0) {
+    log(LogLevel::Warning,
+        "{} GPU records dropped by CUPTI and {} buffer requests refused: the memory cap ({} MB) "
+        "was reached; raise memory_mb",
+        s.droppedGpuRecords, s.gpuBufferRequestsRefused, config_.memoryMb);
+  }
+  if (dataOf(trace).losses.gpuOpsBeforeLaunch > 0) {
     log(LogLevel::Warning, "{} GPU operations start before their launch call: host and GPU clocks disagree",
-        l.gpuOpsBeforeLaunch);
+        dataOf(trace).losses.gpuOpsBeforeLaunch);
   }
-  if (l.outOfWindowEvents > 0) {
-    log(LogLevel::Info, "{} events fell outside the recording window and were left out", l.outOfWindowEvents);
+  if (s.outOfWindowEvents > 0) {
+    log(LogLevel::Info, "{} events fell outside the recording window and were left out", s.outOfWindowEvents);
   }
 }
 

@@ -7,7 +7,7 @@
 //       direction from pageable and pinned memory, memsets, malloc/free and every kind of
 //       synchronisation, each in its own named range.
 //
-//   launch_census TRACE.json MANIFEST.json --gpu-buffer-mb 1 --gpu-buffer-kb 16 --flood 200000
+//   launch_census TRACE.json MANIFEST.json --memory-mb 1 --gpu-buffer-kb 16 --flood 200000
 //       floods the GPU with tiny kernels and no sync in between while CUPTI has almost no
 //       buffer memory, so records must be dropped; the trace must still be written and the
 //       drops reported.
@@ -240,14 +240,14 @@ constexpr std::size_t kWorkFloats = 1 << 16;  // enough for every grid launched 
 struct Options {
   std::string tracePath;
   std::string manifestPath;
-  std::optional<std::string> gpuBufferMb;
+  std::optional<std::string> memoryMb;
   std::optional<std::string> gpuBufferKb;
   long flood = 0;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
-               "%s\nusage: launch_census TRACE.json MANIFEST.json [--gpu-buffer-mb N] "
+               "%s\nusage: launch_census TRACE.json MANIFEST.json [--memory-mb N] "
                "[--gpu-buffer-kb N] [--flood N]\n",
                problem);
   std::exit(2);
@@ -259,8 +259,8 @@ Options parseOptions(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool hasValue = i + 1 < argc;
-    if (arg == "--gpu-buffer-mb" && hasValue) {
-      options.gpuBufferMb = argv[++i];
+    if (arg == "--memory-mb" && hasValue) {
+      options.memoryMb = argv[++i];
     } else if (arg == "--gpu-buffer-kb" && hasValue) {
       options.gpuBufferKb = argv[++i];
     } else if (arg == "--flood" && hasValue) {
@@ -489,7 +489,7 @@ std::string floodManifest(long launched, const Options& options) {
   std::ostringstream out;
   out << "{\n  \"mode\": \"flood\",\n  \"device\": 0,\n  \"ranges\": [\"flood\"],\n"
       << "  \"floodKernel\": \"censusFlood\",\n  \"launched\": " << launched << ",\n"
-      << "  \"gpuBufferMb\": " << jsonString(options.gpuBufferMb.value_or("default")) << ",\n"
+      << "  \"memoryMb\": " << jsonString(options.memoryMb.value_or("default")) << ",\n"
       << "  \"gpuBufferKb\": " << jsonString(options.gpuBufferKb.value_or("default")) << "\n}\n";
   return out.str();
 }
@@ -557,7 +557,7 @@ int main(int argc, char** argv) {
   try {
     kinetrace::Config config = kinetrace::Config::fromEnvironment();
     // Through Config::set so a bad value is rejected with the library's own message.
-    if (options.gpuBufferMb) config.set("gpu_buffer_mb", *options.gpuBufferMb);
+    if (options.memoryMb) config.set("memory_mb", *options.memoryMb);
     if (options.gpuBufferKb) config.set("gpu_buffer_kb", *options.gpuBufferKb);
     kinetrace::Profiler profiler(config);
     profiler.prepare();

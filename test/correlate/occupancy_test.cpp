@@ -1,4 +1,4 @@
-#include "cupti/occupancy.h"
+#include "correlate/occupancy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "analysis/summary.h"
+#include "correlate/assembler.h"
+#include "kinetrace/sink.h"
+#include "model/gpu_source.h"
+#include "model/memory_budget.h"
+#include "model/trace_data.h"
+#include "output/trace_events.h"
+
+namespace kinetrace::detail {
+
+struct PipelineSetup {
+  int64_t startNs = 0;
+  uint64_t generation = 0;        // the host recorder's, for this recording
+  GpuSource* gpu = nullptr;       // nullptr: host activity only
+  MemoryBudget* budget = nullptr;
+  AssemblerOptions assembler;
+  // Where events go while recording; nullptr keeps them in memory (within the budget).
+  std::unique_ptr<Sink> sink;
+  std::string outputPath;
+  TraceHeader header;             // for the sink's begin()
+  int64_t pid = 0;
+  std::string processName;
+  int64_t periodNs = 100'000'000;  // how often the pipeline thread drains and assembles
+};
+
+// One recording's path of a record, on a thread of its own ("kinetrace-pipe"): every period
+// it drains the host recorder, decodes what CUPTI handed over, assembles what is complete
+// and passes it on -- written to the sink, or kept in memory when there is none -- so what
+// the tracer holds is set by the memory budget, not by the window's length.
+//
+// When writing fails (disk full, say), the error is kept and what follows is held in memory
+// instead: the returned trace then has the rest and says what happened.
+class Pipeline {
+ public:
+  explicit Pipeline(PipelineSetup setup);
+  // Stops the thread if finish() was not called (the recording is abandoned).
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Ends the pipeline thread after its current cycle. Call once recording has stopped.
+  void stopThread();
+  // After stopThread() and the GPU source's finishWindow(): the last drain and poll, the
+  // assembler's finish, and the end of the output (with `footerFor(trace)` as the footer).
+  // Runs on the calling thread.
+  std::shared_ptr<TraceData> finish(int64_t stopNs, int64_t syncReturnNs,
+                                    const std::function<Metadata(const TraceData&)>& footerFor);
+
+  // In a child made by fork(): the thread does not exist here; forget it without joining.
+  void abandonInForkedChild() noexcept;
+
+ private:
+  void run();
+  void cycle(bool final);
+  void consume(TraceRecords& records);
+  void account();
+
+  PipelineSetup setup_;
+  std::shared_ptr<TraceData> trace_;  // tables, held records, counts, losses
+  std::unique_ptr<Assembler> assembler_;
+  std::unique_ptr<EventWriter> writer_;
+  SummaryBuilder summary_;
+  GpuBatch gpuBatch_;
+  TraceRecords ready_;
+  uint64_t hostDropped_ = 0;
+  uint64_t droppedAssembled_ = 0;  // batches the budget had no room for
+  int64_t lastFlushNs_ = 0;
+  std::size_t accountedBytes_ = 0;  // what this pipeline counts in the budget right now
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool quit_ = false;
+  std::unique_ptr<std::thread> thread_;
+};
+
+}  // namespace kinetrace::detail

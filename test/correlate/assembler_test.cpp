@@ -1,0 +1,312 @@
+#include "correlate/assembler.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+// The assembler fed by hand: host events as the recorder's drain delivers them, GPU records
+// as CUPTI's decoding delivers them, in either order.
+
+namespace kinetrace::detail {
+namespace {
+
+constexpr int64_t kStart = 1'000'000'000;
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr uint32_t kThread = 1;  // a thread instance
+
+class AssemblerTest : public ::testing::Test {
+ protected:
+  AssemblerTest() { tables.pid = 42; }
+
+  Assembler& make(bool launchCalls = true) {
+    AssemblerOptions options;
+    options.startNs = kStart;
+    options.launchCallsRecorded = launchCalls;
+    options.kernels = options.memcpy = options.memset = options.sync = options.memory = true;
+    options.apiName = [](ApiDomain, uint32_t cbid) { return "api" + std::to_string(cbid); };
+    assembler = std::make_unique<Assembler>(tables, options);
+    assembler->onThread(kThread, 1001, "main");
+    return *assembler;
+  }
+  void call(uint32_t correlation, int64_t start, int64_t end, CallEffect effect, uint64_t external = 0) {
+    ApiCallRecord c;
+    c.startNs = start;
+    c.endNs = end;
+    c.correlationId = correlation;
+    c.callbackId = 13;
+    c.thread = kThread;
+    c.effect = effect;
+    c.externalId = external;
+    assembler->onApiCall(c);
+  }
+  static KernelRecord kernel(uint32_t correlation, int64_t start, int64_t end, uint32_t stream = 7) {
+    KernelRecord k;
+    k.at.correlationId = correlation;
+    k.at.startNs = start;
+    k.at.endNs = end;
+    k.at.streamId = stream;
+    return k;
+  }
+  void gpu(std::vector<KernelRecord> kernels) {
+    GpuBatch batch;
+    batch.records.kernels = std::move(kernels);
+    assembler->addGpu(batch);
+  }
+  void assemble(int64_t horizon) { assembler->assemble(horizon, out); }
+  void finish(int64_t stop, int64_t syncReturn = 0) {
+    assembler->setStop(stop);
+    assembler->finish(syncReturn, out);
+  }
+  std::string name(StringId id) const { return std::string(tables.strings.get(id)); }
+  HostName copied(const std::string& text) { names.push_back(text); return HostName{names.back(), nullptr}; }
+
+  TraceTables tables;
+  std::unique_ptr<Assembler> assembler;
+  TraceRecords out;
+  std::deque<std::string> names;
+};
+
+TEST_F(AssemblerTest, AKernelJoinsItsLaunchCallAndTheRangeOpenAtTheLaunch) {
+  make();
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("step"));
+  call(9, kStart + 20, kStart + 30, CallEffect::Kernel, /*external=*/500);
+  assembler->onRangeEnd(kThread, kStart + 40, 500);
+  gpu({kernel(9, kStart + 50, kStart + 90)});
+  assemble(kStart + 10 * kSecond);
+
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_TRUE(out.kernels[0].at.hasLaunchCall);
+  EXPECT_EQ(out.kernels[0].at.externalId, 500u);
+  ASSERT_EQ(out.flows.size(), 1u) << "the arrow's start, at the call";
+  EXPECT_EQ(out.flows[0].correlationId, 9u);
+  EXPECT_EQ(out.flows[0].startNs, kStart + 20);
+  ASSERT_EQ(out.apiCalls.size(), 1u);
+  EXPECT_EQ(name(out.apiCalls[0].name), "api13");
+  ASSERT_EQ(out.ranges.size(), 1u);
+  EXPECT_EQ(name(out.ranges[0].name), "step");
+  ASSERT_EQ(out.gpuSpans.size(), 1u) << "the range's GPU time on stream 7";
+  EXPECT_EQ(out.gpuSpans[0].startNs, kStart + 50);
+  EXPECT_EQ(out.gpuSpans[0].endNs, kStart + 90);
+  EXPECT_EQ(out.gpuSpans[0].externalId, 500u);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+}
+
+TEST_F(AssemblerTest, AKernelThatArrivesBeforeItsCallWaitsForIt) {
+  make();
+  gpu({kernel(9, kStart + 50, kStart + 90)});
+  assemble(kStart + 100);
+  EXPECT_TRUE(out.kernels.empty()) << "held while its call may still be on its way";
+  call(9, kStart + 20, kStart + 30, CallEffect::Kernel);
+  assemble(kStart + 200);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_TRUE(out.kernels[0].at.hasLaunchCall);
+  EXPECT_EQ(out.flows.size(), 1u);
+}
+
+TEST_F(AssemblerTest, AKernelWhoseCallNeverComesIsWrittenAfterTheGraceAndCounted) {
+  make();
+  gpu({kernel(9, kStart + 50, kStart + 90)});
+  assemble(kStart + 100);
+  assemble(kStart + 2 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_FALSE(out.kernels[0].at.hasLaunchCall);
+  EXPECT_TRUE(out.flows.empty()) << "no arrow without its start";
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
+}
+
+TEST_F(AssemblerTest, WithoutLaunchCallsOperationsAreWrittenAtOnceAndNotCounted) {
+  make(/*launchCalls=*/false);
+  gpu({kernel(9, kStart + 50, kStart + 90)});
+  assemble(kStart + 100);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+}
+
+TEST_F(AssemblerTest, AGraphLaunchJoinsEveryOperationItRan) {
+  make();
+  call(9, kStart + 20, kStart + 30, CallEffect::Graph);
+  gpu({kernel(9, kStart + 50, kStart + 60), kernel(9, kStart + 60, kStart + 70), kernel(9, kStart + 70, kStart + 80)});
+  assemble(kStart + 100);
+  ASSERT_EQ(out.kernels.size(), 3u);
+  for (const auto& k : out.kernels) EXPECT_TRUE(k.at.hasLaunchCall);
+  EXPECT_EQ(out.flows.size(), 3u);
+}
+
+TEST_F(AssemblerTest, ACopyJoinsTheRuntimeCallThroughItsSecondCorrelationId) {
+  make();
+  call(30, kStart + 20, kStart + 30, CallEffect::Copy);
+  GpuBatch batch;
+  MemcpyRecord m;
+  m.at.correlationId = 31;  // the driver call's
+  m.runtimeCorrelationId = 30;
+  m.at.startNs = kStart + 40;
+  m.at.endNs = kStart + 50;
+  batch.records.memcpys.push_back(m);
+  assembler->addGpu(batch);
+  assemble(kStart + 100);
+  ASSERT_EQ(out.memcpys.size(), 1u);
+  EXPECT_TRUE(out.memcpys[0].at.hasLaunchCall);
+  EXPECT_EQ(out.memcpys[0].at.correlationId, 30u) << "both ends of the arrow share the call's id";
+  ASSERT_EQ(out.flows.size(), 1u);
+  EXPECT_EQ(out.flows[0].correlationId, 30u);
+}
+
+TEST_F(AssemblerTest, TheWindowKeepsWorkQueuedAtStopButNotWorkLaunchedOutsideIt) {
+  make();
+  call(1, kStart + 20, kStart + 30, CallEffect::Kernel);
+  gpu({kernel(1, kStart + 2 * kSecond, kStart + 3 * kSecond),      // launched inside, ran after the stop
+       kernel(2, kStart + 2 * kSecond, kStart + 3 * kSecond),      // launched by nobody we saw
+       kernel(3, kStart - 100, kStart - 50)});                     // before the start
+  finish(kStart + kSecond);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_EQ(out.kernels[0].at.correlationId, 1u);
+  EXPECT_EQ(assembler->losses().outOfWindowEvents, 2u);
+}
+
+TEST_F(AssemblerTest, RangesStillOpenAtStopEndThereMarkedUnfinished) {
+  make();
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("open"));
+  assembler->setStop(kStart + 100);
+  assembler->onRangeEnd(kThread, kStart + 200, 500);  // drained late, after the stop
+  assembler->finish(0, out);
+  ASSERT_EQ(out.ranges.size(), 1u);
+  EXPECT_TRUE(out.ranges[0].unfinished);
+  EXPECT_EQ(out.ranges[0].endNs, kStart + 100);
+  EXPECT_EQ(assembler->losses().unfinishedRanges, 1u);
+}
+
+// The memory cap dropped the inner range's end: the outer end closes both, and the inner
+// one says it is unfinished rather than claiming the outer's end as its own.
+TEST_F(AssemblerTest, AnEndWhoseInnerRangeLostItsEndClosesBoth) {
+  make();
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("outer"));
+  assembler->onRangeBegin(kThread, kStart + 20, 501, copied("inner"));
+  assembler->onRangeEnd(kThread, kStart + 40, 500);
+  assemble(kStart + 100);
+  ASSERT_EQ(out.ranges.size(), 2u);
+  EXPECT_EQ(name(out.ranges[0].name), "inner");
+  EXPECT_TRUE(out.ranges[0].unfinished);
+  EXPECT_EQ(name(out.ranges[1].name), "outer");
+  EXPECT_FALSE(out.ranges[1].unfinished);
+  EXPECT_EQ(out.ranges[0].parentId, 500u);
+}
+
+TEST_F(AssemblerTest, AnEndForARangeWhoseBeginWasDroppedClosesNothing) {
+  make();
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("outer"));
+  assembler->onRangeEnd(kThread, kStart + 20, 501);  // its begin never came
+  assembler->onRangeEnd(kThread, kStart + 40, 500);
+  assemble(kStart + 100);
+  ASSERT_EQ(out.ranges.size(), 1u);
+  EXPECT_EQ(out.ranges[0].endNs, kStart + 40);
+  EXPECT_FALSE(out.ranges[0].unfinished);
+}
+
+TEST_F(AssemblerTest, OverlappingKernelsOnOneStreamGoOnSeparateLanes) {
+  make(false);
+  gpu({kernel(1, kStart + 10, kStart + 100), kernel(2, kStart + 50, kStart + 150),
+       kernel(3, kStart + 200, kStart + 300)});
+  assemble(kStart + 1000);
+  ASSERT_EQ(out.kernels.size(), 3u);
+  EXPECT_EQ(out.kernels[0].at.lane, 0);
+  EXPECT_EQ(out.kernels[1].at.lane, 1) << "programmatic dependent launch overlaps";
+  EXPECT_EQ(out.kernels[2].at.lane, 0);
+}
+
+TEST_F(AssemblerTest, SyncsJoinTheirCallAndBoundTheClockOffset) {
+  make();
+  call(1, kStart + 20, kStart + 30, CallEffect::Kernel);
+  call(2, kStart + 40, kStart + 500, CallEffect::Sync);
+  gpu({kernel(1, kStart + 100, kStart + 480)});
+  GpuBatch batch;
+  SyncRecord s;
+  s.kind = SyncKind::StreamSync;
+  s.at.correlationId = 2;
+  s.at.streamId = 7;
+  s.at.startNs = kStart + 45;
+  s.at.endNs = kStart + 490;
+  batch.records.syncs.push_back(s);
+  assembler->addGpu(batch);
+  finish(kStart + kSecond);
+  ASSERT_EQ(out.syncs.size(), 1u);
+  EXPECT_FALSE(out.syncs[0].at.hasLaunchCall) << "a sync is no GPU work: no arrow";
+  const ClockOffsetBounds& b = assembler->clockBounds();
+  ASSERT_TRUE(b.hasHigh);
+  EXPECT_EQ(b.highNs, 80) << "the kernel started 80 ns after its call began";
+  ASSERT_TRUE(b.hasLow);
+  EXPECT_EQ(b.lowNs, -20) << "it ended 20 ns before the sync returned";
+}
+
+TEST_F(AssemblerTest, AsyncRangesPairAcrossThreadsAndEitherDrainOrder) {
+  make();
+  assembler->onThread(2, 1002, "other");
+  assembler->onAsyncEnd(2, kStart + 90, 700);  // the ending thread was drained first
+  assembler->onAsyncBegin(kThread, kStart + 10, 700, copied("request"));
+  assembler->onAsyncBegin(kThread, kStart + 20, 701, copied("overlapping"));
+  assembler->onAsyncEnd(kThread, kStart + 95, 701);
+  assemble(kStart + 1000);
+  ASSERT_EQ(out.ranges.size(), 2u);
+  EXPECT_TRUE(out.ranges[0].async);
+  EXPECT_EQ(out.ranges[0].startNs, kStart + 10);
+  EXPECT_EQ(out.ranges[0].endNs, kStart + 90);
+  EXPECT_NE(out.ranges[0].lane, out.ranges[1].lane) << "overlapping async ranges on separate lanes";
+}
+
+TEST_F(AssemblerTest, MemoryRecordsTakeTheThreadOfTheirCall) {
+  make();
+  assembler->onThread(2, 1002, "allocator");
+  ApiCallRecord c;
+  c.startNs = kStart + 10;
+  c.endNs = kStart + 20;
+  c.correlationId = 5;
+  c.thread = 2;
+  c.effect = CallEffect::Memory;
+  assembler->onApiCall(c);
+  GpuBatch batch;
+  MemoryRecord m;
+  m.timeNs = kStart + 15;
+  m.correlationId = 5;
+  m.bytes = 4096;
+  batch.records.memory.push_back(m);
+  assembler->addGpu(batch);
+  assemble(kStart + 100);
+  ASSERT_EQ(out.memory.size(), 1u);
+  EXPECT_EQ(tables.threads[out.memory[0].thread].tid, 1002);
+}
+
+// What the assembler holds is set by what is in flight: calls whose records never come are
+// given up after a while, so a long window does not grow it.
+TEST_F(AssemblerTest, CallsWhoseRecordsNeverComeAreForgottenAfterAWhile) {
+  make();
+  for (uint32_t i = 1; i <= 10000; ++i) call(i, kStart + i, kStart + i + 1, CallEffect::Kernel);
+  assemble(kStart + kSecond);
+  const std::size_t held = assembler->heldBytes();
+  out.clear();
+  assemble(kStart + 60 * kSecond);
+  EXPECT_LT(assembler->heldBytes(), held / 4);
+  gpu({kernel(5, kStart + 61 * kSecond, kStart + 62 * kSecond)});
+  assemble(kStart + 63 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_FALSE(out.kernels[0].at.hasLaunchCall);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u) << "a late record is counted, not lost";
+}
+
+TEST_F(AssemblerTest, SpansWaitUntilEveryLaunchBeforeTheRangeEndHasJoined) {
+  make();
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("step"));
+  call(1, kStart + 20, kStart + 30, CallEffect::Kernel, 500);
+  call(2, kStart + 31, kStart + 35, CallEffect::Kernel, 500);
+  assembler->onRangeEnd(kThread, kStart + 40, 500);
+  gpu({kernel(1, kStart + 50, kStart + 60)});
+  assemble(kStart + 10 * kSecond);
+  EXPECT_TRUE(out.gpuSpans.empty()) << "kernel 2 may still come";
+  gpu({kernel(2, kStart + 70, kStart + 80)});
+  assemble(kStart + 10 * kSecond);
+  ASSERT_EQ(out.gpuSpans.size(), 1u);
+  EXPECT_EQ(out.gpuSpans[0].startNs, kStart + 50);
+  EXPECT_EQ(out.gpuSpans[0].endNs, kStart + 80);
+}
+
+}  // namespace
+}  // namespace kinetrace::detail
