@@ -1,4 +1,5 @@
-// Events per second that emitTrace + ChromeJsonSink write to a file, on one core.
+// Events per second that writeTrace (EventWriter + ChromeJsonSink) writes to a file, on one
+// core.
 // Target: 1 million kernel events per second, goal 2 million.
 //
 //   bench_json_sink --benchmark_counters_tabular=true
@@ -29,7 +30,7 @@ std::string benchPath() { return "/tmp/kinetrace_bench_" + std::to_string(::getp
 
 // Kernel names as CUPTI reports them: long demangled template signatures.
 StringId kernelName(TraceData& trace, int variant) {
-  return trace.strings.intern(
+  return trace.tables.strings.intern(
       "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_"
       "align8>(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_align8::Params, "
       "at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned "
@@ -66,11 +67,11 @@ KernelRecord makeKernel(TraceData& trace, uint32_t i) {
 
 TraceData kernelTrace(uint32_t count) {
   TraceData trace;
-  trace.pid = kPid;
+  trace.tables.pid = kPid;
   trace.startNs = kStart;
   trace.stopNs = kStart + int64_t{count} * 2'345 + 10'000;
-  trace.kernels.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) trace.kernels.push_back(makeKernel(trace, i));
+  trace.records.kernels.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) trace.records.kernels.push_back(makeKernel(trace, i));
   return trace;
 }
 
@@ -79,20 +80,20 @@ TraceData rangeTrace(uint32_t count) {
                                        "ProfilerStep#12", "aten::_scaled_dot_product_attention",
                                        "forward", "backward", "optimizer.step"};
   TraceData trace;
-  trace.pid = kPid;
+  trace.tables.pid = kPid;
   trace.startNs = kStart;
   trace.stopNs = kStart + int64_t{count} * 1'000 + 10'000;
-  for (uint32_t t = 0; t < 8; ++t) trace.threadIndex(kPid, 5000 + t);
-  trace.ranges.reserve(count);
+  for (uint32_t t = 0; t < 8; ++t) trace.tables.threads.push_back(ThreadInfo{kPid, 5000 + t, 0});
+  trace.records.ranges.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     RangeRecord r;
     r.startNs = kStart + int64_t{i} * 1'000 + 17;
     r.endNs = r.startNs + 731;
     r.externalId = i + 1;
-    r.name = trace.strings.intern(kNames[i % 8]);
+    r.name = trace.tables.strings.intern(kNames[i % 8]);
     r.thread = i % 8;
     r.category = i % 3 == 0 ? RangeCategory::UserAnnotation : RangeCategory::CpuOp;
-    trace.ranges.push_back(r);
+    trace.records.ranges.push_back(r);
   }
   return trace;
 }
@@ -101,10 +102,12 @@ TraceData rangeTrace(uint32_t count) {
 // real trace.
 TraceData launchTrace(uint32_t count) {
   TraceData trace = kernelTrace(count);
-  const uint32_t thread = trace.threadIndex(kPid, kPid);
-  const StringId launchName = trace.strings.intern("cudaLaunchKernel");
-  trace.apiCalls.reserve(count);
-  for (KernelRecord& k : trace.kernels) {
+  trace.tables.threads.push_back(ThreadInfo{kPid, kPid, 0});
+  const auto thread = static_cast<uint32_t>(trace.tables.threads.size() - 1);
+  const StringId launchName = trace.tables.strings.intern("cudaLaunchKernel");
+  trace.records.apiCalls.reserve(count);
+  trace.records.flows.reserve(count);
+  for (KernelRecord& k : trace.records.kernels) {
     ApiCallRecord call;
     call.startNs = k.at.startNs - 900;
     call.endNs = call.startNs + 600;
@@ -113,19 +116,19 @@ TraceData launchTrace(uint32_t count) {
     call.callbackId = 211;
     call.thread = thread;
     call.name = launchName;
-    call.launchesGpuWork = true;
-    call.hasGpuOp = true;
+    call.effect = CallEffect::Kernel;
     k.at.hasLaunchCall = true;
-    trace.apiCalls.push_back(call);
+    trace.records.apiCalls.push_back(call);
+    trace.records.flows.push_back(FlowRecord{call.startNs, call.correlationId, thread});
   }
   return trace;
 }
 
-void writeTrace(benchmark::State& state, const TraceData& trace) {
+void saveTrace(benchmark::State& state, const TraceData& trace) {
   const std::string path = benchPath();
   for (auto _ : state) {
     auto sink = openSink(path);
-    emitTrace(trace, path, *sink);
+    writeTrace(trace, path, {}, *sink);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
   if (FILE* file = std::fopen(path.c_str(), "rb")) {
@@ -153,19 +156,19 @@ void BM_KernelEventsSerialiseOnly(benchmark::State& state) {
   const TraceData trace = kernelTrace(static_cast<uint32_t>(state.range(0)));
   for (auto _ : state) {
     ChromeJsonSink sink(std::make_unique<NullOutput>());
-    emitTrace(trace, "null", sink);
+    writeTrace(trace, "null", {}, sink);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
 void BM_KernelEvents(benchmark::State& state) {
-  writeTrace(state, kernelTrace(static_cast<uint32_t>(state.range(0))));
+  saveTrace(state, kernelTrace(static_cast<uint32_t>(state.range(0))));
 }
 void BM_HostRanges(benchmark::State& state) {
-  writeTrace(state, rangeTrace(static_cast<uint32_t>(state.range(0))));
+  saveTrace(state, rangeTrace(static_cast<uint32_t>(state.range(0))));
 }
 void BM_LaunchKernelAndFlow(benchmark::State& state) {
-  writeTrace(state, launchTrace(static_cast<uint32_t>(state.range(0))));
+  saveTrace(state, launchTrace(static_cast<uint32_t>(state.range(0))));
 }
 
 // Wall time for the file benchmarks: part of a write's cost lands in kernel threads

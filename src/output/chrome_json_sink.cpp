@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
@@ -249,6 +248,60 @@ bool isKeyTheSinkWrites(std::string_view key) {
   return key == "traceEvents" || key == "traceName" || key == "baseTimeNanoseconds";
 }
 
+// A metadata value as JSON on one line (", " and ": " between items, no line break): each
+// top-level key stays one line to grep for however deep its value.
+template <typename Writer>
+void writeValue(Writer& out, const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::Null:
+      out.literal("null");
+      break;
+    case Value::Kind::Bool:
+      if (value.asBool()) {
+        out.literal("true");
+      } else {
+        out.literal("false");
+      }
+      break;
+    case Value::Kind::Int:
+      out.integer(value.asInt());
+      break;
+    case Value::Kind::Uint:
+      out.unsignedInteger(value.asUint());
+      break;
+    case Value::Kind::Double:
+      out.number(value.asDouble());
+      break;  // NaN, inf: null
+    case Value::Kind::String:
+      out.string(value.asString());
+      break;
+    case Value::Kind::Array: {
+      out.literal("[");
+      const char* separator = "";
+      for (const Value& item : value.asArray()) {
+        out.raw(separator);
+        separator = ", ";
+        writeValue(out, item);
+      }
+      out.literal("]");
+      break;
+    }
+    case Value::Kind::Object: {
+      out.literal("{");
+      const char* separator = "";
+      for (const Value::Member& member : value.asObject()) {
+        out.raw(separator);
+        separator = ", ";
+        out.string(member.key);
+        out.literal(": ");
+        writeValue(out, member.value);
+      }
+      out.literal("}");
+      break;
+    }
+  }
+}
+
 bool startsWithFileScheme(std::string_view url) {
   constexpr std::string_view kPrefix = "file://";
   if (url.size() < kPrefix.size()) return false;
@@ -314,7 +367,7 @@ std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl) {
   std::string path = pathOrFileUrl;
   if (startsWithFileScheme(pathOrFileUrl)) {
     path.erase(0, std::string_view("file://").size());
-    if (path.empty()) throw Error("kinetrace: trace URL \"" + pathOrFileUrl + "\" has no path");
+    if (path.empty()) throw Error("trace URL \"" + pathOrFileUrl + "\" has no path");
   }
   std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path);
   constexpr std::string_view kGz = ".gz";
@@ -329,7 +382,7 @@ ChromeJsonSink::ChromeJsonSink(std::unique_ptr<ByteOutput> output, std::size_t b
       // Room for the largest direct event and a string chunk, so makeRoom() rarely grows it.
       capacity_(std::max({bufferBytes, kLargestDirectEventBytes,
                           kStringChunkBytes * kJsonEscapeMaxExpansion + 64})) {
-  if (!output_) throw Error("kinetrace: ChromeJsonSink needs an output");
+  if (!output_) throw Error("ChromeJsonSink needs an output");
   buffer_.reset(new char[capacity_]);  // not value-initialised: no 1 MiB memset
 }
 
@@ -338,9 +391,9 @@ ChromeJsonSink::~ChromeJsonSink() = default;
 void ChromeJsonSink::expectState(State expected, const char* call) const {
   if (state_ == expected) return;
   if (state_ == State::Failed) {
-    throw Error(fmt::format("kinetrace: Sink::{}() called after a write error", call));
+    throw Error(fmt::format("Sink::{}() called after a write error", call));
   }
-  throw Error(fmt::format("kinetrace: Sink::{}() called out of order (begin, write..., end)", call));
+  throw Error(fmt::format("Sink::{}() called out of order (begin, write..., end)", call));
 }
 
 void ChromeJsonSink::begin(const TraceHeader& header) {
@@ -350,20 +403,7 @@ void ChromeJsonSink::begin(const TraceHeader& header) {
   CheckedWriter out(*this);
   bool hasDisplayTimeUnit = false;
   out.literal("{");
-  for (const auto& [key, value] : header.metadataJson) {
-    if (isKeyTheSinkWrites(key)) continue;
-    // One malformed value would make the whole file unreadable; refuse it here, where
-    // the message can still name the key.
-    if (!nlohmann::json::accept(value)) {
-      throw Error(fmt::format("kinetrace: trace metadata \"{}\" is not valid JSON: {}", key, value));
-    }
-    hasDisplayTimeUnit = hasDisplayTimeUnit || key == "displayTimeUnit";
-    out.literal("\n  ");
-    out.string(key);
-    out.literal(": ");
-    out.raw(value);
-    out.literal(",");
-  }
+  writeMetadataLines(header.metadata, &hasDisplayTimeUnit);
   out.literal("\n  \"baseTimeNanoseconds\": ");
   out.integer(baseTimeNs_);
   out.literal(",");
@@ -372,10 +412,23 @@ void ChromeJsonSink::begin(const TraceHeader& header) {
   state_ = State::Writing;
 }
 
+void ChromeJsonSink::writeMetadataLines(const Metadata& metadata, bool* sawDisplayTimeUnit) {
+  CheckedWriter out(*this);
+  for (const Value::Member& member : metadata) {
+    if (isKeyTheSinkWrites(member.key)) continue;
+    if (member.key == "displayTimeUnit") *sawDisplayTimeUnit = true;
+    out.literal("\n  ");
+    out.string(member.key);
+    out.literal(": ");
+    writeValue(out, member.value);
+    out.literal(",");
+  }
+}
+
 void ChromeJsonSink::write(const Event& event) {
   expectState(State::Writing, "write");
   if (!isKnownPhase(event.phase)) {
-    throw Error(fmt::format("kinetrace: event \"{}\" has an unknown phase {}", event.name,
+    throw Error(fmt::format("event \"{}\" has an unknown phase {}", event.name,
                             static_cast<int>(event.phase)));
   }
   const std::size_t bound = eventBound(event) + 2;  // + the separator
@@ -401,10 +454,13 @@ void ChromeJsonSink::write(const Event& event) {
   firstEvent_ = false;
 }
 
-void ChromeJsonSink::end() {
+void ChromeJsonSink::end(const Metadata& footer) {
   expectState(State::Writing, "end");
   CheckedWriter out(*this);
-  out.literal("\n  ],\n  \"traceName\": ");
+  out.literal("\n  ],");
+  bool unused = false;
+  writeMetadataLines(footer, &unused);
+  out.literal("\n  \"traceName\": ");
   out.string(traceName_);
   out.literal("\n}\n");
   flush();

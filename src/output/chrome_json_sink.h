@@ -15,19 +15,26 @@ namespace kinetrace::detail {
 // multi-gigabyte trace needs no more memory than the buffer.
 //
 //   {
-//     <header metadata, in order>,
+//     "schemaVersion": 1,                       <- header metadata, in order, one line each
+//     "distributedInfo": {"rank": 0, "world_size": 8},
 //     "baseTimeNanoseconds": B,
-//     "displayTimeUnit": "ms",
+//     "displayTimeUnit": "ms",                   <- unless the header gives one
 //     "traceEvents": [
 //   {"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":12.345,"dur":3.5,"args":{...}},
 //   ...
 //     ],
+//     "kinetrace_cupti_dropped_records": 0,      <- footer metadata, in order, one line each
 //     "traceName": "out.json"
 //   }
 //
+// Every top-level metadata value is written on one line as `  "key": <value>,` (two spaces,
+// the quoted key, a colon, a space, the value, a comma): tools grep multi-gigabyte traces
+// for these lines, so that shape is kept. Keys the sink writes itself (traceEvents,
+// traceName, baseTimeNanoseconds) are skipped when given. Doubles that are NaN or infinite
+// become null (JSON has neither).
+//
 // "ts" and "dur" are microseconds relative to B, written from integers with exactly three
 // decimals of precision (trailing zeros dropped), so no nanosecond is lost to rounding.
-// Header values must be valid JSON text; an invalid one throws kinetrace::Error in begin().
 // The sink only calls output.commit() in end(); destroying it earlier discards the output.
 class ChromeJsonSink final : public Sink {
  public:
@@ -41,13 +48,16 @@ class ChromeJsonSink final : public Sink {
 
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;
-  void end() override;
+  void end(const Metadata& footer) override;
 
  private:
   enum class State { Created, Writing, Ended, Failed };
   // Writes through reserve(), chunking long strings: for the header, the footer and the
   // rare event too large for one reservation. Events normally go straight into the buffer.
   class CheckedWriter;
+
+  // `  "key": <value>,` on a line of its own, for each key the sink does not write itself.
+  void writeMetadataLines(const Metadata& metadata, bool* sawDisplayTimeUnit);
 
   void expectState(State expected, const char* call) const;
   void reserve(std::size_t bytes) {

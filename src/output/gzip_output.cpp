@@ -20,7 +20,7 @@ GzipOutput::GzipOutput(std::unique_ptr<ByteOutput> next)
   // windowBits 15 + 16 asks zlib for a gzip header and trailer. Level 3 keeps compression
   // from dominating the save time; traces are repetitive and compress well even so.
   if (deflateInit2(&stream_->z, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw Error("kinetrace: could not start gzip compression (zlib)");
+    throw Error("could not start gzip compression (zlib)");
   }
 }
 
@@ -33,7 +33,7 @@ void GzipOutput::pump(int flush) {
     z.next_out = stream_->out.data();
     z.avail_out = static_cast<uInt>(stream_->out.size());
     status = deflate(&z, flush);
-    if (status == Z_STREAM_ERROR) throw Error("kinetrace: gzip compression failed (zlib)");
+    if (status == Z_STREAM_ERROR) throw Error("gzip compression failed (zlib)");
     std::size_t produced = stream_->out.size() - z.avail_out;
     if (produced > 0) next_->write(reinterpret_cast<const char*>(stream_->out.data()), produced);
   } while (z.avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));

@@ -35,6 +35,7 @@ const OwnedArg* OwnedEvent::arg(const std::string& key) const {
 
 void MemorySink::begin(const TraceHeader& header) {
   header_ = header;
+  footer_.clear();
   events_.clear();
   ended_ = false;
 }
@@ -53,6 +54,21 @@ void MemorySink::write(const Event& event) {
   for (std::size_t i = 0; i < event.argCount; ++i) owned.args.push_back(copyArg(event.args[i]));
 }
 
-void MemorySink::end() { ended_ = true; }
+void MemorySink::end(const Metadata& footer) {
+  footer_ = footer;
+  ended_ = true;
+}
+
+const Value* MemorySink::metadata(const std::string& key) const {
+  // The last entry of a key is the one a JSON reader keeps, and the footer comes last.
+  auto findLast = [&key](const Metadata& metadata) -> const Value* {
+    for (auto it = metadata.rbegin(); it != metadata.rend(); ++it) {
+      if (it->key == key) return &it->value;
+    }
+    return nullptr;
+  };
+  if (const Value* value = findLast(footer_)) return value;
+  return findLast(header_.metadata);
+}
 
 }  // namespace kinetrace

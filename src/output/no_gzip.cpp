@@ -10,7 +10,7 @@ struct GzipOutput::Stream {};
 bool gzipAvailable() { return false; }
 
 GzipOutput::GzipOutput(std::unique_ptr<ByteOutput> next) : next_(std::move(next)) {
-  throw Error("kinetrace: this build cannot write .gz traces (built without zlib)");
+  throw Error("this build cannot write .gz traces (built without zlib)");
 }
 GzipOutput::~GzipOutput() = default;
 void GzipOutput::write(const char*, std::size_t) {}

@@ -89,28 +89,29 @@ SinkRegistry& registry() {
 
 void registerSink(const std::string& scheme, SinkFactory factory) {
   if (!isValidScheme(scheme)) {
-    throw Error("kinetrace: cannot register sink scheme \"" + scheme +
+    throw Error("cannot register sink scheme \"" + scheme +
                 "\": a scheme is a letter followed by letters, digits, '+', '-' or '.'");
   }
-  if (!factory) throw Error("kinetrace: cannot register sink scheme \"" + scheme + "\": no factory");
+  if (!factory) throw Error("cannot register sink scheme \"" + scheme + "\": no factory");
   registry().add(lowercase(scheme), std::move(factory));
 }
 
 std::unique_ptr<Sink> openSink(const std::string& url) {
-  if (url.empty()) throw Error("kinetrace: cannot open a sink for an empty URL or path");
+  if (url.empty()) throw Error("cannot open a sink for an empty URL or path");
   const std::string_view scheme = schemeOf(url);
   if (scheme.empty()) return detail::openChromeJsonFile(url);
 
   SinkFactory factory = registry().find(lowercase(scheme));
   if (!factory) {
-    throw Error(fmt::format("kinetrace: no sink registered for URL scheme \"{}\" in \"{}\" "
-                            "(registered: {})",
-                            scheme, url, registry().knownSchemes()));
+    throw Error(
+        fmt::format("no sink registered for URL scheme \"{}\" in \"{}\" "
+                    "(registered: {})",
+                    scheme, url, registry().knownSchemes()));
   }
   std::unique_ptr<Sink> sink = factory(url);
   if (!sink) {
-    throw Error(fmt::format("kinetrace: the sink factory for scheme \"{}\" returned no sink for \"{}\"",
-                            scheme, url));
+    throw Error(
+        fmt::format("the sink factory for scheme \"{}\" returned no sink for \"{}\"", scheme, url));
   }
   return sink;
 }

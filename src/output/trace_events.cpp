@@ -7,14 +7,13 @@
 #include <cassert>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
-#include "output/json_escape.h"
+#include "output/kind_names.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -27,6 +26,11 @@ constexpr int64_t kOverheadSortIndex = 2 * kGpuSortIndexBase;
 // c10::DeviceType::CUDA, which PyTorch's memory view expects in "[memory]" events.
 constexpr int64_t kCudaDeviceType = 1;
 constexpr std::string_view kFlowName = "ac2g";
+// Lanes past this share the last track (gpuTrackTid's lane field is 8 bits wide).
+constexpr uint16_t kMaxLane = 255;
+// Overhead lanes other than 0 go above any thread id (pid_max <= 2^22) and any device
+// index, and stay below 2^32: Perfetto reads a tid as a 32-bit number.
+constexpr int kOverheadLaneShift = 22;
 
 // The event's args, in storage reused for every event: writing a trace allocates nothing
 // per event. Sixteen covers the largest event, a graph-launched kernel (15 args).
@@ -48,133 +52,96 @@ class ArgList {
 
 // Floats print their widening error as a double (0.1f is 0.10000000149011612); six
 // decimals is more than CUPTI's occupancy figures carry and prints as people expect.
-double displayFloat(float value) { return std::round(static_cast<double>(value) * 1e6) / 1e6; }
-
-const std::string* findMetadata(const TraceData& trace, std::string_view key) {
-  for (const auto& entry : trace.metadataJson) {
-    if (entry.first == key) return &entry.second;
-  }
-  return nullptr;
+double displayFloat(float value) {
+  return std::round(static_cast<double>(value) * 1e6) / 1e6;
 }
 
-std::string devicePropertiesJson(const TraceData& trace) {
-  std::string json = "[";
-  for (const DeviceInfo& d : trace.devices) {
-    if (json.size() > 1) json += ", ";
-    json += fmt::format("{{\"id\": {}, \"name\": ", d.id);
-    appendJsonString(json, trace.strings.get(d.name));
-    json += fmt::format(
-        ", \"totalGlobalMem\": {}, \"computeMajor\": {}, \"computeMinor\": {}, "
-        "\"maxThreadsPerBlock\": {}, \"maxThreadsPerMultiprocessor\": {}, \"regsPerBlock\": {}, "
-        "\"warpSize\": {}, \"sharedMemPerBlock\": {}, \"numSms\": {}, "
-        "\"regsPerMultiprocessor\": {}, \"sharedMemPerBlockOptin\": {}, "
-        "\"sharedMemPerMultiprocessor\": {}}}",
-        d.totalGlobalMem, d.computeMajor, d.computeMinor, d.maxThreadsPerBlock,
-        d.maxThreadsPerMultiprocessor, d.regsPerBlock, d.warpSize, d.sharedMemPerBlock, d.numSms,
-        d.regsPerMultiprocessor, d.sharedMemPerBlockOptin, d.sharedMemPerMultiprocessor);
-  }
-  return json + "]";
+uint16_t cappedLane(uint16_t lane) {
+  return std::min(lane, kMaxLane);
 }
 
-// schemaVersion first and distributedInfo right after it: HTA's fast reader stops at
-// "traceEvents" and refuses a trace whose rank it did not see. kinetrace's own keys
-// replace user entries of the same name.
-TraceHeader makeHeader(const TraceData& trace, const std::string& traceName, int64_t baseTimeNs) {
-  const LossCounters& loss = trace.losses;
-  const std::pair<std::string_view, uint64_t> counters[] = {
-      {"kinetrace_dropped_host_events", loss.droppedHostEvents},
-      {"kinetrace_dropped_host_name_bytes", loss.droppedHostNameBytes},
-      {"kinetrace_cupti_dropped_records", loss.cuptiDroppedRecords},
-      {"kinetrace_cupti_buffers_refused", loss.cuptiBuffersRefused},
-      {"kinetrace_cupti_records_undecoded", loss.cuptiRecordsUndecoded},
-      {"kinetrace_out_of_window_events", loss.outOfWindowEvents},
-      {"kinetrace_gpu_ops_before_launch", loss.gpuOpsBeforeLaunch},
-      {"kinetrace_gpu_ops_without_launch", loss.gpuOpsWithoutLaunch},
-      {"kinetrace_unfinished_ranges", loss.unfinishedRanges},
-  };
-  auto isGenerated = [&counters](std::string_view key) {
-    if (key == "schemaVersion" || key == "distributedInfo" ||
-        key == "kinetrace_window_start_ns" || key == "kinetrace_window_stop_ns") {
-      return true;
-    }
-    return std::any_of(std::begin(counters), std::end(counters),
-                       [key](const auto& counter) { return counter.first == key; });
-  };
+// A GPU track: one lane of one kind of track of one stream of one device.
+struct GpuTrack {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint8_t kind = 0;
+  uint8_t lane = 0;
+  bool operator==(const GpuTrack& o) const {
+    return device == o.device && stream == o.stream && kind == o.kind && lane == o.lane;
+  }
+  // By device, then stream: the order tracks are named in, so each GPU's are together.
+  bool operator<(const GpuTrack& o) const {
+    return std::tie(device, stream, kind, lane) < std::tie(o.device, o.stream, o.kind, o.lane);
+  }
+  uint64_t hash() const {
+    const uint64_t key =
+        (uint64_t{device} << 32 | stream) ^ (uint64_t{kind} << 56 | uint64_t{lane} << 48);
+    return key * 0x9E3779B97F4A7C15ULL;
+  }
+};
 
-  TraceHeader header;
-  header.traceName = traceName;
-  header.baseTimeNs = baseTimeNs;
-  auto& out = header.metadataJson;
-  out.emplace_back("schemaVersion", "1");
-  if (const std::string* info = findMetadata(trace, "distributedInfo")) {
-    out.emplace_back("distributedInfo", *info);
+// No real track has this key: its kind is none of the three.
+constexpr GpuTrack kNoTrack{~0u, ~0u, 0xFF, 0xFF};
+
+struct OverheadTrack {
+  OverheadObject object = OverheadObject::Unknown;
+  uint64_t objectId = 0;
+  uint8_t lane = 0;
+  bool operator==(const OverheadTrack& o) const {
+    return object == o.object && objectId == o.objectId && lane == o.lane;
   }
-  // Written even when empty: readers (HTA) look the key up unconditionally.
-  if (!findMetadata(trace, "deviceProperties")) {
-    out.emplace_back("deviceProperties", devicePropertiesJson(trace));
+  bool operator<(const OverheadTrack& o) const {
+    return std::tie(object, objectId, lane) < std::tie(o.object, o.objectId, o.lane);
   }
-  for (const auto& entry : trace.metadataJson) {
-    if (!isGenerated(entry.first)) out.push_back(entry);
+  int64_t tid() const {
+    return static_cast<int64_t>(objectId + (uint64_t{lane} << kOverheadLaneShift));
   }
-  for (const auto& [key, value] : counters) out.emplace_back(key, fmt::format_int(value).str());
-  out.emplace_back("kinetrace_window_start_ns", fmt::format_int(trace.startNs).str());
-  out.emplace_back("kinetrace_window_stop_ns", fmt::format_int(trace.stopNs).str());
-  return header;
+};
+
+// Inserts into a sorted vector unless present.
+template <typename T>
+void insertSorted(std::vector<T>& sorted, const T& value) {
+  auto at = std::lower_bound(sorted.begin(), sorted.end(), value);
+  if (at == sorted.end() || !(*at == value)) sorted.insert(at, value);
 }
 
-// The window start, unless an event lies before it (or no start was recorded): "ts"
-// values stay small and non-negative, which keeps nanosecond precision in a double.
-int64_t baseTimeOf(const TraceData& t) {
-  int64_t earliest = std::numeric_limits<int64_t>::max();
-  auto seeAll = [&earliest](const auto& records, auto timeOf) {
-    for (const auto& r : records) earliest = std::min(earliest, timeOf(r));
-  };
-  auto start = [](const auto& r) { return r.startNs; };
-  auto time = [](const auto& r) { return r.timeNs; };
-  auto placed = [](const auto& r) { return r.at.startNs; };
-  seeAll(t.ranges, start);
-  seeAll(t.instants, time);
-  seeAll(t.counters, time);
-  seeAll(t.memory, time);
-  seeAll(t.apiCalls, start);
-  seeAll(t.overheads, start);
-  seeAll(t.gpuSpans, start);
-  seeAll(t.kernels, placed);
-  seeAll(t.memcpys, placed);
-  seeAll(t.memsets, placed);
-  seeAll(t.syncs, placed);
-  if (earliest == std::numeric_limits<int64_t>::max()) return t.startNs;
-  return t.startNs == 0 ? earliest : std::min(t.startNs, earliest);
+// " (2)" for the second lane of a track, nothing for the first.
+std::string laneSuffix(uint8_t lane) {
+  return lane == 0 ? "" : fmt::format(" ({})", lane + 1);
 }
 
-// No real key has all bits set: device and stream ids are below 2^32 - 1.
-constexpr std::array<uint64_t, 64> makeEmptyMemo() {
-  std::array<uint64_t, 64> memo{};
-  for (auto& entry : memo) entry = ~uint64_t{0};
-  return memo;
+}  // namespace
+
+int64_t gpuTrackTid(uint32_t streamId, int trackKind, uint16_t lane) {
+  if (trackKind == kGpuOpsTrack && lane == 0) return streamId;
+  return static_cast<int64_t>(uint64_t{static_cast<uint8_t>(trackKind)} << 40 |
+                              uint64_t{cappedLane(lane)} << 32 | streamId);
 }
 
-class TraceEmitter {
+class EventWriter::Impl {
  public:
-  TraceEmitter(const TraceData& trace, Sink& sink)
-      : trace_(trace), sink_(sink), usedThreads_(trace.threads.size(), false) {}
-
-  void emit(const std::string& traceName) {
-    baseTimeNs_ = baseTimeOf(trace_);
-    sink_.begin(makeHeader(trace_, traceName, baseTimeNs_));
-    emitHostEvents();
-    emitGpuEvents();
-    emitNamingMetadata();
-    sink_.end();
+  Impl(Sink& sink, const TraceTables& tables, int64_t baseTimeNs)
+      : sink_(sink), tables_(tables), baseTimeNs_(baseTimeNs) {
+    recentTracks_.fill(kNoTrack);
   }
+
+  void write(const TraceRecords& records) {
+    writeHost(records);
+    writeGpu(records);
+  }
+  void finish();
 
  private:
-  void emitHostEvents();
-  void emitGpuEvents();
-  void emitGpuOp(const GpuPlacement& at, std::string_view category, std::string_view name);
-  void emitNamingMetadata();
-  void emitMetadata(std::string_view name, int64_t pid, int64_t tid, std::string_view key,
-                    ArgValue value);
+  void writeHost(const TraceRecords& records);
+  void writeGpu(const TraceRecords& records);
+  void writeGpuOp(const GpuPlacement& at, int trackKind, std::string_view category,
+                  std::string_view name);
+  void writeFlowEnd(const GpuPlacement& at, int trackKind);
+  void nameHost();
+  void nameOverheads();
+  void nameGpus();
+  void writeMetadata(std::string_view name, int64_t pid, int64_t tid, std::string_view key,
+                     ArgValue value);
 
   // Starts the next event; args are added to args_ until send().
   void start(Phase phase, std::string_view category, std::string_view name, int64_t pid,
@@ -198,19 +165,23 @@ class TraceEmitter {
   // The OS thread id of a host record's thread. An index outside the thread table is a
   // bug upstream; writing the event on tid 0 loses less than refusing the whole trace.
   int64_t hostTid(uint32_t thread) {
-    if (thread >= trace_.threads.size()) return 0;
+    if (thread >= tables_.threads.size()) return 0;
+    // The table may have grown since the last write(); grows with it, not per event.
+    if (thread >= usedThreads_.size()) usedThreads_.resize(tables_.threads.size(), false);
     usedThreads_[thread] = true;
-    return trace_.threads[thread].tid;
+    return tables_.threads[thread].tid;
   }
-  void noteStream(uint32_t deviceId, uint32_t streamId) {
-    const uint64_t key = (static_cast<uint64_t>(deviceId) << 32) | streamId;
-    // A direct-mapped memo of streams already noted answers almost every op; the sorted
-    // list (few streams, so a vector) is searched only on a miss.
-    uint64_t& memo = recentStreams_[(key * 0x9E3779B97F4A7C15ULL) >> 58];
-    if (memo == key) return;
-    memo = key;
-    auto at = std::lower_bound(streams_.begin(), streams_.end(), key);
-    if (at == streams_.end() || *at != key) streams_.insert(at, key);
+  int64_t noteGpuTrack(uint32_t device, uint32_t stream, int kind, uint16_t lane) {
+    const GpuTrack track{device, stream, static_cast<uint8_t>(kind),
+                         static_cast<uint8_t>(cappedLane(lane))};
+    // A direct-mapped memo of tracks already noted answers almost every op; the sorted
+    // list (few tracks, so a vector) is searched only on a miss.
+    GpuTrack& memo = recentTracks_[track.hash() >> 58];
+    if (!(memo == track)) {
+      memo = track;
+      insertSorted(gpuTracks_, track);
+    }
+    return gpuTrackTid(stream, kind, lane);
   }
   // What every GPU operation carries: its range link, where it ran, its launch's id.
   void addPlacementArgs(const GpuPlacement& at) {
@@ -221,57 +192,68 @@ class TraceEmitter {
     args_.add("correlation", int64_t{at.correlationId});
   }
 
-  const TraceData& trace_;
   Sink& sink_;
-  int64_t baseTimeNs_ = 0;
+  const TraceTables& tables_;
+  const int64_t baseTimeNs_;
   Event event_;
   ArgList args_;
-  std::vector<bool> usedThreads_;
   bool hostProcessUsed_ = false;
-  bool overheadUsed_ = false;
-  std::vector<uint64_t> streams_;  // (device << 32 | stream), sorted
-  std::array<uint64_t, 64> recentStreams_ = makeEmptyMemo();
+  bool finished_ = false;
+  std::vector<bool> usedThreads_;              // by thread index
+  std::vector<bool> usedAsyncLanes_;           // by lane
+  std::vector<OverheadTrack> overheadTracks_;  // sorted
+  std::vector<GpuTrack> gpuTracks_;            // sorted
+  std::array<GpuTrack, 64> recentTracks_{};
 };
 
-void TraceEmitter::emitHostEvents() {
-  const TraceData& t = trace_;
-  const int64_t pid = t.pid;
-  for (const RangeRecord& r : t.ranges) {
+void EventWriter::Impl::writeHost(const TraceRecords& r) {
+  const int64_t pid = tables_.pid;
+  for (const RangeRecord& range : r.ranges) {
     const std::string_view category =
-        r.category == RangeCategory::CpuOp ? "cpu_op" : "user_annotation";
-    start(Phase::Complete, category, t.strings.get(r.name), pid, hostTid(r.thread), r.startNs,
-          r.endNs - r.startNs);
-    args_.add("External id", r.externalId);
-    if (r.unfinished) args_.add("unfinished", true);
-    send();
-  }
-  for (const ApiCallRecord& c : t.apiCalls) {
-    const std::string_view category =
-        c.domain == ApiDomain::Driver ? "cuda_driver" : "cuda_runtime";
-    const int64_t tid = hostTid(c.thread);
-    start(Phase::Complete, category, t.strings.get(c.name), pid, tid, c.startNs,
-          c.endNs - c.startNs);
-    args_.add("cbid", int64_t{c.callbackId});
-    args_.add("correlation", int64_t{c.correlationId});
-    if (c.externalId != 0) args_.add("External id", c.externalId);
-    send();
-    if (c.hasGpuOp) {
-      start(Phase::FlowStart, kFlowName, kFlowName, pid, tid, c.startNs);
-      event_.flowId = c.correlationId;
-      send();
+        range.category == RangeCategory::CpuOp ? "cpu_op" : "user_annotation";
+    int64_t tid = 0;
+    if (range.async) {
+      // Async ranges begin and end on any thread: they get tracks of their own, one per lane
+      // so that they nest.
+      if (range.lane >= usedAsyncLanes_.size()) usedAsyncLanes_.resize(range.lane + 1u, false);
+      usedAsyncLanes_[range.lane] = true;
+      tid = kAsyncLaneTidBase + range.lane;
+    } else {
+      tid = hostTid(range.thread);
     }
-  }
-  for (const InstantRecord& i : t.instants) {
-    start(Phase::Instant, "user_instant", t.strings.get(i.name), pid, hostTid(i.thread), i.timeNs);
+    start(Phase::Complete, category, tables_.strings.get(range.name), pid, tid, range.startNs,
+          range.endNs - range.startNs);
+    args_.add("External id", range.externalId);
+    if (range.unfinished) args_.add("unfinished", true);
     send();
   }
-  for (const CounterRecord& c : t.counters) {
-    const std::string_view name = t.strings.get(c.name);
-    start(Phase::Counter, "counter", name, pid, hostTid(c.thread), c.timeNs);
-    args_.add(name, c.value);
+  for (const ApiCallRecord& call : r.apiCalls) {
+    const std::string_view category =
+        call.domain == ApiDomain::Driver ? "cuda_driver" : "cuda_runtime";
+    start(Phase::Complete, category, tables_.strings.get(call.name), pid, hostTid(call.thread),
+          call.startNs, call.endNs - call.startNs);
+    args_.add("cbid", int64_t{call.callbackId});
+    args_.add("correlation", int64_t{call.correlationId});
+    if (call.externalId != 0) args_.add("External id", call.externalId);
     send();
   }
-  for (const MemoryRecord& m : t.memory) {
+  for (const FlowRecord& flow : r.flows) {
+    start(Phase::FlowStart, kFlowName, kFlowName, pid, hostTid(flow.thread), flow.startNs);
+    event_.flowId = flow.correlationId;
+    send();
+  }
+  for (const InstantRecord& instant : r.instants) {
+    start(Phase::Instant, "user_instant", tables_.strings.get(instant.name), pid,
+          hostTid(instant.thread), instant.timeNs);
+    send();
+  }
+  for (const CounterRecord& counter : r.counters) {
+    const std::string_view name = tables_.strings.get(counter.name);
+    start(Phase::Counter, "counter", name, pid, hostTid(counter.thread), counter.timeNs);
+    args_.add(name, counter.value);
+    send();
+  }
+  for (const MemoryRecord& m : r.memory) {
     // PyTorch's own "[memory]" events use this category; its memory view looks for them.
     start(Phase::Instant, "cpu_instant_event", "[memory]", pid, hostTid(m.thread), m.timeNs);
     args_.add("Total Allocated", m.totalAllocated);
@@ -282,39 +264,42 @@ void TraceEmitter::emitHostEvents() {
     args_.add("Device Id", int64_t{m.deviceId});
     send();
   }
-  hostProcessUsed_ = !t.ranges.empty() || !t.apiCalls.empty() || !t.instants.empty() ||
-                     !t.counters.empty() || !t.memory.empty();
-  for (const OverheadRecord& o : t.overheads) {
-    start(Phase::Complete, "overhead", t.strings.get(o.name), kOverheadPid, 0, o.startNs,
-          o.endNs - o.startNs);
+  hostProcessUsed_ = hostProcessUsed_ || !r.ranges.empty() || !r.apiCalls.empty() ||
+                     !r.flows.empty() || !r.instants.empty() || !r.counters.empty() ||
+                     !r.memory.empty();
+  for (const OverheadRecord& o : r.overheads) {
+    const OverheadTrack track{o.object, o.objectId, static_cast<uint8_t>(cappedLane(o.lane))};
+    insertSorted(overheadTracks_, track);
+    start(Phase::Complete, "overhead", overheadKindName(o.kind), kOverheadPid, track.tid(),
+          o.startNs, o.endNs - o.startNs);
     send();
   }
-  overheadUsed_ = !t.overheads.empty();
 }
 
-void TraceEmitter::emitGpuOp(const GpuPlacement& at, std::string_view category,
-                             std::string_view name) {
-  start(Phase::Complete, category, name, at.deviceId, at.streamId, at.startNs,
-        at.endNs - at.startNs);
-  noteStream(at.deviceId, at.streamId);
+void EventWriter::Impl::writeGpuOp(const GpuPlacement& at, int trackKind, std::string_view category,
+                                   std::string_view name) {
+  const int64_t tid = noteGpuTrack(at.deviceId, at.streamId, trackKind, at.lane);
+  start(Phase::Complete, category, name, at.deviceId, tid, at.startNs, at.endNs - at.startNs);
 }
 
-void TraceEmitter::emitGpuEvents() {
-  const TraceData& t = trace_;
-  // Called after each GPU op's slice: the arrow from its launch call ends here.
-  auto flowEnd = [this](const GpuPlacement& at) {
-    if (!at.hasLaunchCall) return;
-    start(Phase::FlowEnd, kFlowName, kFlowName, at.deviceId, at.streamId, at.startNs);
-    event_.flowId = at.correlationId;
-    send();
-  };
+// Written after the op's slice: the arrow from its launch call ends here, bound to the
+// slice that encloses its timestamp.
+void EventWriter::Impl::writeFlowEnd(const GpuPlacement& at, int trackKind) {
+  if (!at.hasLaunchCall) return;
+  start(Phase::FlowEnd, kFlowName, kFlowName, at.deviceId,
+        gpuTrackTid(at.streamId, trackKind, at.lane), at.startNs);
+  event_.flowId = at.correlationId;
+  send();
+}
+
+void EventWriter::Impl::writeGpu(const TraceRecords& r) {
   auto bandwidth = [](uint64_t bytes, const GpuPlacement& at) {
     const int64_t ns = at.endNs - at.startNs;
     return ns > 0 ? static_cast<double>(bytes) / static_cast<double>(ns) : 0.0;  // B/ns = GB/s
   };
 
-  for (const KernelRecord& k : t.kernels) {
-    emitGpuOp(k.at, "kernel", t.strings.get(k.name));
+  for (const KernelRecord& k : r.kernels) {
+    writeGpuOp(k.at, kGpuOpsTrack, "kernel", tables_.strings.get(k.name));
     args_.add("queued", k.queuedNs == 0 ? int64_t{0} : k.at.startNs - k.queuedNs);
     addPlacementArgs(k.at);
     args_.add("registers per thread", int64_t{k.registersPerThread});
@@ -331,10 +316,10 @@ void TraceEmitter::emitGpuEvents() {
       args_.add("graph node id", k.graphNodeId);
     }
     send();
-    flowEnd(k.at);
+    writeFlowEnd(k.at, kGpuOpsTrack);
   }
-  for (const MemcpyRecord& m : t.memcpys) {
-    emitGpuOp(m.at, "gpu_memcpy", t.strings.get(m.name));
+  for (const MemcpyRecord& m : r.memcpys) {
+    writeGpuOp(m.at, kGpuOpsTrack, "gpu_memcpy", memcpyEventName(m.copyKind, m.srcKind, m.dstKind));
     addPlacementArgs(m.at);
     args_.add("bytes", m.bytes);
     args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
@@ -343,97 +328,149 @@ void TraceEmitter::emitGpuEvents() {
       args_.add("dst device", int64_t{m.dstDeviceId});
     }
     send();
-    flowEnd(m.at);
+    writeFlowEnd(m.at, kGpuOpsTrack);
   }
-  for (const MemsetRecord& m : t.memsets) {
-    emitGpuOp(m.at, "gpu_memset", t.strings.get(m.name));
+  for (const MemsetRecord& m : r.memsets) {
+    writeGpuOp(m.at, kGpuOpsTrack, "gpu_memset", memsetEventName(m.memoryKind));
     addPlacementArgs(m.at);
     args_.add("bytes", m.bytes);
     args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
     send();
-    flowEnd(m.at);
+    writeFlowEnd(m.at, kGpuOpsTrack);
   }
-  for (const SyncRecord& s : t.syncs) {
-    emitGpuOp(s.at, "cuda_sync", t.strings.get(s.name));
+  for (const SyncRecord& s : r.syncs) {
+    writeGpuOp(s.at, kGpuSyncTrack, "cuda_sync", syncKindName(s.kind));
     addPlacementArgs(s.at);
     if (s.eventId != 0) args_.add("event", int64_t{s.eventId});
     send();
-    flowEnd(s.at);
+    writeFlowEnd(s.at, kGpuSyncTrack);
   }
-  for (const GpuSpanRecord& g : t.gpuSpans) {
-    start(Phase::Complete, "gpu_user_annotation", t.strings.get(g.name), g.deviceId, g.streamId,
+  for (const GpuSpanRecord& g : r.gpuSpans) {
+    const int64_t tid = noteGpuTrack(g.deviceId, g.streamId, kGpuSpanTrack, g.lane);
+    start(Phase::Complete, "gpu_user_annotation", tables_.strings.get(g.name), g.deviceId, tid,
           g.startNs, g.endNs - g.startNs);
-    noteStream(g.deviceId, g.streamId);
     args_.add("External id", g.externalId);
     send();
   }
 }
 
-void TraceEmitter::emitMetadata(std::string_view name, int64_t pid, int64_t tid,
-                                std::string_view key, ArgValue value) {
+void EventWriter::Impl::writeMetadata(std::string_view name, int64_t pid, int64_t tid,
+                                      std::string_view key, ArgValue value) {
   start(Phase::Metadata, {}, name, pid, tid, baseTimeNs_);
   args_.add(key, value);
   send();
 }
 
-std::string hostProcessName(const TraceData& trace) {
-  if (const std::string* json = findMetadata(trace, "kinetrace_process_name")) {
-    const auto parsed = nlohmann::json::parse(*json, nullptr, false);
-    if (parsed.is_string()) return parsed.get<std::string>();
-  }
-  return "host";
+// Names only what appeared, in libkineto's order: the host process and its threads, then
+// CUPTI's overhead, then each GPU and its streams.
+void EventWriter::Impl::finish() {
+  if (finished_) return;
+  finished_ = true;
+  nameHost();
+  nameOverheads();
+  nameGpus();
 }
 
-// Names only what appeared, in libkineto's order: the host process and its threads, then
-// each GPU and its streams.
-void TraceEmitter::emitNamingMetadata() {
-  const TraceData& t = trace_;
-  if (hostProcessUsed_) {
-    const std::string processName = hostProcessName(t);
-    emitMetadata("process_name", t.pid, 0, "name", std::string_view(processName));
-    emitMetadata("process_labels", t.pid, 0, "labels", std::string_view("CPU"));
-    emitMetadata("process_sort_index", t.pid, 0, "sort_index", t.pid);
+void EventWriter::Impl::nameHost() {
+  if (!hostProcessUsed_) return;
+  const int64_t pid = tables_.pid;
+  const std::string_view processName =
+      tables_.processName.empty() ? std::string_view("host") : tables_.processName;
+  writeMetadata("process_name", pid, 0, "name", processName);
+  writeMetadata("process_labels", pid, 0, "labels", std::string_view("CPU"));
+  writeMetadata("process_sort_index", pid, 0, "sort_index", pid);
 
-    // Sorted by tid, one name per tid even if two thread-table entries share it.
-    std::map<int64_t, StringId> threadNames;
-    for (std::size_t i = 0; i < usedThreads_.size(); ++i) {
-      if (usedThreads_[i]) threadNames.emplace(t.threads[i].tid, t.threads[i].name);
-    }
-    for (const auto& [tid, nameId] : threadNames) {
-      const std::string_view given = t.strings.get(nameId);
-      const std::string name =
-          given.empty() ? fmt::format("thread {}", tid) : fmt::format("thread {} ({})", tid, given);
-      emitMetadata("thread_name", t.pid, tid, "name", std::string_view(name));
-      emitMetadata("thread_sort_index", t.pid, tid, "sort_index", tid);
-    }
+  // Sorted by tid, one name per tid even if two thread-table entries share it (the one
+  // with a name wins). Names are read now: a thread may have been named after its events.
+  std::map<int64_t, std::string_view> threadNames;
+  for (std::size_t i = 0; i < usedThreads_.size(); ++i) {
+    if (!usedThreads_[i]) continue;
+    const ThreadInfo& thread = tables_.threads[i];
+    std::string_view& name = threadNames[thread.tid];
+    if (name.empty()) name = tables_.strings.get(thread.name);
   }
-  if (overheadUsed_) {
-    emitMetadata("process_name", kOverheadPid, 0, "name", std::string_view("CUPTI overhead"));
-    emitMetadata("process_sort_index", kOverheadPid, 0, "sort_index", kOverheadSortIndex);
-    emitMetadata("thread_name", kOverheadPid, 0, "name", std::string_view("CUPTI overhead"));
+  for (const auto& [tid, given] : threadNames) {
+    const std::string name =
+        given.empty() ? fmt::format("thread {}", tid) : fmt::format("thread {} ({})", tid, given);
+    writeMetadata("thread_name", pid, tid, "name", std::string_view(name));
+    writeMetadata("thread_sort_index", pid, tid, "sort_index", tid);
   }
+  for (std::size_t lane = 0; lane < usedAsyncLanes_.size(); ++lane) {
+    if (!usedAsyncLanes_[lane]) continue;
+    const int64_t tid = kAsyncLaneTidBase + static_cast<int64_t>(lane);
+    const std::string name =
+        lane == 0 ? std::string("async ranges") : fmt::format("async ranges {}", lane + 1);
+    writeMetadata("thread_name", pid, tid, "name", std::string_view(name));
+    writeMetadata("thread_sort_index", pid, tid, "sort_index", tid);
+  }
+}
 
+void EventWriter::Impl::nameOverheads() {
+  if (overheadTracks_.empty()) return;
+  writeMetadata("process_name", kOverheadPid, 0, "name", std::string_view("CUPTI overhead"));
+  writeMetadata("process_sort_index", kOverheadPid, 0, "sort_index", kOverheadSortIndex);
+  for (const OverheadTrack& track : overheadTracks_) {
+    std::string name = "CUPTI overhead";
+    if (track.object == OverheadObject::Thread) {
+      name = fmt::format("CUPTI overhead (thread {})", track.objectId);
+    } else if (track.object == OverheadObject::Device) {
+      name = fmt::format("CUPTI overhead (device {})", track.objectId);
+    }
+    name += laneSuffix(track.lane);
+    writeMetadata("thread_name", kOverheadPid, track.tid(), "name", std::string_view(name));
+    writeMetadata("thread_sort_index", kOverheadPid, track.tid(), "sort_index", track.tid());
+  }
+}
+
+void EventWriter::Impl::nameGpus() {
   int64_t namedDevice = -1;
-  for (uint64_t key : streams_) {  // by device, then stream
-    const auto device = static_cast<int64_t>(key >> 32);
-    const auto stream = static_cast<int64_t>(key & 0xFFFFFFFFu);
+  for (const GpuTrack& track : gpuTracks_) {  // by device, then stream
+    const int64_t device = track.device;
     if (device != namedDevice) {
       namedDevice = device;
       const std::string label = fmt::format("GPU {}", device);
-      emitMetadata("process_name", device, 0, "name", std::string_view(label));
-      emitMetadata("process_labels", device, 0, "labels", std::string_view(label));
-      emitMetadata("process_sort_index", device, 0, "sort_index", kGpuSortIndexBase + device);
+      writeMetadata("process_name", device, 0, "name", std::string_view(label));
+      writeMetadata("process_labels", device, 0, "labels", std::string_view(label));
+      writeMetadata("process_sort_index", device, 0, "sort_index", kGpuSortIndexBase + device);
     }
-    const std::string name = fmt::format("stream {}", stream);
-    emitMetadata("thread_name", device, stream, "name", std::string_view(name));
-    emitMetadata("thread_sort_index", device, stream, "sort_index", stream);
+    std::string name = fmt::format("stream {}", track.stream);
+    if (track.kind == kGpuSyncTrack) name += " sync";
+    if (track.kind == kGpuSpanTrack) name += " annotations";
+    name += laneSuffix(track.lane);
+    const int64_t tid = gpuTrackTid(track.stream, track.kind, track.lane);
+    writeMetadata("thread_name", device, tid, "name", std::string_view(name));
+    // Every track of a stream shares the stream's sort index, so they stay together
+    // (viewers order tracks of equal index by name).
+    writeMetadata("thread_sort_index", device, tid, "sort_index", int64_t{track.stream});
   }
 }
 
-}  // namespace
+EventWriter::EventWriter(Sink& sink, const TraceTables& tables, int64_t baseTimeNs)
+    : impl_(new Impl(sink, tables, baseTimeNs)) {}
 
-void emitTrace(const TraceData& trace, const std::string& traceName, Sink& sink) {
-  TraceEmitter(trace, sink).emit(traceName);
+EventWriter::~EventWriter() {
+  delete impl_;
+}
+
+void EventWriter::write(const TraceRecords& records) {
+  impl_->write(records);
+}
+
+void EventWriter::finish() {
+  impl_->finish();
+}
+
+void writeTrace(const TraceData& trace, const std::string& traceName, const Metadata& extraFooter,
+                Sink& sink) {
+  sink.begin(TraceHeader{traceName, trace.startNs, trace.header});
+  EventWriter writer(sink, trace.tables, trace.startNs);
+  writer.write(trace.records);
+  writer.finish();
+  Metadata footer;
+  footer.reserve(trace.footer.size() + extraFooter.size());
+  footer.insert(footer.end(), trace.footer.begin(), trace.footer.end());
+  footer.insert(footer.end(), extraFooter.begin(), extraFooter.end());
+  sink.end(footer);
 }
 
 }  // namespace kinetrace::detail

@@ -12,42 +12,23 @@
 #include <vector>
 
 #include "kinetrace/error.h"
+#include "support/capture_output.h"
+#include "support/test_support.h"
 
 namespace kinetrace::detail {
 namespace {
 
+using kinetrace::testing::Captured;
+using kinetrace::testing::CaptureOutput;
 using nlohmann::json;
 
 constexpr int64_t kBase = 1'700'000'000'123'456'789;
 
-struct Captured {
-  std::string bytes;
-  int writes = 0;
-  bool committed = false;
-};
-
-// Keeps the bytes in memory; optionally fails once it has received `failAfter` bytes.
-class CaptureOutput : public ByteOutput {
- public:
-  explicit CaptureOutput(Captured& captured, std::size_t failAfter = SIZE_MAX)
-      : captured_(captured), failAfter_(failAfter) {}
-  void write(const char* data, std::size_t size) override {
-    if (captured_.bytes.size() + size > failAfter_) throw Error("kinetrace: disk full (test)");
-    captured_.bytes.append(data, size);
-    ++captured_.writes;
-  }
-  void commit() override { captured_.committed = true; }
-
- private:
-  Captured& captured_;
-  std::size_t failAfter_;
-};
-
-TraceHeader header(std::vector<std::pair<std::string, std::string>> metadata = {}) {
+TraceHeader header(Metadata metadata = {}) {
   TraceHeader h;
   h.traceName = "out/trace.json";
   h.baseTimeNs = kBase;
-  h.metadataJson = std::move(metadata);
+  h.metadata = std::move(metadata);
   return h;
 }
 
@@ -69,7 +50,7 @@ std::string writeAll(const std::vector<Event>& events, const TraceHeader& h = he
   ChromeJsonSink sink(std::make_unique<CaptureOutput>(captured));
   sink.begin(h);
   for (const Event& e : events) sink.write(e);
-  sink.end();
+  sink.end({});
   EXPECT_TRUE(captured.committed);
   return captured.bytes;
 }
@@ -97,8 +78,7 @@ TEST(ChromeJsonSinkTest, WritesWholeMicrosecondsWithoutAFraction) {
 TEST(ChromeJsonSinkTest, WritesTimesBeforeTheBaseAsExactNegativeNumbers) {
   EXPECT_NE(writeAll({complete("k", -1, -1'500)}).find(R"("ts":-0.001,"dur":-1.5)"),
             std::string::npos);
-  EXPECT_NE(writeAll({complete("k", -2'000, 10)}).find(R"("ts":-2,"dur":0.01)"),
-            std::string::npos);
+  EXPECT_NE(writeAll({complete("k", -2'000, 10)}).find(R"("ts":-2,"dur":0.01)"), std::string::npos);
 }
 
 TEST(ChromeJsonSinkTest, KeepsTheLastNanosecondOfHoursLongTraces) {
@@ -106,55 +86,6 @@ TEST(ChromeJsonSinkTest, KeepsTheLastNanosecondOfHoursLongTraces) {
   const json event = onlyEvent(writeAll({complete("k", threeHoursPlusOne, 999'999'999'999)}));
   EXPECT_EQ(std::llround(event["ts"].get<double>() * 1000), threeHoursPlusOne);
   EXPECT_EQ(std::llround(event["dur"].get<double>() * 1000), 999'999'999'999);
-}
-
-TEST(ChromeJsonSinkTest, WritesHeaderMetadataInOrderBeforeTraceEvents) {
-  const std::string text = writeAll(
-      {complete("k", 0, 1)},
-      header({{"schemaVersion", "1"}, {"distributedInfo", R"({"rank": 3, "world_size": 8})"},
-              {"model", "\"resnet\""}}));
-  const auto schema = text.find("\"schemaVersion\"");
-  const auto distributed = text.find("\"distributedInfo\"");
-  const auto model = text.find("\"model\"");
-  const auto events = text.find("\"traceEvents\"");
-  EXPECT_LT(schema, distributed);
-  EXPECT_LT(distributed, model);
-  EXPECT_LT(model, events);
-  const json parsed = json::parse(text);
-  EXPECT_EQ(parsed["distributedInfo"]["rank"], 3);
-  EXPECT_EQ(parsed["model"], "resnet");
-  EXPECT_EQ(parsed["baseTimeNanoseconds"].get<int64_t>(), kBase);
-  EXPECT_EQ(parsed["traceName"], "out/trace.json");
-  EXPECT_GT(text.find("\"traceName\""), text.find("\"traceEvents\""));
-}
-
-TEST(ChromeJsonSinkTest, DefaultsDisplayTimeUnitToMillisecondsUnlessTheHeaderGivesOne) {
-  EXPECT_EQ(json::parse(writeAll({}))["displayTimeUnit"], "ms");
-  const std::string text = writeAll({}, header({{"displayTimeUnit", "\"ns\""}}));
-  EXPECT_EQ(json::parse(text)["displayTimeUnit"], "ns");
-  EXPECT_EQ(text.find("displayTimeUnit"), text.rfind("displayTimeUnit"));
-}
-
-TEST(ChromeJsonSinkTest, IgnoresHeaderKeysTheSinkWritesItself) {
-  const std::string text = writeAll({}, header({{"traceName", "\"other\""},
-                                                {"baseTimeNanoseconds", "0"},
-                                                {"traceEvents", "[]"}}));
-  const json parsed = json::parse(text);  // nlohmann keeps the last duplicate; check the text
-  EXPECT_EQ(text.find("\"traceName\""), text.rfind("\"traceName\""));
-  EXPECT_EQ(text.find("\"traceEvents\""), text.rfind("\"traceEvents\""));
-  EXPECT_EQ(parsed["baseTimeNanoseconds"].get<int64_t>(), kBase);
-}
-
-TEST(ChromeJsonSinkTest, RefusesInvalidMetadataJsonNamingTheKey) {
-  Captured captured;
-  ChromeJsonSink sink(std::make_unique<CaptureOutput>(captured));
-  try {
-    sink.begin(header({{"rank", "{not json"}}));
-    FAIL() << "expected kinetrace::Error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("\"rank\""), std::string::npos) << error.what();
-  }
-  EXPECT_FALSE(captured.committed);
 }
 
 TEST(ChromeJsonSinkTest, WritesEachPhaseWithItsOwnFields) {
@@ -222,13 +153,26 @@ TEST(ChromeJsonSinkTest, WritesEveryArgTypeAsJson) {
 }
 
 TEST(ChromeJsonSinkTest, WritesDoublesThatParseBackToExactlyTheSameValue) {
-  std::vector<double> values = {0.0, 0.1, -2.5, 4.096, 500.0, 1234567.125, 123456789.123456,
-                                0.30000000000000004, 1e-7, 5e-324, 1e300, -1.7976931348623157e308,
-                                999999999.9999995, 0.000001, -0.000001};
+  std::vector<double> values = {0.0,
+                                0.1,
+                                -2.5,
+                                4.096,
+                                500.0,
+                                1234567.125,
+                                123456789.123456,
+                                0.30000000000000004,
+                                1e-7,
+                                5e-324,
+                                1e300,
+                                -1.7976931348623157e308,
+                                999999999.9999995,
+                                0.000001,
+                                -0.000001};
   std::mt19937_64 random(99);
   for (int i = 0; i < 2000; ++i) {
     values.push_back(static_cast<double>(static_cast<int64_t>(random() % 2'000'000'000'000) -
-                                         1'000'000'000'000) / 1e6);
+                                         1'000'000'000'000) /
+                     1e6);
     double bits;
     const uint64_t raw = random();
     std::memcpy(&bits, &raw, sizeof bits);
@@ -252,7 +196,8 @@ TEST(ChromeJsonSinkTest, WritesDoublesThatParseBackToExactlyTheSameValue) {
 }
 
 TEST(ChromeJsonSinkTest, WritesOneEventPerLine) {
-  const std::string text = writeAll({complete("a", 0, 1), complete("b", 1, 1), complete("c", 2, 1)});
+  const std::string text =
+      writeAll({complete("a", 0, 1), complete("b", 1, 1), complete("c", 2, 1)});
   int eventLines = 0;
   std::size_t start = 0;
   for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
@@ -277,7 +222,7 @@ TEST(ChromeJsonSinkTest, StreamsThroughItsBufferAndKeepsHugeNamesWhole) {
   ChromeJsonSink sink(std::make_unique<CaptureOutput>(captured), 64 * 1024);
   sink.begin(header());
   for (const Event& e : events) sink.write(e);
-  sink.end();
+  sink.end({});
   EXPECT_GT(captured.writes, 10);
   const json parsed = json::parse(captured.bytes);
   ASSERT_EQ(parsed["traceEvents"].size(), events.size());
@@ -336,30 +281,38 @@ TEST(ChromeJsonSinkTest, PassesWriteErrorsOnAndRefusesLaterCalls) {
   Captured captured;
   ChromeJsonSink sink(std::make_unique<CaptureOutput>(captured, 1000));
   sink.begin(header());
-  EXPECT_THROW(
-      {
-        for (int i = 0; i < 100'000; ++i) sink.write(complete("k", i, 1));
-        sink.end();
-      },
-      Error);
-  try {
-    sink.end();
-    FAIL() << "expected kinetrace::Error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("after a write error"), std::string::npos);
-  }
+  const std::string failure = kinetrace::testing::errorOf([&sink] {
+    for (int i = 0; i < 100'000; ++i) sink.write(complete("k", i, 1));
+    sink.end({});
+  });
+  EXPECT_EQ(failure, "disk full (test)");
+  EXPECT_EQ(kinetrace::testing::errorOf([&sink] { sink.end({}); }),
+            "Sink::end() called after a write error");
   EXPECT_FALSE(captured.committed);
 }
 
 TEST(ChromeJsonSinkTest, RefusesCallsOutOfOrder) {
+  using kinetrace::testing::errorOf;
   Captured captured;
   ChromeJsonSink sink(std::make_unique<CaptureOutput>(captured));
-  EXPECT_THROW(sink.write(complete("k", 0, 1)), Error);
-  EXPECT_THROW(sink.end(), Error);
+  const std::string outOfOrder = "() called out of order (begin, write..., end)";
+  EXPECT_EQ(errorOf([&sink] { sink.write(complete("k", 0, 1)); }), "Sink::write" + outOfOrder);
+  EXPECT_EQ(errorOf([&sink] { sink.end({}); }), "Sink::end" + outOfOrder);
   sink.begin(header());
-  EXPECT_THROW(sink.begin(header()), Error);
-  sink.end();
-  EXPECT_THROW(sink.write(complete("k", 0, 1)), Error);
+  EXPECT_EQ(errorOf([&sink] { sink.begin(header()); }), "Sink::begin" + outOfOrder);
+  sink.end({});
+  EXPECT_EQ(errorOf([&sink] { sink.write(complete("k", 0, 1)); }), "Sink::write" + outOfOrder);
+  EXPECT_TRUE(captured.committed);
+}
+
+TEST(ChromeJsonSinkTest, RefusesAnEventWithAnUnknownPhase) {
+  Captured captured;
+  ChromeJsonSink sink(std::make_unique<CaptureOutput>(captured));
+  sink.begin(header());
+  Event bad = complete("odd", 0, 1);
+  bad.phase = static_cast<Phase>('Q');
+  EXPECT_EQ(kinetrace::testing::errorOf([&] { sink.write(bad); }),
+            "event \"odd\" has an unknown phase 81");
 }
 
 }  // namespace

@@ -1,89 +1,88 @@
+#include "output/gzip_output.h"
+
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "kinetrace/error.h"
-#include "kinetrace/trace.h"
+#include "kinetrace/sink.h"
 #include "model/trace_data.h"
-#include "output/gzip_output.h"
+#include "output/trace_events.h"
+#include "support/temp_dir.h"
+#include "support/test_support.h"
 
 #ifdef KINETRACE_HAVE_ZLIB
 #include <zlib.h>
 #endif
 
-namespace kinetrace {
+namespace kinetrace::detail {
 namespace {
-
-std::string tempPath(const std::string& suffix) {
-  return "/tmp/kinetrace_gzip_test_" + std::to_string(::getpid()) + suffix;
-}
 
 #ifdef KINETRACE_HAVE_ZLIB
 std::string gunzip(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   EXPECT_NE(file, nullptr);
+  if (file == nullptr) return "";
   std::string text;
   char chunk[65536];
   int got = 0;
-  while ((got = gzread(file, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<size_t>(got));
+  while ((got = gzread(file, chunk, sizeof chunk)) > 0) {
+    text.append(chunk, static_cast<size_t>(got));
+  }
   gzclose(file);
   return text;
 }
 #endif
 
 TEST(GzipOutputTest, GzPathIsWrittenCompressedAndReadsBackAsTheSameTrace) {
-  if (!detail::gzipAvailable()) GTEST_SKIP() << "built without zlib";
+  if (!gzipAvailable()) GTEST_SKIP() << "built without zlib";
 #ifdef KINETRACE_HAVE_ZLIB
-  auto data = std::make_shared<detail::TraceData>();
-  data->startNs = 1'000'000'000;
-  data->stopNs = 2'000'000'000;
-  data->pid = 42;
-  data->threads.push_back({42, 43, 0});
+  kinetrace::testing::TempDir dir("kinetrace_gzip");
+  TraceData trace;
+  trace.startNs = 1'000'000'000;
+  trace.stopNs = 2'000'000'000;
+  trace.tables.pid = 42;
+  trace.tables.threads.push_back({42, 43, 0});
+  trace.header = {{"schemaVersion", 1}};
+  trace.footer = {{"kinetrace_unfinished_ranges", 0}};
   for (int i = 0; i < 20000; ++i) {
-    detail::RangeRecord range;
-    range.startNs = data->startNs + i * 1000;
+    RangeRecord range;
+    range.startNs = trace.startNs + i * 1000;
     range.endNs = range.startNs + 500;
     range.externalId = static_cast<uint64_t>(i + 1);
-    range.name = data->strings.intern("step");
-    data->ranges.push_back(range);
+    range.name = trace.tables.strings.intern("step");
+    trace.records.ranges.push_back(range);
   }
-  Trace trace(data);
-  std::string path = tempPath(".json.gz");
-  trace.save(path);
+  const std::string path = (dir / "trace.json.gz").string();
+  auto sink = openSink(path);
+  writeTrace(trace, path, {}, *sink);
 
-  FILE* raw = std::fopen(path.c_str(), "rb");
-  ASSERT_NE(raw, nullptr);
-  unsigned char magic[2] = {0, 0};
-  ASSERT_EQ(std::fread(magic, 1, 2, raw), 2u);
-  std::fseek(raw, 0, SEEK_END);
-  long compressedSize = std::ftell(raw);
-  std::fclose(raw);
-  EXPECT_EQ(magic[0], 0x1f);
-  EXPECT_EQ(magic[1], 0x8b);
+  const std::string compressed = kinetrace::testing::fileContents(path);
+  ASSERT_GE(compressed.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(compressed[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(compressed[1]), 0x8b);
 
-  std::string text = gunzip(path);
-  EXPECT_LT(compressedSize * 5, static_cast<long>(text.size())) << "a repetitive trace compresses well";
-  nlohmann::json parsed = nlohmann::json::parse(text);
-  size_t ranges = 0;
-  for (const auto& event : parsed["traceEvents"]) ranges += event.value("cat", "") == "user_annotation";
+  const std::string text = gunzip(path);
+  EXPECT_LT(compressed.size() * 5, text.size()) << "a repetitive trace compresses well";
+  const nlohmann::json parsed = nlohmann::json::parse(text);
+  std::size_t ranges = 0;
+  for (const auto& event : parsed["traceEvents"]) {
+    ranges += event.value("cat", "") == "user_annotation";
+  }
   EXPECT_EQ(ranges, 20000u);
-  std::remove(path.c_str());
+  EXPECT_EQ(parsed["schemaVersion"], 1);
+  EXPECT_EQ(parsed["kinetrace_unfinished_ranges"], 0);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"trace.json.gz"});
 #endif
 }
 
-TEST(GzipOutputTest, FailedSaveLeavesNoFile) {
-  std::string path = "/nonexistent-kinetrace-dir/trace.json.gz";
-  Trace trace;
-  try {
-    trace.save(path);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
-  }
+TEST(GzipOutputTest, FailedOpenNamesThePath) {
+  const std::string path = "/nonexistent-kinetrace-dir/trace.json.gz";
+  EXPECT_EQ(kinetrace::testing::errorOf([&path] { openSink(path); }),
+            "cannot write trace to " + path + ": No such file or directory");
 }
 
 }  // namespace
-}  // namespace kinetrace
+}  // namespace kinetrace::detail

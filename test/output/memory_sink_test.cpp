@@ -13,7 +13,7 @@ TEST(MemorySinkTest, KeepsCopiesOfEveryStringAfterTheSourceChanges) {
   TraceHeader header;
   header.traceName = "mem";
   header.baseTimeNs = 100;
-  header.metadataJson = {{"schemaVersion", "1"}};
+  header.metadata = {{"schemaVersion", 1}};
   sink.begin(header);
 
   std::string name = "kernel";
@@ -37,7 +37,7 @@ TEST(MemorySinkTest, KeepsCopiesOfEveryStringAfterTheSourceChanges) {
   category.assign(category.size(), '#');
   key.assign(key.size(), '#');
   value.assign(value.size(), '#');
-  sink.end();
+  sink.end({});
 
   ASSERT_EQ(sink.events().size(), 1u);
   const OwnedEvent& kept = sink.events()[0];
@@ -56,7 +56,8 @@ TEST(MemorySinkTest, KeepsCopiesOfEveryStringAfterTheSourceChanges) {
   EXPECT_EQ(std::get<Dim3>(kept.args[2].value), (Dim3{1, 2, 3}));
   EXPECT_EQ(sink.header().traceName, "mem");
   EXPECT_EQ(sink.header().baseTimeNs, 100);
-  EXPECT_EQ(sink.header().metadataJson.size(), 1u);
+  EXPECT_EQ(sink.header().metadata.size(), 1u);
+  EXPECT_EQ(sink.header().metadata[0].value, Value(1));
   EXPECT_TRUE(sink.ended());
 }
 
@@ -74,10 +75,46 @@ TEST(MemorySinkTest, IsNotEndedUntilEndAndStartsAfreshOnBegin) {
   sink.begin(TraceHeader{});
   sink.write(Event{});
   EXPECT_FALSE(sink.ended());
-  sink.end();
+  sink.end({{"dropped", 1}});
+  EXPECT_TRUE(sink.ended());
   sink.begin(TraceHeader{});
   EXPECT_TRUE(sink.events().empty());
+  EXPECT_TRUE(sink.footer().empty());
+  EXPECT_EQ(sink.metadata("dropped"), nullptr);
   EXPECT_FALSE(sink.ended());
+}
+
+TEST(MemorySinkTest, KeepsTheFooterGivenToEnd) {
+  MemorySink sink;
+  sink.begin(TraceHeader{});
+  sink.end({{"kinetrace_cupti_dropped_records", 4}, {"info", Value::object({{"a", "b"}})}});
+  ASSERT_EQ(sink.footer().size(), 2u);
+  EXPECT_EQ(sink.footer()[0].key, "kinetrace_cupti_dropped_records");
+  EXPECT_EQ(sink.footer()[1].value, Value::object({{"a", "b"}}));
+}
+
+TEST(MemorySinkTest, MetadataIsTheFootersValueElseTheHeaders) {
+  MemorySink sink;
+  TraceHeader header;
+  header.metadata = {{"rank", 0}, {"model", "resnet"}};
+  sink.begin(header);
+  ASSERT_NE(sink.metadata("rank"), nullptr);
+  EXPECT_EQ(*sink.metadata("rank"), Value(0)) << "the header's before end()";
+  sink.end({{"rank", 3}, {"peak", 2.5}});
+  for (const char* key : {"rank", "model", "peak"}) ASSERT_NE(sink.metadata(key), nullptr) << key;
+  EXPECT_EQ(*sink.metadata("rank"), Value(3));
+  EXPECT_EQ(*sink.metadata("model"), Value("resnet"));
+  EXPECT_EQ(*sink.metadata("peak"), Value(2.5));
+  EXPECT_EQ(sink.metadata("missing"), nullptr);
+}
+
+TEST(MemorySinkTest, MetadataOfARepeatedKeyIsItsLastValue) {
+  MemorySink sink;
+  TraceHeader header;
+  header.metadata = {{"k", 1}, {"k", 2}};
+  sink.begin(header);
+  ASSERT_NE(sink.metadata("k"), nullptr);
+  EXPECT_EQ(*sink.metadata("k"), Value(2)) << "as a JSON reader of the file would see it";
 }
 
 }  // namespace

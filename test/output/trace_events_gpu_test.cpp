@@ -1,13 +1,9 @@
-// emitTrace + ChromeJsonSink, GPU side: kernels, copies, memsets, syncs, GPU spans,
+// writeTrace + ChromeJsonSink, GPU side: kernels, copies, memsets, syncs, GPU spans,
 // overheads, ac2g flows and the naming of devices and streams. Each test writes a real
-// file and parses it back.
+// file through openSink() and parses it back.
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,15 +12,15 @@
 #include "kinetrace/sink.h"
 #include "model/trace_data.h"
 #include "output/trace_events.h"
+#include "support/temp_dir.h"
 #include "support/trace_json.h"
 
 namespace kinetrace::detail {
 namespace {
 
-namespace fs = std::filesystem;
-using nlohmann::json;
 using kinetrace::testing::eventsWith;
 using kinetrace::testing::nsOf;
+using nlohmann::json;
 
 constexpr int64_t kStart = 1'750'000'000'000'000'000;
 constexpr int64_t kPid = 777;
@@ -51,43 +47,38 @@ GpuPlacement placement(int64_t start, int64_t end, uint32_t device, uint32_t str
 class TraceEventsGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kinetrace_gpu_events_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    trace_.pid = kPid;
+    ASSERT_FALSE(dir_.path().empty());
+    trace_.tables.pid = kPid;
     trace_.startNs = kStart;
     trace_.stopNs = kStart + 1'000'000'000;
-    thread_ = trace_.threadIndex(kPid, 800);
+    trace_.tables.threads.push_back(ThreadInfo{kPid, 800, StringTable::kEmpty});
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   json save() {
     const std::string path = (dir_ / "trace.json").string();
     auto sink = openSink(path);
-    emitTrace(trace_, path, *sink);
-    std::ifstream in(path);
-    return json::parse(in);
+    writeTrace(trace_, path, {}, *sink);
+    return json::parse(kinetrace::testing::fileContents(path));
   }
   KernelRecord kernel(GpuPlacement at) {
     KernelRecord k;
     k.at = at;
-    k.name = trace_.strings.intern("void gemm<float, 128>(Params)");
+    k.name = trace_.tables.strings.intern("void gemm<float, 128>(Params)");
     return k;
   }
-  ApiCallRecord launch(int64_t start, uint32_t correlation, bool hasGpuOp) {
+  ApiCallRecord launch(int64_t start, uint32_t correlation) {
     ApiCallRecord call;
     call.startNs = start;
     call.endNs = start + 3'000;
     call.correlationId = correlation;
     call.callbackId = 211;
     call.thread = thread_;
-    call.name = trace_.strings.intern("cudaLaunchKernel");
-    call.launchesGpuWork = true;
-    call.hasGpuOp = hasGpuOp;
+    call.name = trace_.tables.strings.intern("cudaLaunchKernel");
+    call.effect = CallEffect::Kernel;
     return call;
   }
 
-  fs::path dir_;
+  kinetrace::testing::TempDir dir_{"kinetrace_gpu_events"};
   TraceData trace_;
   uint32_t thread_ = 0;
 };
@@ -110,7 +101,7 @@ TEST_F(TraceEventsGpuTest, WritesKernelsWithTheArgsOfTheTraceFormat) {
   k.occupancyPercent = 37.5f;
   k.graphId = 3;
   k.graphNodeId = 0x100000002;
-  trace_.kernels.push_back(k);
+  trace_.records.kernels.push_back(k);
   const json e = onlyEvent(save(), "X", "kernel");
 
   EXPECT_EQ(e["name"], "void gemm<float, 128>(Params)");
@@ -119,14 +110,21 @@ TEST_F(TraceEventsGpuTest, WritesKernelsWithTheArgsOfTheTraceFormat) {
   EXPECT_EQ(nsOf(e["ts"]), 10'123);
   EXPECT_EQ(nsOf(e["dur"]), 14'877);
   const json expected = {
-      {"External id", 42},        {"queued", 1'123},
-      {"device", 1},              {"context", 1},
-      {"stream", 7},              {"correlation", 99},
-      {"registers per thread", 64}, {"shared memory", 50176},
-      {"blocks per SM", 7.75},    {"warps per SM", 31.0},
-      {"grid", {256, 4, 1}},      {"block", {128, 1, 1}},
+      {"External id", 42},
+      {"queued", 1'123},
+      {"device", 1},
+      {"context", 1},
+      {"stream", 7},
+      {"correlation", 99},
+      {"registers per thread", 64},
+      {"shared memory", 50176},
+      {"blocks per SM", 7.75},
+      {"warps per SM", 31.0},
+      {"grid", {256, 4, 1}},
+      {"block", {128, 1, 1}},
       {"est. achieved occupancy %", 37.5},
-      {"graph id", 3},            {"graph node id", 0x100000002},
+      {"graph id", 3},
+      {"graph node id", 0x100000002},
   };
   EXPECT_EQ(e["args"], expected);
 }
@@ -134,7 +132,7 @@ TEST_F(TraceEventsGpuTest, WritesKernelsWithTheArgsOfTheTraceFormat) {
 TEST_F(TraceEventsGpuTest, LeavesOutKernelArgsThatAreUnknown) {
   KernelRecord k = kernel(placement(kStart, kStart + 10, 0, 7, 5));
   k.blocksPerSm = 0.1f;  // a float that prints badly as a double
-  trace_.kernels.push_back(k);
+  trace_.records.kernels.push_back(k);
   const json args = onlyEvent(save(), "X", "kernel")["args"];
   EXPECT_FALSE(args.contains("External id"));
   EXPECT_FALSE(args.contains("est. achieved occupancy %"));
@@ -144,88 +142,133 @@ TEST_F(TraceEventsGpuTest, LeavesOutKernelArgsThatAreUnknown) {
   EXPECT_EQ(args["blocks per SM"].get<double>(), 0.1);
 }
 
-TEST_F(TraceEventsGpuTest, WritesMemcpysWithBandwidthAndPeerDevices) {
+TEST_F(TraceEventsGpuTest, WritesMemcpysNamedByKindWithBandwidthAndPeerDevices) {
   MemcpyRecord copy;
   copy.at = placement(kStart + 100, kStart + 2'100, 0, 13, 50);
   copy.bytes = 1'000'000;
-  copy.name = trace_.strings.intern("Memcpy PtoP (Device -> Device)");
+  copy.copyKind = CopyKind::PtoP;
+  copy.srcKind = MemoryKind::Device;
+  copy.dstKind = MemoryKind::Device;
   copy.peer = true;
   copy.srcDeviceId = 0;
   copy.dstDeviceId = 3;
   MemcpyRecord local = copy;
   local.peer = false;
-  local.name = trace_.strings.intern("Memcpy HtoD (Pinned -> Device)");
-  trace_.memcpys = {copy, local};
+  local.copyKind = CopyKind::HtoD;
+  local.srcKind = MemoryKind::Pinned;
+  trace_.records.memcpys = {copy, local};
   const auto copies = eventsWith(save(), "X", "gpu_memcpy");
   ASSERT_EQ(copies.size(), 2u);
   EXPECT_EQ(copies[0]["name"], "Memcpy PtoP (Device -> Device)");
   EXPECT_EQ(copies[0]["pid"], 0);
   EXPECT_EQ(copies[0]["tid"], 13);
   EXPECT_EQ(nsOf(copies[0]["dur"]), 2'000);
-  EXPECT_EQ(copies[0]["args"],
-            json({{"device", 0}, {"context", 1}, {"stream", 13}, {"correlation", 50},
-                  {"bytes", 1'000'000}, {"memory bandwidth (GB/s)", 500.0},
-                  {"src device", 0}, {"dst device", 3}}));
+  EXPECT_EQ(copies[0]["args"], json({{"device", 0},
+                                     {"context", 1},
+                                     {"stream", 13},
+                                     {"correlation", 50},
+                                     {"bytes", 1'000'000},
+                                     {"memory bandwidth (GB/s)", 500.0},
+                                     {"src device", 0},
+                                     {"dst device", 3}}));
   EXPECT_EQ(copies[1]["name"], "Memcpy HtoD (Pinned -> Device)");
   EXPECT_FALSE(copies[1]["args"].contains("src device"));
 }
 
-TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncs) {
+TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncsNamedByKind) {
   MemsetRecord set;
   set.at = placement(kStart + 10, kStart + 1'010, 0, 7, 60);
   set.at.externalId = 11;
   set.bytes = 4096;
-  set.name = trace_.strings.intern("Memset (Device)");
-  trace_.memsets.push_back(set);
+  set.memoryKind = MemoryKind::Device;
+  trace_.records.memsets.push_back(set);
   SyncRecord sync;
   sync.at = placement(kStart + 2'000, kStart + 9'000, 0, 7, 61);
   sync.at.externalId = 12;  // the range the waiting call was made in
-  sync.name = trace_.strings.intern("Event Sync");
+  sync.kind = SyncKind::EventSync;
   sync.eventId = 17;
-  trace_.syncs.push_back(sync);
+  trace_.records.syncs.push_back(sync);
   const json root = save();
 
   const json memset = onlyEvent(root, "X", "gpu_memset");
   EXPECT_EQ(memset["name"], "Memset (Device)");
-  EXPECT_EQ(memset["args"], json({{"External id", 11}, {"device", 0}, {"context", 1},
-                                  {"stream", 7}, {"correlation", 60}, {"bytes", 4096},
+  EXPECT_EQ(memset["tid"], 7);
+  EXPECT_EQ(memset["args"], json({{"External id", 11},
+                                  {"device", 0},
+                                  {"context", 1},
+                                  {"stream", 7},
+                                  {"correlation", 60},
+                                  {"bytes", 4096},
                                   {"memory bandwidth (GB/s)", 4.096}}));
   const json syncEvent = onlyEvent(root, "X", "cuda_sync");
   EXPECT_EQ(syncEvent["name"], "Event Sync");
   EXPECT_EQ(syncEvent["pid"], 0);
-  EXPECT_EQ(syncEvent["tid"], 7);
+  EXPECT_EQ(syncEvent["tid"], gpuTrackTid(7, kGpuSyncTrack, 0)) << "a sync track of its own";
   EXPECT_EQ(nsOf(syncEvent["dur"]), 7'000);
-  EXPECT_EQ(syncEvent["args"], json({{"External id", 12}, {"stream", 7}, {"correlation", 61},
-                                     {"device", 0}, {"context", 1}, {"event", 17}}));
+  EXPECT_EQ(syncEvent["args"], json({{"External id", 12},
+                                     {"stream", 7},
+                                     {"correlation", 61},
+                                     {"device", 0},
+                                     {"context", 1},
+                                     {"event", 17}}));
 }
 
-TEST_F(TraceEventsGpuTest, WritesGpuSpansAndOverheads) {
-  trace_.gpuSpans.push_back(GpuSpanRecord{kStart + 5, kStart + 905, 42,
-                                          trace_.strings.intern("ProfilerStep#3"), 2, 9});
-  trace_.overheads.push_back(OverheadRecord{kStart + 1, kStart + 301, trace_.strings.intern("Buffer flush")});
+TEST_F(TraceEventsGpuTest, WritesGpuSpansOnAnnotationTracks) {
+  GpuSpanRecord span;
+  span.startNs = kStart + 5;
+  span.endNs = kStart + 905;
+  span.externalId = 42;
+  span.name = trace_.tables.strings.intern("ProfilerStep#3");
+  span.deviceId = 2;
+  span.streamId = 9;
+  trace_.records.gpuSpans.push_back(span);
   const json root = save();
-  const json span = onlyEvent(root, "X", "gpu_user_annotation");
-  EXPECT_EQ(span["name"], "ProfilerStep#3");
-  EXPECT_EQ(span["pid"], 2);
-  EXPECT_EQ(span["tid"], 9);
-  EXPECT_EQ(nsOf(span["ts"]), 5);
-  EXPECT_EQ(nsOf(span["dur"]), 900);
-  EXPECT_EQ(span["args"], json({{"External id", 42}}));
-  const json overhead = onlyEvent(root, "X", "overhead");
-  EXPECT_EQ(overhead["name"], "Buffer flush");
-  EXPECT_EQ(overhead["pid"], -1);
-  EXPECT_EQ(overhead["tid"], 0);
-  EXPECT_EQ(nsOf(overhead["dur"]), 300);
+  const json e = onlyEvent(root, "X", "gpu_user_annotation");
+  EXPECT_EQ(e["name"], "ProfilerStep#3");
+  EXPECT_EQ(e["pid"], 2);
+  EXPECT_EQ(e["tid"], gpuTrackTid(9, kGpuSpanTrack, 0));
+  EXPECT_EQ(nsOf(e["ts"]), 5);
+  EXPECT_EQ(nsOf(e["dur"]), 900);
+  EXPECT_EQ(e["args"], json({{"External id", 42}}));
+}
+
+TEST_F(TraceEventsGpuTest, WritesOverheadsOnTheTrackOfTheirThreadOrDevice) {
+  OverheadRecord flush;
+  flush.startNs = kStart + 1;
+  flush.endNs = kStart + 301;
+  flush.kind = OverheadKind::CuptiBufferFlush;
+  flush.object = OverheadObject::Thread;
+  flush.objectId = 4711;
+  OverheadRecord compile = flush;
+  compile.kind = OverheadKind::DriverCompiler;
+  compile.object = OverheadObject::Device;
+  compile.objectId = 1;
+  trace_.records.overheads = {flush, compile};
+  const json root = save();
+  const auto overheads = eventsWith(root, "X", "overhead");
+  ASSERT_EQ(overheads.size(), 2u);
+  EXPECT_EQ(overheads[0]["name"], "CUPTI buffer flush");
+  EXPECT_EQ(overheads[0]["pid"], -1);
+  EXPECT_EQ(overheads[0]["tid"], 4711);
+  EXPECT_EQ(nsOf(overheads[0]["dur"]), 300);
+  EXPECT_FALSE(overheads[0].contains("args"));
+  EXPECT_EQ(overheads[1]["name"], "Driver compiler");
+  EXPECT_EQ(overheads[1]["tid"], 1);
 }
 
 TEST_F(TraceEventsGpuTest, PairsEveryFlowStartWithAnEndOnTheGpuOp) {
-  trace_.apiCalls = {launch(kStart + 1'000, 10, true), launch(kStart + 5'000, 11, true),
-                     launch(kStart + 9'000, 12, false)};
-  trace_.kernels.push_back(kernel(placement(kStart + 2'500, kStart + 3'000, 0, 7, 10, true)));
-  trace_.kernels.push_back(kernel(placement(kStart + 40'000, kStart + 41'000, 0, 8, 13, false)));
+  trace_.records.apiCalls = {launch(kStart + 1'000, 10), launch(kStart + 5'000, 11),
+                             launch(kStart + 9'000, 12)};
+  trace_.records.flows = {FlowRecord{kStart + 1'000, 10, thread_},
+                          FlowRecord{kStart + 5'000, 11, thread_}};
+  trace_.records.kernels.push_back(
+      kernel(placement(kStart + 2'500, kStart + 3'000, 0, 7, 10, true)));
+  trace_.records.kernels.push_back(
+      kernel(placement(kStart + 40'000, kStart + 41'000, 0, 8, 13, false)));
   MemcpyRecord copy;
   copy.at = placement(kStart + 6'000, kStart + 7'000, 1, 3, 11, true);
-  trace_.memcpys.push_back(copy);
+  copy.at.lane = 2;
+  trace_.records.memcpys.push_back(copy);
   const json root = save();
 
   std::map<uint64_t, json> starts;
@@ -234,6 +277,7 @@ TEST_F(TraceEventsGpuTest, PairsEveryFlowStartWithAnEndOnTheGpuOp) {
     EXPECT_EQ(s["name"], "ac2g");
     EXPECT_EQ(s["pid"], kPid);
     EXPECT_EQ(s["tid"], 800);
+    EXPECT_FALSE(s.contains("bp"));
     EXPECT_TRUE(starts.emplace(s["id"].get<uint64_t>(), s).second) << "duplicate start";
   }
   ASSERT_EQ(starts.size(), 2u);
@@ -255,14 +299,15 @@ TEST_F(TraceEventsGpuTest, PairsEveryFlowStartWithAnEndOnTheGpuOp) {
   EXPECT_EQ(ends[1]["id"], 11);
   EXPECT_EQ(nsOf(ends[1]["ts"]), 6'000);
   EXPECT_EQ(ends[1]["pid"], 1);
-  EXPECT_EQ(ends[1]["tid"], 3);
+  EXPECT_EQ(ends[1]["tid"], gpuTrackTid(3, kGpuOpsTrack, 2)) << "the copy's own lane";
+  EXPECT_EQ(eventsWith(root, "X", "gpu_memcpy")[0]["tid"], ends[1]["tid"]);
 }
 
 TEST_F(TraceEventsGpuTest, NamesOnlyTheDevicesAndStreamsThatAppear) {
-  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 7, 1)));
-  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 2, 13, 2)));
-  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 21, 3)));
-  trace_.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 7, 4)));
+  trace_.records.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 7, 1)));
+  trace_.records.kernels.push_back(kernel(placement(kStart, kStart + 1, 2, 13, 2)));
+  trace_.records.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 21, 3)));
+  trace_.records.kernels.push_back(kernel(placement(kStart, kStart + 1, 0, 7, 4)));
   const json root = save();
 
   std::map<std::pair<int64_t, std::string>, std::vector<json>> byProcess;
