@@ -194,6 +194,25 @@ TEST(KinetraceRunTest, CommandLineMistakesAreReportedWithStatus2) {
   EXPECT_CONTAINS(r.err, "KINETRACE_BOGUS");
 }
 
+// Library messages carry no prefix of their own (or lose it on the way out): the command
+// adds exactly one.
+TEST(KinetraceRunTest, ErrorsFromTheLibraryArePrintedWithOnePrefix) {
+  Result r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_BOGUS", "1"}});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.err.rfind("kinetrace run: environment variable KINETRACE_BOGUS: unknown key", 0), 0u)
+      << r.err;
+  r = run({KINETRACE_CLI, "run", "--delay", "soon", "--", HOST_ONLY_PROGRAM});
+  EXPECT_EQ(r.err.rfind("kinetrace run: --delay soon: delay must be a duration", 0), 0u) << r.err;
+
+  TempDir dir;
+  const std::string notASummary = dir.path() + "/x.summary.json";
+  std::ofstream(notASummary) << "{}";
+  r = run({KINETRACE_CLI, "summary", notASummary});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.err.rfind("kinetrace summary: " + notASummary + ": not a kinetrace summary", 0), 0u)
+      << r.err;
+}
+
 TEST(KinetraceRunTest, HelpIsPrintedForEveryCommand) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--help"}, {"run", "--help"}, {"summary", "--help"}}) {

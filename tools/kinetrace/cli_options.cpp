@@ -4,13 +4,12 @@
 #include <charconv>
 #include <string_view>
 
+#include "error_text.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 
 namespace kinetrace::cli {
 namespace {
-
-constexpr std::string_view kConfigPrefix = "kinetrace config: ";
 
 struct OptionSpec {
   const char* longName;   // "--output"
@@ -96,9 +95,8 @@ void checkConfigValue(const char* option, const char* key, const std::string& va
     Config config;
     config.set(key, value);
   } catch (const Error& error) {
-    std::string message = error.what();
-    if (message.rfind(kConfigPrefix, 0) == 0) message.erase(0, kConfigPrefix.size());
-    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " + message);
+    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " +
+                     withoutKinetracePrefix(error.what()));
   }
 }
 

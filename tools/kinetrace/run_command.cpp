@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "analysis/summary.h"
+#include "error_text.h"
 #include "inject/trace_naming.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
@@ -198,7 +199,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
   try {
     Config::fromEnvironment();
   } catch (const Error& error) {
-    throw UsageError(std::string("kinetrace run: ") + error.what());
+    throw UsageError("kinetrace run: " + withoutKinetracePrefix(error.what()));
   }
 
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
@@ -411,7 +412,8 @@ int summaryCommand(const SummaryOptions& options) {
                   detail::formatSummary(summary, options.topKernels).c_str());
       first = false;
     } catch (const Error& error) {
-      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(), error.what());
+      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(),
+                   withoutKinetracePrefix(error.what()).c_str());
       missing = true;
     }
   }
