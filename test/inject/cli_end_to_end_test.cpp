@@ -16,6 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "kinetrace/config.h"
+#include "kinetrace/error.h"
+
 namespace {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
@@ -171,6 +174,20 @@ TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
   EXPECT_EQ(r.out, "1.5s\n");
   r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "KINETRACE_OUTPUT"}));
   EXPECT_EQ(r.out, dir.path() + "/traces\n");
+}
+
+TEST(KinetraceRunTest, MemoryMbReachesTheProgramAsKinetraceMemoryMb) {
+  try {
+    kinetrace::Config().set("memory_mb", "64");
+  } catch (const kinetrace::Error&) {
+    GTEST_SKIP() << "the library has no memory_mb key yet: the command's environment check "
+                    "(Config::fromEnvironment) refuses KINETRACE_MEMORY_MB until it has";
+  }
+  TempDir dir;
+  Result r = run(
+      kinetraceRun(dir, {"--memory-mb", "64"}, {HOST_ONLY_PROGRAM, "env", "KINETRACE_MEMORY_MB"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "64\n");
 }
 
 TEST(KinetraceRunTest, AMissingProgramIsAnErrorWithStatus127) {

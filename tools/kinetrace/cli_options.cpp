@@ -25,8 +25,7 @@ constexpr OptionSpec kRunOptions[] = {
     {"--duration", nullptr, true},
     {"--capture-range", nullptr, true},
     {"--log-level", nullptr, true},
-    {"--host-buffer-mb", nullptr, true},
-    {"--gpu-buffer-mb", nullptr, true},
+    {"--memory-mb", nullptr, true},
     {"--no-nvtx", nullptr, false},
     {"--no-summary", nullptr, false},
     {"--top", nullptr, true},
@@ -111,6 +110,19 @@ std::size_t parseCount(const char* command, const char* option, const std::strin
   return parsed;
 }
 
+// 1 MB .. 1 TB: below that nothing can be recorded, above it is a typo.
+std::string checkMemoryMb(const std::string& value) {
+  constexpr std::size_t kMaxMb = 1024 * 1024;
+  std::size_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() || parsed < 1 ||
+      parsed > kMaxMb) {
+    throw UsageError("kinetrace run: --memory-mb " + value +
+                     ": needs a whole number of megabytes from 1 to " + std::to_string(kMaxMb));
+  }
+  return value;
+}
+
 Command parseRun(const std::vector<std::string>& args) {
   Command command;
   command.kind = Command::Kind::Run;
@@ -150,12 +162,8 @@ Command parseRun(const std::vector<std::string>& args) {
     } else if (name == "--log-level") {
       checkConfigValue("--log-level", "log_level", value);
       run.logLevel = value;
-    } else if (name == "--host-buffer-mb") {
-      checkConfigValue("--host-buffer-mb", "host_buffer_mb", value);
-      run.hostBufferMb = value;
-    } else if (name == "--gpu-buffer-mb") {
-      checkConfigValue("--gpu-buffer-mb", "gpu_buffer_mb", value);
-      run.gpuBufferMb = value;
+    } else if (name == "--memory-mb") {
+      run.memoryMb = checkMemoryMb(value);
     } else if (name == "--no-nvtx") {
       run.nvtx = false;
     } else if (name == "--no-summary") {
@@ -286,8 +294,9 @@ options:
                             calls; each such window is a trace of its own
       --log-level LEVEL     error, warning (default), info or debug: kinetrace's messages
                             from inside the traced processes, on their stderr
-      --host-buffer-mb N    cap on host events held per process (default 256)
-      --gpu-buffer-mb N     cap on memory lent to CUPTI per process (default 256)
+      --memory-mb N         cap on the tracer's own memory in each traced process, in MB
+                            (1..1048576): host events and CUPTI's buffers together. When
+                            it is reached, events are dropped and the trace counts them
       --no-nvtx             do not record NVTX ranges (nvtxRangePush, torch.cuda.nvtx)
       --no-summary          print where the traces went, without their summaries
       --top N               kernels listed per summary (default 5)

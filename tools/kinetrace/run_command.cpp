@@ -189,8 +189,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
       {"KINETRACE_DURATION", &options.duration},
       {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
       {"KINETRACE_LOG_LEVEL", &options.logLevel},
-      {"KINETRACE_HOST_BUFFER_MB", &options.hostBufferMb},
-      {"KINETRACE_GPU_BUFFER_MB", &options.gpuBufferMb},
+      {"KINETRACE_MEMORY_MB", &options.memoryMb},
   };
   for (const auto& [name, value] : values) {
     if (!value->empty()) setVariable(name, *value);
