@@ -13,11 +13,13 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "analysis/summary.h"
 #include "host/host_recorder.h"
 #include "inject/nvtx_injection.h"
 #include "inject/process_hooks.h"
+#include "inject/run_manifest.h"
 #include "kinetrace/error.h"
 #include "output/atomic_file.h"
 #include "session/session.h"
@@ -67,6 +69,21 @@ std::string makeDirectories(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return path + ": not a directory";
   return "";
+}
+
+// Tells `kinetrace run` what became of this process's recording (run_manifest.h); the
+// message is `context` + `why`. Without a run id no command is waiting to read it.
+void noteOutcome(const ControllerOptions& options, const std::string& dir, ManifestEvent event,
+                 int window, std::string_view path = {}, std::string_view context = {},
+                 std::string_view why = {}) noexcept {
+  if (options.config.runId.empty()) return;
+  try {
+    ManifestEntry entry{event, options.naming.pid, window, std::string(path),
+                        std::string(context) + std::string(why)};
+    appendManifest(dir, options.config.runId, entry);
+  } catch (...) {
+    // Out of memory copying the entry: the report will lack this outcome.
+  }
 }
 
 const char* captureName(const Config& config) {
@@ -158,6 +175,7 @@ void Controller::begin() {
     }
   } catch (const std::exception& error) {
     log(LogLevel::Error, "tracing is off for this process: {}", error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, 0, "", "", error.what());
     state_ = State::Done;
   }
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
@@ -175,6 +193,8 @@ void Controller::startLocked(const char* why) {
     session_->start();
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not start: {}", error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, windows_ + 1, "",
+                "recording could not start: ", error.what());
     state_ = State::Done;
     return;
   }
@@ -191,6 +211,8 @@ void Controller::stopLocked() {
     pending_.push_back(PendingSave{std::move(trace), windows_});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, windows_, "",
+                "recording could not stop cleanly: ", error.what());
   }
   stopAtNs_ = 0;
 }
@@ -333,6 +355,7 @@ void Controller::save(PendingSave& pending) {
   const std::string path = outputDir_ + "/" + traceFileName(options_.naming, pending.window);
   if (recordedNothing(pending.trace.data())) {
     log(LogLevel::Info, "window {} recorded no activity: no trace written", pending.window);
+    noteOutcome(options_, outputDir_, ManifestEvent::NothingRecorded, pending.window);
     return;
   }
   try {
@@ -359,12 +382,15 @@ void Controller::save(PendingSave& pending) {
     file.write(json.data(), json.size());
     file.commit();
 
+    noteOutcome(options_, outputDir_, ManifestEvent::Saved, pending.window, path);
     std::lock_guard<std::mutex> lock(savesMutex_);
     saved_.push_back(path);
     log(LogLevel::Info, "trace written to {}", path);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "the trace of window {} could not be saved: {}", pending.window,
         error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, pending.window, path, "",
+                error.what());
   }
 }
 
