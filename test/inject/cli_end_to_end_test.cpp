@@ -276,6 +276,63 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
   }
 }
 
+// The lines of `text` that start with `prefix`.
+std::vector<std::string> linesStartingWith(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) found.push_back(line);
+  }
+  return found;
+}
+
+bool hasManifest(const TempDir& dir) {
+  std::string listing;
+  if (FILE* pipe = ::popen(("ls -1 '" + dir.path() + "/traces'").c_str(), "r")) {
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) listing.append(buffer, n);
+    ::pclose(pipe);
+  }
+  return listing.find(".manifest") != std::string::npos;
+}
+
+TEST(KinetraceRunTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
+  TempDir dir;
+  // The traced process may write no file past 2000 bytes: its trace's save fails as on a
+  // full disk (EFBIG), for root too; the manifest's short lines still fit.
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "fsize", "2000", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(dir.traces().empty());
+  EXPECT_CONTAINS(r.err, "kinetrace: no trace was written to " + dir.path() + "/traces/\n");
+  std::vector<std::string> failures = linesStartingWith(r.err, "kinetrace: pid ");
+  ASSERT_EQ(failures.size(), 1u) << r.err;
+  EXPECT_CONTAINS(failures[0], " could not save its trace: cannot write trace to " + dir.path() +
+                                   "/traces/kinetrace-");
+  EXPECT_CONTAINS(failures[0], ".json: File too large");
+  EXPECT_EQ(r.err.find("made none"), std::string::npos) << "it did make CUDA calls:\n" << r.err;
+  EXPECT_FALSE(hasManifest(dir)) << "the manifest is the run's scratch";
+}
+
+TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> lines = linesStartingWith(r.err, "kinetrace: pid ");
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_CONTAINS(lines[0], " started CUDA but recorded no activity, so wrote no trace");
+  EXPECT_EQ(r.err.find("made none"), std::string::npos) << r.err;
+  EXPECT_FALSE(hasManifest(dir));
+}
+
+TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  EXPECT_TRUE(linesStartingWith(r.err, "kinetrace: pid ").empty()) << r.err;
+  EXPECT_FALSE(hasManifest(dir));
+}
+
 TEST(KinetraceRunTest, SigtermSavesACompleteTraceAndEndsTheProgramWithTheSignal) {
   TempDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "sigterm"}));

@@ -276,7 +276,8 @@ Runs PROGRAM with kinetrace's injection library loaded by the CUDA driver, and w
 trace per process that uses CUDA (the program and any child process it starts: torchrun
 workers, data-loader workers). The program keeps its stdin, stdout, stderr, signals and exit
 status; kinetrace prints to stderr only, after the program has exited: where each trace went
-and a summary (GPU busy time, top kernels, memcpy volume, dropped records).
+and a summary (GPU busy time, top kernels, memcpy volume, dropped records), and why any
+process that was traced wrote no trace (a save that failed, say on a full disk).
 
 options:
   -o, --output DIR          directory for the traces (created if needed; default

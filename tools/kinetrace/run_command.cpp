@@ -1,26 +1,25 @@
 #include "run_command.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "analysis/summary.h"
 #include "error_text.h"
+#include "files.h"
+#include "inject/run_manifest.h"
 #include "inject/trace_naming.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "run_report.h"
 
 extern char** environ;
 
@@ -47,39 +46,6 @@ std::string executableDirectory() {
   return path.substr(0, path.rfind('/'));
 }
 
-bool isRegularFile(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-bool isDirectory(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> listDirectory(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* handle = ::opendir(dir.c_str())) {
-    while (dirent* entry = ::readdir(handle)) names.emplace_back(entry->d_name);
-    ::closedir(handle);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // "20250301-141503-4242": sorts by time, unique per machine at any moment.
 std::string newRunId() {
   std::time_t now = std::time(nullptr);
@@ -96,85 +62,12 @@ std::string signalName(int signal) {
          (description != nullptr ? std::string(" (") + description + ")" : "");
 }
 
-std::string baseName(const std::string& path) {
-  return path.substr(path.rfind('/') + 1);
-}
-
 void warn(const std::string& message) {
   std::fprintf(stderr, "kinetrace run: %s\n", message.c_str());
 }
 
 void setVariable(const char* name, const std::string& value) {
   ::setenv(name, value.c_str(), 1);
-}
-
-// The traces of one run in `dir`, each with its summary when there is one.
-struct RunTrace {
-  std::string path;
-  bool hasSummary = false;
-  detail::Summary summary;
-};
-
-std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& runId) {
-  std::vector<RunTrace> traces;
-  const std::string prefix = "kinetrace-" + runId + "-";
-  for (const std::string& name : listDirectory(dir)) {
-    if (name.rfind(prefix, 0) != 0 || !endsWith(name, ".json") || endsWith(name, ".summary.json"))
-      continue;
-    RunTrace trace;
-    trace.path = dir + "/" + name;
-    std::string text = readFile(inject::summaryPathFor(trace.path));
-    if (!text.empty()) {
-      try {
-        trace.summary = detail::summaryFromJson(text);
-        trace.summary.traceFile = trace.path;
-        trace.hasSummary = true;
-      } catch (const Error&) {
-        // Listed without its summary.
-      }
-    }
-    traces.push_back(std::move(trace));
-  }
-  return traces;
-}
-
-std::string oneLine(const RunTrace& trace) {
-  std::string line = "  " + baseName(trace.path);
-  if (!trace.hasSummary) return line + "   (no summary)";
-  const detail::Summary& s = trace.summary;
-  char text[160];
-  std::snprintf(
-      text, sizeof text, "   %s GPU busy %.1f%%, %llu kernels",
-      s.worldSize > 1 && s.rank >= 0 ? ("rank " + std::to_string(s.rank) + ",").c_str() : "",
-      s.utilisation * 100.0, static_cast<unsigned long long>(s.kernelCount));
-  return line + text;
-}
-
-void printRunReport(const std::vector<RunTrace>& traces, const std::string& dir,
-                    const RunOptions& options) {
-  if (traces.empty()) {
-    std::fprintf(stderr,
-                 "kinetrace: no trace was written. A process is traced from its first CUDA call "
-                 "(cuInit): this program made none, recorded nothing after it, or was killed "
-                 "(SIGKILL, a crash) before it could save%s.\n",
-                 options.delay.empty() ? "" : ", or it ended before --delay passed");
-    return;
-  }
-  std::fprintf(stderr, "kinetrace: %zu trace%s in %s/\n", traces.size(),
-               traces.size() == 1 ? "" : "s", dir.c_str());
-  for (const RunTrace& trace : traces) std::fprintf(stderr, "%s\n", oneLine(trace).c_str());
-  if (!options.printSummary) return;
-  // One screen: every summary for one or two traces, the first one's for a bigger job.
-  std::size_t shown = traces.size() <= 2 ? traces.size() : 1;
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (!traces[i].hasSummary) continue;
-    std::fprintf(stderr, "\n%s",
-                 detail::formatSummary(traces[i].summary, options.topKernels).c_str());
-  }
-  if (shown < traces.size()) {
-    std::fprintf(stderr, "\n(kinetrace summary %s/ prints all %zu summaries)\n", dir.c_str(),
-                 traces.size());
-  }
 }
 
 // Sets the variables the injected processes read. Options given on the command line win
@@ -374,7 +267,12 @@ int runCommand(const RunOptions& options) {
     std::fprintf(stderr, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
                  signalName(WTERMSIG(status)).c_str());
   }
-  printRunReport(tracesOfRun(outputDir, runId), outputDir, options);
+  std::fputs(runReport(tracesOfRun(outputDir, runId), inject::readManifest(outputDir, runId),
+                       outputDir, options)
+                 .c_str(),
+             stderr);
+  // The manifest is the run's scratch: what it said is in the report now.
+  ::unlink(inject::manifestPath(outputDir, runId).c_str());
   return exitCode;
 }
 

@@ -10,11 +10,14 @@
 //     exit N        std::exit(N) from a second thread
 //     sigterm       sends itself SIGTERM
 //     sigint        sends itself SIGINT
+//     fsize BYTES   no file it writes may grow past BYTES (RLIMIT_FSIZE, SIGXFSZ ignored,
+//                   so a write fails with EFBIG): a disk that fills up, even for root
 //   then returns 0 from main.
 
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +96,14 @@ int main(int argc, char** argv) {
       kill(getpid(), SIGTERM);
       std::this_thread::sleep_for(std::chrono::seconds(10));
       return 98;  // not reached: the signal ends the process
+    } else if (action == "fsize" && i + 1 < argc) {
+      signal(SIGXFSZ, SIG_IGN);
+      rlimit limit{};
+      limit.rlim_cur = limit.rlim_max = std::strtoull(argv[++i], nullptr, 10);
+      if (setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+        std::perror("fake_cuda_app: setrlimit");
+        return 4;
+      }
     } else if (action == "sigint") {
       kill(getpid(), SIGINT);
       std::this_thread::sleep_for(std::chrono::seconds(10));
