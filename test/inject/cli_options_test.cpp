@@ -167,6 +167,7 @@ TEST(CliOptionsTest, HelpTextsDescribeTheirCommand) {
     EXPECT_CONTAINS(runHelp(), option);
   }
   EXPECT_EQ(runHelp().find("buffer-mb"), std::string::npos) << "the per-buffer caps are gone";
+  EXPECT_CONTAINS(runHelp(), "SIGTERM or SIGHUP sent to kinetrace");
   EXPECT_CONTAINS(summaryHelp(), "--top N");
   EXPECT_EQ(helpFor("run"), runHelp());
   EXPECT_EQ(helpFor(""), mainHelp());

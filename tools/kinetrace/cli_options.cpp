@@ -279,6 +279,10 @@ status; kinetrace prints to stderr only, after the program has exited: where eac
 and a summary (GPU busy time, top kernels, memcpy volume, dropped records), and why any
 process that was traced wrote no trace (a save that failed, say on a full disk).
 
+SIGTERM or SIGHUP sent to kinetrace, and SIGINT or SIGQUIT sent to it by a process (kill),
+are passed on to the program; Ctrl-C at the terminal reaches the program directly. Either
+way kinetrace waits for the program to end, then reports.
+
 options:
   -o, --output DIR          directory for the traces (created if needed; default
                             kinetrace-traces). Files are named

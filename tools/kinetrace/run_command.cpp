@@ -1,7 +1,5 @@
 #include "run_command.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include "inject/trace_naming.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "program_runner.h"
 #include "run_report.h"
 
 extern char** environ;
@@ -54,12 +53,6 @@ std::string newRunId() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
   return std::string(stamp) + "-" + std::to_string(::getpid());
-}
-
-std::string signalName(int signal) {
-  const char* description = strsignal(signal);
-  return std::to_string(signal) +
-         (description != nullptr ? std::string(" (") + description + ")" : "");
 }
 
 void warn(const std::string& message) {
@@ -103,68 +96,6 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     }
     setVariable(name, library);
   }
-}
-
-// Runs the program and returns its wait status. The program stays in kinetrace's process
-// group, so the terminal's Ctrl-C reaches it directly; kinetrace ignores SIGINT and SIGQUIT
-// meanwhile (as system(3) does) so it lives to report the traces.
-int runProgram(const std::string& path, const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-
-  int execFailed[2];
-  if (::pipe2(execFailed, O_CLOEXEC) != 0) {
-    throw UsageError(
-        std::string("kinetrace run: cannot start the program: pipe: ") + std::strerror(errno), 126);
-  }
-  struct sigaction ignore {
-  }, oldInt{}, oldQuit{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &oldInt);
-  sigaction(SIGQUIT, &ignore, &oldQuit);
-
-  pid_t child = ::fork();
-  if (child == 0) {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGQUIT, &oldQuit, nullptr);
-    ::close(execFailed[0]);
-    ::execv(path.c_str(), args.data());
-    int error = errno;
-    ssize_t ignored = ::write(execFailed[1], &error, sizeof error);
-    (void)ignored;
-    ::_exit(127);
-  }
-  ::close(execFailed[1]);
-  auto restore = [&] {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGQUIT, &oldQuit, nullptr);
-  };
-  if (child < 0) {
-    int error = errno;
-    restore();
-    ::close(execFailed[0]);
-    throw UsageError(
-        std::string("kinetrace run: cannot start the program: fork: ") + std::strerror(error), 126);
-  }
-  // The pipe closes on a successful exec; otherwise it carries exec's errno.
-  int execError = 0;
-  ssize_t got;
-  do {
-    got = ::read(execFailed[0], &execError, sizeof execError);
-  } while (got < 0 && errno == EINTR);
-  ::close(execFailed[0]);
-
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  restore();
-  if (got == static_cast<ssize_t>(sizeof execError)) {
-    throw UsageError("kinetrace run: cannot run '" + path + "': " + std::strerror(execError),
-                     execError == ENOENT ? 127 : 126);
-  }
-  return status;
 }
 
 }  // namespace
