@@ -64,6 +64,11 @@ class TempDir {
     }
     return found;
   }
+  // Whether a run manifest is left in traces/ (the command deletes it after its report).
+  bool hasManifest() const {
+    return readFileOf("ls -1 '" + path_ + "/traces' 2>/dev/null").find(".manifest") !=
+           std::string::npos;
+  }
 
  private:
   static std::string readFileOf(const std::string& command) {
@@ -334,17 +339,6 @@ std::vector<std::string> linesStartingWith(const std::string& text, const std::s
   return found;
 }
 
-bool hasManifest(const TempDir& dir) {
-  std::string listing;
-  if (FILE* pipe = ::popen(("ls -1 '" + dir.path() + "/traces'").c_str(), "r")) {
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) listing.append(buffer, n);
-    ::pclose(pipe);
-  }
-  return listing.find(".manifest") != std::string::npos;
-}
-
 TEST(KinetraceRunTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
   TempDir dir;
   // The traced process may write no file past 2000 bytes: its trace's save fails as on a
@@ -359,7 +353,7 @@ TEST(KinetraceRunTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
                                    "/traces/kinetrace-");
   EXPECT_CONTAINS(failures[0], ".json: File too large");
   EXPECT_EQ(r.err.find("made none"), std::string::npos) << "it did make CUDA calls:\n" << r.err;
-  EXPECT_FALSE(hasManifest(dir)) << "the manifest is the run's scratch";
+  EXPECT_FALSE(dir.hasManifest()) << "the manifest is the run's scratch";
 }
 
 TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
@@ -370,7 +364,7 @@ TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
   ASSERT_EQ(lines.size(), 1u) << r.err;
   EXPECT_CONTAINS(lines[0], " started CUDA but recorded no activity, so wrote no trace");
   EXPECT_EQ(r.err.find("made none"), std::string::npos) << r.err;
-  EXPECT_FALSE(hasManifest(dir));
+  EXPECT_FALSE(dir.hasManifest());
 }
 
 TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
@@ -378,7 +372,7 @@ TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
   EXPECT_TRUE(linesStartingWith(r.err, "kinetrace: pid ").empty()) << r.err;
-  EXPECT_FALSE(hasManifest(dir));
+  EXPECT_FALSE(dir.hasManifest());
 }
 
 TEST(KinetraceRunTest, SigtermSavesACompleteTraceAndEndsTheProgramWithTheSignal) {

@@ -40,7 +40,9 @@ int waitForProgram(pid_t child, const sigset_t& awaited) {
     int status = 0;
     const pid_t ended = ::waitpid(child, &status, WNOHANG);
     if (ended == child) return status;
-    if (ended < 0 && errno != EINTR) return 0;  // ECHILD: someone else reaped it
+    // ECHILD: reaped elsewhere (SIGCHLD is not ignored here, so not by the kernel); its
+    // status is lost.
+    if (ended < 0 && errno != EINTR) return 0;
     siginfo_t info{};
     if (::sigwaitinfo(&awaited, &info) < 0 || info.si_signo == SIGCHLD) continue;
     if (!isForTheProgram(info)) continue;
