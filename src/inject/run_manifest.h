@@ -38,7 +38,7 @@ struct ManifestEntry {
 std::string manifestPath(const std::string& dir, const std::string& runId);
 
 // Appends one line with a single write() on an O_APPEND descriptor: lines from processes
-// appending at once never interleave, because a line is kept under PIPE_BUF bytes (the
+// appending at once never interleave, because a line is kept to PIPE_BUF bytes at most (the
 // message is cut short first, then the path). Never throws; returns false when the line
 // could not be written (no such directory, disk full) or dir or runId is unusable.
 bool appendManifest(const std::string& dir, const std::string& runId,

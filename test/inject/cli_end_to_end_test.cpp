@@ -367,6 +367,19 @@ TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
   EXPECT_FALSE(dir.hasManifest());
 }
 
+TEST(KinetraceRunTest, AProcessWhoseTracingIsOffIsReportedWithTheReason) {
+  TempDir dir;
+  // Checked by the command before the program starts, a variable the program sets itself
+  // is seen only by the injection, which then does not trace the process.
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "setenv", "KINETRACE_BOGUS", "1", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(dir.traces().empty());
+  std::vector<std::string> lines = linesStartingWith(r.err, "kinetrace: pid ");
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_CONTAINS(lines[0], " was not traced: environment variable KINETRACE_BOGUS: unknown key");
+  EXPECT_EQ(r.err.find("made none"), std::string::npos) << r.err;
+}
+
 TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
   TempDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));

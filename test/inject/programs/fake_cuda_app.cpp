@@ -3,7 +3,8 @@
 // NVTX calls through the real NVTX headers, which load NVTX_INJECTION64_PATH on their own.
 // It links nothing of kinetrace and nothing of CUDA.
 //
-//   fake_cuda_app [ACTION...]
+//   fake_cuda_app [setenv NAME VALUE]... [ACTION...]
+//     setenv        (before the first CUDA call) sets a variable, as a program may
 //     nvtx          push/pop, start/end (one ended on another thread), marks, a domain
 //     sleep MS      sleeps
 //     fork          forks a child that makes NVTX calls and exits through exit()
@@ -73,8 +74,12 @@ void nvtxWork() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  int first = 1;
+  for (; first + 2 < argc && std::strcmp(argv[first], "setenv") == 0; first += 3) {
+    setenv(argv[first + 1], argv[first + 2], 1);
+  }
   if (initializeInjectionLikeTheDriver() != 0) return 3;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     std::string action = argv[i];
     if (action == "nvtx") {
       nvtxWork();
