@@ -13,10 +13,12 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "support/log.h"
 #include "inject/nvtx_injection.h"
 #include "inject/process_hooks.h"
+#include "inject/run_manifest.h"
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
 
@@ -64,6 +66,21 @@ std::string makeDirectories(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return path + ": not a directory";
   return "";
+}
+
+// Tells `kinetrace run` what became of this process's recording (run_manifest.h); the
+// message is `context` + `why`. Without a run id no command is waiting to read it.
+void noteOutcome(const ControllerOptions& options, const std::string& dir, ManifestEvent event,
+                 int window, std::string_view path = {}, std::string_view context = {},
+                 std::string_view why = {}) noexcept {
+  if (options.config.runId.empty()) return;
+  try {
+    ManifestEntry entry{event, options.naming.pid, window, std::string(path),
+                        std::string(context) + std::string(why)};
+    appendManifest(dir, options.config.runId, entry);
+  } catch (...) {
+    // Out of memory copying the entry: the report will lack this outcome.
+  }
 }
 
 const char* captureName(const Config& config) {
@@ -164,6 +181,7 @@ void Controller::begin() {
     }
   } catch (const std::exception& error) {
     log(LogLevel::Error, "tracing is off for this process: {}", error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, 0, "", "", error.what());
     state_ = State::Done;
   }
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
@@ -184,6 +202,8 @@ void Controller::startLocked(const char* why) {
     profiler_->start(path);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not start: {}", error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, windows_ + 1, "",
+                "recording could not start: ", error.what());
     state_ = State::Done;
     return;
   }
@@ -206,6 +226,8 @@ void Controller::stopLocked() {
     pending_.push_back(PendingSave{std::move(trace), windows_, ""});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, windows_, "",
+                "recording could not stop cleanly: ", error.what());
   }
   stopAtNs_ = 0;
 }
@@ -348,21 +370,27 @@ void Controller::save(PendingSave& pending) {
   if (!trace.saveError().empty()) {
     log(LogLevel::Error, "the trace of window {} could not be written to {}: {}", pending.window, path,
         trace.saveError());
+    noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, pending.window, path, "",
+                trace.saveError());
     return;
   }
   if (recordedNothing(trace.stats())) {
     log(LogLevel::Info, "window {} recorded no activity: no trace written", pending.window);
     if (!path.empty()) ::unlink(path.c_str());
+    noteOutcome(options_, outputDir_, ManifestEvent::NothingRecorded, pending.window);
     return;
   }
   try {
     // The summary follows its trace, so a summary never names a trace that is not there.
     internal::writeFileAtomically(summaryPathFor(path), internal::summaryJson(trace, path));
+    noteOutcome(options_, outputDir_, ManifestEvent::Saved, pending.window, path);
     std::lock_guard<std::mutex> lock(savesMutex_);
     saved_.push_back(path);
     log(LogLevel::Info, "trace written to {}", path);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "the summary of window {} could not be saved: {}", pending.window, error.what());
+    noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, pending.window, path, "",
+                error.what());
   }
 }
 

@@ -20,6 +20,7 @@
 #include "inject/controller.h"
 #include "inject/nvtx_injection.h"
 #include "inject/process_hooks.h"
+#include "inject/run_manifest.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 
@@ -100,6 +101,18 @@ int initializeCuda() noexcept {
     std::atexit(&finishAtExit);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "kinetrace: tracing is off for this process: %s\n", error.what());
+    // For `kinetrace run`'s report; read from the environment, since reading it may be
+    // what failed.
+    const char* runId = std::getenv("KINETRACE_RUN_ID");
+    const char* output = std::getenv("KINETRACE_OUTPUT");
+    try {
+      if (runId != nullptr && *runId != '\0') {
+        appendManifest(output != nullptr && *output != '\0' ? output : ".", runId,
+                       {ManifestEvent::TracingOff, getpid(), 0, "", error.what()});
+      }
+    } catch (...) {
+      // Out of memory: the report lacks this process; its CUDA start must not fail.
+    }
   }
   // Tracing problems never fail the program's CUDA initialisation.
   return 1;

@@ -5,16 +5,25 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include "kinetrace/config.h"
+#include "kinetrace/error.h"
 
 namespace {
 
@@ -22,6 +31,8 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 
 struct Result {
   int exitCode = -1;  // the status a shell would show: 128+N for a signal
+  int signal = 0;     // the signal that ended it; 0 when it exited
+  bool timedOut = false;
   std::string out;
   std::string err;
 };
@@ -53,6 +64,11 @@ class TempDir {
     }
     return found;
   }
+  // Whether a run manifest is left in traces/ (the command deletes it after its report).
+  bool hasManifest() const {
+    return readFileOf("ls -1 '" + path_ + "/traces' 2>/dev/null").find(".manifest") !=
+           std::string::npos;
+  }
 
  private:
   static std::string readFileOf(const std::string& command) {
@@ -68,43 +84,83 @@ class TempDir {
   std::string path_;
 };
 
-// Runs argv with extra environment, `input` on stdin; collects stdout and stderr.
+// A command started in the background with extra environment, `input` on stdin, stdout and
+// stderr collected in files. `inChild` runs in the child just before exec.
+class Started {
+ public:
+  Started(const std::vector<std::string>& argv, const Env& env = {}, const std::string& input = "",
+          const std::function<void()>& inChild = {}) {
+    std::ofstream(in()) << input;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int inFd = ::open(in().c_str(), O_RDONLY);
+      int outFd = ::open(out().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int errFd = ::open(err().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(inFd, 0);
+      ::dup2(outFd, 1);
+      ::dup2(errFd, 2);
+      // The tests' own environment must not leak kinetrace settings into the runs.
+      for (const char* name :
+           {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
+        ::unsetenv(name);
+      }
+      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+      // As from a terminal: a shell starts background jobs with SIGINT ignored, and an
+      // ignored SIGINT is (rightly) left ignored by the traced program.
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGQUIT, SIG_DFL);
+      if (inChild) inChild();
+      std::vector<char*> args;
+      for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(111);
+    }
+  }
+  ~Started() {
+    if (pid_ > 0) wait(std::chrono::seconds(0));
+  }
+  Started(const Started&) = delete;
+  Started& operator=(const Started&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Waits for the command to end. One still running after `limit` is killed (SIGKILL) and
+  // its Result says timedOut.
+  Result wait(std::chrono::seconds limit = std::chrono::seconds(600)) {
+    Result result;
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        result.timedOut = true;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval
+    }
+    pid_ = -1;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = readFile(out());
+    result.err = readFile(err());
+    return result;
+  }
+
+ private:
+  std::string in() const { return io_.path() + "/in"; }
+  std::string out() const { return io_.path() + "/out"; }
+  std::string err() const { return io_.path() + "/err"; }
+
+  TempDir io_;
+  pid_t pid_ = -1;
+};
+
+// Runs argv to its end with extra environment, `input` on stdin; collects stdout and stderr.
 Result run(const std::vector<std::string>& argv, const Env& env = {},
            const std::string& input = "") {
-  TempDir io;
-  const std::string in = io.path() + "/in", out = io.path() + "/out", err = io.path() + "/err";
-  std::ofstream(in) << input;
-  pid_t child = ::fork();
-  if (child == 0) {
-    int inFd = ::open(in.c_str(), O_RDONLY);
-    int outFd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int errFd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(inFd, 0);
-    ::dup2(outFd, 1);
-    ::dup2(errFd, 2);
-    // The tests' own environment must not leak kinetrace settings into the runs.
-    for (const char* name :
-         {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
-      ::unsetenv(name);
-    }
-    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-    // As from a terminal: a shell starts background jobs with SIGINT ignored, and an
-    // ignored SIGINT is (rightly) left ignored by the traced program.
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGQUIT, SIG_DFL);
-    std::vector<char*> args;
-    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(111);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  Result result;
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = readFile(out);
-  result.err = readFile(err);
-  return result;
+  return Started(argv, env, input).wait();
 }
 
 std::vector<std::string> kinetraceRun(const TempDir& dir, std::vector<std::string> options,
@@ -173,6 +229,20 @@ TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
   EXPECT_EQ(r.out, dir.path() + "/traces\n");
 }
 
+TEST(KinetraceRunTest, MemoryMbReachesTheProgramAsKinetraceMemoryMb) {
+  try {
+    kinetrace::Config().set("memory_mb", "64");
+  } catch (const kinetrace::Error&) {
+    GTEST_SKIP() << "the library has no memory_mb key yet: the command's environment check "
+                    "(Config::fromEnvironment) refuses KINETRACE_MEMORY_MB until it has";
+  }
+  TempDir dir;
+  Result r = run(
+      kinetraceRun(dir, {"--memory-mb", "64"}, {HOST_ONLY_PROGRAM, "env", "KINETRACE_MEMORY_MB"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "64\n");
+}
+
 TEST(KinetraceRunTest, AMissingProgramIsAnErrorWithStatus127) {
   Result r = run({KINETRACE_CLI, "run", "--", "/nonexistent"});
   EXPECT_EQ(r.exitCode, 127);
@@ -192,6 +262,25 @@ TEST(KinetraceRunTest, CommandLineMistakesAreReportedWithStatus2) {
   r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_BOGUS", "1"}});
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_CONTAINS(r.err, "KINETRACE_BOGUS");
+}
+
+// Library messages carry no prefix of their own (or lose it on the way out): the command
+// adds exactly one.
+TEST(KinetraceRunTest, ErrorsFromTheLibraryArePrintedWithOnePrefix) {
+  Result r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_BOGUS", "1"}});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.err.rfind("kinetrace run: environment variable KINETRACE_BOGUS: unknown key", 0), 0u)
+      << r.err;
+  r = run({KINETRACE_CLI, "run", "--delay", "soon", "--", HOST_ONLY_PROGRAM});
+  EXPECT_EQ(r.err.rfind("kinetrace run: --delay soon: delay must be a duration", 0), 0u) << r.err;
+
+  TempDir dir;
+  const std::string notASummary = dir.path() + "/x.summary.json";
+  std::ofstream(notASummary) << "{}";
+  r = run({KINETRACE_CLI, "summary", notASummary});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.err.rfind("kinetrace summary: " + notASummary + ": not a kinetrace summary", 0), 0u)
+      << r.err;
 }
 
 TEST(KinetraceRunTest, HelpIsPrintedForEveryCommand) {
@@ -238,6 +327,65 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
           << "an async range: on its own track";
     }
   }
+}
+
+// The lines of `text` that start with `prefix`.
+std::vector<std::string> linesStartingWith(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) found.push_back(line);
+  }
+  return found;
+}
+
+TEST(KinetraceRunTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
+  TempDir dir;
+  // The traced process may write no file past 2000 bytes: its trace's save fails as on a
+  // full disk (EFBIG), for root too; the manifest's short lines still fit.
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "fsize", "2000", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(dir.traces().empty());
+  EXPECT_CONTAINS(r.err, "kinetrace: no trace was written to " + dir.path() + "/traces/\n");
+  std::vector<std::string> failures = linesStartingWith(r.err, "kinetrace: pid ");
+  ASSERT_EQ(failures.size(), 1u) << r.err;
+  EXPECT_CONTAINS(failures[0], " could not save its trace: cannot write trace to " + dir.path() +
+                                   "/traces/kinetrace-");
+  EXPECT_CONTAINS(failures[0], ".json: File too large");
+  EXPECT_EQ(r.err.find("made none"), std::string::npos) << "it did make CUDA calls:\n" << r.err;
+  EXPECT_FALSE(dir.hasManifest()) << "the manifest is the run's scratch";
+}
+
+TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> lines = linesStartingWith(r.err, "kinetrace: pid ");
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_CONTAINS(lines[0], " started CUDA but recorded no activity, so wrote no trace");
+  EXPECT_EQ(r.err.find("made none"), std::string::npos) << r.err;
+  EXPECT_FALSE(dir.hasManifest());
+}
+
+TEST(KinetraceRunTest, AProcessWhoseTracingIsOffIsReportedWithTheReason) {
+  TempDir dir;
+  // Checked by the command before the program starts, a variable the program sets itself
+  // is seen only by the injection, which then does not trace the process.
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "setenv", "KINETRACE_BOGUS", "1", "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(dir.traces().empty());
+  std::vector<std::string> lines = linesStartingWith(r.err, "kinetrace: pid ");
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_CONTAINS(lines[0], " was not traced: environment variable KINETRACE_BOGUS: unknown key");
+  EXPECT_EQ(r.err.find("made none"), std::string::npos) << r.err;
+}
+
+TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
+  TempDir dir;
+  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  EXPECT_TRUE(linesStartingWith(r.err, "kinetrace: pid ").empty()) << r.err;
+  EXPECT_FALSE(dir.hasManifest());
 }
 
 TEST(KinetraceRunTest, SigtermSavesACompleteTraceAndEndsTheProgramWithTheSignal) {
@@ -309,6 +457,116 @@ TEST(KinetraceRunTest, SummaryCommandReprintsTheSummaries) {
   EXPECT_EQ(byTrace.out, s.out);
   Result none = run({KINETRACE_CLI, "summary", dir.path()});
   EXPECT_EQ(none.exitCode, 1);
+}
+
+// ---- signals sent to kinetrace --------------------------------------------------------
+
+// `kinetrace run -- host_only_program wait DIR` in the background: the program notes each
+// signal it gets in DIR and dies of it.
+class WaitingProgram {
+ public:
+  explicit WaitingProgram(const std::function<void()>& inChild = {})
+      : kinetrace_(kinetraceRun(dir_, {}, {HOST_ONLY_PROGRAM, "wait", dir_.path()}), {}, "",
+                   inChild) {}
+  // Never leaves the program behind, whatever kinetrace did with the signal.
+  ~WaitingProgram() {
+    kinetrace_.wait(std::chrono::seconds(0));
+    if (programPid_ > 0 && isStillTheProgram()) ::kill(programPid_, SIGKILL);
+  }
+
+  pid_t kinetracePid() const { return kinetrace_.pid(); }
+
+  // Polls (10 s at most) until the program's handlers are in place; its pid, or 0.
+  pid_t awaitReady() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::ifstream ready(dir_.path() + "/ready");
+      if (ready >> programPid_) return programPid_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval
+    }
+    return 0;
+  }
+
+  Result finish() { return kinetrace_.wait(std::chrono::seconds(10)); }
+
+  bool programGot(int signal) const {
+    return std::ifstream(dir_.path() + "/got-" + std::to_string(signal)).good();
+  }
+
+ private:
+  // Whether the pid still names our program (pids are reused once it is reaped).
+  bool isStillTheProgram() const {
+    std::string cmdline = readFile("/proc/" + std::to_string(programPid_) + "/cmdline");
+    return cmdline.find(dir_.path()) != std::string::npos;
+  }
+
+  TempDir dir_;
+  Started kinetrace_;
+  pid_t programPid_ = 0;
+};
+
+// Sends `signal` to kinetrace alone: the program must get it and die of it, and kinetrace
+// report and exit with 128 + signal, not die of the signal itself.
+void expectPassedOnToTheProgram(int signal) {
+  WaitingProgram program;
+  const pid_t pid = program.awaitReady();
+  ASSERT_GT(pid, 0) << "the program never got ready";
+  ASSERT_EQ(::kill(program.kinetracePid(), signal), 0);
+  Result r = program.finish();
+  ASSERT_FALSE(r.timedOut) << "kinetrace still waits for the program:\n" << r.err;
+  EXPECT_TRUE(program.programGot(signal)) << "the program never got signal " << signal;
+  EXPECT_EQ(r.signal, 0) << "kinetrace died of the signal instead of reporting:\n" << r.err;
+  EXPECT_EQ(r.exitCode, 128 + signal) << r.err;
+  EXPECT_CONTAINS(r.err, "kinetrace: signal " + std::to_string(signal) + " (" + strsignal(signal) +
+                             ") received: passed on to the program (pid " + std::to_string(pid) +
+                             ")\n");
+  EXPECT_CONTAINS(r.err, "host_only_program was ended by signal " + std::to_string(signal));
+}
+
+TEST(KinetraceRunTest, SigtermSentToKinetraceIsPassedOnToTheProgram) {
+  expectPassedOnToTheProgram(SIGTERM);
+}
+
+TEST(KinetraceRunTest, SighupSentToKinetraceIsPassedOnToTheProgram) {
+  expectPassedOnToTheProgram(SIGHUP);
+}
+
+TEST(KinetraceRunTest, SigintSentToKinetraceAloneIsPassedOnToTheProgram) {
+  expectPassedOnToTheProgram(SIGINT);
+}
+
+TEST(KinetraceRunTest, SigquitSentToKinetraceAloneIsPassedOnToTheProgram) {
+  expectPassedOnToTheProgram(SIGQUIT);
+}
+
+// Ctrl-C typed at a terminal: the terminal signals the whole foreground process group, so
+// the program gets it directly and kinetrace, which gets its own copy, passes nothing on.
+TEST(KinetraceRunTest, CtrlCAtTheTerminalReachesTheProgramOnceAndKinetraceReports) {
+  const int terminal = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(terminal, 0) << std::strerror(errno);
+  ASSERT_EQ(::grantpt(terminal), 0);
+  ASSERT_EQ(::unlockpt(terminal), 0);
+  const std::string side = ::ptsname(terminal);
+  // kinetrace in a session of its own whose controlling terminal is the pty: its process
+  // group, with the program in it, is the terminal's foreground group.
+  WaitingProgram program([&side] {
+    ::setsid();
+    int fd = ::open(side.c_str(), O_RDWR);
+    ::ioctl(fd, TIOCSCTTY, 0);
+    ::dup2(fd, 0);
+    ::close(fd);
+  });
+  ASSERT_GT(program.awaitReady(), 0) << "the program never got ready";
+  ASSERT_EQ(::write(terminal, "\x03", 1), 1);  // Ctrl-C
+  Result r = program.finish();
+  ::close(terminal);
+  ASSERT_FALSE(r.timedOut) << r.err;
+  EXPECT_TRUE(program.programGot(SIGINT));
+  EXPECT_EQ(r.signal, 0) << "kinetrace lives to report";
+  EXPECT_EQ(r.exitCode, 128 + SIGINT) << r.err;
+  EXPECT_CONTAINS(r.err, "host_only_program was ended by signal 2");
+  EXPECT_EQ(r.err.find("passed on"), std::string::npos) << "the program had its own copy:\n"
+                                                        << r.err;
 }
 
 }  // namespace

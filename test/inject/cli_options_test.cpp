@@ -56,9 +56,7 @@ TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
                                 "--duration=2s",
                                 "--log-level",
                                 "info",
-                                "--host-buffer-mb=64",
-                                "--gpu-buffer-mb",
-                                "32",
+                                "--memory-mb=64",
                                 "--no-nvtx",
                                 "--no-summary",
                                 "--top",
@@ -73,8 +71,7 @@ TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
   EXPECT_EQ(r.delay, "5s");
   EXPECT_EQ(r.duration, "2s");
   EXPECT_EQ(r.logLevel, "info");
-  EXPECT_EQ(r.hostBufferMb, "64");
-  EXPECT_EQ(r.gpuBufferMb, "32");
+  EXPECT_EQ(r.memoryMb, "64");
   EXPECT_FALSE(r.nvtx);
   EXPECT_FALSE(r.printSummary);
   EXPECT_EQ(r.topKernels, 3u);
@@ -114,9 +111,31 @@ TEST(CliOptionsTest, BadValuesAreReportedByOptionBeforeAnythingRuns) {
   EXPECT_CONTAINS(messageOf({"run", "--capture-range", "nvtx", "x"}),
                   "capture_range must be none or cudaProfilerApi");
   EXPECT_CONTAINS(messageOf({"run", "--log-level", "chatty", "x"}), "--log-level chatty");
-  EXPECT_CONTAINS(messageOf({"run", "--gpu-buffer-mb", "0", "x"}), "--gpu-buffer-mb 0");
   EXPECT_CONTAINS(messageOf({"run", "--top", "many", "x"}), "--top needs a whole number");
   EXPECT_CONTAINS(messageOf({"run", "--output=", "x"}), "--output needs a directory");
+}
+
+TEST(CliOptionsTest, MemoryMbIsOneCapOnTheTracersWholeMemory) {
+  EXPECT_EQ(parseCommandLine({"run", "--memory-mb", "1", "x"}).run.memoryMb, "1");
+  EXPECT_EQ(parseCommandLine({"run", "--memory-mb=1048576", "x"}).run.memoryMb, "1048576");
+  EXPECT_TRUE(parseCommandLine({"run", "x"}).run.memoryMb.empty()) << "the library's default";
+}
+
+TEST(CliOptionsTest, MemoryMbMustBeAWholeNumberFrom1To1048576) {
+  for (const char* bad : {"0", "1048577", "-1", "1.5", "64MB", " 64", "many", ""}) {
+    UsageError error = errorOf({"run", "--memory-mb", bad, "x"});
+    EXPECT_EQ(error.exitCode(), 2) << bad;
+    EXPECT_EQ(std::string(error.what()),
+              std::string("kinetrace run: --memory-mb ") + bad +
+                  ": needs a whole number of megabytes from 1 to 1048576");
+  }
+}
+
+TEST(CliOptionsTest, ThePerBufferCapsAreNoLongerOptions) {
+  EXPECT_CONTAINS(messageOf({"run", "--host-buffer-mb", "64", "x"}),
+                  "unknown option '--host-buffer-mb'");
+  EXPECT_CONTAINS(messageOf({"run", "--gpu-buffer-mb=64", "x"}),
+                  "unknown option '--gpu-buffer-mb=64'");
 }
 
 TEST(CliOptionsTest, ProfilerApiCaptureCannotBeCombinedWithATimeWindow) {
@@ -144,9 +163,11 @@ TEST(CliOptionsTest, HelpTextsDescribeTheirCommand) {
   EXPECT_CONTAINS(mainHelp(), "kinetrace run [options] [--] PROGRAM");
   EXPECT_CONTAINS(mainHelp(), "kinetrace summary");
   for (const char* option : {"--output", "--activities", "--delay", "--duration", "--capture-range",
-                             "--no-nvtx", "--log-level", "exit status"}) {
+                             "--no-nvtx", "--log-level", "--memory-mb N", "exit status"}) {
     EXPECT_CONTAINS(runHelp(), option);
   }
+  EXPECT_EQ(runHelp().find("buffer-mb"), std::string::npos) << "the per-buffer caps are gone";
+  EXPECT_CONTAINS(runHelp(), "SIGTERM or SIGHUP sent to kinetrace");
   EXPECT_CONTAINS(summaryHelp(), "--top N");
   EXPECT_EQ(helpFor("run"), runHelp());
   EXPECT_EQ(helpFor(""), mainHelp());

@@ -4,13 +4,12 @@
 #include <charconv>
 #include <string_view>
 
+#include "error_text.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 
 namespace kinetrace::cli {
 namespace {
-
-constexpr std::string_view kConfigPrefix = "kinetrace config: ";
 
 struct OptionSpec {
   const char* longName;   // "--output"
@@ -26,8 +25,7 @@ constexpr OptionSpec kRunOptions[] = {
     {"--duration", nullptr, true},
     {"--capture-range", nullptr, true},
     {"--log-level", nullptr, true},
-    {"--host-buffer-mb", nullptr, true},
-    {"--gpu-buffer-mb", nullptr, true},
+    {"--memory-mb", nullptr, true},
     {"--no-nvtx", nullptr, false},
     {"--no-summary", nullptr, false},
     {"--top", nullptr, true},
@@ -96,9 +94,8 @@ void checkConfigValue(const char* option, const char* key, const std::string& va
     Config config;
     config.set(key, value);
   } catch (const Error& error) {
-    std::string message = error.what();
-    if (message.rfind(kConfigPrefix, 0) == 0) message.erase(0, kConfigPrefix.size());
-    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " + message);
+    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " +
+                     withoutKinetracePrefix(error.what()));
   }
 }
 
@@ -111,6 +108,19 @@ std::size_t parseCount(const char* command, const char* option, const std::strin
                      " needs a whole number 0..1000, got '" + value + "'");
   }
   return parsed;
+}
+
+// 1 MB .. 1 TB: below that nothing can be recorded, above it is a typo.
+std::string checkMemoryMb(const std::string& value) {
+  constexpr std::size_t kMaxMb = 1024 * 1024;
+  std::size_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() || parsed < 1 ||
+      parsed > kMaxMb) {
+    throw UsageError("kinetrace run: --memory-mb " + value +
+                     ": needs a whole number of megabytes from 1 to " + std::to_string(kMaxMb));
+  }
+  return value;
 }
 
 Command parseRun(const std::vector<std::string>& args) {
@@ -152,12 +162,8 @@ Command parseRun(const std::vector<std::string>& args) {
     } else if (name == "--log-level") {
       checkConfigValue("--log-level", "log_level", value);
       run.logLevel = value;
-    } else if (name == "--host-buffer-mb") {
-      checkConfigValue("--host-buffer-mb", "host_buffer_mb", value);
-      run.hostBufferMb = value;
-    } else if (name == "--gpu-buffer-mb") {
-      checkConfigValue("--gpu-buffer-mb", "gpu_buffer_mb", value);
-      run.gpuBufferMb = value;
+    } else if (name == "--memory-mb") {
+      run.memoryMb = checkMemoryMb(value);
     } else if (name == "--no-nvtx") {
       run.nvtx = false;
     } else if (name == "--no-summary") {
@@ -270,7 +276,12 @@ Runs PROGRAM with kinetrace's injection library loaded by the CUDA driver, and w
 trace per process that uses CUDA (the program and any child process it starts: torchrun
 workers, data-loader workers). The program keeps its stdin, stdout, stderr, signals and exit
 status; kinetrace prints to stderr only, after the program has exited: where each trace went
-and a summary (GPU busy time, top kernels, memcpy volume, dropped records).
+and a summary (GPU busy time, top kernels, memcpy volume, dropped records), and why any
+process that was traced wrote no trace (a save that failed, say on a full disk).
+
+SIGTERM or SIGHUP sent to kinetrace, and SIGINT or SIGQUIT sent to it by a process (kill),
+are passed on to the program; Ctrl-C at the terminal reaches the program directly. Either
+way kinetrace waits for the program to end, then reports.
 
 options:
   -o, --output DIR          directory for the traces (created if needed; default
@@ -288,8 +299,9 @@ options:
                             calls; each such window is a trace of its own
       --log-level LEVEL     error, warning (default), info or debug: kinetrace's messages
                             from inside the traced processes, on their stderr
-      --host-buffer-mb N    cap on host events held per process (default 256)
-      --gpu-buffer-mb N     cap on memory lent to CUPTI per process (default 256)
+      --memory-mb N         cap on the tracer's own memory in each traced process, in MB
+                            (1..1048576): host events and CUPTI's buffers together. When
+                            it is reached, events are dropped and the trace counts them
       --no-nvtx             do not record NVTX ranges (nvtxRangePush, torch.cuda.nvtx)
       --no-summary          print where the traces went, without their summaries
       --top N               kernels listed per summary (default 5)

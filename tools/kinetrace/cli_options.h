@@ -36,8 +36,7 @@ struct RunOptions {
   std::string duration;
   std::string captureRange;
   std::string logLevel;
-  std::string hostBufferMb;
-  std::string gpuBufferMb;
+  std::string memoryMb;  // KINETRACE_MEMORY_MB: the tracer's whole memory per process
   bool nvtx = true;
   bool printSummary = true;
   std::size_t topKernels = 5;

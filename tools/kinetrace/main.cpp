@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli_options.h"
+#include "error_text.h"
 #include "kinetrace/error.h"
 #include "run_command.h"
 
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.what());
     return error.exitCode();
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "kinetrace: %s\n", error.what());
+    std::fprintf(stderr, "kinetrace: %s\n", withoutKinetracePrefix(error.what()).c_str());
     return 1;
   }
   return 0;

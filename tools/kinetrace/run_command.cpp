@@ -1,25 +1,24 @@
 #include "run_command.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "analysis/summary.h"
+#include "error_text.h"
+#include "files.h"
+#include "inject/run_manifest.h"
 #include "inject/trace_naming.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "program_runner.h"
+#include "run_report.h"
 
 extern char** environ;
 
@@ -46,39 +45,6 @@ std::string executableDirectory() {
   return path.substr(0, path.rfind('/'));
 }
 
-bool isRegularFile(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-bool isDirectory(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> listDirectory(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* handle = ::opendir(dir.c_str())) {
-    while (dirent* entry = ::readdir(handle)) names.emplace_back(entry->d_name);
-    ::closedir(handle);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // "20250301-141503-4242": sorts by time, unique per machine at any moment.
 std::string newRunId() {
   std::time_t now = std::time(nullptr);
@@ -89,91 +55,12 @@ std::string newRunId() {
   return std::string(stamp) + "-" + std::to_string(::getpid());
 }
 
-std::string signalName(int signal) {
-  const char* description = strsignal(signal);
-  return std::to_string(signal) +
-         (description != nullptr ? std::string(" (") + description + ")" : "");
-}
-
-std::string baseName(const std::string& path) {
-  return path.substr(path.rfind('/') + 1);
-}
-
 void warn(const std::string& message) {
   std::fprintf(stderr, "kinetrace run: %s\n", message.c_str());
 }
 
 void setVariable(const char* name, const std::string& value) {
   ::setenv(name, value.c_str(), 1);
-}
-
-// The traces of one run in `dir`, each with its summary when there is one.
-struct RunTrace {
-  std::string path;
-  bool hasSummary = false;
-  detail::Summary summary;
-};
-
-std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& runId) {
-  std::vector<RunTrace> traces;
-  const std::string prefix = "kinetrace-" + runId + "-";
-  for (const std::string& name : listDirectory(dir)) {
-    if (name.rfind(prefix, 0) != 0 || !endsWith(name, ".json") || endsWith(name, ".summary.json"))
-      continue;
-    RunTrace trace;
-    trace.path = dir + "/" + name;
-    std::string text = readFile(inject::summaryPathFor(trace.path));
-    if (!text.empty()) {
-      try {
-        trace.summary = detail::summaryFromJson(text);
-        trace.summary.traceFile = trace.path;
-        trace.hasSummary = true;
-      } catch (const Error&) {
-        // Listed without its summary.
-      }
-    }
-    traces.push_back(std::move(trace));
-  }
-  return traces;
-}
-
-std::string oneLine(const RunTrace& trace) {
-  std::string line = "  " + baseName(trace.path);
-  if (!trace.hasSummary) return line + "   (no summary)";
-  const detail::Summary& s = trace.summary;
-  char text[160];
-  std::snprintf(
-      text, sizeof text, "   %s GPU busy %.1f%%, %llu kernels",
-      s.worldSize > 1 && s.rank >= 0 ? ("rank " + std::to_string(s.rank) + ",").c_str() : "",
-      s.utilisation * 100.0, static_cast<unsigned long long>(s.kernelCount));
-  return line + text;
-}
-
-void printRunReport(const std::vector<RunTrace>& traces, const std::string& dir,
-                    const RunOptions& options) {
-  if (traces.empty()) {
-    std::fprintf(stderr,
-                 "kinetrace: no trace was written. A process is traced from its first CUDA call "
-                 "(cuInit): this program made none, recorded nothing after it, or was killed "
-                 "(SIGKILL, a crash) before it could save%s.\n",
-                 options.delay.empty() ? "" : ", or it ended before --delay passed");
-    return;
-  }
-  std::fprintf(stderr, "kinetrace: %zu trace%s in %s/\n", traces.size(),
-               traces.size() == 1 ? "" : "s", dir.c_str());
-  for (const RunTrace& trace : traces) std::fprintf(stderr, "%s\n", oneLine(trace).c_str());
-  if (!options.printSummary) return;
-  // One screen: every summary for one or two traces, the first one's for a bigger job.
-  std::size_t shown = traces.size() <= 2 ? traces.size() : 1;
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (!traces[i].hasSummary) continue;
-    std::fprintf(stderr, "\n%s",
-                 detail::formatSummary(traces[i].summary, options.topKernels).c_str());
-  }
-  if (shown < traces.size()) {
-    std::fprintf(stderr, "\n(kinetrace summary %s/ prints all %zu summaries)\n", dir.c_str(),
-                 traces.size());
-  }
 }
 
 // Sets the variables the injected processes read. Options given on the command line win
@@ -188,8 +75,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
       {"KINETRACE_DURATION", &options.duration},
       {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
       {"KINETRACE_LOG_LEVEL", &options.logLevel},
-      {"KINETRACE_HOST_BUFFER_MB", &options.hostBufferMb},
-      {"KINETRACE_GPU_BUFFER_MB", &options.gpuBufferMb},
+      {"KINETRACE_MEMORY_MB", &options.memoryMb},
   };
   for (const auto& [name, value] : values) {
     if (!value->empty()) setVariable(name, *value);
@@ -198,7 +84,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
   try {
     Config::fromEnvironment();
   } catch (const Error& error) {
-    throw UsageError(std::string("kinetrace run: ") + error.what());
+    throw UsageError("kinetrace run: " + withoutKinetracePrefix(error.what()));
   }
 
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
@@ -210,68 +96,6 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     }
     setVariable(name, library);
   }
-}
-
-// Runs the program and returns its wait status. The program stays in kinetrace's process
-// group, so the terminal's Ctrl-C reaches it directly; kinetrace ignores SIGINT and SIGQUIT
-// meanwhile (as system(3) does) so it lives to report the traces.
-int runProgram(const std::string& path, const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-
-  int execFailed[2];
-  if (::pipe2(execFailed, O_CLOEXEC) != 0) {
-    throw UsageError(
-        std::string("kinetrace run: cannot start the program: pipe: ") + std::strerror(errno), 126);
-  }
-  struct sigaction ignore {
-  }, oldInt{}, oldQuit{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &oldInt);
-  sigaction(SIGQUIT, &ignore, &oldQuit);
-
-  pid_t child = ::fork();
-  if (child == 0) {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGQUIT, &oldQuit, nullptr);
-    ::close(execFailed[0]);
-    ::execv(path.c_str(), args.data());
-    int error = errno;
-    ssize_t ignored = ::write(execFailed[1], &error, sizeof error);
-    (void)ignored;
-    ::_exit(127);
-  }
-  ::close(execFailed[1]);
-  auto restore = [&] {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGQUIT, &oldQuit, nullptr);
-  };
-  if (child < 0) {
-    int error = errno;
-    restore();
-    ::close(execFailed[0]);
-    throw UsageError(
-        std::string("kinetrace run: cannot start the program: fork: ") + std::strerror(error), 126);
-  }
-  // The pipe closes on a successful exec; otherwise it carries exec's errno.
-  int execError = 0;
-  ssize_t got;
-  do {
-    got = ::read(execFailed[0], &execError, sizeof execError);
-  } while (got < 0 && errno == EINTR);
-  ::close(execFailed[0]);
-
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  restore();
-  if (got == static_cast<ssize_t>(sizeof execError)) {
-    throw UsageError("kinetrace run: cannot run '" + path + "': " + std::strerror(execError),
-                     execError == ENOENT ? 127 : 126);
-  }
-  return status;
 }
 
 }  // namespace
@@ -374,7 +198,12 @@ int runCommand(const RunOptions& options) {
     std::fprintf(stderr, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
                  signalName(WTERMSIG(status)).c_str());
   }
-  printRunReport(tracesOfRun(outputDir, runId), outputDir, options);
+  std::fputs(runReport(tracesOfRun(outputDir, runId), inject::readManifest(outputDir, runId),
+                       outputDir, options)
+                 .c_str(),
+             stderr);
+  // The manifest is the run's scratch: what it said is in the report now.
+  ::unlink(inject::manifestPath(outputDir, runId).c_str());
   return exitCode;
 }
 
@@ -411,7 +240,8 @@ int summaryCommand(const SummaryOptions& options) {
                   detail::formatSummary(summary, options.topKernels).c_str());
       first = false;
     } catch (const Error& error) {
-      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(), error.what());
+      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(),
+                   withoutKinetracePrefix(error.what()).c_str());
       missing = true;
     }
   }

@@ -3,18 +3,22 @@
 // NVTX calls through the real NVTX headers, which load NVTX_INJECTION64_PATH on their own.
 // It links nothing of kinetrace and nothing of CUDA.
 //
-//   fake_cuda_app [ACTION...]
+//   fake_cuda_app [setenv NAME VALUE]... [ACTION...]
+//     setenv        (before the first CUDA call) sets a variable, as a program may
 //     nvtx          push/pop, start/end (one ended on another thread), marks, a domain
 //     sleep MS      sleeps
 //     fork          forks a child that makes NVTX calls and exits through exit()
 //     exit N        std::exit(N) from a second thread
 //     sigterm       sends itself SIGTERM
 //     sigint        sends itself SIGINT
+//     fsize BYTES   no file it writes may grow past BYTES (RLIMIT_FSIZE, SIGXFSZ ignored,
+//                   so a write fails with EFBIG): a disk that fills up, even for root
 //   then returns 0 from main.
 
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,8 +74,12 @@ void nvtxWork() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  int first = 1;
+  for (; first + 2 < argc && std::strcmp(argv[first], "setenv") == 0; first += 3) {
+    setenv(argv[first + 1], argv[first + 2], 1);
+  }
   if (initializeInjectionLikeTheDriver() != 0) return 3;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     std::string action = argv[i];
     if (action == "nvtx") {
       nvtxWork();
@@ -93,6 +101,14 @@ int main(int argc, char** argv) {
       kill(getpid(), SIGTERM);
       std::this_thread::sleep_for(std::chrono::seconds(10));
       return 98;  // not reached: the signal ends the process
+    } else if (action == "fsize" && i + 1 < argc) {
+      signal(SIGXFSZ, SIG_IGN);
+      rlimit limit{};
+      limit.rlim_cur = limit.rlim_max = std::strtoull(argv[++i], nullptr, 10);
+      if (setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+        std::perror("fake_cuda_app: setrlimit");
+        return 4;
+      }
     } else if (action == "sigint") {
       kill(getpid(), SIGINT);
       std::this_thread::sleep_for(std::chrono::seconds(10));

@@ -1,0 +1,99 @@
+// What `kinetrace run` prints after the program: traces from the directory, what went wrong
+// from the run manifest.
+
+#include "run_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace kinetrace::cli {
+namespace {
+
+using inject::ManifestEntry;
+using inject::ManifestEvent;
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+#define EXPECT_LACKS(text, part) \
+  EXPECT_EQ(std::string(text).find(part), std::string::npos) << (text)
+
+constexpr const char* kMadeNoCudaCall = "this program made none";
+
+RunOptions quiet() {
+  RunOptions options;
+  options.printSummary = false;
+  return options;
+}
+
+RunTrace traceAt(const std::string& path) {
+  RunTrace trace;
+  trace.path = path;
+  return trace;
+}
+
+TEST(RunReportTest, WithNeitherTraceNorOutcomeTheProgramMadeNoCudaCall) {
+  std::string report = runReport({}, {}, "/out", quiet());
+  EXPECT_CONTAINS(report,
+                  "kinetrace: no trace was written. A process is traced from its first "
+                  "CUDA call (cuInit): this program made none");
+  EXPECT_LACKS(report, "--delay");
+  RunOptions delayed = quiet();
+  delayed.delay = "5s";
+  EXPECT_CONTAINS(runReport({}, {}, "/out", delayed), "or it ended before --delay passed.");
+}
+
+TEST(RunReportTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
+  std::vector<ManifestEntry> outcomes = {
+      {ManifestEvent::SaveFailed, 4242, 1, "/x/y.json",
+       "kinetrace: cannot write trace to /x/y.json: No space left on device"}};
+  std::string report = runReport({}, outcomes, "/x", quiet());
+  EXPECT_EQ(report,
+            "kinetrace: no trace was written to /x/\n"
+            "kinetrace: pid 4242 could not save its trace: cannot write trace to /x/y.json: No "
+            "space left on device\n");
+}
+
+TEST(RunReportTest, ALaterWindowIsNamedWhenItsSaveFails) {
+  std::vector<ManifestEntry> outcomes = {
+      {ManifestEvent::SaveFailed, 7, 3, "/x/t-w3.json", "cannot write trace to /x/t-w3.json: EIO"}};
+  EXPECT_CONTAINS(runReport({}, outcomes, "/x", quiet()),
+                  "kinetrace: pid 7 could not save the trace of its window 3: cannot write");
+}
+
+TEST(RunReportTest, FailuresFollowTheTracesThatWereSaved) {
+  std::vector<RunTrace> traces = {traceAt("/x/kinetrace-r-h-pid1.json")};
+  std::vector<ManifestEntry> outcomes = {
+      {ManifestEvent::Saved, 1, 1, "/x/kinetrace-r-h-pid1.json", ""},
+      {ManifestEvent::SaveFailed, 2, 1, "/x/kinetrace-r-h-pid2.json", "disk full"},
+      {ManifestEvent::TracingOff, 3, 0, "", "kinetrace config: bad value"}};
+  EXPECT_EQ(runReport(traces, outcomes, "/x", quiet()),
+            "kinetrace: 1 trace in /x/\n"
+            "  kinetrace-r-h-pid1.json   (no summary)\n"
+            "kinetrace: pid 2 could not save its trace: disk full\n"
+            "kinetrace: pid 3 was not traced: bad value\n");
+}
+
+TEST(RunReportTest, ProcessesThatRecordedNothingShareOneLine) {
+  std::vector<ManifestEntry> outcomes = {{ManifestEvent::NothingRecorded, 10, 1, "", ""},
+                                         {ManifestEvent::NothingRecorded, 11, 1, "", ""},
+                                         {ManifestEvent::NothingRecorded, 10, 2, "", ""}};
+  std::string report = runReport({}, outcomes, "/x", quiet());
+  EXPECT_EQ(report,
+            "kinetrace: no trace was written to /x/\n"
+            "kinetrace: pids 10, 11 started CUDA but recorded no activity, so wrote no trace\n");
+  EXPECT_LACKS(report, kMadeNoCudaCall);
+  EXPECT_CONTAINS(runReport({}, {outcomes[0]}, "/x", quiet()), "kinetrace: pid 10 started CUDA");
+}
+
+TEST(RunReportTest, ProblemsAreSetApartFromTheLastSummary) {
+  RunOptions options;  // summaries printed; this trace has none to print
+  std::vector<RunTrace> traces = {traceAt("/x/kinetrace-r-h-pid1.json")};
+  std::vector<ManifestEntry> outcomes = {{ManifestEvent::TracingOff, 3, 0, "", "why"}};
+  EXPECT_CONTAINS(runReport(traces, outcomes, "/x", options),
+                  "(no summary)\n\nkinetrace: pid 3 was not traced: why\n");
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
