@@ -32,7 +32,8 @@
 # CALL_TIMES (0; 1 adds the median cudaLaunchKernel duration and the program's own time
 # between CUDA calls, read from each run's trace by api_durations.py: slower),
 # RUN_TIMEOUT (300 s per run), PYTHON (python3, the one with torch).
-# About 4-5 minutes with the defaults on an H200 (torch starts in 3-4 s a run).
+# About 3-4 minutes with the defaults on an H200 (32 runs; torch starts in 3-4 s a run), plus
+# the build the first time.
 #
 # Each run yields one figure: the median step of its measured steps (launch_cost: the median
 # ns per launch). Per configuration the report gives the median over runs, its ratio to the
