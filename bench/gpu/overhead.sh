@@ -24,7 +24,7 @@
 #
 # Models (MODEL, space-separated; one report each):
 #   transformer   torch_train.py --model transformer: launch-bound (~285 launches a step)
-#   resnet18      torch_train.py --model resnet18: convolutions, the GPU busier
+#   resnet18      torch_train.py --model resnet18: convolution-heavy, batch 32 of 224x224 images
 #   launch_cost   launch_cost (no Python): host ns per launch, batches of 300 empty kernels
 #
 # Environment (defaults): MODEL ("transformer resnet18"), CONFIGS ("untraced floor kinetrace
