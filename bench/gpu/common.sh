@@ -32,13 +32,3 @@ ensure_built() {
     return 1
   }
 }
-
-# median_of FILE KEY: the median of KEY=value over RESULT lines in FILE.
-median_of() {
-  "$PYTHON" - "$1" "$2" <<'PY'
-import re, statistics, sys
-values = [float(m.group(1)) for line in open(sys.argv[1])
-          for m in [re.search(sys.argv[2] + r"=([0-9.]+)", line)] if line.startswith("RESULT") and m]
-print(f"{statistics.median(values):.4f}" if values else "nan")
-PY
-}

@@ -1,39 +1,39 @@
 #!/usr/bin/env python3
-"""A small transformer-encoder training loop (AdamW) on CUDA, the workload of the PyTorch
-proof: kinetrace's trace against torch.profiler's, and the cost of each.
+"""Small PyTorch training loops on CUDA: the workloads of the overhead measurements
+(bench/gpu/overhead.sh) and of the PyTorch proof (kinetrace's trace against
+torch.profiler's, bench/gpu/torch_proof.sh).
 
-    torch_train.py [--steps N] [--warmup W] [--mode none|torch-cuda|torch-cpu-cuda]
-                   [--profiler-api] [--alternate K] [--out DIR] [--distributed]
+    torch_train.py [--model transformer|resnet18] [--steps N] [--warmup W]
+                   [--mode none|torch-cuda|torch-cpu-cuda] [--profiler-api] [--out DIR]
+                   [--distributed] [--batch B] [--channels-last]
 
+  --model transformer    a 4-layer transformer encoder (d_model 256, batch 16 x 128 tokens)
+                         + AdamW: launch-bound, about 285 kernel launches a step
+  --model resnet18       ResNet-18 written out here (torchvision is not needed) on random
+                         3x224x224 images, batch 32, SGD with momentum, cross-entropy:
+                         convolution-heavy, the GPU busier
   --mode none            no profiler in the script (run it under `kinetrace run`, or bare)
   --mode torch-cuda      the measured steps inside torch.profiler, CUDA activity only
   --mode torch-cpu-cuda  the measured steps inside torch.profiler, CPU + CUDA activity
   --profiler-api         cudaProfilerStart() before the measured steps and cudaProfilerStop()
                          after them: `kinetrace run --capture-range=cudaProfilerApi` then
                          records exactly the steps torch.profiler records in the torch modes
-  --alternate K          the cost of tracing inside one process: measured steps in blocks of
-                         K, blocks alternately untraced and traced (cudaProfilerStart/Stop
-                         between blocks, outside the timed steps; run it under
-                         `kinetrace run --capture-range=cudaProfilerApi`); the first SKIP
-                         steps of each block are not counted, they may overlap a trace being
-                         written. Adds median_off_ms, median_on_ms, on_off_ratio (pooled
-                         medians) and paired_ratio to RESULT: the median over traced blocks
-                         of (block median / mean of the two neighbouring untraced blocks'
-                         medians), which cancels slow drifts of the machine's speed
   --out DIR              where the torch modes export their chrome trace (torch_trace.json)
   --distributed          a torchrun worker: reads RANK/WORLD_SIZE, joins a gloo group
                          (every rank may share one GPU), barrier at the end
+  --batch B              batch size (default 16 for transformer, 32 for resnet18)
+  --channels-last        resnet18 only: images and weights in channels-last memory format
 
-Every step ends with torch.cuda.synchronize(), so a step's wall time is its GPU time plus
-whatever the CPU could not hide. Prints one parseable line on stdout:
+Every step copies its batch from pinned host memory and ends with torch.cuda.synchronize(),
+so a step's wall time is its GPU time plus whatever the CPU could not hide. Prints one
+parseable line on stdout:
 
-    RESULT mode=none rank=0 steps=50 median_step_ms=12.345 mean_step_ms=12.400 min_step_ms=12.101
-           threads=main:99%,kinetrace-cupti:1%,python3:0%
+    RESULT mode=none model=transformer rank=0 steps=50 median_step_ms=12.345
+           mean_step_ms=12.400 min_step_ms=12.101 threads=main:99%,kinetrace-cupti:1%,python3:0%
 
 threads: CPU use of the busiest threads over the measured steps (per cent of their wall
 time; the main thread first, then the three busiest others, by Linux thread name).
 """
-
 import argparse
 import os
 import statistics
@@ -46,21 +46,28 @@ import torch.nn as nn
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=["transformer", "resnet18"], default="transformer")
     p.add_argument("--steps", type=int, default=50, help="measured steps")
     p.add_argument("--warmup", type=int, default=10, help="steps before the measured ones")
     p.add_argument("--mode", choices=["none", "torch-cuda", "torch-cpu-cuda"], default="none")
     p.add_argument("--profiler-api", action="store_true")
-    p.add_argument("--alternate", type=int, default=0, metavar="K")
-    p.add_argument("--alternate-skip", type=int, default=3, metavar="SKIP")
     p.add_argument("--out", default=".", help="directory for torch.profiler's trace")
     p.add_argument("--distributed", action="store_true")
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--batch", type=int, default=None, help="default: 16 (transformer), 32 (resnet18)")
+    p.add_argument("--channels-last", action="store_true", help="resnet18 only")
+    p.add_argument("--seq", type=int, default=128, help="transformer only")
+    p.add_argument("--d-model", type=int, default=256, help="transformer only")
+    p.add_argument("--layers", type=int, default=4, help="transformer only")
+    p.add_argument("--heads", type=int, default=4, help="transformer only")
     p.add_argument("--seed", type=int, default=1234)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.batch is None:
+        args.batch = 16 if args.model == "transformer" else 32
+    if args.steps <= 0 or args.warmup < 0 or args.batch <= 0:
+        p.error("--steps and --batch must be positive, --warmup not negative")
+    if args.channels_last and args.model != "resnet18":
+        p.error("--channels-last applies to --model resnet18 only")
+    return args
 
 
 def thread_cpu_seconds():
@@ -89,7 +96,7 @@ def thread_cpu_summary(before, after, wall_s):
                     for name, seconds in [("main", main[1])] + busiest)
 
 
-class Model(nn.Module):
+class Transformer(nn.Module):
     def __init__(self, args, vocab=8192):
         super().__init__()
         self.embed = nn.Embedding(vocab, args.d_model)
@@ -102,10 +109,81 @@ class Model(nn.Module):
         return self.head(self.encoder(self.embed(tokens)))
 
 
+class BasicBlock(nn.Module):
+    """Two 3x3 convolutions with batch norm and a shortcut (1x1 convolution when the shape
+    changes), as in He et al. 2015 and torchvision's resnet18."""
+
+    def __init__(self, inputs, outputs, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(outputs)
+        self.conv2 = nn.Conv2d(outputs, outputs, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(outputs)
+        self.relu = nn.ReLU(inplace=True)
+        self.shortcut = None
+        if stride != 1 or inputs != outputs:
+            self.shortcut = nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False),
+                                          nn.BatchNorm2d(outputs))
+
+    def forward(self, x):
+        identity = x if self.shortcut is None else self.shortcut(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + identity)
+
+
+class ResNet18(nn.Module):
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64),
+                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, stride=2, padding=1))
+        blocks, inputs = [], 64
+        for outputs, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+            blocks += [BasicBlock(inputs, outputs, stride), BasicBlock(outputs, outputs, 1)]
+            inputs = outputs
+        self.blocks = nn.Sequential(*blocks)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, images):
+        return self.fc(torch.flatten(self.pool(self.blocks(self.stem(images))), 1))
+
+
+def build(args, device):
+    """(model, optimizer, host batches, step input function) for --model."""
+    generator = torch.Generator().manual_seed(args.seed)
+    if args.model == "transformer":
+        model = Transformer(args).to(device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        # Fixed data on the host, copied each step: the trace has host-to-device copies to count.
+        batches = [torch.randint(0, 8192, (args.batch, args.seq + 1), generator=generator).pin_memory()
+                   for _ in range(4)]
+
+        def inputs(i):
+            data = batches[i % len(batches)].to(device, non_blocking=True)
+            return data[:, :-1], data[:, 1:].reshape(-1)
+
+        def logits(model_output):
+            return model_output.reshape(-1, model_output.shape[-1])
+    else:
+        model = ResNet18().to(device)
+        memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+        model = model.to(memory_format=memory_format)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+        images = [torch.randn(args.batch, 3, 224, 224, generator=generator).pin_memory() for _ in range(2)]
+        labels = [torch.randint(0, 1000, (args.batch,), generator=generator).pin_memory() for _ in range(2)]
+
+        def inputs(i):
+            x = images[i % len(images)].to(device, non_blocking=True).contiguous(memory_format=memory_format)
+            return x, labels[i % len(labels)].to(device, non_blocking=True)
+
+        def logits(model_output):
+            return model_output
+    return model, optimizer, inputs, logits
+
+
 def main():
     args = parse_args()
-    if args.alternate and (args.alternate <= args.alternate_skip or args.profiler_api or args.mode != "none"):
-        sys.exit("torch_train.py: --alternate K needs K > --alternate-skip, --mode none and no --profiler-api")
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if args.distributed:
@@ -115,20 +193,13 @@ def main():
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)
 
-    model = Model(args).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optimizer, inputs, logits = build(args, device)
     loss_fn = nn.CrossEntropyLoss()
-    # Fixed data on the host, copied each step: the trace has host-to-device copies to count.
-    generator = torch.Generator().manual_seed(args.seed)
-    batches = [torch.randint(0, 8192, (args.batch, args.seq + 1), generator=generator).pin_memory()
-               for _ in range(4)]
 
     def step(i):
-        data = batches[i % len(batches)].to(device, non_blocking=True)
-        tokens, targets = data[:, :-1], data[:, 1:]
+        x, targets = inputs(i)
         optimizer.zero_grad(set_to_none=True)
-        logits = model(tokens)
-        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        loss = loss_fn(logits(model(x)), targets)
         loss.backward()
         optimizer.step()
         torch.cuda.synchronize()
@@ -149,29 +220,12 @@ def main():
         torch.cuda.profiler.start()
 
     times = []
-    on_times, off_times = [], []
-    blocks = []  # (traced, [counted step times]) per block of --alternate steps
     cpu_before, wall_before = thread_cpu_seconds(), time.perf_counter()
     for i in range(args.steps):
-        if args.alternate and i % args.alternate == 0:
-            torch.cuda.synchronize()
-            if (i // args.alternate) % 2 == 1:
-                torch.cuda.profiler.start()
-            elif i > 0:
-                torch.cuda.profiler.stop()
         start = time.perf_counter()
         step(args.warmup + i)
         times.append((time.perf_counter() - start) * 1000.0)
-        if args.alternate and i % args.alternate >= args.alternate_skip:
-            traced = (i // args.alternate) % 2 == 1
-            (on_times if traced else off_times).append(times[-1])
-            if len(blocks) <= i // args.alternate:
-                blocks.append((traced, []))
-            blocks[-1][1].append(times[-1])
     threads = thread_cpu_summary(cpu_before, thread_cpu_seconds(), time.perf_counter() - wall_before)
-    if args.alternate and (args.steps - 1) // args.alternate % 2 == 1:
-        torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
 
     if args.profiler_api:
         torch.cuda.synchronize()
@@ -188,19 +242,9 @@ def main():
         dist.barrier()
         dist.destroy_process_group()
 
-    alternate = ""
-    if on_times and off_times:
-        on, off = statistics.median(on_times), statistics.median(off_times)
-        alternate = f" median_off_ms={off:.4f} median_on_ms={on:.4f} on_off_ratio={on / off:.4f}"
-        medians = [(traced, statistics.median(block)) for traced, block in blocks]
-        paired = [median / ((medians[k - 1][1] + medians[k + 1][1]) / 2)
-                  for k, (traced, median) in enumerate(medians)
-                  if traced and 0 < k < len(medians) - 1]
-        if paired:
-            alternate += f" paired_ratio={statistics.median(paired):.4f}"
-    print(f"RESULT mode={args.mode} rank={rank} steps={args.steps} "
+    print(f"RESULT mode={args.mode} model={args.model} rank={rank} steps={args.steps} "
           f"median_step_ms={statistics.median(times):.4f} mean_step_ms={statistics.mean(times):.4f} "
-          f"min_step_ms={min(times):.4f}{alternate} threads={threads}", flush=True)
+          f"min_step_ms={min(times):.4f} threads={threads}", flush=True)
 
 
 if __name__ == "__main__":

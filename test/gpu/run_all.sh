@@ -5,16 +5,18 @@
 #
 # Steps: machine info, configure + build (Release, outside the source tree), the ctest
 # suite, launch_census + check_trace.py, the CUPTI overflow (flood) check, the host and
-# CUDA examples with format checks, and the overhead of tracing the CUDA example, measured
-# untraced/traced interleaved (A B A B ...). Every step runs even when an earlier one failed;
-# the exit status is 1 when any step failed.
+# CUDA examples with format checks, the overhead of tracing the CUDA example, measured
+# untraced/traced interleaved (A B A B ...), the cost per launch of each activity kind
+# (bench/gpu/overhead.sh on launch_cost) and the host microbenchmarks. Every step runs even
+# when an earlier one failed; the exit status is 1 when any step failed.
 #
-# Written to OUT_DIR: run_all.log (everything printed), overhead.md, census_manifest.json,
-# and the census, host and training-step traces gzipped. The flood trace (large) stays in
-# the build directory.
+# Written to OUT_DIR: run_all.log (everything printed), overhead.md,
+# overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
+# training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
-# Environment (defaults): GPU_BUILD_DIR (/tmp/kinetrace-gpu-build),
-# OVERHEAD_ROUNDS (5), OVERHEAD_STEPS (200), OVERHEAD_WARMUP (20), FLOOD_KERNELS (200000).
+# Environment (defaults): GPU_BUILD_DIR (/tmp/kinetrace-gpu-build), OVERHEAD_ROUNDS (5),
+# OVERHEAD_STEPS (500), OVERHEAD_WARMUP (20), ACTIVITY_ROUNDS (3), BENCH_REPETITIONS (5),
+# FLOOD_KERNELS (200000).
 # Takes about 3-5 minutes on an H200, most of it the build.
 
 set -u -o pipefail
@@ -222,9 +224,12 @@ host_benchmarks() {
   return $rc
 }
 
-# What each activity kind costs on the training-step example.
+# What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
+# kinetrace's default with sync, memory and overhead records added one at a time.
 activity_cost() {
-  run bash "$SRC_DIR/bench/gpu/activity_cost.sh" "$BUILD_DIR" "$OUT_DIR/activity_cost.md" "${ACTIVITY_ROUNDS:-5}"
+  MODEL=launch_cost ROUNDS="${ACTIVITY_ROUNDS:-3}" \
+    CONFIGS="untraced floor kinetrace kinetrace_sync kinetrace_memory kinetrace_overhead" \
+    run bash "$SRC_DIR/bench/gpu/overhead.sh" "$BUILD_DIR" "$OUT_DIR"
 }
 
 main() {
