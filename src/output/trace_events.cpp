@@ -28,9 +28,11 @@ constexpr int64_t kCudaDeviceType = 1;
 constexpr std::string_view kFlowName = "ac2g";
 // Lanes past this share the last track (gpuTrackTid's lane field is 8 bits wide).
 constexpr uint16_t kMaxLane = 255;
-// Overhead lanes other than 0 go above any thread id (pid_max <= 2^22) and any device
-// index, and stay below 2^32: Perfetto reads a tid as a 32-bit number.
+// Overhead lanes other than 0 go above any thread id (pid_max <= 2^22); device tracks go
+// above every thread track; all stay below 2^31: Perfetto's JSON importer takes a tid as
+// a 32-bit number, and some readers as a signed one.
 constexpr int kOverheadLaneShift = 22;
+constexpr uint64_t kOverheadDeviceBase = uint64_t{1} << 30;
 
 // The event's args, in storage reused for every event: writing a trace allocates nothing
 // per event. Sixteen covers the largest event, a graph-launched kernel (15 args).
@@ -94,7 +96,8 @@ struct OverheadTrack {
     return std::tie(object, objectId, lane) < std::tie(o.object, o.objectId, o.lane);
   }
   int64_t tid() const {
-    return static_cast<int64_t>(objectId + (uint64_t{lane} << kOverheadLaneShift));
+    const uint64_t base = object == OverheadObject::Device ? kOverheadDeviceBase : 0;
+    return static_cast<int64_t>(base + (objectId & 0x3FFFFF) + (uint64_t{lane} << kOverheadLaneShift));
   }
 };
 
@@ -114,8 +117,8 @@ std::string laneSuffix(uint8_t lane) {
 
 int64_t gpuTrackTid(uint32_t streamId, int trackKind, uint16_t lane) {
   if (trackKind == kGpuOpsTrack && lane == 0) return streamId;
-  return static_cast<int64_t>(uint64_t{static_cast<uint8_t>(trackKind)} << 40 |
-                              uint64_t{cappedLane(lane)} << 32 | streamId);
+  return static_cast<int64_t>(uint64_t{static_cast<uint8_t>(trackKind) & 3u} << 28 |
+                              uint64_t{cappedLane(lane)} << 20 | (streamId & 0xFFFFFu));
 }
 
 class EventWriter::Impl {

@@ -44,8 +44,10 @@ class EventWriter {
 };
 
 // The tid of a GPU track: lane 0 of the stream's operations is the stream id itself, as in
-// libkineto; every other track sets bits above 32: track kind (1 ops, 2 sync, 3
-// annotations) in bits 40..47, lane in bits 32..39 (lanes past 255 share 255).
+// libkineto; every other track puts the track kind (1 ops, 2 sync, 3 annotations) in bits
+// 28..29 and the lane in bits 20..27 (lanes past 255 share 255) above the stream id's low 20
+// bits, so tids stay below 2^31: Perfetto's JSON importer takes a tid as a 32-bit number.
+// (CUPTI's stream ids are small counters; two streams 2^20 apart would share such tracks.)
 int64_t gpuTrackTid(uint32_t streamId, int trackKind, uint16_t lane);
 constexpr int kGpuOpsTrack = 1;
 constexpr int kGpuSyncTrack = 2;

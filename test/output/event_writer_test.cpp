@@ -121,12 +121,13 @@ TEST(GpuTrackTidTest, KeepsTheStreamIdForTheFirstLaneOfOperations) {
   EXPECT_EQ(gpuTrackTid(0xFFFFFFFFu, kGpuOpsTrack, 0), 0xFFFFFFFFll);
 }
 
-TEST(GpuTrackTidTest, PutsTrackKindAndLaneAboveTheStreamId) {
-  EXPECT_EQ(gpuTrackTid(7, kGpuOpsTrack, 1), (int64_t{1} << 40) | (int64_t{1} << 32) | 7);
-  EXPECT_EQ(gpuTrackTid(7, kGpuSyncTrack, 0), (int64_t{2} << 40) | 7);
-  EXPECT_EQ(gpuTrackTid(9, kGpuSpanTrack, 3), (int64_t{3} << 40) | (int64_t{3} << 32) | 9);
-  EXPECT_EQ(gpuTrackTid(0xFFFFFFFFu, kGpuSyncTrack, 255),
-            (int64_t{2} << 40) | (int64_t{255} << 32) | 0xFFFFFFFFll);
+TEST(GpuTrackTidTest, PutsTrackKindAndLaneAboveTheStreamIdBelow2To31) {
+  EXPECT_EQ(gpuTrackTid(7, kGpuOpsTrack, 0), 7) << "a stream's first track is the stream id";
+  EXPECT_EQ(gpuTrackTid(7, kGpuOpsTrack, 1), (int64_t{1} << 28) | (int64_t{1} << 20) | 7);
+  EXPECT_EQ(gpuTrackTid(7, kGpuSyncTrack, 0), (int64_t{2} << 28) | 7);
+  EXPECT_EQ(gpuTrackTid(9, kGpuSpanTrack, 3), (int64_t{3} << 28) | (int64_t{3} << 20) | 9);
+  // Perfetto's JSON importer takes tids as 32-bit numbers: the largest stays below 2^31.
+  EXPECT_LT(gpuTrackTid(0xFFFFFFFFu, kGpuSpanTrack, 255), int64_t{1} << 31);
 }
 
 TEST(GpuTrackTidTest, LanesPastTheLastShareIt) {
@@ -283,13 +284,13 @@ TEST_F(EventWriterTest, GivesOverheadLanesTracksNamedAfterTheirThreadOrDevice) {
   EXPECT_EQ(slices[0].tid, 703);
   EXPECT_NE(slices[1].tid, 703);
   EXPECT_LT(slices[1].tid, int64_t{1} << 32) << "Perfetto reads tids as 32-bit numbers";
-  EXPECT_EQ(slices[2].tid, 2);
+  EXPECT_EQ(slices[2].tid, (int64_t{1} << 30) + 2) << "device tracks above every thread track";
   EXPECT_EQ(slices[3].tid, 703);
   for (const OwnedEvent& e : slices) EXPECT_EQ(e.pid, -1);
   const std::map<std::pair<int64_t, int64_t>, std::string> expected = {
       {{-1, 703}, "CUPTI overhead (thread 703)"},
       {{-1, slices[1].tid}, "CUPTI overhead (thread 703) (2)"},
-      {{-1, 2}, "CUPTI overhead (device 2)"},
+      {{-1, (int64_t{1} << 30) + 2}, "CUPTI overhead (device 2)"},
   };
   EXPECT_EQ(threadNames(), expected);
   EXPECT_EQ(metadataCount("process_name", -1), 1);

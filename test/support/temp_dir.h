@@ -18,7 +18,7 @@ class TempDir {
  public:
   explicit TempDir(const std::string& prefix = "kinetrace_test") {
     std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern.c_str();
   }
   ~TempDir() {
     if (path_.empty()) return;
@@ -32,8 +32,8 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   // Empty when the directory could not be made.
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  const std::string& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return std::filesystem::path(path_) / name; }
 
   // The names in the directory, sorted.
   std::vector<std::string> entries() const {
@@ -46,7 +46,7 @@ class TempDir {
   }
 
  private:
-  std::filesystem::path path_;
+  std::string path_;
 };
 
 // The whole content of a file ("" when it cannot be read).

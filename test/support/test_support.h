@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kinetrace/error.h"
+#include "support/temp_dir.h"
 
 namespace kinetrace::testing {
 
@@ -51,24 +52,6 @@ class ScopedEnv {
   std::string name_;
   std::string old_;
   bool hadOld_ = false;
-};
-
-// A fresh directory under /tmp, removed with everything in it at the end of the scope.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/kinetrace-test-XXXXXX";
-    if (mkdtemp(pattern) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    if (!path_.empty()) std::system(("rm -rf '" + path_ + "'").c_str());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 }  // namespace kinetrace::testing
