@@ -245,7 +245,7 @@ void Assembler::finishAsync(uint64_t id, const AsyncOpen& open, int64_t endNs, b
 
 // ---- GPU side -------------------------------------------------------------------------
 
-const Assembler::PendingCall* Assembler::findCall(uint32_t correlationId) const {
+Assembler::PendingCall* Assembler::findCall(uint32_t correlationId) {
   if (correlationId == 0) return nullptr;
   auto found = pending_.find(correlationId);
   return found == pending_.end() ? nullptr : &found->second;
@@ -256,13 +256,18 @@ void Assembler::forgetCall(uint32_t correlationId, const PendingCall& call) {
   if (call.effect != CallEffect::Graph) pending_.erase(correlationId);
 }
 
-void Assembler::join(GpuPlacement& at, uint32_t callCorrelationId, const PendingCall& call, bool gpuWork) {
+void Assembler::join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call, bool gpuWork) {
   at.correlationId = callCorrelationId;  // so both ends of the arrow share the id
   if (at.externalId == 0) at.externalId = call.externalId;
   if (at.startNs < call.startNs) ++losses_.gpuOpsBeforeLaunch;
   if (!gpuWork) return;
   at.hasLaunchCall = true;
-  ready_.flows.push_back(FlowRecord{call.startNs, callCorrelationId, call.thread});
+  // One start per call: a viewer pairs an arrow's start with the first end of its id, so a
+  // graph launch shows one arrow, to its first node, as PyTorch's traces do.
+  if (!call.arrowStarted) {
+    ready_.flows.push_back(FlowRecord{call.startNs, callCorrelationId, call.thread});
+    call.arrowStarted = true;
+  }
   clock_.addLaunched(at, call.startNs, call.endNs);
   extendSpans(at);
 }
@@ -271,7 +276,7 @@ template <typename Record>
 bool Assembler::tryJoin(Record& record) {
   GpuPlacement& at = placementOf(record);
   uint32_t id = at.correlationId;
-  const PendingCall* call = findCall(id);
+  PendingCall* call = findCall(id);
   if constexpr (std::is_same_v<Record, MemcpyRecord>) {
     // CUPTI gives a copy the driver call's id and the runtime call's; the launch may have
     // been recorded under either.
@@ -281,11 +286,10 @@ bool Assembler::tryJoin(Record& record) {
     }
   }
   if (call == nullptr) return false;
-  const PendingCall copy = *call;
   constexpr bool kGpuWork = !std::is_same_v<Record, SyncRecord>;
-  join(at, id, copy, kGpuWork);
-  if constexpr (std::is_same_v<Record, SyncRecord>) clock_.addSync(record, copy.startNs, copy.endNs);
-  forgetCall(id, copy);
+  join(at, id, *call, kGpuWork);
+  if constexpr (std::is_same_v<Record, SyncRecord>) clock_.addSync(record, call->startNs, call->endNs);
+  forgetCall(id, *call);  // last: it may erase the call
   emit(record);
   return true;
 }
@@ -347,7 +351,7 @@ void Assembler::retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpA
 // Memory records are not GPU work: they only learn their thread from the call.
 template <>
 bool Assembler::tryJoin(MemoryRecord& record) {
-  const PendingCall* call = findCall(record.correlationId);
+  PendingCall* call = findCall(record.correlationId);
   if (call == nullptr) return false;
   record.thread = call->thread;
   forgetCall(record.correlationId, *call);

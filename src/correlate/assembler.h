@@ -100,6 +100,7 @@ class Assembler final : public HostEventVisitor {
     uint64_t externalId;
     uint32_t thread;
     CallEffect effect;
+    bool arrowStarted = false;  // a graph launch's arrow starts once, whatever it ran
   };
   struct OpenRange {
     int64_t startNs;
@@ -136,7 +137,7 @@ class Assembler final : public HostEventVisitor {
   StringId intern(HostName name);
   StringId apiNameOf(ApiDomain domain, uint32_t callbackId);
   bool keepsPending(CallEffect effect) const;
-  const PendingCall* findCall(uint32_t correlationId) const;
+  PendingCall* findCall(uint32_t correlationId);
   void forgetCall(uint32_t correlationId, const PendingCall& call);
 
   template <typename Record>
@@ -147,7 +148,7 @@ class Assembler final : public HostEventVisitor {
   void emitUnjoined(Record& record);
   template <typename Record>
   void retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpAll);
-  void join(GpuPlacement& at, uint32_t callCorrelationId, const PendingCall& call, bool gpuWork);
+  void join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call, bool gpuWork);
   void emit(KernelRecord& record);
   void emit(MemcpyRecord& record);
   void emit(MemsetRecord& record);
