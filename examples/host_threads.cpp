@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+using namespace kinetrace::literals;
+
 namespace {
 
 constexpr int kTrainers = 3;
@@ -35,7 +37,7 @@ void trainer(int index) {
     // "ProfilerStep#N" is the name HTA and TensorBoard look for to find steps.
     kinetrace::Range stepRange("ProfilerStep#" + std::to_string(step));
     {
-      kinetrace::Range forward("forward");  // a literal: stored by address, cheapest form
+      kinetrace::Range forward("forward"_kt);  // a marked literal: stored by address
       for (int layer = 0; layer < kLayers; ++layer) {
         kinetrace::Range layerRange("linear_" + std::to_string(layer));  // dynamic: copied
         busyFor(std::chrono::microseconds(150));
@@ -79,7 +81,9 @@ int main(int argc, char** argv) {
   const std::string output = argc > 1 ? argv[1] : "kinetrace_host_example.json";
   try {
     kinetrace::Profiler profiler(kinetrace::Config::fromEnvironment());
-    profiler.start();
+    profiler.addMetadata("example", "host_threads");
+    // The trace is written while it is recorded: memory stays within the configured cap.
+    profiler.start(output);
     // Without a GPU (or with CUPTI busy) this says why; host activity is recorded anyway.
     std::printf("GPU: %s\n", profiler.gpuStatus().c_str());
     kinetrace::setThreadName("main");
@@ -94,9 +98,10 @@ int main(int argc, char** argv) {
       loader.join();
     }
     kinetrace::Trace trace = profiler.stop();
-
-    trace.addMetadata("example", "host_threads");
-    trace.save(output);
+    if (!trace.saveError().empty()) {
+      std::fprintf(stderr, "kinetrace: the trace could not be written: %s\n", trace.saveError().c_str());
+      return 1;
+    }
 
     const kinetrace::TraceStats stats = trace.stats();
     std::printf("trace written to %s\n", output.c_str());

@@ -520,7 +520,7 @@ void writeFile(const std::string& path, const std::string& text) {
 void printStats(const kinetrace::TraceStats& s) {
   std::printf("stats: kernels=%llu memcpys=%llu memsets=%llu syncs=%llu memory=%llu api_calls=%llu "
               "ranges=%llu dropped_gpu_records=%llu dropped_host_events=%llu "
-              "out_of_window=%llu unfinished_ranges=%llu\n",
+              "out_of_window=%llu unfinished_ranges=%llu peak_memory=%llu memory_cap=%llu\n",
               static_cast<unsigned long long>(s.gpuKernels),
               static_cast<unsigned long long>(s.gpuMemcpys),
               static_cast<unsigned long long>(s.gpuMemsets),
@@ -531,7 +531,9 @@ void printStats(const kinetrace::TraceStats& s) {
               static_cast<unsigned long long>(s.droppedGpuRecords),
               static_cast<unsigned long long>(s.droppedHostEvents),
               static_cast<unsigned long long>(s.outOfWindowEvents),
-              static_cast<unsigned long long>(s.unfinishedRanges));
+              static_cast<unsigned long long>(s.unfinishedRanges),
+              static_cast<unsigned long long>(s.peakMemoryBytes),
+              static_cast<unsigned long long>(s.memoryCapBytes));
 }
 
 }  // namespace
@@ -566,7 +568,10 @@ int main(int argc, char** argv) {
     warmUp(resources);
 
     Census census;
-    profiler.start();
+    profiler.addMetadata("census_mode", options.flood > 0 ? "flood" : "census");
+    // Written while recording, as `kinetrace run` writes: the memory cap bounds what the
+    // tracer holds, not what the trace may contain.
+    profiler.start(options.tracePath);
     if (options.flood > 0) {
       runFlood(options.flood, resources);
     } else {
@@ -575,8 +580,10 @@ int main(int argc, char** argv) {
     kinetrace::Trace trace = profiler.stop();
 
     std::printf("GPU: %s\n", profiler.gpuStatus().c_str());
-    trace.addMetadata("census_mode", options.flood > 0 ? "flood" : "census");
-    trace.save(options.tracePath);
+    if (!trace.saveError().empty()) {
+      std::fprintf(stderr, "kinetrace: the trace could not be written: %s\n", trace.saveError().c_str());
+      return 1;
+    }
     writeFile(options.manifestPath, options.flood > 0 ? floodManifest(options.flood, options)
                                                       : census.manifestJson());
     printStats(trace.stats());
