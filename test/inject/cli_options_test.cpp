@@ -78,6 +78,11 @@ TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
   EXPECT_EQ(r.injectionLibrary, "/x/lib.so");
 }
 
+TEST(CliOptionsTest, TheLastOfNvtxAndNoNvtxWins) {
+  EXPECT_TRUE(parseCommandLine({"run", "--no-nvtx", "--nvtx", "x"}).run.nvtx);
+  EXPECT_FALSE(parseCommandLine({"run", "--nvtx", "--no-nvtx", "x"}).run.nvtx);
+}
+
 TEST(CliOptionsTest, CaptureRangeCudaProfilerApiIsAccepted) {
   Command c = parseCommandLine({"run", "--capture-range=cudaProfilerApi", "./engine"});
   EXPECT_EQ(c.run.captureRange, "cudaProfilerApi");

@@ -26,6 +26,7 @@ constexpr OptionSpec kRunOptions[] = {
     {"--capture-range", nullptr, true},
     {"--log-level", nullptr, true},
     {"--memory-mb", nullptr, true},
+    {"--nvtx", nullptr, false},
     {"--no-nvtx", nullptr, false},
     {"--no-summary", nullptr, false},
     {"--top", nullptr, true},
@@ -164,6 +165,8 @@ Command parseRun(const std::vector<std::string>& args) {
       run.logLevel = value;
     } else if (name == "--memory-mb") {
       run.memoryMb = checkMemoryMb(value);
+    } else if (name == "--nvtx") {
+      run.nvtx = true;
     } else if (name == "--no-nvtx") {
       run.nvtx = false;
     } else if (name == "--no-summary") {
@@ -302,7 +305,8 @@ options:
       --memory-mb N         cap on the tracer's own memory in each traced process, in MB
                             (1..1048576): host events and CUPTI's buffers together. When
                             it is reached, events are dropped and the trace counts them
-      --no-nvtx             do not record NVTX ranges (nvtxRangePush, torch.cuda.nvtx)
+      --nvtx, --no-nvtx     record NVTX ranges (nvtxRangePush, torch.cuda.nvtx, NCCL's)
+                            as host ranges, or not (default: --nvtx)
       --no-summary          print where the traces went, without their summaries
       --top N               kernels listed per summary (default 5)
       --injection-library PATH   use this libkinetrace_injection.so
