@@ -565,6 +565,29 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   out.append(std::move(ready_));
 }
 
+void Assembler::shed(std::size_t bytes) {
+  // Operations waiting for their call go out first: unlinked, but written.
+  retryWaiting(waitingKernels_, true);
+  retryWaiting(waitingMemcpys_, true);
+  retryWaiting(waitingMemsets_, true);
+  retryWaiting(waitingSyncs_, true);
+  retryWaiting(waitingMemory_, true);
+  constexpr std::size_t kPerCall = sizeof(PendingCall) + 48;
+  std::size_t freed = 0;
+  while (freed < bytes && !pendingByStart_.empty()) {
+    auto [start, id] = pendingByStart_.top();
+    pendingByStart_.pop();
+    auto found = pending_.find(id);
+    if (found == pending_.end() || found->second.startNs != start) continue;
+    pending_.erase(found);
+    freed += kPerCall;
+  }
+  if (pending_.empty()) {
+    pending_ = {};  // gives back the buckets too
+    pendingByStart_ = {};
+  }
+}
+
 std::vector<DeviceInfo> Assembler::devices() const {
   std::vector<DeviceInfo> result;
   for (const auto& [id, device] : devices_) result.push_back(device);

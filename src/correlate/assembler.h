@@ -92,6 +92,10 @@ class Assembler final : public HostEventVisitor {
   std::vector<DeviceInfo> devices() const;
   // Roughly what the assembler holds besides the tables' strings, for the memory budget.
   std::size_t heldBytes() const;
+  // The memory budget is exceeded: gives up waiting, oldest first, for calls' GPU records
+  // and for operations' calls, until about `bytes` are freed. What arrives for them later
+  // is written without its link and counted (gpuOpsWithoutLaunch), never silently.
+  void shed(std::size_t bytes);
 
  private:
   struct PendingCall {

@@ -140,6 +140,15 @@ void Pipeline::account() {
     setup_.budget->release(accountedBytes_ - now);
   }
   accountedBytes_ = now;
+  // Over the cap (records pour in faster than their links resolve, or links never come):
+  // what the assembler waits on gives way, so the tracer stays near its cap.
+  const std::size_t used = setup_.budget->used();
+  if (used > setup_.budget->cap() && !shedding_) {
+    shedding_ = true;  // once per cycle: account() below may come back here
+    assembler_->shed(used - setup_.budget->cap());
+    account();
+    shedding_ = false;
+  }
 }
 
 std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs,

@@ -78,6 +78,7 @@ class Pipeline {
   uint64_t droppedAssembled_ = 0;  // batches the budget had no room for
   int64_t lastFlushNs_ = 0;
   std::size_t accountedBytes_ = 0;  // what this pipeline counts in the budget right now
+  bool shedding_ = false;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -292,6 +292,22 @@ TEST_F(AssemblerTest, CallsWhoseRecordsNeverComeAreForgottenAfterAWhile) {
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u) << "a late record is counted, not lost";
 }
 
+TEST_F(AssemblerTest, SheddingGivesUpOnTheOldestCallsFirstAndLateRecordsAreCounted) {
+  make();
+  for (uint32_t i = 1; i <= 1000; ++i) call(i, kStart + i, kStart + i + 1, CallEffect::Kernel);
+  const std::size_t held = assembler->heldBytes();
+  assembler->shed(held / 2);
+  EXPECT_LT(assembler->heldBytes(), held * 3 / 4);
+  gpu({kernel(1, kStart + 2000, kStart + 2100), kernel(1000, kStart + 2000, kStart + 2100)});
+  assemble(kStart + 10 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 2u);
+  for (const KernelRecord& k : out.kernels) {
+    if (k.at.correlationId == 1) EXPECT_FALSE(k.at.hasLaunchCall) << "the oldest call was given up";
+    if (k.at.correlationId == 1000) EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
+  }
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
+}
+
 TEST_F(AssemblerTest, SpansWaitUntilEveryLaunchBeforeTheRangeEndHasJoined) {
   make();
   assembler->onRangeBegin(kThread, kStart + 10, 500, copied("step"));
