@@ -9,10 +9,12 @@
 
 namespace {
 
+using namespace kinetrace::literals;
+
 kinetrace::Config hostOnly() {
   kinetrace::Config config;
   config.activities = kinetrace::ActivitySet::parse("host");
-  config.hostBufferMb = 4096;  // the benchmark measures recording, not dropping
+  config.memoryMb = 4096;  // the benchmark measures recording, not dropping
   config.logLevel = kinetrace::LogLevel::Error;
   return config;
 }
@@ -38,10 +40,17 @@ void recordInSessions(benchmark::State& state, Body body) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// A literal marked with _kt: stored by address.
 void BM_RangeLiteral(benchmark::State& state) {
-  recordInSessions(state, [] { kinetrace::Range range("step"); });
+  recordInSessions(state, [] { kinetrace::Range range("step"_kt); });
 }
 BENCHMARK(BM_RangeLiteral);
+
+// An unmarked literal: copied, as any other name.
+void BM_RangeUnmarkedLiteral(benchmark::State& state) {
+  recordInSessions(state, [] { kinetrace::Range range("step"); });
+}
+BENCHMARK(BM_RangeUnmarkedLiteral);
 
 void BM_RangeCopiedName(benchmark::State& state) {
   const std::string name = "ProfilerStep#12";
@@ -51,21 +60,21 @@ BENCHMARK(BM_RangeCopiedName);
 
 void BM_BeginEndLiteral(benchmark::State& state) {
   recordInSessions(state, [] {
-    kinetrace::beginRange("step");
+    kinetrace::beginRange("step"_kt);
     kinetrace::endRange();
   });
 }
 BENCHMARK(BM_BeginEndLiteral);
 
 void BM_Counter(benchmark::State& state) {
-  recordInSessions(state, [] { kinetrace::counter("loss", 0.5); });
+  recordInSessions(state, [] { kinetrace::counter("loss"_kt, 0.5); });
 }
 BENCHMARK(BM_Counter);
 
 // Tracing off: what every instrumented call costs when no session records.
 void BM_RangeNotRecording(benchmark::State& state) {
   for (auto _ : state) {
-    kinetrace::Range range("step");
+    kinetrace::Range range("step"_kt);
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -85,7 +94,7 @@ void BM_RangeFourThreads(benchmark::State& state) {
     profiler->start();
   }
   for (auto _ : state) {
-    kinetrace::Range range("step");
+    kinetrace::Range range("step"_kt);
   }
   if (state.thread_index() == 0) {
     profiler->stop();
