@@ -79,7 +79,9 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //                     dropped and counted in the trace, never an out-of-memory. 1..1048576
 //   gpu_buffer_kb     size of one CUPTI activity buffer (16..1048576)
 //   gpu_flush_ms      how often CUPTI's worker thread hands completed buffers over
-//                     (cuptiActivityFlushPeriod); 0 leaves it to CUPTI's heuristics
+//                     (cuptiActivityFlushPeriod), so records never wait long for their
+//                     buffer to fill; 0 leaves it to CUPTI's heuristics (buffers may then
+//                     wait until full, and launches wait for their records as long)
 //   clock             auto | tsc | monotonic (see HostClock); read once per process
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
@@ -97,7 +99,7 @@ struct KINETRACE_API Config {
   LogLevel logLevel = LogLevel::Warning;
   std::size_t memoryMb = 1024;
   std::size_t gpuBufferKb = 4096;
-  uint32_t gpuFlushMs = 0;
+  uint32_t gpuFlushMs = 1000;
   HostClock clock = HostClock::Auto;
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits

@@ -10,15 +10,6 @@
 #include "support/log.h"
 
 namespace kinetrace::detail {
-namespace {
-
-// How often the pipeline asks CUPTI for buffers whose records are complete, full or not:
-// often enough that records do not wait long (and launches do not wait for them), rarely
-// enough that the request costs nothing noticeable.
-constexpr int64_t kGpuFlushPeriodNs = 1'000'000'000;
-
-}  // namespace
-
 Pipeline::Pipeline(PipelineSetup setup)
     : setup_(std::move(setup)), trace_(std::make_shared<TraceData>()), summary_(setup_.startNs) {
   trace_->tables.pid = setup_.pid;
@@ -32,7 +23,6 @@ Pipeline::Pipeline(PipelineSetup setup)
     setup_.sink->begin(setup_.header);  // throws: the caller reports it and records nothing
     writer_ = std::make_unique<EventWriter>(*setup_.sink, trace_->tables, setup_.startNs);
   }
-  lastFlushNs_ = setup_.startNs;
   thread_ = std::make_unique<std::thread>([this] {
     // Named so that `top -H` and per-thread CPU accounting show what it is.
     pthread_setname_np(pthread_self(), "kinetrace-pipe");
@@ -69,7 +59,7 @@ void Pipeline::run() {
     if (quit_) break;
     lock.unlock();
     try {
-      cycle(false);
+      cycle();
     } catch (const std::exception& error) {
       // Out of memory in a vector, most likely: the next cycle tries again; what this one
       // held is lost and the losses say so where they can.
@@ -79,13 +69,14 @@ void Pipeline::run() {
   }
 }
 
-void Pipeline::cycle(bool final) {
+void Pipeline::cycle() {
   const int64_t horizon = Clock::instance().nowNs();
   hostDropped_ = Core::instance().recorder().drain(setup_.generation, *assembler_, Clock::instance());
   if (setup_.gpu != nullptr) {
-    const bool flush = !final && horizon - lastFlushNs_ >= kGpuFlushPeriodNs;
-    if (flush) lastFlushNs_ = horizon;
-    setup_.gpu->poll(gpuBatch_, trace_->tables.strings, flush);
+    // CUPTI's own worker thread hands over buffers every gpu_flush_ms; asking from here too
+    // could wait on CUPTI while a program thread, inside a CUPTI callback, waits on us
+    // (cudaProfilerStop stopping the session).
+    setup_.gpu->poll(gpuBatch_, trace_->tables.strings, /*requestFlush=*/false);
     assembler_->addGpu(gpuBatch_);
   }
   assembler_->assemble(horizon, ready_);
@@ -156,7 +147,7 @@ std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs
   stopThread();
   assembler_->setStop(stopNs);
   try {
-    cycle(true);
+    cycle();
     assembler_->finish(syncReturnNs, ready_);
     consume(ready_);
     ready_.clear();

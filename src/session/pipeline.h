@@ -63,7 +63,7 @@ class Pipeline {
 
  private:
   void run();
-  void cycle(bool final);
+  void cycle();
   void consume(TraceRecords& records);
   void account();
 
@@ -76,7 +76,6 @@ class Pipeline {
   TraceRecords ready_;
   uint64_t hostDropped_ = 0;
   uint64_t droppedAssembled_ = 0;  // batches the budget had no room for
-  int64_t lastFlushNs_ = 0;
   std::size_t accountedBytes_ = 0;  // what this pipeline counts in the budget right now
   bool shedding_ = false;
 

@@ -14,7 +14,8 @@
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
-# Environment (defaults): GPU_BUILD_DIR (/tmp/kinetrace-gpu-build), OVERHEAD_ROUNDS (5),
+# Environment (defaults): ONLY (every step; else the step functions to run, e.g.
+# ONLY="configure build census flood"), GPU_BUILD_DIR (/tmp/kinetrace-gpu-build), OVERHEAD_ROUNDS (5),
 # OVERHEAD_STEPS (500), OVERHEAD_WARMUP (20), ACTIVITY_ROUNDS (3), BENCH_REPETITIONS (5),
 # FLOOD_KERNELS (200000).
 # Takes about 3-5 minutes on an H200, most of it the build.
@@ -38,10 +39,14 @@ OUT_DIR=$(cd "$OUT_DIR" && pwd)
 STEP_NAMES=()
 STEP_RESULTS=()
 
+# Which steps run (ONLY="build ctest census ..." by their function names): all by default.
+ONLY=${ONLY:-}
+
 # step NAME COMMAND...: runs the command, prints and records PASS/FAIL and its duration.
 step() {
   local name=$1
   shift
+  if [[ -n $ONLY && " $ONLY " != *" $1 "* ]]; then return 0; fi
   echo
   echo "=== $name"
   local start=$SECONDS
