@@ -72,7 +72,6 @@ Metadata headerMetadata(const Config& config, bool usesTsc, const Metadata& user
   out.push_back({"kinetrace_version", KINETRACE_VERSION_STRING});
   out.push_back({"kinetrace_activities", config.activities.toString()});
   out.push_back({"kinetrace_host_clock", usesTsc ? "tsc" : "clock_monotonic"});
-  out.push_back({"kinetrace_memory_cap_bytes", static_cast<uint64_t>(config.memoryCapBytes())});
   appendUser(out, user);
   return out;
 }

@@ -7,7 +7,7 @@
 //       direction from pageable and pinned memory, memsets, malloc/free and every kind of
 //       synchronisation, each in its own named range.
 //
-//   launch_census TRACE.json MANIFEST.json --memory-mb 1 --gpu-buffer-kb 16 --flood 200000
+//   launch_census TRACE.json MANIFEST.json --memory-mb 3 --gpu-buffer-kb 1024 --flood 200000
 //       floods the GPU with tiny kernels and no sync in between while CUPTI has almost no
 //       buffer memory, so records must be dropped; the trace must still be written and the
 //       drops reported.
