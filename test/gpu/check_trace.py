@@ -5,8 +5,27 @@
     check_trace.py TRACE.json[.gz] MANIFEST.json         format + what launch_census launched
     check_trace.py TRACE.json MANIFEST.json --expect-drops   (flood mode: drops must be reported)
 
-Prints one line per check ("PASS name: detail" / "FAIL name: detail"), then "N passed, M
-failed". Exit status 1 when any check failed, 2 when the files cannot be read.
+Prints one line per check ("PASS name: detail" / "FAIL name: detail"; "INFO name: detail" for
+facts and for checks skipped), then "N passed, M failed". Exit status 1 when any check
+failed, 2 when the files cannot be read.
+
+The layout checked (src/output/trace_events.cpp, src/session/metadata.cpp):
+- Top level: header metadata (schemaVersion, distributedInfo, kinetrace_activities, ...)
+  before "traceEvents", footer metadata (deviceProperties, loss counters,
+  kinetrace_record_counts, kinetrace_memory_peak_bytes, ...) after it. Only distributedInfo's
+  place is checked (HTA's fast reader stops at traceEvents); every other key is read
+  wherever it is, from its last occurrence when written twice (kinetrace_memory_cap_bytes
+  is in both header and footer).
+- Tracks: the slices of every (pid, tid) nest. GPU work of stream S on device D is on pid D:
+  operations on tid S (lane 0) or (1<<28)|(lane<<20)|(S & 0xFFFFF) for the lanes that
+  overlapping operations need ("stream S (2)", ...); synchronisations on
+  (2<<28)|(lane<<20)|(S & 0xFFFFF) ("stream S sync"); GPU spans of host ranges on
+  (3<<28)|(lane<<20)|(S & 0xFFFFF) ("stream S annotations"). Async host ranges on the
+  process's tids (1<<30)+lane ("async ranges", "async ranges 2"); CUPTI overhead on pid -1.
+- Flows: one "s" per launch call, at least one "f" per "s" (a graph launch: one per node),
+  no "f" without its "s".
+- Activities: syncs and [memory] instants exist only when kinetrace_activities lists sync /
+  memory; the census checks of them are skipped (INFO) when it does not.
 
 Times are compared as integer nanoseconds: ts/dur are parsed as Decimal and scaled, so
 nesting and ordering checks are exact rather than subject to float rounding.
@@ -33,6 +52,41 @@ DEVICE_PROPERTY_KEYS = (
     "regsPerMultiprocessor", "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor",
 )
 EPOCH_NS_2001 = 10 ** 18  # any real epoch-ns timestamp is larger
+
+# Track ids (src/output/trace_events.h). A GPU track's tid is the stream id for lane 0 of its
+# operations; any other track has its kind in bits 28..29, its lane in bits 20..27 (lanes
+# past 255 share 255) and the stream id's low 20 bits below.
+OPS_TRACK, SYNC_TRACK, SPAN_TRACK = 1, 2, 3
+TRACK_KIND_SHIFT = 28
+TRACK_LANE_SHIFT = 20
+STREAM_BITS = 0xFFFFF
+MAX_LANE = 255
+TRACK_OF_CAT = {"kernel": OPS_TRACK, "gpu_memcpy": OPS_TRACK, "gpu_memset": OPS_TRACK,
+                "cuda_sync": SYNC_TRACK, "gpu_user_annotation": SPAN_TRACK}
+TRACK_SUFFIX = {OPS_TRACK: "", SYNC_TRACK: " sync", SPAN_TRACK: " annotations"}
+TRACK_KIND_NAME = {OPS_TRACK: "operations", SYNC_TRACK: "sync", SPAN_TRACK: "annotations"}
+ASYNC_LANE_TID_BASE = 1 << 30  # host process: async ranges, lane by lane
+OVERHEAD_PID = -1
+OVERHEAD_DEVICE_BASE = 1 << 30  # overhead tid: base + (object id & 0x3FFFFF) + (lane << 22)
+OVERHEAD_LANE_SHIFT = 22
+OVERHEAD_ID_BITS = 0x3FFFFF
+
+# Activity names as kinetrace_activities lists them (src/session/config.cpp).
+DEFAULT_ACTIVITIES = {"host", "kernel", "memcpy", "memset", "launch"}
+ALL_ACTIVITIES = DEFAULT_ACTIVITIES | {"sync", "memory", "overhead", "cuda_runtime", "cuda_driver"}
+
+# Counters of records lost; "drops reported" is any of them above zero.
+DROP_COUNTERS = ("kinetrace_cupti_dropped_records", "kinetrace_cupti_buffers_refused",
+                 "kinetrace_dropped_host_events", "kinetrace_dropped_assembled_records")
+
+# kinetrace_record_counts: the kinds of records it counts, and the event each record is.
+RECORD_KINDS = ("ranges", "instants", "counters", "api_calls", "kernels", "memcpys", "memsets",
+                "syncs", "memory", "overheads", "gpu_spans")
+RECORD_KIND_OF_X_CAT = {
+    "user_annotation": "ranges", "cpu_op": "ranges", "cuda_runtime": "api_calls", "cuda_driver": "api_calls",
+    "kernel": "kernels", "gpu_memcpy": "memcpys", "gpu_memset": "memsets", "cuda_sync": "syncs",
+    "overhead": "overheads", "gpu_user_annotation": "gpu_spans",
+}
 # Keys the checker adds to each event: ts and ts + dur in integer ns, computed once. No
 # trace has keys starting with a NUL character.
 TS = "\0ts_ns"
@@ -82,11 +136,104 @@ def examples(items):
 
 
 def load_json(path):
+    """The parsed file and, when it is an object, its top-level (key, value) pairs in file
+    order, duplicates included (as a dict, a key keeps its first place and its last value).
+    The top level is walked here and each value parsed by json's own decoder, so the order
+    costs nothing per event."""
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    return json.loads(raw.decode("utf-8"), parse_float=Decimal)
+    text = raw.decode("utf-8")
+    decoder = json.JSONDecoder(parse_float=Decimal)
+    space = re.compile(r"[ \t\n\r]*")
+    at = space.match(text, 0).end()
+    if not text.startswith("{", at):
+        value, at = decoder.raw_decode(text, at)
+        pairs = None
+    else:
+        pairs = []
+        at = space.match(text, at + 1).end()
+        while not text.startswith("}", at):
+            if pairs:
+                if not text.startswith(",", at):
+                    raise ValueError(f"expected ',' or '}}' at character {at}")
+                at = space.match(text, at + 1).end()
+            if not text.startswith('"', at):
+                raise ValueError(f"expected a key at character {at}")
+            key, at = json.decoder.scanstring(text, at + 1)
+            at = space.match(text, at).end()
+            if not text.startswith(":", at):
+                raise ValueError(f"expected ':' at character {at}")
+            value, at = decoder.raw_decode(text, space.match(text, at + 1).end())
+            pairs.append((key, value))
+            at = space.match(text, at).end()
+        at += 1
+        value = dict(pairs)
+    if space.match(text, at).end() != len(text):
+        raise ValueError(f"extra data at character {at}")
+    return value, pairs
+
+
+def gpu_track_of(tid):
+    """(kind, lane, stream id bits) of a GPU track's tid, None when no GPU track has it."""
+    if not is_int(tid) or tid < 0 or tid >= 1 << 30:
+        return None
+    if tid < 1 << TRACK_KIND_SHIFT:
+        return OPS_TRACK, 0, tid
+    return tid >> TRACK_KIND_SHIFT, (tid >> TRACK_LANE_SHIFT) & 0xFF, tid & STREAM_BITS
+
+
+def gpu_track_tid(stream, kind, lane):
+    """The tid kinetrace gives lane `lane` of the `kind` track of `stream` (gpuTrackTid)."""
+    if kind == OPS_TRACK and lane == 0:
+        return stream
+    return (kind << TRACK_KIND_SHIFT) | (min(lane, MAX_LANE) << TRACK_LANE_SHIFT) | (stream & STREAM_BITS)
+
+
+def gpu_track_problem(event, kind):
+    """Why the event's tid is not a track of kind `kind` of the stream its args name; None
+    when it is. Events without a "stream" arg (GPU spans) are checked for the kind only."""
+    tid = event.get("tid")
+    track = gpu_track_of(tid)
+    if track is None:
+        return f"tid {tid} is no GPU track"
+    got_kind, lane, bits = track
+    if got_kind != kind:
+        return f"tid {tid:#x} is a {TRACK_KIND_NAME.get(got_kind, 'unknown')} track, not {TRACK_KIND_NAME[kind]}"
+    if kind == OPS_TRACK and lane == 0 and tid >= 1 << TRACK_KIND_SHIFT:
+        return f"tid {tid:#x}: lane 0 of a stream's operations has the stream id itself as tid"
+    stream = args_of(event).get("stream")
+    if stream is None and kind == SPAN_TRACK:
+        return None
+    if not is_int(stream):
+        return f"stream arg {stream!r} is not an integer"
+    if stream & STREAM_BITS != bits or (tid < 1 << TRACK_KIND_SHIFT and tid != stream):
+        return f"tid {tid:#x} is a track of stream {bits}, its args say stream {stream}"
+    return None
+
+
+def stream_of(event):
+    """The stream a GPU event ran on: its "stream" arg, else what its tid says."""
+    stream = args_of(event).get("stream")
+    if is_int(stream):
+        return stream
+    track = gpu_track_of(event.get("tid"))
+    return track[2] if track else event.get("tid")
+
+
+def recorded_activities(top):
+    """The activity names kinetrace_activities lists ("default"/"all" expanded), or None
+    when the trace does not say (then every check runs)."""
+    text = top.get("kinetrace_activities")
+    if not isinstance(text, str):
+        return None
+    names = {n.strip().lower() for n in text.split(",") if n.strip()}
+    if "default" in names:
+        names |= DEFAULT_ACTIVITIES
+    if "all" in names:
+        names |= ALL_ACTIVITIES
+    return names
 
 
 def short(event):
@@ -108,8 +255,11 @@ def api_base_name(name):
 class Trace:
     """The trace's events indexed the ways the checks need them."""
 
-    def __init__(self, top):
+    def __init__(self, top, top_pairs=None):
         self.top = top
+        # Top-level keys in file order, duplicates included.
+        self.top_keys = [k for k, _ in top_pairs] if top_pairs else list(top.keys())
+        self.activities = recorded_activities(top)
         raw = top.get("traceEvents") if isinstance(top.get("traceEvents"), list) else []
         self.events = [e for e in raw if isinstance(e, dict)]
         self.non_objects = len(raw) - len(self.events)
@@ -129,6 +279,13 @@ class Trace:
                     self.launches[corr].append(e)
         self.gpu_pids = {e.get("pid") for e in self.events
                          if e.get("ph") == "X" and e.get("cat") in GPU_TRACK_CATS}
+        self.process_names = {}  # pid -> name
+        self.thread_names = {}  # (pid, tid) -> name
+        for e in self.events:
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                self.process_names[e.get("pid")] = args_of(e).get("name")
+            elif e.get("ph") == "M" and e.get("name") == "thread_name":
+                self.thread_names[(e.get("pid"), e.get("tid"))] = args_of(e).get("name")
         # (pid, tid) -> X intervals in ns, sorted by start, with a running maximum of ends
         # so "is ts inside some slice" is one bisect.
         self.slices = defaultdict(list)
@@ -150,6 +307,16 @@ class Trace:
         calls = self.launches.get(args_of(op).get("correlation"), [])
         return min(calls, key=lambda e: e[TS]) if calls else None
 
+    def track_label(self, track):
+        """'pid P tid T (its thread name)' for messages."""
+        pid, tid = track
+        name = self.thread_names.get(track)
+        return f"pid {pid} tid {tid}" + (f" ({name})" if name is not None else "")
+
+    def activity_off(self, activity):
+        """True when kinetrace_activities shows that `activity` was not recorded."""
+        return self.activities is not None and activity not in self.activities
+
     def enclosed(self, track, ts_ns):
         starts = self.slice_starts.get(track)
         if not starts:
@@ -160,23 +327,32 @@ class Trace:
 
 # ---- format checks (any trace) ---------------------------------------------------------
 
-def check_top_level(report, top, expect_drops):
-    keys = list(top.keys())  # json keeps the file's key order
-    missing = [k for k in ("schemaVersion", "traceEvents", "deviceProperties", "baseTimeNanoseconds")
-               if k not in top]
+def check_top_level(report, trace, expect_drops):
+    top = trace.top
+    keys = trace.top_keys  # file order, duplicates included
+    missing = [k for k in ("schemaVersion", "distributedInfo", "traceEvents", "deviceProperties",
+                           "baseTimeNanoseconds") if k not in top]
     report.check("top-level keys", not missing,
                  f"missing {missing}" if missing else f"{len(keys)} keys")
     report.check("schemaVersion is 1", top.get("schemaVersion") == 1, f"got {top.get('schemaVersion')!r}")
     report.check("traceEvents is a list", isinstance(top.get("traceEvents"), list))
+    if "traceEvents" in keys:
+        at = keys.index("traceEvents")
+        report.info("header (before traceEvents)", ", ".join(keys[:at]) or "none")
+        report.info("footer (after traceEvents)", ", ".join(keys[at + 1:]) or "none")
+    twice = sorted(k for k, n in Counter(keys).items() if n > 1)
+    if twice:
+        report.info("keys written more than once (the last is read)", ", ".join(twice))
 
     base = top.get("baseTimeNanoseconds")
     report.check("baseTimeNanoseconds is epoch ns", is_int(base) and base > EPOCH_NS_2001, f"got {base!r}")
 
-    if "distributedInfo" in top:
-        ok = "traceEvents" in top and keys.index("distributedInfo") < keys.index("traceEvents")
-        info = top["distributedInfo"]
-        report.check("distributedInfo before traceEvents, with rank",
-                     ok and isinstance(info, dict) and "rank" in info, f"{info!r}"[:120])
+    # HTA's fast reader stops at traceEvents: distributedInfo must come before it.
+    info = top.get("distributedInfo")
+    ok = ("distributedInfo" in keys and "traceEvents" in keys
+          and keys.index("distributedInfo") < keys.index("traceEvents"))
+    report.check("distributedInfo before traceEvents, with rank",
+                 ok and isinstance(info, dict) and "rank" in info, f"{info!r}"[:120])
 
     props = top.get("deviceProperties")
     bad = []
@@ -193,13 +369,66 @@ def check_top_level(report, top, expect_drops):
 
     counters = {k: v for k, v in top.items() if k.startswith("kinetrace_")}
     report.info("kinetrace metadata", ", ".join(f"{k}={v}" for k, v in counters.items()) or "none")
+    check_drops(report, top, expect_drops)
+    check_record_counts(report, trace)
+    check_memory_peak(report, top)
+
+
+def check_drops(report, top, expect_drops):
+    """Losses are reported by several counters (CUPTI's drops, buffers refused under the
+    memory cap, host events and assembled records the cap left no room for): a flood must
+    raise at least one; a normal run none."""
     dropped = top.get("kinetrace_cupti_dropped_records")
-    if report.check("kinetrace_cupti_dropped_records present", is_int(dropped) and dropped >= 0,
-                    f"got {dropped!r} (it is written even when 0)"):
-        if expect_drops:
-            report.check("CUPTI drops reported (expected)", dropped > 0, f"{dropped} dropped")
-        else:
-            report.check("no CUPTI drops", dropped == 0, f"{dropped} dropped")
+    report.check("kinetrace_cupti_dropped_records present", is_int(dropped) and dropped >= 0,
+                 f"got {dropped!r} (it is written even when 0)")
+    values = {k: top[k] for k in DROP_COUNTERS if is_int(top.get(k))}
+    detail = ", ".join(f"{k}={v}" for k, v in values.items()) or "no drop counters"
+    if expect_drops:
+        report.check("drops reported (expected)", any(v > 0 for v in values.values()), detail)
+    else:
+        report.check("no drops reported", all(v == 0 for v in values.values()), detail)
+
+
+def record_kind(event):
+    """The kinetrace_record_counts kind the event is one record of; None for flows, metadata."""
+    ph, cat = event.get("ph"), event.get("cat")
+    if not isinstance(cat, str):
+        cat = None
+    if ph == "X":
+        return RECORD_KIND_OF_X_CAT.get(cat)
+    if ph == "C":
+        return "counters"
+    if ph == "i" and cat == "user_instant":
+        return "instants"
+    if ph == "i" and event.get("name") == "[memory]":
+        return "memory"
+    return None
+
+
+def check_record_counts(report, trace):
+    """The footer's kinetrace_record_counts count what the file holds: each record kind is
+    one kind of event (a kernel record is one X event of cat "kernel", ...)."""
+    counts = trace.top.get("kinetrace_record_counts")
+    name = "kinetrace_record_counts agree with the events"
+    if not isinstance(counts, dict):
+        report.check(name, False, f"got {counts!r}, expected an object in the footer")
+        return
+    kinds = Counter(record_kind(e) for e in trace.events)
+    found = {kind: kinds.get(kind, 0) for kind in RECORD_KINDS}
+    wrong = [f"{key}: footer says {counts.get(key)!r}, the trace has {n}"
+             for key, n in found.items() if counts.get(key) != n]
+    report.check(name, not wrong, examples(wrong) if wrong else ", ".join(f"{k}={n}" for k, n in found.items()))
+    unknown = sorted(set(counts) - set(RECORD_KINDS))
+    if unknown:
+        report.info("record counts not checked", ", ".join(f"{k}={counts[k]}" for k in unknown))
+
+
+def check_memory_peak(report, top):
+    """One memory cap holds everything kinetrace keeps: the peak it measured stays within."""
+    peak, cap = top.get("kinetrace_memory_peak_bytes"), top.get("kinetrace_memory_cap_bytes")
+    ok = is_int(peak) and is_int(cap) and 0 <= peak <= cap
+    report.check("kinetrace_memory_peak_bytes <= kinetrace_memory_cap_bytes", ok,
+                 f"peak {peak!r} B, cap {cap!r} B" + (f" ({peak / cap:.0%} of it)" if ok and cap else ""))
 
 
 def check_events(report, trace):
@@ -234,47 +463,130 @@ def check_events(report, trace):
         isinstance(e.get("args"), dict) and e["args"] and all(is_number(v) for v in e["args"].values()))]
     report.check("counters carry numeric series", not bad_counters, examples(bad_counters))
 
-    # Perfetto draws only properly nested slices per track; host threads must nest.
-    host_tracks = defaultdict(list)
-    for e in events:
-        if e.get("ph") == "X" and e.get("pid") not in trace.gpu_pids and END in e:
-            host_tracks[(e.get("pid"), e.get("tid"))].append((e[TS], e[END], e))
-    overlaps = []
-    for track, slices in host_tracks.items():
-        slices.sort(key=lambda s: (s[0], -(s[1] - s[0])))
-        stack = []
-        for start, end, e in slices:
-            while stack and stack[-1][1] <= start:
-                stack.pop()
-            if stack and end > stack[-1][1]:
-                overlaps.append(f"{short(e)} crosses the end of {stack[-1][2].get('name')!r}")
-            stack.append((start, end, e))
-    report.check("host slices nest per (pid, tid)", not overlaps,
-                 examples(overlaps) if overlaps else f"{len(host_tracks)} host tracks")
-
     missing_ext = [short(e) for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
                    and not is_int(args_of(e).get("External id"))]
     report.check("host ranges carry External id", not missing_ext, examples(missing_ext))
 
 
-def check_naming(report, trace):
-    process_names = set()
-    thread_names = set()
+def track_kind(trace, track):
+    """What a (pid, tid) track is, for the nesting check's summary."""
+    pid, tid = track
+    if pid == OVERHEAD_PID:
+        return "overhead"
+    if pid in trace.gpu_pids:
+        gpu = gpu_track_of(tid)
+        return f"GPU {TRACK_KIND_NAME.get(gpu[0], 'unknown')}" if gpu else "GPU unknown"
+    return "async ranges" if is_int(tid) and tid >= ASYNC_LANE_TID_BASE else "host thread"
+
+
+def check_tracks_nest(report, trace):
+    """Every (pid, tid) track -- host threads, async lanes, GPU operations, syncs, annotations,
+    CUPTI overhead -- holds properly nested slices: sorted by start (the longer first on a
+    tie), each slice ends before the next one starts or contains it. Perfetto mis-draws any
+    partial overlap; kinetrace puts overlapping work on lanes of its own to avoid one."""
+    tracks = defaultdict(list)
     for e in trace.events:
-        if e.get("ph") == "M" and e.get("name") == "process_name":
-            process_names.add(e.get("pid"))
-        elif e.get("ph") == "M" and e.get("name") == "thread_name":
-            thread_names.add((e.get("pid"), e.get("tid")))
+        if e.get("ph") == "X" and END in e:
+            tracks[(e.get("pid"), e.get("tid"))].append((e[TS], e[END], e))
+    overlaps = []
+    for track, slices in tracks.items():
+        slices.sort(key=lambda s: (s[0], -s[1]))
+        stack = []  # enclosing slices, innermost last
+        for start, end, e in slices:
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            if stack and end > stack[-1][1]:
+                outer = stack[-1][2]
+                overlaps.append(f"{track_kind(trace, track)} track {trace.track_label(track)}: "
+                                f"{e.get('name')!r} [{start}, {end}] ns crosses the end of "
+                                f"{outer.get('name')!r} [{stack[-1][0]}, {stack[-1][1]}] ns")
+            stack.append((start, end, e))
+    kinds = Counter(track_kind(trace, t) for t in tracks)
+    report.check("every track's slices nest (no partial overlap on any (pid, tid))", not overlaps,
+                 examples(overlaps) if overlaps
+                 else f"{len(tracks)} tracks: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+
+
+def check_naming(report, trace):
     pids = {e.get("pid") for e in trace.events if e.get("ph") not in ("M", None)}
     threads = {(e.get("pid"), e.get("tid")) for e in trace.events if e.get("ph") in ("X", "i", "s", "f")}
-    unnamed_pids = sorted(pids - process_names, key=str)
-    unnamed_threads = sorted(threads - thread_names, key=str)
+    unnamed_pids = sorted(pids - set(trace.process_names), key=str)
+    unnamed_threads = sorted(threads - set(trace.thread_names), key=str)
     report.check("process_name for every pid", not unnamed_pids, examples(unnamed_pids) or f"{len(pids)} pids")
     report.check("thread_name for every (pid, tid)", not unnamed_threads,
                  examples(unnamed_threads) or f"{len(threads)} threads")
 
+    problems = []
+    for pid, name in trace.process_names.items():
+        if pid in trace.gpu_pids and name != f"GPU {pid}":
+            problems.append(f"pid {pid} is named {name!r}, not 'GPU {pid}'")
+        elif pid == OVERHEAD_PID and name != "CUPTI overhead":
+            problems.append(f"pid {pid} is named {name!r}, not 'CUPTI overhead'")
+    named = 0
+    for (pid, tid), name in trace.thread_names.items():
+        if pid in trace.gpu_pids:
+            problem = gpu_track_name_problem(tid, name)
+        elif pid == OVERHEAD_PID:
+            problem = overhead_track_name_problem(tid, name)
+        elif is_int(tid) and tid >= ASYNC_LANE_TID_BASE:
+            problem = async_track_name_problem(tid, name)
+        else:
+            continue  # a host thread: "thread T (name)"
+        named += 1
+        if problem:
+            problems.append(f"pid {pid} tid {tid}: {problem}")
+    report.check("GPU, async and overhead tracks named after their tids", not problems,
+                 examples(problems) if problems else f"{named} tracks")
+
+
+def lane_of_suffix(number):
+    """Lane of a name's " (N)" suffix: none is lane 0, (2) lane 1, ...; None for (0)/(1)."""
+    if number is None:
+        return 0
+    return int(number) - 1 if int(number) >= 2 else None
+
+
+def gpu_track_name_problem(tid, name):
+    """'stream S', 'stream S (N)', 'stream S sync[ (N)]', 'stream S annotations[ (N)]' must
+    name the tid gpuTrackTid gives that stream, kind and lane."""
+    m = re.fullmatch(r"stream (\d+)( sync| annotations)?(?: \((\d+)\))?", str(name))
+    if not m:
+        return f"{name!r} is not 'stream S[ sync| annotations][ (N)]'"
+    kind = next(k for k, suffix in TRACK_SUFFIX.items() if suffix == (m.group(2) or ""))
+    lane = lane_of_suffix(m.group(3))
+    if lane is None:
+        return f"{name!r}: a lane suffix starts at (2)"
+    want = gpu_track_tid(int(m.group(1)), kind, lane)
+    return None if tid == want else f"{name!r} is the name of tid {want}"
+
+
+def overhead_track_name_problem(tid, name):
+    """'CUPTI overhead (thread T)' / '(device D)' / bare, plus a lane suffix, for the tid
+    (object id & 0x3FFFFF) + (lane << 22), plus 1<<30 for a device."""
+    m = re.fullmatch(r"CUPTI overhead(?: \((thread|device) (\d+)\))?(?: \((\d+)\))?", str(name))
+    if not m or not is_int(tid):
+        return f"{name!r} is not 'CUPTI overhead[ (thread T| device D)][ (N)]'"
+    lane = lane_of_suffix(m.group(3))
+    if lane is None:
+        return f"{name!r}: a lane suffix starts at (2)"
+    if m.group(1) is None:  # an object of no known kind: its id is not in the name
+        ok = tid < OVERHEAD_DEVICE_BASE and (tid >> OVERHEAD_LANE_SHIFT) & 0xFF == min(lane, MAX_LANE)
+        return None if ok else f"{name!r} does not fit tid {tid}"
+    base = OVERHEAD_DEVICE_BASE if m.group(1) == "device" else 0
+    want = base + (int(m.group(2)) & OVERHEAD_ID_BITS) + (min(lane, MAX_LANE) << OVERHEAD_LANE_SHIFT)
+    return None if tid == want else f"{name!r} is the name of tid {want}"
+
+
+def async_track_name_problem(tid, name):
+    """Async range lanes: tid (1<<30)+lane, named 'async ranges' then 'async ranges 2', ..."""
+    lane = tid - ASYNC_LANE_TID_BASE
+    want = "async ranges" if lane == 0 else f"async ranges {lane + 1}"
+    return None if name == want else f"{name!r}, expected {want!r}"
+
 
 def check_flows(report, trace):
+    """Arrows from launch calls to GPU work: one start ("s") per call, one end ("f") per GPU
+    operation (several for a graph launch), each bound to a slice of its track."""
     starts = defaultdict(list)
     finishes = []
     for e in trace.events:
@@ -291,10 +603,48 @@ def check_flows(report, trace):
     report.check('flows are cat "ac2g"', not bad_cat, examples(bad_cat))
     dup = [i for i, v in starts.items() if len(v) > 1]
     report.check("one flow start per id", not dup, examples(f"id={i}" for i in dup))
+    # The assembler writes a start only once a GPU operation of its call is in the trace.
+    ended = {e.get("id") for e in finishes}
+    unended = [short(v[0]) for i, v in starts.items() if i not in ended]
+    report.check("every flow start has at least one end", not unended, examples(unended))
     # Perfetto binds a flow event to the slice enclosing its timestamp on its track.
     unbound = [short(e) for e in finishes + [s for v in starts.values() for s in v]
                if TS not in e or not trace.enclosed((e.get("pid"), e.get("tid")), e[TS])]
     report.check("every flow event lies inside a slice of its track", not unbound, examples(unbound))
+
+
+def check_gpu_tracks(report, trace):
+    """Each GPU event is on its device's pid and on a track of its own stream and kind:
+    operations on the stream's lanes, syncs on its sync track, spans on its annotations."""
+    events = [e for e in trace.events if e.get("ph") == "X" and e.get("cat") in GPU_TRACK_CATS]
+    by_kind = {OPS_TRACK: [], SYNC_TRACK: [], SPAN_TRACK: []}
+    for e in events:
+        kind = TRACK_OF_CAT[e.get("cat")]
+        args = args_of(e)
+        wanted = ("correlation", "device", "stream") if kind != SPAN_TRACK else ()
+        problems = [f"{k} arg missing or not an integer" for k in wanted if not is_int(args.get(k))]
+        if not problems:
+            if kind != SPAN_TRACK and args["device"] != e.get("pid"):
+                problems.append(f"device {args['device']} != pid {e.get('pid')}")
+            problem = gpu_track_problem(e, kind)
+            if problem:
+                problems.append(problem)
+        by_kind[kind].append(f"{short(e)}: {problems}" if problems else None)
+    for kind, name in ((OPS_TRACK, "GPU ops on a lane of their stream (device/stream/correlation args match pid/tid)"),
+                       (SYNC_TRACK, "syncs on their stream's sync track (device/stream args match pid/tid)"),
+                       (SPAN_TRACK, "GPU spans on their stream's annotation track")):
+        bad = [b for b in by_kind[kind] if b]
+        report.check(name, not bad, examples(bad) if bad else f"{len(by_kind[kind])} events")
+
+    lanes = defaultdict(set)  # (device, stream, kind) -> lanes used
+    for e in events:
+        track = gpu_track_of(e.get("tid"))
+        if track:
+            lanes[(e.get("pid"), stream_of(e) if track[0] != SPAN_TRACK else track[2], track[0])].add(track[1])
+    extra = [f"device {d} stream {s} {TRACK_KIND_NAME.get(k, k)}: {len(l)} lanes"
+             for (d, s, k), l in sorted(lanes.items(), key=str) if len(l) > 1]
+    report.info("GPU tracks", f"{len(lanes)} (device, stream, kind) tracks"
+                + (f"; with more than one lane: {', '.join(extra)}" if extra else ", one lane each"))
 
 
 def check_gpu_ops(report, trace, strict):
@@ -302,18 +652,7 @@ def check_gpu_ops(report, trace, strict):
     ops = trace.gpu_ops
     report.info("GPU ops", ", ".join(f"{c}={n}" for c, n in Counter(e.get("cat") for e in ops).items()) or "none")
 
-    bad_args = []
-    for e in ops:
-        args = args_of(e)
-        problems = [k for k in ("correlation", "device", "stream") if not is_int(args.get(k))]
-        if not problems:
-            if args["device"] != e.get("pid"):
-                problems.append(f"device {args['device']} != pid {e.get('pid')}")
-            if args["stream"] != e.get("tid"):
-                problems.append(f"stream {args['stream']} != tid {e.get('tid')}")
-        if problems:
-            bad_args.append(f"{short(e)}: {problems}")
-    report.check("GPU ops: correlation/device/stream args match pid/tid", not bad_args, examples(bad_args))
+    check_gpu_tracks(report, trace)
 
     without_launch = [short(e) for e in ops if trace.launch_of(e) is None]
     if strict:
@@ -473,39 +812,63 @@ def check_census(report, trace, manifest):
     check_launch_apis(report, "GPU ops", all_matches, trace)
     check_op_flows(report, trace, [e for _, f in all_matches for e in f])
 
-    syncs = Counter(e.get("name") for e in trace.events if e.get("ph") == "X" and e.get("cat") == "cuda_sync")
-    wrong = [f"{name}: {syncs.get(name, 0)} (at least {n})" for name, n in manifest.get("syncsAtLeast", {}).items()
-             if syncs.get(name, 0) < n]
-    report.check("synchronisations recorded", not wrong, examples(wrong) if wrong else dict(syncs))
+    check_syncs(report, trace, manifest)
+    check_memory_events(report, trace, manifest)
 
+
+def skipped_for(report, trace, activity, name):
+    """True (and an INFO line) when the trace says `activity` was not recorded."""
+    if not trace.activity_off(activity):
+        return False
+    report.info(name, f"skipped: kinetrace_activities is {trace.top.get('kinetrace_activities')!r}, "
+                      f"without {activity!r}")
+    return True
+
+
+def check_syncs(report, trace, manifest):
+    """Every kind of synchronisation the census did is in the trace (sync activity only)."""
+    name = "synchronisations recorded"
+    if skipped_for(report, trace, "sync", name):
+        return
+    syncs = Counter(e.get("name") for e in trace.events if e.get("ph") == "X" and e.get("cat") == "cuda_sync")
+    wrong = [f"{kind}: {syncs.get(kind, 0)} (at least {n})" for kind, n in manifest.get("syncsAtLeast", {}).items()
+             if syncs.get(kind, 0) < n]
+    report.check(name, not wrong, examples(wrong) if wrong else dict(syncs))
+
+
+def check_memory_events(report, trace, manifest):
+    """The census's cudaMalloc and cudaFree are [memory] instants (memory activity only)."""
+    name = "allocations and frees recorded as [memory] instants"
+    if skipped_for(report, trace, "memory", name):
+        return
     alloc = manifest.get("allocations", {})
     memory = [e for e in trace.events if e.get("ph") == "i" and e.get("name") == "[memory]"]
     want = alloc.get("mallocs", 0) + alloc.get("frees", 0)
-    report.check("allocations and frees recorded as [memory] instants", len(memory) >= want,
-                 f"{len(memory)} [memory] events, at least {want} expected")
+    report.check(name, len(memory) >= want, f"{len(memory)} [memory] events, at least {want} expected")
 
 
 def check_streams(report, matches):
-    """Each stream slot maps to one stream id; the slots' ids differ from each other."""
-    tids = defaultdict(set)
-    graph_tids = set()
+    """Each stream slot maps to one stream id; the slots' ids differ from each other. The id
+    is the stream's, whichever of its lanes (tids) an op is on."""
+    ids = defaultdict(set)
+    graph_ids = set()
     for entry, found in matches:
         for e in found:
-            (graph_tids if entry.get("graph") else tids[entry["stream"]]).add(e.get("tid"))
-    shape = {slot: sorted(t, key=str) for slot, t in tids.items()}
-    report.check("ops of each stream share one stream id", all(len(t) == 1 for t in tids.values()), f"{shape}")
-    single = {slot: next(iter(t)) for slot, t in tids.items() if len(t) == 1}
+            (graph_ids if entry.get("graph") else ids[entry["stream"]]).add(stream_of(e))
+    shape = {slot: sorted(t, key=str) for slot, t in ids.items()}
+    report.check("ops of each stream share one stream id", all(len(t) == 1 for t in ids.values()), f"{shape}")
+    single = {slot: next(iter(t)) for slot, t in ids.items() if len(t) == 1}
     report.check("the two created streams and the legacy stream have distinct ids",
                  len(single) == 3 and len(set(single.values())) == 3, f"{single}")
     # Graph kernels run on the stream the graph was launched into (slot 0 in the census).
     report.check("graph kernels on the graph's launch stream",
-                 not graph_tids or graph_tids == {single.get("0")},
-                 f"graph kernels on {sorted(graph_tids, key=str)}, launch stream {single.get('0')}")
+                 not graph_ids or graph_ids == {single.get("0")},
+                 f"graph kernels on {sorted(graph_ids, key=str)}, launch stream {single.get('0')}")
 
 
 def check_stream_order(report, expected, kernel_matches, memcpy_matches, memset_matches):
-    """A stream runs its work in launch order: sorted by start time, each stream's ops must
-    read exactly as the manifest's streamOrder lists them."""
+    """A stream runs its work in launch order: sorted by start time, each stream's ops, on
+    all of its lanes together, must read exactly as the manifest's streamOrder lists them."""
     seen = defaultdict(list)  # slot -> [(ts, identity)]
     for k, found in kernel_matches:
         if not k.get("graph"):
@@ -565,12 +928,12 @@ def main():
     parser.add_argument("trace", help="trace file (.json or .json.gz)")
     parser.add_argument("manifest", nargs="?", help="manifest written by launch_census")
     parser.add_argument("--expect-drops", action="store_true",
-                        help="require kinetrace_cupti_dropped_records > 0 (flood mode)")
+                        help="require a drop counter > 0 (flood mode): " + ", ".join(DROP_COUNTERS))
     args = parser.parse_args()
 
     try:
-        top = load_json(args.trace)
-        manifest = load_json(args.manifest) if args.manifest else None
+        top, top_pairs = load_json(args.trace)
+        manifest = load_json(args.manifest)[0] if args.manifest else None
     except (OSError, ValueError) as error:
         print(f"FAIL cannot load: {error}")
         print("0 passed, 1 failed")
@@ -582,9 +945,10 @@ def main():
 
     report = Report()
     report.check("trace loads as JSON", True, args.trace)
-    trace = Trace(top)
-    check_top_level(report, top, args.expect_drops)
+    trace = Trace(top, top_pairs)
+    check_top_level(report, trace, args.expect_drops)
     check_events(report, trace)
+    check_tracks_nest(report, trace)
     check_naming(report, trace)
     check_flows(report, trace)
     if manifest is None:

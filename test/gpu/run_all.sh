@@ -111,10 +111,13 @@ unit_tests() {
   (cd "$BUILD_DIR" && run ctest --output-on-failure --no-tests=error --timeout 300 --parallel "$(nproc)")
 }
 
+# The census records syncs, memory events and CUPTI overhead as well as the defaults, so
+# that their records are checked too; the flood keeps the defaults.
 census() {
   local census trace=$WORK_DIR/census_trace.json rc=0
   census=$(binary launch_census) || return 1
-  run "$census" "$trace" "$OUT_DIR/census_manifest.json" || return 1
+  run env KINETRACE_ACTIVITIES=default,sync,memory,overhead \
+    "$census" "$trace" "$OUT_DIR/census_manifest.json" || return 1
   run python3 "$CHECKER" "$trace" "$OUT_DIR/census_manifest.json" || rc=1
   keep "$trace" census_trace.json.gz
   return $rc
