@@ -121,8 +121,11 @@ void Pipeline::consume(TraceRecords& records) {
 // What the assembler and the string table hold changes every cycle; the budget follows.
 void Pipeline::account() {
   static_assert(sizeof(std::size_t) == 8);
+  // An open sink holds its write buffer (ChromeJsonSink: 1 MiB, plus zlib's state for gzip).
+  constexpr std::size_t kSinkBytes = (1u << 20) + (256u << 10);
   const std::size_t held = assembler_->heldBytes() + trace_->tables.strings.bytes() +
-                           trace_->tables.threads.capacity() * sizeof(ThreadInfo);
+                           trace_->tables.threads.capacity() * sizeof(ThreadInfo) +
+                           (setup_.sink ? kSinkBytes : 0);
   const std::size_t records = trace_->records.bytes();
   const std::size_t now = held + records;
   if (now > accountedBytes_) {
