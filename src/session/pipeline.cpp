@@ -119,30 +119,31 @@ void Pipeline::consume(TraceRecords& records) {
 }
 
 // What the assembler and the string table hold changes every cycle; the budget follows.
+// When the growth would pass the cap (records pour in faster than their links resolve, or
+// links never come), what the assembler waits on gives way first, so the tracer stays
+// within its cap as far as anything can be given up.
 void Pipeline::account() {
-  static_assert(sizeof(std::size_t) == 8);
   // An open sink holds its write buffer (ChromeJsonSink: 1 MiB, plus zlib's state for gzip).
   constexpr std::size_t kSinkBytes = (1u << 20) + (256u << 10);
-  const std::size_t held = assembler_->heldBytes() + trace_->tables.strings.bytes() +
-                           trace_->tables.threads.capacity() * sizeof(ThreadInfo) +
-                           (setup_.sink ? kSinkBytes : 0);
-  const std::size_t records = trace_->records.bytes();
-  const std::size_t now = held + records;
+  auto held = [&] {
+    return assembler_->heldBytes() + trace_->tables.strings.bytes() +
+           trace_->tables.threads.capacity() * sizeof(ThreadInfo) + (setup_.sink ? kSinkBytes : 0) +
+           trace_->records.bytes();
+  };
+  std::size_t now = held();
+  if (now > accountedBytes_) {
+    const std::size_t after = setup_.budget->used() + (now - accountedBytes_);
+    if (after > setup_.budget->cap()) {
+      assembler_->shed(after - setup_.budget->cap());
+      now = held();
+    }
+  }
   if (now > accountedBytes_) {
     setup_.budget->forceAcquire(now - accountedBytes_);
   } else {
     setup_.budget->release(accountedBytes_ - now);
   }
   accountedBytes_ = now;
-  // Over the cap (records pour in faster than their links resolve, or links never come):
-  // what the assembler waits on gives way, so the tracer stays near its cap.
-  const std::size_t used = setup_.budget->used();
-  if (used > setup_.budget->cap() && !shedding_) {
-    shedding_ = true;  // once per cycle: account() below may come back here
-    assembler_->shed(used - setup_.budget->cap());
-    account();
-    shedding_ = false;
-  }
 }
 
 std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs,

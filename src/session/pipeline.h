@@ -77,7 +77,6 @@ class Pipeline {
   uint64_t hostDropped_ = 0;
   uint64_t droppedAssembled_ = 0;  // batches the budget had no room for
   std::size_t accountedBytes_ = 0;  // what this pipeline counts in the budget right now
-  bool shedding_ = false;
 
   std::mutex mutex_;
   std::condition_variable wake_;
