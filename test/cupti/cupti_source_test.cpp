@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -545,6 +546,34 @@ TEST_F(CuptiSourceTest, BuffersCompletedWhilePollingAreEachDecodedOnce) {
   cupti.join();
   EXPECT_EQ(seen.size(), kBuffers);
   EXPECT_LE(budget_.peak(), 2 * kBufferBytes);
+}
+
+// A window's trace has a string table of its own, which may well be allocated where the
+// previous window's was: names decoded for the old table must not leak into the new one.
+TEST_F(CuptiSourceTest, EachWindowInternsKernelNamesIntoItsOwnTable) {
+  static const char kMangled[] = "_Z6kernelPfi";
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  std::optional<StringTable> table;
+
+  table.emplace();
+  source.start(1000);
+  fake_.deliver(oneKernel(kMangled, 2000, 3000, 1));
+  GpuBatch first = pollOnce(source, *table);
+  ASSERT_EQ(first.records.kernels.size(), 1u);
+  EXPECT_EQ(table->get(first.records.kernels[0].name), "kernel(float*, int)");
+  source.finishWindow();
+  pollOnce(source, *table);
+  source.stopCollecting();
+
+  table.reset();
+  table.emplace();  // the same address
+  table->intern("a name of the next trace");
+  source.start(5000);
+  fake_.deliver(oneKernel(kMangled, 6000, 7000, 2));
+  GpuBatch second = pollOnce(source, *table);
+  ASSERT_EQ(second.records.kernels.size(), 1u);
+  EXPECT_EQ(table->get(second.records.kernels[0].name), "kernel(float*, int)");
 }
 
 // ---- clocks ---------------------------------------------------------------------------
