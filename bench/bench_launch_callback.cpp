@@ -1,18 +1,26 @@
 // kinetrace's own share of launch correlation: the CUPTI callback body for one
 // cudaLaunchKernel (runtime entry and exit, plus the nested cuLaunchKernel that CUDA 13
-// reports and kinetrace skips), called directly with the data CUPTI would pass. CUPTI's
-// cost of dispatching those callbacks is not in this number; bench/gpu/launch_cost.cu
-// measures the whole on a GPU.
+// reports and kinetrace skips), called directly with the data CUPTI would pass, recording
+// into the host recorder as in a session. CUPTI's cost of dispatching those callbacks is
+// not in this number; bench/gpu/launch_cost.cu measures the whole on a GPU.
 #include <benchmark/benchmark.h>
 #include <cupti.h>
 
+#include <cstdint>
+#include <string_view>
+
 #include "cupti/launch_callbacks.h"
-#include "kinetrace/profiler.h"
+#include "host/host_recorder.h"
+#include "model/clock.h"
+#include "model/memory_budget.h"
 #include "support/null_cupti_api.h"
 
 namespace {
 
+using kinetrace::detail::ApiCallRecord;
 using kinetrace::detail::CallbackTable;
+using kinetrace::detail::HostName;
+using kinetrace::detail::HostRecorder;
 
 // Names for the two launch entry points; every other id is unknown (not recorded).
 class LaunchNames final : public kinetrace::detail::NullCuptiApi {
@@ -32,6 +40,20 @@ class LaunchNames final : public kinetrace::detail::NullCuptiApi {
   }
 };
 
+// Counts the launch calls a drain hands over, as kinetrace's pipeline would collect them.
+class CallCounter final : public kinetrace::detail::HostEventVisitor {
+ public:
+  uint64_t calls = 0;
+  void onThread(uint32_t, int64_t, std::string_view) override {}
+  void onRangeBegin(uint32_t, int64_t, uint64_t, HostName) override {}
+  void onRangeEnd(uint32_t, int64_t, uint64_t) override {}
+  void onInstant(uint32_t, int64_t, HostName) override {}
+  void onCounter(uint32_t, int64_t, HostName, double) override {}
+  void onApiCall(const ApiCallRecord&) override { ++calls; }
+  void onAsyncBegin(uint32_t, int64_t, uint64_t, HostName) override {}
+  void onAsyncEnd(uint32_t, int64_t, uint64_t) override {}
+};
+
 CUpti_CallbackData callbackData(CUpti_ApiCallbackSite site, uint64_t* slot,
                                 uint32_t correlationId) {
   CUpti_CallbackData data{};
@@ -47,16 +69,14 @@ void BM_LaunchCallbacks(benchmark::State& state) {
   LaunchNames names;
   CallbackTable table;
   table.selectLaunchEntryPoints(names);
-  kinetrace::Config config;
-  config.activities = kinetrace::ActivitySet::parse("host");
-  config.hostBufferMb = 4096;
-  config.logLevel = kinetrace::LogLevel::Error;
-  kinetrace::Profiler profiler(config);
-  profiler.start();
+  HostRecorder& recorder = HostRecorder::instance();
+  kinetrace::detail::MemoryBudget budget(1ull << 30);
+  const uint64_t generation = recorder.startRecording(budget);
+  CallCounter counter;
 
   uint64_t runtimeSlot = 0, driverSlot = 0;
   uint32_t correlationId = 1;
-  int64_t sinceRestart = 0;
+  int64_t sinceDrain = 0;
   for (auto _ : state) {
     CUpti_CallbackData runtimeEnter = callbackData(CUPTI_API_ENTER, &runtimeSlot, correlationId);
     CUpti_CallbackData driverEnter = callbackData(CUPTI_API_ENTER, &driverSlot, correlationId + 1);
@@ -73,20 +93,23 @@ void BM_LaunchCallbacks(benchmark::State& state) {
                                        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                                        &runtimeExit);
     correlationId += 2;
-    if (++sinceRestart == 4'000'000) {  // keep the recorded calls inside the buffer cap
+    if (++sinceDrain == 1'000'000) {  // hand the chunks back, as the pipeline does
       state.PauseTiming();
-      profiler.stop();
-      profiler.start();
-      sinceRestart = 0;
+      recorder.drain(generation, counter, kinetrace::detail::Clock::instance());
+      sinceDrain = 0;
       state.ResumeTiming();
     }
   }
-  // Every launch must have been recorded, or the number above timed an early return.
-  const uint64_t recorded = profiler.stop().stats().apiCalls;
-  if (recorded != static_cast<uint64_t>(sinceRestart)) {
+  recorder.stopRecording();
+  const uint64_t dropped =
+      recorder.drain(generation, counter, kinetrace::detail::Clock::instance());
+  recorder.trimPool();
+  // Every launch must have been recorded once (the nested driver call skipped), or the
+  // number above timed an early return.
+  if (dropped != 0 || counter.calls != static_cast<uint64_t>(state.iterations())) {
     state.SkipWithError("launch calls were not recorded");
   }
-  state.counters["recorded"] = static_cast<double>(recorded);
+  state.counters["recorded"] = static_cast<double>(counter.calls);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_LaunchCallbacks);

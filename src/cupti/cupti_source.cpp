@@ -234,6 +234,10 @@ void CuptiSource::start(int64_t) {
   cuptiSucceeded(env_.cupti->activityGetNumDroppedRecords(nullptr, 0, &ignored),
                  "cuptiActivityGetNumDroppedRecords");
   if (pool_) pool_->takeRefused();
+  // The window's trace has a string table of its own, which may sit where the last
+  // window's did once that trace was dropped: the first poll starts a new name cache
+  // whatever the address. (The pipeline thread that polls starts after this returns.)
+  decoderStrings_ = nullptr;
   std::lock_guard<std::mutex> lock(queueMutex_);
   droppedRecords_ = 0;
 }

@@ -7,7 +7,7 @@
 #include "synthetic_buffer.h"
 
 // Every test builds a buffer of real CUPTI structs and decodes it with the real
-// cuptiActivityGetNextRecord, as the decoder thread does with CUPTI's own buffers.
+// cuptiActivityGetNextRecord, as poll() does with CUPTI's own buffers.
 
 namespace kinetrace::detail {
 namespace {
@@ -16,11 +16,16 @@ using synthetic::SyntheticBuffer;
 
 class ActivityDecoderTest : public ::testing::Test {
  protected:
-  std::size_t decode(SyntheticBuffer& buffer) { return decoder_.decodeBuffer(buffer.data(), buffer.size()); }
-  std::string name(StringId id) const { return std::string(trace_.strings.get(id)); }
+  void SetUp() override { decoder_.useStrings(strings_); }
+  std::size_t decode(SyntheticBuffer& buffer) {
+    return decoder_.decodeBuffer(buffer.data(), buffer.size(), batch_);
+  }
+  std::string name(StringId id) const { return std::string(strings_.get(id)); }
 
-  TraceData trace_;
-  ActivityDecoder decoder_{trace_};
+  StringTable strings_;
+  ActivityDecoder decoder_;
+  GpuBatch batch_;
+  TraceRecords& records_ = batch_.records;
 };
 
 TEST_F(ActivityDecoderTest, KernelDecodesEveryField) {
@@ -44,8 +49,8 @@ TEST_F(ActivityDecoderTest, KernelDecodesEveryField) {
   buffer.add(k);
 
   ASSERT_EQ(decode(buffer), 1u);
-  ASSERT_EQ(trace_.kernels.size(), 1u);
-  const KernelRecord& r = trace_.kernels[0];
+  ASSERT_EQ(records_.kernels.size(), 1u);
+  const KernelRecord& r = records_.kernels[0];
   EXPECT_EQ(name(r.name), "kernel(float*, int)");
   EXPECT_EQ(r.at.startNs, 1000);
   EXPECT_EQ(r.at.endNs, 2500);
@@ -54,7 +59,7 @@ TEST_F(ActivityDecoderTest, KernelDecodesEveryField) {
   EXPECT_EQ(r.at.contextId, 3u);
   EXPECT_EQ(r.at.streamId, 7u);
   EXPECT_EQ(r.at.correlationId, 77u);
-  EXPECT_EQ(r.at.externalId, 0u);
+  EXPECT_EQ(r.at.externalId, 0u) << "joined later, from the external correlation records";
   EXPECT_EQ(r.grid[0], 128);
   EXPECT_EQ(r.grid[1], 2);
   EXPECT_EQ(r.grid[2], 3);
@@ -73,22 +78,35 @@ TEST_F(ActivityDecoderTest, KernelNameThatIsNotMangledIsKeptAsIs) {
   SyntheticBuffer buffer;
   buffer.add(synthetic::kernelRecord("my_c_kernel", 10, 20, 1));
   decode(buffer);
-  ASSERT_EQ(trace_.kernels.size(), 1u);
-  EXPECT_EQ(name(trace_.kernels[0].name), "my_c_kernel");
+  ASSERT_EQ(records_.kernels.size(), 1u);
+  EXPECT_EQ(name(records_.kernels[0].name), "my_c_kernel");
+}
+
+TEST_F(ActivityDecoderTest, KernelWithoutANameIsCalledUnnamed) {
+  SyntheticBuffer buffer;
+  buffer.add(synthetic::kernelRecord(nullptr, 10, 20, 1));
+  decode(buffer);
+  ASSERT_EQ(records_.kernels.size(), 1u);
+  EXPECT_EQ(name(records_.kernels[0].name), "<unnamed kernel>");
 }
 
 TEST_F(ActivityDecoderTest, KernelWithoutQueuedTimeHasZeroQueued) {
   SyntheticBuffer buffer;
-  buffer.add(synthetic::kernelRecord("k", 10, 20, 1));  // queued = CUPTI_TIMESTAMP_UNKNOWN (0)
+  buffer.add(synthetic::kernelRecord("k", 10, 20, 1));  // queued = 0
+  auto unknown = synthetic::kernelRecord("k", 10, 20, 2);
+  unknown.queued = CUPTI_TIMESTAMP_UNKNOWN;
+  buffer.add(unknown);
   decoder_.setGpuClockOffset(500);
   decode(buffer);
-  ASSERT_EQ(trace_.kernels.size(), 1u);
-  EXPECT_EQ(trace_.kernels[0].queuedNs, 0);
+  ASSERT_EQ(records_.kernels.size(), 2u);
+  EXPECT_EQ(records_.kernels[0].queuedNs, 0) << "not shifted by the clock offset";
+  EXPECT_EQ(records_.kernels[1].queuedNs, 0);
 }
 
-TEST_F(ActivityDecoderTest, MemcpyIsNamedByKindAndMemoryKinds) {
-  auto m = synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-                                 CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, 100, 300, 55);
+TEST_F(ActivityDecoderTest, MemcpyKeepsItsCopyKindAndMemoryKinds) {
+  auto m =
+      synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, 100, 300, 55);
   m.deviceId = 2;
   m.contextId = 4;
   m.streamId = 9;
@@ -97,9 +115,11 @@ TEST_F(ActivityDecoderTest, MemcpyIsNamedByKindAndMemoryKinds) {
   buffer.add(m);
 
   ASSERT_EQ(decode(buffer), 1u);
-  ASSERT_EQ(trace_.memcpys.size(), 1u);
-  const MemcpyRecord& r = trace_.memcpys[0];
-  EXPECT_EQ(name(r.name), "Memcpy HtoD (Pinned -> Device)");
+  ASSERT_EQ(records_.memcpys.size(), 1u);
+  const MemcpyRecord& r = records_.memcpys[0];
+  EXPECT_EQ(r.copyKind, CopyKind::HtoD);
+  EXPECT_EQ(r.srcKind, MemoryKind::Pinned);
+  EXPECT_EQ(r.dstKind, MemoryKind::Device);
   EXPECT_EQ(r.bytes, uint64_t{1} << 20);
   EXPECT_EQ(r.at.startNs, 100);
   EXPECT_EQ(r.at.endNs, 300);
@@ -108,19 +128,21 @@ TEST_F(ActivityDecoderTest, MemcpyIsNamedByKindAndMemoryKinds) {
   EXPECT_EQ(r.at.streamId, 9u);
   EXPECT_EQ(r.at.correlationId, 55u);
   EXPECT_EQ(r.runtimeCorrelationId, 54u);
-  EXPECT_EQ(r.copyKind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
   EXPECT_FALSE(r.peer);
   EXPECT_EQ(r.srcDeviceId, 2u);
   EXPECT_EQ(r.dstDeviceId, 2u);
+  EXPECT_EQ(strings_.size(), 1u) << "a copy adds no string: sinks name its kinds";
 }
 
 TEST_F(ActivityDecoderTest, PeerCopyKeepsSourceAndDestinationDevices) {
   SyntheticBuffer buffer;
   buffer.add(synthetic::peerMemcpyRecord(0, 1, 4096, 100, 200, 66));
   ASSERT_EQ(decode(buffer), 1u);
-  ASSERT_EQ(trace_.memcpys.size(), 1u);
-  const MemcpyRecord& r = trace_.memcpys[0];
-  EXPECT_EQ(name(r.name), "Memcpy PtoP (Device -> Device)");
+  ASSERT_EQ(records_.memcpys.size(), 1u);
+  const MemcpyRecord& r = records_.memcpys[0];
+  EXPECT_EQ(r.copyKind, CopyKind::PtoP);
+  EXPECT_EQ(r.srcKind, MemoryKind::Device);
+  EXPECT_EQ(r.dstKind, MemoryKind::Device);
   EXPECT_TRUE(r.peer);
   EXPECT_EQ(r.srcDeviceId, 0u);
   EXPECT_EQ(r.dstDeviceId, 1u);
@@ -128,48 +150,52 @@ TEST_F(ActivityDecoderTest, PeerCopyKeepsSourceAndDestinationDevices) {
   EXPECT_EQ(r.at.correlationId, 66u);
 }
 
-TEST_F(ActivityDecoderTest, MemsetIsNamedByMemoryKind) {
+TEST_F(ActivityDecoderTest, MemsetKeepsItsMemoryKind) {
   auto m = synthetic::memsetRecord(256, 0xAB, 10, 20, 8);
   m.streamId = 3;
   SyntheticBuffer buffer;
   buffer.add(m);
   ASSERT_EQ(decode(buffer), 1u);
-  ASSERT_EQ(trace_.memsets.size(), 1u);
-  EXPECT_EQ(name(trace_.memsets[0].name), "Memset (Device)");
-  EXPECT_EQ(trace_.memsets[0].bytes, 256u);
-  EXPECT_EQ(trace_.memsets[0].value, 0xABu);
-  EXPECT_EQ(trace_.memsets[0].at.streamId, 3u);
-  EXPECT_EQ(trace_.memsets[0].at.correlationId, 8u);
+  ASSERT_EQ(records_.memsets.size(), 1u);
+  EXPECT_EQ(records_.memsets[0].memoryKind, MemoryKind::Device);
+  EXPECT_EQ(records_.memsets[0].bytes, 256u);
+  EXPECT_EQ(records_.memsets[0].value, 0xABu);
+  EXPECT_EQ(records_.memsets[0].at.streamId, 3u);
+  EXPECT_EQ(records_.memsets[0].at.correlationId, 8u);
 }
 
-TEST_F(ActivityDecoderTest, SyncRecordsAreNamedByTypeAndPlacedOnTheContextsDevice) {
+TEST_F(ActivityDecoderTest, SyncRecordsKeepTheirKindAndArePlacedOnTheContextsDevice) {
   constexpr uint32_t kInvalid = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
   SyntheticBuffer buffer;
   buffer.add(synthetic::contextRecord(5, 3));
-  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5, 7, kInvalid, 10, 20, 1));
-  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 5, kInvalid, 42, 30, 40, 2));
-  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 5, kInvalid, kInvalid, 50, 60, 3));
-  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 5, 8, 43, 70, 80, 4));
+  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5, 7,
+                                   kInvalid, 10, 20, 1));
+  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 5,
+                                   kInvalid, 42, 30, 40, 2));
+  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 5,
+                                   kInvalid, kInvalid, 50, 60, 3));
+  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 5, 8, 43,
+                                   70, 80, 4));
 
   ASSERT_EQ(decode(buffer), 5u);
-  ASSERT_EQ(trace_.syncs.size(), 4u);
-  EXPECT_EQ(name(trace_.syncs[0].name), "Stream Sync");
-  EXPECT_EQ(name(trace_.syncs[1].name), "Event Sync");
-  EXPECT_EQ(name(trace_.syncs[2].name), "Context Sync");
-  EXPECT_EQ(name(trace_.syncs[3].name), "Stream Wait Event");
-  for (const SyncRecord& s : trace_.syncs) {
+  ASSERT_EQ(records_.syncs.size(), 4u);
+  EXPECT_EQ(records_.syncs[0].kind, SyncKind::StreamSync);
+  EXPECT_EQ(records_.syncs[1].kind, SyncKind::EventSync);
+  EXPECT_EQ(records_.syncs[2].kind, SyncKind::ContextSync);
+  EXPECT_EQ(records_.syncs[3].kind, SyncKind::StreamWaitEvent);
+  for (const SyncRecord& s : records_.syncs) {
     EXPECT_EQ(s.at.deviceId, 3u);
     EXPECT_EQ(s.at.contextId, 5u);
   }
-  EXPECT_EQ(trace_.syncs[0].at.streamId, 7u);
-  EXPECT_EQ(trace_.syncs[0].eventId, 0u);  // invalid event -> 0
-  EXPECT_EQ(trace_.syncs[1].at.streamId, 0u);  // invalid stream -> 0
-  EXPECT_EQ(trace_.syncs[1].eventId, 42u);
-  EXPECT_EQ(trace_.syncs[2].at.streamId, 0u);
-  EXPECT_EQ(trace_.syncs[2].eventId, 0u);
-  EXPECT_EQ(trace_.syncs[3].at.streamId, 8u);
-  EXPECT_EQ(trace_.syncs[3].eventId, 43u);
-  EXPECT_EQ(trace_.syncs[3].at.correlationId, 4u);
+  EXPECT_EQ(records_.syncs[0].at.streamId, 7u);
+  EXPECT_EQ(records_.syncs[0].eventId, 0u);      // invalid event -> 0
+  EXPECT_EQ(records_.syncs[1].at.streamId, 0u);  // invalid stream -> 0
+  EXPECT_EQ(records_.syncs[1].eventId, 42u);
+  EXPECT_EQ(records_.syncs[2].at.streamId, 0u);
+  EXPECT_EQ(records_.syncs[2].eventId, 0u);
+  EXPECT_EQ(records_.syncs[3].at.streamId, 8u);
+  EXPECT_EQ(records_.syncs[3].eventId, 43u);
+  EXPECT_EQ(records_.syncs[3].at.correlationId, 4u);
 }
 
 // A sync record carries no device: decoding one must not teach the decoder a wrong
@@ -180,52 +206,83 @@ TEST_F(ActivityDecoderTest, SyncBeforeAnyDeviceRecordDoesNotHideTheContextsDevic
   kernel.contextId = 7;
   kernel.deviceId = 2;
   SyntheticBuffer buffer;
-  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 7, kInvalid, kInvalid, 10, 20, 1));
+  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 7,
+                                   kInvalid, kInvalid, 10, 20, 1));
   buffer.add(kernel);
-  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 7, kInvalid, kInvalid, 50, 60, 3));
+  buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 7,
+                                   kInvalid, kInvalid, 50, 60, 3));
   decode(buffer);
 
   EXPECT_EQ(decoder_.deviceOfContext(7), 2u);
-  ASSERT_EQ(trace_.syncs.size(), 2u);
-  EXPECT_EQ(trace_.syncs[1].at.deviceId, 2u);
+  ASSERT_EQ(records_.syncs.size(), 2u);
+  EXPECT_EQ(records_.syncs[1].at.deviceId, 2u);
 }
 
 TEST_F(ActivityDecoderTest, AllocationsAndReleasesKeepRunningTotalsPerDevice) {
   constexpr auto kAlloc = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
   constexpr auto kRelease = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  auto release = synthetic::memoryRecord(kRelease, 0x2000, 500, 0, 40);
+  release.correlationId = 9;
   SyntheticBuffer buffer;
   buffer.add(synthetic::memoryRecord(kAlloc, 0x1000, 1000, 0, 10));
   buffer.add(synthetic::memoryRecord(kAlloc, 0x2000, 500, 0, 20));
   buffer.add(synthetic::memoryRecord(kAlloc, 0x3000, 300, 1, 30));
-  buffer.add(synthetic::memoryRecord(kRelease, 0x2000, 500, 0, 40));
+  buffer.add(release);
   decode(buffer);
 
-  ASSERT_EQ(trace_.memory.size(), 4u);
-  EXPECT_EQ(trace_.memory[0].bytes, 1000);
-  EXPECT_EQ(trace_.memory[0].totalAllocated, 1000);
-  EXPECT_EQ(trace_.memory[1].totalAllocated, 1500);
-  EXPECT_EQ(trace_.memory[2].deviceId, 1u);
-  EXPECT_EQ(trace_.memory[2].totalAllocated, 300);
-  EXPECT_EQ(trace_.memory[3].bytes, -500);
-  EXPECT_EQ(trace_.memory[3].totalAllocated, 1000);
-  EXPECT_EQ(trace_.memory[3].totalReserved, 1000);
-  EXPECT_EQ(trace_.memory[3].address, 0x2000u);
-  EXPECT_EQ(trace_.memory[3].timeNs, 40);
-  EXPECT_EQ(name(trace_.memory[3].memoryKind), "Device");
+  ASSERT_EQ(records_.memory.size(), 4u);
+  EXPECT_EQ(records_.memory[0].bytes, 1000);
+  EXPECT_EQ(records_.memory[0].totalAllocated, 1000);
+  EXPECT_EQ(records_.memory[1].totalAllocated, 1500);
+  EXPECT_EQ(records_.memory[2].deviceId, 1u);
+  EXPECT_EQ(records_.memory[2].totalAllocated, 300) << "each device has its own total";
+  EXPECT_EQ(records_.memory[3].bytes, -500);
+  EXPECT_EQ(records_.memory[3].totalAllocated, 1000);
+  EXPECT_EQ(records_.memory[3].totalReserved, 1000);
+  EXPECT_EQ(records_.memory[3].address, 0x2000u);
+  EXPECT_EQ(records_.memory[3].timeNs, 40);
+  EXPECT_EQ(records_.memory[3].correlationId, 9u);
+  EXPECT_EQ(records_.memory[3].memoryKind, MemoryKind::Device);
 }
 
 TEST_F(ActivityDecoderTest, ReleaseWithoutSizeUsesTheAllocationSize) {
   SyntheticBuffer buffer;
-  buffer.add(synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 4096, 0, 10));
-  buffer.add(synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x1000, 0, 0, 20));
+  buffer.add(synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 4096,
+                                     0, 10));
+  buffer.add(
+      synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x1000, 0, 0, 20));
   decode(buffer);
 
-  ASSERT_EQ(trace_.memory.size(), 2u);
-  EXPECT_EQ(trace_.memory[1].bytes, -4096);
-  EXPECT_EQ(trace_.memory[1].totalAllocated, 0);
+  ASSERT_EQ(records_.memory.size(), 2u);
+  EXPECT_EQ(records_.memory[1].bytes, -4096);
+  EXPECT_EQ(records_.memory[1].totalAllocated, 0);
 }
 
-TEST_F(ActivityDecoderTest, OverheadRecordsAreNamedByKind) {
+TEST_F(ActivityDecoderTest, AllocationsDecodedInEarlierBuffersSizeLaterReleases) {
+  SyntheticBuffer first;
+  first.add(synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 4096,
+                                    0, 10));
+  SyntheticBuffer second;
+  second.add(
+      synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x1000, 0, 0, 20));
+  decode(first);
+  decode(second);
+
+  ASSERT_EQ(records_.memory.size(), 2u);
+  EXPECT_EQ(records_.memory[1].bytes, -4096);
+  EXPECT_EQ(records_.memory[1].totalAllocated, 0);
+}
+
+TEST_F(ActivityDecoderTest, MemoryOperationsOtherThanAllocateAndReleaseAreUndecoded) {
+  SyntheticBuffer buffer;
+  buffer.add(
+      synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_INVALID, 0x1000, 64, 0, 10));
+  ASSERT_EQ(decode(buffer), 1u);
+  EXPECT_TRUE(records_.memory.empty());
+  EXPECT_EQ(batch_.undecoded, 1u);
+}
+
+TEST_F(ActivityDecoderTest, OverheadRecordsKeepTheirKindAndTimes) {
   SyntheticBuffer buffer;
   buffer.add(synthetic::overheadRecord(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 10, 20));
   buffer.add(synthetic::overheadRecord(CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, 30, 40));
@@ -233,23 +290,50 @@ TEST_F(ActivityDecoderTest, OverheadRecordsAreNamedByKind) {
   buffer.add(synthetic::overheadRecord(CUPTI_ACTIVITY_OVERHEAD_UNKNOWN, 70, 80));
   decode(buffer);
 
-  ASSERT_EQ(trace_.overheads.size(), 4u);
-  EXPECT_EQ(name(trace_.overheads[0].name), "CUPTI buffer flush");
-  EXPECT_EQ(name(trace_.overheads[1].name), "Driver compiler");
-  EXPECT_EQ(name(trace_.overheads[2].name), "CUPTI instrumentation");
-  EXPECT_EQ(name(trace_.overheads[3].name), "CUPTI overhead");
-  EXPECT_EQ(trace_.overheads[0].startNs, 10);
-  EXPECT_EQ(trace_.overheads[0].endNs, 20);
+  ASSERT_EQ(records_.overheads.size(), 4u);
+  EXPECT_EQ(records_.overheads[0].kind, OverheadKind::CuptiBufferFlush);
+  EXPECT_EQ(records_.overheads[1].kind, OverheadKind::DriverCompiler);
+  EXPECT_EQ(records_.overheads[2].kind, OverheadKind::CuptiInstrumentation);
+  EXPECT_EQ(records_.overheads[3].kind, OverheadKind::Unknown);
+  EXPECT_EQ(records_.overheads[0].startNs, 10);
+  EXPECT_EQ(records_.overheads[0].endNs, 20);
+  EXPECT_EQ(records_.overheads[0].object, OverheadObject::Unknown);
+  EXPECT_EQ(records_.overheads[0].objectId, 0u);
 }
 
-TEST_F(ActivityDecoderTest, ExternalCorrelationRecordsFillTheExternalIdMap) {
+// The overhead goes on the track of what it was spent for: a thread, or a device (contexts
+// and streams are on their device's track).
+TEST_F(ActivityDecoderTest, OverheadRecordsNameTheThreadOrDeviceTheyWereSpentFor) {
+  constexpr auto kFlush = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  SyntheticBuffer buffer;
+  buffer.add(synthetic::threadOverheadRecord(kFlush, 100, 4321, 10, 20));
+  buffer.add(
+      synthetic::deviceOverheadRecord(kFlush, CUPTI_ACTIVITY_OBJECT_DEVICE, 2, 0, 0, 30, 40));
+  buffer.add(
+      synthetic::deviceOverheadRecord(kFlush, CUPTI_ACTIVITY_OBJECT_CONTEXT, 3, 7, 0, 50, 60));
+  buffer.add(
+      synthetic::deviceOverheadRecord(kFlush, CUPTI_ACTIVITY_OBJECT_STREAM, 1, 7, 9, 70, 80));
+  decode(buffer);
+
+  ASSERT_EQ(records_.overheads.size(), 4u);
+  EXPECT_EQ(records_.overheads[0].object, OverheadObject::Thread);
+  EXPECT_EQ(records_.overheads[0].objectId, 4321u);
+  EXPECT_EQ(records_.overheads[1].object, OverheadObject::Device);
+  EXPECT_EQ(records_.overheads[1].objectId, 2u);
+  EXPECT_EQ(records_.overheads[2].object, OverheadObject::Device);
+  EXPECT_EQ(records_.overheads[2].objectId, 3u);
+  EXPECT_EQ(records_.overheads[3].object, OverheadObject::Device);
+  EXPECT_EQ(records_.overheads[3].objectId, 1u);
+}
+
+TEST_F(ActivityDecoderTest, ExternalCorrelationRecordsBecomeExternalIds) {
   SyntheticBuffer buffer;
   buffer.add(synthetic::externalCorrelationRecord(42, 7));
   buffer.add(synthetic::externalCorrelationRecord(43, 0x10000000001ull));
   EXPECT_EQ(decode(buffer), 2u);
-  ASSERT_EQ(decoder_.externalIds().size(), 2u);
-  EXPECT_EQ(decoder_.externalIds().at(42), 7u);
-  EXPECT_EQ(decoder_.externalIds().at(43), 0x10000000001ull);
+  using Pair = std::pair<uint32_t, uint64_t>;
+  EXPECT_EQ(batch_.externalIds, (std::vector<Pair>{{42, 7}, {43, 0x10000000001ull}}));
+  EXPECT_TRUE(records_.empty()) << "they are joined later, not records of their own";
 }
 
 TEST_F(ActivityDecoderTest, UnknownKindsAreCountedAsUndecoded) {
@@ -261,27 +345,64 @@ TEST_F(ActivityDecoderTest, UnknownKindsAreCountedAsUndecoded) {
   buffer.add(api);
 
   EXPECT_EQ(decode(buffer), 3u);
-  EXPECT_EQ(trace_.losses.cuptiRecordsUndecoded, 2u);
-  EXPECT_EQ(trace_.kernels.size(), 1u);
+  EXPECT_EQ(batch_.undecoded, 2u);
+  EXPECT_EQ(records_.kernels.size(), 1u);
 }
 
-TEST_F(ActivityDecoderTest, NameRepeatedInManyRecordsIsInternedOnce) {
+TEST_F(ActivityDecoderTest, OnlyKernelNamesAreInternedAndEachOnce) {
   static const char kMangled[] = "_Z6kernelPfi";
   std::string sameTextElsewhere = kMangled;  // another pointer, same name
   SyntheticBuffer buffer;
   for (int i = 0; i < 1000; ++i) {
-    buffer.add(synthetic::kernelRecord(i % 2 == 0 ? kMangled : sameTextElsewhere.c_str(), i * 10, i * 10 + 5, i));
-    buffer.add(synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                                     CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64, i * 10, i * 10 + 5, i));
+    buffer.add(synthetic::kernelRecord(i % 2 == 0 ? kMangled : sameTextElsewhere.c_str(), i * 10,
+                                       i * 10 + 5, i));
+    buffer.add(
+        synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                                CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64, i * 10, i * 10 + 5, i));
     buffer.add(synthetic::memsetRecord(64, 0, i * 10, i * 10 + 5, i));
   }
   EXPECT_EQ(decode(buffer), 3000u);
 
-  ASSERT_EQ(trace_.kernels.size(), 1000u);
-  EXPECT_EQ(trace_.kernels.front().name, trace_.kernels.back().name);
-  EXPECT_EQ(trace_.kernels[0].name, trace_.kernels[1].name);
-  // "", the kernel, the copy and the memset.
-  EXPECT_EQ(trace_.strings.size(), 4u);
+  ASSERT_EQ(records_.kernels.size(), 1000u);
+  EXPECT_EQ(records_.kernels.front().name, records_.kernels.back().name);
+  EXPECT_EQ(records_.kernels[0].name, records_.kernels[1].name);
+  EXPECT_EQ(strings_.size(), 2u) << "\"\" and the kernel";
+}
+
+// CUPTI gives every record of a kernel the same name pointer: the decoder demangles and
+// interns once per pointer and, from then on, does not read the name again.
+TEST_F(ActivityDecoderTest, KernelNameIsLookedUpOncePerCuptiNamePointer) {
+  char cuptiName[] = "_Z6kernelPfi";
+  SyntheticBuffer first;
+  first.add(synthetic::kernelRecord(cuptiName, 10, 20, 1));
+  decode(first);
+  cuptiName[3] = 'K';  // same pointer, other text ("Kernel"): not read again
+  SyntheticBuffer second;
+  second.add(synthetic::kernelRecord(cuptiName, 30, 40, 2));
+  decode(second);
+
+  ASSERT_EQ(records_.kernels.size(), 2u);
+  EXPECT_EQ(records_.kernels[1].name, records_.kernels[0].name);
+  EXPECT_EQ(name(records_.kernels[1].name), "kernel(float*, int)");
+  EXPECT_EQ(strings_.size(), 2u);
+}
+
+// A new trace's table: ids cached for the previous table mean nothing in it.
+TEST_F(ActivityDecoderTest, UseStringsSendsLaterNamesToTheNewTable) {
+  static const char kMangled[] = "_Z6kernelPfi";
+  SyntheticBuffer buffer;
+  buffer.add(synthetic::kernelRecord(kMangled, 10, 20, 1));
+  decode(buffer);
+
+  StringTable next;
+  next.intern("a name of the next trace");  // takes the id the kernel has in the first table
+  decoder_.useStrings(next);
+  GpuBatch later;
+  decoder_.decodeBuffer(buffer.data(), buffer.size(), later);
+
+  ASSERT_EQ(later.records.kernels.size(), 1u);
+  EXPECT_EQ(next.get(later.records.kernels[0].name), "kernel(float*, int)");
+  EXPECT_EQ(strings_.size(), 2u) << "the first table is left alone";
 }
 
 TEST_F(ActivityDecoderTest, GpuClockOffsetShiftsEveryTimestamp) {
@@ -289,44 +410,109 @@ TEST_F(ActivityDecoderTest, GpuClockOffsetShiftsEveryTimestamp) {
   k.queued = 900;
   SyntheticBuffer buffer;
   buffer.add(k);
-  buffer.add(synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-                                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 8, 3000, 3100, 2));
+  buffer.add(synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                     CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                                     CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 8, 3000, 3100, 2));
   buffer.add(synthetic::memsetRecord(8, 0, 4000, 4100, 3));
   buffer.add(synthetic::syncRecord(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 0, 1,
-                                 CUPTI_SYNCHRONIZATION_INVALID_VALUE, 5000, 5100, 4));
-  buffer.add(synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x10, 8, 0, 6000));
+                                   CUPTI_SYNCHRONIZATION_INVALID_VALUE, 5000, 5100, 4));
+  buffer.add(
+      synthetic::memoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x10, 8, 0, 6000));
   buffer.add(synthetic::overheadRecord(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 7000, 7100));
+  buffer.add(synthetic::peerMemcpyRecord(0, 1, 8, 8000, 8100, 5));
   decoder_.setGpuClockOffset(-500);
   decode(buffer);
 
-  ASSERT_EQ(trace_.kernels.size(), 1u);
-  EXPECT_EQ(trace_.kernels[0].at.startNs, 500);
-  EXPECT_EQ(trace_.kernels[0].at.endNs, 1500);
-  EXPECT_EQ(trace_.kernels[0].queuedNs, 400);
-  EXPECT_EQ(trace_.memcpys.at(0).at.startNs, 2500);
-  EXPECT_EQ(trace_.memcpys.at(0).at.endNs, 2600);
-  EXPECT_EQ(trace_.memsets.at(0).at.startNs, 3500);
-  EXPECT_EQ(trace_.syncs.at(0).at.startNs, 4500);
-  EXPECT_EQ(trace_.memory.at(0).timeNs, 5500);
-  EXPECT_EQ(trace_.overheads.at(0).startNs, 6500);
-  EXPECT_EQ(trace_.overheads.at(0).endNs, 6600);
+  ASSERT_EQ(records_.kernels.size(), 1u);
+  EXPECT_EQ(records_.kernels[0].at.startNs, 500);
+  EXPECT_EQ(records_.kernels[0].at.endNs, 1500);
+  EXPECT_EQ(records_.kernels[0].queuedNs, 400);
+  EXPECT_EQ(records_.memcpys.at(0).at.startNs, 2500);
+  EXPECT_EQ(records_.memcpys.at(0).at.endNs, 2600);
+  EXPECT_EQ(records_.memsets.at(0).at.startNs, 3500);
+  EXPECT_EQ(records_.syncs.at(0).at.startNs, 4500);
+  EXPECT_EQ(records_.memory.at(0).timeNs, 5500);
+  EXPECT_EQ(records_.overheads.at(0).startNs, 6500);
+  EXPECT_EQ(records_.overheads.at(0).endNs, 6600);
+  EXPECT_EQ(records_.memcpys.at(1).at.startNs, 7500);
 }
 
 TEST_F(ActivityDecoderTest, EmptyBufferDecodesNothing) {
   SyntheticBuffer buffer;
   buffer.add(synthetic::kernelRecord("k", 1, 2, 1));
-  EXPECT_EQ(decoder_.decodeBuffer(buffer.data(), 0), 0u);
-  EXPECT_TRUE(trace_.kernels.empty());
+  EXPECT_EQ(decoder_.decodeBuffer(buffer.data(), 0, batch_), 0u);
+  EXPECT_TRUE(records_.kernels.empty());
 }
 
-TEST(ActivityKindNamesTest, MemoryAndCopyKindsHaveReadableNames) {
-  EXPECT_STREQ(memoryKindName(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE), "Pageable");
-  EXPECT_STREQ(memoryKindName(CUPTI_ACTIVITY_MEMORY_KIND_PINNED), "Pinned");
-  EXPECT_STREQ(memoryKindName(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED), "Managed");
-  EXPECT_STREQ(memoryKindName(999), "Unknown");
-  EXPECT_STREQ(memcpyKindName(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD), "DtoD");
-  EXPECT_STREQ(memcpyKindName(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP), "PtoP");
-  EXPECT_STREQ(memcpyKindName(999), "Unknown");
+TEST_F(ActivityDecoderTest, DecodingAppendsToWhatTheBatchHolds) {
+  SyntheticBuffer buffer;
+  buffer.add(synthetic::kernelRecord("k", 1, 2, 1));
+  decode(buffer);
+  decode(buffer);
+  EXPECT_EQ(records_.kernels.size(), 2u);
+}
+
+// ---- CUPTI's enum values to the model's kinds -----------------------------------------
+
+TEST(CuptiKindsTest, CopyKindsMapOneToOne) {
+  const std::vector<std::pair<uint32_t, CopyKind>> cases = {
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CopyKind::HtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CopyKind::DtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, CopyKind::HtoA},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, CopyKind::AtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, CopyKind::AtoA},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, CopyKind::AtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, CopyKind::DtoA},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CopyKind::DtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, CopyKind::HtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, CopyKind::PtoP},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, CopyKind::Unknown},
+      {999, CopyKind::Unknown},
+  };
+  for (const auto& [cupti, kind] : cases) EXPECT_EQ(copyKindOf(cupti), kind) << cupti;
+}
+
+TEST(CuptiKindsTest, MemoryKindsMapOneToOne) {
+  const std::vector<std::pair<uint32_t, MemoryKind>> cases = {
+      {CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, MemoryKind::Pageable},
+      {CUPTI_ACTIVITY_MEMORY_KIND_PINNED, MemoryKind::Pinned},
+      {CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, MemoryKind::Device},
+      {CUPTI_ACTIVITY_MEMORY_KIND_ARRAY, MemoryKind::Array},
+      {CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, MemoryKind::Managed},
+      {CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC, MemoryKind::DeviceStatic},
+      {CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC, MemoryKind::ManagedStatic},
+      {CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN, MemoryKind::Unknown},
+      {999, MemoryKind::Unknown},
+  };
+  for (const auto& [cupti, kind] : cases) EXPECT_EQ(memoryKindOf(cupti), kind) << cupti;
+}
+
+TEST(CuptiKindsTest, SyncKindsMapOneToOne) {
+  const std::vector<std::pair<uint32_t, SyncKind>> cases = {
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, SyncKind::EventSync},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, SyncKind::StreamWaitEvent},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, SyncKind::StreamSync},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, SyncKind::ContextSync},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN, SyncKind::Unknown},
+      {999, SyncKind::Unknown},
+  };
+  for (const auto& [cupti, kind] : cases) EXPECT_EQ(syncKindOf(cupti), kind) << cupti;
+}
+
+TEST(CuptiKindsTest, OverheadKindsMapOneToOne) {
+  const std::vector<std::pair<uint32_t, OverheadKind>> cases = {
+      {CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, OverheadKind::DriverCompiler},
+      {CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, OverheadKind::CuptiBufferFlush},
+      {CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION, OverheadKind::CuptiInstrumentation},
+      {CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE, OverheadKind::CuptiResource},
+      {CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING, OverheadKind::ModuleLoading},
+      {CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING, OverheadKind::LazyFunctionLoading},
+      {CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, OverheadKind::CommandBufferFull},
+      {CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST, OverheadKind::ActivityBufferRequest},
+      {CUPTI_ACTIVITY_OVERHEAD_UNKNOWN, OverheadKind::Unknown},
+      {999, OverheadKind::Unknown},
+  };
+  for (const auto& [cupti, kind] : cases) EXPECT_EQ(overheadKindOf(cupti), kind) << cupti;
 }
 
 }  // namespace

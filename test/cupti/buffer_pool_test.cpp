@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace kinetrace::detail {
@@ -12,16 +15,19 @@ namespace {
 constexpr std::size_t kBuffer = 64 * 1024;
 
 TEST(BufferPoolTest, ReleasedBufferIsLentAgainInsteadOfANewOne) {
-  BufferPool pool(kBuffer, 4 * kBuffer);
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 4, budget);
   uint8_t* first = pool.acquire();
   ASSERT_NE(first, nullptr);
   pool.release(first);
   EXPECT_EQ(pool.acquire(), first);
   EXPECT_EQ(pool.allocated(), 1u);
+  EXPECT_EQ(budget.used(), kBuffer);
 }
 
 TEST(BufferPoolTest, BuffersAreEightByteAlignedAndDistinct) {
-  BufferPool pool(kBuffer + 3, 8 * kBuffer);  // an odd size is rounded up
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer + 3, 8, budget);  // an odd size is rounded up
   EXPECT_EQ(pool.bufferBytes() % 8, 0u);
   EXPECT_GE(pool.bufferBytes(), kBuffer + 3);
   std::set<uint8_t*> seen;
@@ -33,51 +39,120 @@ TEST(BufferPoolTest, BuffersAreEightByteAlignedAndDistinct) {
   }
 }
 
-TEST(BufferPoolTest, CapLimitsTheNumberOfBuffers) {
-  BufferPool pool(kBuffer, 3 * kBuffer);
+TEST(BufferPoolTest, AtLeastOneBufferMayExist) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 3, budget);
   EXPECT_EQ(pool.maxBuffers(), 3u);
-  // A cap below one buffer still lends one: CUPTI cannot record anything without it.
-  BufferPool tiny(kBuffer, kBuffer / 2);
-  EXPECT_EQ(tiny.maxBuffers(), 1u);
+  // CUPTI cannot record anything without a buffer.
+  BufferPool none(kBuffer, 0, budget);
+  EXPECT_EQ(none.maxBuffers(), 1u);
+  EXPECT_NE(none.acquire(), nullptr);
 }
 
-TEST(BufferPoolTest, RequestBeyondTheCapIsRefusedAndCounted) {
-  BufferPool pool(kBuffer, 2 * kBuffer);
+TEST(BufferPoolTest, RequestBeyondTheBufferCountIsRefusedAndCounted) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 2, budget);
   uint8_t* a = pool.acquire();
   uint8_t* b = pool.acquire();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(pool.acquire(), nullptr);
   EXPECT_EQ(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.refused(), 2u);
   EXPECT_EQ(pool.allocated(), 2u);
+  EXPECT_EQ(budget.used(), 2 * kBuffer) << "a refused request takes nothing from the budget";
 
   pool.release(a);
   EXPECT_EQ(pool.acquire(), a);  // room again once a buffer comes back
-  EXPECT_EQ(pool.refused(), 2u);
+  EXPECT_EQ(pool.takeRefused(), 2u);
 }
 
-TEST(BufferPoolTest, ResetRefusedStartsTheCountAgain) {
-  BufferPool pool(kBuffer, kBuffer);
+TEST(BufferPoolTest, RequestTheBudgetCannotCoverIsRefusedAndCounted) {
+  MemoryBudget budget(2 * kBuffer + kBuffer / 2);  // room for two buffers, not three
+  BufferPool pool(kBuffer, 10, budget);
+  ASSERT_NE(pool.acquire(), nullptr);
   ASSERT_NE(pool.acquire(), nullptr);
   EXPECT_EQ(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.refused(), 1u);
-  pool.resetRefused();
-  EXPECT_EQ(pool.refused(), 0u);
+  EXPECT_EQ(pool.allocated(), 2u);
+  EXPECT_EQ(budget.used(), 2 * kBuffer);
+  EXPECT_EQ(pool.takeRefused(), 1u);
+}
+
+// The budget is shared with the host recorder and the pipeline: what they hold leaves
+// less for buffers, and what they give back makes room again.
+TEST(BufferPoolTest, BudgetFreedByOthersLetsTheNextRequestThrough) {
+  MemoryBudget budget(kBuffer);
+  budget.forceAcquire(kBuffer);  // another holder has everything
+  BufferPool pool(kBuffer, 10, budget);
   EXPECT_EQ(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.refused(), 1u);
+  budget.release(kBuffer);
+  EXPECT_NE(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.takeRefused(), 1u);
+}
+
+TEST(BufferPoolTest, TakeRefusedStartsTheCountAgain) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 1, budget);
+  ASSERT_NE(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.takeRefused(), 1u);
+  EXPECT_EQ(pool.takeRefused(), 0u);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.takeRefused(), 1u);
 }
 
 TEST(BufferPoolTest, ReleasingNullIsHarmless) {
-  BufferPool pool(kBuffer, kBuffer);
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 1, budget);
   pool.release(nullptr);
   EXPECT_NE(pool.acquire(), nullptr);
   EXPECT_EQ(pool.acquire(), nullptr);  // the null did not become a lendable buffer
 }
 
 TEST(BufferPoolTest, TinyBufferSizeIsRaisedToAUsableMinimum) {
-  BufferPool pool(16, 1 << 20);
+  MemoryBudget budget(1 << 20);
+  BufferPool pool(16, 1, budget);
   EXPECT_GE(pool.bufferBytes(), 1024u);
+  ASSERT_NE(pool.acquire(), nullptr);
+  EXPECT_EQ(budget.used(), pool.bufferBytes()) << "the budget is charged what was allocated";
+}
+
+TEST(BufferPoolTest, DestroyingThePoolGivesTheBudgetBackEveryBuffer) {
+  MemoryBudget budget(64 * kBuffer);
+  {
+    BufferPool pool(kBuffer, 8, budget);
+    uint8_t* lent = pool.acquire();
+    uint8_t* returned = pool.acquire();
+    ASSERT_NE(lent, nullptr);
+    ASSERT_NE(returned, nullptr);
+    pool.release(returned);
+    ASSERT_EQ(budget.used(), 2 * kBuffer);
+  }
+  EXPECT_EQ(budget.used(), 0u) << "buffers still lent and buffers given back alike";
+  EXPECT_EQ(budget.peak(), 2 * kBuffer);
+}
+
+// CUPTI asks for buffers on its own threads while the pipeline gives them back.
+TEST(BufferPoolTest, ABufferIsNeverLentToTwoHoldersAtOnce) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 4, budget);
+  std::atomic<int> collisions{0};
+  std::vector<std::thread> threads;
+  for (uint8_t owner = 1; owner <= 4; ++owner) {
+    threads.emplace_back([&, owner] {
+      for (int i = 0; i < 2000; ++i) {
+        uint8_t* buffer = pool.acquire();
+        if (buffer == nullptr) continue;
+        std::memset(buffer, owner, 64);
+        for (int b = 0; b < 64; ++b) {
+          if (buffer[b] != owner) collisions.fetch_add(1);
+        }
+        pool.release(buffer);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(collisions.load(), 0);
+  EXPECT_LE(pool.allocated(), 4u);
 }
 
 }  // namespace

@@ -2,78 +2,118 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "fake_cupti_api.h"
-#include "synthetic_buffer.h"
-#include "host/host_recorder.h"
+#include "host_calls.h"
 #include "kinetrace/host.h"
 #include "model/clock.h"
+#include "support/log.h"
+#include "synthetic_buffer.h"
 
-// CuptiSource against a fake CUPTI: refusals, what it enables, the buffer hand-off to the
-// decoder thread, drop accounting and the launch callback. Records are real CUPTI structs.
+// CuptiSource against a fake CUPTI: refusals and the calls they name, what it enables, the
+// hand-off of completed buffers to poll(), flushing, loss accounting and the launch
+// callback it subscribes. Records are real CUPTI structs.
 
 namespace kinetrace::detail {
 namespace {
 
-using synthetic::SyntheticBuffer;
+using synthetic::Call;
 using synthetic::CallbackKey;
-using synthetic::FakeCuptiApi;
 using synthetic::contains;
 using synthetic::environment;
 using synthetic::everything;
+using synthetic::FakeCuptiApi;
+using synthetic::kBufferBytes;
 using synthetic::kernelsOnly;
-using synthetic::launchCall;
-using synthetic::window;
+using synthetic::pollOnce;
+using synthetic::SimulatedCall;
+using synthetic::SyntheticBuffer;
+
+constexpr uint32_t kLaunchKernel = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+constexpr uint32_t kCuLaunchKernel = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+constexpr uint32_t kCuProfilerStart = CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+constexpr uint32_t kCuProfilerStop = CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+constexpr CUpti_CallbackDomain kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
+constexpr CUpti_CallbackDomain kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
+
+// The names CUPTI gives a few callback ids: the launch-side ones and two that are not.
+void nameCallbacks(FakeCuptiApi& fake) {
+  fake.callbackNames = {
+      {{kRuntime, kLaunchKernel}, "cudaLaunchKernel_v7000"},
+      {{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020},
+       "cudaStreamSynchronize_v3020"},
+      {{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020}, "cudaMemcpyAsync_v3020"},
+      {{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020}, "cudaGetDevice_v3020"},
+      {{kDriver, kCuLaunchKernel}, "cuLaunchKernel"},
+      {{kDriver, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice}, "cuCtxGetDevice"},
+  };
+}
+
+// Where the profiler-control handler of the options below reports.
+std::vector<bool> gControlCalls;
+void noteControl(bool start) {
+  gControlCalls.push_back(start);
+}
 
 class CuptiSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fake_.callbackNames = {
-        {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}, "cudaLaunchKernel_v7000"},
-        {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020}, "cudaStreamSynchronize_v3020"},
-        {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020}, "cudaMemcpyAsync_v3020"},
-        {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020}, "cudaGetDevice_v3020"},
-        {{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel}, "cuLaunchKernel"},
-        {{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice}, "cuCtxGetDevice"},
-    };
+    nameCallbacks(fake_);
+    setLogLevel(LogLevel::Warning);
+    gControlCalls.clear();
   }
+
+  MemoryBudget budget_{256 << 20};
   FakeCuptiApi fake_;
+  StringTable strings_;
 };
+
+SyntheticBuffer oneKernel(const char* name, uint64_t start, uint64_t end, uint32_t correlationId) {
+  SyntheticBuffer records;
+  records.add(synthetic::kernelRecord(name, start, end, correlationId));
+  return records;
+}
 
 // ---- enabling and refusals ----------------------------------------------------------
 
 TEST_F(CuptiSourceTest, EnableRefusesClearlyWhenAnotherProfilerHoldsCupti) {
-  fake_.subscribeResult = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  fake_.failing[Call::Subscribe] = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   CuptiSource source(environment(fake_));
-  std::string why = source.enable(everything());
-  EXPECT_TRUE(contains(why, "already in use"));
+  std::string why = source.enable(everything(), budget_);
+  EXPECT_TRUE(contains(why, "already in use by another profiler"));
+  EXPECT_TRUE(contains(why, "only one can trace GPU activity at a time"));
   EXPECT_TRUE(fake_.enabledKinds.empty());
   EXPECT_TRUE(fake_.enabledCallbacks.empty());
   EXPECT_EQ(fake_.request, nullptr);
 
   FakeCuptiApi other;
   CuptiSource next(environment(other));
-  EXPECT_EQ(next.enable(kernelsOnly()), "");
+  EXPECT_EQ(next.enable(kernelsOnly(), budget_), "");
 }
 
 // CUPTI's timestamp callback is process-wide: a refused enable must not leave kinetrace's
 // clock stamping the records of the profiler that holds CUPTI.
 TEST_F(CuptiSourceTest, RefusedSubscribeLeavesNoTimestampCallbackBehind) {
-  fake_.subscribeResult = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  fake_.failing[Call::Subscribe] = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   CuptiSource source(environment(fake_));
-  EXPECT_FALSE(source.enable(kernelsOnly()).empty());
+  EXPECT_FALSE(source.enable(kernelsOnly(), budget_).empty());
   EXPECT_EQ(fake_.timestampCallback, nullptr);
 }
 
-TEST_F(CuptiSourceTest, RefusedActivityKindIsReportedWithCuptiResultText) {
+TEST_F(CuptiSourceTest, RefusedActivityKindIsReportedNamingTheCallAndCuptisReason) {
   fake_.activityEnableResults[CUPTI_ACTIVITY_KIND_MEMCPY] = CUPTI_ERROR_NOT_INITIALIZED;
   CuptiSource source(environment(fake_));
-  std::string why = source.enable(everything());
+  std::string why = source.enable(everything(), budget_);
+  EXPECT_TRUE(contains(why, "cuptiActivityEnable(MEMCPY): "));
   EXPECT_TRUE(contains(why, describeCuptiResult(CUPTI_ERROR_NOT_INITIALIZED)));
   EXPECT_TRUE(contains(why, "CUPTI_ERROR_NOT_INITIALIZED"));
   EXPECT_TRUE(contains(why, "activity kind"));
@@ -81,27 +121,82 @@ TEST_F(CuptiSourceTest, RefusedActivityKindIsReportedWithCuptiResultText) {
 
   FakeCuptiApi other;
   CuptiSource next(environment(other));
-  EXPECT_EQ(next.enable(kernelsOnly()), "");
+  EXPECT_EQ(next.enable(kernelsOnly(), budget_), "");
 }
 
 TEST_F(CuptiSourceTest, RefusedActivityKindLeavesNoKindEnabled) {
   // CONCURRENT_KERNEL is enabled before MEMCPY is refused; it must not stay on.
   fake_.activityEnableResults[CUPTI_ACTIVITY_KIND_MEMCPY] = CUPTI_ERROR_NOT_INITIALIZED;
   CuptiSource source(environment(fake_));
-  EXPECT_FALSE(source.enable(everything()).empty());
+  EXPECT_FALSE(source.enable(everything(), budget_).empty());
   EXPECT_TRUE(fake_.enabledKinds.empty()) << fake_.enabledKinds.size() << " kinds still enabled";
+}
+
+// Whichever CUPTI call refuses, the user reads which one and CUPTI's reason, and CUPTI is
+// left as it was found: not subscribed, nothing enabled, free for the next session.
+TEST_F(CuptiSourceTest, EveryCallThatStopsEnablingIsNamedInTheRefusal) {
+  constexpr CUptiResult kError = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  struct Case {
+    std::string call;  // as the refusal names it
+    std::function<void(FakeCuptiApi&)> fail;
+  };
+  auto kind = [](CUpti_ActivityKind k) {
+    return [k](FakeCuptiApi& f) { f.activityEnableResults[k] = kError; };
+  };
+  auto callback = [](CUpti_CallbackDomain domain, uint32_t cbid) {
+    return [domain, cbid](FakeCuptiApi& f) { f.enableCallbackResults[{domain, cbid}] = kError; };
+  };
+  const std::vector<Case> cases = {
+      {"cuptiGetVersion: ", [](FakeCuptiApi& f) { f.failing[Call::GetVersion] = kError; }},
+      {"cuptiSubscribe: ", [](FakeCuptiApi& f) { f.failing[Call::Subscribe] = kError; }},
+      {"cuptiActivityRegisterCallbacks: ",
+       [](FakeCuptiApi& f) { f.failing[Call::RegisterCallbacks] = kError; }},
+      {"cuptiActivityEnable(CONCURRENT_KERNEL): ", kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)},
+      {"cuptiActivityEnable(MEMCPY): ", kind(CUPTI_ACTIVITY_KIND_MEMCPY)},
+      {"cuptiActivityEnable(MEMCPY2): ", kind(CUPTI_ACTIVITY_KIND_MEMCPY2)},
+      {"cuptiActivityEnable(MEMSET): ", kind(CUPTI_ACTIVITY_KIND_MEMSET)},
+      {"cuptiActivityEnable(SYNCHRONIZATION): ", kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)},
+      {"cuptiActivityEnable(CONTEXT): ", kind(CUPTI_ACTIVITY_KIND_CONTEXT)},
+      {"cuptiActivityEnable(MEMORY2): ", kind(CUPTI_ACTIVITY_KIND_MEMORY2)},
+      {"cuptiActivityEnable(OVERHEAD): ", kind(CUPTI_ACTIVITY_KIND_OVERHEAD)},
+      {"cuptiEnableCallback(runtime, " + std::to_string(kLaunchKernel) + "): ",
+       callback(kRuntime, kLaunchKernel)},
+      {"cuptiEnableCallback(driver, " + std::to_string(kCuLaunchKernel) + "): ",
+       callback(kDriver, kCuLaunchKernel)},
+      {"cuptiEnableCallback(driver, " + std::to_string(kCuProfilerStart) + "): ",
+       callback(kDriver, kCuProfilerStart)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.call);
+    FakeCuptiApi fake;
+    nameCallbacks(fake);
+    c.fail(fake);
+    GpuOptions options = everything();
+    options.profilerControl = &noteControl;
+    CuptiSource source(environment(fake));
+    std::string why = source.enable(options, budget_);
+    EXPECT_TRUE(contains(why, c.call));
+    EXPECT_TRUE(contains(why, describeCuptiResult(kError)));
+    EXPECT_FALSE(fake.subscribed);
+    EXPECT_TRUE(fake.enabledKinds.empty());
+    EXPECT_TRUE(fake.enabledCallbacks.empty());
+
+    FakeCuptiApi other;
+    CuptiSource next(environment(other));
+    EXPECT_EQ(next.enable(kernelsOnly(), budget_), "") << "a refused enable holds nothing";
+  }
 }
 
 TEST_F(CuptiSourceTest, SecondSourceIsRefusedWhileTheFirstIsEnabled) {
   CuptiSource first(environment(fake_));
-  ASSERT_EQ(first.enable(kernelsOnly()), "");
+  ASSERT_EQ(first.enable(kernelsOnly(), budget_), "");
   FakeCuptiApi other;
   CuptiSource second(environment(other));
-  EXPECT_TRUE(contains(second.enable(kernelsOnly()), "another kinetrace session"));
+  EXPECT_TRUE(contains(second.enable(kernelsOnly(), budget_), "another kinetrace session"));
   EXPECT_FALSE(other.subscribed);
 
   first.disable();
-  EXPECT_EQ(second.enable(kernelsOnly()), "");
+  EXPECT_EQ(second.enable(kernelsOnly(), budget_), "");
 }
 
 TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
@@ -123,64 +218,112 @@ TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
     CuptiSource source(environment(fake));
     GpuOptions options;
     options.*c.option = true;
-    ASSERT_EQ(source.enable(options), "");
+    ASSERT_EQ(source.enable(options, budget_), "");
     EXPECT_EQ(fake.enabledKinds, c.kinds);
   }
 }
 
 TEST_F(CuptiSourceTest, LaunchCallbacksAreExactlyTheLaunchSideEntryPoints) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything()), "");
+  ASSERT_EQ(source.enable(everything(), budget_), "");
   std::set<CallbackKey> expected = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020},
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020},
-      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel},
+      {kRuntime, kLaunchKernel},
+      {kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020},
+      {kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020},
+      {kDriver, kCuLaunchKernel},
   };
   EXPECT_EQ(fake_.enabledCallbacks, expected);
 }
 
 TEST_F(CuptiSourceTest, NoCallbackIsEnabledWithoutLaunchCalls) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   EXPECT_TRUE(fake_.enabledCallbacks.empty());
 }
 
-TEST_F(CuptiSourceTest, AllRuntimeCallsEnablesEveryNamedRuntimeCallback) {
-  GpuOptions options = kernelsOnly();
-  options.allRuntimeCalls = true;
-  CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options), "");
-  std::set<CallbackKey> expected;
-  for (const auto& [key, name] : fake_.callbackNames) {
-    if (key.first == CUPTI_CB_DOMAIN_RUNTIME_API) expected.insert(key);
+TEST_F(CuptiSourceTest, AllCallsOfADomainEnablesEveryNamedCallbackOfIt) {
+  for (CUpti_CallbackDomain domain : {kRuntime, kDriver}) {
+    FakeCuptiApi fake;
+    nameCallbacks(fake);
+    GpuOptions options = kernelsOnly();
+    (domain == kRuntime ? options.allRuntimeCalls : options.allDriverCalls) = true;
+    CuptiSource source(environment(fake));
+    ASSERT_EQ(source.enable(options, budget_), "");
+    std::set<CallbackKey> expected;
+    for (const auto& [key, name] : fake.callbackNames) {
+      if (key.first == domain) expected.insert(key);
+    }
+    EXPECT_EQ(fake.enabledCallbacks, expected) << (domain == kRuntime ? "runtime" : "driver");
   }
-  EXPECT_EQ(fake_.enabledCallbacks, expected);
 }
 
-TEST_F(CuptiSourceTest, StopDisablesCollectionAndStartEnablesItAgain) {
+// A program may run for long before its first cudaProfilerStart(): nothing is recorded
+// until then, but the calls that say when are watched from the start.
+TEST_F(CuptiSourceTest, DeferredCollectionWatchesOnlyProfilerControlUntilStart) {
+  GpuOptions options = everything();
+  options.profilerControl = &noteControl;
+  options.deferCollection = true;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything()), "");
+  ASSERT_EQ(source.enable(options, budget_), "");
+  const std::set<CallbackKey> control = {{kDriver, kCuProfilerStart}, {kDriver, kCuProfilerStop}};
+  EXPECT_TRUE(fake_.subscribed);
+  EXPECT_NE(fake_.request, nullptr) << "buffers are registered";
+  EXPECT_TRUE(fake_.enabledKinds.empty());
+  EXPECT_EQ(fake_.enabledCallbacks, control);
+
+  source.start(1000);
+  EXPECT_EQ(fake_.enabledKinds.size(), 8u);
+  EXPECT_EQ(fake_.enabledCallbacks.size(), control.size() + 4);
+
+  source.stopCollecting();
+  EXPECT_TRUE(fake_.enabledKinds.empty());
+  EXPECT_EQ(fake_.enabledCallbacks, control) << "they are what turns collection on again";
+}
+
+TEST_F(CuptiSourceTest, StopCollectingTurnsCollectionOffAndStartTurnsItOnAgain) {
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(everything(), budget_), "");
   const auto kinds = fake_.enabledKinds;
   const auto callbacks = fake_.enabledCallbacks;
   ASSERT_FALSE(kinds.empty());
   ASSERT_FALSE(callbacks.empty());
 
   source.start(1000);
-  TraceData trace = window();
-  source.stop(trace);
+  source.finishWindow();
+  pollOnce(source, strings_);
+  source.stopCollecting();
   EXPECT_TRUE(fake_.enabledKinds.empty());
   EXPECT_TRUE(fake_.enabledCallbacks.empty());
-  EXPECT_GE(fake_.flushes, 1);
+  EXPECT_TRUE(fake_.subscribed) << "subscribed until disable()";
 
   source.start(20000);
   EXPECT_EQ(fake_.enabledKinds, kinds);
   EXPECT_EQ(fake_.enabledCallbacks, callbacks);
 }
 
+TEST_F(CuptiSourceTest, CollectionThatCannotRestartIsReportedAndStaysOff) {
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(everything(), budget_), "");
+  source.start(1000);
+  source.stopCollecting();
+  fake_.activityEnableResults[CUPTI_ACTIVITY_KIND_MEMSET] = CUPTI_ERROR_NOT_INITIALIZED;
+
+  ::testing::internal::CaptureStderr();
+  source.start(20000);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(log, "GPU collection could not restart"));
+  EXPECT_TRUE(contains(log, "cuptiActivityEnable(MEMSET): "));
+  EXPECT_TRUE(contains(log, describeCuptiResult(CUPTI_ERROR_NOT_INITIALIZED)));
+  EXPECT_TRUE(fake_.enabledKinds.empty()) << "the kinds enabled before MEMSET are off again";
+  EXPECT_TRUE(fake_.enabledCallbacks.empty());
+  const std::size_t flushes = fake_.flushes().size();
+  pollOnce(source, strings_, /*requestFlush=*/true);
+  EXPECT_EQ(fake_.flushes().size(), flushes) << "not collecting: nothing to flush";
+}
+
 TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything()), "");
+  ASSERT_EQ(source.enable(everything(), budget_), "");
   source.disable();
   EXPECT_FALSE(fake_.subscribed);
   EXPECT_TRUE(fake_.enabledKinds.empty());
@@ -194,47 +337,120 @@ TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
 TEST_F(CuptiSourceTest, FlushPeriodIsSetOnlyWhenAskedAndResetAtDisable) {
   {
     CuptiSource source(environment(fake_));
-    ASSERT_EQ(source.enable(kernelsOnly()), "");
+    ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
     EXPECT_EQ(fake_.flushPeriodMs, 0u) << "CUPTI's heuristics unless a period is configured";
   }
   GpuOptions options = kernelsOnly();
   options.flushPeriodMs = 250;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options), "");
+  ASSERT_EQ(source.enable(options, budget_), "");
   EXPECT_EQ(fake_.flushPeriodMs, 250u);
   source.disable();
   EXPECT_EQ(fake_.flushPeriodMs, 0u) << "a later CUPTI client starts from CUPTI's defaults";
 }
 
-// ---- buffers, decoding and the recording window -------------------------------------
+// Calls whose failure does not stop tracing still say which call failed and why.
+TEST_F(CuptiSourceTest, FailedCallsThatDoNotStopTracingAreLoggedNamingTheCall) {
+  constexpr CUptiResult kError = CUPTI_ERROR_UNKNOWN;
+  struct Case {
+    std::string call;  // as the warning names it
+    Call failing;
+    std::function<void(CuptiSource&, FakeCuptiApi&)> act;  // after a successful enable
+  };
+  const std::vector<Case> cases = {
+      {"cuptiActivityFlushPeriod(250)", Call::FlushPeriod, [](CuptiSource&, FakeCuptiApi&) {}},
+      {"cuptiActivityFlushAll(0)", Call::FlushAll,
+       [this](CuptiSource& s, FakeCuptiApi&) { pollOnce(s, strings_, /*requestFlush=*/true); }},
+      {"cuptiActivityFlushAll(FORCED)", Call::FlushAll,
+       [](CuptiSource& s, FakeCuptiApi&) { s.finishWindow(); }},
+      {"cuptiActivityGetNumDroppedRecords", Call::GetNumDroppedRecords,
+       [](CuptiSource& s, FakeCuptiApi&) { s.finishWindow(); }},
+      {"cuptiGetTimestamp", Call::GetTimestamp,
+       [](CuptiSource& s, FakeCuptiApi&) { s.start(1000); }},
+      {"cuptiActivityDisable", Call::ActivityDisable,
+       [](CuptiSource& s, FakeCuptiApi&) { s.stopCollecting(); }},
+      {"cuptiEnableCallback(0)", Call::EnableCallback,
+       [](CuptiSource& s, FakeCuptiApi&) { s.stopCollecting(); }},
+      {"cuptiUnsubscribe", Call::Unsubscribe, [](CuptiSource& s, FakeCuptiApi&) { s.disable(); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.call);
+    FakeCuptiApi fake;
+    nameCallbacks(fake);
+    // Without the timestamp callback, start() measures CUPTI's clock.
+    fake.failing[Call::RegisterTimestampCallback] = CUPTI_ERROR_NOT_SUPPORTED;
+    GpuOptions options = everything();
+    options.flushPeriodMs = 250;
+    CuptiSource source(environment(fake));
+    ::testing::internal::CaptureStderr();
+    if (c.failing != Call::EnableCallback) fake.failing[c.failing] = kError;
+    const std::string why = source.enable(options, budget_);
+    fake.failing[c.failing] = kError;
+    if (why.empty()) {
+      source.start(1000);
+      c.act(source, fake);
+    }
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(why, "");
+    EXPECT_TRUE(contains(log, c.call + ": " + describeCuptiResult(kError)));
+    fake.failing.clear();
+  }
+}
 
-TEST_F(CuptiSourceTest, CompletedBuffersAreDecodedIntoTheTraceAtStop) {
+// ---- buffers and poll() --------------------------------------------------------------
+
+TEST_F(CuptiSourceTest, PollDecodesWhatTheCompletionCallbackQueued) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything()), "");
+  ASSERT_EQ(source.enable(everything(), budget_), "");
   source.start(1000);
   SyntheticBuffer records;
   records.add(synthetic::kernelRecord("_Z6kernelPfi", 2000, 3000, 10));
-  records.add(synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+  records.add(synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                      CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
                                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4096, 3000, 3500, 11));
   records.add(synthetic::memsetRecord(64, 0, 4000, 4100, 12));
   records.add(synthetic::externalCorrelationRecord(10, 99));
   fake_.deliver(records);
+  EXPECT_EQ(strings_.size(), 1u) << "CUPTI's thread only queues the buffer";
 
-  TraceData trace = window();
-  source.stop(trace);
-  ASSERT_EQ(trace.kernels.size(), 1u);
-  EXPECT_EQ(trace.strings.get(trace.kernels[0].name), "kernel(float*, int)");
-  EXPECT_EQ(trace.kernels[0].at.externalId, 99u);
-  ASSERT_EQ(trace.memcpys.size(), 1u);
-  EXPECT_EQ(trace.strings.get(trace.memcpys[0].name), "Memcpy HtoD (Pinned -> Device)");
-  ASSERT_EQ(trace.memsets.size(), 1u);
-  EXPECT_EQ(trace.strings.get(trace.memsets[0].name), "Memset (Device)");
-  EXPECT_EQ(trace.losses.outOfWindowEvents, 0u);
+  GpuBatch batch = pollOnce(source, strings_);
+  ASSERT_EQ(batch.records.kernels.size(), 1u);
+  EXPECT_EQ(strings_.get(batch.records.kernels[0].name), "kernel(float*, int)");
+  EXPECT_EQ(batch.records.kernels[0].at.correlationId, 10u);
+  ASSERT_EQ(batch.records.memcpys.size(), 1u);
+  EXPECT_EQ(batch.records.memcpys[0].copyKind, CopyKind::HtoD);
+  EXPECT_EQ(batch.records.memcpys[0].bytes, 4096u);
+  ASSERT_EQ(batch.records.memsets.size(), 1u);
+  EXPECT_EQ(batch.records.memsets[0].memoryKind, MemoryKind::Device);
+  EXPECT_EQ(batch.externalIds, (std::vector<std::pair<uint32_t, uint64_t>>{{10, 99}}));
+  EXPECT_EQ(batch.undecoded, 0u);
+
+  EXPECT_TRUE(pollOnce(source, strings_).records.empty()) << "each buffer is decoded once";
+}
+
+TEST_F(CuptiSourceTest, PolledBuffersGoBackToThePoolAndAreLentAgain) {
+  GpuOptions options = kernelsOnly();
+  options.maxBufferBytes = options.bufferBytes;  // one buffer, reused every time
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(options, budget_), "");
+  source.start(1000);
+  uint8_t* first = nullptr;
+  for (uint32_t i = 1; i <= 10; ++i) {
+    uint8_t* buffer = fake_.deliver(oneKernel("k", 1000 + i, 1001 + i, i));
+    ASSERT_NE(buffer, nullptr) << "round " << i;
+    if (first == nullptr) first = buffer;
+    EXPECT_EQ(buffer, first);
+    GpuBatch batch = pollOnce(source, strings_);
+    ASSERT_EQ(batch.records.kernels.size(), 1u);
+    EXPECT_EQ(batch.records.kernels[0].at.correlationId, i);
+    EXPECT_EQ(batch.buffersRefused, 0u);
+  }
+  EXPECT_EQ(budget_.used(), kBufferBytes) << "the pool did not grow";
 }
 
 TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   uint8_t* buffer = nullptr;
   size_t size = 0, maxRecords = 7;
   fake_.request(&buffer, &size, &maxRecords);
@@ -242,71 +458,178 @@ TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
   EXPECT_EQ(size, kernelsOnly().bufferBytes);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer) % 8, 0u);
   EXPECT_EQ(maxRecords, 0u);  // as many as fit
+  EXPECT_EQ(budget_.used(), size) << "counted in the budget";
   fake_.complete(nullptr, 0, buffer, size, 0);
 }
 
-TEST_F(CuptiSourceTest, WorkStartingBeforeTheWindowIsDroppedAndCounted) {
+TEST_F(CuptiSourceTest, PollAskedToFlushHandsOverBuffersCuptiStillHolds) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   source.start(1000);
-  SyntheticBuffer records;
-  records.add(synthetic::kernelRecord("early", 500, 1500, 1));
-  records.add(synthetic::kernelRecord("inside", 1500, 2500, 2));
-  fake_.deliver(records);
+  fake_.hold(oneKernel("k", 2000, 3000, 1));
 
-  TraceData trace = window();
-  source.stop(trace);
-  ASSERT_EQ(trace.kernels.size(), 1u);
-  EXPECT_EQ(trace.kernels[0].at.correlationId, 2u);
-  EXPECT_EQ(trace.losses.outOfWindowEvents, 1u);
+  EXPECT_TRUE(pollOnce(source, strings_).records.kernels.empty());
+  EXPECT_TRUE(fake_.flushes().empty()) << "no flush unless asked";
+  GpuBatch batch = pollOnce(source, strings_, /*requestFlush=*/true);
+  EXPECT_EQ(batch.records.kernels.size(), 1u);
+  EXPECT_EQ(fake_.flushes(), std::vector<uint32_t>{0}) << "CUPTI's default flush, not forced";
 }
 
-TEST_F(CuptiSourceTest, WorkStartingAfterStopIsKeptOnlyWhenItsLaunchIsInTheTrace) {
+TEST_F(CuptiSourceTest, PollDoesNotFlushWhileNotCollecting) {
+  GpuOptions options = kernelsOnly();
+  options.profilerControl = &noteControl;
+  options.deferCollection = true;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
-  source.start(1000);
-  SyntheticBuffer records;
-  records.add(synthetic::kernelRecord("queued at stop", 20000, 21000, 5));
-  records.add(synthetic::kernelRecord("launched after stop", 20000, 21000, 6));
-  fake_.deliver(records);
+  ASSERT_EQ(source.enable(options, budget_), "");
+  pollOnce(source, strings_, /*requestFlush=*/true);
+  EXPECT_TRUE(fake_.flushes().empty()) << "before the first start()";
 
-  TraceData trace = window();
-  trace.apiCalls.push_back(launchCall(5));
-  source.stop(trace);
-  ASSERT_EQ(trace.kernels.size(), 1u);
-  EXPECT_EQ(trace.kernels[0].at.correlationId, 5u);
-  EXPECT_EQ(trace.losses.outOfWindowEvents, 1u);
+  source.start(1000);
+  source.finishWindow();
+  pollOnce(source, strings_);
+  source.stopCollecting();
+  const std::size_t flushes = fake_.flushes().size();
+  pollOnce(source, strings_, /*requestFlush=*/true);
+  EXPECT_EQ(fake_.flushes().size(), flushes) << "after stopCollecting()";
+}
+
+TEST_F(CuptiSourceTest, FinishWindowForcesCuptiToHandOverEveryBuffer) {
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  source.start(1000);
+  fake_.hold(oneKernel("k", 2000, 3000, 1));
+  EXPECT_EQ(source.finishWindow(), 0) << "no driver: nothing synchronised, no bound claimed";
+  EXPECT_EQ(fake_.flushes(), std::vector<uint32_t>{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED});
+  EXPECT_EQ(pollOnce(source, strings_).records.kernels.size(), 1u);
+}
+
+TEST_F(CuptiSourceTest, DestroyingTheSourceGivesTheBudgetBackEveryBuffer) {
+  {
+    CuptiSource source(environment(fake_));
+    ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+    source.start(1000);
+    fake_.deliver(oneKernel("k", 2000, 3000, 1));  // queued, never polled
+    fake_.hold(oneKernel("k", 3000, 4000, 2));     // still CUPTI's
+    EXPECT_EQ(budget_.used(), 2 * kBufferBytes);
+    source.disable();
+    EXPECT_TRUE(pollOnce(source, strings_).records.empty()) << "nobody records any more";
+  }
+  EXPECT_EQ(budget_.used(), 0u);
+}
+
+// CUPTI completes buffers on its own threads while kinetrace's pipeline thread polls.
+TEST_F(CuptiSourceTest, BuffersCompletedWhilePollingAreEachDecodedOnce) {
+  GpuOptions options = kernelsOnly();
+  options.maxBufferBytes = 2 * options.bufferBytes;  // CUPTI waits for buffers to come back
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(options, budget_), "");
+  source.start(0);
+  constexpr uint32_t kBuffers = 300;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  std::thread cupti([&] {
+    for (uint32_t i = 1; i <= kBuffers; ++i) {
+      const SyntheticBuffer records = oneKernel("k", i, i + 1, i);
+      while (fake_.tryDeliver(records) == nullptr && Clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
+  });
+  std::set<uint32_t> seen;
+  while (seen.size() < kBuffers && Clock::now() < deadline) {
+    GpuBatch batch = pollOnce(source, strings_);
+    for (const KernelRecord& k : batch.records.kernels) {
+      EXPECT_TRUE(seen.insert(k.at.correlationId).second) << k.at.correlationId;
+    }
+    if (batch.records.empty()) std::this_thread::yield();
+  }
+  cupti.join();
+  EXPECT_EQ(seen.size(), kBuffers);
+  EXPECT_LE(budget_.peak(), 2 * kBufferBytes);
+}
+
+// A window's trace has a string table of its own, which may well be allocated where the
+// previous window's was: names decoded for the old table must not leak into the new one.
+TEST_F(CuptiSourceTest, EachWindowInternsKernelNamesIntoItsOwnTable) {
+  static const char kMangled[] = "_Z6kernelPfi";
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  std::optional<StringTable> table;
+
+  table.emplace();
+  source.start(1000);
+  fake_.deliver(oneKernel(kMangled, 2000, 3000, 1));
+  GpuBatch first = pollOnce(source, *table);
+  ASSERT_EQ(first.records.kernels.size(), 1u);
+  EXPECT_EQ(table->get(first.records.kernels[0].name), "kernel(float*, int)");
+  source.finishWindow();
+  pollOnce(source, *table);
+  source.stopCollecting();
+
+  table.reset();
+  table.emplace();  // the same address
+  table->intern("a name of the next trace");
+  source.start(5000);
+  fake_.deliver(oneKernel(kMangled, 6000, 7000, 2));
+  GpuBatch second = pollOnce(source, *table);
+  ASSERT_EQ(second.records.kernels.size(), 1u);
+  EXPECT_EQ(table->get(second.records.kernels[0].name), "kernel(float*, int)");
+}
+
+// ---- clocks ---------------------------------------------------------------------------
+
+std::string gpuClock(const Metadata& metadata) {
+  for (const auto& member : metadata) {
+    if (member.key == "kinetrace_gpu_clock") return member.value.asString();
+  }
+  return "";
+}
+
+TEST_F(CuptiSourceTest, WithTheTimestampCallbackCuptiStampsRecordsWithKinetracesClock) {
+  fake_.cuptiNowNs = 1'000'000;  // not asked: no offset to measure
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_NE(fake_.timestampCallback, nullptr);
+  EXPECT_TRUE(contains(source.describe(), "timestamp callback"));
+  EXPECT_EQ(gpuClock(source.metadata()), "cupti_timestamp_callback");
+  const int64_t before = Clock::instance().nowNs();
+  const auto stamped = static_cast<int64_t>(fake_.timestampCallback());
+  const int64_t after = Clock::instance().nowNs();
+  EXPECT_GE(stamped, before);
+  EXPECT_LE(stamped, after);
+
+  source.start(1000);
+  fake_.deliver(oneKernel("k", 5000, 6000, 1));
+  GpuBatch batch = pollOnce(source, strings_);
+  ASSERT_EQ(batch.records.kernels.size(), 1u);
+  EXPECT_EQ(batch.records.kernels[0].at.startNs, 5000) << "already on kinetrace's clock";
 }
 
 TEST_F(CuptiSourceTest, WithoutTheTimestampCallbackGpuTimesAreShiftedByTheMeasuredOffset) {
-  fake_.timestampCallbackResult = CUPTI_ERROR_NOT_SUPPORTED;
+  fake_.failing[Call::RegisterTimestampCallback] = CUPTI_ERROR_NOT_SUPPORTED;
   fake_.cuptiNowNs = 1'000'000;  // CUPTI's clock reads 1 ms when ours reads "now"
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   EXPECT_TRUE(contains(source.describe(), "measured offset"));
-  int64_t before = Clock::instance().nowNs();
+  EXPECT_EQ(gpuClock(source.metadata()), "measured_offset");
+  const int64_t before = Clock::instance().nowNs();
   source.start(before);
-  int64_t after = Clock::instance().nowNs();
-  SyntheticBuffer records;
-  records.add(synthetic::kernelRecord("k", 1'000'100, 1'000'200, 1));  // 100 ns after start
-  fake_.deliver(records);
+  const int64_t after = Clock::instance().nowNs();
+  fake_.deliver(oneKernel("k", 1'000'100, 1'000'200, 1));  // 100 ns after start
 
-  TraceData trace;
-  trace.startNs = before - 1'000'000;
-  trace.stopNs = after + 1'000'000;
-  source.stop(trace);
-  ASSERT_EQ(trace.kernels.size(), 1u);
-  EXPECT_GE(trace.kernels[0].at.startNs, before + 100);
-  EXPECT_LE(trace.kernels[0].at.startNs, after + 100);
+  GpuBatch batch = pollOnce(source, strings_);
+  ASSERT_EQ(batch.records.kernels.size(), 1u);
+  EXPECT_GE(batch.records.kernels[0].at.startNs, before + 100);
+  EXPECT_LE(batch.records.kernels[0].at.startNs, after + 100);
 }
 
-// ---- drop accounting ------------------------------------------------------------------
+// ---- loss accounting -------------------------------------------------------------------
 
-TEST_F(CuptiSourceTest, RequestBeyondTheBufferCapIsRefusedAndReported) {
+TEST_F(CuptiSourceTest, RefusedBufferRequestsReachTheBatch) {
   GpuOptions options = kernelsOnly();
-  options.capBytes = options.bufferBytes;  // exactly one buffer
+  options.maxBufferBytes = options.bufferBytes;  // exactly one buffer
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options), "");
+  ASSERT_EQ(source.enable(options, budget_), "");
   source.start(1000);
   uint8_t* first = nullptr;
   size_t firstSize = 0, maxRecords = 0;
@@ -319,222 +642,133 @@ TEST_F(CuptiSourceTest, RequestBeyondTheBufferCapIsRefusedAndReported) {
   EXPECT_EQ(secondSize, 0u);
   fake_.complete(nullptr, 0, first, firstSize, 0);
 
-  TraceData trace = window();
-  source.stop(trace);
-  EXPECT_GE(trace.losses.cuptiBuffersRefused, 1u);
+  EXPECT_EQ(pollOnce(source, strings_).buffersRefused, 1u);
+  EXPECT_EQ(pollOnce(source, strings_).buffersRefused, 0u) << "each refusal is reported once";
 }
 
-TEST_F(CuptiSourceTest, RecordsCuptiDroppedAreCounted) {
+TEST_F(CuptiSourceTest, RecordsCuptiDroppedAreAddedWhenTheWindowFinishes) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   source.start(1000);
   fake_.droppedOnNextQuery = 17;
-  TraceData trace = window();
-  source.stop(trace);
-  EXPECT_EQ(trace.losses.cuptiDroppedRecords, 17u);
+  source.finishWindow();
+  EXPECT_EQ(pollOnce(source, strings_).droppedRecords, 17u);
+  EXPECT_EQ(pollOnce(source, strings_).droppedRecords, 0u);
 }
 
-TEST_F(CuptiSourceTest, DropsReportedWhenABufferCompletesAreCounted) {
+TEST_F(CuptiSourceTest, DropsReportedWhenABufferCompletesReachTheBatch) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   source.start(1000);
   fake_.droppedOnNextQuery = 3;
-  SyntheticBuffer records;
-  records.add(synthetic::kernelRecord("k", 2000, 3000, 1));
-  fake_.deliver(records);
-  TraceData trace = window();
-  source.stop(trace);
-  EXPECT_EQ(trace.losses.cuptiDroppedRecords, 3u);
-  EXPECT_EQ(trace.kernels.size(), 1u);
+  fake_.deliver(oneKernel("k", 2000, 3000, 1));
+  GpuBatch batch = pollOnce(source, strings_);
+  EXPECT_EQ(batch.droppedRecords, 3u);
+  EXPECT_EQ(batch.records.kernels.size(), 1u);
+  EXPECT_EQ(pollOnce(source, strings_).droppedRecords, 0u) << "each drop is reported once";
 }
 
 TEST_F(CuptiSourceTest, DropsBeforeStartAreNotCounted) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly()), "");
+  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
   fake_.droppedOnNextQuery = 5;
   source.start(1000);
-  TraceData trace = window();
-  source.stop(trace);
-  EXPECT_EQ(trace.losses.cuptiDroppedRecords, 0u);
+  source.finishWindow();
+  EXPECT_EQ(pollOnce(source, strings_).droppedRecords, 0u);
 }
 
-// ---- launch calls -----------------------------------------------------------------------
-
-TEST_F(CuptiSourceTest, ApiCallsAreNamedWithoutTheVersionSuffix) {
+TEST_F(CuptiSourceTest, LossCountersStartFromZeroInEachWindow) {
+  GpuOptions options = kernelsOnly();
+  options.maxBufferBytes = options.bufferBytes;  // one buffer
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything()), "");
+  ASSERT_EQ(source.enable(options, budget_), "");
   source.start(1000);
-  TraceData trace = window();
-  trace.apiCalls.push_back(launchCall(1, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
-  trace.apiCalls.push_back(launchCall(2, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
-  trace.apiCalls.back().domain = ApiDomain::Driver;
-  trace.apiCalls.push_back(launchCall(3, 400));  // CUPTI has no name for it
-  source.stop(trace);
-  EXPECT_EQ(trace.strings.get(trace.apiCalls[0].name), "cudaLaunchKernel");
-  EXPECT_EQ(trace.strings.get(trace.apiCalls[1].name), "cuLaunchKernel");
-  EXPECT_EQ(trace.strings.get(trace.apiCalls[2].name), "CUDA API 400");
+  source.finishWindow();
+  pollOnce(source, strings_);
+  source.stopCollecting();
+
+  // Between windows: a buffer completes with drops, and the next request is refused.
+  fake_.droppedOnNextQuery = 4;
+  fake_.deliver(oneKernel("k", 2000, 3000, 1));
+  EXPECT_EQ(fake_.tryDeliver(oneKernel("k", 3000, 4000, 2)), nullptr);
+
+  source.start(10000);
+  GpuBatch batch = pollOnce(source, strings_);
+  EXPECT_EQ(batch.droppedRecords, 0u);
+  EXPECT_EQ(batch.buffersRefused, 0u);
+  EXPECT_EQ(batch.records.kernels.size(), 1u) << "records are kept; the window is judged later";
+}
+
+// ---- names and the callbacks the source subscribes -----------------------------------
+
+TEST_F(CuptiSourceTest, ApiNamesDropTheVersionSuffix) {
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(everything(), budget_), "");
+  EXPECT_EQ(source.apiName(ApiDomain::Runtime, kLaunchKernel), "cudaLaunchKernel");
+  EXPECT_EQ(source.apiName(ApiDomain::Driver, kCuLaunchKernel), "cuLaunchKernel");
+  EXPECT_EQ(source.apiName(ApiDomain::Runtime, 401), "CUDA API 401") << "CUPTI has no name";
 }
 
 // CUPTI calls the subscribed callback at a launch's entry and exit; the host recorder
-// keeps the call, carrying the innermost range's External id, and stop() names it.
-TEST_F(CuptiSourceTest, LaunchThroughTheSubscribedCallbackReachesTheTrace) {
+// keeps the call, with the innermost range's External id and what it starts on the GPU.
+TEST_F(CuptiSourceTest, LaunchThroughTheSubscribedCallbackIsRecordedWithItsRange) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything()), "");
-  TraceData trace;
-  trace.startNs = Clock::instance().nowNs();
-  source.start(trace.startNs);
-  HostRecorder::instance().startRecording(16 << 20);
-  uint64_t slot = 0;
-  CUpti_CallbackData data{};
-  data.correlationData = &slot;
-  data.correlationId = 4242;
-  data.functionName = "cudaLaunchKernel";
-  {
+  ASSERT_EQ(source.enable(everything(), budget_), "");
+  source.start(Clock::instance().nowNs());
+  synthetic::HostCalls host = synthetic::recordHost([&] {
     kinetrace::Range range("step");
-    data.callbackSite = CUPTI_API_ENTER;
-    fake_.callback(fake_.callbackUserData, CUPTI_CB_DOMAIN_RUNTIME_API,
-                   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
-    data.callbackSite = CUPTI_API_EXIT;
-    fake_.callback(fake_.callbackUserData, CUPTI_CB_DOMAIN_RUNTIME_API,
-                   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
-  }
-  HostRecorder::instance().stopRecording();
-  trace.stopNs = Clock::instance().nowNs();
-  HostRecorder::instance().collect(trace, Clock::instance());
-  SyntheticBuffer records;
-  records.add(synthetic::kernelRecord("k", static_cast<uint64_t>(trace.stopNs) + 1000,
-                                      static_cast<uint64_t>(trace.stopNs) + 2000, 4242));
-  fake_.deliver(records);
-  source.stop(trace);
+    SimulatedCall(kRuntime, kLaunchKernel, 4242).run(fake_.callback, fake_.callbackUserData);
+  });
 
-  ASSERT_EQ(trace.apiCalls.size(), 1u);
-  ASSERT_EQ(trace.ranges.size(), 1u);
-  const ApiCallRecord& call = trace.apiCalls[0];
-  EXPECT_EQ(trace.strings.get(call.name), "cudaLaunchKernel");
+  ASSERT_EQ(host.calls.size(), 1u);
+  const auto* range = host.range("step");
+  ASSERT_NE(range, nullptr);
+  const ApiCallRecord& call = host.calls[0];
   EXPECT_EQ(call.correlationId, 4242u);
-  EXPECT_EQ(call.externalId, trace.ranges[0].externalId);
-  EXPECT_TRUE(call.launchesGpuWork);
+  EXPECT_EQ(call.callbackId, kLaunchKernel);
+  EXPECT_EQ(call.externalId, range->id);
+  EXPECT_EQ(call.effect, CallEffect::Kernel);
   EXPECT_EQ(call.domain, ApiDomain::Runtime);
+  EXPECT_LE(range->startNs, call.startNs);
   EXPECT_LE(call.startNs, call.endNs);
-  ASSERT_EQ(trace.kernels.size(), 1u);  // after stop, but its launch is in the trace
-}
-
-// ---- the launch callback itself --------------------------------------------------------
-
-TEST(LaunchCallbacksTest, DisplayNameDropsOnlyANumericVersionSuffix) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"cudaLaunchKernel_v7000", "cudaLaunchKernel"},
-      {"cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel_ptsz"},
-      {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"},
-      {"cuLaunchKernel", "cuLaunchKernel"},
-      {"cudaFoo_v", "cudaFoo_v"},
-      {"cudaFoo_vX1", "cudaFoo_vX1"},
-      {"", ""},
-  };
-  for (const auto& [cuptiName, display] : cases) EXPECT_EQ(apiDisplayName(cuptiName), display) << cuptiName;
-}
-
-TEST(LaunchCallbacksTest, LaunchSideCallsStartOrWaitForGpuWork) {
-  struct Case {
-    const char* name;
-    bool launchSide;
-    bool launches;
-  };
-  const std::vector<Case> cases = {
-      // Launch GPU work.
-      {"cudaLaunchKernel_v7000", true, true}, {"cudaLaunchKernel_ptsz_v7000", true, true},
-      {"cudaLaunchKernelExC_v11060", true, true}, {"cudaLaunchCooperativeKernel_v9000", true, true},
-      {"cudaGraphLaunch_v10000", true, true}, {"cudaMemcpyAsync_v3020", true, true},
-      {"cudaMemsetAsync_v3020", true, true}, {"cuLaunchKernel", true, true},
-      {"cuLaunchKernelEx", true, true}, {"cuMemcpyHtoDAsync_v2", true, true},
-      {"cuMemsetD8_v2", true, true}, {"cuGraphLaunch", true, true},
-      // Wait for GPU work, or allocate: recorded, but launch nothing.
-      {"cudaStreamSynchronize_v3020", true, false}, {"cudaEventSynchronize_v3020", true, false},
-      {"cudaDeviceSynchronize_v3020", true, false}, {"cudaStreamWaitEvent_v3020", true, false},
-      {"cudaMalloc_v3020", true, false}, {"cudaFree_v3020", true, false},
-      {"cuCtxSynchronize", true, false}, {"cuMemAlloc_v2", true, false}, {"cuMemFree_v2", true, false},
-      // Neither.
-      {"cudaGetDevice_v3020", false, false}, {"cudaEventRecord_v3020", false, false},
-      {"cuCtxGetDevice", false, false}, {"cuDeviceGetAttribute", false, false},
-  };
-  for (const Case& c : cases) {
-    EXPECT_EQ(isLaunchSideCall(c.name), c.launchSide) << c.name;
-    EXPECT_EQ(launchesGpuWork(c.name), c.launches) << c.name;
-  }
-}
-
-class OnCuptiCallbackTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fake_.callbackNames = {{{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
-                            "cudaLaunchKernel_v7000"}};
-    table_.selectLaunchEntryPoints(fake_);
-  }
-  void call(CUpti_ApiCallbackSite site, uint32_t correlationId, CUcontext context = nullptr) {
-    data_.callbackSite = site;
-    data_.correlationData = &slot_;
-    data_.correlationId = correlationId;
-    data_.context = context;
-    onCuptiCallback(&table_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data_);
-  }
-
-  FakeCuptiApi fake_;
-  CallbackTable table_;
-  uint64_t slot_ = 0;
-  CUpti_CallbackData data_{};
-};
-
-TEST_F(OnCuptiCallbackTest, LaunchCarriesTheInnermostRangeAsExternalId) {
-  TraceData trace;
-  trace.startNs = Clock::instance().nowNs();
-  HostRecorder::instance().startRecording(16 << 20);
-  {
-    kinetrace::Range outer("outer");
-    kinetrace::Range inner("inner");
-    call(CUPTI_API_ENTER, 77);
-    call(CUPTI_API_EXIT, 77);
-  }
-  HostRecorder::instance().stopRecording();
-  trace.stopNs = Clock::instance().nowNs();
-  HostRecorder::instance().collect(trace, Clock::instance());
-
-  ASSERT_EQ(trace.apiCalls.size(), 1u);
-  ASSERT_EQ(trace.ranges.size(), 2u);
-  const RangeRecord& inner = trace.strings.get(trace.ranges[0].name) == "inner" ? trace.ranges[0] : trace.ranges[1];
-  EXPECT_EQ(trace.apiCalls[0].correlationId, 77u);
-  EXPECT_EQ(trace.apiCalls[0].externalId, inner.externalId);
-  EXPECT_EQ(trace.apiCalls[0].callbackId, uint32_t{CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000});
-  EXPECT_TRUE(trace.apiCalls[0].launchesGpuWork);
-  EXPECT_GE(trace.apiCalls[0].startNs, inner.startNs);
-  EXPECT_LE(trace.apiCalls[0].endNs, inner.endNs);
-}
-
-TEST_F(OnCuptiCallbackTest, NothingIsRecordedWhileTheHostRecorderIsOff) {
-  call(CUPTI_API_ENTER, 1);
-  call(CUPTI_API_EXIT, 1);
-  TraceData trace;
-  trace.startNs = 0;
-  trace.stopNs = Clock::instance().nowNs();
-  HostRecorder::instance().collect(trace, Clock::instance());
-  EXPECT_TRUE(trace.apiCalls.empty());
+  EXPECT_LE(call.endNs, range->endNs);
 }
 
 // The set of contexts to synchronise at stop belongs to one source: a context a thread
 // used under an earlier source must be reported to the next one too.
-TEST_F(OnCuptiCallbackTest, ContextSeenUnderAnEarlierSourceIsReportedToTheNextOne) {
+TEST_F(CuptiSourceTest, ContextSeenUnderAnEarlierSourceIsReportedToTheNextOne) {
   CUcontext context = reinterpret_cast<CUcontext>(0x1234);
   for (int session = 0; session < 2; ++session) {
     FakeCuptiApi fake;
+    nameCallbacks(fake);
     CuptiSource source(environment(fake));
-    ASSERT_EQ(source.enable(kernelsOnly()), "");
+    ASSERT_EQ(source.enable(everything(), budget_), "");
     source.start(1000);
-    call(CUPTI_API_ENTER, 1, context);
-    call(CUPTI_API_EXIT, 1, context);
+    SimulatedCall(kRuntime, kLaunchKernel, 1, context).run(fake.callback, fake.callbackUserData);
+    SimulatedCall(kRuntime, kLaunchKernel, 2, context).run(fake.callback, fake.callbackUserData);
     EXPECT_EQ(source.knownContexts(), 1u) << "session " << session;
-    TraceData trace = window();
-    source.stop(trace);
-    EXPECT_EQ(trace.gpuSyncReturnNs, 0) << "no driver: nothing was synchronised, no bound claimed";
+    EXPECT_EQ(source.finishWindow(), 0) << "no driver: nothing synchronised, no bound claimed";
   }
+}
+
+TEST_F(CuptiSourceTest, ProfilerControlHandlerHearsCudaProfilerStartAndStop) {
+  GpuOptions options = everything();
+  options.profilerControl = &noteControl;
+  options.deferCollection = true;
+  CuptiSource source(environment(fake_));
+  ASSERT_EQ(source.enable(options, budget_), "");
+
+  SimulatedCall start(kDriver, kCuProfilerStart, 1);
+  start.enter(fake_.callback, fake_.callbackUserData);
+  EXPECT_TRUE(gControlCalls.empty()) << "not before cuProfilerStart has run";
+  start.exit(fake_.callback, fake_.callbackUserData);
+  EXPECT_EQ(gControlCalls, std::vector<bool>{true});
+
+  SimulatedCall stop(kDriver, kCuProfilerStop, 2);
+  stop.enter(fake_.callback, fake_.callbackUserData);
+  EXPECT_EQ(gControlCalls, (std::vector<bool>{true, false})) << "before cuProfilerStop runs";
+  stop.exit(fake_.callback, fake_.callbackUserData);
+  EXPECT_EQ(gControlCalls, (std::vector<bool>{true, false}));
 }
 
 }  // namespace

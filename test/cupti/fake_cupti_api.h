@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_source.h"
@@ -18,24 +21,43 @@
 
 namespace kinetrace::synthetic {
 
-using detail::ApiCallRecord;
 using detail::CuptiApi;
 using detail::CuptiSource;
+using detail::GpuBatch;
 using detail::GpuOptions;
-using detail::TraceData;
+using detail::GpuSource;
+using detail::StringTable;
 using CallbackKey = std::pair<CUpti_CallbackDomain, uint32_t>;
 
-// Every CUPTI call the source makes, recorded; results chosen by the test. Used from the
-// test's thread only (the source's decoder thread never calls CUPTI).
+// The CuptiApi calls, for making one of them fail.
+enum class Call {
+  GetVersion,
+  Subscribe,
+  Unsubscribe,
+  EnableCallback,
+  ActivityEnable,
+  ActivityDisable,
+  RegisterCallbacks,
+  RegisterTimestampCallback,
+  FlushAll,
+  FlushPeriod,
+  GetNumDroppedRecords,
+  GetTimestamp,
+};
+
+// Every CUPTI call the source makes, recorded; results chosen by the test.
+//
+// Threads: configure it before enabling the source. The calls CUPTI's own threads make
+// (the buffer callbacks and the drop count they ask for) may then come from any thread;
+// everything else from the test's thread.
 class FakeCuptiApi final : public CuptiApi {
  public:
   // ---- what the test configures -------------------------------------------------
-  CUptiResult subscribeResult = CUPTI_SUCCESS;
-  CUptiResult registerCallbacksResult = CUPTI_SUCCESS;
-  CUptiResult timestampCallbackResult = CUPTI_SUCCESS;
+  std::map<Call, CUptiResult> failing;  // each call listed returns its result, doing nothing
   std::map<CUpti_ActivityKind, CUptiResult> activityEnableResults;
+  std::map<CallbackKey, CUptiResult> enableCallbackResults;
   std::map<CallbackKey, std::string> callbackNames;
-  std::size_t droppedOnNextQuery = 0;  // returned once, then 0 (CUPTI resets on read)
+  std::atomic<std::size_t> droppedOnNextQuery{0};  // returned once, then 0 (CUPTI resets on read)
   uint64_t cuptiNowNs = 0;
 
   // ---- what the source did ------------------------------------------------------
@@ -47,15 +69,22 @@ class FakeCuptiApi final : public CuptiApi {
   CUpti_TimestampCallbackFunc timestampCallback = nullptr;
   std::set<CUpti_ActivityKind> enabledKinds;
   std::set<CallbackKey> enabledCallbacks;
-  int flushes = 0;
   uint32_t flushPeriodMs = 0;  // as last set through activityFlushPeriod
 
+  // The flag of every cuptiActivityFlushAll call, in order.
+  std::vector<uint32_t> flushes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return flushes_;
+  }
+
   CUptiResult getVersion(uint32_t* version) override {
+    if (CUptiResult result = failure(Call::GetVersion)) return result;
     *version = CUPTI_API_VERSION;
     return CUPTI_SUCCESS;
   }
-  CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn, void* userData) override {
-    if (subscribeResult != CUPTI_SUCCESS) return subscribeResult;
+  CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc fn,
+                        void* userData) override {
+    if (CUptiResult result = failure(Call::Subscribe)) return result;
     *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(this);
     subscribed = true;
     callback = fn;
@@ -63,12 +92,16 @@ class FakeCuptiApi final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   CUptiResult unsubscribe(CUpti_SubscriberHandle) override {
+    if (CUptiResult result = failure(Call::Unsubscribe)) return result;
     subscribed = false;
     enabledCallbacks.clear();  // CUPTI drops a subscriber's callbacks with it
     return CUPTI_SUCCESS;
   }
   CUptiResult enableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
                              CUpti_CallbackId cbid) override {
+    if (CUptiResult result = failure(Call::EnableCallback)) return result;
+    auto configured = enableCallbackResults.find({domain, cbid});
+    if (enable != 0 && configured != enableCallbackResults.end()) return configured->second;
     if (enable != 0) {
       enabledCallbacks.insert({domain, cbid});
     } else {
@@ -80,6 +113,7 @@ class FakeCuptiApi final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   CUptiResult activityEnable(CUpti_ActivityKind kind) override {
+    if (CUptiResult result = failure(Call::ActivityEnable)) return result;
     auto configured = activityEnableResults.find(kind);
     if (configured != activityEnableResults.end() && configured->second != CUPTI_SUCCESS) {
       return configured->second;
@@ -88,72 +122,162 @@ class FakeCuptiApi final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   CUptiResult activityDisable(CUpti_ActivityKind kind) override {
+    if (CUptiResult result = failure(Call::ActivityDisable)) return result;
     enabledKinds.erase(kind);
     return CUPTI_SUCCESS;
   }
   CUptiResult activityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requestFn,
                                         CUpti_BuffersCallbackCompleteFunc completeFn) override {
-    if (registerCallbacksResult != CUPTI_SUCCESS) return registerCallbacksResult;
+    if (CUptiResult result = failure(Call::RegisterCallbacks)) return result;
     request = requestFn;
     complete = completeFn;
     return CUPTI_SUCCESS;
   }
   CUptiResult activityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) override {
-    if (timestampCallbackResult != CUPTI_SUCCESS) return timestampCallbackResult;
+    if (CUptiResult result = failure(Call::RegisterTimestampCallback)) return result;
     timestampCallback = fn;
     return CUPTI_SUCCESS;
   }
-  CUptiResult activityFlushAll(uint32_t) override {
-    ++flushes;
+  // As CUPTI does, hands over the buffers it holds (hold()) through the completion callback
+  // before returning.
+  CUptiResult activityFlushAll(uint32_t flag) override {
+    std::vector<Held> held;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      flushes_.push_back(flag);
+      if (CUptiResult result = failure(Call::FlushAll)) return result;
+      held.swap(held_);
+    }
+    for (const Held& h : held) complete(nullptr, 0, h.buffer, h.size, h.validSize);
     return CUPTI_SUCCESS;
   }
   CUptiResult activityFlushPeriod(uint32_t milliseconds) override {
+    if (CUptiResult result = failure(Call::FlushPeriod)) return result;
     flushPeriodMs = milliseconds;
     return CUPTI_SUCCESS;
   }
   CUptiResult activityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) override {
-    *dropped = droppedOnNextQuery;
-    droppedOnNextQuery = 0;
+    if (CUptiResult result = failure(Call::GetNumDroppedRecords)) return result;
+    *dropped = droppedOnNextQuery.exchange(0);
     return CUPTI_SUCCESS;
   }
-  CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) override {
+  CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                              const char** name) override {
     auto found = callbackNames.find({domain, cbid});
     if (found == callbackNames.end()) return CUPTI_ERROR_INVALID_PARAMETER;
     *name = found->second.c_str();
     return CUPTI_SUCCESS;
   }
   CUptiResult getTimestamp(uint64_t* timestamp) override {
+    if (CUptiResult result = failure(Call::GetTimestamp)) return result;
     *timestamp = cuptiNowNs;
     return CUPTI_SUCCESS;
   }
 
-  // CUPTI's side of one buffer: ask for it, fill it with `records`, hand it back.
-  void deliver(const SyntheticBuffer& records) {
+  // ---- CUPTI's side of the activity buffers ---------------------------------------
+
+  // Asks the source for a buffer and fills it with `records`; nullptr when refused.
+  uint8_t* fill(const SyntheticBuffer& records, size_t& size, size_t& validSize) {
     uint8_t* buffer = nullptr;
-    size_t size = 0;
     size_t maxRecords = 0;
+    size = 0;
     request(&buffer, &size, &maxRecords);
-    ASSERT_NE(buffer, nullptr);
-    size_t valid = records.copyTo(buffer, size);
-    ASSERT_EQ(valid, records.size());
-    complete(nullptr, 0, buffer, size, valid);
+    if (buffer == nullptr) return nullptr;
+    validSize = records.copyTo(buffer, size);
+    EXPECT_EQ(validSize, records.size()) << "the records fit in one buffer";
+    return buffer;
   }
+  // One buffer filled with `records` and handed back at once, as CUPTI does with a full
+  // buffer. Returns the buffer, or nullptr (a test failure) when the source refused one.
+  uint8_t* deliver(const SyntheticBuffer& records) {
+    uint8_t* buffer = tryDeliver(records);
+    EXPECT_NE(buffer, nullptr) << "the source refused a buffer";
+    return buffer;
+  }
+  // deliver(), for tests where a refusal is expected: nullptr then, and nothing failed.
+  uint8_t* tryDeliver(const SyntheticBuffer& records) {
+    size_t size = 0, validSize = 0;
+    uint8_t* buffer = fill(records, size, validSize);
+    if (buffer != nullptr) complete(nullptr, 0, buffer, size, validSize);
+    return buffer;
+  }
+  // One buffer filled with `records` and kept, as CUPTI keeps a buffer that is not full,
+  // until the next cuptiActivityFlushAll.
+  void hold(const SyntheticBuffer& records) {
+    Held h{};
+    h.buffer = fill(records, h.size, h.validSize);
+    ASSERT_NE(h.buffer, nullptr) << "the source refused a buffer";
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_.push_back(h);
+  }
+
+ private:
+  struct Held {
+    uint8_t* buffer;
+    size_t size;
+    size_t validSize;
+  };
+
+  CUptiResult failure(Call call) const {
+    auto found = failing.find(call);
+    return found == failing.end() ? CUPTI_SUCCESS : found->second;
+  }
+
+  mutable std::mutex mutex_;
+  std::vector<uint32_t> flushes_;
+  std::vector<Held> held_;
+};
+
+// One CUDA API call as CUPTI reports it to a subscriber: the same CUpti_CallbackData at
+// entry and at exit, with the per-call slot CUPTI keeps for the subscriber in between.
+class SimulatedCall {
+ public:
+  SimulatedCall(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlationId,
+                CUcontext context = nullptr)
+      : domain_(domain), cbid_(cbid) {
+    data_.correlationData = &slot_;
+    data_.correlationId = correlationId;
+    data_.context = context;
+    data_.functionReturnValue = &returnValue_;
+  }
+  void enter(CUpti_CallbackFunc callback, void* userData) {
+    data_.callbackSite = CUPTI_API_ENTER;
+    callback(userData, domain_, cbid_, &data_);
+  }
+  // The call returned `result` (cudaError_t or CUresult; 0 is success).
+  void exit(CUpti_CallbackFunc callback, void* userData, int result = 0) {
+    returnValue_ = result;
+    data_.callbackSite = CUPTI_API_EXIT;
+    callback(userData, domain_, cbid_, &data_);
+  }
+  void run(CUpti_CallbackFunc callback, void* userData, int result = 0) {
+    enter(callback, userData);
+    exit(callback, userData, result);
+  }
+
+ private:
+  CUpti_CallbackDomain domain_;
+  uint32_t cbid_;
+  uint64_t slot_ = 0;
+  int returnValue_ = 0;
+  CUpti_CallbackData data_{};
 };
 
 // ---- driving a CuptiSource with the fake ----------------------------------------------
 
 // Whether `text` contains `part`, showing both when not.
-
 inline ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
 }
 
+constexpr std::size_t kBufferBytes = 64 * 1024;
+
 inline GpuOptions kernelsOnly() {
   GpuOptions options;
   options.kernels = true;
-  options.bufferBytes = 64 * 1024;
-  options.capBytes = 1024 * 1024;
+  options.bufferBytes = kBufferBytes;
+  options.maxBufferBytes = 16 * kBufferBytes;
   return options;
 }
 
@@ -167,24 +291,15 @@ inline GpuOptions everything() {
 inline CuptiSource::Environment environment(FakeCuptiApi& fake) {
   CuptiSource::Environment env;
   env.cupti = &fake;
-  env.initializeDriver = false;
   env.useDriver = false;
   return env;
 }
 
-// A trace whose window is [1000, 10000] in the records' (fake CUPTI) time.
-inline TraceData window() {
-  TraceData trace;
-  trace.startNs = 1000;
-  trace.stopNs = 10000;
-  return trace;
-}
-
-inline ApiCallRecord launchCall(uint32_t correlationId, uint32_t cbid = 0) {
-  ApiCallRecord call;
-  call.correlationId = correlationId;
-  call.callbackId = cbid;
-  return call;
+// One poll into a batch of its own.
+inline GpuBatch pollOnce(GpuSource& source, StringTable& strings, bool requestFlush = false) {
+  GpuBatch batch;
+  source.poll(batch, strings, requestFlush);
+  return batch;
 }
 
 }  // namespace kinetrace::synthetic

@@ -142,12 +142,39 @@ inline CUpti_ActivityMemory4 memoryRecord(CUpti_ActivityMemoryOperationType oper
   return r;
 }
 
+// Overhead spent for no particular object (CUPTI_ACTIVITY_OBJECT_UNKNOWN).
 inline CUpti_ActivityOverhead3 overheadRecord(CUpti_ActivityOverheadKind overheadKind,
                                               uint64_t start, uint64_t end) {
   auto r = zeroed<CUpti_ActivityOverhead3>(CUPTI_ACTIVITY_KIND_OVERHEAD);
   r.overheadKind = overheadKind;
   r.start = start;
   r.end = end;
+  return r;
+}
+
+// Overhead spent for a thread: CUPTI names it by process and thread id.
+inline CUpti_ActivityOverhead3 threadOverheadRecord(CUpti_ActivityOverheadKind overheadKind,
+                                                    uint32_t processId, uint32_t threadId,
+                                                    uint64_t start, uint64_t end) {
+  auto r = overheadRecord(overheadKind, start, end);
+  r.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  r.objectId.pt.processId = processId;
+  r.objectId.pt.threadId = threadId;
+  return r;
+}
+
+// Overhead spent for a device, a context or a stream (`objectKind`): CUPTI names all three
+// by device, context and stream id.
+inline CUpti_ActivityOverhead3 deviceOverheadRecord(CUpti_ActivityOverheadKind overheadKind,
+                                                    CUpti_ActivityObjectKind objectKind,
+                                                    uint32_t deviceId, uint32_t contextId,
+                                                    uint32_t streamId, uint64_t start,
+                                                    uint64_t end) {
+  auto r = overheadRecord(overheadKind, start, end);
+  r.objectKind = objectKind;
+  r.objectId.dcs.deviceId = deviceId;
+  r.objectId.dcs.contextId = contextId;
+  r.objectId.dcs.streamId = streamId;
   return r;
 }
 

@@ -1,0 +1,246 @@
+#include "cupti/launch_callbacks.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fake_cupti_api.h"
+#include "host_calls.h"
+#include "kinetrace/host.h"
+
+// The CUPTI callback on its own: which calls it records and with what effect, what it
+// writes into the host recorder, the calls it skips, and the profiler-control handler.
+// CUPTI's calls are simulated: the callback gets what CUPTI would pass it.
+
+namespace kinetrace::detail {
+namespace {
+
+using synthetic::FakeCuptiApi;
+using synthetic::HostCalls;
+using synthetic::recordHost;
+using synthetic::SimulatedCall;
+
+constexpr CUpti_CallbackDomain kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
+constexpr CUpti_CallbackDomain kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
+constexpr uint32_t kLaunchKernel = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+constexpr uint32_t kMemcpyAsync = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+constexpr uint32_t kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+constexpr uint32_t kCuLaunchKernel = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+constexpr uint32_t kCuCtxGetDevice = CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice;
+constexpr uint32_t kCuProfilerStart = CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+constexpr uint32_t kCuProfilerStop = CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+
+TEST(LaunchCallbacksTest, DisplayNameDropsOnlyANumericVersionSuffix) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cudaLaunchKernel_v7000", "cudaLaunchKernel"},
+      {"cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel_ptsz"},
+      {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"},
+      {"cuLaunchKernel", "cuLaunchKernel"},
+      {"cudaFoo_v", "cudaFoo_v"},
+      {"cudaFoo_vX1", "cudaFoo_vX1"},
+      {"", ""},
+  };
+  for (const auto& [cuptiName, display] : cases) {
+    EXPECT_EQ(apiDisplayName(cuptiName), display) << cuptiName;
+  }
+}
+
+TEST(LaunchCallbacksTest, LaunchSideCallsAreThoseThatStartOrWaitForGpuWork) {
+  struct Case {
+    const char* name;
+    bool launchSide;
+    CallEffect effect;
+  };
+  const std::vector<Case> cases = {
+      {"cudaLaunchKernel_v7000", true, CallEffect::Kernel},
+      {"cudaLaunchKernel_ptsz_v7000", true, CallEffect::Kernel},
+      {"cudaLaunchKernelExC_v11060", true, CallEffect::Kernel},
+      {"cudaLaunchCooperativeKernel_v9000", true, CallEffect::Kernel},
+      {"cuLaunchKernel", true, CallEffect::Kernel},
+      {"cuLaunchKernelEx", true, CallEffect::Kernel},
+      {"cudaGraphLaunch_v10000", true, CallEffect::Graph},
+      {"cuGraphLaunch", true, CallEffect::Graph},
+      {"cudaMemcpyAsync_v3020", true, CallEffect::Copy},
+      {"cuMemcpyHtoDAsync_v2", true, CallEffect::Copy},
+      {"cudaMemsetAsync_v3020", true, CallEffect::Set},
+      {"cuMemsetD8_v2", true, CallEffect::Set},
+      {"cudaStreamSynchronize_v3020", true, CallEffect::Sync},
+      {"cudaEventSynchronize_v3020", true, CallEffect::Sync},
+      {"cudaDeviceSynchronize_v3020", true, CallEffect::Sync},
+      {"cudaStreamWaitEvent_v3020", true, CallEffect::Sync},
+      {"cuCtxSynchronize", true, CallEffect::Sync},
+      {"cuStreamWaitEvent", true, CallEffect::Sync},
+      {"cudaMalloc_v3020", true, CallEffect::Memory},
+      {"cudaFree_v3020", true, CallEffect::Memory},
+      {"cuMemAlloc_v2", true, CallEffect::Memory},
+      {"cuMemFree_v2", true, CallEffect::Memory},
+      // A host function runs on the CPU: recorded, but nothing to wait for on the GPU.
+      {"cudaLaunchHostFunc_v10000", true, CallEffect::None},
+      {"cuLaunchHostFunc", true, CallEffect::None},
+      // Neither.
+      {"cudaGetDevice_v3020", false, CallEffect::None},
+      {"cudaEventRecord_v3020", false, CallEffect::None},
+      {"cuCtxGetDevice", false, CallEffect::None},
+      {"cuDeviceGetAttribute", false, CallEffect::None},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(isLaunchSideCall(c.name), c.launchSide) << c.name;
+    EXPECT_EQ(callEffect(c.name), c.effect) << c.name;
+  }
+}
+
+class OnCuptiCallbackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    names_.callbackNames = {
+        {{kRuntime, kLaunchKernel}, "cudaLaunchKernel_v7000"},
+        {{kRuntime, kMemcpyAsync}, "cudaMemcpyAsync_v3020"},
+        {{kRuntime, kGetDevice}, "cudaGetDevice_v3020"},
+        {{kDriver, kCuLaunchKernel}, "cuLaunchKernel"},
+        {{kDriver, kCuCtxGetDevice}, "cuCtxGetDevice"},
+        {{kDriver, kCuProfilerStart}, "cuProfilerStart"},
+        {{kDriver, kCuProfilerStop}, "cuProfilerStop"},
+    };
+    table_.selectLaunchEntryPoints(names_);
+    controlCalls().clear();
+  }
+  // One call, entry and exit, through the callback CUPTI would call.
+  void run(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlationId, int result = 0) {
+    SimulatedCall(domain, cbid, correlationId).run(&onCuptiCallback, &table_, result);
+  }
+  static std::vector<bool>& controlCalls() {
+    static std::vector<bool> calls;
+    return calls;
+  }
+  static void noteControl(bool start) { controlCalls().push_back(start); }
+
+  FakeCuptiApi names_;
+  CallbackTable table_;
+};
+
+TEST_F(OnCuptiCallbackTest, TheTableRecordsExactlyTheLaunchSideEntryPointsWithTheirEffects) {
+  EXPECT_EQ(table_.recorded(kRuntime), (std::vector<uint32_t>{kMemcpyAsync, kLaunchKernel}));
+  EXPECT_EQ(table_.recorded(kDriver), std::vector<uint32_t>{kCuLaunchKernel});
+  EXPECT_EQ(CallbackTable::effectOf(table_.flags(kRuntime, kLaunchKernel)), CallEffect::Kernel);
+  EXPECT_EQ(CallbackTable::effectOf(table_.flags(kRuntime, kMemcpyAsync)), CallEffect::Copy);
+  EXPECT_EQ(table_.flags(kRuntime, kGetDevice), 0);
+  EXPECT_EQ(table_.flags(kDriver, 1u << 20), 0) << "ids past the table are not recorded";
+  EXPECT_TRUE(table_.control(kDriver).empty()) << "no profiler control unless selected";
+}
+
+TEST_F(OnCuptiCallbackTest, LaunchCarriesTheInnermostRangeAsExternalId) {
+  HostCalls host = recordHost([&] {
+    kinetrace::Range outer("outer");
+    kinetrace::Range inner("inner");
+    run(kRuntime, kLaunchKernel, 77);
+  });
+
+  ASSERT_EQ(host.calls.size(), 1u);
+  const auto* inner = host.range("inner");
+  ASSERT_NE(inner, nullptr);
+  const ApiCallRecord& call = host.calls[0];
+  EXPECT_EQ(call.correlationId, 77u);
+  EXPECT_EQ(call.externalId, inner->id);
+  EXPECT_EQ(call.callbackId, kLaunchKernel);
+  EXPECT_EQ(call.domain, ApiDomain::Runtime);
+  EXPECT_EQ(call.effect, CallEffect::Kernel);
+  EXPECT_GE(call.startNs, inner->startNs);
+  EXPECT_LE(call.startNs, call.endNs);
+  EXPECT_LE(call.endNs, inner->endNs);
+}
+
+TEST_F(OnCuptiCallbackTest, ACallOutsideAnyRangeHasNoExternalId) {
+  HostCalls host = recordHost([&] { run(kRuntime, kMemcpyAsync, 5); });
+  ASSERT_EQ(host.calls.size(), 1u);
+  EXPECT_EQ(host.calls[0].externalId, 0u);
+  EXPECT_EQ(host.calls[0].effect, CallEffect::Copy);
+}
+
+TEST_F(OnCuptiCallbackTest, NothingIsRecordedWhileTheHostRecorderIsOff) {
+  run(kRuntime, kLaunchKernel, 1);
+  HostCalls host = recordHost([] {});
+  EXPECT_TRUE(host.calls.empty());
+}
+
+// A failed call started nothing on the GPU: the assembler must not keep it waiting for a
+// record that will never come. The call itself is still in the trace.
+TEST_F(OnCuptiCallbackTest, AFailedCallIsRecordedWithNoEffect) {
+  constexpr int kCudaErrorInvalidValue = 1;
+  HostCalls host = recordHost([&] {
+    run(kRuntime, kLaunchKernel, 1, kCudaErrorInvalidValue);
+    run(kRuntime, kLaunchKernel, 2);
+  });
+  ASSERT_EQ(host.calls.size(), 2u);
+  EXPECT_EQ(host.calls[0].correlationId, 1u);
+  EXPECT_EQ(host.calls[0].effect, CallEffect::None);
+  EXPECT_EQ(host.calls[1].effect, CallEffect::Kernel);
+}
+
+TEST_F(OnCuptiCallbackTest, ADriverCallInsideARecordedRuntimeCallIsSkipped) {
+  HostCalls host = recordHost([&] {
+    SimulatedCall runtime(kRuntime, kLaunchKernel, 1);
+    runtime.enter(&onCuptiCallback, &table_);
+    run(kDriver, kCuLaunchKernel, 2);
+    runtime.exit(&onCuptiCallback, &table_);
+    run(kDriver, kCuLaunchKernel, 3);  // on its own: recorded
+  });
+  ASSERT_EQ(host.calls.size(), 2u);
+  EXPECT_EQ(host.calls[0].correlationId, 1u);
+  EXPECT_EQ(host.calls[0].domain, ApiDomain::Runtime);
+  EXPECT_EQ(host.calls[1].correlationId, 3u);
+  EXPECT_EQ(host.calls[1].domain, ApiDomain::Driver);
+  EXPECT_EQ(host.calls[1].effect, CallEffect::Kernel);
+}
+
+TEST_F(OnCuptiCallbackTest, ADriverCallInsideARuntimeCallIsRecordedWhenAllDriverCallsAreAsked) {
+  table_.selectAll(kDriver, names_);
+  ASSERT_TRUE(table_.recordsNestedDriverCalls());
+  HostCalls host = recordHost([&] {
+    SimulatedCall runtime(kRuntime, kLaunchKernel, 1);
+    runtime.enter(&onCuptiCallback, &table_);
+    run(kDriver, kCuLaunchKernel, 2);
+    runtime.exit(&onCuptiCallback, &table_);
+  });
+  ASSERT_EQ(host.calls.size(), 2u);
+  // Recorded at exit: the nested call first.
+  EXPECT_EQ(host.calls[0].correlationId, 2u);
+  EXPECT_EQ(host.calls[0].domain, ApiDomain::Driver);
+  EXPECT_EQ(host.calls[1].correlationId, 1u);
+  EXPECT_GE(host.calls[0].startNs, host.calls[1].startNs);
+  EXPECT_LE(host.calls[0].endNs, host.calls[1].endNs);
+}
+
+TEST_F(OnCuptiCallbackTest, ProfilerControlHandlerRunsAfterCuProfilerStartAndBeforeCuProfilerStop) {
+  table_.profilerControl = &noteControl;
+  table_.selectProfilerControl();
+  EXPECT_EQ(table_.control(kDriver), (std::vector<uint32_t>{kCuProfilerStart, kCuProfilerStop}));
+  HostCalls host = recordHost([&] {
+    SimulatedCall start(kDriver, kCuProfilerStart, 1);
+    start.enter(&onCuptiCallback, &table_);
+    EXPECT_TRUE(controlCalls().empty());
+    start.exit(&onCuptiCallback, &table_);
+    EXPECT_EQ(controlCalls(), std::vector<bool>{true});
+    SimulatedCall stop(kDriver, kCuProfilerStop, 2);
+    stop.enter(&onCuptiCallback, &table_);
+    EXPECT_EQ(controlCalls(), (std::vector<bool>{true, false}));
+    stop.exit(&onCuptiCallback, &table_);
+  });
+  EXPECT_EQ(controlCalls(), (std::vector<bool>{true, false}));
+  EXPECT_TRUE(host.calls.empty()) << "watched, not recorded";
+}
+
+TEST_F(OnCuptiCallbackTest, ProfilerControlCallsAreAlsoRecordedWhenAllDriverCallsAreAsked) {
+  table_.profilerControl = &noteControl;
+  table_.selectAll(kDriver, names_);
+  table_.selectProfilerControl();
+  HostCalls host = recordHost([&] { run(kDriver, kCuProfilerStart, 1); });
+  EXPECT_EQ(controlCalls(), std::vector<bool>{true});
+  ASSERT_EQ(host.calls.size(), 1u);
+  EXPECT_EQ(host.calls[0].callbackId, kCuProfilerStart);
+  EXPECT_EQ(host.calls[0].effect, CallEffect::None);
+}
+
+}  // namespace
+}  // namespace kinetrace::detail
