@@ -103,6 +103,7 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   callbacks_.contextSeenTarget = this;
   callbacks_.profilerControl = options.profilerControl;
   callbacks_.epoch = gSubscriptions.fetch_add(1) + 1;
+  callbacks_.collection = &collection_;
   if (options_.launchCalls) callbacks_.selectLaunchEntryPoints(cupti);
   if (options_.allRuntimeCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);
   if (options_.allDriverCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
@@ -156,6 +157,7 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
 
 std::string CuptiSource::enableCallbacks() {
   CuptiApi& cupti = *env_.cupti;
+  collection_.fetch_add(1, std::memory_order_relaxed);
   for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
     for (uint32_t cbid : callbacks_.recorded(domain)) {
       std::string why = cuptiFailure(

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,7 @@ class CuptiSource final : public GpuSource {
   uint32_t cuptiVersion_ = 0;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   CallbackTable callbacks_;
+  std::atomic<uint32_t> collection_{0};  // bumped whenever callbacks are switched on
   std::vector<CUpti_ActivityKind> enabledKinds_;
   std::unique_ptr<BufferPool> pool_;
 

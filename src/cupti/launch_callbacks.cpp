@@ -18,6 +18,7 @@ bool startsWithAny(std::string_view name, std::initializer_list<std::string_view
 thread_local CUcontext tLastContext = nullptr;
 // Recorded runtime calls in progress on this thread.
 thread_local uint32_t tRuntimeDepth = 0;
+thread_local uint32_t tRuntimeDepthCollection = 0;  // the collection tRuntimeDepth counts in
 thread_local uint32_t tLastContextEpoch = 0;
 
 uint32_t domainSize(CUpti_CallbackDomain domain) {
@@ -133,6 +134,13 @@ void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti
     if (!onProfilerControl(static_cast<const CallbackTable*>(userData), cbid, info)) return;
   }
   const auto* table = static_cast<const CallbackTable*>(userData);
+  if (table->collection != nullptr) {
+    const uint32_t collection = table->collection->load(std::memory_order_relaxed);
+    if (collection != tRuntimeDepthCollection) {
+      tRuntimeDepthCollection = collection;
+      tRuntimeDepth = 0;
+    }
+  }
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (info->callbackSite == CUPTI_API_ENTER) {
       ++tRuntimeDepth;

@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,6 +47,11 @@ class CallbackTable {
   // Changes with every subscription, so a thread's memory of the last context it reported
   // (kept across subscriptions) is not taken as reported to the new one.
   uint32_t epoch = 0;
+  // Changes every time collection starts (owned by the source). Callbacks switched off
+  // while a call was inside them never deliver its exit; a thread that sees a new value
+  // forgets how deep in runtime calls it thought it was, instead of skipping its driver
+  // calls for good.
+  const std::atomic<uint32_t>* collection = nullptr;
 
   // The launch-side entry points of both domains, found by name through `api`.
   void selectLaunchEntryPoints(CuptiApi& api);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -192,6 +194,22 @@ TEST_F(OnCuptiCallbackTest, ADriverCallInsideARecordedRuntimeCallIsSkipped) {
   EXPECT_EQ(host.calls[1].correlationId, 3u);
   EXPECT_EQ(host.calls[1].domain, ApiDomain::Driver);
   EXPECT_EQ(host.calls[1].effect, CallEffect::Kernel);
+}
+
+// Collection stopped while a runtime call was inside it: its exit never comes. Once
+// collection starts again, the thread's driver calls are recorded, not taken as nested.
+TEST_F(OnCuptiCallbackTest, ARuntimeCallWhoseExitNeverCameDoesNotHideLaterDriverCalls) {
+  std::atomic<uint32_t> collection{1};
+  table_.collection = &collection;
+  HostCalls host = recordHost([&] {
+    SimulatedCall runtime(kRuntime, kLaunchKernel, 1);
+    runtime.enter(&onCuptiCallback, &table_);  // no exit: callbacks were switched off
+    collection.fetch_add(1);                    // collection starts again
+    run(kDriver, kCuLaunchKernel, 2);
+  });
+  ASSERT_EQ(host.calls.size(), 1u);
+  EXPECT_EQ(host.calls[0].correlationId, 2u);
+  EXPECT_EQ(host.calls[0].domain, ApiDomain::Driver);
 }
 
 TEST_F(OnCuptiCallbackTest, ADriverCallInsideARuntimeCallIsRecordedWhenAllDriverCallsAreAsked) {
