@@ -119,7 +119,10 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
     return refuse("CUPTI refused to start: " + why);
   }
   // Must precede every activity kind's enabling, or early records keep CUPTI's own clock.
-  ownClock_ = cupti.activityRegisterTimestampCallback(&kinetraceTimestamp) == CUPTI_SUCCESS;
+  // Refused, records keep CUPTI's clock and are shifted by a measured offset (said once).
+  ownClock_ = cuptiSucceeded(cupti.activityRegisterTimestampCallback(&kinetraceTimestamp),
+                             "cuptiActivityRegisterTimestampCallback (GPU times will be shifted by a "
+                             "measured offset instead)");
   if (std::string why = cuptiFailure(cupti.activityRegisterCallbacks(&bufferRequested, &bufferCompleted),
                                      "cuptiActivityRegisterCallbacks");
       !why.empty()) {
