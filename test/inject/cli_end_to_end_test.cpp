@@ -473,6 +473,52 @@ TEST(KinetraceRunTest, SummaryCommandReprintsTheSummaries) {
   EXPECT_EQ(none.exitCode, 1);
 }
 
+// ---- a program that links kinetrace itself --------------------------------------------
+
+// One core per process: the injection is a front-end of the libkinetrace.so the program
+// loaded itself, so the program's own kinetrace::Ranges land in the run's one trace, and
+// the run's session is the one recorder a Profiler of the program's own would compete with.
+TEST(KinetraceRunTest, AProgramLinkingKinetraceRecordsIntoTheRunsOneTrace) {
+  RunDir dir;
+  Result r = run(kinetraceRun(dir, {}, {LINKED_CUDA_APP, "own", "nvtx", "profiler", "maps"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> pids = linesStartingWith(r.out, "pid ");
+  ASSERT_EQ(pids.size(), 1u) << r.out;
+  const std::string pid = pids[0].substr(4);
+
+  std::vector<std::string> traces = dir.traces();
+  ASSERT_EQ(traces.size(), 1u) << "one trace for the one process:\n" << r.err;
+  EXPECT_CONTAINS(traces[0], "-pid" + pid + ".json");
+  nlohmann::json trace = nlohmann::json::parse(readFile(traces[0]));
+  std::vector<std::string> ranges = eventNames(trace, "user_annotation");
+  EXPECT_TRUE(has(ranges, "app's own range")) << "recorded through the program's own library";
+  EXPECT_TRUE(has(eventNames(trace), "app's own instant"));
+  EXPECT_TRUE(has(ranges, "train_step")) << "and its NVTX ranges, through the injection";
+
+  EXPECT_CONTAINS(r.out,
+                  "profiler: another kinetrace::Profiler is recording in this process "
+                  "(under `kinetrace run`, the run's own session); stop it first\n");
+  std::vector<std::string> mapped = linesStartingWith(r.out, "mapped ");
+  std::vector<std::string> cores;
+  for (const std::string& line : mapped) {
+    if (line.find("/libkinetrace.so") != std::string::npos) cores.push_back(line);
+  }
+  EXPECT_EQ(cores.size(), 1u) << "one libkinetrace.so in the process:\n" << r.out;
+  EXPECT_EQ(mapped.size(), 2u) << "it and the injection library:\n" << r.out;
+}
+
+TEST(KinetraceRunTest, TheProgramsOwnRangesFollowTheRunsRecordingWindow) {
+  RunDir dir;
+  Result r = run(
+      kinetraceRun(dir, {"--delay", "600ms"}, {LINKED_CUDA_APP, "own", "sleep", "1200", "own"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  std::vector<std::string> names =
+      eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "app's own range"), 1)
+      << "the second only: the first came before the delay passed";
+}
+
 // ---- signals sent to kinetrace --------------------------------------------------------
 
 // `kinetrace run -- host_only_program wait DIR` in the background: the program notes each
