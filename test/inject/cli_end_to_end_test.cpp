@@ -1,6 +1,7 @@
 // `kinetrace run` end to end, without a GPU: the built command runs a program that uses no
 // CUDA, and a stand-in for a CUDA program that loads the injection library the way the
-// driver does and makes real NVTX calls.
+// driver does and makes real NVTX calls, built once on its own and once linking
+// libkinetrace.so and recording through its public API.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
