@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string_view>
 
 #include "host/host_recorder.h"
 #include "kinetrace/error.h"
@@ -54,6 +56,12 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
     options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) { return gpu->apiName(domain, callbackId); };
   }
   return options;
+}
+
+void eraseMetadata(Metadata& metadata, std::string_view key) {
+  metadata.erase(std::remove_if(metadata.begin(), metadata.end(),
+                                [key](const Value::Member& member) { return member.key == key; }),
+                 metadata.end());
 }
 
 }  // namespace
@@ -131,7 +139,12 @@ void Session::prepare() {
 
 void Session::addMetadata(std::string key, Value value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  setMetadata(recording() ? footerUser_ : headerUser_, std::move(key), std::move(value));
+  if (recording()) {
+    setMetadata(footerUser_, std::move(key), std::move(value));
+    return;
+  }
+  eraseMetadata(footerUser_, key);  // replaced: before the events from now on
+  setMetadata(headerUser_, std::move(key), std::move(value));
 }
 
 // `output` may name a directory (as it does under `kinetrace run`): each session then gets
@@ -191,7 +204,6 @@ void Session::start(const std::string& output) {
     core.releaseRecording(this);
     throw;
   }
-  footerUser_.clear();
   recording_.store(true, std::memory_order_release);
 }
 
@@ -217,9 +229,10 @@ Trace Session::stop() {
   pipeline_.reset();
   core.recorder().trimPool();
   core.releaseRecording(this);
-  // Metadata given while recording stays for later traces, like that given before.
-  for (Value::Member& member : footerUser_) setMetadata(headerUser_, member.key, std::move(member.value));
-  footerUser_.clear();
+  // Metadata given while recording stays for later traces, like that given before, and
+  // after their events: dropped from the header, so that a later trace does not write the
+  // key twice, first with this trace's old value.
+  for (const Value::Member& member : footerUser_) eraseMetadata(headerUser_, member.key);
 
   Trace trace(std::move(data));
   reportLosses(trace);

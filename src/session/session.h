@@ -73,7 +73,8 @@ class Session {
   std::string gpuStatus_ = "GPU activity not requested";
   std::atomic<bool> recording_{false};
   Metadata headerUser_;  // addMetadata() while not recording: this and later traces
-  Metadata footerUser_;  // addMetadata() while recording: this trace, then later ones
+  // addMetadata() while recording: this trace, then later ones, after their events
+  Metadata footerUser_;
   std::unique_ptr<Pipeline> pipeline_;
 };
 

@@ -1,8 +1,13 @@
 // Async ranges (kinetrace::startAsyncRange, nvtxRangeStart): ranges that overlap without
-// nesting and may end on another thread.
+// nesting and may end on another thread, recorded through a public Profiler. The trace's
+// records are read from memory; where the tracks are drawn is read from the saved JSON.
 
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +17,9 @@
 #include "kinetrace/profiler.h"
 #include "model/clock.h"
 #include "model/trace_data.h"
+#include "output/trace_events.h"
+#include "session/seam.h"
+#include "support/temp_dir.h"
 
 namespace kinetrace {
 namespace {
@@ -25,14 +33,40 @@ Config hostOnly() {
 }
 
 const detail::RangeRecord* findRange(const detail::TraceData& trace, const std::string& name) {
-  for (const auto& range : trace.ranges) {
-    if (trace.strings.get(range.name) == name) return &range;
+  for (const auto& range : trace.records.ranges) {
+    if (trace.tables.strings.get(range.name) == name) return &range;
   }
   return nullptr;
 }
 
-int64_t tidOf(const detail::TraceData& trace, const detail::RangeRecord& range) {
-  return trace.threads[range.thread].tid;
+int64_t osThreadId() {
+  return static_cast<int64_t>(::syscall(SYS_gettid));
+}
+
+// The saved trace's events named `name` and the names of their tracks (thread_name).
+struct SavedEvent {
+  int64_t tid = 0;
+  std::string track;
+};
+std::vector<SavedEvent> savedEvents(const Trace& trace, const std::string& name) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/trace.json";
+  trace.save(path);
+  const nlohmann::json root = nlohmann::json::parse(testing::fileContents(path));
+  std::map<int64_t, std::string> tracks;
+  for (const auto& event : root["traceEvents"]) {
+    if (event["ph"] == "M" && event["name"] == "thread_name") {
+      tracks[event["tid"].get<int64_t>()] = event["args"]["name"];
+    }
+  }
+  std::vector<SavedEvent> found;
+  for (const auto& event : root["traceEvents"]) {
+    if (event["ph"] != "M" && event.value("name", "") == name) {
+      const int64_t tid = event["tid"].get<int64_t>();
+      found.push_back({tid, tracks[tid]});
+    }
+  }
+  return found;
 }
 
 // What the CUPTI launch callback writes for a launch call on this thread.
@@ -46,7 +80,8 @@ void recordLaunchCall(uint32_t correlationId) {
   r->b = HostRecorder::innermostOpenRange();
   r->c = correlationId;
   r->d = 0;
-  r->flags = detail::kApiLaunchesGpuWork;
+  r->flags = static_cast<uint8_t>(static_cast<uint8_t>(detail::CallEffect::Kernel)
+                                  << detail::kApiEffectShift);
   r->kind = detail::HostEventKind::ApiCall;
   HostRecorder::publish(*buffer);
 }
@@ -61,19 +96,26 @@ TEST(AsyncRangeTest, OverlappingRangesGoOnSeparateLanesOffTheThreadTracks) {
   endAsyncRange(b);
   endAsyncRange(c);
   Trace trace = profiler.stop();
-  const auto& data = trace.data();
+  const detail::TraceData& data = detail::dataOf(trace);
   const auto* ra = findRange(data, "A");
   const auto* rb = findRange(data, "B");
   const auto* rc = findRange(data, "C");
   ASSERT_TRUE(ra && rb && rc);
   EXPECT_NE(a, b);
   EXPECT_EQ(ra->externalId, a);
-  EXPECT_GE(tidOf(data, *ra), HostRecorder::kAsyncLaneTidBase);
-  EXPECT_NE(ra->thread, rb->thread) << "A and B overlap: two lanes";
-  EXPECT_EQ(rc->thread, ra->thread) << "C starts after A ended: A's lane is free again";
-  EXPECT_EQ(data.strings.get(data.threads[ra->thread].name), "async ranges");
-  EXPECT_EQ(data.strings.get(data.threads[rb->thread].name), "async ranges 2");
+  EXPECT_TRUE(ra->async && rb->async && rc->async);
+  EXPECT_NE(ra->lane, rb->lane) << "A and B overlap: two lanes";
+  EXPECT_EQ(rc->lane, ra->lane) << "C starts after A ended: A's lane is free again";
   EXPECT_FALSE(ra->unfinished);
+
+  std::vector<SavedEvent> savedA = savedEvents(trace, "A");
+  std::vector<SavedEvent> savedB = savedEvents(trace, "B");
+  ASSERT_EQ(savedA.size(), 1u);
+  ASSERT_EQ(savedB.size(), 1u);
+  EXPECT_GE(savedA[0].tid, detail::kAsyncLaneTidBase) << "off the thread tracks";
+  EXPECT_NE(savedA[0].tid, osThreadId());
+  EXPECT_EQ(savedA[0].track, "async ranges");
+  EXPECT_EQ(savedB[0].track, "async ranges 2");
 }
 
 TEST(AsyncRangeTest, ARangeMayEndOnAnotherThread) {
@@ -83,7 +125,7 @@ TEST(AsyncRangeTest, ARangeMayEndOnAnotherThread) {
   std::thread other([id] { endAsyncRange(id); });
   other.join();
   Trace trace = profiler.stop();
-  const auto* range = findRange(trace.data(), "request 42");
+  const auto* range = findRange(detail::dataOf(trace), "request 42");
   ASSERT_NE(range, nullptr);
   EXPECT_FALSE(range->unfinished);
   EXPECT_LE(range->startNs, range->endNs);
@@ -94,11 +136,11 @@ TEST(AsyncRangeTest, UnendedRangesEndAtStopMarkedUnfinished) {
   profiler.start();
   startAsyncRange("never ended");
   Trace trace = profiler.stop();
-  const auto* range = findRange(trace.data(), "never ended");
+  const auto* range = findRange(detail::dataOf(trace), "never ended");
   ASSERT_NE(range, nullptr);
   EXPECT_TRUE(range->unfinished);
-  EXPECT_EQ(range->endNs, trace.data().stopNs);
-  EXPECT_EQ(trace.data().losses.unfinishedRanges, 1u);
+  EXPECT_EQ(range->endNs, trace.stopNs());
+  EXPECT_EQ(trace.stats().unfinishedRanges, 1u);
 }
 
 TEST(AsyncRangeTest, OutsideARecordingNothingIsRecordedAndIdZeroIsHarmless) {
@@ -109,7 +151,8 @@ TEST(AsyncRangeTest, OutsideARecordingNothingIsRecordedAndIdZeroIsHarmless) {
   endAsyncRange(0);
   endAsyncRange(123456);  // started before this recording: ignored
   Trace trace = profiler.stop();
-  EXPECT_TRUE(trace.data().ranges.empty());
+  EXPECT_TRUE(detail::dataOf(trace).records.ranges.empty());
+  EXPECT_EQ(trace.stats().hostRanges, 0u);
 }
 
 TEST(AsyncRangeTest, LaunchesOnTheStartingThreadAreLinkedToTheLatestOpenAsyncRange) {
@@ -128,11 +171,12 @@ TEST(AsyncRangeTest, LaunchesOnTheStartingThreadAreLinkedToTheLatestOpenAsyncRan
   endAsyncRange(outer);
   recordLaunchCall(5);
   Trace trace = profiler.stop();
-  const auto& data = trace.data();
+  const detail::TraceData& data = detail::dataOf(trace);
   const auto* pushed = findRange(data, "pushed");
   ASSERT_NE(pushed, nullptr);
+  ASSERT_EQ(data.records.apiCalls.size(), 5u);
   std::vector<uint64_t> owner(6, 0);
-  for (const auto& call : data.apiCalls) owner[call.correlationId] = call.externalId;
+  for (const auto& call : data.records.apiCalls) owner[call.correlationId] = call.externalId;
   EXPECT_EQ(owner[1], outer);
   EXPECT_EQ(owner[2], inner);
   EXPECT_EQ(owner[3], outer);
@@ -148,8 +192,9 @@ TEST(AsyncRangeTest, LaunchesOnOtherThreadsAreNotLinked) {
   other.join();
   endAsyncRange(id);
   Trace trace = profiler.stop();
-  ASSERT_EQ(trace.data().apiCalls.size(), 1u);
-  EXPECT_EQ(trace.data().apiCalls[0].externalId, 0u);
+  const detail::TraceData& data = detail::dataOf(trace);
+  ASSERT_EQ(data.records.apiCalls.size(), 1u);
+  EXPECT_EQ(data.records.apiCalls[0].externalId, 0u);
 }
 
 TEST(OsThreadNameTest, AThreadCanBeNamedFromAnotherByItsTid) {
@@ -157,17 +202,17 @@ TEST(OsThreadNameTest, AThreadCanBeNamedFromAnotherByItsTid) {
   profiler.start();
   int64_t workerTid = 0;
   std::thread worker([&] {
-    workerTid = HostRecorder::threadBuffer() ? HostRecorder::threadBuffer()->tid : 0;
+    workerTid = osThreadId();
     instant("worker ran");
   });
   worker.join();
-  HostRecorder::instance().nameOsThread(workerTid, "loader");
+  internal::nameOsThread(workerTid, "loader");
   Trace trace = profiler.stop();
-  bool named = false;
-  for (const auto& thread : trace.data().threads) {
-    if (thread.tid == workerTid) named = trace.data().strings.get(thread.name) == "loader";
-  }
-  EXPECT_TRUE(named);
+  const detail::TraceData& data = detail::dataOf(trace);
+  ASSERT_EQ(data.records.instants.size(), 1u);
+  const detail::ThreadInfo& thread = data.tables.threads[data.records.instants[0].thread];
+  EXPECT_EQ(thread.tid, workerTid);
+  EXPECT_EQ(data.tables.strings.get(thread.name), "loader");
 }
 
 }  // namespace

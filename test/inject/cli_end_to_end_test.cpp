@@ -1,6 +1,7 @@
 // `kinetrace run` end to end, without a GPU: the built command runs a program that uses no
 // CUDA, and a stand-in for a CUDA program that loads the injection library the way the
-// driver does and makes real NVTX calls.
+// driver does and makes real NVTX calls, built once on its own and once linking
+// libkinetrace.so and recording through its public API.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,10 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -22,8 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "kinetrace/config.h"
-#include "kinetrace/error.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -44,44 +46,45 @@ std::string readFile(const std::string& path) {
   return text.str();
 }
 
-class TempDir {
+// A directory of one test's own; `kinetrace run` writes the run's traces to traces/ in it.
+class RunDir {
  public:
-  TempDir() {
-    char pattern[] = "/tmp/kinetrace-e2e-XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
+  // The traces in traces/ (not their summaries), sorted.
   std::vector<std::string> traces() const {
     std::vector<std::string> found;
-    std::string listing = readFileOf("ls -1 '" + path_ + "/traces' 2>/dev/null");
-    std::istringstream lines(listing);
-    for (std::string name; std::getline(lines, name);) {
-      if (name.size() > 5 && name.substr(name.size() - 5) == ".json" &&
-          name.find(".summary.") == std::string::npos) {
-        found.push_back(path_ + "/traces/" + name);
+    for (const std::string& name : namesInTraces()) {
+      if (endsWith(name, ".json") && !endsWith(name, ".summary.json")) {
+        found.push_back(path() + "/traces/" + name);
       }
     }
     return found;
   }
   // Whether a run manifest is left in traces/ (the command deletes it after its report).
   bool hasManifest() const {
-    return readFileOf("ls -1 '" + path_ + "/traces' 2>/dev/null").find(".manifest") !=
-           std::string::npos;
+    for (const std::string& name : namesInTraces()) {
+      if (endsWith(name, ".manifest")) return true;
+    }
+    return false;
   }
 
  private:
-  static std::string readFileOf(const std::string& command) {
-    std::string out;
-    if (FILE* pipe = ::popen(command.c_str(), "r")) {
-      char buffer[4096];
-      size_t n;
-      while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-      ::pclose(pipe);
-    }
-    return out;
+  static bool endsWith(const std::string& text, const std::string& end) {
+    return text.size() >= end.size() &&
+           text.compare(text.size() - end.size(), end.size(), end) == 0;
   }
-  std::string path_;
+  std::vector<std::string> namesInTraces() const {
+    std::error_code missing;
+    if (!std::filesystem::is_directory(path() + "/traces", missing)) return {};
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path() + "/traces")) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  kinetrace::testing::TempDir dir_{"kinetrace_e2e"};
 };
 
 // A command started in the background with extra environment, `input` on stdin, stdout and
@@ -153,7 +156,7 @@ class Started {
   std::string out() const { return io_.path() + "/out"; }
   std::string err() const { return io_.path() + "/err"; }
 
-  TempDir io_;
+  RunDir io_;
   pid_t pid_ = -1;
 };
 
@@ -163,7 +166,7 @@ Result run(const std::vector<std::string>& argv, const Env& env = {},
   return Started(argv, env, input).wait();
 }
 
-std::vector<std::string> kinetraceRun(const TempDir& dir, std::vector<std::string> options,
+std::vector<std::string> kinetraceRun(const RunDir& dir, std::vector<std::string> options,
                                       std::vector<std::string> program) {
   std::vector<std::string> argv = {KINETRACE_CLI, "run", "--output", dir.path() + "/traces"};
   argv.insert(argv.end(), options.begin(), options.end());
@@ -193,7 +196,7 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
 // ---- a program without CUDA -------------------------------------------------------
 
 TEST(KinetraceRunTest, ExitCodePassesThroughAndNoTraceIsReportedWithoutCuda) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "exit", "7"}));
   EXPECT_EQ(r.exitCode, 7);
   EXPECT_CONTAINS(r.err, "exited with status 7");
@@ -202,21 +205,21 @@ TEST(KinetraceRunTest, ExitCodePassesThroughAndNoTraceIsReportedWithoutCuda) {
 }
 
 TEST(KinetraceRunTest, StdinAndStdoutStayTheProgramsOwn) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "echo"}), {}, "line one\nline two\n");
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_EQ(r.out, "line one\nline two\n") << "kinetrace writes nothing to stdout";
 }
 
 TEST(KinetraceRunTest, ADeathBySignalIsReportedAs128PlusTheSignal) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "signal", "15"}));
   EXPECT_EQ(r.exitCode, 128 + 15);
   EXPECT_CONTAINS(r.err, "ended by signal 15");
 }
 
 TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}));
   EXPECT_CONTAINS(r.out, "/libkinetrace_injection.so");
   r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "NVTX_INJECTION64_PATH"}));
@@ -230,13 +233,7 @@ TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
 }
 
 TEST(KinetraceRunTest, MemoryMbReachesTheProgramAsKinetraceMemoryMb) {
-  try {
-    kinetrace::Config().set("memory_mb", "64");
-  } catch (const kinetrace::Error&) {
-    GTEST_SKIP() << "the library has no memory_mb key yet: the command's environment check "
-                    "(Config::fromEnvironment) refuses KINETRACE_MEMORY_MB until it has";
-  }
-  TempDir dir;
+  RunDir dir;
   Result r = run(
       kinetraceRun(dir, {"--memory-mb", "64"}, {HOST_ONLY_PROGRAM, "env", "KINETRACE_MEMORY_MB"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
@@ -259,22 +256,37 @@ TEST(KinetraceRunTest, CommandLineMistakesAreReportedWithStatus2) {
   r = run({KINETRACE_CLI, "run", "--output", "/proc/kinetrace/traces", "--", HOST_ONLY_PROGRAM});
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_CONTAINS(r.err, "cannot write traces to /proc/kinetrace/traces");
-  r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_BOGUS", "1"}});
+  r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_LOG_LEVEL", "loud"}});
   EXPECT_EQ(r.exitCode, 2);
-  EXPECT_CONTAINS(r.err, "KINETRACE_BOGUS");
+  EXPECT_CONTAINS(r.err, "KINETRACE_LOG_LEVEL");
+}
+
+// A typo, or a setting of a newer kinetrace, is worth a word but not a failed run.
+TEST(KinetraceRunTest, AnUnknownKinetraceVariableIsNamedAndTheProgramStillRuns) {
+  RunDir dir;
+  Result r =
+      run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "exit", "0"}), {{"KINETRACE_BOGUS", "1"}});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_CONTAINS(r.err,
+                  "environment variable KINETRACE_BOGUS is not a kinetrace setting and is "
+                  "ignored");
 }
 
 // Library messages carry no prefix of their own (or lose it on the way out): the command
 // adds exactly one.
 TEST(KinetraceRunTest, ErrorsFromTheLibraryArePrintedWithOnePrefix) {
-  Result r = run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_BOGUS", "1"}});
+  Result r =
+      run({KINETRACE_CLI, "run", "--", HOST_ONLY_PROGRAM}, {{"KINETRACE_LOG_LEVEL", "loud"}});
   EXPECT_EQ(r.exitCode, 2);
-  EXPECT_EQ(r.err.rfind("kinetrace run: environment variable KINETRACE_BOGUS: unknown key", 0), 0u)
+  EXPECT_EQ(r.err.rfind("kinetrace run: environment variable KINETRACE_LOG_LEVEL: log_level must "
+                        "be error, warning, info or debug, got \"loud\"\n",
+                        0),
+            0u)
       << r.err;
   r = run({KINETRACE_CLI, "run", "--delay", "soon", "--", HOST_ONLY_PROGRAM});
   EXPECT_EQ(r.err.rfind("kinetrace run: --delay soon: delay must be a duration", 0), 0u) << r.err;
 
-  TempDir dir;
+  RunDir dir;
   const std::string notASummary = dir.path() + "/x.summary.json";
   std::ofstream(notASummary) << "{}";
   r = run({KINETRACE_CLI, "summary", notASummary});
@@ -297,7 +309,7 @@ TEST(KinetraceRunTest, HelpIsPrintedForEveryCommand) {
 // ---- a stand-in for a CUDA program --------------------------------------------------
 
 TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSummary) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}),
                  {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}});
   EXPECT_EQ(r.exitCode, 0) << r.err;
@@ -340,7 +352,7 @@ std::vector<std::string> linesStartingWith(const std::string& text, const std::s
 }
 
 TEST(KinetraceRunTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
-  TempDir dir;
+  RunDir dir;
   // The traced process may write no file past 2000 bytes: its trace's save fails as on a
   // full disk (EFBIG), for root too; the manifest's short lines still fit.
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "fsize", "2000", "nvtx"}));
@@ -357,7 +369,7 @@ TEST(KinetraceRunTest, AFailedSaveIsReportedWithItsReasonNotAsNoCudaCall) {
 }
 
 TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   std::vector<std::string> lines = linesStartingWith(r.err, "kinetrace: pid ");
@@ -368,20 +380,23 @@ TEST(KinetraceRunTest, AProcessThatRecordedNothingIsReportedAsSuch) {
 }
 
 TEST(KinetraceRunTest, AProcessWhoseTracingIsOffIsReportedWithTheReason) {
-  TempDir dir;
+  RunDir dir;
   // Checked by the command before the program starts, a variable the program sets itself
   // is seen only by the injection, which then does not trace the process.
-  Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "setenv", "KINETRACE_BOGUS", "1", "nvtx"}));
+  Result r =
+      run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "setenv", "KINETRACE_LOG_LEVEL", "loud", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_TRUE(dir.traces().empty());
   std::vector<std::string> lines = linesStartingWith(r.err, "kinetrace: pid ");
   ASSERT_EQ(lines.size(), 1u) << r.err;
-  EXPECT_CONTAINS(lines[0], " was not traced: environment variable KINETRACE_BOGUS: unknown key");
+  EXPECT_CONTAINS(lines[0],
+                  " was not traced: environment variable KINETRACE_LOG_LEVEL: log_level "
+                  "must be error, warning, info or debug, got \"loud\"");
   EXPECT_EQ(r.err.find("made none"), std::string::npos) << r.err;
 }
 
 TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
   EXPECT_TRUE(linesStartingWith(r.err, "kinetrace: pid ").empty()) << r.err;
@@ -389,7 +404,7 @@ TEST(KinetraceRunTest, ASuccessfulRunLeavesNoManifestBehind) {
 }
 
 TEST(KinetraceRunTest, SigtermSavesACompleteTraceAndEndsTheProgramWithTheSignal) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "sigterm"}));
   EXPECT_EQ(r.exitCode, 128 + 15) << r.err;
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
@@ -398,14 +413,14 @@ TEST(KinetraceRunTest, SigtermSavesACompleteTraceAndEndsTheProgramWithTheSignal)
 }
 
 TEST(KinetraceRunTest, SigintSavesTheTraceToo) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "sigint"}));
   EXPECT_EQ(r.exitCode, 128 + 2) << r.err;
   EXPECT_EQ(dir.traces().size(), 1u) << r.err;
 }
 
 TEST(KinetraceRunTest, ExitFromAnotherThreadSavesTheTrace) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx", "exit", "5"}));
   EXPECT_EQ(r.exitCode, 5) << r.err;
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
@@ -413,7 +428,7 @@ TEST(KinetraceRunTest, ExitFromAnotherThreadSavesTheTrace) {
 }
 
 TEST(KinetraceRunTest, AForkedChildWritesNoTraceOfItsOwnOrIntoTheParents) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "fork", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
@@ -423,7 +438,7 @@ TEST(KinetraceRunTest, AForkedChildWritesNoTraceOfItsOwnOrIntoTheParents) {
 }
 
 TEST(KinetraceRunTest, DelayLeavesOutWhatCameBeforeIt) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(
       kinetraceRun(dir, {"--delay", "600ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "1200", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
@@ -436,7 +451,7 @@ TEST(KinetraceRunTest, DelayLeavesOutWhatCameBeforeIt) {
 }
 
 TEST(KinetraceRunTest, DurationEndsTheRecording) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(
       kinetraceRun(dir, {"--duration", "400ms"}, {FAKE_CUDA_APP, "nvtx", "sleep", "1200", "nvtx"}));
   EXPECT_EQ(r.exitCode, 0) << r.err;
@@ -447,7 +462,7 @@ TEST(KinetraceRunTest, DurationEndsTheRecording) {
 }
 
 TEST(KinetraceRunTest, SummaryCommandReprintsTheSummaries) {
-  TempDir dir;
+  RunDir dir;
   Result r = run(kinetraceRun(dir, {}, {FAKE_CUDA_APP, "nvtx"}));
   ASSERT_EQ(dir.traces().size(), 1u) << r.err;
   Result s = run({KINETRACE_CLI, "summary", dir.path() + "/traces"});
@@ -457,6 +472,52 @@ TEST(KinetraceRunTest, SummaryCommandReprintsTheSummaries) {
   EXPECT_EQ(byTrace.out, s.out);
   Result none = run({KINETRACE_CLI, "summary", dir.path()});
   EXPECT_EQ(none.exitCode, 1);
+}
+
+// ---- a program that links kinetrace itself --------------------------------------------
+
+// One core per process: the injection is a front-end of the libkinetrace.so the program
+// loaded itself, so the program's own kinetrace::Ranges land in the run's one trace, and
+// the run's session is the one recorder a Profiler of the program's own would compete with.
+TEST(KinetraceRunTest, AProgramLinkingKinetraceRecordsIntoTheRunsOneTrace) {
+  RunDir dir;
+  Result r = run(kinetraceRun(dir, {}, {LINKED_CUDA_APP, "own", "nvtx", "profiler", "maps"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> pids = linesStartingWith(r.out, "pid ");
+  ASSERT_EQ(pids.size(), 1u) << r.out;
+  const std::string pid = pids[0].substr(4);
+
+  std::vector<std::string> traces = dir.traces();
+  ASSERT_EQ(traces.size(), 1u) << "one trace for the one process:\n" << r.err;
+  EXPECT_CONTAINS(traces[0], "-pid" + pid + ".json");
+  nlohmann::json trace = nlohmann::json::parse(readFile(traces[0]));
+  std::vector<std::string> ranges = eventNames(trace, "user_annotation");
+  EXPECT_TRUE(has(ranges, "app's own range")) << "recorded through the program's own library";
+  EXPECT_TRUE(has(eventNames(trace), "app's own instant"));
+  EXPECT_TRUE(has(ranges, "train_step")) << "and its NVTX ranges, through the injection";
+
+  EXPECT_CONTAINS(r.out,
+                  "profiler: another kinetrace::Profiler is recording in this process "
+                  "(under `kinetrace run`, the run's own session); stop it first\n");
+  std::vector<std::string> mapped = linesStartingWith(r.out, "mapped ");
+  std::vector<std::string> cores;
+  for (const std::string& line : mapped) {
+    if (line.find("/libkinetrace.so") != std::string::npos) cores.push_back(line);
+  }
+  EXPECT_EQ(cores.size(), 1u) << "one libkinetrace.so in the process:\n" << r.out;
+  EXPECT_EQ(mapped.size(), 2u) << "it and the injection library:\n" << r.out;
+}
+
+TEST(KinetraceRunTest, TheProgramsOwnRangesFollowTheRunsRecordingWindow) {
+  RunDir dir;
+  Result r = run(
+      kinetraceRun(dir, {"--delay", "600ms"}, {LINKED_CUDA_APP, "own", "sleep", "1200", "own"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(dir.traces().size(), 1u) << r.err;
+  std::vector<std::string> names =
+      eventNames(nlohmann::json::parse(readFile(dir.traces()[0])), "user_annotation");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "app's own range"), 1)
+      << "the second only: the first came before the delay passed";
 }
 
 // ---- signals sent to kinetrace --------------------------------------------------------
@@ -500,7 +561,7 @@ class WaitingProgram {
     return cmdline.find(dir_.path()) != std::string::npos;
   }
 
-  TempDir dir_;
+  RunDir dir_;
   Started kinetrace_;
   pid_t programPid_ = 0;
 };

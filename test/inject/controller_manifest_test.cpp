@@ -1,7 +1,7 @@
 // What the controller tells `kinetrace run` through the run manifest: one entry per window
-// saved, not saved, or empty. Host recording only, so no GPU stand-in is needed.
+// saved, not saved (and why), or empty, and tracing that could not start. Host recording
+// only, so no GPU stand-in is needed.
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -11,12 +11,15 @@
 #include "inject/controller.h"
 #include "inject/run_manifest.h"
 #include "kinetrace/host.h"
-#include "support/test_support.h"
+#include "support/temp_dir.h"
 
 namespace kinetrace::inject {
 namespace {
 
 using kinetrace::testing::TempDir;
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 class ControllerManifestTest : public ::testing::Test {
  protected:
@@ -28,10 +31,11 @@ class ControllerManifestTest : public ::testing::Test {
     o.naming = TraceNaming{runId, "testhost", 77, std::nullopt, std::nullopt};
     return o;
   }
-  std::string tracePath() const {
-    return dir_.path() + "/" +
-           traceFileName(TraceNaming{"t1", "testhost", 77, std::nullopt, std::nullopt});
+  static std::string traceName(int window = 1) {
+    return traceFileName(TraceNaming{"t1", "testhost", 77, std::nullopt, std::nullopt}, window);
   }
+  std::string tracePath(int window = 1) const { return dir_.path() + "/" + traceName(window); }
+  std::vector<ManifestEntry> manifest() const { return readManifest(dir_.path(), "t1"); }
 
   TempDir dir_;
 };
@@ -41,41 +45,95 @@ TEST_F(ControllerManifestTest, ASavedTraceIsEnteredWithItsPath) {
   controller.begin();
   instant("something happened");
   controller.finish();
-  std::vector<ManifestEntry> entries = readManifest(dir_.path(), "t1");
+  std::vector<ManifestEntry> entries = manifest();
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].event, ManifestEvent::Saved);
   EXPECT_EQ(entries[0].pid, 77);
   EXPECT_EQ(entries[0].window, 1);
   EXPECT_EQ(entries[0].path, tracePath());
+  EXPECT_EQ(entries[0].message, "");
 }
 
-TEST_F(ControllerManifestTest, AFailedSaveIsEnteredWithTheReason) {
-  // A directory where the trace should go: the save fails however privileged the test is.
-  ASSERT_EQ(::mkdir(tracePath().c_str(), 0777), 0);
+// The trace is written while recording; something taking its name before the stop (here a
+// directory, which fails however privileged the test is) makes the final rename fail.
+TEST_F(ControllerManifestTest, ATraceThatCouldNotBeCompletedIsEnteredAsSaveFailedWithTheReason) {
   Controller controller(options());
   controller.begin();
   instant("something happened");
+  ASSERT_EQ(::mkdir(tracePath().c_str(), 0777), 0);
   controller.finish();
+
   EXPECT_TRUE(controller.savedTraces().empty());
-  std::vector<ManifestEntry> entries = readManifest(dir_.path(), "t1");
+  std::vector<ManifestEntry> entries = manifest();
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].event, ManifestEvent::SaveFailed);
+  EXPECT_EQ(entries[0].pid, 77);
   EXPECT_EQ(entries[0].window, 1);
   EXPECT_EQ(entries[0].path, tracePath());
-  EXPECT_NE(entries[0].message.find("cannot write trace to " + tracePath() + ": Is a directory"),
-            std::string::npos)
-      << entries[0].message;
+  EXPECT_CONTAINS(entries[0].message, "cannot write trace to " + tracePath() +
+                                          ": it is a directory, not a regular file");
+  EXPECT_EQ(entries[0].message.rfind("kinetrace: ", 0), std::string::npos)
+      << "the command adds the one prefix: " << entries[0].message;
+  EXPECT_EQ(dir_.entries(), (std::vector<std::string>{traceName(), "kinetrace-t1.manifest"}))
+      << "the directory made above and the manifest: no summary, no temporary file left";
+}
+
+TEST_F(ControllerManifestTest, AFailedSaveLeavesTheProcessRecordingItsLaterWindows) {
+  ControllerOptions o = options();
+  o.config.captureRange = CaptureRange::CudaProfilerApi;
+  Controller controller(o);
+  controller.begin();
+  controller.onProfilerApi(true);
+  instant("window 1");
+  ASSERT_EQ(::mkdir(tracePath(1).c_str(), 0777), 0);
+  controller.onProfilerApi(false);
+  controller.onProfilerApi(true);
+  EXPECT_TRUE(controller.recording()) << "the next cudaProfilerStart() still records";
+  instant("window 2");
+  controller.onProfilerApi(false);
+  controller.finish();
+
+  EXPECT_EQ(controller.savedTraces(), std::vector<std::string>{tracePath(2)});
+  std::vector<ManifestEntry> entries = manifest();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].event, ManifestEvent::SaveFailed);
+  EXPECT_EQ(entries[0].window, 1);
+  EXPECT_CONTAINS(entries[0].message, "cannot write trace to " + tracePath(1));
+  EXPECT_EQ(entries[1].event, ManifestEvent::Saved);
+  EXPECT_EQ(entries[1].window, 2);
+  EXPECT_EQ(entries[1].path, tracePath(2));
+}
+
+// The trace's file is opened when recording starts: a name that cannot be written then
+// (here a FIFO, which no save may replace) means the process records nothing, and says why.
+TEST_F(ControllerManifestTest, AnOutputThatCannotBeOpenedTurnsTracingOffWithTheReason) {
+  ASSERT_EQ(::mkfifo(tracePath().c_str(), 0666), 0);
+  Controller controller(options());
+  controller.begin();
+  EXPECT_FALSE(controller.recording());
+  instant("something happened");
+  controller.finish();
+
+  EXPECT_TRUE(controller.savedTraces().empty());
+  std::vector<ManifestEntry> entries = manifest();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].event, ManifestEvent::TracingOff);
+  EXPECT_EQ(entries[0].window, 1);
+  EXPECT_EQ(entries[0].message, "recording could not start: cannot write trace to " + tracePath() +
+                                    ": it is a FIFO, not a regular file");
 }
 
 TEST_F(ControllerManifestTest, AWindowThatRecordedNothingIsEnteredAsSuch) {
   Controller controller(options());
   controller.begin();
   controller.finish();
-  std::vector<ManifestEntry> entries = readManifest(dir_.path(), "t1");
+  std::vector<ManifestEntry> entries = manifest();
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].event, ManifestEvent::NothingRecorded);
   EXPECT_EQ(entries[0].pid, 77);
+  EXPECT_EQ(entries[0].window, 1);
   EXPECT_EQ(entries[0].path, "");
+  EXPECT_EQ(dir_.entries(), std::vector<std::string>{"kinetrace-t1.manifest"});
 }
 
 TEST_F(ControllerManifestTest, WithoutARunIdNoManifestIsWritten) {
@@ -84,12 +142,9 @@ TEST_F(ControllerManifestTest, WithoutARunIdNoManifestIsWritten) {
   instant("something happened");
   controller.finish();
   ASSERT_EQ(controller.savedTraces().size(), 1u);
-  DIR* listing = ::opendir(dir_.path().c_str());
-  ASSERT_NE(listing, nullptr);
-  while (dirent* entry = ::readdir(listing)) {
-    EXPECT_EQ(std::string(entry->d_name).find(".manifest"), std::string::npos) << entry->d_name;
+  for (const std::string& name : dir_.entries()) {
+    EXPECT_EQ(name.find(".manifest"), std::string::npos) << name;
   }
-  ::closedir(listing);
 }
 
 }  // namespace

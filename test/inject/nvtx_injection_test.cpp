@@ -1,17 +1,25 @@
 // The NVTX injection protocol, driven the way an NVTX instance drives it: an export table
 // whose GetModuleFunctionTable hands out tables of function-pointer slots, which
 // InitializeInjectionNvtx2 fills; the application's NVTX calls then go through the slots.
+// They are recorded through the public host API, into whatever Profiler of the process
+// records (here one the test starts), with their names copied.
 
 #define NVTX_NO_IMPL
+#include "inject/nvtx_injection.h"
+
 #include <gtest/gtest.h>
 #include <nvtx3/nvToolsExt.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
-#include "host/host_recorder.h"
-#include "inject/nvtx_injection.h"
+#include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
 #include "model/trace_data.h"
 
@@ -86,11 +94,17 @@ class NvtxInjectionTest : public ::testing::Test {
     config.activities = ActivitySet::parse("host");
     return config;
   }
-  const detail::RangeRecord* range(const detail::TraceData& trace, const std::string& name) {
-    for (const auto& r : trace.ranges) {
-      if (trace.strings.get(r.name) == name) return &r;
+  static const detail::RangeRecord* range(const detail::TraceData& trace, const std::string& name) {
+    for (const auto& r : trace.records.ranges) {
+      if (trace.tables.strings.get(r.name) == name) return &r;
     }
     return nullptr;
+  }
+  static std::string nameOf(const detail::TraceData& trace, detail::StringId id) {
+    return std::string(trace.tables.strings.get(id));
+  }
+  static int64_t tidOf(const detail::TraceData& trace, uint32_t thread) {
+    return trace.tables.threads[thread].tid;
   }
 
   FakeNvtxInstance nvtx_;
@@ -110,7 +124,12 @@ class NvtxInjectionTest : public ::testing::Test {
   using DomainMarkEx = void (*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*);
   using RegisterStringA = nvtxStringHandle_t (*)(nvtxDomainHandle_t, const char*);
   using NameOsThreadA = void (*)(uint32_t, const char*);
+  using NameOsThreadW = void (*)(uint32_t, const wchar_t*);
 };
+
+int64_t osThreadId() {
+  return static_cast<int64_t>(::syscall(SYS_gettid));
+}
 
 nvtxEventAttributes_t asciiEvent(const char* message) {
   nvtxEventAttributes_t attributes{};
@@ -185,8 +204,10 @@ TEST_F(NvtxInjectionTest, CountsInstancesAndEventCallsInAndOutsideTheRecording) 
   EXPECT_EQ(after.calls - before.calls, 7u) << "pushes, starts and marks, on every thread; "
                                                "pops, ends and registrations make no event";
   EXPECT_EQ(after.recorded - before.recorded, 4u);
-  EXPECT_EQ(trace.data().ranges.size(), 2u);
-  EXPECT_EQ(trace.data().instants.size(), 2u);
+  EXPECT_EQ(after.instances, before.instances + 1) << "only the second instance counts as one";
+  const detail::TraceData& data = detail::dataOf(trace);
+  EXPECT_EQ(data.records.ranges.size(), 2u) << "step and load";
+  EXPECT_EQ(data.records.instants.size(), 2u) << "checkpoint and NCCL: allreduce";
 }
 
 TEST_F(NvtxInjectionTest, PushPopBecomeNestedRangesWithCopiedNames) {
@@ -210,15 +231,43 @@ TEST_F(NvtxInjectionTest, PushPopBecomeNestedRangesWithCopiedNames) {
   EXPECT_LT(pop(), 0) << "an unmatched pop reports a negative level";
   Trace trace = profiler.stop();
 
-  const auto& data = trace.data();
+  const detail::TraceData& data = detail::dataOf(trace);
   const auto* outer = range(data, "aten::linear, seq = 1");
   const auto* in = range(data, "inner");
   const auto* wide = range(data, "wide \xc3\xbc");
-  ASSERT_TRUE(outer && in && wide) << data.ranges.size() << " ranges";
+  ASSERT_TRUE(outer && in && wide) << data.records.ranges.size() << " ranges";
+  EXPECT_EQ(range(data, "overwritten"), nullptr);
   EXPECT_EQ(in->parentId, outer->externalId);
   EXPECT_EQ(wide->parentId, in->externalId);
-  EXPECT_LT(data.threads[outer->thread].tid, detail::HostRecorder::kAsyncLaneTidBase)
-      << "on the calling thread";
+  EXPECT_FALSE(outer->async);
+  EXPECT_EQ(tidOf(data, outer->thread), osThreadId()) << "on the calling thread";
+}
+
+// One recorder per process: NVTX ranges and the program's own kinetrace::Ranges share the
+// thread's range stack, whichever opened first.
+TEST_F(NvtxInjectionTest, PushPopNestWithTheProgramsOwnRanges) {
+  auto pushA = nvtx_.coreCall<PushA>(NVTX_CBID_CORE_RangePushA);
+  auto pop = nvtx_.coreCall<Pop>(NVTX_CBID_CORE_RangePop);
+
+  Profiler profiler(hostOnly());
+  profiler.start();
+  {
+    Range own("program's own");
+    pushA("nvtx inside");
+    { Range innermost("own again"); }
+    pop();
+  }
+  Trace trace = profiler.stop();
+
+  const detail::TraceData& data = detail::dataOf(trace);
+  const auto* own = range(data, "program's own");
+  const auto* nvtx = range(data, "nvtx inside");
+  const auto* innermost = range(data, "own again");
+  ASSERT_TRUE(own && nvtx && innermost) << data.records.ranges.size() << " ranges";
+  EXPECT_EQ(nvtx->parentId, own->externalId);
+  EXPECT_EQ(innermost->parentId, nvtx->externalId);
+  EXPECT_LE(own->startNs, nvtx->startNs);
+  EXPECT_LE(nvtx->endNs, own->endNs);
 }
 
 TEST_F(NvtxInjectionTest, StartEndBecomeAsyncRangesThatMayEndOnAnotherThread) {
@@ -237,14 +286,15 @@ TEST_F(NvtxInjectionTest, StartEndBecomeAsyncRangesThatMayEndOnAnotherThread) {
   std::thread other([&] { end(prefetch); });
   other.join();
   Trace trace = profiler.stop();
-  const auto& data = trace.data();
+  const detail::TraceData& data = detail::dataOf(trace);
   const auto* l = range(data, "load batch");
   const auto* p = range(data, "prefetch");
   ASSERT_TRUE(l && p);
+  EXPECT_TRUE(l->async);
+  EXPECT_TRUE(p->async);
   EXPECT_FALSE(l->unfinished);
   EXPECT_FALSE(p->unfinished);
-  EXPECT_GE(data.threads[l->thread].tid, detail::HostRecorder::kAsyncLaneTidBase);
-  EXPECT_NE(l->thread, p->thread) << "overlapping: separate lanes";
+  EXPECT_NE(l->lane, p->lane) << "overlapping: separate lanes";
 }
 
 TEST_F(NvtxInjectionTest, DomainsPrefixTheirEventsAndRegisteredStringsResolve) {
@@ -278,12 +328,12 @@ TEST_F(NvtxInjectionTest, DomainsPrefixTheirEventsAndRegisteredStringsResolve) {
   mark(nccl, &checkpoint);
   Trace trace = profiler.stop();
 
-  const auto& data = trace.data();
+  const detail::TraceData& data = detail::dataOf(trace);
   EXPECT_NE(range(data, "NCCL: ncclAllReduce"), nullptr);
   EXPECT_NE(range(data, "in the default domain"), nullptr);
   EXPECT_NE(range(data, "NCCL: send"), nullptr);
-  ASSERT_EQ(data.instants.size(), 1u);
-  EXPECT_EQ(data.strings.get(data.instants[0].name), "NCCL: checkpoint");
+  ASSERT_EQ(data.records.instants.size(), 1u);
+  EXPECT_EQ(nameOf(data, data.records.instants[0].name), "NCCL: checkpoint");
 }
 
 TEST_F(NvtxInjectionTest, MarksAndThreadNames) {
@@ -292,13 +342,60 @@ TEST_F(NvtxInjectionTest, MarksAndThreadNames) {
   Profiler profiler(hostOnly());
   profiler.start();
   mark("epoch 1 done");
-  int64_t tid = detail::HostRecorder::threadBuffer()->tid;
-  nameThread(static_cast<uint32_t>(tid), "trainer");
+  nameThread(static_cast<uint32_t>(osThreadId()), "trainer");
   Trace trace = profiler.stop();
-  const auto& data = trace.data();
-  ASSERT_EQ(data.instants.size(), 1u);
-  EXPECT_EQ(data.strings.get(data.instants[0].name), "epoch 1 done");
-  EXPECT_EQ(data.strings.get(data.threads[data.instants[0].thread].name), "trainer");
+  const detail::TraceData& data = detail::dataOf(trace);
+  ASSERT_EQ(data.records.instants.size(), 1u);
+  EXPECT_EQ(nameOf(data, data.records.instants[0].name), "epoch 1 done");
+  EXPECT_EQ(nameOf(data, data.tables.threads[data.records.instants[0].thread].name), "trainer");
+}
+
+// nvtxNameOsThread names any thread by its OS id, from any thread, before or while it
+// records; a wide name arrives as UTF-8.
+TEST_F(NvtxInjectionTest, AnotherThreadIsNamedByItsOsThreadId) {
+  auto mark = nvtx_.coreCall<MarkA>(NVTX_CBID_CORE_MarkA);
+  auto nameThreadA = nvtx_.coreCall<NameOsThreadA>(NVTX_CBID_CORE_NameOsThreadA);
+  auto nameThreadW = nvtx_.coreCall<NameOsThreadW>(NVTX_CBID_CORE_NameOsThreadW);
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t loaderTid = 0, writerTid = 0;
+  bool recording = false;
+  auto worker = [&](int64_t* tid, const char* markName) {
+    std::unique_lock<std::mutex> lock(mutex);
+    *tid = osThreadId();
+    changed.notify_all();
+    changed.wait(lock, [&] { return recording; });
+    mark(markName);
+  };
+  std::thread loader(worker, &loaderTid, "loaded");
+  std::thread writer(worker, &writerTid, "written");
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return loaderTid != 0 && writerTid != 0; });
+  }
+  nameThreadA(static_cast<uint32_t>(loaderTid), "loader");  // before the recording
+
+  Profiler profiler(hostOnly());
+  profiler.start();
+  nameThreadW(static_cast<uint32_t>(writerTid), L"\u00e9crivain");  // while it records
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    recording = true;
+  }
+  changed.notify_all();
+  loader.join();
+  writer.join();
+  Trace trace = profiler.stop();
+
+  const detail::TraceData& data = detail::dataOf(trace);
+  std::map<std::string, std::pair<int64_t, std::string>> byMark;  // mark -> tid, thread name
+  for (const auto& instant : data.records.instants) {
+    const detail::ThreadInfo& thread = data.tables.threads[instant.thread];
+    byMark[nameOf(data, instant.name)] = {thread.tid, nameOf(data, thread.name)};
+  }
+  EXPECT_EQ(byMark["loaded"], std::make_pair(loaderTid, std::string("loader")));
+  EXPECT_EQ(byMark["written"], std::make_pair(writerTid, std::string(u8"\u00e9crivain")));
 }
 
 TEST_F(NvtxInjectionTest, OutsideARecordingCallsAreCheapNoOpsThatStillTrackLevels) {

@@ -13,6 +13,8 @@
 #include "cupti/cupti_source.h"
 #include "cupti/launch_callbacks.h"
 #include "model/gpu_source.h"
+#include "model/memory_budget.h"
+#include "model/string_table.h"
 #include "support/null_cupti_api.h"
 
 namespace kinetrace::detail {
@@ -76,28 +78,31 @@ void recordControl(bool start) {
 
 class ProfilerControlTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    gControlCalls.clear();
-    setProfilerControlHandler(&recordControl);
-  }
-  void TearDown() override { setProfilerControlHandler(nullptr); }
+  void SetUp() override { gControlCalls.clear(); }
 
   static GpuOptions profilerApiOptions() {
     GpuOptions options;
     options.kernels = true;
     options.launchCalls = true;
-    options.profilerControl = true;
+    options.profilerControl = &recordControl;
     options.deferCollection = true;
     options.bufferBytes = 64 * 1024;
-    options.capBytes = 1024 * 1024;
+    options.maxBufferBytes = 1024 * 1024;
     return options;
   }
   CuptiSource::Environment environment() {
     CuptiSource::Environment env;
     env.cupti = &cupti_;
-    env.initializeDriver = false;
     env.useDriver = false;
     return env;
+  }
+  // The end of a window as the session drives it: finish, the last poll, collection off.
+  static void endWindow(CuptiSource& source) {
+    source.finishWindow();
+    GpuBatch batch;
+    StringTable strings;
+    source.poll(batch, strings, false);
+    source.stopCollecting();
   }
   // CUPTI calling the subscriber for a driver call.
   void driverCall(uint32_t cbid, CUpti_ApiCallbackSite site) {
@@ -109,6 +114,7 @@ class ProfilerControlTest : public ::testing::Test {
   }
 
   RecordingCupti cupti_;
+  MemoryBudget budget_{64 << 20};
 };
 
 constexpr uint32_t kStart = CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
@@ -116,7 +122,7 @@ constexpr uint32_t kStop = CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
 
 TEST_F(ProfilerControlTest, EnableSubscribesToProfilerCallsButCollectsNothingYet) {
   CuptiSource source(environment());
-  ASSERT_EQ(source.enable(profilerApiOptions()), "");
+  ASSERT_EQ(source.enable(profilerApiOptions(), budget_), "");
   EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart));
   EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStop));
   EXPECT_TRUE(cupti_.enabledKinds.empty()) << "no activity before cudaProfilerStart";
@@ -125,14 +131,11 @@ TEST_F(ProfilerControlTest, EnableSubscribesToProfilerCallsButCollectsNothingYet
 
 TEST_F(ProfilerControlTest, StartCollectsAndStopTurnsCollectionOffButKeepsTheControlCallbacks) {
   CuptiSource source(environment());
-  ASSERT_EQ(source.enable(profilerApiOptions()), "");
+  ASSERT_EQ(source.enable(profilerApiOptions(), budget_), "");
   source.start(1000);
   EXPECT_EQ(cupti_.enabledKinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 1u);
   EXPECT_GT(cupti_.enabledCallbacks.size(), 2u) << "launch callbacks on";
-  TraceData trace;
-  trace.startNs = 1000;
-  trace.stopNs = 2000;
-  source.stop(trace);
+  endWindow(source);
   EXPECT_TRUE(cupti_.enabledKinds.empty());
   EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart))
       << "the next cudaProfilerStart must still be seen";
@@ -143,7 +146,7 @@ TEST_F(ProfilerControlTest, StartCollectsAndStopTurnsCollectionOffButKeepsTheCon
 
 TEST_F(ProfilerControlTest, StartIsReportedAfterTheCallAndStopBeforeIt) {
   CuptiSource source(environment());
-  ASSERT_EQ(source.enable(profilerApiOptions()), "");
+  ASSERT_EQ(source.enable(profilerApiOptions(), budget_), "");
   driverCall(kStart, CUPTI_API_ENTER);
   EXPECT_TRUE(gControlCalls.empty()) << "cuProfilerStart has not run yet";
   driverCall(kStart, CUPTI_API_EXIT);
@@ -155,9 +158,9 @@ TEST_F(ProfilerControlTest, StartIsReportedAfterTheCallAndStopBeforeIt) {
 TEST_F(ProfilerControlTest, WithoutTheOptionNothingIsWatched) {
   CuptiSource source(environment());
   GpuOptions options = profilerApiOptions();
-  options.profilerControl = false;
+  options.profilerControl = nullptr;
   options.deferCollection = false;
-  ASSERT_EQ(source.enable(options), "");
+  ASSERT_EQ(source.enable(options, budget_), "");
   EXPECT_FALSE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart));
   EXPECT_FALSE(cupti_.enabledKinds.empty()) << "collects from enable(), as before";
 }

@@ -95,8 +95,12 @@ void checkConfigValue(const char* option, const char* key, const std::string& va
     Config config;
     config.set(key, value);
   } catch (const Error& error) {
-    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " +
-                     withoutKinetracePrefix(error.what()));
+    // The option says which setting: the library's own context for it goes, as
+    // Config::fromEnvironment drops it for the variable it names.
+    std::string why = withoutKinetracePrefix(error.what());
+    constexpr std::string_view kConfigContext = "config: ";
+    if (why.rfind(kConfigContext, 0) == 0) why.erase(0, kConfigContext.size());
+    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " + why);
   }
 }
 

@@ -1,7 +1,9 @@
 // Stands in for a CUDA program on machines without a GPU: it does what the CUDA driver does
 // with CUDA_INJECTION64_PATH (load the library, call InitializeInjection()) and then makes
 // NVTX calls through the real NVTX headers, which load NVTX_INJECTION64_PATH on their own.
-// It links nothing of kinetrace and nothing of CUDA.
+// Built twice: fake_cuda_app links nothing of kinetrace and nothing of CUDA; linked_cuda_app
+// (FAKE_APP_LINKS_KINETRACE) also links libkinetrace.so and records through its public API,
+// as a program instrumented with kinetrace does when it runs under `kinetrace run`.
 //
 //   fake_cuda_app [setenv NAME VALUE]... [ACTION...]
 //     setenv        (before the first CUDA call) sets a variable, as a program may
@@ -13,6 +15,13 @@
 //     sigint        sends itself SIGINT
 //     fsize BYTES   no file it writes may grow past BYTES (RLIMIT_FSIZE, SIGXFSZ ignored,
 //                   so a write fails with EFBIG): a disk that fills up, even for root
+//   linked_cuda_app only (fake_cuda_app exits with 5 on these):
+//     own           kinetrace::Range "app's own range" holding kinetrace::instant
+//                   "app's own instant"
+//     profiler      starts a kinetrace::Profiler of its own; prints "profiler: started"
+//                   or "profiler: " and the error
+//     maps          prints "pid P", then "mapped PATH" for each file mapped into the process
+//                   whose name starts with "libkinetrace"
 //   then returns 0 from main.
 
 #include <dlfcn.h>
@@ -26,8 +35,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <string>
 #include <thread>
+
+#if FAKE_APP_LINKS_KINETRACE
+#include <kinetrace/kinetrace.h>
+#endif
 
 namespace {
 
@@ -69,6 +84,53 @@ void nvtxWork() {
   attributes.message.ascii = "AllReduce";
   nvtxDomainRangePushEx(domain, &attributes);
   nvtxDomainRangePop(domain);
+}
+
+#if FAKE_APP_LINKS_KINETRACE
+// The program's own instrumentation: it lands in whichever session of the process records.
+void ownRanges() {
+  kinetrace::Range own("app's own range");
+  kinetrace::instant("app's own instant");
+}
+
+void ownProfiler() {
+  try {
+    kinetrace::Config config;
+    config.set("activities", "host");
+    kinetrace::Profiler profiler(config);
+    profiler.start();
+    profiler.stop();
+    std::printf("profiler: started\n");
+  } catch (const kinetrace::Error& error) {
+    std::printf("profiler: %s\n", error.what());
+  }
+}
+
+void printKinetraceMappings() {
+  std::printf("pid %d\n", static_cast<int>(getpid()));
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> paths;
+  for (std::string line; std::getline(maps, line);) {
+    const std::size_t path = line.find('/');
+    if (path == std::string::npos) continue;
+    const std::string file = line.substr(path);
+    if (file.compare(file.rfind('/') + 1, 12, "libkinetrace") == 0) paths.insert(file);
+  }
+  for (const std::string& file : paths) std::printf("mapped %s\n", file.c_str());
+}
+#endif
+
+// An action only linked_cuda_app has: runs it there, else says so. Returns whether it ran.
+bool linkedOnly(const std::string& action) {
+#if FAKE_APP_LINKS_KINETRACE
+  if (action == "own") ownRanges();
+  if (action == "profiler") ownProfiler();
+  if (action == "maps") printKinetraceMappings();
+  return true;
+#else
+  std::fprintf(stderr, "fake_cuda_app: '%s' needs linked_cuda_app\n", action.c_str());
+  return false;
+#endif
 }
 
 }  // namespace
@@ -113,6 +175,8 @@ int main(int argc, char** argv) {
       kill(getpid(), SIGINT);
       std::this_thread::sleep_for(std::chrono::seconds(10));
       return 98;
+    } else if (action == "own" || action == "profiler" || action == "maps") {
+      if (!linkedOnly(action)) return 5;
     }
   }
   return 0;
