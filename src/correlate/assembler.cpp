@@ -566,12 +566,18 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
 }
 
 void Assembler::shed(std::size_t bytes) {
-  // Operations waiting for their call go out first: unlinked, but written.
-  retryWaiting(waitingKernels_, true);
-  retryWaiting(waitingMemcpys_, true);
-  retryWaiting(waitingMemsets_, true);
-  retryWaiting(waitingSyncs_, true);
-  retryWaiting(waitingMemory_, true);
+  // Operations waiting for their call go out first: unlinked, but written; then the clock
+  // bound's launches (its bound loosens, stays true).
+  auto giveUp = [this](auto& waiting) {
+    retryWaiting(waiting, true);
+    waiting.shrink_to_fit();
+  };
+  giveUp(waitingKernels_);
+  giveUp(waitingMemcpys_);
+  giveUp(waitingMemsets_);
+  giveUp(waitingSyncs_);
+  giveUp(waitingMemory_);
+  clock_.shed();
   constexpr std::size_t kPerCall = sizeof(PendingCall) + 48;
   std::size_t freed = 0;
   while (freed < bytes && !pendingByStart_.empty()) {

@@ -91,6 +91,19 @@ void ClockBoundsTracker::advance(int64_t completeBeforeNs) {
   }
 }
 
+void ClockBoundsTracker::shed() {
+  for (const PendingSync& sync : pending_) judge(sync);
+  pending_.clear();
+  pending_.shrink_to_fit();
+  for (auto& [key, track] : tracks_) {
+    for (const Launch& launch : track.launches) {
+      track.foldedMaxEndNs = std::max(track.foldedMaxEndNs, launch.opEndNs);
+      track.hasFolded = true;
+    }
+    track.launches = {};
+  }
+}
+
 ClockOffsetBounds ClockBoundsTracker::finish(int64_t syncReturnNs) {
   for (const PendingSync& sync : pending_) judge(sync);
   pending_.clear();

@@ -33,6 +33,9 @@ class ClockBoundsTracker {
   // The window ended; `syncReturnNs` is when kinetrace's own synchronisation returned (0:
   // none was made). Judges everything still waiting.
   ClockOffsetBounds finish(int64_t syncReturnNs);
+  // Memory is short: judges every waiting synchronisation now (with the launches known so
+  // far, which can only loosen its bound) and folds every launch away.
+  void shed();
 
   std::size_t heldBytes() const;
 

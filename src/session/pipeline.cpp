@@ -23,10 +23,17 @@ Pipeline::Pipeline(PipelineSetup setup)
     setup_.sink->begin(setup_.header);  // throws: the caller reports it and records nothing
     writer_ = std::make_unique<EventWriter>(*setup_.sink, trace_->tables, setup_.startNs);
   }
+  // What the pipeline holds from the start (the sink's buffer) is counted before the host
+  // recorder starts taking chunks, so those see it and the total stays within the cap.
+  account();
+}
+
+void Pipeline::run(uint64_t generation) {
+  setup_.generation = generation;
   thread_ = std::make_unique<std::thread>([this] {
     // Named so that `top -H` and per-thread CPU accounting show what it is.
     pthread_setname_np(pthread_self(), "kinetrace-pipe");
-    run();
+    loop();
   });
 }
 
@@ -52,7 +59,7 @@ void Pipeline::abandonInForkedChild() noexcept {
   (void)thread_.release();
 }
 
-void Pipeline::run() {
+void Pipeline::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!quit_) {
     wake_.wait_for(lock, std::chrono::nanoseconds(setup_.periodNs), [this] { return quit_; });

@@ -22,7 +22,7 @@ namespace kinetrace::detail {
 
 struct PipelineSetup {
   int64_t startNs = 0;
-  uint64_t generation = 0;        // the host recorder's, for this recording
+  uint64_t generation = 0;        // the host recorder's, for this recording (set by run())
   GpuSource* gpu = nullptr;       // nullptr: host activity only
   MemoryBudget* budget = nullptr;
   AssemblerOptions assembler;
@@ -44,12 +44,16 @@ struct PipelineSetup {
 // instead: the returned trace then has the rest and says what happened.
 class Pipeline {
  public:
+  // Opens the output (begin()); throws what the sink throws. Nothing runs yet.
   explicit Pipeline(PipelineSetup setup);
+  // Starts the pipeline thread on the host recorder's recording `generation`.
+  void run(uint64_t generation);
   // Stops the thread if finish() was not called (the recording is abandoned).
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
+  int64_t startNs() const { return setup_.startNs; }
   // Ends the pipeline thread after its current cycle. Call once recording has stopped.
   void stopThread();
   // After stopThread() and the GPU source's finishWindow(): the last drain and poll, the
@@ -62,7 +66,7 @@ class Pipeline {
   void abandonInForkedChild() noexcept;
 
  private:
-  void run();
+  void loop();
   void cycle();
   void consume(TraceRecords& records);
   void account();

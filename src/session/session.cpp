@@ -191,15 +191,17 @@ void Session::start(const std::string& output) {
     }
     core.budget().setCap(config_.memoryCapBytes());
     core.budget().resetPeak();
-    if (gpuEnabled_) gpu_->start(setup.startNs);
-    setup.generation = recorder.startRecording(core.budget());
+    pipeline_ = std::make_unique<Pipeline>(std::move(setup));  // an unwritable output throws here
+    if (gpuEnabled_) gpu_->start(pipeline_->startNs());
+    const uint64_t generation = recorder.startRecording(core.budget());
     recorderStarted = true;
-    pipeline_ = std::make_unique<Pipeline>(std::move(setup));
+    pipeline_->run(generation);
   } catch (...) {
     if (recorderStarted) {
       recorder.stopRecording();
       recorder.trimPool();
     }
+    pipeline_.reset();
     if (gpuEnabled_) gpu_->stopCollecting();
     core.releaseRecording(this);
     throw;

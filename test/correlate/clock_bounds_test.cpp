@@ -55,6 +55,18 @@ TEST(ClockBoundsTest, FoldingOldLaunchesKeepsTheirLatestEnd) {
   EXPECT_EQ(b.lowNs, 999 * 100 + 90 - 100010);
 }
 
+TEST(ClockBoundsTest, SheddingFreesTheLaunchesAndKeepsTheBoundTrue) {
+  ClockBoundsTracker tracker;
+  for (int i = 0; i < 1000; ++i) tracker.addLaunched(op(i * 100 + 50, i * 100 + 90), i * 100, i * 100 + 10);
+  tracker.addSync(streamSync(), 100000, 100010);
+  const std::size_t held = tracker.heldBytes();
+  tracker.shed();
+  EXPECT_LT(tracker.heldBytes(), held / 10);
+  ClockOffsetBounds b = tracker.finish(0);
+  ASSERT_TRUE(b.hasLow);
+  EXPECT_EQ(b.lowNs, 999 * 100 + 90 - 100010) << "the waiting sync was judged before the fold";
+}
+
 TEST(ClockBoundsTest, TheEndOfWindowSyncBoundsEveryOperation) {
   ClockBoundsTracker tracker;
   tracker.addOperation(op(10, 500));
