@@ -223,9 +223,8 @@ Trace Session::stop() {
 
   Trace trace(std::move(data));
   reportLosses(trace);
-  if (!trace.saveError().empty()) {
-    log(LogLevel::Error, "the trace could not be written to {}: {}", trace.outputPath(), trace.saveError());
-  } else if (!trace.outputPath().empty()) {
+  // A failed write was logged by the pipeline when it happened; once is enough.
+  if (trace.saveError().empty() && !trace.outputPath().empty()) {
     log(LogLevel::Info, "trace written to {}", trace.outputPath());
   }
   return trace;
