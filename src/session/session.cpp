@@ -86,6 +86,10 @@ Session::~Session() {
   if (gpu_ && gpuEnabled_) gpu_->disable();
 }
 
+bool Session::recording() const {
+  return recording_.load(std::memory_order_acquire) && Core::instance().pid() == pid_;
+}
+
 void Session::requireOwnProcess(const char* call) const {
   if (static_cast<int64_t>(::getpid()) == pid_) return;
   throw Error(fmt::format(
