@@ -50,7 +50,8 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Ends the pipeline thread after its current cycle. Call once recording has stopped.
+  // Ends the pipeline thread after its current cycle; what is recorded from then on waits
+  // for finish(). Call before the stop time is taken.
   void stopThread();
   // After stopThread() and the GPU source's finishWindow(): the last drain and poll, the
   // assembler's finish, and the end of the output (with `footerFor(trace)` as the footer).

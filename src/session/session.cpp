@@ -204,11 +204,15 @@ Trace Session::stop() {
   requireOwnProcess("stop");
   if (!recording()) throw Error("Profiler::stop() called without start()");
   Core& core = Core::instance();
+  // The pipeline thread ends first: a cycle still running after the stop time was read
+  // would take events a late writer stamped after it (a thread that passed the recording
+  // check just before stopRecording() and was descheduled) before the assembler knows
+  // the window's end. Everything after this is drained by finish(), which knows it.
+  pipeline_->stopThread();
   core.recorder().stopRecording();
   const int64_t stopNs = Clock::instance().nowNs();
   recording_.store(false, std::memory_order_release);
 
-  pipeline_->stopThread();
   const int64_t syncReturnNs = gpuEnabled_ ? gpu_->finishWindow() : 0;
   // How far the session's tick->epoch line has wandered from CLOCK_REALTIME.
   FooterFacts facts;
