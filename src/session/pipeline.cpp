@@ -110,7 +110,8 @@ void Pipeline::consume(TraceRecords& records) {
           "followed in memory",
           error.what(), trace_->counts.ranges + trace_->counts.apiCalls + trace_->counts.kernels +
                             trace_->counts.memcpys + trace_->counts.memsets + trace_->counts.syncs);
-      log(LogLevel::Error, "writing the trace to {} failed: {}", setup_.outputPath, trace_->saveError);
+      log(LogLevel::Error, "writing the trace to {} failed: {}", setup_.outputPath,
+          trace_->saveError);
       writer_.reset();
       setup_.sink.reset();
     }
