@@ -29,6 +29,15 @@
 
 namespace kinetrace::testing {
 
+// Under ThreadSanitizer (GCC's), a child forked from a multi-threaded process cannot start
+// threads: it dies ("starting new threads after multi-threaded fork is not supported") or,
+// with die_after_fork=0, trips over the parent's thread ids ("dup thread with used id").
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kForkedChildMayStartThreads = false;
+#else
+inline constexpr bool kForkedChildMayStartThreads = true;
+#endif
+
 inline Config hostOnly() {
   Config config;
   config.activities = ActivitySet::parse("host");
