@@ -13,6 +13,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
+#include "session/core.h"
 #include "session/session_support.h"
 #include "support/test_support.h"
 #include "support/trace_json.h"
@@ -161,6 +162,44 @@ TEST(ForkTest, AChildForkedWhileStreamingLeavesTheParentsFileAlone) {
   if (testing::kForkedChildMayStartThreads) {
     EXPECT_NE(fileContents(dir / "child.json").find("\"child\""), std::string::npos);
   }
+}
+
+// What the parent's recording holds is counted in the process's memory budget; the child
+// holds none of it (its chunks are back in the pool, its pipeline did not come along), so
+// a recording in the child has the whole cap.
+TEST(ForkTest, AChildDoesNotInheritWhatTheParentsRecordingHeldAgainstTheCap) {
+  using namespace kinetrace::literals;
+  TempDir dir;
+  Config parentConfig = hostOnly();
+  parentConfig.memoryMb = 8;
+  Profiler profiler(parentConfig);
+  profiler.start();
+  // Held in memory by the parent's trace: well past the child's whole cap.
+  detail::MemoryBudget& budget = detail::Core::instance().budget();
+  ASSERT_TRUE(testing::eventually([&] {
+    for (int i = 0; i < 10000; ++i) instant("parent"_kt);
+    return budget.used() > (3u << 20);
+  }));
+  const std::string problem = inChild(dir, "child", [&]() -> std::string {
+    if (!testing::kForkedChildMayStartThreads) return "";  // recording starts a thread
+    Config childConfig = hostOnly();
+    childConfig.memoryMb = 2;
+    Profiler own(childConfig);
+    own.start();
+    for (int i = 0; i < 100; ++i) Range range("child"_kt);
+    Trace trace = own.stop();
+    const TraceStats stats = trace.stats();
+    if (stats.hostRanges != 100 || stats.droppedHostEvents + stats.droppedAssembledRecords != 0) {
+      return "the child kept " + std::to_string(stats.hostRanges) + " of 100 ranges and dropped " +
+             std::to_string(stats.droppedHostEvents) + " events and " +
+             std::to_string(stats.droppedAssembledRecords) + " records";
+    }
+    if (stats.peakMemoryBytes > stats.memoryCapBytes) return "the child's peak is over its cap";
+    return "";
+  });
+  EXPECT_EQ(problem, "");
+  Trace trace = profiler.stop();
+  EXPECT_GT(trace.stats().hostInstants, 0u);
 }
 
 }  // namespace
