@@ -112,6 +112,19 @@ inline bool eventually(const std::function<bool()>& condition,
   return true;
 }
 
+// HostRecorder::innermostOpenRange() for the calling thread's buffer.
+inline uint64_t innermostOpenRangeOf(const detail::ThreadBuffer& buffer) {
+  if (buffer.depth > 0) {
+    return buffer.openRanges[std::min(buffer.depth, detail::kMaxRangeDepth) - 1];
+  }
+  for (std::size_t back = 1; back <= detail::kOpenAsyncSlots; ++back) {
+    const uint64_t id =
+        buffer.openAsync[(buffer.asyncNext - back) % detail::kOpenAsyncSlots].load();
+    if (id != 0) return id;
+  }
+  return 0;
+}
+
 // A launch-side CUDA call as src/cupti/launch_callbacks.cpp records it on the calling thread:
 // one ApiCall record with the entry and exit ticks, the innermost open range, CUPTI's
 // correlation id and callback id, and what the call produces on the GPU. Returns the call's
@@ -128,7 +141,10 @@ inline std::pair<int64_t, int64_t> recordApiCall(uint32_t correlationId, uint16_
   if (r == nullptr) return {0, 0};
   r->ticks = entry;
   r->a = exit;
-  r->b = HostRecorder::innermostOpenRange();
+  // What HostRecorder::innermostOpenRange() reads, from the buffer at hand: GCC 12 with
+  // -fsanitize=null tests the address of the thread_local a second inlined read computes
+  // with flags it never set, a false "load of null pointer" under ASan + UBSan.
+  r->b = innermostOpenRangeOf(*buffer);
   r->c = correlationId;
   r->d = callbackId;
   r->flags = static_cast<uint8_t>(static_cast<uint8_t>(effect) << detail::kApiEffectShift);
