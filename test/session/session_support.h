@@ -37,6 +37,14 @@ inline constexpr bool kForkedChildMayStartThreads = false;
 #else
 inline constexpr bool kForkedChildMayStartThreads = true;
 #endif
+// Under AddressSanitizer (GCC 12's), fork() does not take the allocator's locks: a child of a
+// process whose other threads allocate (kinetrace's pipeline thread) may hang in its first
+// malloc, holding a lock a thread of the parent held.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kForkedChildMayAllocate = false;
+#else
+inline constexpr bool kForkedChildMayAllocate = true;
+#endif
 
 inline Config hostOnly() {
   Config config;
