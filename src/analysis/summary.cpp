@@ -79,9 +79,12 @@ void SummaryBuilder::BusyTime::add(int64_t startNs, int64_t endNs) {
   }
 }
 
-int64_t SummaryBuilder::BusyTime::total() const {
+int64_t SummaryBuilder::BusyTime::total(int64_t untilNs) const {
+  // Folded intervals are the oldest, long before the stop.
   int64_t total = foldedNs_;
-  for (const auto& [start, end] : merged_) total += end - start;
+  for (const auto& [start, end] : merged_) {
+    total += std::max<int64_t>(0, std::min(end, untilNs) - start);
+  }
   return total;
 }
 
@@ -130,9 +133,11 @@ Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs, 
     (void)busy;
     DeviceBusy d;
     d.deviceId = device;
-    d.busyNs = std::min(busy.total(), s.windowNs);
+    d.busyNs = std::min(busy.total(windowStopNs), s.windowNs);
     auto kernels = kernelBusy_.find(device);
-    if (kernels != kernelBusy_.end()) d.kernelBusyNs = std::min(kernels->second.total(), s.windowNs);
+    if (kernels != kernelBusy_.end()) {
+      d.kernelBusyNs = std::min(kernels->second.total(windowStopNs), s.windowNs);
+    }
     s.busyNs += d.busyNs;
     s.kernelBusyNs += d.kernelBusyNs;
     s.devices.push_back(d);

@@ -93,7 +93,8 @@ class SummaryBuilder {
   class BusyTime {
    public:
     void add(int64_t startNs, int64_t endNs);
-    int64_t total() const;
+    // The union's length up to `untilNs` (work queued before the stop may end after it).
+    int64_t total(int64_t untilNs) const;
 
    private:
     std::map<int64_t, int64_t> merged_;  // disjoint, by start

@@ -102,6 +102,7 @@ void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
   const uint64_t parent = stack.empty() ? 0 : stack.back().id;
   const StringId nameId = intern(name);
   stack.push_back(OpenRange{timeNs, id, nameId});
+  if (!collectsSpans()) return;
   RangeState& state = ranges_[id];
   state.parentId = parent;
   state.name = nameId;
@@ -198,7 +199,7 @@ void Assembler::onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
     return;
   }
   AsyncOpen open{timeNs, intern(name), threadOf(instance)};
-  ranges_[id].name = open.name;
+  if (collectsSpans()) ranges_[id].name = open.name;
   auto early = asyncEndedEarly_.find(id);
   if (early != asyncEndedEarly_.end()) {
     const int64_t end = early->second;

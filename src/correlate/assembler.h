@@ -136,6 +136,9 @@ class Assembler final : public HostEventVisitor {
   };
 
   bool inWindow(int64_t timeNs) const { return timeNs >= options_.startNs && timeNs <= stopNs_; }
+  // Whether a range can get GPU spans (kernels, copies or memsets are collected): only then
+  // is its state kept after it ends, until no launch inside it can still be joined.
+  bool collectsSpans() const { return options_.kernels || options_.memcpy || options_.memset; }
   uint32_t threadOf(uint32_t instance);
   uint32_t threadOfTid(int64_t tid);
   StringId intern(HostName name);

@@ -99,7 +99,12 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   buffer->cursor = buffer->limit = nullptr;
   buffer->depth = 0;
   buffer->retryAfterDrops = 0;
-  buffer->dropped.store(0, std::memory_order_relaxed);
+  // The drop count is per recording: a buffer reused within the recording it last recorded
+  // in (its thread exited) keeps the drops of its earlier thread, which the collector has
+  // not necessarily read yet.
+  if (buffer->generation.load(std::memory_order_relaxed) != generation) {
+    buffer->dropped.store(0, std::memory_order_relaxed);
+  }
   for (auto& id : buffer->openAsync) id.store(0, std::memory_order_relaxed);
   buffer->generation.store(generation, std::memory_order_relaxed);
   return buffer;
@@ -174,7 +179,13 @@ uint64_t HostRecorder::startRecording(MemoryBudget& budget) {
   std::lock_guard<std::mutex> lock(mutex_);
   budget_ = &budget;
   // Chunks kept from earlier recordings (pooled, or still attached to a thread) are memory
-  // the tracer holds: they count from the start.
+  // the tracer holds: they count from the start. Pooled ones beyond this recording's cap
+  // are freed, so a small cap after a larger one does not start out over it.
+  while (!freeChunks_.empty() && chunksAllocated_ * sizeof(RecordChunk) > budget.cap()) {
+    delete freeChunks_.back();
+    freeChunks_.pop_back();
+    --chunksAllocated_;
+  }
   budget.forceAcquire(chunksAllocated_ * sizeof(RecordChunk));
   const uint64_t generation = ++lastGeneration_;
   recordingGeneration.store(generation, std::memory_order_release);

@@ -10,6 +10,10 @@ namespace kinetrace::detail {
 void coreForkChild() noexcept {
   Core& core = Core::instance();
   core.recordingSession_.store(nullptr, std::memory_order_relaxed);
+  // Nor does what it held count here: the parent's pipeline and trace are not reachable in
+  // the child, its host chunks are back in the pool (counted again when a recording
+  // starts), and CUPTI's buffers are the parent's.
+  core.budget_.release(core.budget_.used());
   core.pid_.store(static_cast<int64_t>(::getpid()), std::memory_order_relaxed);
 }
 

@@ -108,7 +108,8 @@ void Pipeline::consume(TraceRecords& records) {
           "followed in memory",
           error.what(), trace_->counts.ranges + trace_->counts.apiCalls + trace_->counts.kernels +
                             trace_->counts.memcpys + trace_->counts.memsets + trace_->counts.syncs);
-      log(LogLevel::Error, "writing the trace to {} failed: {}", setup_.outputPath, error.what());
+      log(LogLevel::Error, "writing the trace to {} failed: {}", setup_.outputPath,
+          trace_->saveError);
       writer_.reset();
       setup_.sink.reset();
     }
@@ -188,7 +189,7 @@ std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs
       t.hasEvents = false;
     } catch (const std::exception& error) {
       t.saveError = fmt::format("{}; the trace's events were lost with the file", error.what());
-      log(LogLevel::Error, "completing the trace at {} failed: {}", setup_.outputPath, error.what());
+      log(LogLevel::Error, "completing the trace at {} failed: {}", setup_.outputPath, t.saveError);
       t.hasEvents = false;
     }
     writer_.reset();

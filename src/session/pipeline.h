@@ -54,7 +54,8 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   int64_t startNs() const { return setup_.startNs; }
-  // Ends the pipeline thread after its current cycle. Call once recording has stopped.
+  // Ends the pipeline thread after its current cycle; what is recorded from then on waits
+  // for finish(). Call before the stop time is taken.
   void stopThread();
   // After stopThread() and the GPU source's finishWindow(): the last drain and poll, the
   // assembler's finish, and the end of the output (with `footerFor(trace)` as the footer).

@@ -94,6 +94,10 @@ Session::~Session() {
   if (gpu_ && gpuEnabled_) gpu_->disable();
 }
 
+bool Session::recording() const {
+  return recording_.load(std::memory_order_acquire) && Core::instance().pid() == pid_;
+}
+
 void Session::requireOwnProcess(const char* call) const {
   if (static_cast<int64_t>(::getpid()) == pid_) return;
   throw Error(fmt::format(
@@ -214,11 +218,15 @@ Trace Session::stop() {
   requireOwnProcess("stop");
   if (!recording()) throw Error("Profiler::stop() called without start()");
   Core& core = Core::instance();
+  // The pipeline thread ends first: a cycle still running after the stop time was read
+  // would take events a late writer stamped after it (a thread that passed the recording
+  // check just before stopRecording() and was descheduled) before the assembler knows
+  // the window's end. Everything after this is drained by finish(), which knows it.
+  pipeline_->stopThread();
   core.recorder().stopRecording();
   const int64_t stopNs = Clock::instance().nowNs();
   recording_.store(false, std::memory_order_release);
 
-  pipeline_->stopThread();
   const int64_t syncReturnNs = gpuEnabled_ ? gpu_->finishWindow() : 0;
   // How far the session's tick->epoch line has wandered from CLOCK_REALTIME.
   FooterFacts facts;
@@ -238,9 +246,8 @@ Trace Session::stop() {
 
   Trace trace(std::move(data));
   reportLosses(trace);
-  if (!trace.saveError().empty()) {
-    log(LogLevel::Error, "the trace could not be written to {}: {}", trace.outputPath(), trace.saveError());
-  } else if (!trace.outputPath().empty()) {
+  // A failed write was logged by the pipeline when it happened; once is enough.
+  if (trace.saveError().empty() && !trace.outputPath().empty()) {
     log(LogLevel::Info, "trace written to {}", trace.outputPath());
   }
   return trace;

@@ -52,7 +52,8 @@ class Session {
   Trace stop();
   void addMetadata(std::string key, Value value);
 
-  bool recording() const { return recording_.load(std::memory_order_acquire); }
+  // False in a child made by fork(): the recording stayed in the parent.
+  bool recording() const;
   std::string gpuStatus() const;
   const Config& config() const { return config_; }
 

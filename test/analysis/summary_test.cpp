@@ -17,31 +17,31 @@ class TraceBuilder {
   TraceBuilder() {
     trace.startNs = t0;
     trace.stopNs = t0 + 100 * kMs;
-    trace.pid = 4242;
+    trace.tables.pid = 4242;
   }
   TraceBuilder& kernel(const char* name, int64_t startMs, int64_t endMs, uint32_t device = 0,
                        uint32_t stream = 7) {
     KernelRecord k;
     k.at = place(startMs, endMs, device, stream);
-    k.name = trace.strings.intern(name);
-    trace.kernels.push_back(k);
+    k.name = trace.tables.strings.intern(name);
+    trace.records.kernels.push_back(k);
     return *this;
   }
-  TraceBuilder& memcpy(const char* name, uint64_t bytes, int64_t startMs, int64_t endMs,
+  TraceBuilder& memcpy(CopyKind kind, uint64_t bytes, int64_t startMs, int64_t endMs,
                        uint32_t device = 0) {
     MemcpyRecord m;
     m.at = place(startMs, endMs, device, 7);
     m.bytes = bytes;
-    m.name = trace.strings.intern(name);
-    trace.memcpys.push_back(m);
+    m.copyKind = kind;
+    trace.records.memcpys.push_back(m);
     return *this;
   }
   TraceBuilder& memset(uint64_t bytes, int64_t startMs, int64_t endMs) {
     MemsetRecord m;
     m.at = place(startMs, endMs, 0, 7);
     m.bytes = bytes;
-    m.name = trace.strings.intern("Memset (Device)");
-    trace.memsets.push_back(m);
+    m.memoryKind = MemoryKind::Device;
+    trace.records.memsets.push_back(m);
     return *this;
   }
 
@@ -73,7 +73,7 @@ TEST(SummaryTest, OverlappingKernelsCountOnceTowardBusyTime) {
 
 TEST(SummaryTest, CopiesAndMemsetsAddToBusyTimeButNotKernelTime) {
   TraceBuilder b;
-  b.kernel("k", 0, 10).memcpy("Memcpy HtoD (Pinned -> Device)", 1000, 5, 20).memset(64, 30, 35);
+  b.kernel("k", 0, 10).memcpy(CopyKind::HtoD, 1000, 5, 20).memset(64, 30, 35);
   Summary s = summarize(b.trace);
   EXPECT_EQ(s.kernelBusyNs, 10 * kMs);
   EXPECT_EQ(s.busyNs, 25 * kMs);  // [0,20] and [30,35]
@@ -116,9 +116,9 @@ TEST(SummaryTest, TopKernelsAreOrderedByTotalTimeThenName) {
 
 TEST(SummaryTest, MemcpyVolumeIsTotalledAndSplitByDirection) {
   TraceBuilder b;
-  b.memcpy("Memcpy HtoD (Pinned -> Device)", 1 << 20, 0, 1);
-  b.memcpy("Memcpy HtoD (Pageable -> Device)", 1 << 20, 2, 3);
-  b.memcpy("Memcpy DtoH (Device -> Pinned)", 4096, 4, 5);
+  b.memcpy(CopyKind::HtoD, 1 << 20, 0, 1);
+  b.memcpy(CopyKind::HtoD, 1 << 20, 2, 3);
+  b.memcpy(CopyKind::DtoH, 4096, 4, 5);
   b.memset(512, 6, 7);
   Summary s = summarize(b.trace);
   EXPECT_EQ(s.memcpyCount, 3u);
@@ -137,15 +137,19 @@ TEST(SummaryTest, LossesAndIdentityComeFromTheTrace) {
   b.trace.losses.cuptiDroppedRecords = 5;
   b.trace.losses.cuptiBuffersRefused = 2;
   b.trace.losses.droppedHostEvents = 3;
-  b.trace.setMetadataJson("distributedInfo", R"({"rank": 1, "world_size": 2, "backend": "nccl"})");
-  b.trace.setMetadataJson("kinetrace_process_name", R"("python3 train.py")");
+  b.trace.losses.droppedAssembledRecords = 4;
+  b.trace.tables.processName = "python3 train.py";
+  b.trace.header.push_back(
+      {"distributedInfo", Value::object({{"rank", 1}, {"world_size", 2}, {"backend", "nccl"}})});
+  b.trace.footer.push_back({"kinetrace_gpu_status", "CUPTI 130001 on 1 device"});
   Summary s = summarize(b.trace);
   EXPECT_EQ(s.droppedGpuRecords, 7u);
-  EXPECT_EQ(s.droppedHostEvents, 3u);
+  EXPECT_EQ(s.droppedHostEvents, 7u) << "dropped in a thread's buffer or after assembly";
   EXPECT_EQ(s.rank, 1);
   EXPECT_EQ(s.worldSize, 2);
   EXPECT_EQ(s.processName, "python3 train.py");
   EXPECT_EQ(s.pid, 4242);
+  EXPECT_EQ(s.gpuStatus, "CUPTI 130001 on 1 device");
 }
 
 TEST(SummaryTest, AnEmptyTraceSummarisesToZeros) {
@@ -159,8 +163,7 @@ TEST(SummaryTest, AnEmptyTraceSummarisesToZeros) {
 
 TEST(SummaryTest, JsonRoundTripKeepsEveryField) {
   TraceBuilder b;
-  b.kernel("void gemm<float>(\"quoted\\\")", 0, 10)
-      .memcpy("Memcpy DtoD (Device -> Device)", 77, 10, 11);
+  b.kernel("void gemm<float>(\"quoted\\\")", 0, 10).memcpy(CopyKind::DtoD, 77, 10, 11);
   b.trace.losses.gpuOpsWithoutLaunch = 4;
   Summary s = summarize(b.trace);
   s.traceFile = "/tmp/x.json";
@@ -194,8 +197,8 @@ TEST(SummaryTest, FormattedSummaryNamesTheTraceBusyTimeTopKernelsAndCopies) {
   TraceBuilder b;
   b.kernel("hot_kernel", 0, 30)
       .kernel("cold_kernel", 40, 41)
-      .memcpy("Memcpy HtoD (Pinned -> Device)", 3 << 20, 50, 52);
-  b.trace.setMetadataJson("distributedInfo", R"({"rank": 0, "world_size": 2})");
+      .memcpy(CopyKind::HtoD, 3 << 20, 50, 52);
+  b.trace.header.push_back({"distributedInfo", Value::object({{"rank", 0}, {"world_size", 2}})});
   Summary s = summarize(b.trace);
   s.traceFile = "/traces/kinetrace-r-rank0-node-pid1.json";
   std::string text = formatSummary(s, 1);
@@ -214,7 +217,101 @@ TEST(SummaryTest, FormattedSummaryTellsWhatToRaiseWhenRecordsWereDropped) {
   b.trace.losses.cuptiDroppedRecords = 1200;
   std::string text = formatSummary(summarize(b.trace));
   EXPECT_NE(text.find("1,200 GPU records"), std::string::npos) << text;
-  EXPECT_NE(text.find("--gpu-buffer-mb"), std::string::npos) << text;
+  EXPECT_NE(text.find("--memory-mb"), std::string::npos) << text;
+}
+
+TEST(SummaryBuilderTest, RecordsStreamedInBatchesSummariseAsTheWholeTraceDoes) {
+  TraceBuilder b;
+  b.kernel("a", 10, 30).kernel("b", 20, 40, 0, 8).kernel("a", 50, 60, 1);
+  b.memcpy(CopyKind::HtoD, 100, 0, 5).memcpy(CopyKind::PtoP, 50, 60, 70).memset(8, 80, 81);
+  b.trace.records.ranges.resize(3);
+  b.trace.records.syncs.resize(2);
+  const Summary whole = summarize(b.trace);
+
+  // The same records in three batches, the later ones first: as a pipeline streams them.
+  SummaryBuilder builder(b.trace.startNs);
+  TraceRecords first, second, third;
+  first.kernels = {b.trace.records.kernels[2]};
+  first.memsets = b.trace.records.memsets;
+  second.kernels = {b.trace.records.kernels[0], b.trace.records.kernels[1]};
+  second.ranges = b.trace.records.ranges;
+  third.memcpys = b.trace.records.memcpys;
+  third.syncs = b.trace.records.syncs;
+  builder.add(first);
+  builder.add(second);
+  builder.add(third);
+  const Summary streamed = builder.finish(b.trace.tables, b.trace.stopNs, b.trace.losses,
+                                          b.trace.header, b.trace.footer);
+  EXPECT_EQ(summaryToValue(streamed), summaryToValue(whole));
+  EXPECT_EQ(streamed.kernelBusyNs, 40 * kMs);  // [10,40] on device 0, [50,60] on device 1
+  EXPECT_EQ(streamed.hostRangeCount, 3u);
+  EXPECT_EQ(streamed.syncCount, 2u);
+  ASSERT_EQ(streamed.topKernels.size(), 2u);
+  EXPECT_EQ(streamed.topKernels[0].name, "a");
+  EXPECT_EQ(streamed.topKernels[0].count, 2u);
+}
+
+TEST(SummaryBuilderTest, CopyKindsAreNamedFromTheirEnumsAndUnknownIsOther) {
+  TraceBuilder b;
+  b.memcpy(CopyKind::PtoP, 300, 0, 1)
+      .memcpy(CopyKind::Unknown, 200, 1, 2)
+      .memcpy(CopyKind::DtoH, 100, 2, 3);
+  const Summary s = summarize(b.trace);
+  ASSERT_EQ(s.memcpyByKind.size(), 3u);
+  EXPECT_EQ(s.memcpyByKind[0].kind, "PtoP");
+  EXPECT_EQ(s.memcpyByKind[1].kind, "other");
+  EXPECT_EQ(s.memcpyByKind[2].kind, "DtoH");
+}
+
+TEST(SummaryBuilderTest, BusyTimeStaysExactWhenOldIntervalsAreFolded) {
+  // Far more disjoint intervals than the builder keeps, arriving in time order: the old ones
+  // are folded into a total, and none is lost or counted twice.
+  TraceBuilder b;
+  b.trace.stopNs = b.t0 + 100000 * kMs;
+  SummaryBuilder builder(b.trace.startNs);
+  constexpr int kKernels = 20000;
+  for (int i = 0; i < kKernels; ++i) {
+    TraceRecords batch;
+    KernelRecord k;
+    k.at.startNs = b.t0 + i * 2 * kMs;
+    k.at.endNs = k.at.startNs + kMs;
+    k.name = b.trace.tables.strings.intern("k");
+    batch.kernels.push_back(k);
+    builder.add(batch);
+  }
+  const Summary s = builder.finish(b.trace.tables, b.trace.stopNs, b.trace.losses, b.trace.header,
+                                   b.trace.footer);
+  EXPECT_EQ(s.kernelBusyNs, kKernels * kMs);
+  EXPECT_EQ(s.busyNs, kKernels * kMs);
+  EXPECT_EQ(s.kernelCount, static_cast<uint64_t>(kKernels));
+}
+
+TEST(SummaryTest, ValueRoundTripKeepsEveryField) {
+  TraceBuilder b;
+  b.kernel("k", 0, 10).memcpy(CopyKind::HtoD, 5, 10, 20).memset(3, 20, 21);
+  b.trace.losses.outOfWindowEvents = 9;
+  Summary s = summarize(b.trace);
+  s.traceFile = "/tmp/y.json";
+  s.gpuStatus = "host only";
+  const Value value = summaryToValue(s);
+  const Summary back = summaryFromValue(value);
+  EXPECT_EQ(summaryToValue(back), value);
+  EXPECT_EQ(back.outOfWindowEvents, 9u);
+  EXPECT_EQ(back.memsetBytes, 3u);
+  EXPECT_EQ(back.gpuStatus, "host only");
+}
+
+TEST(SummaryTest, FromValueNamesAMemberOfTheWrongType) {
+  TraceBuilder b;
+  Value value = summaryToValue(summarize(b.trace));
+  value.set("busy_ns", "lots");
+  try {
+    summaryFromValue(value);
+    ADD_FAILURE() << "accepted a string for busy_ns";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("\"busy_ns\" has the wrong type"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(SummaryFormatTest, DurationsBytesAndNames) {

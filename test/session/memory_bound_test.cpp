@@ -1,0 +1,210 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kinetrace/host.h"
+#include "kinetrace/profiler.h"
+#include "session/session_support.h"
+#include "support/test_support.h"
+
+// What the tracer holds stays within Config::memoryMb however long it records: host chunks,
+// the pipeline's state and, without an output, the trace itself. Beyond the cap records are
+// dropped and counted, so what was made is what was kept plus what was dropped.
+
+namespace kinetrace {
+namespace {
+
+using testing::dataOf;
+using testing::eventually;
+using testing::fileContents;
+using testing::hostOnly;
+using testing::metadataValue;
+using testing::TempDir;
+using testing::unsignedOf;
+
+constexpr int kThreads = 4;
+constexpr std::size_t kMemoryMb = 2;
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+uintmax_t temporarySize(const TempDir& dir, const std::string& name) {
+  for (const std::string& entry : dir.entries()) {
+    if (entry.rfind(name + ".tmp.", 0) != 0) continue;
+    std::error_code error;
+    const uintmax_t size = std::filesystem::file_size(dir / entry, error);
+    return error ? 0 : size;
+  }
+  return 0;
+}
+
+// Threads that record instants and counters with copied names (one event each) until told
+// to stop, or `perThread` each, and count what they made.
+class Recorders {
+ public:
+  explicit Recorders(uint64_t perThread = UINT64_MAX) {
+    for (int t = 0; t < kThreads; ++t) {
+      threads_.emplace_back([this, t, perThread] {
+        const std::string instantName = "instant of thread " + std::to_string(t);
+        const std::string counterName = "counter of thread " + std::to_string(t);
+        uint64_t made = 0;
+        while (made < perThread && !stop_.load(std::memory_order_relaxed)) {
+          instant(instantName);
+          counter(counterName, static_cast<double>(made));
+          made += 2;
+        }
+        made_ += made;
+      });
+    }
+  }
+  // Tells the threads to stop, joins them and returns the events they made.
+  uint64_t stop() {
+    stop_ = true;
+    return join();
+  }
+  // Joins the threads (that record `perThread` each) and returns the events they made.
+  uint64_t join() {
+    for (auto& thread : threads_) thread.join();
+    threads_.clear();
+    return made_.load();
+  }
+  ~Recorders() { stop(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> made_{0};
+  std::vector<std::thread> threads_;
+};
+
+TEST(MemoryBoundTest, AStreamedSessionStaysWithinTheCapAndAccountsForEveryEvent) {
+  TempDir dir;
+  Config config = hostOnly();
+  config.memoryMb = kMemoryMb;
+  config.output = (dir / "trace.json").string();
+  Profiler profiler(config);
+  profiler.start();
+  Recorders recorders;
+  // Long enough that the file holds many times what the cap could: the pipeline drained,
+  // wrote and let go while the threads recorded.
+  const bool long_enough =
+      eventually([&] { return temporarySize(dir, "trace.json") > (8u << 20); });
+  const uint64_t made = recorders.stop();
+  Trace trace = profiler.stop();
+  ASSERT_TRUE(long_enough);
+
+  const Metadata metadata = trace.metadata();
+  const uint64_t peak = unsignedOf(metadataValue(metadata, "kinetrace_memory_peak_bytes"));
+  const uint64_t cap = unsignedOf(metadataValue(metadata, "kinetrace_memory_cap_bytes"));
+  EXPECT_EQ(cap, kMemoryMb << 20);
+  EXPECT_GT(peak, 0u);
+  EXPECT_LE(peak, cap) << "the tracer held more than its cap";
+
+  const Value counts = metadataValue(metadata, "kinetrace_record_counts");
+  const uint64_t recorded =
+      unsignedOf(*counts.find("instants")) + unsignedOf(*counts.find("counters"));
+  const uint64_t dropped =
+      unsignedOf(metadataValue(metadata, "kinetrace_dropped_host_events")) +
+      unsignedOf(metadataValue(metadata, "kinetrace_dropped_assembled_records"));
+  EXPECT_EQ(recorded + dropped, made) << recorded << " recorded, " << dropped << " dropped";
+  EXPECT_GT(recorded * sizeof(detail::HostEventRecord), cap)
+      << "more was recorded than the cap could ever hold at once";
+
+  const std::string text = fileContents(config.output);
+  EXPECT_EQ(occurrences(text, "{\"ph\":\"i\"") + occurrences(text, "{\"ph\":\"C\""), recorded)
+      << "the file holds what the counts say";
+}
+
+TEST(MemoryBoundTest, AnInMemoryTraceStaysWithinTheCapAndCountsWhatItDropped) {
+  Config config = hostOnly();
+  config.memoryMb = kMemoryMb;
+  Profiler profiler(config);
+  profiler.start();
+  // Far more than 2 MiB of records, whether as host chunks or as assembled records.
+  Recorders recorders(/*perThread=*/200000);
+  const uint64_t made = recorders.join();
+  Trace trace = profiler.stop();
+
+  const TraceStats stats = trace.stats();
+  EXPECT_EQ(stats.memoryCapBytes, kMemoryMb << 20);
+  EXPECT_LE(stats.peakMemoryBytes, stats.memoryCapBytes);
+  EXPECT_LE(dataOf(trace).records.bytes(), stats.memoryCapBytes);
+  const uint64_t recorded = stats.hostInstants + stats.counterSamples;
+  EXPECT_EQ(dataOf(trace).records.instants.size() + dataOf(trace).records.counters.size(), recorded)
+      << "a trace without an output holds what it counts";
+  EXPECT_GT(stats.droppedHostEvents + stats.droppedAssembledRecords, 0u);
+  EXPECT_EQ(recorded + stats.droppedHostEvents + stats.droppedAssembledRecords, made);
+}
+
+// Ranges keep state in the pipeline until nothing more can join them: that state counts
+// against the cap too, however fast ranges come.
+TEST(MemoryBoundTest, RangesFromManyThreadsStreamedStayWithinTheCap) {
+  TempDir dir;
+  Config config = hostOnly();
+  config.memoryMb = kMemoryMb;
+  config.output = (dir / "trace.json").string();
+  Profiler profiler(config);
+  profiler.start();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> madeRanges{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::string> names;
+      for (int i = 0; i < 16; ++i)
+        names.push_back("range " + std::to_string(t) + "." + std::to_string(i));
+      uint64_t ranges = 0;
+      for (; !stop.load(std::memory_order_relaxed); ++ranges) {
+        Range outer(names[ranges % 16]);
+        Range inner(names[(ranges + 1) % 16]);
+      }
+      madeRanges += 2 * ranges;
+    });
+  }
+  const bool long_enough =
+      eventually([&] { return temporarySize(dir, "trace.json") > (8u << 20); });
+  stop = true;
+  for (auto& thread : threads) thread.join();
+  Trace trace = profiler.stop();
+  ASSERT_TRUE(long_enough);
+
+  const TraceStats stats = trace.stats();
+  EXPECT_LE(stats.peakMemoryBytes, stats.memoryCapBytes) << "the tracer held more than its cap";
+  EXPECT_GT(stats.hostRanges * 2 * sizeof(detail::HostEventRecord), stats.memoryCapBytes);
+  // A range is in the trace (finished, or unfinished when its end was dropped) or lost with
+  // its dropped begin; its end may be dropped either way.
+  const uint64_t lost = madeRanges - stats.hostRanges;
+  EXPECT_GE(stats.droppedHostEvents + stats.droppedAssembledRecords, lost + stats.unfinishedRanges);
+  EXPECT_LE(stats.droppedHostEvents, 2 * lost + stats.unfinishedRanges);
+}
+
+// A thread that exits leaves its buffer to the next new thread. When the cap refused its
+// events, its drops must still be counted after another thread has taken the buffer over.
+TEST(MemoryBoundTest, DropsOfThreadsThatExitedAreStillCounted) {
+  using namespace kinetrace::literals;
+  Config config = hostOnly();
+  config.memoryMb = 1;  // seven chunks: the first threads take them, later ones drop
+  Profiler profiler(config);
+  profiler.start();
+  constexpr uint64_t kThreads = 200;
+  constexpr uint64_t kEventsPerThread = 100;
+  for (uint64_t t = 0; t < kThreads; ++t) {
+    std::thread([] {
+      for (uint64_t i = 0; i < kEventsPerThread; ++i) instant("short-lived"_kt);
+    }).join();
+  }
+  Trace trace = profiler.stop();
+  const TraceStats stats = trace.stats();
+  EXPECT_GT(stats.droppedHostEvents, 0u);
+  EXPECT_EQ(stats.hostInstants + stats.droppedHostEvents, kThreads * kEventsPerThread);
+}
+
+}  // namespace
+}  // namespace kinetrace

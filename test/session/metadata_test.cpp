@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kinetrace/error.h"
+#include "kinetrace/host.h"
+#include "kinetrace/profiler.h"
+#include "kinetrace/sink.h"
+#include "session/session_support.h"
+#include "support/test_support.h"
+
+// Metadata a program adds: to the Profiler (before the start it goes before the events,
+// while recording after them) and to a finished Trace (kept by later saves, never seen by a
+// copy taken before).
+
+namespace kinetrace {
+namespace {
+
+using testing::errorOf;
+using testing::fileContents;
+using testing::hostOnly;
+using testing::metadataValue;
+using testing::TempDir;
+
+TEST(MetadataTest, TraceMetadataAddedAfterStopIsKeptByLaterSavesAndNotSeenByEarlierCopies) {
+  Profiler profiler(hostOnly());
+  profiler.start();
+  { Range range("step"); }
+  Trace trace = profiler.stop();
+  const Trace before = trace;
+  trace.addMetadata("model", "resnet50");
+  trace.addMetadata("model", "resnet101");  // replaces
+  trace.addMetadataJson("distributed", R"({"rank": 3, "world_size": 8})");
+
+  TempDir dir;
+  const std::string path = (dir / "trace.json").string();
+  trace.save(path);
+  const std::string text = fileContents(path);
+  const nlohmann::json root = nlohmann::json::parse(text);
+  EXPECT_EQ(root["model"], "resnet101");
+  EXPECT_EQ(root["distributed"]["rank"], 3);
+  EXPECT_EQ(text.find("resnet50"), std::string::npos) << "one value per key";
+  EXPECT_GT(text.find("\"model\""), text.find("\"traceEvents\""));
+
+  MemorySink sink;
+  trace.writeTo(sink);
+  ASSERT_NE(sink.metadata("model"), nullptr);
+  EXPECT_EQ(*sink.metadata("model"), Value("resnet101"));
+  EXPECT_EQ(metadataValue(trace.metadata(), "model"), Value("resnet101"));
+
+  // The copy taken before holds the same events and none of the later metadata.
+  MemorySink earlier;
+  before.writeTo(earlier);
+  EXPECT_EQ(earlier.metadata("model"), nullptr);
+  EXPECT_TRUE(metadataValue(before.metadata(), "model").isNull());
+  EXPECT_EQ(earlier.events().size(), sink.events().size());
+  const std::string copyPath = (dir / "before.json").string();
+  before.save(copyPath);
+  EXPECT_EQ(fileContents(copyPath).find("\"model\""), std::string::npos);
+}
+
+TEST(MetadataTest, InvalidJsonMetadataIsAnErrorNamingTheKey) {
+  Trace trace;
+  const std::string message = errorOf([&] { trace.addMetadataJson("config", "{rank: 3"); });
+  EXPECT_NE(message.find("\"config\""), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+}
+
+TEST(MetadataTest, ProfilerMetadataBeforeStartPrecedesTheEventsAndDuringRecordingFollowsThem) {
+  TempDir dir;
+  const std::string path = (dir / "trace.json").string();
+  Profiler profiler(hostOnly());
+  profiler.addMetadata("before_start", "job 17");
+  profiler.start(path);
+  { Range range("step"); }
+  profiler.addMetadata("while_recording", 42);
+  Trace trace = profiler.stop();
+
+  const std::string text = fileContents(path);
+  const std::size_t events = text.find("\"traceEvents\"");
+  ASSERT_NE(events, std::string::npos);
+  ASSERT_NE(text.find("\"before_start\""), std::string::npos);
+  ASSERT_NE(text.find("\"while_recording\""), std::string::npos);
+  EXPECT_LT(text.find("\"before_start\""), events) << "readers that stop at traceEvents see it";
+  EXPECT_GT(text.find("\"while_recording\""), events);
+  const nlohmann::json root = nlohmann::json::parse(text);
+  EXPECT_EQ(root["before_start"], "job 17");
+  EXPECT_EQ(root["while_recording"], 42);
+  EXPECT_EQ(metadataValue(trace.metadata(), "while_recording"), Value(42));
+
+  // Both stay for later recordings, known from their start.
+  profiler.start();
+  Trace next = profiler.stop();
+  MemorySink sink;
+  next.writeTo(sink);
+  EXPECT_EQ(metadataValue(sink.header().metadata, "before_start"), Value("job 17"));
+  EXPECT_EQ(metadataValue(sink.header().metadata, "while_recording"), Value(42));
+}
+
+TEST(MetadataTest, KinetracesOwnKeysWinOverTheUsers) {
+  Profiler profiler(hostOnly());
+  profiler.addMetadata("kinetrace_memory_cap_bytes", "mine");
+  profiler.start();
+  profiler.addMetadata("kinetrace_record_counts", "mine too");
+  Trace trace = profiler.stop();
+  const Metadata metadata = trace.metadata();
+  EXPECT_EQ(metadataValue(metadata, "kinetrace_memory_cap_bytes"), Value(uint64_t{1024} << 20));
+  EXPECT_EQ(metadataValue(metadata, "kinetrace_record_counts").kind(), Value::Kind::Object);
+}
+
+}  // namespace
+}  // namespace kinetrace
