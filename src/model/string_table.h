@@ -1,10 +1,13 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "model/memory_budget.h"
 
 namespace kinetrace::detail {
 
@@ -27,6 +30,15 @@ class StringTable {
   std::size_t size() const { return strings_.size(); }
   // Roughly what the table holds, for the memory budget: text plus per-entry overhead.
   std::size_t bytes() const { return bytes_; }
+  // Once the table holds `bytes`, or `budget` refuses room for a new string, a string not
+  // in it yet is not added: intern() returns the id of kDroppedName instead and counts it.
+  // Names repeat, so a handful of them fill most traces; a program that makes a new name per
+  // event would otherwise grow the table with the window. What the table takes from the
+  // budget goes back with releaseBudget() (the budget must outlive the table or that call).
+  void setByteLimit(std::size_t bytes, MemoryBudget* budget = nullptr);
+  void releaseBudget();
+  uint64_t dropped() const { return dropped_; }
+  static constexpr std::string_view kDroppedName = "<name dropped: kinetrace's memory cap>";
 
   static constexpr StringId kEmpty = 0;
 
@@ -36,6 +48,12 @@ class StringTable {
   std::deque<const std::string*> strings_;
   std::unordered_map<std::string_view, StringId> ids_;
   std::size_t bytes_ = 0;
+  std::size_t limit_ = SIZE_MAX;
+  MemoryBudget* budget_ = nullptr;
+  std::size_t fromBudget_ = 0;  // bytes taken from budget_
+  uint64_t dropped_ = 0;
+  StringId droppedId_ = 0;  // kDroppedName's id, once it was needed
+  StringId add(std::string_view text);
 };
 
 }  // namespace kinetrace::detail

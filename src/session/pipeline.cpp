@@ -18,6 +18,9 @@ Pipeline::Pipeline(PipelineSetup setup)
   trace_->header = setup_.header.metadata;
   trace_->outputPath = setup_.outputPath;
   trace_->memoryCapBytes = setup_.budget->cap();
+  // Names may take a quarter of the cap: enough for every real program's distinct names,
+  // and a program that makes a new name per event cannot grow the table with the window.
+  trace_->tables.strings.setByteLimit(setup_.budget->cap() / 4, setup_.budget);
   assembler_ = std::make_unique<Assembler>(trace_->tables, setup_.assembler);
   if (setup_.sink) {
     setup_.sink->begin(setup_.header);  // throws: the caller reports it and records nothing
@@ -40,6 +43,7 @@ void Pipeline::run(uint64_t generation) {
 Pipeline::~Pipeline() {
   stopThread();
   setup_.budget->release(accountedBytes_);
+  trace_->tables.strings.releaseBudget();
 }
 
 void Pipeline::stopThread() {
@@ -78,7 +82,8 @@ void Pipeline::loop() {
 
 void Pipeline::cycle() {
   const int64_t horizon = Clock::instance().nowNs();
-  hostDropped_ = Core::instance().recorder().drain(setup_.generation, *assembler_, Clock::instance());
+  hostDropped_ =
+      Core::instance().recorder().drain(setup_.generation, *assembler_, Clock::instance());
   if (setup_.gpu != nullptr) {
     // CUPTI's own worker thread hands over buffers every gpu_flush_ms; asking from here too
     // could wait on CUPTI while a program thread, inside a CUPTI callback, waits on us
@@ -99,15 +104,15 @@ void Pipeline::consume(TraceRecords& records) {
       writer_->write(records);
       trace_->counts.add(records);
       summary_.add(records);
+      recordsWritten_ += records.size();
       return;
     } catch (const std::exception& error) {
       // The file is discarded with the sink (a trace appears whole or not at all); what
       // comes from here on is kept in memory, and the trace says what happened.
       trace_->saveError = fmt::format(
-          "{}; the {} events written before were lost with the file, and the trace holds what "
-          "followed in memory",
-          error.what(), trace_->counts.ranges + trace_->counts.apiCalls + trace_->counts.kernels +
-                            trace_->counts.memcpys + trace_->counts.memsets + trace_->counts.syncs);
+          "{}; the {} events written before were lost with the file, and the trace holds "
+          "what followed in memory",
+          error.what(), recordsWritten_);
       log(LogLevel::Error, "writing the trace to {} failed: {}", setup_.outputPath,
           trace_->saveError);
       writer_.reset();
@@ -134,9 +139,9 @@ void Pipeline::account() {
   // An open sink holds its write buffer (ChromeJsonSink: 1 MiB, plus zlib's state for gzip).
   constexpr std::size_t kSinkBytes = (1u << 20) + (256u << 10);
   auto held = [&] {
-    return assembler_->heldBytes() + trace_->tables.strings.bytes() +
-           trace_->tables.threads.capacity() * sizeof(ThreadInfo) + (setup_.sink ? kSinkBytes : 0) +
-           trace_->records.bytes();
+    // The string table takes its room from the budget itself, as it grows.
+    return assembler_->heldBytes() + trace_->tables.threads.capacity() * sizeof(ThreadInfo) +
+           (setup_.sink ? kSinkBytes : 0) + trace_->records.bytes();
   };
   std::size_t now = held();
   if (now > accountedBytes_) {
@@ -154,8 +159,9 @@ void Pipeline::account() {
   accountedBytes_ = now;
 }
 
-std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs,
-                                            const std::function<Metadata(const TraceData&)>& footerFor) {
+std::shared_ptr<TraceData> Pipeline::finish(
+    int64_t stopNs, int64_t syncReturnNs,
+    const std::function<Metadata(const TraceData&)>& footerFor) {
   stopThread();
   assembler_->setStop(stopNs);
   try {
@@ -173,6 +179,7 @@ std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs
   t.losses = assembler_->losses();
   t.losses.droppedHostEvents += hostDropped_;
   t.losses.droppedAssembledRecords += droppedAssembled_;
+  t.losses.droppedNames = t.tables.strings.dropped();
   t.clockBounds = assembler_->clockBounds();
   if (setup_.gpu != nullptr) {
     t.devices = setup_.gpu->devices(t.tables.strings);
@@ -198,6 +205,7 @@ std::shared_ptr<TraceData> Pipeline::finish(int64_t stopNs, int64_t syncReturnNs
   // The trace now belongs to whoever stopped the session, outside the tracer's budget.
   setup_.budget->release(accountedBytes_);
   accountedBytes_ = 0;
+  t.tables.strings.releaseBudget();
   return trace_;
 }
 

@@ -22,14 +22,14 @@ namespace kinetrace::detail {
 
 struct PipelineSetup {
   int64_t startNs = 0;
-  uint64_t generation = 0;        // the host recorder's, for this recording (set by run())
-  GpuSource* gpu = nullptr;       // nullptr: host activity only
+  uint64_t generation = 0;   // the host recorder's, for this recording (set by run())
+  GpuSource* gpu = nullptr;  // nullptr: host activity only
   MemoryBudget* budget = nullptr;
   AssemblerOptions assembler;
   // Where events go while recording; nullptr keeps them in memory (within the budget).
   std::unique_ptr<Sink> sink;
   std::string outputPath;
-  TraceHeader header;             // for the sink's begin()
+  TraceHeader header;  // for the sink's begin()
   int64_t pid = 0;
   std::string processName;
   int64_t periodNs = 100'000'000;  // how often the pipeline thread drains and assembles
@@ -80,7 +80,8 @@ class Pipeline {
   GpuBatch gpuBatch_;
   TraceRecords ready_;
   uint64_t hostDropped_ = 0;
-  uint64_t droppedAssembled_ = 0;  // batches the budget had no room for
+  uint64_t droppedAssembled_ = 0;   // batches the budget had no room for
+  uint64_t recordsWritten_ = 0;     // events to the sink, so a failed write can say what it lost
   std::size_t accountedBytes_ = 0;  // what this pipeline counts in the budget right now
 
   std::mutex mutex_;

@@ -8,6 +8,7 @@
 
 #include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
+#include "model/string_table.h"
 #include "session/session_support.h"
 #include "support/test_support.h"
 
@@ -204,6 +205,29 @@ TEST(MemoryBoundTest, DropsOfThreadsThatExitedAreStillCounted) {
   const TraceStats stats = trace.stats();
   EXPECT_GT(stats.droppedHostEvents, 0u);
   EXPECT_EQ(stats.hostInstants + stats.droppedHostEvents, kThreads * kEventsPerThread);
+}
+
+// A name per event (a step number, a request id in the name) would grow the string table
+// with the window: past a quarter of the cap new names become one placeholder, counted.
+TEST(MemoryBoundTest, NamesPastTheirShareOfTheCapAreReplacedAndCounted) {
+  TempDir dir;
+  const std::string path = (dir / "trace.json").string();
+  Config config = hostOnly();
+  config.memoryMb = 4;
+  Profiler profiler(config);
+  profiler.start(path);
+  constexpr int kNames = 40000;  // ~4 MB of table for a 1 MB share
+  for (int i = 0; i < kNames; ++i) instant("a name made for event " + std::to_string(i));
+  Trace trace = profiler.stop();
+  ASSERT_EQ(trace.saveError(), "");
+  const Metadata metadata = trace.metadata();
+  const uint64_t dropped = unsignedOf(metadataValue(metadata, "kinetrace_dropped_names"));
+  EXPECT_GT(dropped, 0u) << "the table stopped growing";
+  const uint64_t events = trace.stats().hostInstants + trace.stats().droppedHostEvents;
+  EXPECT_EQ(events, static_cast<uint64_t>(kNames)) << "every event kept or counted";
+  const std::string text = fileContents(path);
+  EXPECT_NE(text.find(std::string(detail::StringTable::kDroppedName)), std::string::npos);
+  EXPECT_LE(unsignedOf(metadataValue(metadata, "kinetrace_memory_peak_bytes")), uint64_t{4} << 20);
 }
 
 }  // namespace
