@@ -74,10 +74,12 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //   activities        comma list, see ActivitySet::parse
 //   log_level         error | warning | info | debug
 //   memory_mb         the cap on everything the tracer holds in a process: host event
-//                     buffers, CUPTI's activity buffers, records waiting to be assembled
-//                     and, without an output, the trace itself. Reached: records are
-//                     dropped and counted in the trace, never an out-of-memory. 1..1048576;
-//                     an output's write buffer (about 1.3 MB) is held whatever the cap
+//                     buffers, CUPTI's activity buffers and the room to decode one of
+//                     them, records waiting to be assembled, names, an output's write
+//                     buffer (about 1.3 MB) and, without an output, the trace itself.
+//                     Reached: records are dropped and counted in the trace, never an
+//                     out-of-memory. 1..1048576; a cap without room to decode a CUPTI
+//                     buffer records no GPU activity and says why
 //   gpu_buffer_kb     size of one CUPTI activity buffer (16..1048576)
 //   gpu_flush_ms      how often CUPTI's worker thread hands completed buffers over
 //                     (cuptiActivityFlushPeriod), so records never wait long for their

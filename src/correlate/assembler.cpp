@@ -24,12 +24,22 @@ constexpr int kOpsTrack = 0;
 constexpr int kSyncTrack = 1;
 constexpr int kSpanTrack = 2;
 
-uint64_t streamKey(uint32_t device, uint32_t stream) { return uint64_t{device} << 32 | stream; }
+uint64_t streamKey(uint32_t device, uint32_t stream) {
+  return uint64_t{device} << 32 | stream;
+}
 
-GpuPlacement& placementOf(KernelRecord& r) { return r.at; }
-GpuPlacement& placementOf(MemcpyRecord& r) { return r.at; }
-GpuPlacement& placementOf(MemsetRecord& r) { return r.at; }
-GpuPlacement& placementOf(SyncRecord& r) { return r.at; }
+GpuPlacement& placementOf(KernelRecord& r) {
+  return r.at;
+}
+GpuPlacement& placementOf(MemcpyRecord& r) {
+  return r.at;
+}
+GpuPlacement& placementOf(MemsetRecord& r) {
+  return r.at;
+}
+GpuPlacement& placementOf(SyncRecord& r) {
+  return r.at;
+}
 
 }  // namespace
 
@@ -136,7 +146,8 @@ void Assembler::onRangeEnd(uint32_t instance, int64_t timeNs, uint64_t id) {
   // The end names its range; ranges above it on the stack lost their ends (the memory cap
   // dropped them) and end here too, marked unfinished. An id not on the stack belongs to a
   // range whose begin was dropped: nothing to close.
-  if (id != 0 && std::none_of(stack.begin(), stack.end(), [id](const OpenRange& o) { return o.id == id; })) {
+  if (id != 0 &&
+      std::none_of(stack.begin(), stack.end(), [id](const OpenRange& o) { return o.id == id; })) {
     return;
   }
   const uint32_t thread = threadOf(instance);
@@ -168,13 +179,20 @@ void Assembler::onCounter(uint32_t instance, int64_t timeNs, HostName name, doub
 
 bool Assembler::keepsPending(CallEffect effect) const {
   switch (effect) {
-    case CallEffect::Kernel: return options_.kernels;
-    case CallEffect::Copy: return options_.memcpy;
-    case CallEffect::Set: return options_.memset;
-    case CallEffect::Graph: return options_.kernels || options_.memcpy || options_.memset;
-    case CallEffect::Sync: return options_.sync;
-    case CallEffect::Memory: return options_.memory;
-    case CallEffect::None: return false;
+    case CallEffect::Kernel:
+      return options_.kernels;
+    case CallEffect::Copy:
+      return options_.memcpy;
+    case CallEffect::Set:
+      return options_.memset;
+    case CallEffect::Graph:
+      return options_.kernels || options_.memcpy || options_.memset;
+    case CallEffect::Sync:
+      return options_.sync;
+    case CallEffect::Memory:
+      return options_.memory;
+    case CallEffect::None:
+      return false;
   }
   return false;
 }
@@ -189,7 +207,8 @@ void Assembler::onApiCall(const ApiCallRecord& recorded) {
   call.name = apiNameOf(call.domain, call.callbackId);
   ready_.apiCalls.push_back(call);
   if (!keepsPending(call.effect)) return;
-  pending_[call.correlationId] = PendingCall{call.startNs, call.endNs, call.externalId, call.thread, call.effect};
+  pending_[call.correlationId] =
+      PendingCall{call.startNs, call.endNs, call.externalId, call.thread, call.effect};
   pendingByStart_.emplace(call.startNs, call.correlationId);
 }
 
@@ -257,7 +276,8 @@ void Assembler::forgetCall(uint32_t correlationId, const PendingCall& call) {
   if (call.effect != CallEffect::Graph) pending_.erase(correlationId);
 }
 
-void Assembler::join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call, bool gpuWork) {
+void Assembler::join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call,
+                     bool gpuWork) {
   at.correlationId = callCorrelationId;  // so both ends of the arrow share the id
   if (at.externalId == 0) at.externalId = call.externalId;
   if (at.startNs < call.startNs) ++losses_.gpuOpsBeforeLaunch;
@@ -289,7 +309,8 @@ bool Assembler::tryJoin(Record& record) {
   if (call == nullptr) return false;
   constexpr bool kGpuWork = !std::is_same_v<Record, SyncRecord>;
   join(at, id, *call, kGpuWork);
-  if constexpr (std::is_same_v<Record, SyncRecord>) clock_.addSync(record, call->startNs, call->endNs);
+  if constexpr (std::is_same_v<Record, SyncRecord>)
+    clock_.addSync(record, call->startNs, call->endNs);
   forgetCall(id, *call);  // last: it may erase the call
   emit(record);
   return true;
@@ -416,7 +437,9 @@ void Assembler::emit(SyncRecord& s) {
   ready_.syncs.push_back(s);
 }
 
-void Assembler::emit(MemoryRecord& m) { ready_.memory.push_back(m); }
+void Assembler::emit(MemoryRecord& m) {
+  ready_.memory.push_back(m);
+}
 
 // The op counts toward its own range and every range enclosing it on the launching thread.
 void Assembler::extendSpans(const GpuPlacement& at) {
@@ -504,7 +527,8 @@ void Assembler::finalizeRange(uint64_t id, RangeState& state) {
     g.name = state.name;
     g.deviceId = span.deviceId;
     g.streamId = span.streamId;
-    g.lane = streamLanes_[{streamKey(span.deviceId, span.streamId), kSpanTrack}].place(span.startNs, span.endNs);
+    g.lane = streamLanes_[{streamKey(span.deviceId, span.streamId), kSpanTrack}].place(span.startNs,
+                                                                                       span.endNs);
     ready_.gpuSpans.push_back(g);
   }
 }
@@ -538,6 +562,10 @@ void Assembler::assemble(int64_t horizonNs, TraceRecords& out) {
     }
     closedRanges_.pop_front();
   }
+  out.append(std::move(ready_));
+}
+
+void Assembler::takeReady(TraceRecords& out) {
   out.append(std::move(ready_));
 }
 
@@ -606,8 +634,10 @@ std::size_t Assembler::heldBytes() const {
   constexpr std::size_t kNode = 32;
   std::size_t bytes = ready_.bytes();
   bytes += pending_.size() * (sizeof(PendingCall) + kNode) + pendingByStart_.size() * 16;
-  for (const auto& [id, state] : ranges_) bytes += sizeof(RangeState) + kNode + state.spans.size() * sizeof(SpanState);
-  for (const auto& [instance, stack] : openRanges_) bytes += stack.capacity() * sizeof(OpenRange) + kNode;
+  for (const auto& [id, state] : ranges_)
+    bytes += sizeof(RangeState) + kNode + state.spans.size() * sizeof(SpanState);
+  for (const auto& [instance, stack] : openRanges_)
+    bytes += stack.capacity() * sizeof(OpenRange) + kNode;
   bytes += closedRanges_.size() * sizeof(uint64_t);
   bytes += (asyncOpen_.size() + asyncEndedEarly_.size() + externalIds_.size()) * (16 + kNode);
   bytes += waitingKernels_.capacity() * sizeof(Waiting<KernelRecord>) +

@@ -96,6 +96,8 @@ class Assembler final : public HostEventVisitor {
   // and for operations' calls, until about `bytes` are freed. What arrives for them later
   // is written without its link and counted (gpuOpsWithoutLaunch), never silently.
   void shed(std::size_t bytes);
+  // Moves out what is ready now (what shed() gave up, for one), without waiting for more.
+  void takeReady(TraceRecords& out);
 
  private:
   struct PendingCall {

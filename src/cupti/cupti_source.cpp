@@ -40,7 +40,9 @@ void contextSeen(void* target, CUcontext context) {
 
 // CUPTI stamps its records with this clock, so GPU operations land on the host timeline
 // without a conversion. For GPU timestamps CUPTI calls it while converting, not per record.
-uint64_t CUPTIAPI kinetraceTimestamp() { return static_cast<uint64_t>(Clock::instance().nowNs()); }
+uint64_t CUPTIAPI kinetraceTimestamp() {
+  return static_cast<uint64_t>(Clock::instance().nowNs());
+}
 
 int cudaRuntimeVersion() {
   // The application's CUDA runtime, if it has a dynamic one loaded; kinetrace links none.
@@ -53,15 +55,24 @@ int cudaRuntimeVersion() {
 
 const char* kindName(CUpti_ActivityKind kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
-    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return "CONTEXT";
-    case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
-    default: return "?";
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return "MEMCPY2";
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+      return "CONTEXT";
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return "MEMORY2";
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      return "OVERHEAD";
+    default:
+      return "?";
   }
 }
 
@@ -71,7 +82,9 @@ CuptiSource::CuptiSource(Environment environment) : env_(environment) {
   if (env_.cupti == nullptr) env_.cupti = &realCuptiApi();
 }
 
-CuptiSource::~CuptiSource() { disable(); }
+CuptiSource::~CuptiSource() {
+  disable();
+}
 
 std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
   if (enabled_) return "";
@@ -81,6 +94,8 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   }
   options_ = options;
   auto refuse = [&](std::string why) {
+    budget.release(decodeRoom_);
+    decodeRoom_ = 0;
     gLiveSource.store(nullptr);
     return why;
   };
@@ -91,7 +106,8 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
     if (!why.empty()) return refuse(why);
   }
   CuptiApi& cupti = *env_.cupti;
-  if (std::string why = cuptiFailure(cupti.getVersion(&cuptiVersion_), "cuptiGetVersion"); !why.empty()) {
+  if (std::string why = cuptiFailure(cupti.getVersion(&cuptiVersion_), "cuptiGetVersion");
+      !why.empty()) {
     return refuse("CUPTI could not be queried (libcupti unusable): " + why);
   }
 
@@ -109,6 +125,24 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   if (options_.allDriverCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
   if (options_.profilerControl != nullptr) callbacks_.selectProfilerControl();
 
+  pool_ = std::make_unique<BufferPool>(
+      options.bufferBytes, options.maxBufferBytes / std::max<std::size_t>(options.bufferBytes, 1),
+      budget);
+  queue_.reserve(pool_->maxBuffers() + 1);
+  batch_.reserve(pool_->maxBuffers() + 1);
+  // A buffer's records are decoded before the pipeline accounts them (ours are smaller than
+  // CUPTI's): the room for one buffer's worth is set aside for as long as CUPTI records, so
+  // that decoding never takes the tracer past its cap.
+  if (!budget.tryAcquire(pool_->bufferBytes())) {
+    pool_.reset();
+    return refuse(fmt::format(
+        "the memory cap leaves no room to decode a {} KiB activity buffer: raise memory_mb or "
+        "lower gpu_buffer_kb",
+        options.bufferBytes / 1024));
+  }
+  budget_ = &budget;
+  decodeRoom_ = pool_->bufferBytes();
+
   CUptiResult subscribed = cupti.subscribe(&subscriber_, &onCuptiCallback, &callbacks_);
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     return refuse(
@@ -120,11 +154,13 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   }
   // Must precede every activity kind's enabling, or early records keep CUPTI's own clock.
   // Refused, records keep CUPTI's clock and are shifted by a measured offset (said once).
-  ownClock_ = cuptiSucceeded(cupti.activityRegisterTimestampCallback(&kinetraceTimestamp),
-                             "cuptiActivityRegisterTimestampCallback (GPU times will be shifted by a "
-                             "measured offset instead)");
-  if (std::string why = cuptiFailure(cupti.activityRegisterCallbacks(&bufferRequested, &bufferCompleted),
-                                     "cuptiActivityRegisterCallbacks");
+  ownClock_ =
+      cuptiSucceeded(cupti.activityRegisterTimestampCallback(&kinetraceTimestamp),
+                     "cuptiActivityRegisterTimestampCallback (GPU times will be shifted by a "
+                     "measured offset instead)");
+  if (std::string why =
+          cuptiFailure(cupti.activityRegisterCallbacks(&bufferRequested, &bufferCompleted),
+                       "cuptiActivityRegisterCallbacks");
       !why.empty()) {
     cuptiSucceeded(cupti.unsubscribe(subscriber_), "cuptiUnsubscribe");
     return refuse("CUPTI refused activity buffers: " + why);
@@ -133,14 +169,12 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
     cuptiSucceeded(cupti.activityFlushPeriod(options.flushPeriodMs),
                    fmt::format("cuptiActivityFlushPeriod({})", options.flushPeriodMs));
   }
-  pool_ = std::make_unique<BufferPool>(options.bufferBytes, options.maxBufferBytes / std::max<std::size_t>(options.bufferBytes, 1), budget);
-  queue_.reserve(pool_->maxBuffers() + 1);
-  batch_.reserve(pool_->maxBuffers() + 1);
   enabled_ = true;
 
   for (uint32_t cbid : callbacks_.control(CUPTI_CB_DOMAIN_DRIVER_API)) {
-    std::string why = cuptiFailure(cupti.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid),
-                                   fmt::format("cuptiEnableCallback(driver, {})", cbid));
+    std::string why =
+        cuptiFailure(cupti.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid),
+                     fmt::format("cuptiEnableCallback(driver, {})", cbid));
     if (!why.empty()) {
       disable();
       return "CUPTI refused the cudaProfilerStart/Stop callbacks: " + why;
@@ -209,7 +243,8 @@ void CuptiSource::stopCollecting() noexcept {
     for (uint32_t cbid : callbacks_.recorded(domain)) {
       // Profiler-control callbacks stay on: they are what turns collection back on.
       if (callbacks_.flags(domain, cbid) & CallbackTable::kControl) continue;
-      cuptiSucceeded(env_.cupti->enableCallback(0, subscriber_, domain, cbid), "cuptiEnableCallback(0)");
+      cuptiSucceeded(env_.cupti->enableCallback(0, subscriber_, domain, cbid),
+                     "cuptiEnableCallback(0)");
     }
   }
   collecting_ = false;
@@ -247,8 +282,8 @@ void CuptiSource::start(int64_t) {
   droppedRecords_ = 0;
 }
 
-void CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
-  if (!enabled_) return;
+bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
+  if (!enabled_) return false;
   if (requestFlush && collecting_) {
     // Buffers whose records are all complete, full or not (CUPTI's "default flush", meant to
     // be called periodically from a thread of the tool's own).
@@ -259,19 +294,26 @@ void CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
     decoderStrings_ = &strings;
     describedDevices_.clear();
   }
-  {
+  if (batchNext_ == batch_.size()) {
+    batch_.clear();
+    batchNext_ = 0;
     std::lock_guard<std::mutex> lock(queueMutex_);
     std::swap(queue_, batch_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
     out.droppedRecords += droppedRecords_;
     droppedRecords_ = 0;
   }
-  for (const Completed& completed : batch_) {
+  // One buffer per call: its records fit in the room enable() set aside for decoding.
+  if (batchNext_ < batch_.size()) {
+    const Completed& completed = batch_[batchNext_++];
     decoder_.decodeBuffer(completed.buffer, completed.validSize, out);
     pool_->release(completed.buffer);
   }
-  batch_.clear();
   out.buffersRefused += pool_->takeRefused();
   noteNewDevices(out, strings);
+  return batchNext_ < batch_.size();
 }
 
 // Occupancy needs each device's limits: asked of the driver when a device's first
@@ -327,13 +369,19 @@ void CuptiSource::disable() noexcept {
     for (const Completed& completed : queue_) pool_->release(completed.buffer);
     queue_.clear();
   }
+  for (; batchNext_ < batch_.size(); ++batchNext_) pool_->release(batch_[batchNext_].buffer);
+  batch_.clear();
+  batchNext_ = 0;
+  budget_->release(decodeRoom_);
+  decodeRoom_ = 0;
   enabled_ = false;
   gLiveSource.store(nullptr);
 }
 
 std::string CuptiSource::describe() const {
   return fmt::format("CUPTI {} active; GPU timestamps on {}", cuptiVersion_,
-                     ownClock_ ? "kinetrace's clock (timestamp callback)" : "CUPTI's clock plus a measured offset");
+                     ownClock_ ? "kinetrace's clock (timestamp callback)"
+                               : "CUPTI's clock plus a measured offset");
 }
 
 Metadata CuptiSource::metadata() const {
@@ -353,13 +401,15 @@ std::string CuptiSource::apiName(ApiDomain domain, uint32_t callbackId) const {
   const char* name = nullptr;
   CUpti_CallbackDomain cuptiDomain =
       domain == ApiDomain::Driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
-  if (env_.cupti->getCallbackName(cuptiDomain, callbackId, &name) == CUPTI_SUCCESS && name != nullptr) {
+  if (env_.cupti->getCallbackName(cuptiDomain, callbackId, &name) == CUPTI_SUCCESS &&
+      name != nullptr) {
     return apiDisplayName(name);
   }
   return fmt::format("CUDA API {}", callbackId);
 }
 
-void CuptiSource::onBufferRequested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) noexcept {
+void CuptiSource::onBufferRequested(uint8_t** buffer, size_t* size,
+                                    size_t* maxNumRecords) noexcept {
   *maxNumRecords = 0;  // as many as fit
   *buffer = pool_ ? pool_->acquire() : nullptr;
   *size = *buffer != nullptr ? pool_->bufferBytes() : 0;

@@ -37,7 +37,7 @@ class CuptiSource final : public GpuSource {
 
   std::string enable(const GpuOptions& options, MemoryBudget& budget) override;
   void start(int64_t startNs) override;
-  void poll(GpuBatch& out, StringTable& strings, bool requestFlush) override;
+  bool poll(GpuBatch& out, StringTable& strings, bool requestFlush) override;
   int64_t finishWindow() override;
   void stopCollecting() noexcept override;
   void disable() noexcept override;
@@ -88,6 +88,9 @@ class CuptiSource final : public GpuSource {
 
   // The pipeline thread's own.
   std::vector<Completed> batch_;  // queue_'s contents, swapped out to decode without the lock
+  std::size_t batchNext_ = 0;     // batch_'s next buffer to decode
+  MemoryBudget* budget_ = nullptr;
+  std::size_t decodeRoom_ = 0;  // taken from budget_ while enabled: see enable()
   ActivityDecoder decoder_;
   StringTable* decoderStrings_ = nullptr;
   std::set<uint32_t> describedDevices_;

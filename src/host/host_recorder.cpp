@@ -24,7 +24,9 @@ uint64_t rangeIdBase(uint32_t slot) {
   return static_cast<uint64_t>(slot + 1) << HostRecorder::kRangeSeqBits;
 }
 
-int64_t currentTid() { return static_cast<int64_t>(::syscall(SYS_gettid)); }
+int64_t currentTid() {
+  return static_cast<int64_t>(::syscall(SYS_gettid));
+}
 
 double doubleOf(uint64_t bits) {
   double value;
@@ -44,8 +46,12 @@ ThreadExitHook::~ThreadExitHook() {
 // fork() copies only the calling thread: a lock another thread held stays locked in the
 // child forever. The recorder's lock is taken around fork() so the child inherits it free,
 // and the child starts with no recording and none of the parent's events.
-void forkPrepare() noexcept { HostRecorder::instance().mutex_.lock(); }
-void forkParent() noexcept { HostRecorder::instance().mutex_.unlock(); }
+void forkPrepare() noexcept {
+  HostRecorder::instance().mutex_.lock();
+}
+void forkParent() noexcept {
+  HostRecorder::instance().mutex_.unlock();
+}
 void forkChild() noexcept {
   HostRecorder& recorder = HostRecorder::instance();
   recorder.resetInForkedChild();
@@ -53,7 +59,8 @@ void forkChild() noexcept {
 }
 
 HostRecorder::HostRecorder() : bySlot_(new std::atomic<ThreadBuffer*>[kMaxThreadBuffers]) {
-  for (std::size_t i = 0; i < kMaxThreadBuffers; ++i) bySlot_[i].store(nullptr, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kMaxThreadBuffers; ++i)
+    bySlot_[i].store(nullptr, std::memory_order_relaxed);
   pthread_atfork(&forkPrepare, &forkParent, &forkChild);
 }
 
@@ -62,7 +69,9 @@ HostRecorder& HostRecorder::instance() {
   return *recorder;
 }
 
-ThreadBuffer* slowThreadBuffer() noexcept { return HostRecorder::instance().registerThread(); }
+ThreadBuffer* slowThreadBuffer() noexcept {
+  return HostRecorder::instance().registerThread();
+}
 
 ThreadBuffer* HostRecorder::registerThread() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -141,7 +150,8 @@ RecordChunk* HostRecorder::takeChunk() noexcept {
 bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
   if (buffer.retryAfterDrops > 0) {
     --buffer.retryAfterDrops;
-    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
     return false;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -154,7 +164,8 @@ bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
   RecordChunk* chunk = slots <= kChunkSlots ? takeChunk() : nullptr;
   if (chunk == nullptr) {
     buffer.retryAfterDrops = kDropsBeforeRetry;
-    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
     return false;
   }
   try {
@@ -162,7 +173,8 @@ bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
   } catch (const std::bad_alloc&) {
     freeChunks_.push_back(chunk);  // capacity exists: it came from there or was counted
     buffer.retryAfterDrops = kDropsBeforeRetry;
-    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
     return false;
   }
   if (buffer.chunk != nullptr) buffer.chunk->sealed.store(true, std::memory_order_release);
@@ -195,6 +207,19 @@ uint64_t HostRecorder::startRecording(MemoryBudget& budget) {
 void HostRecorder::stopRecording() {
   std::lock_guard<std::mutex> lock(mutex_);
   recordingGeneration.store(0, std::memory_order_release);
+}
+
+std::size_t HostRecorder::releasePooled(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::size_t freed = 0;
+  while (freed < bytes && !freeChunks_.empty()) {
+    delete freeChunks_.back();
+    freeChunks_.pop_back();
+    --chunksAllocated_;
+    if (budget_ != nullptr) budget_->release(sizeof(RecordChunk));
+    freed += sizeof(RecordChunk);
+  }
+  return freed;
 }
 
 void HostRecorder::trimPool() {

@@ -73,12 +73,12 @@ enum HostRecordFlags : uint8_t {
   kApiEffectShift = 3,  // bits 3..5: CallEffect
 };
 
-constexpr std::size_t kChunkSlots = 4096;             // 128 KiB of records
-constexpr std::size_t kMaxCopiedNameBytes = 4096;     // longer names are cut
+constexpr std::size_t kChunkSlots = 4096;          // 128 KiB of records
+constexpr std::size_t kMaxCopiedNameBytes = 4096;  // longer names are cut
 constexpr uint32_t kMaxRangeDepth = 256;
-constexpr std::size_t kOpenAsyncSlots = 8;            // async ranges remembered per thread
+constexpr std::size_t kOpenAsyncSlots = 8;  // async ranges remembered per thread
 constexpr std::size_t kMaxThreadBuffers = 16384;
-constexpr std::size_t kChunkPoolReserve = 16;         // chunks kept free between sessions
+constexpr std::size_t kChunkPoolReserve = 16;  // chunks kept free between sessions
 
 inline constexpr uint32_t nameSlots(std::size_t bytes) {
   return static_cast<uint32_t>((bytes + sizeof(HostEventRecord) - 1) / sizeof(HostEventRecord));
@@ -169,6 +169,10 @@ class HostRecorder {
   uint64_t drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock);
   // After the last drain of a generation: frees pooled chunks beyond a small reserve.
   void trimPool();
+  // Frees pooled chunks (counted in the budget, holding nothing) until about `bytes` went
+  // back to the budget, or none is left; returns what went back. For a pipeline that needs
+  // room under the cap.
+  std::size_t releasePooled(std::size_t bytes);
 
   // ---- hot path ----------------------------------------------------------------------
   static std::atomic<uint64_t> recordingGeneration;
@@ -248,12 +252,15 @@ inline ThreadBuffer* HostRecorder::threadBuffer() noexcept {
   uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
   if (generation == 0) return nullptr;
   ThreadBuffer* buffer = tThreadBuffer;
-  if (__builtin_expect(buffer != nullptr && buffer->generation.load(std::memory_order_relaxed) == generation, 1)) return buffer;
+  if (__builtin_expect(
+          buffer != nullptr && buffer->generation.load(std::memory_order_relaxed) == generation, 1))
+    return buffer;
   return slowThreadBuffer();
 }
 
 inline HostEventRecord* HostRecorder::reserve(ThreadBuffer& buffer, uint32_t slots) noexcept {
-  if (__builtin_expect(static_cast<std::size_t>(buffer.limit - buffer.cursor) >= slots, 1)) return buffer.cursor;
+  if (__builtin_expect(static_cast<std::size_t>(buffer.limit - buffer.cursor) >= slots, 1))
+    return buffer.cursor;
   if (!instance().refill(buffer, slots)) return nullptr;
   return buffer.cursor;
 }
@@ -268,13 +275,15 @@ inline uint64_t HostRecorder::innermostOpenRange() noexcept {
   const uint64_t generation = recordingGeneration.load(std::memory_order_relaxed);
   if (generation == 0) return 0;
   ThreadBuffer* buffer = tThreadBuffer;
-  if (buffer == nullptr || buffer->generation.load(std::memory_order_relaxed) != generation) return 0;
+  if (buffer == nullptr || buffer->generation.load(std::memory_order_relaxed) != generation)
+    return 0;
   if (buffer->depth > 0) {
     uint32_t top = buffer->depth <= kMaxRangeDepth ? buffer->depth : kMaxRangeDepth;
     return buffer->openRanges[top - 1];
   }
   for (std::size_t back = 1; back <= kOpenAsyncSlots; ++back) {
-    uint64_t id = buffer->openAsync[(buffer->asyncNext - back) % kOpenAsyncSlots].load(std::memory_order_relaxed);
+    uint64_t id = buffer->openAsync[(buffer->asyncNext - back) % kOpenAsyncSlots].load(
+        std::memory_order_relaxed);
     if (id != 0) return id;
   }
   return 0;

@@ -73,10 +73,12 @@ class GpuSource {
   virtual std::string enable(const GpuOptions& options, MemoryBudget& budget) = 0;
   // A recording window starts (epoch ns): collection on, loss counters from zero.
   virtual void start(int64_t startNs) = 0;
-  // Decodes what CUPTI has handed over since the last call into `out`, interning names in
-  // `strings`. With `requestFlush`, first asks CUPTI for buffers whose records are
-  // complete even if the buffers are not full, so records never wait long.
-  virtual void poll(GpuBatch& out, StringTable& strings, bool requestFlush) = 0;
+  // Decodes the oldest buffer CUPTI has handed over into `out`, interning names in
+  // `strings`, and returns whether more wait: one buffer at a time, so that records
+  // decoded but not yet accounted never take more than one buffer's room. With
+  // `requestFlush`, first asks CUPTI for buffers whose records are complete even if the
+  // buffers are not full, so records never wait long.
+  virtual bool poll(GpuBatch& out, StringTable& strings, bool requestFlush) = 0;
   // The window ends: waits for GPU work still running (every context the program used is
   // synchronised) and forces CUPTI to hand over everything. Returns when the
   // synchronisation returned (epoch ns; 0 when none could be made). A final poll() follows.

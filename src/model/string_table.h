@@ -33,9 +33,12 @@ class StringTable {
   // Once the table holds `bytes`, or `budget` refuses room for a new string, a string not
   // in it yet is not added: intern() returns the id of kDroppedName instead and counts it.
   // Names repeat, so a handful of them fill most traces; a program that makes a new name per
-  // event would otherwise grow the table with the window. What the table takes from the
-  // budget goes back with releaseBudget() (the budget must outlive the table or that call).
-  void setByteLimit(std::size_t bytes, MemoryBudget* budget = nullptr);
+  // event would otherwise grow the table with the window. `reserve` bytes are taken from
+  // the budget at once, for the first names: a budget that records fill to the brim (a
+  // flood of kernels) still leaves room for those kernels' names. What the table takes
+  // from the budget goes back with releaseBudget() (the budget must outlive the table or
+  // that call).
+  void setByteLimit(std::size_t bytes, MemoryBudget* budget = nullptr, std::size_t reserve = 0);
   void releaseBudget();
   uint64_t dropped() const { return dropped_; }
   static constexpr std::string_view kDroppedName = "<name dropped: kinetrace's memory cap>";
@@ -50,7 +53,8 @@ class StringTable {
   std::size_t bytes_ = 0;
   std::size_t limit_ = SIZE_MAX;
   MemoryBudget* budget_ = nullptr;
-  std::size_t fromBudget_ = 0;  // bytes taken from budget_
+  std::size_t fromBudget_ = 0;   // bytes taken from budget_, reserveLeft_ included
+  std::size_t reserveLeft_ = 0;  // of the reserve, not used by names yet
   uint64_t dropped_ = 0;
   StringId droppedId_ = 0;  // kDroppedName's id, once it was needed
   StringId add(std::string_view text);

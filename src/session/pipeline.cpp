@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "kinetrace/error.h"
@@ -20,7 +21,11 @@ Pipeline::Pipeline(PipelineSetup setup)
   trace_->memoryCapBytes = setup_.budget->cap();
   // Names may take a quarter of the cap: enough for every real program's distinct names,
   // and a program that makes a new name per event cannot grow the table with the window.
-  trace_->tables.strings.setByteLimit(setup_.budget->cap() / 4, setup_.budget);
+  // The first names have room set aside (1/64 of the cap, 1 MiB at most: thousands
+  // of names), so records filling the cap do not cost the kept ones their names.
+  const std::size_t cap = setup_.budget->cap();
+  trace_->tables.strings.setByteLimit(cap / 4, setup_.budget,
+                                      std::min<std::size_t>(cap / 64, 1 << 20));
   assembler_ = std::make_unique<Assembler>(trace_->tables, setup_.assembler);
   if (setup_.sink) {
     setup_.sink->begin(setup_.header);  // throws: the caller reports it and records nothing
@@ -84,17 +89,21 @@ void Pipeline::cycle() {
   const int64_t horizon = Clock::instance().nowNs();
   hostDropped_ =
       Core::instance().recorder().drain(setup_.generation, *assembler_, Clock::instance());
-  if (setup_.gpu != nullptr) {
-    // CUPTI's own worker thread hands over buffers every gpu_flush_ms; asking from here too
-    // could wait on CUPTI while a program thread, inside a CUPTI callback, waits on us
-    // (cudaProfilerStop stopping the session).
-    setup_.gpu->poll(gpuBatch_, trace_->tables.strings, /*requestFlush=*/false);
-    assembler_->addGpu(gpuBatch_);
-  }
-  assembler_->assemble(horizon, ready_);
-  consume(ready_);
-  ready_.clear();
-  account();
+  bool moreGpu = setup_.gpu != nullptr;
+  do {
+    if (moreGpu) {
+      // One activity buffer at a time, each assembled, written and accounted before the
+      // next is decoded (see GpuSource::poll). CUPTI's own worker thread hands buffers over
+      // every gpu_flush_ms; asking from here too could wait on CUPTI while a program
+      // thread, inside a CUPTI callback, waits on us (cudaProfilerStop stopping the session).
+      moreGpu = setup_.gpu->poll(gpuBatch_, trace_->tables.strings, /*requestFlush=*/false);
+      assembler_->addGpu(gpuBatch_);
+    }
+    assembler_->assemble(horizon, ready_);
+    consume(ready_);
+    ready_.clear();
+    account();
+  } while (moreGpu);
 }
 
 void Pipeline::consume(TraceRecords& records) {
@@ -147,8 +156,20 @@ void Pipeline::account() {
   if (now > accountedBytes_) {
     const std::size_t after = setup_.budget->used() + (now - accountedBytes_);
     if (after > setup_.budget->cap()) {
+      // What the assembler gives up goes out as it is (unlinked, written): straight to the
+      // sink, or into the trace kept in memory as far as the cap allows.
       assembler_->shed(after - setup_.budget->cap());
+      assembler_->takeReady(ready_);
+      consume(ready_);
+      ready_.clear();
       now = held();
+      // Still over: host event chunks pooled for reuse give their room back.
+      if (now > accountedBytes_) {
+        const std::size_t over = setup_.budget->used() + (now - accountedBytes_);
+        if (over > setup_.budget->cap()) {
+          Core::instance().recorder().releasePooled(over - setup_.budget->cap());
+        }
+      }
     }
   }
   if (now > accountedBytes_) {

@@ -295,10 +295,11 @@ inline CuptiSource::Environment environment(FakeCuptiApi& fake) {
   return env;
 }
 
-// One poll into a batch of its own.
+// Polls until every buffer handed over is decoded, into a batch of its own.
 inline GpuBatch pollOnce(GpuSource& source, StringTable& strings, bool requestFlush = false) {
   GpuBatch batch;
-  source.poll(batch, strings, requestFlush);
+  while (source.poll(batch, strings, requestFlush)) {
+  }
   return batch;
 }
 

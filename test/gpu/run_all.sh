@@ -127,7 +127,7 @@ flood() {
   local census
   census=$(binary launch_census) || return 1
   run "$census" "$WORK_DIR/flood_trace.json" "$WORK_DIR/flood_manifest.json" \
-    --memory-mb 3 --gpu-buffer-kb 1024 --flood "$FLOOD_KERNELS" || return 1
+    --memory-mb 3 --gpu-buffer-kb 256 --flood "$FLOOD_KERNELS" || return 1
   ls -l "$WORK_DIR/flood_trace.json"
   run python3 "$CHECKER" "$WORK_DIR/flood_trace.json" "$WORK_DIR/flood_manifest.json" --expect-drops
 }

@@ -101,7 +101,8 @@ class ProfilerControlTest : public ::testing::Test {
     source.finishWindow();
     GpuBatch batch;
     StringTable strings;
-    source.poll(batch, strings, false);
+    while (source.poll(batch, strings, false)) {
+    }
     source.stopCollecting();
   }
   // CUPTI calling the subscriber for a driver call.

@@ -30,6 +30,27 @@ TEST(StringTableTest, PastItsByteLimitNewNamesBecomeOnePlaceholderAndAreCounted)
   EXPECT_EQ(table.dropped(), 2u);
 }
 
+// A budget that records fill to the brim still leaves the reserve for names; what the
+// table took goes back whole.
+TEST(StringTableTest, NamesUseTheirReserveWhenTheBudgetIsFullAndGiveEverythingBack) {
+  MemoryBudget budget(4096);
+  StringTable table;
+  table.setByteLimit(4096, &budget, 1024);
+  EXPECT_EQ(budget.used(), 1024u);
+  ASSERT_TRUE(budget.tryAcquire(budget.cap() - budget.used())) << "records take the rest";
+  const StringId name = table.intern("a kernel's name");
+  EXPECT_EQ(table.get(name), "a kernel's name");
+  std::size_t kept = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (table.get(table.intern("name " + std::to_string(i))) != StringTable::kDroppedName) ++kept;
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, 100u) << "the reserve ran out and the full budget refused the rest";
+  EXPECT_EQ(table.dropped(), 100u - kept);
+  table.releaseBudget();
+  EXPECT_EQ(budget.used(), budget.cap() - 1024) << "only the records' share is left";
+}
+
 TEST(StringTableTest, AMovedTableKeepsFindingItsStrings) {
   StringTable table;
   const StringId id = table.intern("moved");

@@ -196,12 +196,13 @@ class FakeGpuSource final : public detail::GpuSource {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->windowFinished = false;
   }
-  void poll(detail::GpuBatch& out, detail::StringTable& strings, bool) override {
+  bool poll(detail::GpuBatch& out, detail::StringTable& strings, bool) override {
     ++state_->polls;
     std::lock_guard<std::mutex> lock(state_->mutex);
-    if (!state_->windowFinished) return;
+    if (!state_->windowFinished) return false;
     for (auto& batch : state_->batches) batch(out, strings);
     state_->batches.clear();
+    return false;
   }
   int64_t finishWindow() override {
     ++state_->finishes;

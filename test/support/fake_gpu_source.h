@@ -48,7 +48,7 @@ class FakeGpuSource final : public detail::GpuSource {
     return "";
   }
   void start(int64_t) override { ++calls_.starts; }
-  void poll(detail::GpuBatch&, detail::StringTable&, bool) override {}
+  bool poll(detail::GpuBatch&, detail::StringTable&, bool) override { return false; }
   int64_t finishWindow() override {
     ++calls_.finishedWindows;
     return 0;
