@@ -94,8 +94,6 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   }
   options_ = options;
   auto refuse = [&](std::string why) {
-    budget.release(decodeRoom_);
-    decodeRoom_ = 0;
     gLiveSource.store(nullptr);
     return why;
   };
@@ -130,18 +128,6 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
       budget);
   queue_.reserve(pool_->maxBuffers() + 1);
   batch_.reserve(pool_->maxBuffers() + 1);
-  // A buffer's records are decoded before the pipeline accounts them (ours are smaller than
-  // CUPTI's): the room for one buffer's worth is set aside for as long as CUPTI records, so
-  // that decoding never takes the tracer past its cap.
-  if (!budget.tryAcquire(pool_->bufferBytes())) {
-    pool_.reset();
-    return refuse(fmt::format(
-        "the memory cap leaves no room to decode a {} KiB activity buffer: raise memory_mb or "
-        "lower gpu_buffer_kb",
-        options.bufferBytes / 1024));
-  }
-  budget_ = &budget;
-  decodeRoom_ = pool_->bufferBytes();
 
   CUptiResult subscribed = cupti.subscribe(&subscriber_, &onCuptiCallback, &callbacks_);
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -305,7 +291,7 @@ bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
     out.droppedRecords += droppedRecords_;
     droppedRecords_ = 0;
   }
-  // One buffer per call: its records fit in the room enable() set aside for decoding.
+  // One buffer per call: its records fit in the room the pipeline set aside (decodeRoomBytes).
   if (batchNext_ < batch_.size()) {
     const Completed& completed = batch_[batchNext_++];
     decoder_.decodeBuffer(completed.buffer, completed.validSize, out);
@@ -372,10 +358,13 @@ void CuptiSource::disable() noexcept {
   for (; batchNext_ < batch_.size(); ++batchNext_) pool_->release(batch_[batchNext_].buffer);
   batch_.clear();
   batchNext_ = 0;
-  budget_->release(decodeRoom_);
-  decodeRoom_ = 0;
   enabled_ = false;
   gLiveSource.store(nullptr);
+}
+
+std::size_t CuptiSource::decodeRoomBytes() const {
+  // Decoded records are smaller than CUPTI's (a kernel: 128 bytes against 216).
+  return pool_ ? pool_->bufferBytes() : 0;
 }
 
 std::string CuptiSource::describe() const {

@@ -41,6 +41,7 @@ class CuptiSource final : public GpuSource {
   int64_t finishWindow() override;
   void stopCollecting() noexcept override;
   void disable() noexcept override;
+  std::size_t decodeRoomBytes() const override;
   std::string describe() const override;
   Metadata metadata() const override;
   std::vector<DeviceInfo> devices(StringTable& strings) const override;
@@ -89,8 +90,6 @@ class CuptiSource final : public GpuSource {
   // The pipeline thread's own.
   std::vector<Completed> batch_;  // queue_'s contents, swapped out to decode without the lock
   std::size_t batchNext_ = 0;     // batch_'s next buffer to decode
-  MemoryBudget* budget_ = nullptr;
-  std::size_t decodeRoom_ = 0;  // taken from budget_ while enabled: see enable()
   ActivityDecoder decoder_;
   StringTable* decoderStrings_ = nullptr;
   std::set<uint32_t> describedDevices_;

@@ -22,7 +22,7 @@ struct GpuOptions {
   bool sync = false;
   bool memory = false;
   bool overhead = false;
-  bool launchCalls = false;    // callbacks on launch / copy / sync / malloc entry points
+  bool launchCalls = false;  // callbacks on launch / copy / sync / malloc entry points
   bool allRuntimeCalls = false;
   bool allDriverCalls = false;
   // When set: called on the program's thread when it calls cudaProfilerStart() (start =
@@ -37,7 +37,7 @@ struct GpuOptions {
   // Under CUDA injection enable() runs inside the driver's own initialisation and must not
   // call into the driver to initialise it.
   bool insideDriverInit = false;
-  std::size_t bufferBytes = 4 << 20;  // one activity buffer
+  std::size_t bufferBytes = 4 << 20;       // one activity buffer
   std::size_t maxBufferBytes = 256 << 20;  // all activity buffers together, at most
   // CUPTI's worker thread flushes completed buffers this often (cuptiActivityFlushPeriod);
   // 0 leaves the timing to CUPTI's own heuristics.
@@ -52,9 +52,9 @@ struct GpuBatch {
   std::vector<std::pair<uint32_t, uint64_t>> externalIds;
   // Devices seen for the first time (their limits are needed for occupancy).
   std::vector<DeviceInfo> newDevices;
-  uint64_t droppedRecords = 0;   // CUPTI dropped since the last poll
-  uint64_t buffersRefused = 0;   // buffer requests refused since the last poll
-  uint64_t undecoded = 0;        // record kinds kinetrace does not decode
+  uint64_t droppedRecords = 0;  // CUPTI dropped since the last poll
+  uint64_t buffersRefused = 0;  // buffer requests refused since the last poll
+  uint64_t undecoded = 0;       // record kinds kinetrace does not decode
 
   void clear();
 };
@@ -75,10 +75,13 @@ class GpuSource {
   virtual void start(int64_t startNs) = 0;
   // Decodes the oldest buffer CUPTI has handed over into `out`, interning names in
   // `strings`, and returns whether more wait: one buffer at a time, so that records
-  // decoded but not yet accounted never take more than one buffer's room. With
+  // decoded but not yet accounted fit in decodeRoomBytes(). With
   // `requestFlush`, first asks CUPTI for buffers whose records are complete even if the
   // buffers are not full, so records never wait long.
   virtual bool poll(GpuBatch& out, StringTable& strings, bool requestFlush) = 0;
+  // What the records of one poll may take before the pipeline accounts them: it sets this
+  // much aside in the budget while it records.
+  virtual std::size_t decodeRoomBytes() const = 0;
   // The window ends: waits for GPU work still running (every context the program used is
   // synchronised) and forces CUPTI to hand over everything. Returns when the
   // synchronisation returned (epoch ns; 0 when none could be made). A final poll() follows.

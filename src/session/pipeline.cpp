@@ -19,6 +19,9 @@ Pipeline::Pipeline(PipelineSetup setup)
   trace_->header = setup_.header.metadata;
   trace_->outputPath = setup_.outputPath;
   trace_->memoryCapBytes = setup_.budget->cap();
+  // Records decoded from a GPU buffer exist before account() sees them: their room is set
+  // aside for the whole window.
+  decodeRoom_ = setup_.gpu != nullptr ? setup_.gpu->decodeRoomBytes() : 0;
   // Names may take a quarter of the cap: enough for every real program's distinct names,
   // and a program that makes a new name per event cannot grow the table with the window.
   // The first names have room set aside (1/64 of the cap, 1 MiB at most: thousands
@@ -149,8 +152,9 @@ void Pipeline::account() {
   constexpr std::size_t kSinkBytes = (1u << 20) + (256u << 10);
   auto held = [&] {
     // The string table takes its room from the budget itself, as it grows.
-    return assembler_->heldBytes() + trace_->tables.threads.capacity() * sizeof(ThreadInfo) +
-           (setup_.sink ? kSinkBytes : 0) + trace_->records.bytes();
+    return decodeRoom_ + assembler_->heldBytes() +
+           trace_->tables.threads.capacity() * sizeof(ThreadInfo) + (setup_.sink ? kSinkBytes : 0) +
+           trace_->records.bytes();
   };
   std::size_t now = held();
   if (now > accountedBytes_) {

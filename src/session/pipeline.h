@@ -82,6 +82,7 @@ class Pipeline {
   uint64_t hostDropped_ = 0;
   uint64_t droppedAssembled_ = 0;   // batches the budget had no room for
   uint64_t recordsWritten_ = 0;     // events to the sink, so a failed write can say what it lost
+  std::size_t decodeRoom_ = 0;      // GpuSource::decodeRoomBytes(), counted while recording
   std::size_t accountedBytes_ = 0;  // what this pipeline counts in the budget right now
 
   std::mutex mutex_;

@@ -46,14 +46,17 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
   const ActivitySet& a = config.activities;
   AssemblerOptions options;
   options.startNs = startNs;
-  options.launchCallsRecorded = gpuEnabled && (a.has(Activity::Launch) || a.has(Activity::RuntimeAll));
+  options.launchCallsRecorded =
+      gpuEnabled && (a.has(Activity::Launch) || a.has(Activity::RuntimeAll));
   options.kernels = gpuEnabled && a.has(Activity::Kernel);
   options.memcpy = gpuEnabled && a.has(Activity::Memcpy);
   options.memset = gpuEnabled && a.has(Activity::Memset);
   options.sync = gpuEnabled && a.has(Activity::Sync);
   options.memory = gpuEnabled && a.has(Activity::Memory);
   if (gpu != nullptr) {
-    options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) { return gpu->apiName(domain, callbackId); };
+    options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) {
+      return gpu->apiName(domain, callbackId);
+    };
   }
   return options;
 }
@@ -67,9 +70,12 @@ void eraseMetadata(Metadata& metadata, std::string_view key) {
 }  // namespace
 
 Session::Session(Config config, SessionOptions options)
-    : config_(std::move(config)), options_(std::move(options)), pid_(static_cast<int64_t>(::getpid())) {
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      pid_(static_cast<int64_t>(::getpid())) {
   setLogLevel(config_.logLevel);
-  if (config_.activities.anyGpu()) gpuStatus_ = "GPU collection not started yet (prepare() or start() starts it)";
+  if (config_.activities.anyGpu())
+    gpuStatus_ = "GPU collection not started yet (prepare() or start() starts it)";
   Clock::instance();  // calibrate now, not inside start()
   Core::instance();
 }
@@ -115,19 +121,31 @@ void Session::enableGpu() {
   if (gpuTried_) return;
   gpuTried_ = true;
   if (!config_.activities.anyGpu()) return;
+  // While recording, the cap holds CUPTI's buffers and the room to decode one of them.
+  if (2 * config_.gpuBufferKb * 1024 > config_.memoryCapBytes()) {
+    gpuStatus_ = fmt::format(
+        "memory_mb={} leaves no room for a {} KiB activity buffer and the room to decode one: "
+        "raise memory_mb or lower gpu_buffer_kb",
+        config_.memoryMb, config_.gpuBufferKb);
+    log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is",
+        gpuStatus_);
+    return;
+  }
   if (!gpu_) {
     std::string whyNot;
     gpu_ = options_.gpuSourceFactory ? options_.gpuSourceFactory() : makeCuptiSource(whyNot);
     if (!gpu_) {
       gpuStatus_ = whyNot.empty() ? "no GPU backend" : whyNot;
-      log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is", gpuStatus_);
+      log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is",
+          gpuStatus_);
       return;
     }
   }
   std::string refusal = gpu_->enable(gpuOptionsFor(config_, options_), Core::instance().budget());
   if (!refusal.empty()) {
     gpuStatus_ = refusal;
-    log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is", refusal);
+    log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is",
+        refusal);
     return;
   }
   gpuEnabled_ = true;
@@ -156,7 +174,8 @@ void Session::addMetadata(std::string key, Value value) {
 std::string Session::outputPathFor(const std::string& output, int64_t startNs) const {
   std::error_code error;
   if (!std::filesystem::is_directory(output, error)) return output;
-  return (std::filesystem::path(output) / fmt::format("kinetrace-pid{}-{}.json", pid_, startNs)).string();
+  return (std::filesystem::path(output) / fmt::format("kinetrace-pid{}-{}.json", pid_, startNs))
+      .string();
 }
 
 void Session::start(const std::string& output) {
@@ -234,7 +253,8 @@ Trace Session::stop() {
   facts.gpuStatus = gpuStatus_;
   if (gpuEnabled_) facts.gpuMetadata = gpu_->metadata();
   std::shared_ptr<TraceData> data = pipeline_->finish(
-      stopNs, syncReturnNs, [&](const TraceData& trace) { return footerMetadata(trace, facts, footerUser_); });
+      stopNs, syncReturnNs,
+      [&](const TraceData& trace) { return footerMetadata(trace, facts, footerUser_); });
   if (gpuEnabled_) gpu_->stopCollecting();
   pipeline_.reset();
   core.recorder().trimPool();
@@ -268,11 +288,13 @@ void Session::reportLosses(const Trace& trace) const {
         s.droppedGpuRecords, s.gpuBufferRequestsRefused, config_.memoryMb);
   }
   if (dataOf(trace).losses.gpuOpsBeforeLaunch > 0) {
-    log(LogLevel::Warning, "{} GPU operations start before their launch call: host and GPU clocks disagree",
+    log(LogLevel::Warning,
+        "{} GPU operations start before their launch call: host and GPU clocks disagree",
         dataOf(trace).losses.gpuOpsBeforeLaunch);
   }
   if (s.outOfWindowEvents > 0) {
-    log(LogLevel::Info, "{} events fell outside the recording window and were left out", s.outOfWindowEvents);
+    log(LogLevel::Info, "{} events fell outside the recording window and were left out",
+        s.outOfWindowEvents);
   }
 }
 

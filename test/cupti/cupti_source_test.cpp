@@ -33,8 +33,6 @@ using synthetic::environment;
 using synthetic::everything;
 using synthetic::FakeCuptiApi;
 using synthetic::kBufferBytes;
-// What enable() sets aside to decode one buffer (see CuptiSource::enable).
-constexpr std::size_t kDecodeRoom = kBufferBytes;
 using synthetic::kernelsOnly;
 using synthetic::pollOnce;
 using synthetic::SimulatedCall;
@@ -447,7 +445,7 @@ TEST_F(CuptiSourceTest, PolledBuffersGoBackToThePoolAndAreLentAgain) {
     EXPECT_EQ(batch.records.kernels[0].at.correlationId, i);
     EXPECT_EQ(batch.buffersRefused, 0u);
   }
-  EXPECT_EQ(budget_.used(), kBufferBytes + kDecodeRoom) << "the pool did not grow";
+  EXPECT_EQ(budget_.used(), kBufferBytes) << "the pool did not grow";
 }
 
 TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
@@ -460,7 +458,7 @@ TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
   EXPECT_EQ(size, kernelsOnly().bufferBytes);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer) % 8, 0u);
   EXPECT_EQ(maxRecords, 0u);  // as many as fit
-  EXPECT_EQ(budget_.used(), size + kDecodeRoom) << "counted in the budget";
+  EXPECT_EQ(budget_.used(), size) << "counted in the budget";
   fake_.complete(nullptr, 0, buffer, size, 0);
 }
 
@@ -512,7 +510,7 @@ TEST_F(CuptiSourceTest, DestroyingTheSourceGivesTheBudgetBackEveryBuffer) {
     source.start(1000);
     fake_.deliver(oneKernel("k", 2000, 3000, 1));  // queued, never polled
     fake_.hold(oneKernel("k", 3000, 4000, 2));     // still CUPTI's
-    EXPECT_EQ(budget_.used(), 2 * kBufferBytes + kDecodeRoom);
+    EXPECT_EQ(budget_.used(), 2 * kBufferBytes);
     source.disable();
     EXPECT_TRUE(pollOnce(source, strings_).records.empty()) << "nobody records any more";
   }
@@ -547,16 +545,15 @@ TEST_F(CuptiSourceTest, BuffersCompletedWhilePollingAreEachDecodedOnce) {
   }
   cupti.join();
   EXPECT_EQ(seen.size(), kBuffers);
-  EXPECT_LE(budget_.peak(), 2 * kBufferBytes + kDecodeRoom);
+  EXPECT_LE(budget_.peak(), 2 * kBufferBytes);
 }
 
-// Records decoded from a buffer exist before the pipeline accounts them: enable() sets one
-// buffer's room aside for them, poll() decodes one buffer at a time, and a cap too small for
-// that room is refused in words, with the budget left as it was.
-TEST_F(CuptiSourceTest, PollDecodesOneBufferAtATimeIntoTheRoomSetAsideForIt) {
+// Records decoded from a buffer exist before the pipeline accounts them: poll() decodes one
+// buffer at a time, into the room the pipeline sets aside (decodeRoomBytes).
+TEST_F(CuptiSourceTest, PollDecodesOneBufferAtATime) {
   CuptiSource source(environment(fake_));
   ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
-  EXPECT_EQ(budget_.used(), kDecodeRoom);
+  EXPECT_EQ(source.decodeRoomBytes(), kBufferBytes);
   source.start(1000);
   fake_.deliver(oneKernel("k", 2000, 3000, 1));
   fake_.deliver(oneKernel("k", 3000, 4000, 2));
@@ -565,17 +562,6 @@ TEST_F(CuptiSourceTest, PollDecodesOneBufferAtATimeIntoTheRoomSetAsideForIt) {
   EXPECT_EQ(batch.records.kernels.size(), 1u);
   EXPECT_FALSE(source.poll(batch, strings_, false));
   EXPECT_EQ(batch.records.kernels.size(), 2u);
-  source.disable();
-  EXPECT_EQ(budget_.used(), 2 * kBufferBytes) << "the room goes back with disable()";
-}
-
-TEST_F(CuptiSourceTest, ACapWithoutRoomToDecodeABufferIsRefusedInWords) {
-  MemoryBudget small(kBufferBytes - 1);
-  CuptiSource source(environment(fake_));
-  const std::string why = source.enable(kernelsOnly(), small);
-  EXPECT_NE(why.find("raise memory_mb or lower gpu_buffer_kb"), std::string::npos) << why;
-  EXPECT_EQ(small.used(), 0u);
-  EXPECT_FALSE(fake_.subscribed) << "nothing of CUPTI was touched";
 }
 
 // A window's trace has a string table of its own, which may well be allocated where the

@@ -9,6 +9,8 @@
 #include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
 #include "model/string_table.h"
+#include "session/core.h"
+#include "session/session.h"
 #include "session/session_support.h"
 #include "support/test_support.h"
 
@@ -228,6 +230,50 @@ TEST(MemoryBoundTest, NamesPastTheirShareOfTheCapAreReplacedAndCounted) {
   const std::string text = fileContents(path);
   EXPECT_NE(text.find(std::string(detail::StringTable::kDroppedName)), std::string::npos);
   EXPECT_LE(unsignedOf(metadataValue(metadata, "kinetrace_memory_peak_bytes")), uint64_t{4} << 20);
+}
+
+// Records decoded from a GPU buffer exist before the pipeline accounts them: the room the
+// source asks for is held in the budget for the whole window, and given back at the stop.
+TEST(MemoryBoundTest, TheGpuSourcesDecodeRoomIsCountedWhileRecording) {
+  auto gpu = std::make_shared<testing::FakeGpuSource::State>();
+  gpu->decodeRoom = 1 << 20;
+  Config config;
+  config.activities = ActivitySet::parse("host,kernel");
+  config.memoryMb = 64;
+  detail::SessionOptions options;
+  options.gpuSourceFactory = [gpu] { return std::make_unique<testing::FakeGpuSource>(gpu); };
+  std::unique_ptr<Profiler> profiler = detail::makeProfiler(config, std::move(options));
+  detail::MemoryBudget& budget = detail::Core::instance().budget();
+  const std::size_t before = budget.used();
+  profiler->start();
+  EXPECT_GE(budget.used(), before + gpu->decodeRoom);
+  Trace trace = profiler->stop();
+  EXPECT_GE(trace.stats().peakMemoryBytes, gpu->decodeRoom);
+  EXPECT_EQ(budget.used(), before) << "the room went back with the stop";
+}
+
+// A cap without room for one CUPTI buffer and its decoding records host activity only,
+// and the trace says why in words.
+TEST(MemoryBoundTest, ACapWithoutRoomForAGpuBufferRecordsHostOnlyAndSaysWhy) {
+  auto gpu = std::make_shared<testing::FakeGpuSource::State>();
+  Config config;
+  config.activities = ActivitySet::parse("host,kernel");
+  config.memoryMb = 1;
+  config.gpuBufferKb = 1024;
+  detail::SessionOptions options;
+  options.gpuSourceFactory = [gpu] { return std::make_unique<testing::FakeGpuSource>(gpu); };
+  std::unique_ptr<Profiler> profiler = detail::makeProfiler(config, std::move(options));
+  testing::StderrCapture err;
+  profiler->start();
+  instant("host event"_kt);
+  Trace trace = profiler->stop();
+  EXPECT_EQ(gpu->enables.load(), 0) << "the GPU source was not even asked";
+  EXPECT_EQ(trace.stats().hostInstants, 1u);
+  const Value statusValue = metadataValue(trace.metadata(), "kinetrace_gpu_status");
+  ASSERT_EQ(statusValue.kind(), Value::Kind::String);
+  const std::string status = statusValue.asString();
+  EXPECT_NE(status.find("raise memory_mb or lower gpu_buffer_kb"), std::string::npos) << status;
+  EXPECT_NE(err.text().find("GPU activity will not be recorded"), std::string::npos);
 }
 
 }  // namespace

@@ -177,6 +177,7 @@ class FakeGpuSource final : public detail::GpuSource {
     // Each batch's names are interned into the trace's table at the final poll.
     std::vector<std::function<void(detail::GpuBatch&, detail::StringTable&)>> batches;
     bool windowFinished = false;
+    std::size_t decodeRoom = 0;  // what decodeRoomBytes() says
 
     void queue(std::function<void(detail::GpuBatch&, detail::StringTable&)> batch) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -212,6 +213,7 @@ class FakeGpuSource final : public detail::GpuSource {
   }
   void stopCollecting() noexcept override { ++state_->stops; }
   void disable() noexcept override { ++state_->disables; }
+  std::size_t decodeRoomBytes() const override { return state_->decodeRoom; }
   std::string describe() const override { return "fake GPU"; }
   Metadata metadata() const override { return {{"cupti_version", 0}}; }
   std::vector<detail::DeviceInfo> devices(detail::StringTable&) const override { return {}; }

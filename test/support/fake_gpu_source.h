@@ -49,6 +49,7 @@ class FakeGpuSource final : public detail::GpuSource {
   }
   void start(int64_t) override { ++calls_.starts; }
   bool poll(detail::GpuBatch&, detail::StringTable&, bool) override { return false; }
+  std::size_t decodeRoomBytes() const override { return 0; }
   int64_t finishWindow() override {
     ++calls_.finishedWindows;
     return 0;
