@@ -33,6 +33,13 @@ void markAndDie(int signal) {
 int waitForSignals(const std::string& dir) {
   rlimit noCore{0, 0};
   setrlimit(RLIMIT_CORE, &noCore);  // SIGQUIT's default action would dump core
+  // Blocked until sigsuspend() below waits for them: a signal that comes between "ready"
+  // and the wait stays pending instead of being lost (ThreadSanitizer's runtime defers a
+  // signal that lands outside a blocking call, and pause() would then wait forever).
+  sigset_t awaited, unblocked;
+  sigemptyset(&awaited);
+  for (int signal : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) sigaddset(&awaited, signal);
+  sigprocmask(SIG_BLOCK, &awaited, &unblocked);
   for (int signal : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) {
     std::snprintf(gMarkers[signal], sizeof gMarkers[signal], "%s/got-%d", dir.c_str(), signal);
     struct sigaction action = {};
@@ -47,7 +54,11 @@ int waitForSignals(const std::string& dir) {
     std::fclose(file);
   }
   std::rename(partial.c_str(), ready.c_str());
-  while (true) ::pause();
+  sigdelset(&unblocked, SIGTERM);
+  sigdelset(&unblocked, SIGHUP);
+  sigdelset(&unblocked, SIGINT);
+  sigdelset(&unblocked, SIGQUIT);
+  while (true) ::sigsuspend(&unblocked);
 }
 
 }  // namespace
