@@ -15,12 +15,12 @@
 #include <sstream>
 #include <string_view>
 
-#include "support/log.h"
 #include "inject/nvtx_injection.h"
 #include "inject/process_hooks.h"
 #include "inject/run_manifest.h"
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
+#include "support/log.h"
 
 namespace kinetrace::inject {
 namespace {
@@ -159,7 +159,8 @@ void Controller::begin() {
     }
     profiler_ = options_.profilerFactory ? options_.profilerFactory(profilerConfig, profilerOptions)
                                          : internal::makeProfiler(profilerConfig, profilerOptions);
-    if (!options_.commandLine.empty()) profiler_->addMetadata("kinetrace_command_line", options_.commandLine);
+    if (!options_.commandLine.empty())
+      profiler_->addMetadata("kinetrace_command_line", options_.commandLine);
     if (!config.runId.empty()) profiler_->addMetadata("kinetrace_run_id", config.runId);
     profiler_->addMetadata("kinetrace_capture", captureName(config));
 
@@ -219,8 +220,8 @@ void Controller::stopLocked() {
     // made no NVTX calls or made them outside the window.
     const NvtxCounts nvtx = nvtxCounts();
     profiler_->addMetadata("kinetrace_nvtx", Value::object({{"instances", nvtx.instances},
-                                                             {"calls", nvtx.calls},
-                                                             {"recorded", nvtx.recorded}}));
+                                                            {"calls", nvtx.calls},
+                                                            {"recorded", nvtx.recorded}}));
     Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
     pending_.push_back(PendingSave{std::move(trace), windows_, ""});
@@ -335,7 +336,9 @@ void Controller::handleSignal(int signal) {
 void Controller::drainSaves() {
   std::unique_lock<std::mutex> lock(savesMutex_);
   while (true) {
-    if (!pending_.empty()) {
+    // One save at a time, in window order: the manifest then lists windows as they ended,
+    // even when the control thread and an exiting thread drain together.
+    if (!pending_.empty() && savesInFlight_ == 0) {
       PendingSave next = std::move(pending_.front());
       pending_.pop_front();
       ++savesInFlight_;
@@ -346,8 +349,8 @@ void Controller::drainSaves() {
       savesChanged_.notify_all();
       continue;
     }
-    if (savesInFlight_ == 0) return;
-    // Another thread is writing a trace: finish() returns only once it is on disk.
+    if (pending_.empty() && savesInFlight_ == 0) return;
+    // Another thread is writing a trace: finish() returns only once every trace is on disk.
     savesChanged_.wait(lock);
   }
 }
@@ -368,8 +371,8 @@ void Controller::save(PendingSave& pending) {
   const Trace& trace = pending.trace;
   const std::string& path = trace.outputPath();
   if (!trace.saveError().empty()) {
-    log(LogLevel::Error, "the trace of window {} could not be written to {}: {}", pending.window, path,
-        trace.saveError());
+    log(LogLevel::Error, "the trace of window {} could not be written to {}: {}", pending.window,
+        path, trace.saveError());
     noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, pending.window, path, "",
                 trace.saveError());
     return;
@@ -388,7 +391,8 @@ void Controller::save(PendingSave& pending) {
     saved_.push_back(path);
     log(LogLevel::Info, "trace written to {}", path);
   } catch (const std::exception& error) {
-    log(LogLevel::Error, "the summary of window {} could not be saved: {}", pending.window, error.what());
+    log(LogLevel::Error, "the summary of window {} could not be saved: {}", pending.window,
+        error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, pending.window, path, "",
                 error.what());
   }
