@@ -29,7 +29,15 @@ struct Dim3 {
   bool operator==(const Dim3& o) const { return x == o.x && y == o.y && z == o.z; }
 };
 
-using ArgValue = std::variant<int64_t, uint64_t, double, bool, std::string_view, Dim3>;
+// A JSON array or object, kept as its text: the nested arguments of traces written by other
+// tools ("Input Dims": [[8, 512], [512]]), which a converted trace carries unchanged. The
+// text must be valid JSON; sinks write it as it is or translate it into their format.
+struct JsonText {
+  std::string_view text;
+  bool operator==(const JsonText& o) const { return text == o.text; }
+};
+
+using ArgValue = std::variant<int64_t, uint64_t, double, bool, std::string_view, Dim3, JsonText>;
 
 struct Arg {
   std::string_view key;
@@ -40,8 +48,8 @@ struct Event {
   Phase phase = Phase::Complete;
   std::string_view name;
   std::string_view category;
-  int64_t pid = 0;  // process id for host events, device index for GPU events
-  int64_t tid = 0;  // OS thread id for host events, stream id for GPU events
+  int64_t pid = 0;          // process id for host events, device index for GPU events
+  int64_t tid = 0;          // OS thread id for host events, stream id for GPU events
   int64_t timestampNs = 0;  // nanoseconds since the Unix epoch
   int64_t durationNs = 0;   // Complete events only
   uint64_t flowId = 0;      // FlowStart / FlowEnd only

@@ -43,16 +43,22 @@ class KINETRACE_API Sink {
 using SinkFactory = std::function<std::unique_ptr<Sink>(const std::string& url)>;
 
 // Registers a factory for "scheme://..." URLs, replacing an earlier one of the same scheme.
-// Built in: "file" and bare paths (Chrome trace JSON; ".json.gz" compressed). Thread-safe.
+// Built in: "file" and bare paths (Chrome trace JSON; ".json.gz" compressed; Perfetto's
+// protobuf format for ".pftrace" and ".perfetto-trace"), and "perfetto://PATH" (always
+// Perfetto's format). Thread-safe.
 KINETRACE_API void registerSink(const std::string& scheme, SinkFactory factory);
 // Opens a sink for a URL or path. Unknown scheme: kinetrace::Error naming it and the known
 // ones; a path that cannot be written: kinetrace::Error naming the path and the reason.
 KINETRACE_API std::unique_ptr<Sink> openSink(const std::string& url);
 
 // An event with its strings owned, as kept by MemorySink.
+struct OwnedJsonText {
+  std::string text;
+  bool operator==(const OwnedJsonText& o) const { return text == o.text; }
+};
 struct OwnedArg {
   std::string key;
-  std::variant<int64_t, uint64_t, double, bool, std::string, Dim3> value;
+  std::variant<int64_t, uint64_t, double, bool, std::string, Dim3, OwnedJsonText> value;
 };
 struct OwnedEvent {
   Phase phase = Phase::Complete;

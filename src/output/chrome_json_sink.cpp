@@ -76,8 +76,8 @@ inline char* writeFixedPoint(char* out, uint64_t magnitude, int digits, uint64_t
 // 1234.5670000000001 or lose the last nanosecond of a large timestamp.
 inline char* writeMicros(char* out, int64_t nanoseconds) {
   if (nanoseconds < 0) *out++ = '-';
-  const uint64_t magnitude = nanoseconds < 0 ? 0 - static_cast<uint64_t>(nanoseconds)
-                                             : static_cast<uint64_t>(nanoseconds);
+  const uint64_t magnitude =
+      nanoseconds < 0 ? 0 - static_cast<uint64_t>(nanoseconds) : static_cast<uint64_t>(nanoseconds);
   return writeFixedPoint(out, magnitude, 3, 1000);
 }
 
@@ -119,6 +119,10 @@ class DirectWriter {
     out_ = writeJsonEscaped(out_, text);
     *out_++ = '"';
   }
+  void raw(std::string_view text) {
+    std::memcpy(out_, text.data(), text.size());
+    out_ += text.size();
+  }
   void integer(int64_t value) { out_ = writeInt(out_, value); }
   void unsignedInteger(uint64_t value) { out_ = writeUint(out_, value); }
   void micros(int64_t nanoseconds) { out_ = writeMicros(out_, nanoseconds); }
@@ -131,13 +135,15 @@ class DirectWriter {
 
 // The most bytes an event can take, its strings escaped at worst.
 std::size_t eventBound(const Event& event) {
-  std::size_t bound = kEventFixedBytes +
-                      kJsonEscapeMaxExpansion * (event.name.size() + event.category.size());
+  std::size_t bound =
+      kEventFixedBytes + kJsonEscapeMaxExpansion * (event.name.size() + event.category.size());
   for (std::size_t i = 0; i < event.argCount; ++i) {
     const Arg& arg = event.args[i];
     bound += kArgFixedBytes + kJsonEscapeMaxExpansion * arg.key.size();
     if (const auto* text = std::get_if<std::string_view>(&arg.value)) {
       bound += kJsonEscapeMaxExpansion * text->size();
+    } else if (const auto* json = std::get_if<JsonText>(&arg.value)) {
+      bound += json->text.size();
     }
   }
   return bound;
@@ -160,9 +166,15 @@ template <typename Writer>
 void writeArgValue(Writer& out, const ArgValue& value) {
   // get_if after the index switch: no bad_variant_access path in the hot loop.
   switch (value.index()) {
-    case 0: out.integer(*std::get_if<int64_t>(&value)); break;
-    case 1: out.unsignedInteger(*std::get_if<uint64_t>(&value)); break;
-    case 2: out.number(*std::get_if<double>(&value)); break;
+    case 0:
+      out.integer(*std::get_if<int64_t>(&value));
+      break;
+    case 1:
+      out.unsignedInteger(*std::get_if<uint64_t>(&value));
+      break;
+    case 2:
+      out.number(*std::get_if<double>(&value));
+      break;
     case 3:
       if (*std::get_if<bool>(&value)) {
         out.literal("true");
@@ -170,7 +182,9 @@ void writeArgValue(Writer& out, const ArgValue& value) {
         out.literal("false");
       }
       break;
-    case 4: out.string(*std::get_if<std::string_view>(&value)); break;
+    case 4:
+      out.string(*std::get_if<std::string_view>(&value));
+      break;
     case 5: {
       const Dim3& dim = *std::get_if<Dim3>(&value);
       out.literal("[");
@@ -182,7 +196,12 @@ void writeArgValue(Writer& out, const ArgValue& value) {
       out.literal("]");
       break;
     }
-    default: out.literal("null"); break;  // valueless_by_exception
+    case 6:
+      out.raw(std::get_if<JsonText>(&value)->text);
+      break;
+    default:
+      out.literal("null");
+      break;  // valueless_by_exception
   }
 }
 
@@ -190,12 +209,24 @@ void writeArgValue(Writer& out, const ArgValue& value) {
 template <typename Writer>
 void writeEvent(Writer& out, const Event& event, int64_t baseTimeNs) {
   switch (event.phase) {
-    case Phase::Complete: out.literal(R"({"ph":"X")"); break;
-    case Phase::Instant: out.literal(R"({"ph":"i")"); break;
-    case Phase::Counter: out.literal(R"({"ph":"C")"); break;
-    case Phase::FlowStart: out.literal(R"({"ph":"s")"); break;
-    case Phase::FlowEnd: out.literal(R"({"ph":"f")"); break;
-    case Phase::Metadata: out.literal(R"({"ph":"M")"); break;
+    case Phase::Complete:
+      out.literal(R"({"ph":"X")");
+      break;
+    case Phase::Instant:
+      out.literal(R"({"ph":"i")");
+      break;
+    case Phase::Counter:
+      out.literal(R"({"ph":"C")");
+      break;
+    case Phase::FlowStart:
+      out.literal(R"({"ph":"s")");
+      break;
+    case Phase::FlowEnd:
+      out.literal(R"({"ph":"f")");
+      break;
+    case Phase::Metadata:
+      out.literal(R"({"ph":"M")");
+      break;
   }
   if (!event.category.empty()) {
     out.literal(R"(,"cat":)");

@@ -16,6 +16,8 @@ OwnedArg copyArg(const Arg& arg) {
         using T = std::decay_t<decltype(value)>;
         if constexpr (std::is_same_v<T, std::string_view>) {
           owned.value = std::string(value);
+        } else if constexpr (std::is_same_v<T, JsonText>) {
+          owned.value = OwnedJsonText{std::string(value.text)};
         } else {
           owned.value = value;
         }

@@ -10,6 +10,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
 #include "output/chrome_json_sink.h"
+#include "output/perfetto_sink.h"
 
 namespace kinetrace {
 
@@ -19,8 +20,12 @@ namespace {
 
 constexpr std::string_view kSchemeSeparator = "://";
 
-bool isAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool isAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+bool isAsciiLetter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool isAsciiDigit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
 bool isValidScheme(std::string_view scheme) {
@@ -49,9 +54,22 @@ std::string_view schemeOf(std::string_view url) {
   return isValidScheme(scheme) ? scheme : std::string_view{};
 }
 
+// A bare path or "file://" URL: Perfetto's protobuf format for ".pftrace" and
+// ".perfetto-trace" (optionally ".gz"), Chrome trace JSON for anything else.
+std::unique_ptr<Sink> openTraceFile(const std::string& pathOrFileUrl) {
+  std::string_view path = pathOrFileUrl;
+  if (lowercase(schemeOf(path)) == "file") path.remove_prefix(std::string_view("file://").size());
+  if (!path.empty() && detail::isPerfettoPath(path))
+    return detail::openPerfettoFile(std::string(path));
+  return detail::openChromeJsonFile(pathOrFileUrl);
+}
+
 class SinkRegistry {
  public:
-  SinkRegistry() { factories_["file"] = detail::openChromeJsonFile; }
+  SinkRegistry() {
+    factories_["file"] = openTraceFile;
+    factories_["perfetto"] = detail::openPerfettoFile;
+  }
 
   void add(std::string scheme, SinkFactory factory) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -99,7 +117,7 @@ void registerSink(const std::string& scheme, SinkFactory factory) {
 std::unique_ptr<Sink> openSink(const std::string& url) {
   if (url.empty()) throw Error("cannot open a sink for an empty URL or path");
   const std::string_view scheme = schemeOf(url);
-  if (scheme.empty()) return detail::openChromeJsonFile(url);
+  if (scheme.empty()) return openTraceFile(url);
 
   SinkFactory factory = registry().find(lowercase(scheme));
   if (!factory) {

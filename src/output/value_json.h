@@ -1,5 +1,6 @@
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string_view>
 
@@ -10,5 +11,8 @@ namespace kinetrace::detail {
 // Metadata given as JSON text (Trace::addMetadataJson, a summary file) as a typed value;
 // std::nullopt when the text is not valid JSON. Object members keep their order.
 std::optional<Value> parseJsonValue(std::string_view text);
+
+// A parsed JSON value as a typed value. Integers are Int unless they only fit Uint.
+Value valueFromJson(const nlohmann::ordered_json& json);
 
 }  // namespace kinetrace::detail

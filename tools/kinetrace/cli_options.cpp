@@ -38,6 +38,11 @@ constexpr OptionSpec kSummaryOptions[] = {
     {"--top", nullptr, true},
 };
 
+constexpr OptionSpec kConvertOptions[] = {
+    {"--help", "-h", false},
+    {"--quiet", "-q", false},
+};
+
 // One option as found on the command line.
 struct Found {
   const OptionSpec* spec = nullptr;
@@ -225,6 +230,39 @@ Command parseSummary(const std::vector<std::string>& args) {
   return command;
 }
 
+Command parseConvert(const std::vector<std::string>& args) {
+  Command command;
+  command.kind = Command::Kind::Convert;
+  std::vector<std::string> paths;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      paths.insert(paths.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (word.empty() || word[0] != '-') {
+      paths.push_back(word);
+      continue;
+    }
+    Found option = readOption("convert", kConvertOptions, args, i);
+    if (std::string(option.spec->longName) == "--help") {
+      command.kind = Command::Kind::Help;
+      command.helpTopic = "convert";
+      return command;
+    }
+    command.convert.quiet = true;
+  }
+  if (paths.size() != 2) {
+    throw UsageError(
+        "kinetrace convert: give an input and an output trace: kinetrace convert "
+        "IN OUT (got " +
+        std::to_string(paths.size()) + " paths)");
+  }
+  command.convert.input = paths[0];
+  command.convert.output = paths[1];
+  return command;
+}
+
 }  // namespace
 
 Command parseCommandLine(const std::vector<std::string>& args) {
@@ -238,9 +276,9 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "help") {
     command.helpTopic = args.size() > 1 ? args[1] : "";
     if (!command.helpTopic.empty() && command.helpTopic != "run" &&
-        command.helpTopic != "summary") {
+        command.helpTopic != "summary" && command.helpTopic != "convert") {
       throw UsageError("kinetrace help: no command '" + command.helpTopic +
-                       "' (commands: run, summary)");
+                       "' (commands: run, summary, convert)");
     }
     return command;
   }
@@ -250,10 +288,12 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   }
   if (first == "run") return parseRun(args);
   if (first == "summary") return parseSummary(args);
+  if (first == "convert") return parseConvert(args);
   if (!first.empty() && first[0] == '-') {
     throw UsageError("kinetrace: unknown option '" + first + "' (see 'kinetrace --help')");
   }
-  throw UsageError("kinetrace: unknown command '" + first + "' (commands: run, summary, help)");
+  throw UsageError("kinetrace: unknown command '" + first +
+                   "' (commands: run, summary, convert, help)");
 }
 
 std::string mainHelp() {
@@ -262,6 +302,7 @@ std::string mainHelp() {
 usage:
   kinetrace run [options] [--] PROGRAM [ARGS...]   run PROGRAM, tracing it and its children
   kinetrace summary [--top N] PATH...              print the summary of traces already written
+  kinetrace convert IN OUT                         rewrite a trace in another format
   kinetrace help [COMMAND]                         this text, or a command's options
   kinetrace --version
 
@@ -271,7 +312,8 @@ examples:
                 --delay 5s --duration 2s -- ./engine
   torchrun --nproc_per_node 2 ... under it:  kinetrace run -- torchrun --nproc_per_node 2 train.py
 
-Open a trace in https://ui.perfetto.dev, chrome://tracing, TensorBoard or HTA.
+Open a trace in https://ui.perfetto.dev, chrome://tracing, TensorBoard or HTA;
+'kinetrace convert trace.json trace.pftrace' makes a Perfetto trace a fraction of the size.
 'kinetrace run --help' lists the options.
 )";
 }
@@ -342,7 +384,29 @@ options:
 )";
 }
 
+std::string convertHelp() {
+  return R"(usage: kinetrace convert [--quiet] IN OUT
+
+Rewrites a trace in another format, streaming (a trace of any size needs little memory).
+IN is Chrome trace JSON (as kinetrace, torch.profiler and libkineto write it) or a .pftrace
+that kinetrace wrote, gzip-compressed or not: the content decides, not the name. OUT's
+name chooses its format:
+
+  *.json                Chrome trace JSON
+  *.json.gz             Chrome trace JSON, gzip-compressed
+  *.pftrace             Perfetto's protobuf format (also *.perfetto-trace; *.pftrace.gz)
+
+OUT appears whole or not at all. Events the output cannot hold (Chrome phases other than
+X, i, C, s, f and M; a pid that is not a number) are left out and counted on stderr.
+
+options:
+  -q, --quiet      no progress and no report, errors only
+  -h, --help       this text
+)";
+}
+
 std::string helpFor(const std::string& topic) {
+  if (topic == "convert") return convertHelp();
   if (topic == "run") return runHelp();
   if (topic == "summary") return summaryHelp();
   return mainHelp();

@@ -9,6 +9,7 @@
 //
 //   kinetrace run [options] [--] PROGRAM [ARGS...]
 //   kinetrace summary [--top N] PATH...
+//   kinetrace convert [--quiet] IN OUT
 //   kinetrace help [COMMAND] | --help | --version
 //
 // Parsing only: nothing here touches the file system or the environment, so every error
@@ -49,12 +50,19 @@ struct SummaryOptions {
   std::vector<std::string> paths;
 };
 
+struct ConvertOptions {
+  std::string input;
+  std::string output;
+  bool quiet = false;  // no progress, no report (errors still)
+};
+
 struct Command {
-  enum class Kind { Help, Version, Run, Summary };
+  enum class Kind { Help, Version, Run, Summary, Convert };
   Kind kind = Kind::Help;
-  std::string helpTopic;  // Help: "", "run" or "summary"
+  std::string helpTopic;  // Help: "", "run", "summary" or "convert"
   RunOptions run;
   SummaryOptions summary;
+  ConvertOptions convert;
 };
 
 // `args` excludes argv[0]. Throws UsageError.
@@ -63,6 +71,7 @@ Command parseCommandLine(const std::vector<std::string>& args);
 std::string mainHelp();
 std::string runHelp();
 std::string summaryHelp();
+std::string convertHelp();
 std::string helpFor(const std::string& topic);  // "" -> mainHelp()
 
 }  // namespace kinetrace::cli

@@ -1,10 +1,12 @@
-// The kinetrace command: `kinetrace run -- PROGRAM` traces an unmodified CUDA program.
+// The kinetrace command: `kinetrace run -- PROGRAM` traces an unmodified CUDA program;
+// `kinetrace convert IN OUT` rewrites a trace in another format.
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli_options.h"
+#include "convert_command.h"
 #include "error_text.h"
 #include "kinetrace/error.h"
 #include "run_command.h"
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
         return runCommand(command.run);
       case Command::Kind::Summary:
         return summaryCommand(command.summary);
+      case Command::Kind::Convert:
+        return convertCommand(command.convert, stderr);
     }
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.what());

@@ -1,0 +1,150 @@
+#include "analysis/byte_source.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#ifdef KINETRACE_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#include "kinetrace/error.h"
+
+namespace kinetrace::detail {
+namespace {
+
+constexpr std::size_t kReadChunkBytes = std::size_t{1} << 20;
+
+[[noreturn]] void failWithErrno(const std::string& path, const char* doing) {
+  throw Error(fmt::format("cannot read {}: {} failed: {}", path, doing, std::strerror(errno)));
+}
+
+}  // namespace
+
+#ifdef KINETRACE_HAVE_ZLIB
+struct ByteSource::Gzip {
+  z_stream stream{};
+  std::vector<unsigned char> input = std::vector<unsigned char>(kReadChunkBytes);
+  bool inputEnded = false;
+  bool memberEnded = false;  // the last gzip member ended cleanly
+  uint64_t membersDone = 0;
+};
+#else
+struct ByteSource::Gzip {};
+#endif
+
+ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) failWithErrno(path_, "open");
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    ::close(fd_);
+    failWithErrno(path_, "stat");
+  }
+  if (S_ISDIR(info.st_mode)) {
+    ::close(fd_);
+    throw Error(fmt::format("cannot read {}: it is a directory", path_));
+  }
+  fileBytes_ = static_cast<uint64_t>(info.st_size);
+
+  unsigned char magic[2] = {0, 0};
+  const ssize_t got = ::pread(fd_, magic, sizeof magic, 0);
+  compressed_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  if (!compressed_) return;
+#ifdef KINETRACE_HAVE_ZLIB
+  gzip_ = new Gzip;
+  // 16 + MAX_WBITS: a gzip header and trailer around the deflate data.
+  if (inflateInit2(&gzip_->stream, 16 + MAX_WBITS) != Z_OK) {
+    delete gzip_;
+    gzip_ = nullptr;
+    ::close(fd_);
+    throw Error(fmt::format("cannot read {}: zlib could not start", path_));
+  }
+#else
+  ::close(fd_);
+  fd_ = -1;
+  throw Error(fmt::format(
+      "cannot read {}: it is gzip-compressed and this kinetrace was built without zlib; "
+      "decompress it first (gunzip -k)",
+      path_));
+#endif
+}
+
+ByteSource::~ByteSource() {
+#ifdef KINETRACE_HAVE_ZLIB
+  if (gzip_ != nullptr) {
+    inflateEnd(&gzip_->stream);
+    delete gzip_;
+  }
+#endif
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t ByteSource::consumedBytes() const {
+#ifdef KINETRACE_HAVE_ZLIB
+  if (gzip_ != nullptr) return rawConsumed_ - gzip_->stream.avail_in;
+#endif
+  return rawConsumed_;
+}
+
+std::size_t ByteSource::read(char* data, std::size_t size) {
+  if (!compressed_) {
+    while (true) {
+      const ssize_t got = ::read(fd_, data, size);
+      if (got >= 0) {
+        rawConsumed_ += static_cast<uint64_t>(got);
+        return static_cast<std::size_t>(got);
+      }
+      if (errno != EINTR) failWithErrno(path_, "read");
+    }
+  }
+#ifdef KINETRACE_HAVE_ZLIB
+  z_stream& z = gzip_->stream;
+  z.next_out = reinterpret_cast<Bytef*>(data);
+  z.avail_out = static_cast<uInt>(size);
+  while (z.avail_out == size) {
+    if (z.avail_in == 0 && !gzip_->inputEnded) {
+      ssize_t got = 0;
+      do {
+        got = ::read(fd_, gzip_->input.data(), gzip_->input.size());
+      } while (got < 0 && errno == EINTR);
+      if (got < 0) failWithErrno(path_, "read");
+      rawConsumed_ += static_cast<uint64_t>(got);
+      gzip_->inputEnded = got == 0;
+      z.next_in = gzip_->input.data();
+      z.avail_in = static_cast<uInt>(got);
+    }
+    if (z.avail_in == 0 && gzip_->inputEnded) {
+      if (gzip_->memberEnded) return 0;
+      throw Error(fmt::format(
+          "cannot read {}: the gzip data is truncated (the file ends inside the compressed "
+          "stream, after {} bytes of it)",
+          path_, rawConsumed_));
+    }
+    if (gzip_->memberEnded) {
+      // Another gzip member follows (concatenated .gz files are one stream).
+      inflateReset(&z);
+      gzip_->memberEnded = false;
+    }
+    const int status = inflate(&z, Z_NO_FLUSH);
+    if (status == Z_STREAM_END) {
+      gzip_->memberEnded = true;
+      ++gzip_->membersDone;
+    } else if (status != Z_OK && status != Z_BUF_ERROR) {
+      throw Error(fmt::format("cannot read {}: the gzip data is corrupt ({})", path_,
+                              z.msg != nullptr ? z.msg : "inflate failed"));
+    }
+  }
+  return size - z.avail_out;
+#else
+  (void)data;
+  return 0;
+#endif
+}
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,483 @@
+// Reads Chrome trace JSON into the sink stream, with nlohmann_json's SAX parser: one event
+// at a time is held as a small JSON value, so a multi-gigabyte trace reads in little memory.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <istream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <streambuf>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/byte_source.h"
+#include "analysis/trace_reader.h"
+#include "kinetrace/error.h"
+#include "output/value_json.h"
+
+namespace kinetrace::detail {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The file's bytes as a streambuf for nlohmann's stream input, reporting progress.
+class SourceBuffer : public std::streambuf {
+ public:
+  SourceBuffer(ByteSource& source, const ReadProgress& progress)
+      : source_(source), progress_(progress), buffer_(std::size_t{1} << 20) {}
+
+  // Whether the whole file has been read, and how many bytes it held.
+  bool atEnd() const { return atEnd_; }
+  uint64_t delivered() const { return delivered_; }
+
+ protected:
+  int_type underflow() override {
+    const std::size_t got = source_.read(buffer_.data(), buffer_.size());
+    if (progress_) progress_(source_.consumedBytes(), source_.fileBytes());
+    delivered_ += got;
+    if (got == 0) {
+      atEnd_ = true;
+      return traits_type::eof();
+    }
+    setg(buffer_.data(), buffer_.data(), buffer_.data() + got);
+    return traits_type::to_int_type(buffer_[0]);
+  }
+
+ private:
+  ByteSource& source_;
+  const ReadProgress& progress_;
+  std::vector<char> buffer_;
+  uint64_t delivered_ = 0;
+  bool atEnd_ = false;
+};
+
+// Microseconds as written ("1234.5678", "12", "-3.25", "1.5e3") to nanoseconds, exactly
+// for plain decimals: a double holds an epoch time in microseconds only to ~0.25 us.
+std::optional<int64_t> microsTextToNanos(const std::string& text) {
+  std::size_t i = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) ++i;
+  int64_t whole = 0;
+  bool digits = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (whole > (std::numeric_limits<int64_t>::max() - 9) / 10) return std::nullopt;
+    whole = whole * 10 + (text[i] - '0');
+    digits = true;
+  }
+  int64_t fraction = 0;  // nanoseconds
+  int fractionDigits = 0;
+  bool roundUp = false;
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+      digits = true;
+      if (fractionDigits < 3) {
+        fraction = fraction * 10 + (text[i] - '0');
+        ++fractionDigits;
+      } else if (fractionDigits == 3) {
+        roundUp = text[i] >= '5';
+        ++fractionDigits;
+      }
+    }
+  }
+  if (!digits) return std::nullopt;
+  if (i != text.size()) {
+    // An exponent or something else: through a double, rounded to the nanosecond.
+    char* end = nullptr;
+    const double micros = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || !std::isfinite(micros)) return std::nullopt;
+    return static_cast<int64_t>(std::llround(micros * 1000.0));
+  }
+  while (fractionDigits < 3) {
+    fraction *= 10;
+    ++fractionDigits;
+  }
+  if (whole > std::numeric_limits<int64_t>::max() / 1000 - 1) return std::nullopt;
+  const int64_t nanos = whole * 1000 + fraction + (roundUp ? 1 : 0);
+  return negative ? -nanos : nanos;
+}
+
+std::optional<int64_t> integerOf(const Json& json) {
+  if (json.is_number_integer()) return json.get<int64_t>();
+  if (json.is_number_unsigned()) {
+    const auto value = json.get<uint64_t>();
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(value);
+  }
+  if (json.is_string()) {
+    const std::string& text = json.get_ref<const std::string&>();
+    if (text.empty()) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(text.c_str(), &end, 0);
+    if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
+    return value;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> flowIdOf(const Json& json) {
+  if (json.is_number_unsigned()) return json.get<uint64_t>();
+  if (json.is_number_integer()) return static_cast<uint64_t>(json.get<int64_t>());
+  if (json.is_string()) {
+    const std::string& text = json.get_ref<const std::string&>();
+    if (text.empty()) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(text.c_str(), &end, 0);
+    if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
+    return value;
+  }
+  return std::nullopt;
+}
+
+std::optional<Phase> phaseOf(const std::string& ph) {
+  if (ph == "X") return Phase::Complete;
+  if (ph == "i" || ph == "I") return Phase::Instant;
+  if (ph == "C") return Phase::Counter;
+  if (ph == "s") return Phase::FlowStart;
+  if (ph == "f") return Phase::FlowEnd;
+  if (ph == "M") return Phase::Metadata;
+  return std::nullopt;
+}
+
+// nlohmann's SAX interface, routing the top level (metadata, the traceEvents array) and
+// building each event and each top-level value as a small JSON value.
+class TraceSax {
+ public:
+  TraceSax(const std::string& path, const SourceBuffer& input, Sink& sink, std::string traceName,
+           ReadReport& report)
+      : path_(path), input_(input), sink_(sink), report_(report) {
+    header_.traceName = std::move(traceName);
+  }
+
+  // ---- nlohmann::json_sax ----
+  bool null() { return scalar(Json(nullptr)); }
+  bool boolean(bool value) { return scalar(Json(value)); }
+  bool number_integer(int64_t value) { return scalar(Json(value)); }
+  bool number_unsigned(uint64_t value) { return scalar(Json(value)); }
+  bool number_float(double value, const std::string& text) {
+    if (target_ == Target::Event && stack_.size() == 1 && (key_ == "ts" || key_ == "dur")) {
+      (key_ == "ts" ? tsText_ : durText_) = text;
+    }
+    return scalar(Json(value));
+  }
+  bool string(std::string& value) { return scalar(Json(std::move(value))); }
+  bool binary(Json::binary_t&) { return fail("binary data in a JSON trace"); }
+
+  bool start_object(std::size_t) {
+    if (target_ == Target::None) {
+      switch (where_) {
+        case Where::Start:
+          where_ = Where::TopObject;
+          return true;
+        case Where::TopObject:
+          startValue(Target::Metadata);
+          break;
+        case Where::Events:
+          startValue(Target::Event);
+          break;
+        case Where::Done:
+          return fail("content after the end of the trace");
+      }
+    }
+    return open(Json::object());
+  }
+  bool key(std::string& key) {
+    if (target_ == Target::None) {
+      topKey_ = key;
+      return true;
+    }
+    key_ = key;
+    return true;
+  }
+  bool end_object() { return target_ == Target::None ? endTop() : close(); }
+  bool start_array(std::size_t) {
+    if (target_ == Target::None) {
+      switch (where_) {
+        case Where::Start:  // the JSON Array Format: the events alone
+          where_ = Where::Events;
+          bareArray_ = true;
+          beginSink();
+          return true;
+        case Where::TopObject:
+          if (topKey_ == "traceEvents") {
+            if (sawEvents_) return fail("a second traceEvents array");
+            where_ = Where::Events;
+            sawEvents_ = true;
+            beginSink();
+            return true;
+          }
+          startValue(Target::Metadata);
+          break;
+        case Where::Events:
+          return fail("an element of traceEvents is an array, not an event");
+        case Where::Done:
+          return fail("content after the end of the trace");
+      }
+    }
+    return open(Json::array());
+  }
+  bool end_array() {
+    if (target_ != Target::None) return close();
+    where_ = bareArray_ ? Where::Done : Where::TopObject;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& /*token*/,
+                   const nlohmann::detail::exception& error) {
+    std::string what = error.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> the reason.
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    // Failing at the last byte of the file: the file most likely stops mid-trace.
+    const bool atEnd = input_.atEnd() && position + 1 >= input_.delivered();
+    throw Error(fmt::format("{} is not valid JSON at byte {}: {}{}", path_, position, what,
+                            atEnd ? " (is the file truncated?)" : ""));
+  }
+
+  // After parsing: the trace's end.
+  void finish() {
+    if (where_ != Where::Done) {
+      throw Error(fmt::format("{} ends before the trace does (is the file truncated?)", path_));
+    }
+    if (!begun_) beginSink();
+    sink_.end(footer_);
+  }
+
+ private:
+  enum class Where { Start, TopObject, Events, Done };
+  enum class Target { None, Metadata, Event };
+
+  bool fail(const std::string& what) {
+    throw Error(fmt::format("{} is not a Chrome trace: {}", path_, what));
+  }
+
+  void beginSink() {
+    begun_ = true;
+    sink_.begin(header_);
+  }
+
+  bool endTop() {
+    where_ = Where::Done;
+    return true;
+  }
+
+  void startValue(Target target) {
+    target_ = target;
+    stack_.clear();
+    tsText_.clear();
+    durText_.clear();
+  }
+
+  // A scalar: a whole top-level value, or part of the value being built.
+  bool scalar(Json value) {
+    if (target_ == Target::None) {
+      if (where_ == Where::TopObject) {
+        metadataValue(valueFromJson(value));
+        return true;
+      }
+      if (where_ == Where::Events) return fail("an element of traceEvents is not an object");
+      return fail("the trace is a single value, not an object or array");
+    }
+    Json& parent = *stack_.back();
+    if (parent.is_object()) {
+      parent[key_] = std::move(value);
+    } else {
+      parent.push_back(std::move(value));
+    }
+    return true;
+  }
+
+  bool open(Json container) {
+    if (stack_.empty()) {
+      root_ = std::move(container);
+      stack_.push_back(&root_);
+      return true;
+    }
+    Json& parent = *stack_.back();
+    Json* child = nullptr;
+    if (parent.is_object()) {
+      parent[key_] = std::move(container);
+      child = &parent[key_];
+    } else {
+      parent.push_back(std::move(container));
+      child = &parent.back();
+    }
+    stack_.push_back(child);
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    if (!stack_.empty()) return true;
+    const Target done = target_;
+    target_ = Target::None;
+    if (done == Target::Metadata) {
+      metadataValue(valueFromJson(root_));
+    } else {
+      event(root_);
+    }
+    return true;
+  }
+
+  void metadataValue(Value value) {
+    if (topKey_ == "traceName" || topKey_ == "traceEvents")
+      return;  // the new trace has its own name
+    if (topKey_ == "baseTimeNanoseconds") {
+      if (begun_) {
+        throw Error(fmt::format(
+            "{}: baseTimeNanoseconds comes after traceEvents, so the events' times (relative "
+            "to it) cannot be placed while streaming; move it before traceEvents",
+            path_));
+      }
+      if (value.kind() == Value::Kind::Int) {
+        header_.baseTimeNs = value.asInt();
+      } else if (value.kind() == Value::Kind::Uint && value.asUint() <= INT64_MAX) {
+        header_.baseTimeNs = static_cast<int64_t>(value.asUint());
+      } else {
+        throw Error(fmt::format("{}: baseTimeNanoseconds is not an integer", path_));
+      }
+      return;
+    }
+    (begun_ ? footer_ : header_.metadata).push_back({topKey_, std::move(value)});
+  }
+
+  void skip(const std::string& why) { ++report_.skipped[why]; }
+
+  void event(const Json& object) {
+    const auto ph = object.find("ph");
+    if (ph == object.end() || !ph->is_string()) return skip("events without a phase (\"ph\")");
+    const std::optional<Phase> phase = phaseOf(ph->get_ref<const std::string&>());
+    if (!phase) return skip(fmt::format("events of phase '{}'", ph->get<std::string>()));
+
+    Event out;
+    out.phase = *phase;
+    if (auto name = object.find("name"); name != object.end() && name->is_string()) {
+      out.name = name->get_ref<const std::string&>();
+    }
+    if (auto cat = object.find("cat"); cat != object.end() && cat->is_string()) {
+      out.category = cat->get_ref<const std::string&>();
+    }
+    const auto pid = object.find("pid");
+    const auto tid = object.find("tid");
+    std::optional<int64_t> pidValue =
+        pid == object.end() ? std::optional<int64_t>(0) : integerOf(*pid);
+    std::optional<int64_t> tidValue =
+        tid == object.end() ? std::optional<int64_t>(0) : integerOf(*tid);
+    if (!pidValue || !tidValue) return skip("events whose pid or tid is not a number");
+    out.pid = *pidValue;
+    out.tid = *tidValue;
+
+    const std::optional<int64_t> ts = timeOf(object, "ts", tsText_);
+    if (!ts) return skip("events without a numeric timestamp (\"ts\")");
+    out.timestampNs = header_.baseTimeNs + *ts;
+    if (out.phase == Phase::Complete) {
+      const std::optional<int64_t> dur = timeOf(object, "dur", durText_);
+      out.durationNs = dur.value_or(0);
+    }
+    if (out.phase == Phase::FlowStart || out.phase == Phase::FlowEnd) {
+      const auto id = object.find("id");
+      std::optional<uint64_t> flowId = id == object.end() ? std::nullopt : flowIdOf(*id);
+      if (!flowId) return skip("flow events without a numeric id");
+      out.flowId = *flowId;
+    }
+
+    args_.clear();
+    jsonTexts_.clear();
+    if (auto args = object.find("args"); args != object.end()) {
+      if (!args->is_object()) return skip("events whose args are not an object");
+      for (auto it = args->begin(); it != args->end(); ++it)
+        args_.push_back({it.key(), argOf(it.value())});
+    }
+    out.args = args_.data();
+    out.argCount = args_.size();
+    sink_.write(out);
+    ++report_.events;
+  }
+
+  std::optional<int64_t> timeOf(const Json& object, const char* key, const std::string& text) {
+    const auto found = object.find(key);
+    if (found == object.end()) return std::nullopt;
+    if (found->is_number_float()) return microsTextToNanos(text);
+    if (found->is_number_integer() || found->is_number_unsigned()) {
+      const std::optional<int64_t> micros = integerOf(*found);
+      if (!micros || *micros > std::numeric_limits<int64_t>::max() / 1000 ||
+          *micros < std::numeric_limits<int64_t>::min() / 1000) {
+        return std::nullopt;
+      }
+      return *micros * 1000;
+    }
+    return std::nullopt;
+  }
+
+  ArgValue argOf(const Json& value) {
+    switch (value.type()) {
+      case Json::value_t::boolean:
+        return value.get<bool>();
+      case Json::value_t::number_integer:
+        return value.get<int64_t>();
+      case Json::value_t::number_unsigned: {
+        // nlohmann reads every non-negative integer as unsigned; kinetrace's are signed
+        // unless they do not fit, as its own sinks write them.
+        const auto u = value.get<uint64_t>();
+        if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          return static_cast<int64_t>(u);
+        }
+        return u;
+      }
+      case Json::value_t::number_float:
+        return value.get<double>();
+      case Json::value_t::string:
+        return std::string_view(value.get_ref<const std::string&>());
+      case Json::value_t::array:
+        if (value.size() == 3 && value[0].is_number_integer() && value[1].is_number_integer() &&
+            value[2].is_number_integer()) {
+          return Dim3{value[0].get<int64_t>(), value[1].get<int64_t>(), value[2].get<int64_t>()};
+        }
+        [[fallthrough]];
+      default:
+        jsonTexts_.push_back(value.dump(-1, ' ', false, Json::error_handler_t::replace));
+        return JsonText{jsonTexts_.back()};
+    }
+  }
+
+  const std::string& path_;
+  const SourceBuffer& input_;
+  Sink& sink_;
+  ReadReport& report_;
+  TraceHeader header_;
+  Metadata footer_;
+  Where where_ = Where::Start;
+  Target target_ = Target::None;
+  bool bareArray_ = false;
+  bool sawEvents_ = false;
+  bool begun_ = false;
+  std::string topKey_;
+  std::string key_;
+  Json root_;
+  std::vector<Json*> stack_;
+  std::string tsText_;
+  std::string durText_;
+  std::vector<Arg> args_;
+  std::deque<std::string> jsonTexts_;  // a deque: the views into it stay valid as it grows
+};
+
+}  // namespace
+
+ReadReport readChromeJsonTrace(const std::string& path, Sink& sink, const std::string& traceName,
+                               const ReadProgress& progress) {
+  ByteSource source(path);
+  SourceBuffer buffer(source, progress);
+  std::istream input(&buffer);
+  ReadReport report;
+  TraceSax sax(path, buffer, sink, traceName, report);
+  Json::sax_parse(input, &sax);
+  sax.finish();
+  return report;
+}
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,589 @@
+// Reads a .pftrace that PerfettoSink wrote back into the sink stream, event for event: the
+// inverse of the mapping in output/perfetto_sink.h.
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analysis/byte_source.h"
+#include "analysis/trace_reader.h"
+#include "kinetrace/error.h"
+#include "output/perfetto_layout.h"
+#include "output/perfetto_schema.h"
+#include "output/protobuf.h"
+#include "output/value_json.h"
+
+namespace kinetrace::detail {
+namespace {
+
+using proto::ProtoField;
+using proto::ProtoReader;
+using proto::WireType;
+using namespace pftrace;
+
+// A packet larger than this is not from PerfettoSink (its packets hold one event).
+constexpr uint64_t kMaxPacketBytes = uint64_t{64} << 20;
+
+struct TrackInfo {
+  enum class Kind { Other, Process, Thread, Counter } kind = Kind::Other;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  uint64_t parent = 0;
+  std::string name;
+};
+
+// A debug annotation, decoded.
+struct Annotation {
+  std::string name;
+  enum class Kind { None, Int, Uint, Double, Bool, String, Json, Dim3 } kind = Kind::None;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  bool b = false;
+  std::string text;  // String and Json
+  Dim3 dim;
+};
+
+// A decoded TrackEvent with its strings owned (a BEGIN waits for its END).
+struct DecodedEvent {
+  uint64_t type = 0;
+  uint64_t track = 0;
+  int64_t timeNs = 0;
+  std::string name;
+  std::string category;
+  std::vector<Annotation> annotations;
+  std::vector<uint64_t> flowIds;
+  std::vector<uint64_t> terminatingFlowIds;
+  bool hasCounter = false;
+  bool counterIsDouble = false;
+  int64_t counterInt = 0;
+  double counterDouble = 0;
+};
+
+class PerfettoReader {
+ public:
+  PerfettoReader(const std::string& path, Sink& sink, std::string traceName, ReadReport& report)
+      : path_(path), sink_(sink), report_(report) {
+    header_.traceName = std::move(traceName);
+  }
+
+  // One TracePacket's bytes; `offset` is where it starts in the file, for messages.
+  void packet(std::string_view bytes, uint64_t offset) {
+    offset_ = offset;
+    try {
+      decodePacket(bytes);
+    } catch (const Error& error) {
+      throw Error(fmt::format("{}: packet at byte {}: {}", path_, offset_, error.what()));
+    }
+  }
+
+  void finish() {
+    if (!begun_) throw Error(fmt::format("{} holds no trace header: {}", path_, kNotOurs));
+    if (!ended_) {
+      throw Error(fmt::format("{} ends before the trace footer (is the file truncated?)", path_));
+    }
+    sink_.end(footer_);
+  }
+
+ private:
+  static constexpr const char* kNotOurs =
+      "kinetrace reads the .pftrace files kinetrace writes (a trace recorded by Perfetto "
+      "itself opens in Perfetto's UI or trace processor)";
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(what); }
+
+  void decodePacket(std::string_view bytes) {
+    ProtoReader packet(bytes);
+    ProtoField field;
+    uint64_t timestamp = 0;
+    std::string_view trackEvent;
+    std::string_view descriptor;
+    std::string_view interned;
+    while (packet.next(field)) {
+      switch (field.number) {
+        case kPacketTimestamp:
+          timestamp = field.value;
+          break;
+        case kPacketTrackEvent:
+          trackEvent = field.bytes;
+          break;
+        case kPacketTrackDescriptor:
+          descriptor = field.bytes;
+          break;
+        case kPacketInternedData:
+          interned = field.bytes;
+          break;
+        default:
+          break;  // sequence id and flags: one sequence only
+      }
+    }
+    if (!interned.empty()) internedData(interned);
+    if (!descriptor.empty()) trackDescriptor(descriptor);
+    if (!trackEvent.empty()) event(trackEvent, timestamp);
+  }
+
+  void internedData(std::string_view bytes) {
+    ProtoReader reader(bytes);
+    ProtoField field;
+    while (reader.next(field)) {
+      std::unordered_map<uint64_t, std::string>* table = nullptr;
+      if (field.number == kInternedEventNames) table = &names_;
+      if (field.number == kInternedCategories) table = &categories_;
+      if (field.number == kInternedAnnotationNames) table = &annotationNames_;
+      if (table == nullptr) continue;
+      ProtoReader entry(field.bytes);
+      ProtoField part;
+      uint64_t iid = 0;
+      std::string name;
+      while (entry.next(part)) {
+        if (part.number == kInternedIid) iid = part.value;
+        if (part.number == kInternedName) name = std::string(part.bytes);
+      }
+      (*table)[iid] = std::move(name);
+    }
+  }
+
+  void trackDescriptor(std::string_view bytes) {
+    ProtoReader reader(bytes);
+    ProtoField field;
+    uint64_t uuid = 0;
+    TrackInfo info;
+    while (reader.next(field)) {
+      switch (field.number) {
+        case kTrackUuid:
+          uuid = field.value;
+          break;
+        case kTrackParentUuid:
+          info.parent = field.value;
+          break;
+        case kTrackName:
+          info.name = std::string(field.bytes);
+          break;
+        case kTrackProcess: {
+          info.kind = TrackInfo::Kind::Process;
+          ProtoReader process(field.bytes);
+          ProtoField part;
+          while (process.next(part)) {
+            if (part.number == kProcessPid) info.pid = static_cast<int32_t>(part.value);
+          }
+          break;
+        }
+        case kTrackThread: {
+          info.kind = TrackInfo::Kind::Thread;
+          ProtoReader thread(field.bytes);
+          ProtoField part;
+          while (thread.next(part)) {
+            if (part.number == kThreadPid) info.pid = static_cast<int32_t>(part.value);
+            if (part.number == kThreadTid) info.tid = part.asInt64();
+          }
+          break;
+        }
+        case kTrackCounter:
+          info.kind = TrackInfo::Kind::Counter;
+          break;
+        default:
+          break;
+      }
+    }
+    tracks_[uuid] = std::move(info);
+  }
+
+  const std::string& interned(const std::unordered_map<uint64_t, std::string>& table, uint64_t iid,
+                              const char* what) const {
+    auto found = table.find(iid);
+    if (found == table.end()) fail(fmt::format("{} id {} was never interned", what, iid));
+    return found->second;
+  }
+
+  Annotation annotation(std::string_view bytes) const {
+    Annotation a;
+    ProtoReader reader(bytes);
+    ProtoField field;
+    std::vector<int64_t> array;
+    bool arrayOfInts = true;
+    while (reader.next(field)) {
+      switch (field.number) {
+        case kAnnotationNameIid:
+          a.name = interned(annotationNames_, field.value, "annotation name");
+          break;
+        case kAnnotationName:
+          a.name = std::string(field.bytes);
+          break;
+        case kAnnotationInt:
+          a.kind = Annotation::Kind::Int;
+          a.i = field.asInt64();
+          break;
+        case kAnnotationUint:
+          a.kind = Annotation::Kind::Uint;
+          a.u = field.value;
+          break;
+        case kAnnotationDouble:
+          a.kind = Annotation::Kind::Double;
+          a.d = field.asDouble();
+          break;
+        case kAnnotationBool:
+          a.kind = Annotation::Kind::Bool;
+          a.b = field.value != 0;
+          break;
+        case kAnnotationString:
+          a.kind = Annotation::Kind::String;
+          a.text = std::string(field.bytes);
+          break;
+        case kAnnotationLegacyJson:
+          a.kind = Annotation::Kind::Json;
+          a.text = std::string(field.bytes);
+          break;
+        case kAnnotationArray: {
+          const Annotation item = annotation(field.bytes);
+          if (item.kind == Annotation::Kind::Int) {
+            array.push_back(item.i);
+          } else {
+            arrayOfInts = false;
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    if (!array.empty() || !arrayOfInts) {
+      if (!arrayOfInts || array.size() != 3) {
+        fail(fmt::format("annotation \"{}\" is an array kinetrace does not write", a.name));
+      }
+      a.kind = Annotation::Kind::Dim3;
+      a.dim = Dim3{array[0], array[1], array[2]};
+    }
+    return a;
+  }
+
+  DecodedEvent decodeEvent(std::string_view bytes, uint64_t timestamp) const {
+    DecodedEvent e;
+    e.timeNs = timebaseNs_ + static_cast<int64_t>(timestamp);
+    ProtoReader reader(bytes);
+    ProtoField field;
+    while (reader.next(field)) {
+      switch (field.number) {
+        case kEventType:
+          e.type = field.value;
+          break;
+        case kEventTrackUuid:
+          e.track = field.value;
+          break;
+        case kEventNameIid:
+          e.name = interned(names_, field.value, "event name");
+          break;
+        case kEventName:
+          e.name = std::string(field.bytes);
+          break;
+        case kEventCategoryIids:
+          e.category = interned(categories_, field.value, "category");
+          break;
+        case kEventCategories:
+          e.category = std::string(field.bytes);
+          break;
+        case kEventDebugAnnotations:
+          e.annotations.push_back(annotation(field.bytes));
+          break;
+        case kEventFlowIds:
+          e.flowIds.push_back(field.value);
+          break;
+        case kEventTerminatingFlowIds:
+          e.terminatingFlowIds.push_back(field.value);
+          break;
+        case kEventCounterValue:
+          e.hasCounter = true;
+          e.counterInt = field.asInt64();
+          break;
+        case kEventDoubleCounterValue:
+          e.hasCounter = true;
+          e.counterIsDouble = true;
+          e.counterDouble = field.asDouble();
+          break;
+        default:
+          break;
+      }
+    }
+    return e;
+  }
+
+  const TrackInfo& track(uint64_t uuid) const {
+    auto found = tracks_.find(uuid);
+    if (found == tracks_.end())
+      fail(fmt::format("an event on track {}, which was never described", uuid));
+    return found->second;
+  }
+
+  void event(std::string_view bytes, uint64_t timestamp) {
+    DecodedEvent e = decodeEvent(bytes, timestamp);
+    if (!begun_) {
+      if (e.track != kMetadataTrackUuid || e.name != kHeaderEventName ||
+          e.category != kLayoutCategory) {
+        fail(fmt::format("its first event is not kinetrace's trace header; {}", kNotOurs));
+      }
+      header(e, timestamp);
+      return;
+    }
+    if (ended_) fail("an event after the trace footer");
+    switch (e.type) {
+      case kTypeSliceBegin: {
+        const TrackInfo& t = track(e.track);
+        if (t.kind != TrackInfo::Kind::Thread) fail("a slice on a track that is not a thread's");
+        open_[e.track].push_back(std::move(e));
+        return;
+      }
+      case kTypeSliceEnd: {
+        auto found = open_.find(e.track);
+        if (found == open_.end() || found->second.empty()) fail("a slice end without its begin");
+        DecodedEvent begin = std::move(found->second.back());
+        found->second.pop_back();
+        const TrackInfo& t = track(begin.track);
+        emit(Phase::Complete, begin, t.pid, t.tid, e.timeNs - begin.timeNs);
+        for (uint64_t id : begin.flowIds) flow(Phase::FlowStart, begin, t, id);
+        for (uint64_t id : begin.terminatingFlowIds) flow(Phase::FlowEnd, begin, t, id);
+        return;
+      }
+      case kTypeInstant:
+        instant(e);
+        return;
+      case kTypeCounter:
+        counter(e);
+        return;
+      default:
+        fail(fmt::format("a track event of type {}", e.type));
+    }
+  }
+
+  void header(const DecodedEvent& e, uint64_t timestamp) {
+    if (e.annotations.size() < static_cast<std::size_t>(kHeaderFixedAnnotations) ||
+        e.annotations[1].kind != Annotation::Kind::Int ||
+        e.annotations[2].kind != Annotation::Kind::Int || e.annotations[3].text != kFormatName) {
+      fail(fmt::format("the trace header is not in the layout \"{}\"", kFormatName));
+    }
+    header_.baseTimeNs = e.annotations[1].i;
+    timebaseNs_ = e.annotations[2].i;
+    (void)timestamp;
+    for (std::size_t i = kHeaderFixedAnnotations; i < e.annotations.size(); ++i) {
+      header_.metadata.push_back({e.annotations[i].name, valueOf(e.annotations[i])});
+    }
+    begun_ = true;
+    sink_.begin(header_);
+  }
+
+  void instant(const DecodedEvent& e) {
+    if (e.track == kMetadataTrackUuid) {
+      if (e.category == kLayoutCategory && e.name == kFooterEventName) {
+        for (const Annotation& a : e.annotations) footer_.push_back({a.name, valueOf(a)});
+        ended_ = true;
+        return;
+      }
+      if (e.category == kNamingCategory) {
+        if (e.annotations.size() < 2) fail("a naming event without its pid and tid");
+        DecodedEvent naming = e;
+        naming.category.clear();  // Chrome metadata events have no category
+        const int64_t tid = naming.annotations.back().i;
+        naming.annotations.pop_back();
+        const int64_t pid = naming.annotations.back().i;
+        naming.annotations.pop_back();
+        emit(Phase::Metadata, naming, pid, tid, 0);
+        return;
+      }
+      fail(fmt::format("an unknown event \"{}\" on the metadata track", e.name));
+    }
+    const TrackInfo& t = track(e.track);
+    if (!e.flowIds.empty() || !e.terminatingFlowIds.empty()) {
+      // An instant that carries an arrow: the flow event itself.
+      for (uint64_t id : e.flowIds) emitFlow(Phase::FlowStart, e, t, id);
+      for (uint64_t id : e.terminatingFlowIds) emitFlow(Phase::FlowEnd, e, t, id);
+      return;
+    }
+    emit(Phase::Instant, e, t.pid, t.tid, 0);
+  }
+
+  void counter(const DecodedEvent& e) {
+    const TrackInfo& t = track(e.track);
+    if (t.kind != TrackInfo::Kind::Counter || !e.hasCounter)
+      fail("a counter value off a counter track");
+    const TrackInfo& thread = track(t.parent);
+    Arg arg{t.name, e.counterIsDouble ? ArgValue(e.counterDouble) : ArgValue(e.counterInt)};
+    Event out;
+    out.phase = Phase::Counter;
+    out.name = t.name;
+    out.category = "counter";
+    out.pid = thread.pid;
+    out.tid = thread.tid;
+    out.timestampNs = e.timeNs;
+    out.args = &arg;
+    out.argCount = 1;
+    sink_.write(out);
+    ++report_.events;
+  }
+
+  // A flow attached to a slice: at the slice's start, named like PyTorch's launch arrows.
+  void flow(Phase phase, const DecodedEvent& slice, const TrackInfo& t, uint64_t id) {
+    DecodedEvent carrier;
+    carrier.timeNs = slice.timeNs;
+    carrier.name = std::string(kLaunchFlowName);
+    carrier.category = std::string(kLaunchFlowName);
+    emitFlow(phase, carrier, t, id);
+  }
+
+  void emitFlow(Phase phase, const DecodedEvent& e, const TrackInfo& t, uint64_t id) {
+    Event out;
+    out.phase = phase;
+    out.name = e.name;
+    out.category = e.category;
+    out.pid = t.pid;
+    out.tid = t.tid;
+    out.timestampNs = e.timeNs;
+    out.flowId = id;
+    sink_.write(out);
+    ++report_.events;
+  }
+
+  void emit(Phase phase, const DecodedEvent& e, int64_t pid, int64_t tid, int64_t durationNs) {
+    args_.clear();
+    for (const Annotation& a : e.annotations) args_.push_back({a.name, argOf(a)});
+    Event out;
+    out.phase = phase;
+    out.name = e.name;
+    out.category = e.category;
+    out.pid = pid;
+    out.tid = tid;
+    out.timestampNs = e.timeNs;
+    out.durationNs = durationNs;
+    out.args = args_.data();
+    out.argCount = args_.size();
+    sink_.write(out);
+    ++report_.events;
+  }
+
+  static ArgValue argOf(const Annotation& a) {
+    switch (a.kind) {
+      case Annotation::Kind::Int:
+        return a.i;
+      case Annotation::Kind::Uint:
+        return a.u;
+      case Annotation::Kind::Double:
+        return a.d;
+      case Annotation::Kind::Bool:
+        return a.b;
+      case Annotation::Kind::String:
+        return std::string_view(a.text);
+      case Annotation::Kind::Json:
+        return JsonText{a.text};
+      case Annotation::Kind::Dim3:
+        return a.dim;
+      case Annotation::Kind::None:
+        break;
+    }
+    return JsonText{"null"};
+  }
+
+  Value valueOf(const Annotation& a) const {
+    switch (a.kind) {
+      case Annotation::Kind::Int:
+        return Value(a.i);
+      case Annotation::Kind::Uint:
+        return Value(a.u);
+      case Annotation::Kind::Double:
+        return Value(a.d);
+      case Annotation::Kind::Bool:
+        return Value(a.b);
+      case Annotation::Kind::String:
+        return Value(a.text);
+      case Annotation::Kind::Dim3:
+        return Value::array({a.dim.x, a.dim.y, a.dim.z});
+      case Annotation::Kind::Json: {
+        std::optional<Value> parsed = parseJsonValue(a.text);
+        if (!parsed) fail(fmt::format("metadata \"{}\" holds invalid JSON", a.name));
+        return std::move(*parsed);
+      }
+      case Annotation::Kind::None:
+        break;
+    }
+    return Value();
+  }
+
+  const std::string& path_;
+  Sink& sink_;
+  ReadReport& report_;
+  uint64_t offset_ = 0;
+  TraceHeader header_;
+  Metadata footer_;
+  bool begun_ = false;
+  bool ended_ = false;
+  int64_t timebaseNs_ = 0;
+  std::unordered_map<uint64_t, std::string> names_;
+  std::unordered_map<uint64_t, std::string> categories_;
+  std::unordered_map<uint64_t, std::string> annotationNames_;
+  std::unordered_map<uint64_t, TrackInfo> tracks_;
+  std::unordered_map<uint64_t, std::vector<DecodedEvent>> open_;
+  std::vector<Arg> args_;
+};
+
+}  // namespace
+
+ReadReport readPerfettoTrace(const std::string& path, Sink& sink, const std::string& traceName,
+                             const ReadProgress& progress) {
+  ByteSource source(path);
+  ReadReport report;
+  PerfettoReader reader(path, sink, traceName, report);
+
+  // The file is a Trace message: field 1 (TracePacket) over and over. Packets are read
+  // whole into a buffer that keeps what the last read left over.
+  std::string buffer;
+  std::size_t start = 0;
+  uint64_t fileOffset = 0;  // of buffer[start], in the decompressed stream
+  std::vector<char> chunk(std::size_t{1} << 20);
+  bool atEnd = false;
+  while (true) {
+    std::string_view rest(buffer.data() + start, buffer.size() - start);
+    uint64_t key = 0;
+    uint64_t length = 0;
+    std::size_t keyBytes = rest.empty() ? 0 : proto::readVarint(rest, &key);
+    std::size_t lengthBytes = 0;
+    if (keyBytes != 0) {
+      if (key != ((uint64_t{kTracePacket} << 3) | 2)) {
+        throw Error(fmt::format(
+            "{} is not a Perfetto trace: at byte {} a field other than a trace packet ({}); {}",
+            path, fileOffset, key >> 3, "kinetrace reads the .pftrace files kinetrace writes"));
+      }
+      lengthBytes = proto::readVarint(rest.substr(keyBytes), &length);
+      if (lengthBytes != 0 && length > kMaxPacketBytes) {
+        throw Error(fmt::format("{}: the packet at byte {} claims {} bytes; not a kinetrace trace",
+                                path, fileOffset, length));
+      }
+    }
+    const bool whole =
+        keyBytes != 0 && lengthBytes != 0 && rest.size() >= keyBytes + lengthBytes + length;
+    if (whole) {
+      reader.packet(rest.substr(keyBytes + lengthBytes, static_cast<std::size_t>(length)),
+                    fileOffset);
+      const std::size_t used = keyBytes + lengthBytes + static_cast<std::size_t>(length);
+      start += used;
+      fileOffset += used;
+      continue;
+    }
+    if (atEnd) {
+      if (!rest.empty()) {
+        throw Error(fmt::format("{} ends inside the packet at byte {} (is the file truncated?)",
+                                path, fileOffset));
+      }
+      break;
+    }
+    buffer.erase(0, start);
+    start = 0;
+    const std::size_t got = source.read(chunk.data(), chunk.size());
+    if (progress) progress(source.consumedBytes(), source.fileBytes());
+    atEnd = got == 0;
+    buffer.append(chunk.data(), got);
+  }
+  reader.finish();
+  return report;
+}
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kinetrace/sink.h"
+#include "output/atomic_file.h"
+
+namespace kinetrace::detail {
+
+// Writes a trace in Perfetto's native protobuf format (a .pftrace file: a `Trace` message,
+// one `TracePacket` per track descriptor or track event), streamed like the JSON: packets
+// are encoded into a buffer that is handed to the output whenever it fills.
+//
+// The mapping (docs/PERFETTO_FORMAT.md, perfetto_layout.h):
+//   - every (pid, tid) of the JSON is a thread track under a process track, so host
+//     threads, GPU streams and their lanes are grouped and named as in the JSON; names
+//     come from the process_name / thread_name metadata events;
+//   - a Complete event is a SLICE_BEGIN / SLICE_END pair, an Instant an INSTANT, each
+//     series of a Counter event a counter track under its thread;
+//   - event names, categories and argument names are interned; arguments are debug
+//     annotations (Dim3 as an array of three, JSON text as a legacy JSON value);
+//   - launch arrows ("ac2g" flow events at the start of the slice just written) are flow
+//     ids on that slice; other flow events are instants carrying the flow id;
+//   - the header and footer metadata, and every naming event, are instants on a
+//     "kinetrace trace metadata" track, so the file holds everything the JSON holds.
+//
+// Memory: the buffer, one open slice, and the interned strings (up to kInternBudgetBytes;
+// past it strings are written in place, uninterned).
+class PerfettoSink final : public Sink {
+ public:
+  static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kInternBudgetBytes = std::size_t{64} << 20;
+
+  explicit PerfettoSink(std::unique_ptr<ByteOutput> output,
+                        std::size_t bufferBytes = kDefaultBufferBytes);
+  ~PerfettoSink() override;
+  PerfettoSink(const PerfettoSink&) = delete;
+  PerfettoSink& operator=(const PerfettoSink&) = delete;
+
+  void begin(const TraceHeader& header) override;
+  void write(const Event& event) override;
+  void end(const Metadata& footer) override;
+
+ private:
+  class Encoder;
+  std::unique_ptr<Encoder> encoder_;
+};
+
+// Whether a path names a Perfetto trace: it ends in ".pftrace" or ".perfetto-trace",
+// optionally followed by ".gz".
+bool isPerfettoPath(std::string_view path);
+
+// A PerfettoSink over an AtomicFile, for a bare path or a "perfetto://PATH" URL; a path
+// ending in ".gz" is gzip-compressed (Perfetto's UI and trace processor read it so).
+std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl);
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,284 @@
+// Reading traces back: a trace written as JSON, JSON gzip or .pftrace reads back event for
+// event as the events that were written; traces from other tools (torch.profiler's layout)
+// read with their nested arguments kept; bad input is an error naming the file and the
+// problem.
+
+#include "analysis/trace_reader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kinetrace/error.h"
+#include "kinetrace/sink.h"
+#include "output/trace_events.h"
+#include "support/sample_trace.h"
+#include "support/temp_dir.h"
+
+namespace kinetrace::detail {
+namespace {
+
+// JSON does not say whether a number was signed, unsigned or a double that is whole: with
+// `exactTypes` false, numbers compare by value.
+std::string describe(const OwnedArg& arg, bool exactTypes) {
+  std::ostringstream out;
+  out << arg.key << "=";
+  std::visit(
+      [&out](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, Dim3>) {
+          out << "dim3(" << v.x << "," << v.y << "," << v.z << ")";
+        } else if constexpr (std::is_same_v<T, OwnedJsonText>) {
+          out << "json(" << v.text << ")";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          out << '"' << v << '"';
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out << (v ? "true" : "false");
+        } else {
+          out << v;
+        }
+      },
+      arg.value);
+  const bool number = arg.value.index() <= 2;
+  if (exactTypes || !number) out << "<" << arg.value.index() << ">";
+  return out.str();
+}
+
+// Everything an event says, as one line: comparing lines shows the first difference.
+std::string describe(const OwnedEvent& e, bool exactTypes = true) {
+  std::ostringstream out;
+  out << static_cast<char>(e.phase) << " name=" << e.name << " cat=" << e.category
+      << " pid=" << e.pid << " tid=" << e.tid << " ts=" << e.timestampNs << " dur=" << e.durationNs
+      << " flow=" << e.flowId;
+  for (const OwnedArg& arg : e.args) out << " " << describe(arg, exactTypes);
+  return out.str();
+}
+
+std::vector<std::string> describe(const MemorySink& sink, bool exactTypes = true) {
+  std::vector<std::string> lines;
+  for (const OwnedEvent& e : sink.events()) lines.push_back(describe(e, exactTypes));
+  return lines;
+}
+
+void writeFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class TraceReaderTest : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // The sample trace written to `name` through the sink its name selects.
+  std::string writeSample(const std::string& name) {
+    const std::string file = path(name);
+    std::unique_ptr<Sink> sink = openSink(file);
+    writeTrace(trace_, name, {}, *sink);
+    return file;
+  }
+
+  std::string errorReading(const std::string& file) {
+    MemorySink sink;
+    try {
+      readTraceFile(file, sink, "out");
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "(no error)";
+  }
+
+  TraceData trace_ = test::sampleTrace();
+  testing::TempDir dir_;
+};
+
+TEST_F(TraceReaderTest, APftraceReadsBackAsTheEventsThatWereWritten) {
+  MemorySink written;
+  writeTrace(trace_, "t", {}, written);
+  for (const char* name : {"t.pftrace", "t.pftrace.gz"}) {
+    const std::string file = writeSample(name);
+    EXPECT_EQ(detectTraceFormat(file), TraceFileFormat::Perfetto) << name;
+    MemorySink read;
+    const ReadReport report = readTraceFile(file, read, "renamed");
+    EXPECT_EQ(describe(read), describe(written)) << name;
+    EXPECT_EQ(report.events, written.events().size());
+    EXPECT_TRUE(report.skipped.empty());
+    EXPECT_EQ(read.header().traceName, "renamed");
+    EXPECT_EQ(read.header().baseTimeNs, trace_.startNs);
+    EXPECT_EQ(read.header().metadata, trace_.header);
+    EXPECT_EQ(read.footer(), trace_.footer);
+    EXPECT_TRUE(read.ended());
+  }
+}
+
+TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {
+  MemorySink written;
+  writeTrace(trace_, "t", {}, written);
+  for (const char* name : {"t.json", "t.json.gz"}) {
+    const std::string file = writeSample(name);
+    EXPECT_EQ(detectTraceFormat(file), TraceFileFormat::ChromeJson) << name;
+    MemorySink read;
+    readTraceFile(file, read, "renamed");
+    EXPECT_EQ(describe(read, false), describe(written, false)) << name;
+    EXPECT_EQ(read.header().baseTimeNs, trace_.startNs);
+    Metadata expected = trace_.header;
+    expected.push_back({"displayTimeUnit", "ms"});  // the JSON sink adds it
+    EXPECT_EQ(read.header().metadata, expected);
+    EXPECT_EQ(read.footer(), trace_.footer);
+  }
+}
+
+// torch.profiler's layout: times in microseconds relative to baseTimeNanoseconds with up to
+// three decimals (and more from some tools), nested arguments, phases kinetrace's model has
+// no place for.
+constexpr const char* kTorchStyle = R"({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}],
+  "baseTimeNanoseconds": 1700000000000000000,
+  "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 11, "tid": 12, "ts": 12.345, "dur": 1.5,
+   "args": {"External id": 3, "Input Dims": [[8, 512], [512, 64]], "Input type": ["float", "float"],
+            "Concrete Inputs": ["", ""], "Sequence number": 18446744073709551615, "grid": [4, 2, 1]}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100.0004, "dur": 2.0006},
+  {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 100.0004, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 11, "tid": 12, "ts": 7, "s": "t",
+   "args": {"Total Allocated": 512, "Addr": 140000000000}},
+  {"ph": "B", "name": "open", "pid": 11, "tid": 12, "ts": 1},
+  {"ph": "E", "pid": 11, "tid": 12, "ts": 2},
+  {"ph": "X", "name": "spans", "pid": "Spans", "tid": 1, "ts": 1, "dur": 1},
+  {"name": "process_name", "ph": "M", "ts": 0, "pid": 11, "tid": 0, "args": {"name": "python"}}
+  ],
+  "traceName": "old.json",
+  "displayTimeUnit": "ms"
+})";
+
+TEST_F(TraceReaderTest, ATorchProfilerTraceReadsWithItsNestedArgumentsKept) {
+  writeFile(path("torch.json"), kTorchStyle);
+  MemorySink read;
+  const ReadReport report = readTraceFile(path("torch.json"), read, "new.pftrace");
+  constexpr int64_t kBase = 1'700'000'000'000'000'000;
+  ASSERT_EQ(read.events().size(), 5u);
+  const OwnedEvent& mm = read.events()[0];
+  EXPECT_EQ(mm.timestampNs, kBase + 12'345);
+  EXPECT_EQ(mm.durationNs, 1'500);
+  EXPECT_EQ(describe(mm),
+            "X name=aten::mm cat=cpu_op pid=11 tid=12 ts=1700000000000012345 dur=1500 flow=0 "
+            "External id=3<0> Input Dims=json([[8,512],[512,64]])<6> "
+            "Input type=json([\"float\",\"float\"])<6> Concrete Inputs=json([\"\",\"\"])<6> "
+            "Sequence number=18446744073709551615<1> grid=dim3(4,2,1)<5>");
+  // Four decimals: rounded to the nanosecond, from the digits (a double would be off).
+  EXPECT_EQ(read.events()[1].timestampNs, kBase + 100'000);
+  EXPECT_EQ(read.events()[1].durationNs, 2'001);
+  EXPECT_EQ(read.events()[2].phase, Phase::FlowEnd);
+  EXPECT_EQ(read.events()[2].flowId, 5u);
+  EXPECT_EQ(read.events()[3].timestampNs, kBase + 7'000);
+  EXPECT_EQ(read.events()[4].phase, Phase::Metadata);
+
+  EXPECT_EQ(report.events, 5u);
+  EXPECT_EQ(report.skipped,
+            (std::map<std::string, uint64_t>{{"events of phase 'B'", 1},
+                                             {"events of phase 'E'", 1},
+                                             {"events whose pid or tid is not a number", 1}}));
+  EXPECT_EQ(read.header().traceName, "new.pftrace");
+  EXPECT_EQ(read.header().baseTimeNs, kBase);
+  ASSERT_EQ(read.header().metadata.size(), 2u);
+  EXPECT_EQ(read.header().metadata[1].key, "deviceProperties");
+  EXPECT_EQ(read.footer(), (Metadata{{"displayTimeUnit", "ms"}}));
+}
+
+TEST_F(TraceReaderTest, TheJsonArrayFormatIsATraceToo) {
+  writeFile(path("array.json"), R"([{"ph":"X","name":"a","pid":1,"tid":2,"ts":3,"dur":4}])");
+  MemorySink read;
+  readTraceFile(path("array.json"), read, "x");
+  ASSERT_EQ(read.events().size(), 1u);
+  EXPECT_EQ(read.events()[0].timestampNs, 3'000);
+  EXPECT_EQ(read.events()[0].durationNs, 4'000);
+  EXPECT_TRUE(read.ended());
+}
+
+TEST_F(TraceReaderTest, NestedArgumentsSurviveAPftraceRoundTrip) {
+  writeFile(path("torch.json"), kTorchStyle);
+  MemorySink direct;
+  readTraceFile(path("torch.json"), direct, "x");
+  {
+    std::unique_ptr<Sink> pftrace = openSink(path("torch.pftrace"));
+    readTraceFile(path("torch.json"), *pftrace, "x");
+  }
+  MemorySink back;
+  readTraceFile(path("torch.pftrace"), back, "x");
+  EXPECT_EQ(describe(back), describe(direct));
+  EXPECT_EQ(back.header().metadata, direct.header().metadata);
+}
+
+TEST_F(TraceReaderTest, BadInputIsAnErrorNamingTheFileAndTheProblem) {
+  writeFile(path("text.json"), "hello");
+  EXPECT_EQ(errorReading(path("text.json")),
+            path("text.json") +
+                " is not a trace: it starts with 'h' where Chrome trace JSON starts with '{' or "
+                "'[' and a Perfetto trace with the byte 0x0a");
+
+  writeFile(path("cut.json"), R"({"traceEvents": [{"ph": "X", "name": "a)");
+  const std::string cut = errorReading(path("cut.json"));
+  EXPECT_EQ(cut.rfind(path("cut.json") + " is not valid JSON at byte ", 0), 0u) << cut;
+  EXPECT_NE(cut.find("(is the file truncated?)"), std::string::npos) << cut;
+
+  writeFile(path("bad.json"), R"({"traceEvents": [{"ph": "X",, }]})");
+  const std::string bad = errorReading(path("bad.json"));
+  EXPECT_EQ(bad.rfind(path("bad.json") + " is not valid JSON at byte 29: ", 0), 0u) << bad;
+
+  writeFile(path("empty.json"), "");
+  EXPECT_EQ(errorReading(path("empty.json")), path("empty.json") + " is empty: not a trace");
+  EXPECT_EQ(errorReading(path("missing.json")),
+            "cannot read " + path("missing.json") + ": open failed: No such file or directory");
+  EXPECT_EQ(errorReading(dir_.path()), "cannot read " + dir_.path() + ": it is a directory");
+
+  writeFile(path("late.json"),
+            R"({"traceEvents": [{"ph":"i","name":"a","ts":1}], "baseTimeNanoseconds": 5})");
+  EXPECT_NE(errorReading(path("late.json")).find("baseTimeNanoseconds comes after traceEvents"),
+            std::string::npos);
+
+  writeFile(path("scalar.json"), R"({"traceEvents": [1]})");
+  EXPECT_EQ(
+      errorReading(path("scalar.json")),
+      path("scalar.json") + " is not a Chrome trace: an element of traceEvents is not an object");
+}
+
+TEST_F(TraceReaderTest, ATruncatedGzipIsAnError) {
+  const std::string full = readFile(writeSample("t.json.gz"));
+  writeFile(path("cut.json.gz"), full.substr(0, full.size() / 2));
+  const std::string error = errorReading(path("cut.json.gz"));
+  EXPECT_NE(error.find("cannot read " + path("cut.json.gz") + ": the gzip data is truncated"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(TraceReaderTest, ATruncatedPftraceIsAnError) {
+  const std::string full = readFile(writeSample("t.pftrace"));
+  writeFile(path("cut.pftrace"), full.substr(0, full.size() - 3));
+  const std::string inside = errorReading(path("cut.pftrace"));
+  EXPECT_NE(inside.find(" ends inside the packet at byte "), std::string::npos) << inside;
+  EXPECT_NE(inside.find("(is the file truncated?)"), std::string::npos) << inside;
+}
+
+TEST_F(TraceReaderTest, APftraceThatKinetraceDidNotWriteIsRefusedWithWhy) {
+  // One packet holding a track event, as any Perfetto producer writes: no kinetrace header.
+  std::string event = "\x48\x03\x58\x05";  // TrackEvent {type: INSTANT, track_uuid: 5}
+  std::string packet = std::string("\x40\x01\x5a") + static_cast<char>(event.size()) + event;
+  writeFile(path("other.pftrace"), std::string("\x0a") + static_cast<char>(packet.size()) + packet);
+  const std::string error = errorReading(path("other.pftrace"));
+  EXPECT_NE(error.find("its first event is not kinetrace's trace header"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("kinetrace reads the .pftrace files kinetrace writes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kinetrace::detail

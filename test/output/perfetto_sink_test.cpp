@@ -1,0 +1,416 @@
+// PerfettoSink's bytes, decoded here with the field numbers of Perfetto's .proto files
+// written as literals (trace_packet.proto, track_descriptor.proto, track_event.proto,
+// debug_annotation.proto, interned_data.proto), independently of output/perfetto_schema.h:
+// a wrong number there fails these tests.
+
+#include "output/perfetto_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kinetrace/error.h"
+#include "output/protobuf.h"
+
+namespace kinetrace::detail {
+namespace {
+
+using proto::ProtoField;
+using proto::ProtoReader;
+
+constexpr int64_t kBase = 1'750'000'000'000'000'000;
+constexpr int64_t kLead = 1'000'000'000;  // packet times count from one second before kBase
+
+class StringOutput : public ByteOutput {
+ public:
+  StringOutput(std::string* bytes, bool* committed) : bytes_(bytes), committed_(committed) {}
+  void write(const char* data, std::size_t size) override { bytes_->append(data, size); }
+  void commit() override { *committed_ = true; }
+
+ private:
+  std::string* bytes_;
+  bool* committed_;
+};
+
+// All fields of a message by number, in order.
+using Fields = std::multimap<uint32_t, ProtoField>;
+Fields fieldsOf(std::string_view message) {
+  Fields fields;
+  ProtoReader reader(message);
+  ProtoField field;
+  while (reader.next(field)) fields.emplace(field.number, field);
+  return fields;
+}
+const ProtoField* one(const Fields& fields, uint32_t number) {
+  auto found = fields.find(number);
+  return found == fields.end() ? nullptr : &found->second;
+}
+
+struct Descriptor {
+  uint64_t uuid = 0;
+  uint64_t parent = 0;
+  std::string name;
+  bool process = false, thread = false, counter = false;
+  int64_t pid = 0, tid = 0;
+  std::string processOrThreadName;
+};
+
+struct DecodedEvent {
+  uint64_t timestamp = 0;
+  uint64_t type = 0;
+  uint64_t track = 0;
+  std::string name, category;
+  std::vector<std::pair<std::string, std::string>> annotations;  // name, value as text
+  std::vector<uint64_t> flowIds, terminatingFlowIds;
+  bool needsIncrementalState = false;
+  double counter = 0;
+};
+
+// The file as Perfetto's trace processor sees it: descriptors and events, interned strings
+// resolved, in file order.
+struct Decoded {
+  std::vector<Descriptor> descriptors;
+  std::vector<DecodedEvent> events;
+  int internedNames = 0;  // event names interned, over the whole file
+  bool firstPacketClearsState = false;
+  bool everyPacketOnSequenceOne = true;
+};
+
+std::string annotationValue(const Fields& a) {
+  if (auto* f = one(a, 4)) return "int:" + std::to_string(f->asInt64());
+  if (auto* f = one(a, 3)) return "uint:" + std::to_string(f->value);
+  if (auto* f = one(a, 5)) return "double:" + std::to_string(f->asDouble());
+  if (auto* f = one(a, 2)) return f->value ? "bool:true" : "bool:false";
+  if (auto* f = one(a, 6)) return "string:" + std::string(f->bytes);
+  if (auto* f = one(a, 9)) return "json:" + std::string(f->bytes);
+  std::string array = "array:";
+  for (auto [it, end] = a.equal_range(12); it != end; ++it) {
+    array += annotationValue(fieldsOf(it->second.bytes)) + ";";
+  }
+  return array;
+}
+
+Decoded decode(const std::string& file) {
+  Decoded out;
+  std::map<uint64_t, std::string> names, categories, annotationNames;
+  bool first = true;
+  for (const auto& [number, packetField] : fieldsOf(file)) {
+    EXPECT_EQ(number, 1u) << "a Trace holds only packets (field 1)";
+    const Fields packet = fieldsOf(packetField.bytes);
+    if (first) {
+      auto* flags = one(packet, 13);
+      out.firstPacketClearsState = flags != nullptr && (flags->value & 1) != 0;
+      first = false;
+    }
+    auto* sequence = one(packet, 10);
+    if (sequence == nullptr || sequence->value != 1) out.everyPacketOnSequenceOne = false;
+    if (auto* interned = one(packet, 12)) {
+      for (const auto& [kind, entry] : fieldsOf(interned->bytes)) {
+        const Fields e = fieldsOf(entry.bytes);
+        auto& table = kind == 1 ? categories : kind == 2 ? names : annotationNames;
+        table[one(e, 1)->value] = std::string(one(e, 2)->bytes);
+        if (kind == 2) ++out.internedNames;
+      }
+    }
+    if (auto* track = one(packet, 60)) {
+      const Fields t = fieldsOf(track->bytes);
+      Descriptor d;
+      d.uuid = one(t, 1)->value;
+      if (auto* parent = one(t, 5)) d.parent = parent->value;
+      if (auto* name = one(t, 2)) d.name = std::string(name->bytes);
+      if (auto* process = one(t, 3)) {
+        const Fields p = fieldsOf(process->bytes);
+        d.process = true;
+        d.pid = static_cast<int32_t>(one(p, 1)->value);
+        if (auto* n = one(p, 6)) d.processOrThreadName = std::string(n->bytes);
+      }
+      if (auto* thread = one(t, 4)) {
+        const Fields th = fieldsOf(thread->bytes);
+        d.thread = true;
+        d.pid = static_cast<int32_t>(one(th, 1)->value);
+        d.tid = one(th, 2)->asInt64();
+        if (auto* n = one(th, 5)) d.processOrThreadName = std::string(n->bytes);
+      }
+      d.counter = one(t, 8) != nullptr;
+      out.descriptors.push_back(d);
+    }
+    if (auto* event = one(packet, 11)) {
+      const Fields e = fieldsOf(event->bytes);
+      DecodedEvent d;
+      d.timestamp = one(packet, 8)->value;
+      if (auto* flags = one(packet, 13)) d.needsIncrementalState = (flags->value & 2) != 0;
+      d.type = one(e, 9)->value;
+      d.track = one(e, 11)->value;
+      if (auto* n = one(e, 10)) d.name = names.at(n->value);
+      if (auto* n = one(e, 23)) d.name = std::string(n->bytes);
+      if (auto* c = one(e, 3)) d.category = categories.at(c->value);
+      for (auto [it, end] = e.equal_range(4); it != end; ++it) {
+        const Fields a = fieldsOf(it->second.bytes);
+        std::string name =
+            one(a, 1) ? annotationNames.at(one(a, 1)->value) : std::string(one(a, 10)->bytes);
+        d.annotations.emplace_back(name, annotationValue(a));
+      }
+      for (auto [it, end] = e.equal_range(47); it != end; ++it)
+        d.flowIds.push_back(it->second.value);
+      for (auto [it, end] = e.equal_range(48); it != end; ++it) {
+        d.terminatingFlowIds.push_back(it->second.value);
+      }
+      if (auto* v = one(e, 44)) d.counter = v->asDouble();
+      if (auto* v = one(e, 30)) d.counter = static_cast<double>(v->asInt64());
+      out.events.push_back(d);
+    }
+  }
+  return out;
+}
+
+class PerfettoSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sink_ =
+        std::make_unique<PerfettoSink>(std::make_unique<StringOutput>(&bytes_, &committed_), 64);
+    sink_->begin(TraceHeader{"out.pftrace", kBase, {{"schemaVersion", 1}}});
+  }
+  Event event(Phase phase, std::string_view name, std::string_view category, int64_t pid,
+              int64_t tid, int64_t ts, int64_t dur = 0) {
+    Event e;
+    e.phase = phase;
+    e.name = name;
+    e.category = category;
+    e.pid = pid;
+    e.tid = tid;
+    e.timestampNs = ts;
+    e.durationNs = dur;
+    return e;
+  }
+  Decoded finish(const Metadata& footer = {}) {
+    sink_->end(footer);
+    EXPECT_TRUE(committed_);
+    return decode(bytes_);
+  }
+  const Descriptor* descriptor(const Decoded& d, uint64_t uuid, bool lastOne = false) {
+    const Descriptor* found = nullptr;
+    for (const Descriptor& candidate : d.descriptors) {
+      if (candidate.uuid == uuid) {
+        found = &candidate;
+        if (!lastOne) return found;
+      }
+    }
+    return found;
+  }
+
+  std::string bytes_;
+  bool committed_ = false;
+  std::unique_ptr<PerfettoSink> sink_;
+};
+
+TEST_F(PerfettoSinkTest, OpensWithTheMetadataTrackAndTheHeaderOnSequenceOne) {
+  const Decoded d = finish({{"kinetrace_cupti_dropped_records", 0}});
+  EXPECT_TRUE(d.firstPacketClearsState);
+  EXPECT_TRUE(d.everyPacketOnSequenceOne);
+  ASSERT_FALSE(d.descriptors.empty());
+  EXPECT_EQ(d.descriptors[0].uuid, 1u);
+  EXPECT_EQ(d.descriptors[0].name, "kinetrace trace metadata");
+  ASSERT_EQ(d.events.size(), 2u);
+  const DecodedEvent& header = d.events[0];
+  EXPECT_EQ(header.type, 3u);  // TYPE_INSTANT
+  EXPECT_EQ(header.track, 1u);
+  EXPECT_EQ(header.name, "trace header");
+  EXPECT_EQ(header.category, "__kinetrace");
+  EXPECT_EQ(header.timestamp, static_cast<uint64_t>(kLead));
+  using A = std::pair<std::string, std::string>;
+  EXPECT_EQ(header.annotations,
+            (std::vector<A>{{"traceName", "string:out.pftrace"},
+                            {"baseTimeNanoseconds", "int:" + std::to_string(kBase)},
+                            {"timebaseNanoseconds", "int:" + std::to_string(kBase - kLead)},
+                            {"format", "string:kinetrace pftrace 1"},
+                            {"schemaVersion", "int:1"}}));
+  EXPECT_EQ(d.events[1].name, "trace footer");
+  EXPECT_EQ(d.events[1].annotations,
+            (std::vector<A>{{"kinetrace_cupti_dropped_records", "int:0"}}));
+}
+
+TEST_F(PerfettoSinkTest, ACompleteEventIsABeginAndAnEndOnItsThreadsTrack) {
+  const Arg args[] = {{"External id", int64_t{7}}};
+  Event slice = event(Phase::Complete, "aten::mm", "cpu_op", 4242, 4300, kBase + 500, 1'200);
+  slice.args = args;
+  slice.argCount = 1;
+  sink_->write(slice);
+  const Decoded d = finish();
+
+  ASSERT_EQ(d.events.size(), 4u);  // header, begin, end, footer
+  const DecodedEvent& begin = d.events[1];
+  const DecodedEvent& end = d.events[2];
+  EXPECT_EQ(begin.type, 1u);  // TYPE_SLICE_BEGIN
+  EXPECT_EQ(end.type, 2u);    // TYPE_SLICE_END
+  EXPECT_EQ(begin.timestamp, static_cast<uint64_t>(kLead + 500));
+  EXPECT_EQ(end.timestamp, static_cast<uint64_t>(kLead + 1'700));
+  EXPECT_EQ(begin.track, end.track);
+  EXPECT_TRUE(begin.needsIncrementalState) << "it refers to interned names";
+  EXPECT_EQ(begin.name, "aten::mm");
+  EXPECT_EQ(begin.category, "cpu_op");
+  EXPECT_EQ(begin.annotations,
+            (std::vector<std::pair<std::string, std::string>>{{"External id", "int:7"}}));
+
+  const Descriptor* thread = descriptor(d, begin.track);
+  ASSERT_NE(thread, nullptr);
+  EXPECT_TRUE(thread->thread);
+  EXPECT_EQ(thread->pid, 4242);
+  EXPECT_EQ(thread->tid, 4300);
+  const Descriptor* process = descriptor(d, thread->parent);
+  ASSERT_NE(process, nullptr);
+  EXPECT_TRUE(process->process);
+  EXPECT_EQ(process->pid, 4242);
+}
+
+TEST_F(PerfettoSinkTest, NamesAreInternedOncePerFile) {
+  for (int i = 0; i < 3; ++i) {
+    sink_->write(event(Phase::Complete, "same kernel", "kernel", 0, 7, kBase + i * 100, 10));
+  }
+  const Decoded d = finish();
+  EXPECT_EQ(d.internedNames, 3) << "trace header, same kernel, trace footer";
+  int kernels = 0;
+  for (const DecodedEvent& e : d.events) kernels += e.name == "same kernel" ? 1 : 0;
+  EXPECT_EQ(kernels, 3);
+}
+
+TEST_F(PerfettoSinkTest, ArgumentsKeepTheirTypes) {
+  const std::string json = R"([[8,512],[512]])";
+  const Arg args[] = {{"i", int64_t{-5}},
+                      {"u", uint64_t{1} << 63},
+                      {"d", 0.5},
+                      {"b", true},
+                      {"s", std::string_view("text")},
+                      {"grid", Dim3{1024, 8, 1}},
+                      {"Input Dims", JsonText{json}}};
+  Event e = event(Phase::Instant, "marker", "user_instant", 1, 1, kBase);
+  e.args = args;
+  e.argCount = 7;
+  sink_->write(e);
+  const Decoded d = finish();
+  using A = std::pair<std::string, std::string>;
+  EXPECT_EQ(d.events[1].annotations, (std::vector<A>{{"i", "int:-5"},
+                                                     {"u", "uint:9223372036854775808"},
+                                                     {"d", "double:0.500000"},
+                                                     {"b", "bool:true"},
+                                                     {"s", "string:text"},
+                                                     {"grid", "array:int:1024;int:8;int:1;"},
+                                                     {"Input Dims", "json:" + json}}));
+}
+
+TEST_F(PerfettoSinkTest, ALaunchArrowAtTheStartOfTheSliceBeforeItIsAFlowIdOnThatSlice) {
+  sink_->write(event(Phase::Complete, "kernel", "kernel", 0, 7, kBase + 5'000, 100));
+  Event arrowEnd = event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + 5'000);
+  arrowEnd.flowId = 70;
+  sink_->write(arrowEnd);
+  // The arrow's start at its launch call, written later: an instant that carries the id.
+  Event arrowStart = event(Phase::FlowStart, "ac2g", "ac2g", 4242, 4242, kBase + 1'000);
+  arrowStart.flowId = 70;
+  sink_->write(arrowStart);
+  const Decoded d = finish();
+
+  ASSERT_EQ(d.events.size(), 5u);
+  EXPECT_EQ(d.events[1].name, "kernel");
+  EXPECT_EQ(d.events[1].terminatingFlowIds, std::vector<uint64_t>{70});
+  EXPECT_TRUE(d.events[1].flowIds.empty());
+  EXPECT_EQ(d.events[2].type, 2u);
+  const DecodedEvent& carrier = d.events[3];
+  EXPECT_EQ(carrier.type, 3u);
+  EXPECT_EQ(carrier.name, "ac2g");
+  EXPECT_EQ(carrier.flowIds, std::vector<uint64_t>{70});
+  EXPECT_EQ(carrier.timestamp, static_cast<uint64_t>(kLead + 1'000));
+}
+
+TEST_F(PerfettoSinkTest, AFlowAnywhereElseStaysAnEventOfItsOwn) {
+  sink_->write(event(Phase::Complete, "kernel", "kernel", 0, 7, kBase + 5'000, 100));
+  Event other =
+      event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + 5'050);  // inside, not at the start
+  other.flowId = 9;
+  sink_->write(other);
+  const Decoded d = finish();
+  ASSERT_EQ(d.events.size(), 5u);
+  EXPECT_TRUE(d.events[1].terminatingFlowIds.empty());
+  EXPECT_EQ(d.events[3].type, 3u);
+  EXPECT_EQ(d.events[3].terminatingFlowIds, std::vector<uint64_t>{9});
+}
+
+TEST_F(PerfettoSinkTest, CounterSeriesAreCounterTracksUnderTheirThread) {
+  const Arg args[] = {{"loss", 17.5}};
+  Event c = event(Phase::Counter, "loss", "counter", 4242, 4300, kBase + 10);
+  c.args = args;
+  c.argCount = 1;
+  sink_->write(c);
+  const Decoded d = finish();
+  const DecodedEvent& value = d.events[1];
+  EXPECT_EQ(value.type, 4u);  // TYPE_COUNTER
+  EXPECT_EQ(value.counter, 17.5);
+  const Descriptor* track = descriptor(d, value.track);
+  ASSERT_NE(track, nullptr);
+  EXPECT_TRUE(track->counter);
+  EXPECT_EQ(track->name, "loss");
+  const Descriptor* thread = descriptor(d, track->parent);
+  ASSERT_NE(thread, nullptr);
+  EXPECT_EQ(thread->tid, 4300);
+}
+
+TEST_F(PerfettoSinkTest, NamingEventsNameTheTracksAndAreKept) {
+  sink_->write(event(Phase::Complete, "k", "kernel", 0, 7, kBase, 10));
+  const Arg processName[] = {{"name", std::string_view("GPU 0")}};
+  Event m = event(Phase::Metadata, "process_name", "", 0, 0, kBase);
+  m.args = processName;
+  m.argCount = 1;
+  sink_->write(m);
+  const Arg threadName[] = {{"name", std::string_view("stream 7")}};
+  Event t = event(Phase::Metadata, "thread_name", "", 0, 7, kBase);
+  t.args = threadName;
+  t.argCount = 1;
+  sink_->write(t);
+  const Decoded d = finish();
+
+  const uint64_t track = d.events[1].track;
+  const Descriptor* thread = descriptor(d, track, /*lastOne=*/true);
+  EXPECT_EQ(thread->processOrThreadName, "stream 7");
+  EXPECT_EQ(descriptor(d, thread->parent, true)->processOrThreadName, "GPU 0");
+  const DecodedEvent& kept = d.events[4];
+  EXPECT_EQ(kept.track, 1u);
+  EXPECT_EQ(kept.name, "thread_name");
+  EXPECT_EQ(kept.category, "__metadata");
+  using A = std::pair<std::string, std::string>;
+  EXPECT_EQ(kept.annotations,
+            (std::vector<A>{{"name", "string:stream 7"}, {"pid", "int:0"}, {"tid", "int:7"}}));
+}
+
+TEST_F(PerfettoSinkTest, EventsTooEarlyForTheTimebaseAreCountedInTheFooter) {
+  sink_->write(event(Phase::Instant, "ancient", "x", 1, 1, kBase - 2 * kLead));
+  sink_->write(event(Phase::Complete, "also", "x", 1, 1, kBase - 2 * kLead, 5));
+  const Decoded d = finish();
+  ASSERT_EQ(d.events.size(), 2u);
+  EXPECT_EQ(d.events[1].annotations, (std::vector<std::pair<std::string, std::string>>{
+                                         {"kinetrace_pftrace_dropped_early_events", "int:2"}}));
+}
+
+TEST_F(PerfettoSinkTest, NothingIsCommittedWithoutEnd) {
+  sink_->write(event(Phase::Instant, "i", "x", 1, 1, kBase));
+  sink_.reset();
+  EXPECT_FALSE(committed_);
+}
+
+TEST_F(PerfettoSinkTest, CallsOutOfOrderAreErrors) {
+  EXPECT_THROW(sink_->begin(TraceHeader{}), Error);
+  sink_->end({});
+  EXPECT_THROW(sink_->write(event(Phase::Instant, "i", "x", 1, 1, kBase)), Error);
+}
+
+TEST(PerfettoPathTest, ExtensionsThatNameAPerfettoTrace) {
+  EXPECT_TRUE(isPerfettoPath("a.pftrace"));
+  EXPECT_TRUE(isPerfettoPath("dir/a.perfetto-trace"));
+  EXPECT_TRUE(isPerfettoPath("a.pftrace.gz"));
+  EXPECT_FALSE(isPerfettoPath("a.json"));
+  EXPECT_FALSE(isPerfettoPath("pftrace"));
+  EXPECT_FALSE(isPerfettoPath("a.pftrace.json"));
+}
+
+}  // namespace
+}  // namespace kinetrace::detail
