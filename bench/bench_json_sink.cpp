@@ -183,6 +183,120 @@ void BM_LaunchKernelAndFlow(benchmark::State& state) {
   saveTrace(state, launchTrace(static_cast<uint32_t>(state.range(0))));
 }
 
+// What torch.profiler records per op with record_shapes=True, events built directly (no
+// EventWriter): a cpu_op with its shapes and types as JSON text, the cudaLaunchKernel it
+// makes, the kernel, and the launch arrow's two ends. Shapes repeat from step to step, as
+// in training. One item is the five events.
+void BM_TorchStyleOps(benchmark::State& state) {
+  static const char* const kOps[] = {"aten::linear", "aten::add",     "aten::layer_norm",
+                                     "aten::gelu",   "aten::softmax", "aten::matmul"};
+  static const char* const kDims[] = {
+      "[[32, 512], [2048, 512], [2048]]", "[[32, 2048], [32, 2048], []]",
+      "[[32, 512], [512], [512], [512]]", "[[32, 2048]]",
+      "[[32, 8, 128, 128], [], []]",      "[[32, 8, 128, 64], [32, 8, 64, 128]]"};
+  static const char* const kTypes[] = {
+      "[\"float\", \"float\", \"float\"]",       "[\"float\", \"float\", \"Scalar\"]",
+      "[\"float\", \"\", \"float\", \"float\"]", "[\"float\"]",
+      "[\"float\", \"Scalar\", \"\"]",           "[\"float\", \"float\"]"};
+  static const char* const kKernels[] = {
+      "ampere_sgemm_128x64_tn",
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+      "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+      "at::detail::Array<char*, 3>)",
+      "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, "
+      "float, float const*, float const*, float const*, float*, float*, float*)",
+      "void at::native::vectorized_elementwise_kernel<4, "
+      "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() "
+      "const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, "
+      "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() "
+      "const::{lambda(float)#1}, at::detail::Array<char*, 2>)",
+      "void (anonymous namespace)::softmax_warp_forward<float, float, float, 7, false, "
+      "false>(float*, float const*, int, int, int, bool const*, int, bool)",
+      "ampere_sgemm_128x128_nn"};
+  const auto items = static_cast<int64_t>(state.range(0));
+  const std::string path = benchPath(state.range(1));
+  state.SetLabel(kFormatExtensions[state.range(1)]);
+  for (auto _ : state) {
+    std::unique_ptr<Sink> sink = openSink(path);
+    sink->begin(TraceHeader{path, kStart, {{"schemaVersion", 1}}});
+    for (int64_t i = 0; i < items; ++i) {
+      const int op = static_cast<int>(i % 6);
+      const int64_t t = kStart + i * 5'000;
+      const Arg opArgs[] = {{"External id", i + 1},
+                            {"Record function id", int64_t{0}},
+                            {"Ev Idx", i % 1000},
+                            {"Input Dims", JsonText{kDims[op]}},
+                            {"Input type", JsonText{kTypes[op]}},
+                            {"Concrete Inputs", JsonText{"[\"\", \"\", \"\"]"}}};
+      Event e;
+      e.phase = Phase::Complete;
+      e.name = kOps[op];
+      e.category = "cpu_op";
+      e.pid = kPid;
+      e.tid = kPid;
+      e.timestampNs = t;
+      e.durationNs = 3'100;
+      e.args = opArgs;
+      e.argCount = 6;
+      sink->write(e);
+      const Arg callArgs[] = {
+          {"External id", i + 1}, {"cbid", int64_t{211}}, {"correlation", i + 9}};
+      e.name = "cudaLaunchKernel";
+      e.category = "cuda_runtime";
+      e.timestampNs = t + 1'000;
+      e.durationNs = 1'500;
+      e.args = callArgs;
+      e.argCount = 3;
+      sink->write(e);
+      const Arg kernelArgs[] = {{"External id", i + 1},
+                                {"queued", int64_t{0}},
+                                {"device", int64_t{0}},
+                                {"context", int64_t{1}},
+                                {"stream", int64_t{7}},
+                                {"correlation", i + 9},
+                                {"registers per thread", int64_t{32}},
+                                {"shared memory", int64_t{0}},
+                                {"blocks per SM", 0.5},
+                                {"warps per SM", 2.0},
+                                {"grid", Dim3{1024, 1, 1}},
+                                {"block", Dim3{128, 1, 1}},
+                                {"est. achieved occupancy %", 25.0}};
+      e.name = kKernels[op];
+      e.category = "kernel";
+      e.pid = 0;
+      e.tid = 7;
+      e.timestampNs = t + 4'000;
+      e.durationNs = 2'345;
+      e.args = kernelArgs;
+      e.argCount = 13;
+      sink->write(e);
+      Event flow;
+      flow.phase = Phase::FlowEnd;
+      flow.name = flow.category = "ac2g";
+      flow.pid = 0;
+      flow.tid = 7;
+      flow.timestampNs = t + 4'000;
+      flow.flowId = static_cast<uint64_t>(i + 9);
+      sink->write(flow);
+      flow.phase = Phase::FlowStart;
+      flow.pid = kPid;
+      flow.tid = kPid;
+      flow.timestampNs = t + 1'000;
+      sink->write(flow);
+    }
+    sink->end({});
+  }
+  state.SetItemsProcessed(state.iterations() * items);
+  if (FILE* file = std::fopen(path.c_str(), "rb")) {
+    std::fseek(file, 0, SEEK_END);
+    state.counters["bytes_per_item"] = static_cast<double>(std::ftell(file)) / items;
+    std::fclose(file);
+  }
+  std::remove(path.c_str());
+}
+
 // Wall time for the file benchmarks: part of a write's cost lands in kernel threads
 // (writeback, freeing the replaced file) that the process CPU clock does not see.
 BENCHMARK(BM_KernelEvents)
@@ -192,6 +306,10 @@ BENCHMARK(BM_KernelEvents)
 BENCHMARK(BM_KernelEventsSerialiseOnly)->Arg(200'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HostRanges)
     ->ArgsProduct({{200'000}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_TorchStyleOps)
+    ->ArgsProduct({{100'000}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_LaunchKernelAndFlow)

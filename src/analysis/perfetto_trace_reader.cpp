@@ -134,6 +134,7 @@ class PerfettoReader {
       if (field.number == kInternedEventNames) table = &names_;
       if (field.number == kInternedCategories) table = &categories_;
       if (field.number == kInternedAnnotationNames) table = &annotationNames_;
+      if (field.number == kInternedStringValues) table = &stringValues_;
       if (table == nullptr) continue;
       ProtoReader entry(field.bytes);
       ProtoField part;
@@ -236,6 +237,10 @@ class PerfettoReader {
         case kAnnotationLegacyJson:
           a.kind = Annotation::Kind::Json;
           a.text = std::string(field.bytes);
+          break;
+        case kAnnotationStringIid:  // odd ids are JSON texts (output/perfetto_sink.cpp)
+          a.kind = field.value % 2 == 1 ? Annotation::Kind::Json : Annotation::Kind::String;
+          a.text = interned(stringValues_, field.value, "string value");
           break;
         case kAnnotationArray: {
           const Annotation item = annotation(field.bytes);
@@ -520,6 +525,7 @@ class PerfettoReader {
   std::unordered_map<uint64_t, std::string> names_;
   std::unordered_map<uint64_t, std::string> categories_;
   std::unordered_map<uint64_t, std::string> annotationNames_;
+  std::unordered_map<uint64_t, std::string> stringValues_;  // odd ids: JSON texts
   std::unordered_map<uint64_t, TrackInfo> tracks_;
   std::unordered_map<uint64_t, std::vector<DecodedEvent>> open_;
   std::vector<Arg> args_;

@@ -20,7 +20,6 @@ constexpr uint32_t kPacketSequenceFlags = 13;    // uint32 sequence_flags
 constexpr uint32_t kPacketTrackDescriptor = 60;  // TrackDescriptor track_descriptor
 // TracePacket.SequenceFlags
 constexpr uint64_t kSeqIncrementalStateCleared = 1;
-constexpr uint64_t kSeqNeedsIncrementalState = 2;
 
 // track_event/track_descriptor.proto: message TrackDescriptor
 constexpr uint32_t kTrackUuid = 1;        // uint64 uuid
@@ -61,7 +60,10 @@ constexpr uint64_t kTypeCounter = 4;
 constexpr uint32_t kInternedCategories = 1;       // repeated EventCategory event_categories
 constexpr uint32_t kInternedEventNames = 2;       // repeated EventName event_names
 constexpr uint32_t kInternedAnnotationNames = 3;  // repeated DebugAnnotationName
-// EventCategory, EventName and DebugAnnotationName are all {uint64 iid = 1; string name = 2}
+constexpr uint32_t kInternedStringValues = 29;    // repeated InternedString
+                                                  //   debug_annotation_string_values
+// EventCategory, EventName and DebugAnnotationName are all {uint64 iid = 1; string name = 2};
+// InternedString (profiling/profile_common.proto) is {uint64 iid = 1; bytes str = 2}.
 constexpr uint32_t kInternedIid = 1;
 constexpr uint32_t kInternedName = 2;
 
@@ -75,5 +77,6 @@ constexpr uint32_t kAnnotationString = 6;      // string string_value
 constexpr uint32_t kAnnotationLegacyJson = 9;  // string legacy_json_value
 constexpr uint32_t kAnnotationName = 10;       // string name
 constexpr uint32_t kAnnotationArray = 12;      // repeated DebugAnnotation array_values
+constexpr uint32_t kAnnotationStringIid = 17;  // uint64 string_value_iid
 
 }  // namespace kinetrace::detail::pftrace

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,6 +24,10 @@ namespace kinetrace::detail {
 namespace {
 
 using proto::ProtoWriter;
+
+// String and JSON argument values longer than this are written in place, not interned:
+// long values rarely repeat, and the intern budget is better spent on short ones.
+constexpr std::size_t kMaxInternedValueBytes = 1024;
 using namespace pftrace;
 
 bool endsWith(std::string_view text, std::string_view suffix) {
@@ -62,30 +68,48 @@ nlohmann::ordered_json toJson(const Value& value) {
 }
 
 // Strings of one kind (event names, categories, annotation names) with their interning ids,
-// from 1. Lookups reuse one key buffer, so a known string costs a hash and no allocation.
+// from 1. Most strings come again and again from the same address (a trace's string table,
+// a literal): a slot per address remembers the id, checked against the interned text, so a
+// repeat costs one comparison, and an address reused for other text only misses the slot.
 class InternTable {
  public:
+  // Ids are first, first + stride, first + 2 * stride, ...
+  explicit InternTable(uint64_t stride = 1, uint64_t first = 1) : stride_(stride), first_(first) {}
+
   // The string's id, and whether it is new; 0 when the budget is spent and the string is
   // not already interned (the caller writes it in place).
   uint64_t find(std::string_view text, bool* isNew, std::size_t* budgetBytes) {
+    Slot& slot = slots_[(reinterpret_cast<uintptr_t>(text.data()) >> 3 ^ text.size()) % kSlots];
+    if (slot.data == text.data() && slot.text != nullptr && slot.text->size() == text.size() &&
+        std::memcmp(slot.text->data(), text.data(), text.size()) == 0) {
+      *isNew = false;
+      return slot.id;
+    }
     key_.assign(text.data(), text.size());
     auto found = ids_.find(key_);
-    if (found != ids_.end()) {
-      *isNew = false;
-      return found->second;
+    *isNew = found == ids_.end();
+    if (*isNew) {
+      if (*budgetBytes < text.size() + kEntryOverheadBytes) return 0;
+      *budgetBytes -= text.size() + kEntryOverheadBytes;
+      found = ids_.emplace(key_, first_ + stride_ * ids_.size()).first;
     }
-    if (*budgetBytes < text.size() + kEntryOverheadBytes) return 0;
-    *budgetBytes -= text.size() + kEntryOverheadBytes;
-    const uint64_t id = ids_.size() + 1;
-    ids_.emplace(key_, id);
-    *isNew = true;
-    return id;
+    slot = Slot{text.data(), &found->first, found->second};  // map keys never move
+    return found->second;
   }
 
  private:
+  struct Slot {
+    const char* data = nullptr;
+    const std::string* text = nullptr;
+    uint64_t id = 0;
+  };
+  static constexpr std::size_t kSlots = 1021;  // prime: addresses are 8-byte aligned
   // What a map entry costs beyond its characters (node, hash, id): counted in the budget.
   static constexpr std::size_t kEntryOverheadBytes = 64;
+  uint64_t stride_;
+  uint64_t first_;
   std::unordered_map<std::string, uint64_t> ids_;
+  std::array<Slot, kSlots> slots_{};
   std::string key_;
 };
 
@@ -103,6 +127,7 @@ class PerfettoSink::Encoder {
       : output_(std::move(output)), bufferBytes_(bufferBytes), w_(out_) {
     if (!output_) throw Error("PerfettoSink needs an output");
     out_.reserve(bufferBytes_ + 4096);
+    interned_.reserve(4096);
   }
 
   void begin(const TraceHeader& header) {
@@ -387,7 +412,9 @@ class PerfettoSink::Encoder {
     packetMark_ = w_.beginMessage(kTracePacket);
     w_.varint(kPacketTimestamp, static_cast<uint64_t>(timeNs - timebaseNs_));
     w_.varint(kPacketSequenceId, kSequenceId);
-    if (type != kTypeSliceEnd) w_.varint(kPacketSequenceFlags, kSeqNeedsIncrementalState);
+    // No SEQ_NEEDS_INCREMENTAL_STATE flag: it only tells a reader to skip packets on a
+    // sequence whose state was lost (a ring buffer that wrapped); this file's first packet
+    // clears the state and none is lost after it, and two bytes per event add up.
     eventMark_ = w_.beginMessage(kPacketTrackEvent);
     w_.varint(kEventType, type);
     w_.varint(kEventTrackUuid, trackUuid);
@@ -405,7 +432,7 @@ class PerfettoSink::Encoder {
   void closeEvent() {
     w_.endMessage(eventMark_);
     if (!interned_.empty()) {
-      w_.message(kPacketInternedData, interned_);
+      w_.message(kPacketInternedData, interned_.view());
       interned_.clear();
     }
     w_.endMessage(packetMark_);
@@ -451,6 +478,23 @@ class PerfettoSink::Encoder {
     return id;
   }
 
+  // A string or JSON text argument. Values repeat (shapes and types recorded for every op
+  // of every step), so short ones are interned: JSON texts get odd ids and strings even
+  // ones, which is how a reader tells them apart (both are strings to Perfetto, which shows
+  // the JSON as text). Long values, and any past the intern budget, are written in place:
+  // JSON as a legacy JSON value, which Perfetto expands into nested arguments.
+  void stringValue(std::string_view text, bool json) {
+    const uint64_t id =
+        text.size() <= kMaxInternedValueBytes
+            ? intern(json ? jsonValues_ : stringValues_, kInternedStringValues, text)
+            : 0;
+    if (id != 0) {
+      w_.varint(kAnnotationStringIid, id);
+    } else {
+      w_.bytes(json ? kAnnotationLegacyJson : kAnnotationString, text);
+    }
+  }
+
   std::size_t openAnnotation(std::string_view key) {
     const std::size_t mark = w_.beginMessage(kEventDebugAnnotations);
     const uint64_t id = intern(annotationNames_, kInternedAnnotationNames, key);
@@ -480,7 +524,7 @@ class PerfettoSink::Encoder {
           w_.boolean(kAnnotationBool, *std::get_if<bool>(&arg.value));
           break;
         case 4:
-          w_.bytes(kAnnotationString, *std::get_if<std::string_view>(&arg.value));
+          stringValue(*std::get_if<std::string_view>(&arg.value), /*json=*/false);
           break;
         case 5: {
           const Dim3& dim = *std::get_if<Dim3>(&arg.value);
@@ -492,7 +536,7 @@ class PerfettoSink::Encoder {
           break;
         }
         case 6:
-          w_.bytes(kAnnotationLegacyJson, std::get_if<JsonText>(&arg.value)->text);
+          stringValue(std::get_if<JsonText>(&arg.value)->text, /*json=*/true);
           break;
         default:
           break;
@@ -557,9 +601,9 @@ class PerfettoSink::Encoder {
 
   std::unique_ptr<ByteOutput> output_;
   const std::size_t bufferBytes_;
-  std::string out_;
+  proto::ByteBuffer out_;
   ProtoWriter w_;
-  std::string interned_;  // InternedData entries of the packet being written
+  proto::ByteBuffer interned_;  // InternedData entries of the packet being written
   State state_ = State::Created;
   int64_t timebaseNs_ = 0;
   std::size_t packetMark_ = 0;
@@ -576,6 +620,8 @@ class PerfettoSink::Encoder {
   InternTable names_;
   InternTable categories_;
   InternTable annotationNames_;
+  InternTable jsonValues_{2, 1};    // ids 1, 3, 5, ...
+  InternTable stringValues_{2, 2};  // ids 2, 4, 6, ...
   std::size_t internBudgetBytes_ = kInternBudgetBytes;
 
   int64_t eventsBeforeTimebase_ = 0;

@@ -20,8 +20,9 @@ namespace kinetrace::detail {
 //     come from the process_name / thread_name metadata events;
 //   - a Complete event is a SLICE_BEGIN / SLICE_END pair, an Instant an INSTANT, each
 //     series of a Counter event a counter track under its thread;
-//   - event names, categories and argument names are interned; arguments are debug
-//     annotations (Dim3 as an array of three, JSON text as a legacy JSON value);
+//   - event names, categories, argument names and short string values are interned;
+//     arguments are debug annotations (Dim3 as an array of three; JSON text as an interned
+//     string with an odd id, or a legacy JSON value when long);
 //   - launch arrows ("ac2g" flow events at the start of the slice just written) are flow
 //     ids on that slice; other flow events are instants carrying the flow id;
 //   - the header and footer metadata, and every naming event, are instants on a

@@ -17,56 +17,29 @@ std::size_t varintSize(uint64_t value) {
   return size;
 }
 
-void ProtoWriter::rawVarint(uint64_t value) {
-  char bytes[10];
-  std::size_t size = 0;
-  while (value >= 0x80) {
-    bytes[size++] = static_cast<char>((value & 0x7f) | 0x80);
-    value >>= 7;
-  }
-  bytes[size++] = static_cast<char>(value);
-  out_.append(bytes, size);
+void ByteBuffer::reserve(std::size_t capacity) {
+  if (capacity <= capacity_) return;
+  std::unique_ptr<char[]> bigger(new char[capacity]);  // not value-initialised
+  if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_);
+  data_ = std::move(bigger);
+  capacity_ = capacity;
 }
 
-void ProtoWriter::tag(uint32_t field, WireType type) {
-  rawVarint((uint64_t{field} << 3) | static_cast<uint64_t>(type));
+void ByteBuffer::grow(std::size_t bytes) {
+  std::size_t capacity = capacity_ < 256 ? 256 : capacity_;
+  while (capacity - size_ < bytes) capacity *= 2;
+  reserve(capacity);
 }
 
-void ProtoWriter::varint(uint32_t field, uint64_t value) {
-  tag(field, WireType::Varint);
-  rawVarint(value);
+void ByteBuffer::openGap(std::size_t at, std::size_t count) {
+  ensure(count);
+  std::memmove(data_.get() + at + count, data_.get() + at, size_ - at);
+  size_ += count;
 }
 
-void ProtoWriter::fixed64(uint32_t field, uint64_t value) {
-  tag(field, WireType::Fixed64);
-  char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((value >> (8 * i)) & 0xff);
-  out_.append(bytes, 8);
-}
-
-void ProtoWriter::doubleValue(uint32_t field, double value) {
-  uint64_t bits = 0;
-  static_assert(sizeof bits == sizeof value);
-  std::memcpy(&bits, &value, sizeof bits);
-  fixed64(field, bits);
-}
-
-void ProtoWriter::bytes(uint32_t field, std::string_view value) {
-  tag(field, WireType::LengthDelimited);
-  rawVarint(value.size());
-  out_.append(value.data(), value.size());
-}
-
-std::size_t ProtoWriter::beginMessage(uint32_t field) {
-  tag(field, WireType::LengthDelimited);
-  out_.push_back('\0');  // the length, one byte for now
-  return out_.size() - 1;
-}
-
-void ProtoWriter::endMessage(std::size_t mark) {
-  const std::size_t length = out_.size() - mark - 1;
+void ProtoWriter::endLongMessage(std::size_t mark, std::size_t length) {
   const std::size_t lengthBytes = varintSize(length);
-  if (lengthBytes > 1) out_.insert(mark + 1, lengthBytes - 1, '\0');
+  out_.openGap(mark + 1, lengthBytes - 1);
   uint64_t value = length;
   for (std::size_t i = 0; i < lengthBytes; ++i) {
     const bool more = i + 1 < lengthBytes;

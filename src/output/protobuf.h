@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -17,7 +19,46 @@ enum class WireType : uint8_t { Varint = 0, Fixed64 = 1, LengthDelimited = 2, Fi
 // The bytes a varint of this value takes (1 to 10).
 std::size_t varintSize(uint64_t value);
 
-// Appends fields to a string. Nested messages are written in place: beginMessage() appends
+// A growable byte buffer with inline appends: encoding a trace is a long run of tiny
+// appends, and std::string::append is an out-of-line call each time.
+class ByteBuffer {
+ public:
+  ByteBuffer() = default;
+  explicit ByteBuffer(std::size_t capacity) { reserve(capacity); }
+
+  const char* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::string_view view() const { return {data_.get(), size_}; }
+  void clear() { size_ = 0; }
+
+  // Room for `bytes` more; returns where they go. Call advance() with what was written.
+  char* ensure(std::size_t bytes) {
+    if (capacity_ - size_ < bytes) grow(bytes);
+    return data_.get() + size_;
+  }
+  void advance(std::size_t bytes) { size_ += bytes; }
+  void append(const char* bytes, std::size_t count) {
+    std::memcpy(ensure(count), bytes, count);
+    size_ += count;
+  }
+  void push(char byte) {
+    *ensure(1) = byte;
+    ++size_;
+  }
+  // Inserts `count` bytes (unspecified values) at `at`, moving what follows.
+  void openGap(std::size_t at, std::size_t count);
+  char& operator[](std::size_t i) { return data_[i]; }
+  void reserve(std::size_t capacity);
+
+ private:
+  void grow(std::size_t bytes);
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// Appends fields to a buffer. Nested messages are written in place: beginMessage() appends
 // the tag and a one-byte length, endMessage() writes the real length and, when it needs
 // more than one byte, moves the message's bytes up to make room. Messages in a trace are
 // mostly under 128 bytes, so the move is rare and short, and every length is minimal
@@ -29,27 +70,69 @@ std::size_t varintSize(uint64_t value);
 //   w.endMessage(packet);
 class ProtoWriter {
  public:
-  explicit ProtoWriter(std::string& out) : out_(out) {}
+  explicit ProtoWriter(ByteBuffer& out) : out_(out) {}
 
-  void varint(uint32_t field, uint64_t value);
+  void varint(uint32_t field, uint64_t value) {
+    char* at = out_.ensure(20);
+    at = putVarint(at, (uint64_t{field} << 3) | 0);
+    at = putVarint(at, value);
+    out_.advance(static_cast<std::size_t>(at - (out_.data() + out_.size())));
+  }
   // int32/int64 fields: negative values take ten bytes, as protobuf encodes them.
   void signedVarint(uint32_t field, int64_t value) { varint(field, static_cast<uint64_t>(value)); }
   void boolean(uint32_t field, bool value) { varint(field, value ? 1 : 0); }
-  void fixed64(uint32_t field, uint64_t value);
-  void doubleValue(uint32_t field, double value);
-  void bytes(uint32_t field, std::string_view value);
+  void fixed64(uint32_t field, uint64_t value) {
+    char* at = out_.ensure(18);
+    at = putVarint(at, (uint64_t{field} << 3) | 1);
+    for (int i = 0; i < 8; ++i) *at++ = static_cast<char>((value >> (8 * i)) & 0xff);
+    out_.advance(static_cast<std::size_t>(at - (out_.data() + out_.size())));
+  }
+  void doubleValue(uint32_t field, double value) {
+    uint64_t bits = 0;
+    static_assert(sizeof bits == sizeof value);
+    std::memcpy(&bits, &value, sizeof bits);
+    fixed64(field, bits);
+  }
+  void bytes(uint32_t field, std::string_view value) {
+    char* at = out_.ensure(20 + value.size());
+    at = putVarint(at, (uint64_t{field} << 3) | 2);
+    at = putVarint(at, value.size());
+    std::memcpy(at, value.data(), value.size());
+    at += value.size();
+    out_.advance(static_cast<std::size_t>(at - (out_.data() + out_.size())));
+  }
 
   // Returns a mark for endMessage(). Messages nest; end them innermost first.
-  std::size_t beginMessage(uint32_t field);
-  void endMessage(std::size_t mark);
+  std::size_t beginMessage(uint32_t field) {
+    char* at = out_.ensure(11);
+    at = putVarint(at, (uint64_t{field} << 3) | 2);
+    *at++ = 0;  // the length, one byte for now
+    out_.advance(static_cast<std::size_t>(at - (out_.data() + out_.size())));
+    return out_.size() - 1;
+  }
+  void endMessage(std::size_t mark) {
+    const std::size_t length = out_.size() - mark - 1;
+    if (length < 0x80) {
+      out_[mark] = static_cast<char>(length);
+      return;
+    }
+    endLongMessage(mark, length);
+  }
   // Appends an already encoded message body as a length-delimited field.
   void message(uint32_t field, std::string_view encodedBody) { bytes(field, encodedBody); }
 
  private:
-  void tag(uint32_t field, WireType type);
-  void rawVarint(uint64_t value);
+  static char* putVarint(char* at, uint64_t value) {
+    while (value >= 0x80) {
+      *at++ = static_cast<char>((value & 0x7f) | 0x80);
+      value >>= 7;
+    }
+    *at++ = static_cast<char>(value);
+    return at;
+  }
+  void endLongMessage(std::size_t mark, std::size_t length);
 
-  std::string& out_;
+  ByteBuffer& out_;
 };
 
 // One field as read from a message. For LengthDelimited, `bytes` points into the message;

@@ -65,7 +65,6 @@ struct DecodedEvent {
   std::string name, category;
   std::vector<std::pair<std::string, std::string>> annotations;  // name, value as text
   std::vector<uint64_t> flowIds, terminatingFlowIds;
-  bool needsIncrementalState = false;
   double counter = 0;
 };
 
@@ -79,23 +78,26 @@ struct Decoded {
   bool everyPacketOnSequenceOne = true;
 };
 
-std::string annotationValue(const Fields& a) {
+std::string annotationValue(const Fields& a, const std::map<uint64_t, std::string>& stringValues) {
   if (auto* f = one(a, 4)) return "int:" + std::to_string(f->asInt64());
   if (auto* f = one(a, 3)) return "uint:" + std::to_string(f->value);
   if (auto* f = one(a, 5)) return "double:" + std::to_string(f->asDouble());
   if (auto* f = one(a, 2)) return f->value ? "bool:true" : "bool:false";
   if (auto* f = one(a, 6)) return "string:" + std::string(f->bytes);
   if (auto* f = one(a, 9)) return "json:" + std::string(f->bytes);
+  if (auto* f = one(a, 17)) {  // interned: odd ids JSON, even ids strings
+    return (f->value % 2 == 1 ? "json:" : "string:") + stringValues.at(f->value);
+  }
   std::string array = "array:";
   for (auto [it, end] = a.equal_range(12); it != end; ++it) {
-    array += annotationValue(fieldsOf(it->second.bytes)) + ";";
+    array += annotationValue(fieldsOf(it->second.bytes), stringValues) + ";";
   }
   return array;
 }
 
 Decoded decode(const std::string& file) {
   Decoded out;
-  std::map<uint64_t, std::string> names, categories, annotationNames;
+  std::map<uint64_t, std::string> names, categories, annotationNames, stringValues;
   bool first = true;
   for (const auto& [number, packetField] : fieldsOf(file)) {
     EXPECT_EQ(number, 1u) << "a Trace holds only packets (field 1)";
@@ -110,7 +112,10 @@ Decoded decode(const std::string& file) {
     if (auto* interned = one(packet, 12)) {
       for (const auto& [kind, entry] : fieldsOf(interned->bytes)) {
         const Fields e = fieldsOf(entry.bytes);
-        auto& table = kind == 1 ? categories : kind == 2 ? names : annotationNames;
+        auto& table = kind == 1    ? categories
+                      : kind == 2  ? names
+                      : kind == 29 ? stringValues  // debug_annotation_string_values
+                                   : annotationNames;
         table[one(e, 1)->value] = std::string(one(e, 2)->bytes);
         if (kind == 2) ++out.internedNames;
       }
@@ -141,7 +146,6 @@ Decoded decode(const std::string& file) {
       const Fields e = fieldsOf(event->bytes);
       DecodedEvent d;
       d.timestamp = one(packet, 8)->value;
-      if (auto* flags = one(packet, 13)) d.needsIncrementalState = (flags->value & 2) != 0;
       d.type = one(e, 9)->value;
       d.track = one(e, 11)->value;
       if (auto* n = one(e, 10)) d.name = names.at(n->value);
@@ -151,7 +155,7 @@ Decoded decode(const std::string& file) {
         const Fields a = fieldsOf(it->second.bytes);
         std::string name =
             one(a, 1) ? annotationNames.at(one(a, 1)->value) : std::string(one(a, 10)->bytes);
-        d.annotations.emplace_back(name, annotationValue(a));
+        d.annotations.emplace_back(name, annotationValue(a, stringValues));
       }
       for (auto [it, end] = e.equal_range(47); it != end; ++it)
         d.flowIds.push_back(it->second.value);
@@ -248,7 +252,6 @@ TEST_F(PerfettoSinkTest, ACompleteEventIsABeginAndAnEndOnItsThreadsTrack) {
   EXPECT_EQ(begin.timestamp, static_cast<uint64_t>(kLead + 500));
   EXPECT_EQ(end.timestamp, static_cast<uint64_t>(kLead + 1'700));
   EXPECT_EQ(begin.track, end.track);
-  EXPECT_TRUE(begin.needsIncrementalState) << "it refers to interned names";
   EXPECT_EQ(begin.name, "aten::mm");
   EXPECT_EQ(begin.category, "cpu_op");
   EXPECT_EQ(begin.annotations,
@@ -298,6 +301,41 @@ TEST_F(PerfettoSinkTest, ArgumentsKeepTheirTypes) {
                                                      {"s", "string:text"},
                                                      {"grid", "array:int:1024;int:8;int:1;"},
                                                      {"Input Dims", "json:" + json}}));
+}
+
+TEST_F(PerfettoSinkTest, RepeatedStringValuesAreInternedAndLongOnesWrittenInPlace) {
+  const std::string json = R"(["float","float"])";
+  const std::string longJson = "[" + std::string(2000, '1') + "]";
+  for (int i = 0; i < 2; ++i) {
+    const Arg args[] = {{"Input type", JsonText{json}},
+                        {"device", std::string_view("cuda:0")},
+                        {"big", JsonText{longJson}}};
+    Event e = event(Phase::Instant, "op", "cpu_op", 1, 1, kBase + i);
+    e.args = args;
+    e.argCount = 3;
+    sink_->write(e);
+  }
+  const std::string file = [&] {
+    sink_->end({});
+    return bytes_;
+  }();
+  const Decoded d = decode(file);
+  for (int i = 1; i <= 2; ++i) {
+    ASSERT_EQ(d.events[i].annotations.size(), 3u);
+    EXPECT_EQ(d.events[i].annotations[0].second, "json:" + json);
+    EXPECT_EQ(d.events[i].annotations[1].second, "string:cuda:0");
+    EXPECT_EQ(d.events[i].annotations[2].second, "json:" + longJson);
+  }
+  // Interned once: the file holds each short value once, the long one twice.
+  auto count = [&file](const std::string& text) {
+    std::size_t n = 0;
+    for (std::size_t at = file.find(text); at != std::string::npos; at = file.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(json), 1u);
+  EXPECT_EQ(count("cuda:0"), 1u);
+  EXPECT_EQ(count(longJson), 2u);
 }
 
 TEST_F(PerfettoSinkTest, ALaunchArrowAtTheStartOfTheSliceBeforeItIsAFlowIdOnThatSlice) {

@@ -32,41 +32,42 @@ std::string errorOf(std::string_view message) {
 }
 
 TEST(ProtoWriterTest, VarintsAreSevenBitGroupsLowFirst) {
-  std::string out;
-  ProtoWriter w(out);
+  ByteBuffer buffer;
+  ProtoWriter w(buffer);
   w.varint(1, 150);  // the example of protobuf's documentation: 08 96 01
-  EXPECT_EQ(out, bytes({0x08, 0x96, 0x01}));
-  out.clear();
+  EXPECT_EQ(std::string(buffer.view()), bytes({0x08, 0x96, 0x01}));
+  buffer.clear();
   w.varint(8, 0);
-  EXPECT_EQ(out, bytes({0x40, 0x00}));
-  out.clear();
+  EXPECT_EQ(std::string(buffer.view()), bytes({0x40, 0x00}));
+  buffer.clear();
   w.signedVarint(2, -1);  // int64 -1: ten bytes
-  EXPECT_EQ(out, bytes({0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}));
-  out.clear();
+  EXPECT_EQ(std::string(buffer.view()), bytes({0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}));
+  buffer.clear();
   w.varint(60, 1);  // field 60: a two-byte tag (60 << 3 | 0 = 480)
-  EXPECT_EQ(out, bytes({0xe0, 0x03, 0x01}));
+  EXPECT_EQ(std::string(buffer.view()), bytes({0xe0, 0x03, 0x01}));
   EXPECT_EQ(varintSize(127), 1u);
   EXPECT_EQ(varintSize(128), 2u);
   EXPECT_EQ(varintSize(~uint64_t{0}), 10u);
 }
 
 TEST(ProtoWriterTest, FixedAndLengthDelimitedFields) {
-  std::string out;
-  ProtoWriter w(out);
+  ByteBuffer buffer;
+  ProtoWriter w(buffer);
   w.fixed64(47, 0x0102030405060708ull);  // tag 47 << 3 | 1 = 377 = f9 02, little endian
-  EXPECT_EQ(out, bytes({0xf9, 0x02, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01}));
-  out.clear();
+  EXPECT_EQ(std::string(buffer.view()), bytes({0xf9, 0x02, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01}));
+  buffer.clear();
   w.bytes(2, "testing");  // protobuf's documentation again: 12 07 74 65 73 74 69 6e 67
-  EXPECT_EQ(out, bytes({0x12, 0x07}) + "testing");
-  out.clear();
+  EXPECT_EQ(std::string(buffer.view()), bytes({0x12, 0x07}) + "testing");
+  buffer.clear();
   w.doubleValue(5, 1.0);  // 0x3ff0000000000000
-  EXPECT_EQ(out, bytes({0x29, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}));
+  EXPECT_EQ(std::string(buffer.view()), bytes({0x29, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}));
 }
 
 TEST(ProtoWriterTest, NestedMessagesGetMinimalLengthsAtAnySize) {
   for (std::size_t size : {0u, 1u, 127u, 128u, 300u, 20000u}) {
-    std::string out = "prefix";
-    ProtoWriter w(out);
+    ByteBuffer buffer;
+    buffer.append("prefix", 6);
+    ProtoWriter w(buffer);
     const std::size_t outer = w.beginMessage(1);
     const std::size_t inner = w.beginMessage(2);
     w.bytes(3, std::string(size, 'x'));
@@ -74,6 +75,7 @@ TEST(ProtoWriterTest, NestedMessagesGetMinimalLengthsAtAnySize) {
     w.varint(4, 9);
     w.endMessage(outer);
 
+    const std::string out(buffer.view());
     ASSERT_EQ(out.substr(0, 6), "prefix");
     ProtoReader top(std::string_view(out).substr(6));
     ProtoField field;
@@ -98,13 +100,13 @@ TEST(ProtoWriterTest, NestedMessagesGetMinimalLengthsAtAnySize) {
 }
 
 TEST(ProtoReaderTest, ReadsEveryWireTypeBack) {
-  std::string out;
-  ProtoWriter w(out);
+  ByteBuffer buffer;
+  ProtoWriter w(buffer);
   w.varint(1, 300);
   w.fixed64(2, 77);
   w.doubleValue(3, -2.5);
   w.bytes(4, "abc");
-  out += bytes({0x2d, 1, 0, 0, 0});  // field 5, fixed32
+  const std::string out = std::string(buffer.view()) + bytes({0x2d, 1, 0, 0, 0});  // field 5, fixed32
   ProtoReader reader(out);
   ProtoField f;
   std::vector<ProtoField> fields;

@@ -1,0 +1,147 @@
+// `kinetrace convert`: its command line, and conversions between files: every format to
+// every other and back gives the same events; bad input is an error and leaves no output.
+
+#include "convert_command.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_reader.h"
+#include "cli_options.h"
+#include "kinetrace/error.h"
+#include "kinetrace/sink.h"
+#include "output/trace_events.h"
+#include "support/sample_trace.h"
+#include "support/temp_dir.h"
+
+namespace kinetrace::cli {
+namespace {
+
+std::string usageErrorOf(const std::vector<std::string>& args) {
+  try {
+    parseCommandLine(args);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ConvertOptionsTest, TakesAnInputAndAnOutput) {
+  Command command = parseCommandLine({"convert", "in.json", "out.pftrace"});
+  EXPECT_EQ(command.kind, Command::Kind::Convert);
+  EXPECT_EQ(command.convert.input, "in.json");
+  EXPECT_EQ(command.convert.output, "out.pftrace");
+  EXPECT_FALSE(command.convert.quiet);
+  EXPECT_TRUE(parseCommandLine({"convert", "-q", "a", "b"}).convert.quiet);
+  EXPECT_EQ(parseCommandLine({"convert", "--", "-odd name", "b"}).convert.input, "-odd name");
+  EXPECT_EQ(parseCommandLine({"convert", "--help"}).helpTopic, "convert");
+  EXPECT_EQ(parseCommandLine({"help", "convert"}).helpTopic, "convert");
+}
+
+TEST(ConvertOptionsTest, AnythingButTwoPathsIsAUsageError) {
+  EXPECT_EQ(usageErrorOf({"convert", "in.json"}),
+            "kinetrace convert: give an input and an output trace: kinetrace convert IN OUT "
+            "(got 1 paths)");
+  EXPECT_NE(usageErrorOf({"convert", "a", "b", "c"}).find("(got 3 paths)"), std::string::npos);
+  EXPECT_NE(usageErrorOf({"convert", "--zip", "a", "b"}).find("unknown option '--zip'"),
+            std::string::npos);
+}
+
+class ConvertCommandTest : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  int convert(const std::string& in, const std::string& out) {
+    ConvertOptions options;
+    options.input = path(in);
+    options.output = path(out);
+    std::FILE* messages = std::tmpfile();
+    const int status = convertCommand(options, messages);
+    std::rewind(messages);
+    char line[512];
+    report_.clear();
+    while (std::fgets(line, sizeof line, messages) != nullptr) report_ += line;
+    std::fclose(messages);
+    return status;
+  }
+
+  std::vector<std::string> events(const std::string& name) {
+    MemorySink sink;
+    detail::readTraceFile(path(name), sink, "x");
+    std::vector<std::string> lines;
+    for (const OwnedEvent& e : sink.events()) {
+      std::string line = std::string(1, static_cast<char>(e.phase)) + " " + e.name + " " +
+                         e.category + " " + std::to_string(e.pid) + " " + std::to_string(e.tid) +
+                         " " + std::to_string(e.timestampNs) + " " + std::to_string(e.durationNs) +
+                         " " + std::to_string(e.flowId) + " args:" + std::to_string(e.args.size());
+      lines.push_back(line);
+    }
+    return lines;
+  }
+
+  testing::TempDir dir_;
+  std::string report_;
+};
+
+TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
+  {
+    std::unique_ptr<Sink> sink = openSink(path("start.json"));
+    detail::writeTrace(test::sampleTrace(), "start.json", {}, *sink);
+  }
+  const std::vector<std::string> original = events("start.json");
+  ASSERT_FALSE(original.empty());
+  const char* chain[] = {"start.json",   "a.pftrace", "b.json.gz",
+                         "c.pftrace.gz", "d.json",    "e.pftrace"};
+  for (std::size_t i = 1; i < std::size(chain); ++i) {
+    ASSERT_EQ(convert(chain[i - 1], chain[i]), 0);
+    EXPECT_EQ(events(chain[i]), original) << chain[i - 1] << " -> " << chain[i];
+    EXPECT_NE(report_.find("kinetrace: wrote " + path(chain[i]) + ": " +
+                           std::to_string(original.size()) + " events"),
+              std::string::npos)
+        << report_;
+  }
+  EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace")), detail::TraceFileFormat::Perfetto);
+}
+
+TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {
+  std::ofstream(path("in.json")) << R"({"traceEvents": [
+    {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
+    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
+  ASSERT_EQ(convert("in.json", "out.pftrace"), 0);
+  EXPECT_NE(report_.find("1 events"), std::string::npos) << report_;
+  EXPECT_NE(
+      report_.find("kinetrace: left out 1 events of phase 'B' (the output has no place for them)"),
+      std::string::npos)
+      << report_;
+}
+
+TEST_F(ConvertCommandTest, BadInputIsAnErrorAndLeavesNoOutput) {
+  std::ofstream(path("in.json")) << R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, )";
+  try {
+    convert("in.json", "out.pftrace");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(path("in.json") + " is not valid JSON at byte "),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(dir_.entries(), std::vector<std::string>{"in.json"}) << "no output, no temporary file";
+}
+
+TEST_F(ConvertCommandTest, AnOutputThatCannotBeWrittenIsNamedBeforeReading) {
+  std::ofstream(path("in.json")) << R"({"traceEvents": []})";
+  try {
+    convert("in.json", "missing-dir/out.json");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(path("missing-dir/out.json")), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
