@@ -12,16 +12,16 @@ namespace kinetrace {
 // What a session records. Host recording needs nothing; the GPU kinds need the CUPTI
 // backend and are reported as unavailable (not an error) when it cannot run.
 enum class Activity : uint32_t {
-  Host = 1u << 0,         // ranges, instants, counters recorded through the host API
-  Kernel = 1u << 1,       // GPU kernels, concurrent
-  Memcpy = 1u << 2,       // GPU copies, peer-to-peer included
-  Memset = 1u << 3,       // GPU memsets
-  Sync = 1u << 4,         // stream / event / context synchronisation, stream-wait-event
-  Memory = 1u << 5,       // device allocations and frees
-  Overhead = 1u << 6,     // CUPTI's own overhead records
-  Launch = 1u << 7,       // launch-side calls (launch, copy, sync, malloc) with flows to GPU work
-  RuntimeAll = 1u << 8,   // every CUDA runtime call (expensive: ~1.25x step time)
-  DriverAll = 1u << 9,    // every CUDA driver call (expensive: ~1.40x step time)
+  Host = 1u << 0,        // ranges, instants, counters recorded through the host API
+  Kernel = 1u << 1,      // GPU kernels, concurrent
+  Memcpy = 1u << 2,      // GPU copies, peer-to-peer included
+  Memset = 1u << 3,      // GPU memsets
+  Sync = 1u << 4,        // stream / event / context synchronisation, stream-wait-event
+  Memory = 1u << 5,      // device allocations and frees
+  Overhead = 1u << 6,    // CUPTI's own overhead records
+  Launch = 1u << 7,      // launch-side calls (launch, copy, sync, malloc) with flows to GPU work
+  RuntimeAll = 1u << 8,  // every CUDA runtime call (expensive: ~1.25x step time)
+  DriverAll = 1u << 9,   // every CUDA driver call (expensive: ~1.40x step time)
 };
 
 class KINETRACE_API ActivitySet {
@@ -39,8 +39,14 @@ class KINETRACE_API ActivitySet {
   static ActivitySet parse(std::string_view list);
 
   constexpr bool has(Activity a) const { return (bits_ & static_cast<uint32_t>(a)) != 0; }
-  ActivitySet& add(Activity a) { bits_ |= static_cast<uint32_t>(a); return *this; }
-  ActivitySet& remove(Activity a) { bits_ &= ~static_cast<uint32_t>(a); return *this; }
+  ActivitySet& add(Activity a) {
+    bits_ |= static_cast<uint32_t>(a);
+    return *this;
+  }
+  ActivitySet& remove(Activity a) {
+    bits_ &= ~static_cast<uint32_t>(a);
+    return *this;
+  }
   constexpr bool anyGpu() const { return (bits_ & ~static_cast<uint32_t>(Activity::Host)) != 0; }
   constexpr uint32_t bits() const { return bits_; }
   std::string toString() const;
@@ -69,7 +75,8 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //
 // Keys (environment variable KINETRACE_<KEY in upper case>):
 //   output            where the trace is written while recording (path or URL; an existing
-//                     directory gets one file per session; ".json.gz" is compressed).
+//                     directory gets one file per session; ".json.gz" is compressed,
+//                     ".pftrace" is Perfetto's protobuf format).
 //                     Empty: the trace stays in memory for Profiler::stop() to return
 //   activities        comma list, see ActivitySet::parse
 //   log_level         error | warning | info | debug
@@ -92,6 +99,9 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //   capture_range     (injection) "none" (whole run) or "cudaProfilerApi"
 //   run_id            (injection) a tag put in trace file names, so the files of one
 //                     `kinetrace run` can be found among others ([A-Za-z0-9._-], <= 64)
+//   trace_format      (injection) the files' format: "json" (the default), "json.gz" or
+//                     "pftrace" (Perfetto's protobuf: a fraction of the size, written
+//                     faster; open it in ui.perfetto.dev)
 //
 // The injection keys are read by the CUDA injection library that `kinetrace run` loads
 // into a program; a Profiler created in code ignores them (its caller decides when to
@@ -108,6 +118,7 @@ struct KINETRACE_API Config {
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;
   std::string runId;
+  std::string traceFormat = "json";  // json | json.gz | pftrace
 
   // The cap in bytes (memoryMb << 20).
   std::size_t memoryCapBytes() const { return memoryMb << 20; }

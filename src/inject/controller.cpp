@@ -146,6 +146,7 @@ void Controller::begin() {
   std::string why = makeDirectories(outputDir_);
   if (!why.empty()) log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, why);
 
+  options_.naming.format = config.traceFormat;
   Config profilerConfig = config;
   profilerConfig.output.clear();  // the controller names each window's file itself
   try {

@@ -10,8 +10,9 @@ namespace kinetrace::inject {
 namespace {
 
 constexpr std::string_view kPrefix = "kinetrace";
-constexpr std::string_view kTraceSuffix = ".json";
 constexpr std::string_view kSummarySuffix = ".summary.json";
+// Longest first: ".json.gz" before ".json".
+constexpr std::string_view kTraceSuffixes[] = {".json.gz", ".pftrace", ".json"};
 
 std::optional<std::string> variable(const char* name) {
   const char* value = std::getenv(name);
@@ -58,12 +59,17 @@ std::string traceFileName(const TraceNaming& naming, int window) {
   name += "-" + (naming.host.empty() ? std::string("host") : naming.host);
   name += "-pid" + std::to_string(naming.pid);
   if (window > 1) name += "-w" + std::to_string(window);
-  return name + std::string(kTraceSuffix);
+  return name + "." + (naming.format.empty() ? std::string("json") : naming.format);
 }
 
 std::string summaryPathFor(const std::string& tracePath) {
   std::string_view path(tracePath);
-  if (endsWith(path, kTraceSuffix)) path.remove_suffix(kTraceSuffix.size());
+  for (std::string_view suffix : kTraceSuffixes) {
+    if (endsWith(path, suffix)) {
+      path.remove_suffix(suffix.size());
+      break;
+    }
+  }
   return std::string(path) + std::string(kSummarySuffix);
 }
 

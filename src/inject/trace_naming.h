@@ -11,6 +11,8 @@
 //
 //   kinetrace[-<run id>][-rank<R>][-local<L>]-<host>-pid<P>[-w<N>].json
 //
+// (or .json.gz or .pftrace, per the trace format).
+//
 // RANK and LOCAL_RANK are what launchers such as torchrun set for each worker; -w<N> marks
 // the second and later windows of one process (cudaProfilerStart/Stop called repeatedly).
 // Every part is reduced to [A-Za-z0-9._-], so a name is always a plain file name.
@@ -23,6 +25,7 @@ struct TraceNaming {
   int64_t pid = 0;
   std::optional<std::string> rank;       // RANK, when set
   std::optional<std::string> localRank;  // LOCAL_RANK, when set
+  std::string format = "json";           // Config::traceFormat: json, json.gz or pftrace
 };
 
 // The naming of the calling process: hostname, getpid(), RANK and LOCAL_RANK.
@@ -31,7 +34,7 @@ TraceNaming namingFromEnvironment(std::string runId);
 // The trace's file name for a recording window (1 for the first).
 std::string traceFileName(const TraceNaming& naming, int window = 1);
 
-// Where a trace's summary goes: "x.json" -> "x.summary.json".
+// Where a trace's summary goes: "x.json" (or "x.json.gz", "x.pftrace") -> "x.summary.json".
 std::string summaryPathFor(const std::string& tracePath);
 
 // Whether a directory entry is a summary of the given run ("" matches every run).

@@ -1,14 +1,15 @@
+#include "kinetrace/config.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <mutex>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "support/log.h"
 
@@ -22,11 +23,16 @@ struct ActivityName {
   Activity activity;
 };
 constexpr ActivityName kActivityNames[] = {
-    {"host", Activity::Host},         {"kernel", Activity::Kernel},
-    {"memcpy", Activity::Memcpy},     {"memset", Activity::Memset},
-    {"sync", Activity::Sync},         {"memory", Activity::Memory},
-    {"overhead", Activity::Overhead}, {"launch", Activity::Launch},
-    {"cuda_runtime", Activity::RuntimeAll}, {"cuda_driver", Activity::DriverAll},
+    {"host", Activity::Host},
+    {"kernel", Activity::Kernel},
+    {"memcpy", Activity::Memcpy},
+    {"memset", Activity::Memset},
+    {"sync", Activity::Sync},
+    {"memory", Activity::Memory},
+    {"overhead", Activity::Overhead},
+    {"launch", Activity::Launch},
+    {"cuda_runtime", Activity::RuntimeAll},
+    {"cuda_driver", Activity::DriverAll},
 };
 
 std::string knownActivityNames() {
@@ -39,8 +45,10 @@ std::string knownActivityNames() {
 }
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -58,8 +66,8 @@ std::size_t parseSize(std::string_view key, std::string_view value, std::size_t 
   std::string_view text = trim(value);
   std::size_t parsed = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || parsed < minimum ||
-      parsed > maximum) {
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+      parsed < minimum || parsed > maximum) {
     throw Error(fmt::format("config: {} must be a whole number from {} to {}, got \"{}\"", key,
                             minimum, maximum, value));
   }
@@ -70,10 +78,10 @@ std::size_t parseSize(std::string_view key, std::string_view value, std::size_t 
 // exactly 100000000 ns. Capped at a year: anything longer is a typo, not a plan.
 int64_t parseDuration(std::string_view key, std::string_view value) {
   auto fail = [&]() -> int64_t {
-    throw Error(fmt::format(
-        "config: {} must be a duration such as 5s, 200ms or 1m (units ns, us, ms, s, "
-        "m, h; a bare number is seconds), got \"{}\"",
-        key, value));
+    throw Error(
+        fmt::format("config: {} must be a duration such as 5s, 200ms or 1m (units ns, us, ms, s, "
+                    "m, h; a bare number is seconds), got \"{}\"",
+                    key, value));
   };
   std::string_view text = trim(value);
   std::size_t digitsEnd = 0;
@@ -104,7 +112,8 @@ int64_t parseDuration(std::string_view key, std::string_view value) {
   constexpr int64_t kMaxNs = int64_t{366} * 24 * 3600 * 1000000000;
   std::size_t dot = number.find('.');
   std::string_view whole = number.substr(0, dot);
-  std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+  std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
   int64_t wholeValue = 0;
   for (char c : whole) {
     wholeValue = wholeValue * 10 + (c - '0');
@@ -121,8 +130,10 @@ int64_t parseDuration(std::string_view key, std::string_view value) {
   if (total > kMaxNs) fail();
   // "1e-10s" or "0.0000000001s" is not zero, and zero means "until exit": a duration that
   // rounds to nothing is a mistake to report, not a request to record forever.
-  if (total == 0 && std::any_of(number.begin(), number.end(), [](char c) { return c >= '1' && c <= '9'; })) {
-    throw Error(fmt::format("config: {} must be at least 1ns or exactly 0, got \"{}\"", key, value));
+  if (total == 0 &&
+      std::any_of(number.begin(), number.end(), [](char c) { return c >= '1' && c <= '9'; })) {
+    throw Error(
+        fmt::format("config: {} must be at least 1ns or exactly 0, got \"{}\"", key, value));
   }
   return total;
 }
@@ -173,8 +184,8 @@ ActivitySet ActivitySet::parse(std::string_view list) {
     auto found = std::find_if(std::begin(kActivityNames), std::end(kActivityNames),
                               [&](const ActivityName& entry) { return name == entry.name; });
     if (found == std::end(kActivityNames)) {
-      throw Error(fmt::format("config: unknown activity \"{}\" (known: {})", name,
-                              knownActivityNames()));
+      throw Error(
+          fmt::format("config: unknown activity \"{}\" (known: {})", name, knownActivityNames()));
     }
     set.add(found->activity);
   }
@@ -196,7 +207,7 @@ namespace {
 
 constexpr const char* kKnownKeys =
     "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, delay, "
-    "duration, capture_range, run_id";
+    "duration, capture_range, run_id, trace_format";
 
 }  // namespace
 
@@ -208,13 +219,17 @@ void Config::set(std::string_view key, std::string_view value) {
     activities = ActivitySet::parse(value);
   } else if (name == "log_level") {
     std::string level = lower(trim(value));
-    if (level == "error") logLevel = LogLevel::Error;
-    else if (level == "warning" || level == "warn") logLevel = LogLevel::Warning;
-    else if (level == "info") logLevel = LogLevel::Info;
-    else if (level == "debug") logLevel = LogLevel::Debug;
+    if (level == "error")
+      logLevel = LogLevel::Error;
+    else if (level == "warning" || level == "warn")
+      logLevel = LogLevel::Warning;
+    else if (level == "info")
+      logLevel = LogLevel::Info;
+    else if (level == "debug")
+      logLevel = LogLevel::Debug;
     else {
-      throw Error(fmt::format(
-          "config: log_level must be error, warning, info or debug, got \"{}\"", value));
+      throw Error(fmt::format("config: log_level must be error, warning, info or debug, got \"{}\"",
+                              value));
     }
   } else if (name == "memory_mb") {
     memoryMb = parseSize(name, value, 1, std::size_t{1} << 20);  // up to 1 TiB
@@ -224,9 +239,12 @@ void Config::set(std::string_view key, std::string_view value) {
     gpuFlushMs = static_cast<uint32_t>(parseSize(name, value, 0, 3600 * 1000));  // up to an hour
   } else if (name == "clock") {
     std::string choice = lower(trim(value));
-    if (choice == "auto") clock = HostClock::Auto;
-    else if (choice == "tsc") clock = HostClock::Tsc;
-    else if (choice == "monotonic") clock = HostClock::Monotonic;
+    if (choice == "auto")
+      clock = HostClock::Auto;
+    else if (choice == "tsc")
+      clock = HostClock::Tsc;
+    else if (choice == "monotonic")
+      clock = HostClock::Monotonic;
     else {
       throw Error(fmt::format("config: clock must be auto, tsc or monotonic, got \"{}\"", value));
     }
@@ -241,17 +259,23 @@ void Config::set(std::string_view key, std::string_view value) {
     } else if (range == "cudaprofilerapi") {
       captureRange = CaptureRange::CudaProfilerApi;
     } else {
-      throw Error(fmt::format(
-          "config: capture_range must be none or cudaProfilerApi, got \"{}\"", value));
+      throw Error(
+          fmt::format("config: capture_range must be none or cudaProfilerApi, got \"{}\"", value));
     }
   } else if (name == "run_id") {
     std::string_view id = trim(value);
     if (!isValidRunId(id)) {
       throw Error(fmt::format(
-          "config: run_id must be at most 64 letters, digits, '.', '_' or '-', got \"{}\"",
-          value));
+          "config: run_id must be at most 64 letters, digits, '.', '_' or '-', got \"{}\"", value));
     }
     runId = std::string(id);
+  } else if (name == "trace_format") {
+    const std::string format = lower(trim(value));
+    if (format != "json" && format != "json.gz" && format != "pftrace") {
+      throw Error(
+          fmt::format("config: trace_format must be json, json.gz or pftrace, got \"{}\"", value));
+    }
+    traceFormat = format;
   } else {
     throw Error(fmt::format("config: unknown key \"{}\" (known: {})", key, kKnownKeys));
   }
@@ -288,7 +312,8 @@ Config Config::fromEnvironment() {
   for (const std::string& name : unknown) {
     if (std::find(reported.begin(), reported.end(), name) != reported.end()) continue;
     reported.push_back(name);
-    detail::log(LogLevel::Warning, "environment variable {} is not a kinetrace setting and is ignored (known: {})",
+    detail::log(LogLevel::Warning,
+                "environment variable {} is not a kinetrace setting and is ignored (known: {})",
                 name, "KINETRACE_ + one of: " + std::string(kKnownKeys));
   }
   return config;

@@ -51,10 +51,10 @@ class RunDir {
  public:
   const std::string& path() const { return dir_.path(); }
   // The traces in traces/ (not their summaries), sorted.
-  std::vector<std::string> traces() const {
+  std::vector<std::string> traces(const std::string& suffix = ".json") const {
     std::vector<std::string> found;
     for (const std::string& name : namesInTraces()) {
-      if (endsWith(name, ".json") && !endsWith(name, ".summary.json")) {
+      if (endsWith(name, suffix) && !endsWith(name, ".summary.json")) {
         found.push_back(path() + "/traces/" + name);
       }
     }
@@ -339,6 +339,36 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
           << "an async range: on its own track";
     }
   }
+}
+
+TEST(KinetraceRunTest, FormatPftraceWritesPerfettoTracesThatConvertBackToTheSameEvents) {
+  RunDir dir;
+  Result r = run(kinetraceRun(dir, {"--format", "pftrace"}, {FAKE_CUDA_APP, "nvtx"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> traces = dir.traces(".pftrace");
+  ASSERT_EQ(traces.size(), 1u) << r.err;
+  EXPECT_TRUE(dir.traces(".json").empty());
+  EXPECT_CONTAINS(r.err, "trace   " + traces[0]);
+  EXPECT_EQ(readFile(traces[0]).substr(0, 1), "\x0a") << "a Trace message's first packet";
+
+  const std::string json = dir.path() + "/back.json";
+  Result converted = run({KINETRACE_CLI, "convert", traces[0], json});
+  EXPECT_EQ(converted.exitCode, 0) << converted.err;
+  EXPECT_CONTAINS(converted.err, "kinetrace: wrote " + json);
+  nlohmann::json trace = nlohmann::json::parse(readFile(json));
+  std::vector<std::string> ranges = eventNames(trace, "user_annotation");
+  for (const char* name : {"train_step", "layer 3", "load batch"}) {
+    EXPECT_TRUE(has(ranges, name)) << name << " missing; err:\n" << r.err;
+  }
+  EXPECT_TRUE(trace.contains("kinetrace_nvtx"));
+}
+
+TEST(KinetraceRunTest, ABadFormatIsACommandLineMistake) {
+  RunDir dir;
+  Result r = run(kinetraceRun(dir, {"--format", "xml"}, {HOST_ONLY_PROGRAM, "exit", "0"}));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_CONTAINS(r.err,
+                  "kinetrace run: --format xml: trace_format must be json, json.gz or pftrace");
 }
 
 // The lines of `text` that start with `prefix`.

@@ -47,24 +47,11 @@ TEST(CliOptionsTest, RunStopsReadingOptionsAtTheFirstProgramWord) {
 }
 
 TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
-  Command c = parseCommandLine({"run",
-                                "--output=traces/",
-                                "--activities",
-                                "kernel,memcpy,memset,sync,memory",
-                                "--delay",
-                                "5s",
-                                "--duration=2s",
-                                "--log-level",
-                                "info",
-                                "--memory-mb=64",
-                                "--no-nvtx",
-                                "--no-summary",
-                                "--top",
-                                "3",
-                                "--injection-library",
-                                "/x/lib.so",
-                                "--",
-                                "./engine"});
+  Command c = parseCommandLine({"run", "--output=traces/", "--activities",
+                                "kernel,memcpy,memset,sync,memory", "--delay", "5s",
+                                "--duration=2s", "--log-level", "info", "--memory-mb=64",
+                                "--format=pftrace", "--no-nvtx", "--no-summary", "--top", "3",
+                                "--injection-library", "/x/lib.so", "--", "./engine"});
   const RunOptions& r = c.run;
   EXPECT_EQ(r.outputDir, "traces/");
   EXPECT_EQ(r.activities, "kernel,memcpy,memset,sync,memory");
@@ -72,6 +59,7 @@ TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
   EXPECT_EQ(r.duration, "2s");
   EXPECT_EQ(r.logLevel, "info");
   EXPECT_EQ(r.memoryMb, "64");
+  EXPECT_EQ(r.format, "pftrace");
   EXPECT_FALSE(r.nvtx);
   EXPECT_FALSE(r.printSummary);
   EXPECT_EQ(r.topKernels, 3u);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <string>
+
 #include "support/test_support.h"
 
 namespace kinetrace::inject {
@@ -69,8 +70,20 @@ TEST(TraceNamingTest, OddCharactersNeverReachTheFileName) {
   EXPECT_EQ(sanitizeNamePart("x/y z\n"), "x_y_z_");
 }
 
+TEST(TraceNamingTest, TheFormatGivesTheExtension) {
+  TraceNaming naming;
+  naming.host = "h";
+  naming.pid = 9;
+  naming.format = "pftrace";
+  EXPECT_EQ(traceFileName(naming), "kinetrace-h-pid9.pftrace");
+  naming.format = "json.gz";
+  EXPECT_EQ(traceFileName(naming, 2), "kinetrace-h-pid9-w2.json.gz");
+}
+
 TEST(TraceNamingTest, SummariesSitBesideTheirTraceAndAreFoundByRun) {
   EXPECT_EQ(summaryPathFor("/t/kinetrace-r-h-pid1.json"), "/t/kinetrace-r-h-pid1.summary.json");
+  EXPECT_EQ(summaryPathFor("/t/kinetrace-r-h-pid1.json.gz"), "/t/kinetrace-r-h-pid1.summary.json");
+  EXPECT_EQ(summaryPathFor("/t/kinetrace-r-h-pid1.pftrace"), "/t/kinetrace-r-h-pid1.summary.json");
   EXPECT_TRUE(isSummaryOfRun("kinetrace-r1-h-pid1.summary.json", "r1"));
   EXPECT_FALSE(isSummaryOfRun("kinetrace-r2-h-pid1.summary.json", "r1"));
   EXPECT_FALSE(isSummaryOfRun("kinetrace-r1-h-pid1.json", "r1"));

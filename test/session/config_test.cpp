@@ -60,6 +60,7 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   config.set("duration", "200ms");
   config.set("capture_range", "cudaProfilerApi");
   config.set("run_id", "run-1.a_b");
+  config.set("trace_format", "PFTRACE");
   EXPECT_EQ(config.output, "/tmp/x.json");
   EXPECT_TRUE(config.activities.has(Activity::Kernel));
   EXPECT_EQ(config.logLevel, LogLevel::Debug);
@@ -72,6 +73,8 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   EXPECT_EQ(config.durationNs, 200'000'000);
   EXPECT_EQ(config.captureRange, CaptureRange::CudaProfilerApi);
   EXPECT_EQ(config.runId, "run-1.a_b");
+  EXPECT_EQ(config.traceFormat, "pftrace");
+  EXPECT_THROW(config.set("trace_format", "xml"), Error);
 }
 
 TEST(ConfigTest, TheOldBufferKeysAreGoneAndTheErrorNamesMemoryMb) {

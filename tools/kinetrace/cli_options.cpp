@@ -18,19 +18,13 @@ struct OptionSpec {
 };
 
 constexpr OptionSpec kRunOptions[] = {
-    {"--help", "-h", false},
-    {"--output", "-o", true},
-    {"--activities", "-a", true},
-    {"--delay", nullptr, true},
-    {"--duration", nullptr, true},
-    {"--capture-range", nullptr, true},
-    {"--log-level", nullptr, true},
-    {"--memory-mb", nullptr, true},
-    {"--nvtx", nullptr, false},
-    {"--no-nvtx", nullptr, false},
-    {"--no-summary", nullptr, false},
-    {"--top", nullptr, true},
-    {"--injection-library", nullptr, true},
+    {"--help", "-h", false},        {"--output", "-o", true},
+    {"--activities", "-a", true},   {"--delay", nullptr, true},
+    {"--duration", nullptr, true},  {"--capture-range", nullptr, true},
+    {"--format", nullptr, true},    {"--log-level", nullptr, true},
+    {"--memory-mb", nullptr, true}, {"--nvtx", nullptr, false},
+    {"--no-nvtx", nullptr, false},  {"--no-summary", nullptr, false},
+    {"--top", nullptr, true},       {"--injection-library", nullptr, true},
 };
 
 constexpr OptionSpec kSummaryOptions[] = {
@@ -166,6 +160,9 @@ Command parseRun(const std::vector<std::string>& args) {
     } else if (name == "--duration") {
       checkConfigValue("--duration", "duration", value);
       run.duration = value;
+    } else if (name == "--format") {
+      checkConfigValue("--format", "trace_format", value);
+      run.format = value;
     } else if (name == "--capture-range") {
       checkConfigValue("--capture-range", "capture_range", value);
       run.captureRange = value;
@@ -335,7 +332,8 @@ way kinetrace waits for the program to end, then reports.
 options:
   -o, --output DIR          directory for the traces (created if needed; default
                             kinetrace-traces). Files are named
-                            kinetrace-RUN[-rankR][-localL]-HOST-pidP.json, with RANK and
+                            kinetrace-RUN[-rankR][-localL]-HOST-pidP.json (or .json.gz,
+                            .pftrace: see --format), with RANK and
                             LOCAL_RANK as launchers like torchrun set them, plus a
                             .summary.json beside each
   -a, --activities LIST     what to record, comma-separated (default: default):
@@ -343,6 +341,9 @@ options:
                             cuda_runtime, cuda_driver, default, all
       --delay DURATION      start recording DURATION after each process starts (5s, 200ms, 1m)
       --duration DURATION   record for DURATION, then stop (default: until the process exits)
+      --format FORMAT       json (default), json.gz, or pftrace: Perfetto's protobuf format,
+                            a fraction of the JSON's size (open it in ui.perfetto.dev;
+                            'kinetrace convert' turns it into JSON and back)
       --capture-range RANGE none (default: the whole run) or cudaProfilerApi: record between
                             the program's own cudaProfilerStart() and cudaProfilerStop()
                             calls; each such window is a trace of its own

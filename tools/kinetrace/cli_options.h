@@ -38,6 +38,7 @@ struct RunOptions {
   std::string captureRange;
   std::string logLevel;
   std::string memoryMb;  // KINETRACE_MEMORY_MB: the tracer's whole memory per process
+  std::string format;    // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
   bool nvtx = true;
   bool printSummary = true;
   std::size_t topKernels = 5;

@@ -76,6 +76,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
       {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
       {"KINETRACE_LOG_LEVEL", &options.logLevel},
       {"KINETRACE_MEMORY_MB", &options.memoryMb},
+      {"KINETRACE_TRACE_FORMAT", &options.format},
   };
   for (const auto& [name, value] : values) {
     if (!value->empty()) setVariable(name, *value);

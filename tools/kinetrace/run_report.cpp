@@ -89,8 +89,9 @@ std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& run
   std::vector<RunTrace> traces;
   const std::string prefix = "kinetrace-" + runId + "-";
   for (const std::string& name : listDirectory(dir)) {
-    if (name.rfind(prefix, 0) != 0 || !endsWith(name, ".json") || endsWith(name, ".summary.json"))
-      continue;
+    const bool isTrace = endsWith(name, ".json") || endsWith(name, ".json.gz") ||
+                         endsWith(name, ".pftrace");  // the formats of --format
+    if (name.rfind(prefix, 0) != 0 || !isTrace || endsWith(name, ".summary.json")) continue;
     RunTrace trace;
     trace.path = dir + "/" + name;
     std::string text = readFile(inject::summaryPathFor(trace.path));
