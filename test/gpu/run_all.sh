@@ -5,12 +5,13 @@
 #
 # Steps: machine info, configure + build (Release, outside the source tree), the ctest
 # suite, launch_census + check_trace.py, the CUPTI overflow (flood) check, the host and
-# CUDA examples with format checks, the overhead of tracing the CUDA example, measured
+# CUDA examples with format checks, the trace formats (.json, .json.gz, .pftrace: checked,
+# sizes, write times), the overhead of tracing the CUDA example, measured
 # untraced/traced interleaved (A B A B ...), the cost per launch of each activity kind
 # (bench/gpu/overhead.sh on launch_cost) and the host microbenchmarks. Every step runs even
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
-# Written to OUT_DIR: run_all.log (everything printed), overhead.md,
+# Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
@@ -232,6 +233,28 @@ host_benchmarks() {
   return $rc
 }
 
+# The census trace written by the session as .json, .json.gz and .pftrace (each checked: the
+# .pftrace after converting it back to JSON), then the census and a torch.profiler trace
+# in every format: sizes and write times in OUT_DIR/formats.md (bench/gpu/format_sizes.py).
+formats() {
+  local census kt fmt rc=0
+  census=$(binary launch_census) || return 1
+  kt=$(binary kinetrace) || return 1
+  for fmt in json json.gz pftrace; do
+    run env KINETRACE_ACTIVITIES=default,sync,memory,overhead "$census" \
+      "$WORK_DIR/formats_census.$fmt" "$WORK_DIR/formats_manifest_$fmt.json" || rc=1
+  done
+  run python3 "$CHECKER" "$WORK_DIR/formats_census.json.gz" "$WORK_DIR/formats_manifest_json.gz.json" || rc=1
+  run "$kt" convert "$WORK_DIR/formats_census.pftrace" "$WORK_DIR/formats_census_back.json" || rc=1
+  run python3 "$CHECKER" "$WORK_DIR/formats_census_back.json" "$WORK_DIR/formats_manifest_pftrace.json" || rc=1
+  keep "$WORK_DIR/formats_census.pftrace" census_trace.pftrace.gz
+  run python3 "$SRC_DIR/bench/gpu/torch_train.py" --steps 20 --warmup 5 --mode torch-cpu-cuda \
+    --out "$WORK_DIR/formats_torch" || rc=1
+  run python3 "$SRC_DIR/bench/gpu/format_sizes.py" "$kt" "$OUT_DIR/formats.md" \
+    census="$WORK_DIR/formats_census.json" torch="$WORK_DIR/formats_torch/torch_trace.json" || rc=1
+  return $rc
+}
+
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
 activity_cost() {
@@ -250,6 +273,7 @@ main() {
   step "flood (CUPTI drops reported)" flood
   step "host example" host_example
   step "training-step example" training_example
+  step "trace formats" formats
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Sizes and write times of one trace in each output format, through `kinetrace convert`.
+
+    format_sizes.py KINETRACE OUT.md NAME=TRACE [NAME=TRACE ...] [--rounds N]
+
+For each TRACE (any format kinetrace reads): converts it to kinetrace's JSON once (the
+baseline every size is compared with), then to .json, .json.gz and .pftrace, ROUNDS times
+each, interleaved (json, json.gz, pftrace, json, ...), and writes a table to OUT.md: the
+size of each, its share of the JSON's size, the median wall time of the conversion (reading
+the same input each time, so the differences are the writing), and the event count that
+`kinetrace convert` reported, which must be the same for every format. Then converts the
+.pftrace back to JSON and checks that it holds the same events as the baseline.
+
+Exit status 1 when a conversion fails or the event counts differ.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+FORMATS = ["json", "json.gz", "pftrace"]
+
+
+def convert(kinetrace, source, target):
+    start = time.perf_counter()
+    done = subprocess.run([kinetrace, "convert", source, target], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"kinetrace convert {source} {target} failed: {done.stderr.strip()}")
+    match = re.search(r"wrote .*?: (\d+) events", done.stderr)
+    if not match:
+        raise RuntimeError(f"no event count in: {done.stderr.strip()}")
+    return seconds, int(match.group(1))
+
+
+def events_of(path):
+    with open(path) as f:
+        trace = json.load(f)
+    return sorted(json.dumps(e, sort_keys=True) for e in trace["traceEvents"])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("kinetrace")
+    p.add_argument("out")
+    p.add_argument("traces", nargs="+", help="NAME=PATH")
+    p.add_argument("--rounds", type=int, default=5)
+    args = p.parse_args()
+
+    ok = True
+    lines = [
+        "# One trace in each format: size and write time (`kinetrace convert`)",
+        "",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
+        f"- {args.rounds} conversions per format, interleaved; time is the median wall time of",
+        "  `kinetrace convert SOURCE OUT` (the same reading each time; the difference is the writing)",
+        "",
+        "| trace | format | bytes | of the JSON | median convert (ms) | events |",
+        "|---|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as work:
+        for spec in args.traces:
+            name, _, source = spec.partition("=")
+            baseline = os.path.join(work, f"{name}.baseline.json")
+            _, baseline_events = convert(args.kinetrace, source, baseline)
+            json_bytes = os.path.getsize(baseline)
+            times = {f: [] for f in FORMATS}
+            counts = {}
+            for _ in range(args.rounds):
+                for fmt in FORMATS:
+                    target = os.path.join(work, f"{name}.{fmt}")
+                    seconds, count = convert(args.kinetrace, baseline, target)
+                    times[fmt].append(seconds)
+                    counts[fmt] = count
+            for fmt in FORMATS:
+                size = os.path.getsize(os.path.join(work, f"{name}.{fmt}"))
+                lines.append(
+                    f"| {name} | .{fmt} | {size:,} | {100.0 * size / json_bytes:.1f}% | "
+                    f"{1000 * statistics.median(times[fmt]):.1f} | {counts[fmt]:,} |")
+                if counts[fmt] != baseline_events:
+                    ok = False
+                    print(f"FAIL: {name}.{fmt} has {counts[fmt]} events, the JSON {baseline_events}")
+            back = os.path.join(work, f"{name}.back.json")
+            convert(args.kinetrace, os.path.join(work, f"{name}.pftrace"), back)
+            if events_of(back) != events_of(baseline):
+                ok = False
+                print(f"FAIL: {name}: the .pftrace converted back differs from the JSON")
+            else:
+                lines.append(f"| {name} | .pftrace -> .json | | same {baseline_events:,} events | | |")
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
