@@ -55,10 +55,12 @@ class ConvertCommandTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  int convert(const std::string& in, const std::string& out) {
+  int convert(const std::string& in, const std::string& out,
+              uint64_t progressFromBytes = ~uint64_t{0}) {
     ConvertOptions options;
     options.input = path(in);
     options.output = path(out);
+    options.progressFromBytes = progressFromBytes;
     std::FILE* messages = std::tmpfile();
     const int status = convertCommand(options, messages);
     std::rewind(messages);
@@ -105,6 +107,18 @@ TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
         << report_;
   }
   EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace")), detail::TraceFileFormat::Perfetto);
+}
+
+TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
+  {
+    std::unique_ptr<Sink> sink = openSink(path("in.json"));
+    detail::writeTrace(test::sampleTrace(), "in.json", {}, *sink);
+  }
+  ASSERT_EQ(convert("in.json", "out.pftrace", /*progressFromBytes=*/0), 0);
+  // Not a terminal: a line at each tenth reached (one read takes this small file whole).
+  EXPECT_NE(report_.find("reading " + path("in.json") + ": 100% ("), std::string::npos) << report_;
+  ASSERT_EQ(convert("in.json", "again.pftrace"), 0);
+  EXPECT_EQ(report_.find("reading "), std::string::npos) << "small inputs show none: " << report_;
 }
 
 TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,8 @@ struct ConvertOptions {
   std::string input;
   std::string output;
   bool quiet = false;  // no progress, no report (errors still)
+  // Inputs at least this large show their progress (smaller ones convert in a second).
+  uint64_t progressFromBytes = uint64_t{32} << 20;
 };
 
 struct Command {

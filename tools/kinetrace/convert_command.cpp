@@ -15,9 +15,6 @@
 namespace kinetrace::cli {
 namespace {
 
-// Inputs smaller than this convert in about a second: no progress for them.
-constexpr uint64_t kProgressFromBytes = uint64_t{32} << 20;
-
 uint64_t fileSize(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0 ? static_cast<uint64_t>(info.st_size) : 0;
@@ -31,14 +28,15 @@ std::string megabytes(uint64_t bytes) {
 // Elsewhere (a log file): a line at every tenth of the input.
 class ProgressLine {
  public:
-  ProgressLine(std::FILE* out, std::string what, bool enabled)
+  ProgressLine(std::FILE* out, std::string what, bool enabled, uint64_t fromBytes)
       : out_(out),
         what_(std::move(what)),
         enabled_(enabled),
+        fromBytes_(fromBytes),
         terminal_(enabled && ::isatty(::fileno(out)) != 0) {}
 
   void update(uint64_t done, uint64_t total) {
-    if (!enabled_ || total < kProgressFromBytes) return;
+    if (!enabled_ || total == 0 || total < fromBytes_) return;
     const int percent = static_cast<int>(done * 100 / total);
     if (terminal_) {
       const auto now = std::chrono::steady_clock::now();
@@ -64,6 +62,7 @@ class ProgressLine {
   std::FILE* out_;
   std::string what_;
   bool enabled_;
+  uint64_t fromBytes_;
   bool terminal_;
   bool shown_ = false;
   int lastTenth_ = 0;
@@ -75,7 +74,8 @@ class ProgressLine {
 int convertCommand(const ConvertOptions& options, std::FILE* messages) {
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
-  ProgressLine progress(messages, "reading " + options.input, !options.quiet);
+  ProgressLine progress(messages, "reading " + options.input, !options.quiet,
+                        options.progressFromBytes);
   detail::ReadReport report;
   try {
     report = detail::readTraceFile(
