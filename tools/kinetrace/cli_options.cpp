@@ -32,6 +32,11 @@ constexpr OptionSpec kSummaryOptions[] = {
     {"--top", nullptr, true},
 };
 
+constexpr OptionSpec kAnalyzeOptions[] = {
+    {"--help", "-h", false},  {"--json", nullptr, true},    {"--rank", nullptr, true},
+    {"--top", nullptr, true}, {"--tiny-us", nullptr, true}, {"--quiet", "-q", false},
+};
+
 constexpr OptionSpec kConvertOptions[] = {
     {"--help", "-h", false},
     {"--quiet", "-q", false},
@@ -260,6 +265,45 @@ Command parseConvert(const std::vector<std::string>& args) {
   return command;
 }
 
+Command parseAnalyze(const std::vector<std::string>& args) {
+  Command command;
+  command.kind = Command::Kind::Analyze;
+  AnalyzeOptions& a = command.analyze;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      a.paths.insert(a.paths.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (word.empty() || word[0] != '-') {
+      a.paths.push_back(word);
+      continue;
+    }
+    Found option = readOption("analyze", kAnalyzeOptions, args, i);
+    const std::string name = option.spec->longName;
+    if (name == "--help") {
+      command.kind = Command::Kind::Help;
+      command.helpTopic = "analyze";
+      return command;
+    } else if (name == "--json") {
+      a.jsonOutput = option.value;
+    } else if (name == "--rank") {
+      a.rank = static_cast<int64_t>(parseCount("analyze", "--rank", option.value));
+    } else if (name == "--top") {
+      a.top = parseCount("analyze", "--top", option.value);
+    } else if (name == "--tiny-us") {
+      a.tinyKernelNs =
+          static_cast<int64_t>(parseCount("analyze", "--tiny-us", option.value)) * 1000;
+    } else {
+      a.quiet = true;
+    }
+  }
+  if (a.paths.empty()) {
+    throw UsageError("kinetrace analyze: no trace given: kinetrace analyze TRACE|DIRECTORY...");
+  }
+  return command;
+}
+
 }  // namespace
 
 Command parseCommandLine(const std::vector<std::string>& args) {
@@ -273,9 +317,10 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "help") {
     command.helpTopic = args.size() > 1 ? args[1] : "";
     if (!command.helpTopic.empty() && command.helpTopic != "run" &&
-        command.helpTopic != "summary" && command.helpTopic != "convert") {
+        command.helpTopic != "summary" && command.helpTopic != "convert" &&
+        command.helpTopic != "analyze") {
       throw UsageError("kinetrace help: no command '" + command.helpTopic +
-                       "' (commands: run, summary, convert)");
+                       "' (commands: run, summary, convert, analyze)");
     }
     return command;
   }
@@ -286,11 +331,12 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "run") return parseRun(args);
   if (first == "summary") return parseSummary(args);
   if (first == "convert") return parseConvert(args);
+  if (first == "analyze") return parseAnalyze(args);
   if (!first.empty() && first[0] == '-') {
     throw UsageError("kinetrace: unknown option '" + first + "' (see 'kinetrace --help')");
   }
   throw UsageError("kinetrace: unknown command '" + first +
-                   "' (commands: run, summary, convert, help)");
+                   "' (commands: run, summary, convert, analyze, help)");
 }
 
 std::string mainHelp() {
@@ -300,6 +346,7 @@ usage:
   kinetrace run [options] [--] PROGRAM [ARGS...]   run PROGRAM, tracing it and its children
   kinetrace summary [--top N] PATH...              print the summary of traces already written
   kinetrace convert IN OUT                         rewrite a trace in another format
+  kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
   kinetrace help [COMMAND]                         this text, or a command's options
   kinetrace --version
 
@@ -377,7 +424,8 @@ std::string summaryHelp() {
   return R"(usage: kinetrace summary [--top N] PATH...
 
 Prints the summary of traces that kinetrace run wrote. PATH is a trace (x.json: its
-x.summary.json is read), a summary file, or a directory (every summary in it).
+x.summary.json is read; a trace without one, saved through the API or by torch.profiler, is
+analysed as 'kinetrace analyze' does), a summary file, or a directory (every summary in it).
 
 options:
       --top N      kernels listed per summary (default 5)
@@ -406,7 +454,28 @@ options:
 )";
 }
 
+std::string analyzeHelp() {
+  return R"(usage: kinetrace analyze [options] TRACE|DIRECTORY...
+
+Answers "why is my GPU idle?" from traces kinetrace or torch.profiler wrote (.json, .json.gz,
+.pftrace; a directory: every trace in it, one per rank): findings in plain sentences, then
+per trace the GPU time (busy: compute, communication, memory; idle: waiting for the host,
+launching, waiting on other work) per GPU, stream and step, the kernels that took the time,
+tiny kernels and what issued them, launch latency, the longest idle gaps and what the host
+was doing, memory over the steps; across ranks, collectives one rank started late.
+
+options:
+      --json FILE      the analysis as JSON too
+      --rank N         only the traces of rank N
+      --top N          rows per table (default 10)
+      --tiny-us N      a kernel shorter than N microseconds is tiny (default 10)
+  -q, --quiet          no progress
+  -h, --help           this text
+)";
+}
+
 std::string helpFor(const std::string& topic) {
+  if (topic == "analyze") return analyzeHelp();
   if (topic == "convert") return convertHelp();
   if (topic == "run") return runHelp();
   if (topic == "summary") return summaryHelp();

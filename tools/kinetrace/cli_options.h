@@ -11,6 +11,7 @@
 //   kinetrace run [options] [--] PROGRAM [ARGS...]
 //   kinetrace summary [--top N] PATH...
 //   kinetrace convert [--quiet] IN OUT
+//   kinetrace analyze [--json FILE] [--rank N] [--top N] [--tiny-us N] TRACE|DIR...
 //   kinetrace help [COMMAND] | --help | --version
 //
 // Parsing only: nothing here touches the file system or the environment, so every error
@@ -60,13 +61,24 @@ struct ConvertOptions {
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
 
+struct AnalyzeOptions {
+  std::vector<std::string> paths;  // traces, or directories of traces (one per rank)
+  std::string jsonOutput;          // --json: the analysis as JSON too
+  int64_t rank = -1;               // --rank: only that rank's traces
+  std::size_t top = 10;            // rows of each table
+  int64_t tinyKernelNs = 10'000;   // --tiny-us
+  bool quiet = false;
+  uint64_t progressFromBytes = uint64_t{32} << 20;
+};
+
 struct Command {
-  enum class Kind { Help, Version, Run, Summary, Convert };
+  enum class Kind { Help, Version, Run, Summary, Convert, Analyze };
   Kind kind = Kind::Help;
   std::string helpTopic;  // Help: "", "run", "summary" or "convert"
   RunOptions run;
   SummaryOptions summary;
   ConvertOptions convert;
+  AnalyzeOptions analyze;
 };
 
 // `args` excludes argv[0]. Throws UsageError.
@@ -76,6 +88,7 @@ std::string mainHelp();
 std::string runHelp();
 std::string summaryHelp();
 std::string convertHelp();
+std::string analyzeHelp();
 std::string helpFor(const std::string& topic);  // "" -> mainHelp()
 
 }  // namespace kinetrace::cli

@@ -11,6 +11,7 @@
 
 #include "analysis/trace_reader.h"
 #include "kinetrace/sink.h"
+#include "progress.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -19,55 +20,6 @@ uint64_t fileSize(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0 ? static_cast<uint64_t>(info.st_size) : 0;
 }
-
-std::string megabytes(uint64_t bytes) {
-  return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
-}
-
-// Progress on a terminal: one line rewritten in place, at most five times a second.
-// Elsewhere (a log file): a line at every tenth of the input.
-class ProgressLine {
- public:
-  ProgressLine(std::FILE* out, std::string what, bool enabled, uint64_t fromBytes)
-      : out_(out),
-        what_(std::move(what)),
-        enabled_(enabled),
-        fromBytes_(fromBytes),
-        terminal_(enabled && ::isatty(::fileno(out)) != 0) {}
-
-  void update(uint64_t done, uint64_t total) {
-    if (!enabled_ || total == 0 || total < fromBytes_) return;
-    const int percent = static_cast<int>(done * 100 / total);
-    if (terminal_) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_ < std::chrono::milliseconds(200) && percent != 100) return;
-      last_ = now;
-      std::fprintf(out_, "\r%s: %3d%% (%s of %s)", what_.c_str(), percent, megabytes(done).c_str(),
-                   megabytes(total).c_str());
-      std::fflush(out_);
-      shown_ = true;
-    } else if (percent / 10 > lastTenth_) {
-      lastTenth_ = percent / 10;
-      std::fprintf(out_, "%s: %d%% (%s of %s)\n", what_.c_str(), lastTenth_ * 10,
-                   megabytes(done).c_str(), megabytes(total).c_str());
-    }
-  }
-
-  void done() {
-    if (shown_) std::fputc('\n', out_);
-    shown_ = false;
-  }
-
- private:
-  std::FILE* out_;
-  std::string what_;
-  bool enabled_;
-  uint64_t fromBytes_;
-  bool terminal_;
-  bool shown_ = false;
-  int lastTenth_ = 0;
-  std::chrono::steady_clock::time_point last_{};
-};
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze_command.h"
 #include "cli_options.h"
 #include "convert_command.h"
 #include "error_text.h"
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
         return summaryCommand(command.summary);
       case Command::Kind::Convert:
         return convertCommand(command.convert, stderr);
+      case Command::Kind::Analyze:
+        return analyzeCommand(command.analyze, stdout, stderr);
     }
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.what());

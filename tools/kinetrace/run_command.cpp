@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "analysis/summary.h"
+#include "analyze_command.h"
 #include "error_text.h"
 #include "files.h"
 #include "inject/run_manifest.h"
@@ -210,6 +211,7 @@ int runCommand(const RunOptions& options) {
 
 int summaryCommand(const SummaryOptions& options) {
   std::vector<std::string> files;
+  std::vector<std::string> tracesWithoutSummary;  // analysed instead
   bool missing = false;
   for (const std::string& path : options.paths) {
     if (isDirectory(path)) {
@@ -223,8 +225,12 @@ int summaryCommand(const SummaryOptions& options) {
       }
     } else if (endsWith(path, ".summary.json")) {
       files.push_back(path);
-    } else {
+    } else if (isRegularFile(inject::summaryPathFor(path)) || !isRegularFile(path)) {
       files.push_back(inject::summaryPathFor(path));
+    } else {
+      // A trace saved through the API or by torch.profiler has no summary file: the trace
+      // itself is the input.
+      tracesWithoutSummary.push_back(path);
     }
   }
   bool first = true;
@@ -243,6 +249,19 @@ int summaryCommand(const SummaryOptions& options) {
     } catch (const Error& error) {
       std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(),
                    withoutKinetracePrefix(error.what()).c_str());
+      missing = true;
+    }
+  }
+  for (const std::string& trace : tracesWithoutSummary) {
+    AnalyzeOptions analyze;
+    analyze.paths = {trace};
+    analyze.top = options.topKernels;
+    std::printf("%s", first ? "" : "\n");
+    try {
+      analyzeCommand(analyze, stdout, stderr);
+      first = false;
+    } catch (const Error& error) {
+      std::fprintf(stderr, "kinetrace summary: %s\n", withoutKinetracePrefix(error.what()).c_str());
       missing = true;
     }
   }

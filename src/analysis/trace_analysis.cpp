@@ -1,0 +1,545 @@
+#include "analysis/trace_analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+namespace kinetrace::detail {
+namespace {
+
+using Interval = std::pair<int64_t, int64_t>;  // [start, end)
+using Intervals = std::vector<Interval>;
+
+// Sorted, non-overlapping, non-empty.
+Intervals unionOf(Intervals items) {
+  std::sort(items.begin(), items.end());
+  Intervals merged;
+  for (const Interval& item : items) {
+    if (item.second <= item.first) continue;
+    if (!merged.empty() && item.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, item.second);
+    } else {
+      merged.push_back(item);
+    }
+  }
+  return merged;
+}
+
+int64_t lengthOf(const Intervals& items) {
+  int64_t total = 0;
+  for (const Interval& item : items) total += item.second - item.first;
+  return total;
+}
+
+Intervals clip(const Intervals& items, int64_t from, int64_t to) {
+  Intervals clipped;
+  for (const Interval& item : items) {
+    const int64_t start = std::max(item.first, from);
+    const int64_t end = std::min(item.second, to);
+    if (end > start) clipped.emplace_back(start, end);
+  }
+  return clipped;
+}
+
+// Both sorted and merged.
+Intervals intersect(const Intervals& a, const Intervals& b) {
+  Intervals out;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t start = std::max(a[i].first, b[j].first);
+    const int64_t end = std::min(a[i].second, b[j].second);
+    if (end > start) out.emplace_back(start, end);
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return out;
+}
+
+// [from, to) minus the (sorted, merged) items.
+Intervals gapsIn(const Intervals& items, int64_t from, int64_t to) {
+  Intervals gaps;
+  int64_t at = from;
+  for (const Interval& item : items) {
+    if (item.first > at) gaps.emplace_back(at, std::min(item.first, to));
+    at = std::max(at, item.second);
+    if (at >= to) break;
+  }
+  if (at < to) gaps.emplace_back(at, to);
+  return gaps;
+}
+
+Distribution distributionOf(std::vector<int64_t> values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  d.count = values.size();
+  for (int64_t v : values) d.totalNs += v;
+  d.meanNs = d.totalNs / static_cast<int64_t>(d.count);
+  auto at = [&values](double q) {
+    const auto index = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+    return values[std::min(index, values.size() - 1)];
+  };
+  d.p50Ns = at(0.5);
+  d.p90Ns = at(0.9);
+  d.p99Ns = at(0.99);
+  d.maxNs = values.back();
+  return d;
+}
+
+const char* kindName(GpuOpKind kind) {
+  switch (kind) {
+    case GpuOpKind::Compute:
+      return "compute";
+    case GpuOpKind::Communication:
+      return "communication";
+    case GpuOpKind::Memory:
+      return "memory";
+  }
+  return "compute";
+}
+
+void add(TimeBreakdown& to, const TimeBreakdown& from) {
+  to.windowNs += from.windowNs;
+  to.busyNs += from.busyNs;
+  to.computeNs += from.computeNs;
+  to.communicationNs += from.communicationNs;
+  to.memoryNs += from.memoryNs;
+  to.idleNs += from.idleNs;
+  to.hostWaitNs += from.hostWaitNs;
+  to.launchNs += from.launchNs;
+  to.kernelWaitNs += from.kernelWaitNs;
+  to.otherIdleNs += from.otherIdleNs;
+  to.dataLoadingIdleNs += from.dataLoadingIdleNs;
+}
+
+// One device's operations, with what every breakdown of it needs.
+struct Device {
+  uint32_t id = 0;
+  std::vector<const CollectedGpuOp*> ops;  // by start
+  Intervals busy, compute, communication, memory;
+};
+
+// A gap in a device's busy time, and why.
+struct Gap {
+  int64_t start = 0;
+  int64_t end = 0;
+  enum class Cause { HostWait, KernelWait, Other } cause = Cause::Other;
+  int64_t launchStartNs = 0;  // the launch call of the operation that ended it
+  const CollectedGpuOp* endedBy = nullptr;
+};
+
+class Analyzer {
+ public:
+  Analyzer(const CollectedTrace& trace, const AnalysisOptions& options)
+      : trace_(trace), options_(options) {
+    std::map<uint32_t, Device> devices;
+    for (const CollectedGpuOp& op : trace.gpuOps) {
+      Device& d = devices[op.device];
+      d.id = op.device;
+      d.ops.push_back(&op);
+    }
+    for (auto& [id, d] : devices) {
+      std::sort(d.ops.begin(), d.ops.end(), [](const CollectedGpuOp* a, const CollectedGpuOp* b) {
+        return a->startNs < b->startNs;
+      });
+      Intervals all, compute, communication, memory;
+      for (const CollectedGpuOp* op : d.ops) {
+        all.emplace_back(op->startNs, op->endNs);
+        Intervals& kind = op->kind == GpuOpKind::Compute         ? compute
+                          : op->kind == GpuOpKind::Communication ? communication
+                                                                 : memory;
+        kind.emplace_back(op->startNs, op->endNs);
+      }
+      d.busy = unionOf(std::move(all));
+      d.compute = unionOf(std::move(compute));
+      d.communication = unionOf(std::move(communication));
+      d.memory = unionOf(std::move(memory));
+      devices_.push_back(std::move(d));
+    }
+    Intervals loading;
+    for (const CollectedRange& r : trace.dataLoading) loading.emplace_back(r.startNs, r.endNs);
+    dataLoading_ = unionOf(std::move(loading));
+  }
+
+  RankReport run() {
+    RankReport report;
+    report.path = trace_.path;
+    report.rank = trace_.rank;
+    report.events = trace_.events;
+    for (const Device& d : devices_) {
+      DeviceReport device;
+      device.device = d.id;
+      std::vector<Gap> gaps;
+      device.time = breakdown(d, trace_.firstNs, trace_.lastNs, &gaps);
+      device.communicationOverlapNs = lengthOf(intersect(d.communication, d.compute));
+      device.streams = streams(d);
+      add(report.time, device.time);
+      for (const Gap& gap : gaps) allGaps_.emplace_back(d.id, gap);
+      report.devices.push_back(std::move(device));
+    }
+    report.steps = steps();
+    kernels(report);
+    tinyKernels(report);
+    launchLatency(report);
+    report.gaps = longestGaps();
+    report.memory = memory(report.steps);
+    return report;
+  }
+
+ private:
+  // Busy, split and idle time of a device within [from, to); inner gaps go to `gaps`.
+  TimeBreakdown breakdown(const Device& d, int64_t from, int64_t to, std::vector<Gap>* gaps) const {
+    TimeBreakdown t;
+    if (to <= from) return t;
+    t.windowNs = to - from;
+    const Intervals busy = clip(d.busy, from, to);
+    const Intervals compute = clip(d.compute, from, to);
+    const Intervals communication = clip(d.communication, from, to);
+    t.busyNs = lengthOf(busy);
+    t.computeNs = lengthOf(compute);
+    t.communicationNs = lengthOf(communication) - lengthOf(intersect(communication, compute));
+    t.memoryNs = t.busyNs - t.computeNs - t.communicationNs;
+    t.idleNs = t.windowNs - t.busyNs;
+
+    const Intervals idle = gapsIn(busy, from, to);
+    t.dataLoadingIdleNs = lengthOf(intersect(idle, clip(dataLoading_, from, to)));
+    for (const Interval& stretch : idle) {
+      Gap gap = classify(d, stretch);
+      const int64_t length = stretch.second - stretch.first;
+      switch (gap.cause) {
+        case Gap::Cause::HostWait: {
+          const int64_t hostWait = std::min(gap.launchStartNs, stretch.second) - stretch.first;
+          t.hostWaitNs += hostWait;
+          t.launchNs += length - hostWait;
+          break;
+        }
+        case Gap::Cause::KernelWait:
+          t.kernelWaitNs += length;
+          break;
+        case Gap::Cause::Other:
+          t.otherIdleNs += length;
+          break;
+      }
+      if (gaps != nullptr && gap.endedBy != nullptr) gaps->push_back(gap);
+    }
+    return t;
+  }
+
+  // Why the device was idle over `stretch`: by the operation that ended it. The stretch
+  // after the last operation (none ends it) is "other".
+  Gap classify(const Device& d, const Interval& stretch) const {
+    Gap gap;
+    gap.start = stretch.first;
+    gap.end = stretch.second;
+    auto next =
+        std::lower_bound(d.ops.begin(), d.ops.end(), stretch.second,
+                         [](const CollectedGpuOp* op, int64_t t) { return op->startNs < t; });
+    if (next == d.ops.end() || (*next)->startNs != stretch.second) return gap;  // the window's end
+    gap.endedBy = *next;
+    auto call = trace_.calls.find((*next)->correlation);
+    if ((*next)->correlation == 0 || call == trace_.calls.end()) return gap;
+    gap.launchStartNs = call->second.startNs;
+    gap.cause =
+        call->second.startNs >= stretch.first ? Gap::Cause::HostWait : Gap::Cause::KernelWait;
+    return gap;
+  }
+
+  std::vector<StreamBreakdown> streams(const Device& d) const {
+    std::map<uint32_t, std::vector<const CollectedGpuOp*>> byStream;
+    for (const CollectedGpuOp* op : d.ops) byStream[op->stream].push_back(op);
+    std::vector<StreamBreakdown> out;
+    for (const auto& [stream, ops] : byStream) {
+      StreamBreakdown s;
+      s.device = d.id;
+      s.stream = stream;
+      s.operations = ops.size();
+      Intervals busy;
+      // Queue depth: +1 at a launch call's start, -1 at its operation's end.
+      std::vector<std::pair<int64_t, int>> changes;
+      for (const CollectedGpuOp* op : ops) {
+        busy.emplace_back(op->startNs, op->endNs);
+        auto call = trace_.calls.find(op->correlation);
+        if (op->correlation == 0 || call == trace_.calls.end()) continue;
+        changes.emplace_back(call->second.startNs, +1);
+        changes.emplace_back(op->endNs, -1);
+      }
+      s.busyNs = lengthOf(unionOf(std::move(busy)));
+      std::sort(changes.begin(), changes.end());  // at equal times, ends (-1) first
+      int depth = 0;
+      for (const auto& change : changes) {
+        depth += change.second;
+        s.maxQueueDepth = std::max(s.maxQueueDepth, depth);
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  // Steps in time order, each name once (the longest range of that name: a step marked on
+  // several threads counts once).
+  std::vector<StepReport> steps() const {
+    std::vector<StepReport> out;
+    std::map<uint32_t, CollectedRange> byName;
+    for (const CollectedRange& step : trace_.steps) {
+      auto [it, inserted] = byName.emplace(step.name, step);
+      if (!inserted && step.endNs - step.startNs > it->second.endNs - it->second.startNs)
+        it->second = step;
+    }
+    std::vector<CollectedRange> sorted;
+    for (const auto& [name, step] : byName) sorted.push_back(step);
+    std::sort(sorted.begin(), sorted.end(), [](const CollectedRange& a, const CollectedRange& b) {
+      return a.startNs < b.startNs;
+    });
+    for (const CollectedRange& step : sorted) {
+      StepReport s;
+      s.name = trace_.name(step.name);
+      s.startNs = step.startNs;
+      s.endNs = step.endNs;
+      for (const Device& d : devices_) add(s.time, breakdown(d, step.startNs, step.endNs, nullptr));
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  void kernels(RankReport& report) const {
+    std::unordered_map<uint32_t, std::vector<int64_t>> byName;
+    std::map<GpuOpKind, std::vector<int64_t>> byKind;
+    std::unordered_map<uint32_t, GpuOpKind> kindOf;
+    int64_t total = 0;
+    for (const CollectedGpuOp& op : trace_.gpuOps) {
+      const int64_t duration = op.endNs - op.startNs;
+      byName[op.name].push_back(duration);
+      byKind[op.kind].push_back(duration);
+      kindOf[op.name] = op.kind;
+      total += duration;
+      if (op.kind != GpuOpKind::Memory) {
+        ++report.kernelCount;
+        report.kernelNs += duration;
+      }
+      if (op.kind == GpuOpKind::Communication) ++report.communicationKernels;
+    }
+    auto share = [total](int64_t ns) { return total > 0 ? static_cast<double>(ns) / total : 0.0; };
+    for (auto& [name, durations] : byName) {
+      KernelRow row;
+      row.name = trace_.name(name);
+      row.kind = kindName(kindOf[name]);
+      row.duration = distributionOf(std::move(durations));
+      row.share = share(row.duration.totalNs);
+      report.kernels.push_back(std::move(row));
+    }
+    std::sort(
+        report.kernels.begin(), report.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
+          return a.duration.totalNs != b.duration.totalNs ? a.duration.totalNs > b.duration.totalNs
+                                                          : a.name < b.name;
+        });
+    if (report.kernels.size() > options_.top) report.kernels.resize(options_.top);
+    for (auto& [kind, durations] : byKind) {
+      KernelRow row;
+      row.name = kindName(kind);
+      row.kind = row.name;
+      row.duration = distributionOf(std::move(durations));
+      row.share = share(row.duration.totalNs);
+      report.kinds.push_back(std::move(row));
+    }
+  }
+
+  void tinyKernels(RankReport& report) const {
+    TinyKernelReport& tiny = report.tiny;
+    tiny.thresholdNs = options_.tinyKernelNs;
+    std::unordered_map<uint32_t, uint64_t> issuers;  // range name (or none) -> count
+    constexpr uint32_t kNoRange = ~uint32_t{0};
+    for (const CollectedGpuOp& op : trace_.gpuOps) {
+      const int64_t duration = op.endNs - op.startNs;
+      if (op.kind == GpuOpKind::Memory || duration >= options_.tinyKernelNs) continue;
+      ++tiny.count;
+      tiny.kernelNs += duration;
+      auto call = trace_.calls.find(op.correlation);
+      if (op.correlation != 0 && call != trace_.calls.end()) {
+        const int64_t launch = call->second.endNs - call->second.startNs;
+        tiny.launchNs += launch;
+        if (launch > duration) ++tiny.launchLongerCount;
+      }
+      auto range = trace_.rangeOfExternalId.find(op.externalId);
+      ++issuers[op.externalId != 0 && range != trace_.rangeOfExternalId.end() ? range->second
+                                                                              : kNoRange];
+    }
+    tiny.shareOfKernels =
+        report.kernelCount > 0 ? static_cast<double>(tiny.count) / report.kernelCount : 0;
+    for (const auto& [name, count] : issuers) {
+      tiny.issuers.emplace_back(name == kNoRange ? "(no host range)" : trace_.name(name), count);
+    }
+    std::sort(tiny.issuers.begin(), tiny.issuers.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    if (tiny.issuers.size() > options_.top) tiny.issuers.resize(options_.top);
+  }
+
+  void launchLatency(RankReport& report) const {
+    std::vector<int64_t> latencies;
+    std::vector<LaunchOutlier> outliers;
+    for (const CollectedGpuOp& op : trace_.gpuOps) {
+      auto call = trace_.calls.find(op.correlation);
+      if (op.correlation == 0 || call == trace_.calls.end()) continue;
+      const int64_t latency = op.startNs - call->second.startNs;
+      latencies.push_back(latency);
+      outliers.push_back({trace_.name(op.name), op.startNs, latency});
+    }
+    report.launchLatency = distributionOf(std::move(latencies));
+    const std::size_t keep = std::min(options_.top, outliers.size());
+    std::partial_sort(
+        outliers.begin(), outliers.begin() + static_cast<std::ptrdiff_t>(keep), outliers.end(),
+        [](const LaunchOutlier& a, const LaunchOutlier& b) { return a.latencyNs > b.latencyNs; });
+    outliers.resize(keep);
+    report.launchOutliers = std::move(outliers);
+  }
+
+  // The innermost host range open at `time` on thread `tid`.
+  std::string hostRangeAt(int64_t tid, int64_t time) const {
+    const CollectedRange* best = nullptr;
+    for (const CollectedRange& r : trace_.hostRanges) {
+      if (r.tid != tid || r.startNs > time || r.endNs < time) continue;
+      if (best == nullptr || r.endNs - r.startNs < best->endNs - best->startNs) best = &r;
+    }
+    return best == nullptr ? "" : trace_.name(best->name);
+  }
+
+  std::vector<GapReport> longestGaps() {
+    const std::size_t keep = std::min(options_.top, allGaps_.size());
+    std::partial_sort(allGaps_.begin(), allGaps_.begin() + static_cast<std::ptrdiff_t>(keep),
+                      allGaps_.end(), [](const auto& a, const auto& b) {
+                        return a.second.end - a.second.start > b.second.end - b.second.start;
+                      });
+    std::vector<GapReport> out;
+    for (std::size_t i = 0; i < keep; ++i) {
+      const auto& [device, gap] = allGaps_[i];
+      GapReport g;
+      g.device = device;
+      g.startNs = gap.start;
+      g.durationNs = gap.end - gap.start;
+      g.cause = gap.cause == Gap::Cause::HostWait     ? "host wait"
+                : gap.cause == Gap::Cause::KernelWait ? "kernel wait"
+                                                      : "other";
+      g.endedBy = trace_.name(gap.endedBy->name);
+      auto call = trace_.calls.find(gap.endedBy->correlation);
+      if (gap.endedBy->correlation != 0 && call != trace_.calls.end()) {
+        g.hostWas = hostRangeAt(call->second.tid, (gap.start + gap.end) / 2);
+      }
+      out.push_back(std::move(g));
+    }
+    return out;
+  }
+
+  MemoryReport memory(std::vector<StepReport>& steps) const {
+    MemoryReport m;
+    std::vector<MemorySample> samples = trace_.memory;
+    std::stable_sort(
+        samples.begin(), samples.end(),
+        [](const MemorySample& a, const MemorySample& b) { return a.timeNs < b.timeNs; });
+    m.samples = samples.size();
+    if (samples.empty()) return m;
+    m.firstBytes = samples.front().allocatedBytes;
+    m.lastBytes = samples.back().allocatedBytes;
+    for (const MemorySample& s : samples) {
+      if (s.allocatedBytes > m.peakBytes) {
+        m.peakBytes = s.allocatedBytes;
+        m.peakAtNs = s.timeNs;
+      }
+    }
+    std::vector<int64_t> atStepEnd;
+    for (StepReport& step : steps) {
+      auto after = std::upper_bound(samples.begin(), samples.end(), step.endNs,
+                                    [](int64_t t, const MemorySample& s) { return t < s.timeNs; });
+      if (after == samples.begin()) continue;
+      step.allocatedAtEndBytes = std::prev(after)->allocatedBytes;
+      atStepEnd.push_back(step.allocatedAtEndBytes);
+    }
+    if (atStepEnd.size() >= 3) {
+      m.growsEveryStep = true;
+      for (std::size_t i = 1; i < atStepEnd.size(); ++i) {
+        if (atStepEnd[i] <= atStepEnd[i - 1]) m.growsEveryStep = false;
+      }
+      m.growthPerStepBytes =
+          (atStepEnd.back() - atStepEnd.front()) / static_cast<int64_t>(atStepEnd.size() - 1);
+    }
+    return m;
+  }
+
+  const CollectedTrace& trace_;
+  const AnalysisOptions& options_;
+  std::vector<Device> devices_;
+  Intervals dataLoading_;
+  std::vector<std::pair<uint32_t, Gap>> allGaps_;
+};
+
+// The Nth collective of each name across ranks: the rank that started it last kept the
+// others waiting (on one host, ranks share a clock; across hosts the skew adds).
+std::vector<StragglerReport> stragglers(const std::vector<CollectedTrace>& traces,
+                                        const AnalysisOptions& options) {
+  std::vector<StragglerReport> out;
+  if (traces.size() < 2) return out;
+  // rank index -> name -> starts in order
+  std::vector<std::map<std::string, std::vector<int64_t>>> starts(traces.size());
+  for (std::size_t r = 0; r < traces.size(); ++r) {
+    std::vector<const CollectedGpuOp*> ops;
+    for (const CollectedGpuOp& op : traces[r].gpuOps) {
+      if (op.kind == GpuOpKind::Communication) ops.push_back(&op);
+    }
+    std::sort(ops.begin(), ops.end(), [](const CollectedGpuOp* a, const CollectedGpuOp* b) {
+      return a->startNs < b->startNs;
+    });
+    for (const CollectedGpuOp* op : ops) starts[r][traces[r].name(op->name)].push_back(op->startNs);
+  }
+  for (const auto& [name, first] : starts[0]) {
+    for (std::size_t k = 0; k < first.size(); ++k) {
+      int64_t earliest = first[k], latest = first[k];
+      std::size_t slow = 0;
+      bool everywhere = true;
+      for (std::size_t r = 1; r < traces.size(); ++r) {
+        auto found = starts[r].find(name);
+        if (found == starts[r].end() || found->second.size() <= k) {
+          everywhere = false;
+          break;
+        }
+        const int64_t start = found->second[k];
+        earliest = std::min(earliest, start);
+        if (start > latest) {
+          latest = start;
+          slow = r;
+        }
+      }
+      if (!everywhere || latest - earliest <= 0) continue;
+      StragglerReport s;
+      s.collective = name;
+      s.occurrence = k + 1;
+      s.slowRank = traces[slow].rank >= 0 ? traces[slow].rank : static_cast<int64_t>(slow);
+      s.lateByNs = latest - earliest;
+      out.push_back(std::move(s));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const StragglerReport& a, const StragglerReport& b) {
+    return a.lateByNs > b.lateByNs;
+  });
+  if (out.size() > options.top) out.resize(options.top);
+  return out;
+}
+
+}  // namespace
+
+RankReport analyzeTrace(const CollectedTrace& trace, const AnalysisOptions& options) {
+  return Analyzer(trace, options).run();
+}
+
+AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
+                             const AnalysisOptions& options) {
+  AnalysisReport report;
+  for (const CollectedTrace& trace : traces) report.ranks.push_back(analyzeTrace(trace, options));
+  report.stragglers = stragglers(traces, options);
+  report.findings = findingsOf(report, options);
+  return report;
+}
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,169 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_collector.h"
+
+// `kinetrace analyze`: why the GPU was idle, from the events of one or more traces (one per
+// rank). Definitions, chosen to match Holistic Trace Analysis (HTA) where it has the same
+// analysis:
+//
+//   window       the span of the trace's events (or of its steps, per step)
+//   busy         time with at least one kernel, copy or memset running on the device
+//                (overlapping operations counted once); idle = window - busy
+//   compute / communication / memory
+//                busy time split by what ran: compute when a non-NCCL kernel ran, else
+//                communication when an NCCL kernel ran, else memory (copies, memsets)
+//   idle causes  for each gap between busy stretches, the operation that ended it: if its
+//                launch call began after the gap opened, the GPU waited for the host
+//                ("host wait", up to the call's start; the rest, from the call to the
+//                operation's start, "launch"); if the call came before the gap, the
+//                operation was queued and waited for something else ("kernel wait":
+//                another stream, an event, a sync); a gap with no known call, and the time
+//                before the first and after the last operation, "other"
+//   launch latency   an operation's start minus its launch call's start
+//   tiny kernels     kernels shorter than a threshold (default 10 us)
+
+namespace kinetrace::detail {
+
+struct AnalysisOptions {
+  int64_t tinyKernelNs = 10'000;
+  std::size_t top = 10;  // rows of each table
+};
+
+struct Distribution {
+  uint64_t count = 0;
+  int64_t totalNs = 0;
+  int64_t meanNs = 0;
+  int64_t p50Ns = 0;
+  int64_t p90Ns = 0;
+  int64_t p99Ns = 0;
+  int64_t maxNs = 0;
+};
+
+struct TimeBreakdown {
+  int64_t windowNs = 0;
+  int64_t busyNs = 0;
+  int64_t computeNs = 0;
+  int64_t communicationNs = 0;
+  int64_t memoryNs = 0;
+  int64_t idleNs = 0;
+  int64_t hostWaitNs = 0;
+  int64_t launchNs = 0;
+  int64_t kernelWaitNs = 0;
+  int64_t otherIdleNs = 0;
+  int64_t dataLoadingIdleNs = 0;  // idle while a data-loading range was open
+};
+
+struct StreamBreakdown {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint64_t operations = 0;
+  int64_t busyNs = 0;
+  int maxQueueDepth = 0;  // operations launched and not yet finished, at most
+};
+
+struct DeviceReport {
+  uint32_t device = 0;
+  TimeBreakdown time;
+  std::vector<StreamBreakdown> streams;
+  int64_t communicationOverlapNs = 0;  // NCCL kernels running while compute kernels ran
+};
+
+struct StepReport {
+  std::string name;
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  TimeBreakdown time;                // over the devices, summed
+  int64_t allocatedAtEndBytes = -1;  // -1: no memory samples up to the step's end
+};
+
+struct KernelRow {
+  std::string name;
+  std::string kind;  // compute, communication, memory
+  Distribution duration;
+  double share = 0;  // of all kernel time
+};
+
+struct GapReport {
+  uint32_t device = 0;
+  int64_t startNs = 0;
+  int64_t durationNs = 0;
+  std::string cause;    // host wait, kernel wait, other
+  std::string endedBy;  // the operation that ended it
+  std::string hostWas;  // the innermost host range open on the launching thread, or ""
+};
+
+struct TinyKernelReport {
+  int64_t thresholdNs = 0;
+  uint64_t count = 0;
+  int64_t kernelNs = 0;
+  int64_t launchNs = 0;            // their launch calls' time, where known
+  uint64_t launchLongerCount = 0;  // whose launch call took longer than the kernel
+  double shareOfKernels = 0;       // count over all kernels
+  std::vector<std::pair<std::string, uint64_t>> issuers;  // host range -> count, most first
+};
+
+struct LaunchOutlier {
+  std::string name;
+  int64_t startNs = 0;
+  int64_t latencyNs = 0;
+};
+
+struct MemoryReport {
+  uint64_t samples = 0;
+  int64_t peakBytes = 0;
+  int64_t peakAtNs = 0;
+  int64_t firstBytes = 0;
+  int64_t lastBytes = 0;
+  bool growsEveryStep = false;  // allocated at step end rose in each of >= 3 steps
+  int64_t growthPerStepBytes = 0;
+};
+
+struct RankReport {
+  std::string path;
+  int64_t rank = -1;
+  uint64_t events = 0;
+  TimeBreakdown time;  // all devices, summed
+  std::vector<DeviceReport> devices;
+  std::vector<StepReport> steps;
+  std::vector<KernelRow> kernels;  // by total time, longest first (top N)
+  std::vector<KernelRow> kinds;
+  uint64_t kernelCount = 0;
+  int64_t kernelNs = 0;
+  TinyKernelReport tiny;
+  Distribution launchLatency;
+  std::vector<LaunchOutlier> launchOutliers;
+  std::vector<GapReport> gaps;  // longest first (top N)
+  MemoryReport memory;
+  uint64_t communicationKernels = 0;
+};
+
+// A collective that started much later on one rank than on the others.
+struct StragglerReport {
+  std::string collective;
+  uint64_t occurrence = 0;  // the Nth of that name on each rank
+  int64_t slowRank = -1;    // started last
+  int64_t lateByNs = 0;     // its start minus the earliest rank's
+};
+
+struct AnalysisReport {
+  std::vector<RankReport> ranks;
+  std::vector<StragglerReport> stragglers;  // worst first (top N)
+  std::vector<std::string> findings;        // plain sentences with numbers
+};
+
+RankReport analyzeTrace(const CollectedTrace& trace, const AnalysisOptions& options);
+// Each trace, then what only several ranks show (stragglers), then the findings.
+AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
+                             const AnalysisOptions& options);
+// The findings of a report: plain sentences with numbers, most telling first.
+std::vector<std::string> findingsOf(const AnalysisReport& report, const AnalysisOptions& options);
+
+std::string formatReport(const AnalysisReport& report, const AnalysisOptions& options);
+std::string reportJson(const AnalysisReport& report);
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,108 @@
+#include "analysis/trace_collector.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+namespace kinetrace::detail {
+namespace {
+
+std::optional<int64_t> intArg(const Event& event, std::string_view key) {
+  for (std::size_t i = 0; i < event.argCount; ++i) {
+    if (event.args[i].key != key) continue;
+    const ArgValue& value = event.args[i].value;
+    if (const auto* v = std::get_if<int64_t>(&value)) return *v;
+    if (const auto* v = std::get_if<uint64_t>(&value)) return static_cast<int64_t>(*v);
+    if (const auto* v = std::get_if<double>(&value)) return static_cast<int64_t>(*v);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool containsNoCase(std::string_view text, std::string_view part) {
+  auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  return std::search(text.begin(), text.end(), part.begin(), part.end(),
+                     [&](char a, char b) { return lower(a) == lower(b); }) != text.end();
+}
+
+bool isDataLoading(std::string_view name) {
+  return containsNoCase(name, "dataloader") || containsNoCase(name, "data_loader") ||
+         containsNoCase(name, "data loader");
+}
+
+}  // namespace
+
+uint32_t TraceCollector::intern(std::string_view name) {
+  key_.assign(name.data(), name.size());
+  auto found = ids_.find(key_);
+  if (found != ids_.end()) return found->second;
+  const auto id = static_cast<uint32_t>(trace_.names.size());
+  trace_.names.push_back(key_);
+  ids_.emplace(key_, id);
+  return id;
+}
+
+void TraceCollector::begin(const TraceHeader& header) {
+  for (const Value::Member& member : header.metadata) {
+    if (member.key != "distributedInfo") continue;
+    if (const Value* rank = member.value.find("rank")) {
+      if (rank->kind() == Value::Kind::Int) trace_.rank = rank->asInt();
+    }
+  }
+}
+
+void TraceCollector::write(const Event& event) {
+  if (event.phase == Phase::Metadata) return;
+  ++trace_.events;
+  const int64_t end = event.timestampNs + (event.phase == Phase::Complete ? event.durationNs : 0);
+  if (!any_ || event.timestampNs < trace_.firstNs) trace_.firstNs = event.timestampNs;
+  if (!any_ || end > trace_.lastNs) trace_.lastNs = end;
+  any_ = true;
+
+  if (event.phase == Phase::Instant && event.name == "[memory]") {
+    if (auto allocated = intArg(event, "Total Allocated")) {
+      trace_.memory.push_back({event.timestampNs, *allocated});
+    }
+    return;
+  }
+  if (event.phase != Phase::Complete) return;
+  const std::string_view cat = event.category;
+  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+    CollectedGpuOp op;
+    op.startNs = event.timestampNs;
+    op.endNs = end;
+    op.device = static_cast<uint32_t>(intArg(event, "device").value_or(event.pid));
+    op.stream = static_cast<uint32_t>(intArg(event, "stream").value_or(event.tid));
+    op.correlation = static_cast<uint64_t>(intArg(event, "correlation").value_or(0));
+    op.externalId = static_cast<uint64_t>(intArg(event, "External id").value_or(0));
+    op.name = intern(event.name);
+    op.kind = cat != "kernel"                      ? GpuOpKind::Memory
+              : containsNoCase(event.name, "nccl") ? GpuOpKind::Communication
+                                                   : GpuOpKind::Compute;
+    trace_.gpuOps.push_back(op);
+    return;
+  }
+  if (cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "overhead") return;
+  if (cat == "cuda_runtime" || cat == "cuda_driver") {
+    if (auto correlation = intArg(event, "correlation")) {
+      trace_.calls[static_cast<uint64_t>(*correlation)] =
+          CollectedCall{event.timestampNs, end, event.tid, intern(event.name)};
+    }
+    return;
+  }
+  CollectedRange range{event.timestampNs, end, event.tid, intern(event.name)};
+  if (event.name.rfind("ProfilerStep#", 0) == 0) trace_.steps.push_back(range);
+  if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
+  if (auto externalId = intArg(event, "External id"); externalId && *externalId != 0) {
+    // Ids are unique per range in kinetrace's traces; in torch.profiler's, the first range
+    // written with an id names it.
+    trace_.rangeOfExternalId.emplace(static_cast<uint64_t>(*externalId), range.name);
+  }
+  trace_.hostRanges.push_back(range);
+}
+
+void TraceCollector::end(const Metadata&) {}
+
+}  // namespace kinetrace::detail

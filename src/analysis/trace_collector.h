@@ -1,0 +1,100 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kinetrace/sink.h"
+
+// What `kinetrace analyze` keeps of a trace while reading it: compact records of the events
+// its analyses use, taken from any Chrome trace's events (kinetrace's, torch.profiler's) by
+// their categories and arguments, as libkineto lays traces out (shared/TRACE_FORMAT.md):
+//
+//   GPU operations   "X" of category kernel, gpu_memcpy, gpu_memset; device from the
+//                    "device" argument (else pid), stream from "stream" (else tid),
+//                    "correlation", "External id"
+//   launch calls     "X" of category cuda_runtime or cuda_driver with a "correlation"
+//   host ranges      "X" of any other category on a host process: steps (ProfilerStep#N),
+//                    data-loading ranges (a name containing "DataLoader", "dataloader",
+//                    "data_loader" or "data loader"), and the names of ranges with an
+//                    "External id" (what issued a kernel)
+//   memory           "[memory]" instants: "Total Allocated" over time
+//
+// Memory: about 48 bytes per GPU operation, 32 per launch call and per host range, plus
+// each distinct name once; the file's size does not matter beyond that.
+
+namespace kinetrace::detail {
+
+enum class GpuOpKind : uint8_t { Compute, Communication, Memory };
+
+struct CollectedGpuOp {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint64_t externalId = 0;
+  uint64_t correlation = 0;  // 0: none
+  uint32_t name = 0;
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  GpuOpKind kind = GpuOpKind::Compute;
+};
+
+struct CollectedCall {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  int64_t tid = 0;
+  uint32_t name = 0;
+};
+
+struct CollectedRange {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  int64_t tid = 0;
+  uint32_t name = 0;
+};
+
+struct MemorySample {
+  int64_t timeNs = 0;
+  int64_t allocatedBytes = 0;
+};
+
+struct CollectedTrace {
+  std::string path;
+  int64_t rank = -1;  // distributedInfo.rank; -1 when absent
+  int64_t firstNs = 0;
+  int64_t lastNs = 0;  // the span of every event
+  std::vector<std::string> names;
+  std::vector<CollectedGpuOp> gpuOps;
+  // By correlation id. A trace holds one process's calls: CUPTI's correlation ids are unique
+  // within a process.
+  std::unordered_map<uint64_t, CollectedCall> calls;
+  std::vector<CollectedRange> steps;
+  std::vector<CollectedRange> dataLoading;
+  std::vector<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
+  std::unordered_map<uint64_t, uint32_t> rangeOfExternalId;  // External id -> name
+  std::vector<MemorySample> memory;
+  uint64_t events = 0;
+
+  const std::string& name(uint32_t id) const { return names[id]; }
+};
+
+class TraceCollector final : public Sink {
+ public:
+  explicit TraceCollector(std::string path) { trace_.path = std::move(path); }
+
+  void begin(const TraceHeader& header) override;
+  void write(const Event& event) override;
+  void end(const Metadata& footer) override;
+
+  CollectedTrace take() { return std::move(trace_); }
+
+ private:
+  uint32_t intern(std::string_view name);
+  CollectedTrace trace_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::string key_;
+  bool any_ = false;
+};
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,315 @@
+// `kinetrace analyze` on small traces whose every figure is known by construction: busy and
+// idle time and the idle causes, kernel tables, tiny kernels, launch latency and queue
+// depth, steps and data loading, memory growth, communication overlap, stragglers.
+
+#include "analysis/trace_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_collector.h"
+#include "analysis/trace_reader.h"
+#include "support/temp_dir.h"
+
+namespace kinetrace::detail {
+namespace {
+
+constexpr int64_t kBase = 1'700'000'000'000'000'000;
+constexpr int64_t kUs = 1'000;
+constexpr int64_t kHostPid = 77;
+
+// Builds a trace's events in microseconds from kBase, as kinetrace and libkineto lay them
+// out, straight into the collector.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(int64_t rank = -1) : collector_("t.json") {
+    TraceHeader header{"t.json", kBase, {}};
+    if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
+    collector_.begin(header);
+  }
+
+  // A host range on the main thread; externalId 0: none.
+  TraceBuilder& range(const std::string& name, int64_t startUs, int64_t endUs,
+                      int64_t externalId = 0, const std::string& category = "user_annotation",
+                      int64_t tid = 1) {
+    Arg args[] = {{"External id", externalId}};
+    write(Phase::Complete, name, category, kHostPid, tid, startUs, endUs, args,
+          externalId != 0 ? 1 : 0);
+    return *this;
+  }
+
+  // A launch call and the GPU operation it queued.
+  TraceBuilder& op(const std::string& name, int64_t callUs, int64_t callEndUs, int64_t startUs,
+                   int64_t endUs, const std::string& category = "kernel", uint32_t stream = 7,
+                   int64_t externalId = 0, int64_t device = 0) {
+    const int64_t correlation = ++correlation_;
+    Arg callArgs[] = {{"cbid", int64_t{211}}, {"correlation", correlation}};
+    write(Phase::Complete, "cudaLaunchKernel", "cuda_runtime", kHostPid, 1, callUs, callEndUs,
+          callArgs, 2);
+    Arg opArgs[] = {{"device", device},
+                    {"stream", int64_t{stream}},
+                    {"correlation", correlation},
+                    {"External id", externalId}};
+    write(Phase::Complete, name, category, device, stream, startUs, endUs, opArgs, 4);
+    return *this;
+  }
+
+  TraceBuilder& memory(int64_t atUs, int64_t allocated) {
+    Arg args[] = {{"Total Allocated", allocated}, {"Bytes", int64_t{1}}};
+    write(Phase::Instant, "[memory]", "cpu_instant_event", kHostPid, 1, atUs, atUs, args, 2);
+    return *this;
+  }
+
+  CollectedTrace take() {
+    collector_.end({});
+    return collector_.take();
+  }
+
+ private:
+  void write(Phase phase, const std::string& name, const std::string& category, int64_t pid,
+             int64_t tid, int64_t startUs, int64_t endUs, const Arg* args, std::size_t argCount) {
+    Event e;
+    e.phase = phase;
+    e.name = name;
+    e.category = category;
+    e.pid = pid;
+    e.tid = tid;
+    e.timestampNs = kBase + startUs * kUs;
+    e.durationNs = (endUs - startUs) * kUs;
+    e.args = args;
+    e.argCount = argCount;
+    collector_.write(e);
+  }
+
+  TraceCollector collector_;
+  int64_t correlation_ = 0;
+};
+
+RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {
+  return analyzeTrace(trace, options);
+}
+
+// One GPU, 100 us: a compute kernel whose launch began 5 us into the window, an NCCL kernel
+// queued behind it, a gap while the host was busy, a copy that waited on other work.
+CollectedTrace idleCauses() {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 100);
+  b.op("gemm", 5, 8, 10, 20);                  // idle 0-10: host 0-5, launch 5-10
+  b.op("ncclKernel_AllReduce", 8, 9, 20, 30);  // queued: no gap
+  b.range("optimizer.step", 30, 45);
+  b.op("gemm", 40, 42, 50, 60);                       // idle 30-50: host 30-40, launch 40-50
+  b.op("Memcpy HtoD", 55, 56, 70, 80, "gpu_memcpy");  // idle 60-70: queued at 55: kernel wait
+  return b.take();                                    // idle 80-100: other
+}
+
+TEST(TraceAnalysisTest, BusyTimeSplitsByWhatRanAndIdleTimeByWhyTheGpuWaited) {
+  const RankReport r = analyze(idleCauses());
+  ASSERT_EQ(r.devices.size(), 1u);
+  const TimeBreakdown& t = r.devices[0].time;
+  EXPECT_EQ(t.windowNs, 100 * kUs);
+  EXPECT_EQ(t.busyNs, 40 * kUs);
+  EXPECT_EQ(t.computeNs, 20 * kUs);
+  EXPECT_EQ(t.communicationNs, 10 * kUs);
+  EXPECT_EQ(t.memoryNs, 10 * kUs);
+  EXPECT_EQ(t.idleNs, 60 * kUs);
+  EXPECT_EQ(t.hostWaitNs, 15 * kUs);
+  EXPECT_EQ(t.launchNs, 15 * kUs);
+  EXPECT_EQ(t.kernelWaitNs, 10 * kUs);
+  EXPECT_EQ(t.otherIdleNs, 20 * kUs);
+  EXPECT_EQ(r.time.busyNs, t.busyNs) << "one device: the trace's total is the device's";
+}
+
+TEST(TraceAnalysisTest, TheLongestGapsSayWhatEndedThemAndWhatTheHostWasDoing) {
+  const RankReport r = analyze(idleCauses());
+  ASSERT_GE(r.gaps.size(), 3u);
+  EXPECT_EQ(r.gaps[0].durationNs, 20 * kUs);
+  EXPECT_EQ(r.gaps[0].cause, "host wait");
+  EXPECT_EQ(r.gaps[0].endedBy, "gemm");
+  EXPECT_EQ(r.gaps[0].hostWas, "optimizer.step")
+      << "the innermost range open mid-gap on the launching thread";
+  EXPECT_EQ(r.gaps[0].startNs, kBase + 30 * kUs);
+  EXPECT_EQ(r.gaps[1].durationNs, 10 * kUs);
+}
+
+TEST(TraceAnalysisTest, KernelTablesByNameAndKind) {
+  const RankReport r = analyze(idleCauses());
+  EXPECT_EQ(r.kernelCount, 3u) << "kernels, not copies";
+  EXPECT_EQ(r.kernelNs, 30 * kUs);
+  EXPECT_EQ(r.communicationKernels, 1u);
+  ASSERT_EQ(r.kernels.size(), 3u);
+  EXPECT_EQ(r.kernels[0].name, "gemm");
+  EXPECT_EQ(r.kernels[0].kind, "compute");
+  EXPECT_EQ(r.kernels[0].duration.count, 2u);
+  EXPECT_EQ(r.kernels[0].duration.totalNs, 20 * kUs);
+  EXPECT_EQ(r.kernels[0].duration.p50Ns, 10 * kUs);
+  EXPECT_DOUBLE_EQ(r.kernels[0].share, 0.5);
+  ASSERT_EQ(r.kinds.size(), 3u);
+  EXPECT_EQ(r.kinds[1].kind, "communication");
+  EXPECT_EQ(r.kinds[1].duration.totalNs, 10 * kUs);
+}
+
+TEST(TraceAnalysisTest, LaunchLatencyAndQueueDepth) {
+  TraceBuilder b;
+  b.op("a", 0, 1, 10, 20);  // latency 10
+  b.op("b", 1, 2, 20, 30);  // 19
+  b.op("c", 2, 3, 30, 40);  // 28: three launched before the first ran
+  const RankReport r = analyze(b.take());
+  EXPECT_EQ(r.launchLatency.count, 3u);
+  EXPECT_EQ(r.launchLatency.p50Ns, 19 * kUs);
+  EXPECT_EQ(r.launchLatency.maxNs, 28 * kUs);
+  ASSERT_EQ(r.launchOutliers.size(), 3u);
+  EXPECT_EQ(r.launchOutliers[0].name, "c");
+  ASSERT_EQ(r.devices[0].streams.size(), 1u);
+  EXPECT_EQ(r.devices[0].streams[0].maxQueueDepth, 3);
+  EXPECT_EQ(r.devices[0].streams[0].operations, 3u);
+}
+
+TEST(TraceAnalysisTest, TinyKernelsAreCountedWithTheirLaunchCostAndWhoIssuedThem) {
+  TraceBuilder b;
+  b.range("aten::add", 0, 10'000, 5, "cpu_op");
+  for (int i = 0; i < 120; ++i)
+    b.op("add_kernel", i * 10, i * 10 + 5, i * 10 + 6, i * 10 + 8, "kernel", 7, 5);
+  b.op("big_gemm", 2000, 2001, 2002, 2052);
+  AnalysisOptions options;
+  options.tinyKernelNs = 10 * kUs;
+  const AnalysisReport report = analyzeTraces({b.take()}, options);
+  const TinyKernelReport& tiny = report.ranks[0].tiny;
+  EXPECT_EQ(tiny.count, 120u);
+  EXPECT_EQ(tiny.kernelNs, 240 * kUs);
+  EXPECT_EQ(tiny.launchNs, 600 * kUs);
+  EXPECT_EQ(tiny.launchLongerCount, 120u);
+  EXPECT_DOUBLE_EQ(tiny.shareOfKernels, 120.0 / 121.0);
+  ASSERT_EQ(tiny.issuers.size(), 1u);
+  EXPECT_EQ(tiny.issuers[0], (std::pair<std::string, uint64_t>{"aten::add", 120}));
+  bool said = false;
+  for (const std::string& f : report.findings) {
+    said = said || f.find("120 kernels under 10.0 us (99% of all kernels)") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << ::testing::PrintToString(report.findings);
+}
+
+TEST(TraceAnalysisTest, StepsGetTheirOwnBreakdownAndDataLoadingStallsAreSeen) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 50);
+  b.range("ProfilerStep#2", 50, 100);
+  b.range("ProfilerStep#2", 50, 99, 0, "user_annotation", 9);  // marked on another thread too
+  b.range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 30, 50);
+  b.op("k", 0, 1, 10, 30);
+  b.op("k", 55, 56, 60, 90);
+  const RankReport r = analyze(b.take());
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].name, "ProfilerStep#1");
+  EXPECT_EQ(r.steps[0].time.windowNs, 50 * kUs);
+  EXPECT_EQ(r.steps[0].time.busyNs, 20 * kUs);
+  EXPECT_EQ(r.steps[0].time.dataLoadingIdleNs, 20 * kUs);
+  EXPECT_EQ(r.steps[1].time.busyNs, 30 * kUs);
+  EXPECT_EQ(r.steps[1].time.dataLoadingIdleNs, 0);
+  EXPECT_EQ(r.time.dataLoadingIdleNs, 20 * kUs);
+}
+
+TEST(TraceAnalysisTest, MemoryThatGrowsEveryStepIsALeakSignature) {
+  TraceBuilder b;
+  for (int step = 0; step < 4; ++step) {
+    b.range("ProfilerStep#" + std::to_string(step), step * 100, step * 100 + 100);
+    b.memory(step * 100 + 10, 1'000'000 + step * 5'000'000);  // allocate
+    b.memory(step * 100 + 90, 2'000'000 + step * 1'000'000);  // what stays
+  }
+  const AnalysisReport report = analyzeTraces({b.take()}, {});
+  const MemoryReport& m = report.ranks[0].memory;
+  EXPECT_EQ(m.samples, 8u);
+  EXPECT_EQ(m.peakBytes, 16'000'000);
+  EXPECT_TRUE(m.growsEveryStep);
+  EXPECT_EQ(m.growthPerStepBytes, 1'000'000);
+  EXPECT_EQ(report.ranks[0].steps[3].allocatedAtEndBytes, 5'000'000);
+  bool said = false;
+  for (const std::string& f : report.findings)
+    said = said || f.find("a leak signature") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(TraceAnalysisTest, CommunicationOverlappingComputeIsMeasured) {
+  TraceBuilder b;
+  b.op("ncclDevKernel_AllReduce_Sum_f32", 0, 1, 0, 10, "kernel", 8);
+  b.op("gemm", 0, 1, 5, 15, "kernel", 7);
+  const RankReport r = analyze(b.take());
+  EXPECT_EQ(r.devices[0].communicationOverlapNs, 5 * kUs);
+  EXPECT_EQ(r.devices[0].time.communicationNs, 5 * kUs) << "only when no compute ran";
+  EXPECT_EQ(r.devices[0].time.computeNs, 10 * kUs);
+}
+
+TEST(TraceAnalysisTest, ACollectiveStartedLateOnOneRankNamesThatRank) {
+  std::vector<CollectedTrace> ranks;
+  for (int64_t rank : {0, 1}) {
+    TraceBuilder b(rank);
+    b.op("ncclAllReduce", 90, 91, 100, 110);
+    b.op("ncclAllReduce", 190, 191, rank == 1 ? 750 : 200, 760);
+    b.op("ncclAllReduce", 990, 991, 1000, 1010);
+    ranks.push_back(b.take());
+  }
+  const AnalysisReport report = analyzeTraces(ranks, {});
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  EXPECT_EQ(report.stragglers[0].slowRank, 1);
+  EXPECT_EQ(report.stragglers[0].occurrence, 2u);
+  EXPECT_EQ(report.stragglers[0].lateByNs, 550 * kUs);
+  bool said = false;
+  for (const std::string& f : report.findings)
+    said = said || f.find("rank 1 started ncclAllReduce #2") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(TraceAnalysisTest, ATraceWithoutGpuWorkSaysSo) {
+  TraceBuilder b;
+  b.range("main", 0, 10);
+  const AnalysisReport report = analyzeTraces({b.take()}, {});
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_NE(report.findings[0].find("no GPU operations in the trace"), std::string::npos);
+}
+
+TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
+  const AnalysisReport report = analyzeTraces({idleCauses()}, {});
+  const nlohmann::json json = nlohmann::json::parse(reportJson(report));
+  EXPECT_EQ(json["findings"].size(), report.findings.size());
+  EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"], 15 * kUs);
+  EXPECT_EQ(json["ranks"][0]["kernels"][0]["name"], "gemm");
+  EXPECT_EQ(json["ranks"][0]["longest_gaps"][0]["cause"], "host wait");
+  const std::string text = formatReport(report, {});
+  EXPECT_NE(
+      text.find(
+          "idle  60.0% = host wait  15.0% + launch  15.0% + kernel wait  10.0% + other  20.0%"),
+      std::string::npos)
+      << text;
+}
+
+TEST(TraceAnalysisTest, ATorchProfilerTraceIsAnalysedByItsCategoriesAndArguments) {
+  testing::TempDir dir;
+  const std::string path = (dir / "torch.json").string();
+  std::ofstream(path) << R"({"baseTimeNanoseconds": 1700000000000000000,
+    "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 4},
+    "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 5, "tid": 5, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 5, "tid": 5, "ts": 1, "dur": 20, "args": {"External id": 9}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 2.5, "dur": 3,
+     "args": {"External id": 9, "cbid": 211, "correlation": 44}},
+    {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 30, "dur": 40,
+     "args": {"External id": 9, "device": 0, "stream": 7, "correlation": 44}},
+    {"ph": "f", "id": 44, "pid": 0, "tid": 7, "ts": 30, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+    ]})";
+  TraceCollector collector(path);
+  readTraceFile(path, collector, path);
+  const RankReport r = analyze(collector.take());
+  EXPECT_EQ(r.rank, 3);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].time.windowNs, 100 * kUs);
+  EXPECT_EQ(r.devices[0].time.busyNs, 40 * kUs);
+  EXPECT_EQ(r.devices[0].time.hostWaitNs, 2'500) << "the launch began 2.5 us into the step";
+  EXPECT_EQ(r.launchLatency.maxNs, 27'500);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].name, "ProfilerStep#7");
+}
+
+}  // namespace
+}  // namespace kinetrace::detail

@@ -1,0 +1,160 @@
+// `kinetrace analyze`: its command line, the traces a directory holds, one analysis over
+// several ranks' files, --rank and --json; `kinetrace summary` of a trace without a summary.
+
+#include "analyze_command.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "kinetrace/error.h"
+#include "run_command.h"
+#include "support/temp_dir.h"
+
+namespace kinetrace::cli {
+namespace {
+
+std::string usageErrorOf(const std::vector<std::string>& args) {
+  try {
+    parseCommandLine(args);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// A rank's trace: one kernel launched 10 us into a 100 us step; rank 1 starts its
+// all-reduce 300 us after rank 0 does.
+void writeRankTrace(const std::string& path, int rank) {
+  std::ofstream(path) << R"({"baseTimeNanoseconds": 1000000000,
+    "distributedInfo": {"rank": )"
+                      << rank << R"(, "world_size": 2},
+    "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 9, "tid": 9, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 10, "dur": 5,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 80,
+     "args": {"device": 0, "stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "ncclAllReduce", "pid": 0, "tid": 8, "ts": )"
+                      << (rank == 1 ? 500 : 200)
+                      << R"(, "dur": 100, "args": {"device": 0, "stream": 8}}
+    ]})";
+}
+
+class AnalyzeCommandTest : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::string analyze(AnalyzeOptions options) {
+    options.quiet = true;
+    std::FILE* out = std::tmpfile();
+    analyzeCommand(options, out, stderr);
+    std::rewind(out);
+    std::string text;
+    char buffer[4096];
+    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, out)) text.append(buffer, got);
+    std::fclose(out);
+    return text;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST(AnalyzeOptionsTest, ReadsItsOptionsAndNeedsATrace) {
+  Command c = parseCommandLine({"analyze", "--json", "a.json", "--rank", "1", "--top=3",
+                                "--tiny-us", "5", "-q", "t1.json", "dir/"});
+  EXPECT_EQ(c.kind, Command::Kind::Analyze);
+  EXPECT_EQ(c.analyze.paths, (std::vector<std::string>{"t1.json", "dir/"}));
+  EXPECT_EQ(c.analyze.jsonOutput, "a.json");
+  EXPECT_EQ(c.analyze.rank, 1);
+  EXPECT_EQ(c.analyze.top, 3u);
+  EXPECT_EQ(c.analyze.tinyKernelNs, 5'000);
+  EXPECT_TRUE(c.analyze.quiet);
+  EXPECT_EQ(usageErrorOf({"analyze"}),
+            "kinetrace analyze: no trace given: kinetrace analyze TRACE|DIRECTORY...");
+  EXPECT_NE(usageErrorOf({"analyze", "--tiny-us", "x", "t"}).find("--tiny-us needs a whole number"),
+            std::string::npos);
+  EXPECT_EQ(parseCommandLine({"help", "analyze"}).helpTopic, "analyze");
+}
+
+TEST_F(AnalyzeCommandTest, ADirectoryIsItsTracesOnePerRank) {
+  writeRankTrace(path("rank0.json"), 0);
+  writeRankTrace(path("rank1.json"), 1);
+  std::ofstream(path("rank0.summary.json")) << "{}";
+  std::ofstream(path("notes.txt")) << "x";
+  EXPECT_EQ(traceFilesIn(dir_.path()),
+            (std::vector<std::string>{path("rank0.json"), path("rank1.json")}));
+
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  options.jsonOutput = path("analysis.json");
+  const std::string text = analyze(options);
+  EXPECT_NE(text.find("rank 1 started ncclAllReduce #1 300.0 us after the first rank"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 0 ("), std::string::npos);
+  EXPECT_NE(text.find("rank 1 ("), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(path("analysis.json")));
+  EXPECT_EQ(json["ranks"].size(), 2u);
+  EXPECT_EQ(json["stragglers"][0]["slow_rank"], 1);
+  EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"], 10'000)
+      << "idle until the launch at 10 us: host wait";
+
+  options.rank = 1;
+  options.jsonOutput.clear();
+  const std::string one = analyze(options);
+  EXPECT_EQ(one.find("rank 0 ("), std::string::npos) << one;
+  EXPECT_NE(one.find("rank 1 ("), std::string::npos) << one;
+}
+
+TEST_F(AnalyzeCommandTest, MissingInputsAreErrorsNamingThem) {
+  AnalyzeOptions options;
+  options.paths = {path("nope.json")};
+  EXPECT_THROW(
+      {
+        try {
+          analyze(options);
+        } catch (const Error& error) {
+          EXPECT_EQ(std::string(error.what()),
+                    "cannot read " + path("nope.json") + ": no such file or directory");
+          throw;
+        }
+      },
+      Error);
+  options.paths = {dir_.path()};
+  try {
+    analyze(options);
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              dir_.path() + " holds no traces (.json, .json.gz, .pftrace)");
+  }
+  writeRankTrace(path("rank0.json"), 0);
+  options.rank = 5;
+  try {
+    analyze(options);
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()), "no trace of rank 5 among the 1 traces given");
+  }
+}
+
+TEST_F(AnalyzeCommandTest, SummaryOfATraceWithoutASummaryFileAnalysesTheTrace) {
+  writeRankTrace(path("api.json"), 0);
+  SummaryOptions options;
+  options.paths = {path("api.json")};
+  ::testing::internal::CaptureStdout();
+  const int status = summaryCommand(options);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(out.find("Findings"), std::string::npos) << out;
+  EXPECT_NE(out.find("gemm"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kinetrace::cli

@@ -1,0 +1,91 @@
+#include "analyze_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "analysis/trace_analysis.h"
+#include "analysis/trace_collector.h"
+#include "analysis/trace_reader.h"
+#include "files.h"
+#include "kinetrace/error.h"
+#include "kinetrace/trace.h"
+#include "progress.h"
+#include "session/seam.h"
+
+namespace kinetrace::cli {
+namespace {
+
+bool isTraceName(const std::string& name) {
+  for (const char* suffix : {".json", ".json.gz", ".pftrace", ".pftrace.gz", ".perfetto-trace"}) {
+    if (endsWith(name, suffix) && !endsWith(name, ".summary.json")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> traceFilesIn(const std::string& path) {
+  if (isRegularFile(path)) return {path};
+  if (!isDirectory(path)) throw Error("cannot read " + path + ": no such file or directory");
+  std::vector<std::string> files;
+  for (const std::string& name : listDirectory(path)) {
+    if (isTraceName(name) && isRegularFile(path + "/" + name)) files.push_back(path + "/" + name);
+  }
+  if (files.empty()) {
+    throw Error(path + " holds no traces (.json, .json.gz, .pftrace)");
+  }
+  return files;
+}
+
+int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* messages) {
+  std::vector<std::string> files;
+  for (const std::string& path : options.paths) {
+    for (const std::string& file : traceFilesIn(path)) files.push_back(file);
+  }
+  detail::AnalysisOptions analysis;
+  analysis.top = options.top;
+  analysis.tinyKernelNs = options.tinyKernelNs;
+
+  std::vector<detail::CollectedTrace> traces;
+  for (const std::string& file : files) {
+    detail::TraceCollector collector(file);
+    ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
+    detail::ReadReport read;
+    try {
+      read = detail::readTraceFile(
+          file, collector, file,
+          [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
+    } catch (...) {
+      progress.done();
+      throw;
+    }
+    progress.done();
+    for (const auto& [why, count] : read.skipped) {
+      if (!options.quiet) {
+        std::fprintf(messages, "kinetrace: %s: left out %llu %s\n", file.c_str(),
+                     static_cast<unsigned long long>(count), why.c_str());
+      }
+    }
+    detail::CollectedTrace trace = collector.take();
+    if (options.rank >= 0 && trace.rank != options.rank) continue;
+    traces.push_back(std::move(trace));
+  }
+  if (traces.empty()) {
+    throw Error(
+        fmt::format("no trace of rank {} among the {} traces given", options.rank, files.size()));
+  }
+  std::stable_sort(traces.begin(), traces.end(),
+                   [](const detail::CollectedTrace& a, const detail::CollectedTrace& b) {
+                     return a.rank < b.rank;
+                   });
+
+  const detail::AnalysisReport report = detail::analyzeTraces(traces, analysis);
+  if (!options.jsonOutput.empty())
+    internal::writeFileAtomically(options.jsonOutput, detail::reportJson(report));
+  std::fputs(detail::formatReport(report, analysis).c_str(), out);
+  return 0;
+}
+
+}  // namespace kinetrace::cli

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+
+namespace kinetrace::cli {
+
+// The trace files a path names: the path itself, or a directory's traces (.json, .json.gz,
+// .pftrace, .pftrace.gz; not summaries or manifests), sorted. Throws kinetrace::Error when
+// the path does not exist or the directory holds none.
+std::vector<std::string> traceFilesIn(const std::string& path);
+
+// `kinetrace analyze`: reads the traces (any format kinetrace reads), prints the findings
+// and the tables on `out`, progress on `messages`, and writes --json. Throws
+// kinetrace::Error naming the file and the problem. Returns 0.
+int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* messages);
+
+}  // namespace kinetrace::cli
