@@ -4,6 +4,8 @@
 #
 #   scripts/setup.sh            what the build and the tests need
 #   scripts/setup.sh --bench    also Google Benchmark (for -DKINETRACE_BUILD_BENCHMARKS=ON)
+#   scripts/setup.sh --browser  also Chromium (the test that opens `kinetrace analyze --html`
+#                               reports in a browser; without it that one test is left out)
 #   scripts/setup.sh --check    only lists what is missing; exit status 1 if anything is
 #
 # Debian and Ubuntu (apt-get) are supported. Elsewhere, or without the right to install,
@@ -12,13 +14,15 @@
 set -euo pipefail
 
 want_bench=0
+want_browser=0
 check_only=0
 for arg in "$@"; do
   case $arg in
     --bench) want_bench=1 ;;
+    --browser) want_browser=1 ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown option $arg (known: --bench, --check)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (known: --bench, --browser, --check)" >&2; exit 2 ;;
   esac
 done
 
@@ -38,6 +42,10 @@ order=(cmake g++ make python3 libfmt-dev nlohmann-json3-dev libgtest-dev libgmoc
 if [[ $want_bench == 1 ]]; then
   probe[libbenchmark-dev]=file:/usr/include/benchmark/benchmark.h
   order+=(libbenchmark-dev)
+fi
+if [[ $want_browser == 1 ]]; then
+  probe[chromium]=cmd:chromium
+  order+=(chromium)
 fi
 
 present() {

@@ -15,7 +15,7 @@ std::string duration(int64_t ns) {
   const double v = static_cast<double>(ns);
   if (ns < 0) return "-" + duration(-ns);
   if (ns < 10'000) return fmt::format("{:.2f} us", v / 1e3);
-  if (ns < 10'000'000) return fmt::format("{:.1f} us", v / 1e3);
+  if (ns < 1'000'000) return fmt::format("{:.1f} us", v / 1e3);
   if (ns < 10'000'000'000) return fmt::format("{:.2f} ms", v / 1e6);
   return fmt::format("{:.2f} s", v / 1e9);
 }
@@ -57,17 +57,19 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
     const RankReport& r = report.ranks[i];
     const TimeBreakdown& t = r.time;
     const std::string prefix = report.ranks.size() > 1 ? who(r, i) + ": " : "";
+    std::string leak;
     if (r.memory.growsEveryStep) {
-      out.push_back(fmt::format(
+      leak = fmt::format(
           "{}allocated GPU memory grew at the end of every one of the {} steps, by {} a step "
           "(peak {}): a leak signature; look for tensors kept across steps (losses appended "
           "to a list, caches).",
-          prefix, r.steps.size(), bytes(r.memory.growthPerStepBytes), bytes(r.memory.peakBytes)));
+          prefix, r.steps.size(), bytes(r.memory.growthPerStepBytes), bytes(r.memory.peakBytes));
     }
     if (r.devices.empty()) {
       out.push_back(prefix +
                     "no GPU operations in the trace (kernels, copies, memsets): nothing to say "
                     "about the GPU; was GPU activity recorded?");
+      if (!leak.empty()) out.push_back(leak);
       continue;
     }
     out.push_back(fmt::format(
@@ -109,6 +111,7 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
           "input pipeline starves the GPU (more workers, pinned memory, prefetching).",
           prefix, duration(t.dataLoadingIdleNs), percent(t.dataLoadingIdleNs, t.windowNs)));
     }
+    if (!leak.empty()) out.push_back(leak);
     if (r.communicationKernels > 0 && t.busyNs > 0) {
       int64_t overlap = 0;
       for (const DeviceReport& d : r.devices) overlap += d.communicationOverlapNs;

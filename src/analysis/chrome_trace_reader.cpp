@@ -244,6 +244,7 @@ class TraceSax {
     if (where_ != Where::Done) {
       throw Error(fmt::format("{} ends before the trace does (is the file truncated?)", path_));
     }
+    if (!bareArray_ && !sawEvents_) fail("it has no traceEvents array");
     if (!begun_) beginSink();
     sink_.end(footer_);
   }

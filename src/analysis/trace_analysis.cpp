@@ -177,6 +177,7 @@ class Analyzer {
       device.time = breakdown(d, trace_.firstNs, trace_.lastNs, &gaps);
       device.communicationOverlapNs = lengthOf(intersect(d.communication, d.compute));
       device.streams = streams(d);
+      timeline(d, device);
       add(report.time, device.time);
       for (const Gap& gap : gaps) allGaps_.emplace_back(d.id, gap);
       report.devices.push_back(std::move(device));
@@ -186,7 +187,7 @@ class Analyzer {
     tinyKernels(report);
     launchLatency(report);
     report.gaps = longestGaps();
-    report.memory = memory(report.steps);
+    report.memory = memory(report.steps, &report.memoryCurve);
     return report;
   }
 
@@ -246,6 +247,27 @@ class Analyzer {
     gap.cause =
         call->second.startNs >= stretch.first ? Gap::Cause::HostWait : Gap::Cause::KernelWait;
     return gap;
+  }
+
+  void timeline(const Device& d, DeviceReport& device) const {
+    const int64_t window = trace_.lastNs - trace_.firstNs;
+    if (window <= 0) return;
+    const int bins = DeviceReport::kTimelineBins;
+    device.timelineStartNs = trace_.firstNs;
+    device.timelineBinNs = std::max<int64_t>(1, (window + bins - 1) / bins);
+    device.busyTimeline.assign(bins, 0.0);
+    const double binNs = static_cast<double>(device.timelineBinNs);
+    for (const Interval& busy : d.busy) {
+      for (int64_t at = busy.first; at < busy.second;) {
+        const int64_t bin = (at - trace_.firstNs) / device.timelineBinNs;
+        if (bin >= bins) break;
+        const int64_t binEnd = trace_.firstNs + (bin + 1) * device.timelineBinNs;
+        const int64_t until = std::min(busy.second, binEnd);
+        device.busyTimeline[static_cast<std::size_t>(bin)] +=
+            static_cast<double>(until - at) / binNs;
+        at = until;
+      }
+    }
   }
 
   std::vector<StreamBreakdown> streams(const Device& d) const {
@@ -388,6 +410,14 @@ class Analyzer {
       latencies.push_back(latency);
       outliers.push_back({trace_.name(op.name), op.startNs, latency});
     }
+    report.launchLatencyHistogram.assign(RankReport::kLatencyBuckets, 0);
+    for (int64_t latency : latencies) {
+      int bucket = 0;
+      for (int64_t us = latency / 1000; us > 0 && bucket < RankReport::kLatencyBuckets - 1;
+           us >>= 1)
+        ++bucket;
+      ++report.launchLatencyHistogram[static_cast<std::size_t>(bucket)];
+    }
     report.launchLatency = distributionOf(std::move(latencies));
     const std::size_t keep = std::min(options_.top, outliers.size());
     std::partial_sort(
@@ -433,7 +463,7 @@ class Analyzer {
     return out;
   }
 
-  MemoryReport memory(std::vector<StepReport>& steps) const {
+  MemoryReport memory(std::vector<StepReport>& steps, std::vector<MemorySample>* curve) const {
     MemoryReport m;
     std::vector<MemorySample> samples = trace_.memory;
     std::stable_sort(
@@ -448,6 +478,16 @@ class Analyzer {
         m.peakBytes = s.allocatedBytes;
         m.peakAtNs = s.timeNs;
       }
+    }
+    // The curve: the highest sample of each of kMemoryCurvePoints stretches.
+    const std::size_t stride =
+        (samples.size() + RankReport::kMemoryCurvePoints - 1) / RankReport::kMemoryCurvePoints;
+    for (std::size_t i = 0; i < samples.size(); i += stride) {
+      MemorySample highest = samples[i];
+      for (std::size_t j = i; j < std::min(samples.size(), i + stride); ++j) {
+        if (samples[j].allocatedBytes > highest.allocatedBytes) highest = samples[j];
+      }
+      curve->push_back(highest);
     }
     std::vector<int64_t> atStepEnd;
     for (StepReport& step : steps) {

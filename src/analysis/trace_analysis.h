@@ -71,6 +71,12 @@ struct DeviceReport {
   TimeBreakdown time;
   std::vector<StreamBreakdown> streams;
   int64_t communicationOverlapNs = 0;  // NCCL kernels running while compute kernels ran
+  // The busy fraction (0..1) of each of kTimelineBins equal slices of the window, from
+  // timelineStartNs: the timeline overview of the HTML report.
+  static constexpr int kTimelineBins = 240;
+  int64_t timelineStartNs = 0;
+  int64_t timelineBinNs = 0;
+  std::vector<double> busyTimeline;
 };
 
 struct StepReport {
@@ -139,6 +145,14 @@ struct RankReport {
   std::vector<LaunchOutlier> launchOutliers;
   std::vector<GapReport> gaps;  // longest first (top N)
   MemoryReport memory;
+  // Launch latencies by power-of-two bucket: [0] under 1 us, [k] from 2^(k-1) to 2^k us,
+  // the last everything from 2^(kLatencyBuckets-2) us up.
+  static constexpr int kLatencyBuckets = 20;
+  std::vector<uint64_t> launchLatencyHistogram;
+  // Allocated memory over time, at most kMemoryCurvePoints (the highest value of each
+  // stretch, so no peak is lost).
+  static constexpr std::size_t kMemoryCurvePoints = 400;
+  std::vector<MemorySample> memoryCurve;
   uint64_t communicationKernels = 0;
 };
 
@@ -165,5 +179,7 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
 
 std::string formatReport(const AnalysisReport& report, const AnalysisOptions& options);
 std::string reportJson(const AnalysisReport& report);
+// One self-contained HTML page (inline SVG charts, no script, nothing fetched).
+std::string reportHtml(const AnalysisReport& report);
 
 }  // namespace kinetrace::detail

@@ -246,6 +246,10 @@ TEST_F(TraceReaderTest, BadInputIsAnErrorNamingTheFileAndTheProblem) {
   EXPECT_NE(errorReading(path("late.json")).find("baseTimeNanoseconds comes after traceEvents"),
             std::string::npos);
 
+  writeFile(path("config.json"), R"({"lr": 0.1, "epochs": 3})");
+  EXPECT_EQ(errorReading(path("config.json")),
+            path("config.json") + " is not a Chrome trace: it has no traceEvents array");
+
   writeFile(path("scalar.json"), R"({"traceEvents": [1]})");
   EXPECT_EQ(
       errorReading(path("scalar.json")),

@@ -89,6 +89,7 @@ TEST_F(AnalyzeCommandTest, ADirectoryIsItsTracesOnePerRank) {
   std::ofstream(path("notes.txt")) << "x";
   EXPECT_EQ(traceFilesIn(dir_.path()),
             (std::vector<std::string>{path("rank0.json"), path("rank1.json")}));
+  std::ofstream(path("config.json")) << R"({"lr": 0.1})";  // a JSON that is no trace: skipped
 
   AnalyzeOptions options;
   options.paths = {dir_.path()};

@@ -41,15 +41,21 @@ std::vector<std::string> traceFilesIn(const std::string& path) {
 
 int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* messages) {
   std::vector<std::string> files;
+  std::vector<bool> fromDirectory;  // a file a directory held, not one named: skipped if no trace
   for (const std::string& path : options.paths) {
-    for (const std::string& file : traceFilesIn(path)) files.push_back(file);
+    const bool directory = isDirectory(path);
+    for (const std::string& file : traceFilesIn(path)) {
+      files.push_back(file);
+      fromDirectory.push_back(directory);
+    }
   }
   detail::AnalysisOptions analysis;
   analysis.top = options.top;
   analysis.tinyKernelNs = options.tinyKernelNs;
 
   std::vector<detail::CollectedTrace> traces;
-  for (const std::string& file : files) {
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const std::string& file = files[f];
     detail::TraceCollector collector(file);
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
     detail::ReadReport read;
@@ -57,9 +63,13 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
       read = detail::readTraceFile(
           file, collector, file,
           [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
-    } catch (...) {
+    } catch (const Error& error) {
       progress.done();
-      throw;
+      if (!fromDirectory[f]) throw;
+      // Something else that a directory of traces holds (a report, a JSON config): said,
+      // and left out.
+      std::fprintf(messages, "kinetrace: skipped %s\n", error.what());
+      continue;
     }
     progress.done();
     for (const auto& [why, count] : read.skipped) {
@@ -82,8 +92,12 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
                    });
 
   const detail::AnalysisReport report = detail::analyzeTraces(traces, analysis);
-  if (!options.jsonOutput.empty())
+  if (!options.jsonOutput.empty()) {
     internal::writeFileAtomically(options.jsonOutput, detail::reportJson(report));
+  }
+  if (!options.htmlOutput.empty()) {
+    internal::writeFileAtomically(options.htmlOutput, detail::reportHtml(report));
+  }
   std::fputs(detail::formatReport(report, analysis).c_str(), out);
   return 0;
 }

@@ -33,8 +33,9 @@ constexpr OptionSpec kSummaryOptions[] = {
 };
 
 constexpr OptionSpec kAnalyzeOptions[] = {
-    {"--help", "-h", false},  {"--json", nullptr, true},    {"--rank", nullptr, true},
-    {"--top", nullptr, true}, {"--tiny-us", nullptr, true}, {"--quiet", "-q", false},
+    {"--help", "-h", false},   {"--json", nullptr, true}, {"--html", nullptr, true},
+    {"--rank", nullptr, true}, {"--top", nullptr, true},  {"--tiny-us", nullptr, true},
+    {"--quiet", "-q", false},
 };
 
 constexpr OptionSpec kConvertOptions[] = {
@@ -287,6 +288,8 @@ Command parseAnalyze(const std::vector<std::string>& args) {
       return command;
     } else if (name == "--json") {
       a.jsonOutput = option.value;
+    } else if (name == "--html") {
+      a.htmlOutput = option.value;
     } else if (name == "--rank") {
       a.rank = static_cast<int64_t>(parseCount("analyze", "--rank", option.value));
     } else if (name == "--top") {
@@ -465,6 +468,9 @@ tiny kernels and what issued them, launch latency, the longest idle gaps and wha
 was doing, memory over the steps; across ranks, collectives one rank started late.
 
 options:
+      --html FILE      a report to open in a browser: the findings, charts (timeline,
+                       busy and idle per GPU and step, kernel time, launch latency, memory)
+                       and tables, in one self-contained file
       --json FILE      the analysis as JSON too
       --rank N         only the traces of rank N
       --top N          rows per table (default 10)

@@ -11,7 +11,7 @@
 //   kinetrace run [options] [--] PROGRAM [ARGS...]
 //   kinetrace summary [--top N] PATH...
 //   kinetrace convert [--quiet] IN OUT
-//   kinetrace analyze [--json FILE] [--rank N] [--top N] [--tiny-us N] TRACE|DIR...
+//   kinetrace analyze [--html FILE] [--json FILE] [--rank N] [--top N] [--tiny-us N] TRACE|DIR...
 //   kinetrace help [COMMAND] | --help | --version
 //
 // Parsing only: nothing here touches the file system or the environment, so every error
@@ -64,6 +64,7 @@ struct ConvertOptions {
 struct AnalyzeOptions {
   std::vector<std::string> paths;  // traces, or directories of traces (one per rank)
   std::string jsonOutput;          // --json: the analysis as JSON too
+  std::string htmlOutput;          // --html: a self-contained report
   int64_t rank = -1;               // --rank: only that rank's traces
   std::size_t top = 10;            // rows of each table
   int64_t tinyKernelNs = 10'000;   // --tiny-us

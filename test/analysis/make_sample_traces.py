@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Writes two ranks' traces of a made-up training job, in torch.profiler's layout, with one
+of every problem `kinetrace analyze` looks for: a data loader that stalls each step, swarms
+of tiny kernels, a memory leak, and an all-reduce that rank 1 joins late.
+
+    make_sample_traces.py OUT_DIR       -> OUT_DIR/rank0.json, OUT_DIR/rank1.json
+"""
+import json
+import os
+import sys
+
+BASE = 1_700_000_000_000_000_000
+
+
+def trace(rank):
+    events = []
+    correlation = 0
+    allocated = 100_000_000
+
+    def host(name, ts, dur, cat="user_annotation", ext=0):
+        args = {"External id": ext} if ext else {}
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 100 + rank, "tid": 100 + rank,
+                       "ts": ts, "dur": dur, "args": args})
+
+    def launch(name, call, start, dur, cat="kernel", stream=7, ext=0):
+        nonlocal correlation
+        correlation += 1
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100 + rank,
+                       "tid": 100 + rank, "ts": call, "dur": 4,
+                       "args": {"External id": ext, "cbid": 211, "correlation": correlation}})
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
+                       "args": {"External id": ext, "device": 0, "stream": stream, "correlation": correlation}})
+
+    ext = 0
+    for step in range(6):
+        t = step * 10_000
+        host(f"ProfilerStep#{step}", t, 10_000)
+        host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, 2_000)
+        ext += 1
+        host("aten::linear", t + 2_000, 3_000, "cpu_op", ext)
+        launch("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", t + 2_010, t + 2_030, 2_500, ext=ext)
+        ext += 1
+        host("aten::add", t + 5_000, 3_000, "cpu_op", ext)
+        for i in range(100):
+            launch("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", t + 5_000 + i * 25,
+                   t + 5_003 + i * 25, 3, ext=ext)
+        start = t + 8_200 + (1_200 if rank == 1 else 0)
+        launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", t + 8_100, start,
+               9_900 - (start - t), stream=20)
+        allocated += 3_000_000
+        events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
+                       "tid": 100 + rank, "ts": t + 9_500, "s": "t",
+                       "args": {"Total Allocated": allocated, "Bytes": 3_000_000, "Device Id": 0}})
+    return {"schemaVersion": 1, "baseTimeNanoseconds": BASE,
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}, "traceEvents": events}
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for rank in (0, 1):
+        with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+            json.dump(trace(rank), f)
+
+
+if __name__ == "__main__":
+    main()
