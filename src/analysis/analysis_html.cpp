@@ -260,7 +260,7 @@ std::string table(const std::vector<std::string>& header,
   return out + "</tbody></table>\n";
 }
 
-std::string rankSection(const RankReport& r, std::size_t index) {
+std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOptions& options) {
   const std::string who =
       r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("trace {}", index + 1);
   std::string out =
@@ -276,8 +276,14 @@ std::string rankSection(const RankReport& r, std::size_t index) {
   out += "<h3>GPU time</h3>\n" + legend() + breakdownBars("gpu-time", devices);
   if (!r.steps.empty()) {
     std::vector<std::pair<std::string, TimeBreakdown>> steps;
-    for (const StepReport& s : r.steps) steps.emplace_back(s.name, s.time);
+    for (std::size_t k = 0; k < std::min(r.steps.size(), options.stepsShown); ++k) {
+      steps.emplace_back(r.steps[k].name, r.steps[k].time);
+    }
     out += "<h3>Busy and idle per step</h3>\n" + breakdownBars("steps", steps);
+    if (r.steps.size() > options.stepsShown) {
+      out += fmt::format("<p>The first {} of {} steps (all of them in the JSON report).</p>\n",
+                         options.stepsShown, r.steps.size());
+    }
   }
   out += fmt::format("<h3>Kernels</h3><p>{} kernels, {} of kernel time.</p>\n", r.kernelCount,
                      ms(r.kernelNs)) +
@@ -318,7 +324,7 @@ std::string rankSection(const RankReport& r, std::size_t index) {
 
 }  // namespace
 
-std::string reportHtml(const AnalysisReport& report) {
+std::string reportHtml(const AnalysisReport& report, const AnalysisOptions& options) {
   std::string out = R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>kinetrace analysis</title>
 <style>
@@ -338,7 +344,8 @@ p.legend i { display: inline-block; width: 11px; height: 11px; margin-right: 4px
   out += "<h2>Findings</h2><ul class=\"findings\">\n";
   for (const std::string& f : report.findings) out += "<li>" + escape(f) + "</li>\n";
   out += "</ul>\n";
-  for (std::size_t i = 0; i < report.ranks.size(); ++i) out += rankSection(report.ranks[i], i);
+  for (std::size_t i = 0; i < report.ranks.size(); ++i)
+    out += rankSection(report.ranks[i], i, options);
   if (!report.stragglers.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const StragglerReport& s : report.stragglers) {

@@ -188,7 +188,6 @@ nlohmann::ordered_json toJson(const KernelRow& k) {
 
 std::string formatReport(const AnalysisReport& report, const AnalysisOptions& options) {
   std::string out;
-  (void)options;
   out += "Findings\n";
   for (const std::string& f : report.findings) out += "  - " + f + "\n";
   for (std::size_t i = 0; i < report.ranks.size(); ++i) {
@@ -204,8 +203,12 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
     }
     if (!r.steps.empty() && !r.devices.empty()) {
       out += "Per step (all GPUs)\n";
-      for (const StepReport& s : r.steps) {
-        breakdownLine(out, s.name, s.time);
+      for (std::size_t k = 0; k < std::min(r.steps.size(), options.stepsShown); ++k) {
+        breakdownLine(out, r.steps[k].name, r.steps[k].time);
+      }
+      if (r.steps.size() > options.stepsShown) {
+        out += fmt::format("  ... and {} more steps (all of them in --json)\n",
+                           count(r.steps.size() - options.stepsShown));
       }
     }
     if (!r.kinds.empty()) {

@@ -89,7 +89,9 @@ int64_t SummaryBuilder::BusyTime::total(int64_t untilNs) const {
 }
 
 void SummaryBuilder::add(const TraceRecords& r) {
-  auto span = [this](const GpuPlacement& at) { return std::pair{std::max(at.startNs, windowStartNs_), at.endNs}; };
+  auto span = [this](const GpuPlacement& at) {
+    return std::pair{std::max(at.startNs, windowStartNs_), at.endNs};
+  };
   for (const KernelRecord& k : r.kernels) {
     auto [from, to] = span(k.at);
     busy_[k.at.deviceId].add(from, to);
@@ -122,8 +124,9 @@ void SummaryBuilder::add(const TraceRecords& r) {
   s_.hostRangeCount += r.ranges.size();
 }
 
-Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs, const LossCounters& l,
-                               const Metadata& header, const Metadata& footer, std::size_t topKernels) {
+Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs,
+                               const LossCounters& l, const Metadata& header,
+                               const Metadata& footer, std::size_t topKernels) {
   Summary s = s_;
   s.pid = tables.pid;
   s.processName = tables.processName;
@@ -151,9 +154,10 @@ Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs, 
                                        tally.totalNs, tally.maxNs});
   }
   // Ties broken by name, so the order does not depend on hashing.
-  std::sort(s.topKernels.begin(), s.topKernels.end(), [](const KernelTotal& a, const KernelTotal& b) {
-    return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.name < b.name;
-  });
+  std::sort(s.topKernels.begin(), s.topKernels.end(),
+            [](const KernelTotal& a, const KernelTotal& b) {
+              return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.name < b.name;
+            });
   if (s.topKernels.size() > topKernels) s.topKernels.resize(topKernels);
 
   for (const auto& [kind, total] : copies_) {
@@ -161,9 +165,10 @@ Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs, 
     named.kind = kind == CopyKind::Unknown ? std::string("other") : std::string(copyKindName(kind));
     s.memcpyByKind.push_back(named);
   }
-  std::sort(s.memcpyByKind.begin(), s.memcpyByKind.end(), [](const CopyTotal& a, const CopyTotal& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind;
-  });
+  std::sort(s.memcpyByKind.begin(), s.memcpyByKind.end(),
+            [](const CopyTotal& a, const CopyTotal& b) {
+              return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind;
+            });
 
   s.droppedGpuRecords = l.cuptiDroppedRecords + l.cuptiBuffersRefused;
   s.droppedHostEvents = l.droppedHostEvents + l.droppedAssembledRecords;
@@ -182,7 +187,8 @@ Summary SummaryBuilder::finish(const TraceTables& tables, int64_t windowStopNs, 
 Summary summarize(const TraceData& trace, std::size_t topKernels) {
   SummaryBuilder builder(trace.startNs);
   builder.add(trace.records);
-  return builder.finish(trace.tables, trace.stopNs, trace.losses, trace.header, trace.footer, topKernels);
+  return builder.finish(trace.tables, trace.stopNs, trace.losses, trace.header, trace.footer,
+                        topKernels);
 }
 
 Value summaryToValue(const Summary& s) {
@@ -248,16 +254,28 @@ class Reader {
       out = value->asString();
     } else if constexpr (std::is_floating_point_v<T>) {
       switch (value->kind()) {
-        case Value::Kind::Double: out = value->asDouble(); break;
-        case Value::Kind::Int: out = static_cast<T>(value->asInt()); break;
-        case Value::Kind::Uint: out = static_cast<T>(value->asUint()); break;
-        default: expect(false, key);
+        case Value::Kind::Double:
+          out = value->asDouble();
+          break;
+        case Value::Kind::Int:
+          out = static_cast<T>(value->asInt());
+          break;
+        case Value::Kind::Uint:
+          out = static_cast<T>(value->asUint());
+          break;
+        default:
+          expect(false, key);
       }
     } else {
       switch (value->kind()) {
-        case Value::Kind::Int: out = static_cast<T>(value->asInt()); break;
-        case Value::Kind::Uint: out = static_cast<T>(value->asUint()); break;
-        default: expect(false, key);
+        case Value::Kind::Int:
+          out = static_cast<T>(value->asInt());
+          break;
+        case Value::Kind::Uint:
+          out = static_cast<T>(value->asUint());
+          break;
+        default:
+          expect(false, key);
       }
     }
   }
@@ -274,19 +292,26 @@ class Reader {
 
  private:
   static void expect(bool ok, const char* key) {
-    if (!ok) throw Error(fmt::format("malformed kinetrace summary: \"{}\" has the wrong type", key));
+    if (!ok)
+      throw Error(fmt::format("malformed kinetrace summary: \"{}\" has the wrong type", key));
   }
   const Value& object_;
 };
 
 nlohmann::json toJson(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::Null: return nullptr;
-    case Value::Kind::Bool: return value.asBool();
-    case Value::Kind::Int: return value.asInt();
-    case Value::Kind::Uint: return value.asUint();
-    case Value::Kind::Double: return value.asDouble();
-    case Value::Kind::String: return value.asString();
+    case Value::Kind::Null:
+      return nullptr;
+    case Value::Kind::Bool:
+      return value.asBool();
+    case Value::Kind::Int:
+      return value.asInt();
+    case Value::Kind::Uint:
+      return value.asUint();
+    case Value::Kind::Double:
+      return value.asDouble();
+    case Value::Kind::String:
+      return value.asString();
     case Value::Kind::Array: {
       nlohmann::json items = nlohmann::json::array();
       for (const Value& item : value.asArray()) items.push_back(toJson(item));
@@ -294,7 +319,8 @@ nlohmann::json toJson(const Value& value) {
     }
     case Value::Kind::Object: {
       nlohmann::json members = nlohmann::json::object();
-      for (const Value::Member& member : value.asObject()) members[member.key] = toJson(member.value);
+      for (const Value::Member& member : value.asObject())
+        members[member.key] = toJson(member.value);
       return members;
     }
   }
@@ -360,7 +386,9 @@ Summary summaryFromValue(const Value& value) {
 
 std::string summaryToJson(const Summary& summary) {
   // Kernel names are C++ signatures and may hold invalid UTF-8: replace, never throw.
-  return toJson(summaryToValue(summary)).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return toJson(summaryToValue(summary))
+             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 Summary summaryFromJson(const std::string& text) {

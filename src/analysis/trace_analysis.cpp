@@ -32,11 +32,15 @@ int64_t lengthOf(const Intervals& items) {
   return total;
 }
 
+// The (sorted, merged) items within [from, to): found by binary search, so clipping to one
+// step of thousands costs that step's intervals only.
 Intervals clip(const Intervals& items, int64_t from, int64_t to) {
   Intervals clipped;
-  for (const Interval& item : items) {
-    const int64_t start = std::max(item.first, from);
-    const int64_t end = std::min(item.second, to);
+  auto first = std::lower_bound(items.begin(), items.end(), from,
+                                [](const Interval& item, int64_t t) { return item.second <= t; });
+  for (auto it = first; it != items.end() && it->first < to; ++it) {
+    const int64_t start = std::max(it->first, from);
+    const int64_t end = std::min(it->second, to);
     if (end > start) clipped.emplace_back(start, end);
   }
   return clipped;
@@ -173,7 +177,7 @@ class Analyzer {
     for (const Device& d : devices_) {
       DeviceReport device;
       device.device = d.id;
-      std::vector<Gap> gaps;
+      std::vector<Gap> gaps;  // the longest, at most options_.top
       device.time = breakdown(d, trace_.firstNs, trace_.lastNs, &gaps);
       device.communicationOverlapNs = lengthOf(intersect(d.communication, d.compute));
       device.streams = streams(d);
@@ -197,9 +201,17 @@ class Analyzer {
     TimeBreakdown t;
     if (to <= from) return t;
     t.windowNs = to - from;
-    const Intervals busy = clip(d.busy, from, to);
-    const Intervals compute = clip(d.compute, from, to);
-    const Intervals communication = clip(d.communication, from, to);
+    // The whole trace needs no clipping, and its intervals are the large ones: no copies.
+    const bool whole = from <= trace_.firstNs && to >= trace_.lastNs;
+    Intervals clippedBusy, clippedCompute, clippedCommunication;
+    if (!whole) {
+      clippedBusy = clip(d.busy, from, to);
+      clippedCompute = clip(d.compute, from, to);
+      clippedCommunication = clip(d.communication, from, to);
+    }
+    const Intervals& busy = whole ? d.busy : clippedBusy;
+    const Intervals& compute = whole ? d.compute : clippedCompute;
+    const Intervals& communication = whole ? d.communication : clippedCommunication;
     t.busyNs = lengthOf(busy);
     t.computeNs = lengthOf(compute);
     t.communicationNs = lengthOf(communication) - lengthOf(intersect(communication, compute));
@@ -225,9 +237,23 @@ class Analyzer {
           t.otherIdleNs += length;
           break;
       }
-      if (gaps != nullptr && gap.endedBy != nullptr) gaps->push_back(gap);
+      if (gaps != nullptr && gap.endedBy != nullptr) keepLongest(*gaps, gap);
     }
     return t;
+  }
+
+  // Keeps the options_.top longest gaps in a min-heap: a trace has as many gaps as
+  // operations, and only the longest are reported.
+  void keepLongest(std::vector<Gap>& gaps, const Gap& gap) const {
+    auto shorter = [](const Gap& a, const Gap& b) { return a.end - a.start > b.end - b.start; };
+    if (gaps.size() < options_.top) {
+      gaps.push_back(gap);
+      std::push_heap(gaps.begin(), gaps.end(), shorter);
+    } else if (!gaps.empty() && gap.end - gap.start > gaps.front().end - gaps.front().start) {
+      std::pop_heap(gaps.begin(), gaps.end(), shorter);
+      gaps.back() = gap;
+      std::push_heap(gaps.begin(), gaps.end(), shorter);
+    }
   }
 
   // Why the device was idle over `stretch`: by the operation that ended it. The stretch
@@ -241,11 +267,11 @@ class Analyzer {
                          [](const CollectedGpuOp* op, int64_t t) { return op->startNs < t; });
     if (next == d.ops.end() || (*next)->startNs != stretch.second) return gap;  // the window's end
     gap.endedBy = *next;
-    auto call = trace_.calls.find((*next)->correlation);
-    if ((*next)->correlation == 0 || call == trace_.calls.end()) return gap;
-    gap.launchStartNs = call->second.startNs;
-    gap.cause =
-        call->second.startNs >= stretch.first ? Gap::Cause::HostWait : Gap::Cause::KernelWait;
+    const CollectedCall* call =
+        (*next)->correlation != 0 ? trace_.calls.find((*next)->correlation) : nullptr;
+    if (call == nullptr) return gap;
+    gap.launchStartNs = call->startNs;
+    gap.cause = call->startNs >= stretch.first ? Gap::Cause::HostWait : Gap::Cause::KernelWait;
     return gap;
   }
 
@@ -284,9 +310,10 @@ class Analyzer {
       std::vector<std::pair<int64_t, int>> changes;
       for (const CollectedGpuOp* op : ops) {
         busy.emplace_back(op->startNs, op->endNs);
-        auto call = trace_.calls.find(op->correlation);
-        if (op->correlation == 0 || call == trace_.calls.end()) continue;
-        changes.emplace_back(call->second.startNs, +1);
+        const CollectedCall* call =
+            op->correlation != 0 ? trace_.calls.find(op->correlation) : nullptr;
+        if (call == nullptr) continue;
+        changes.emplace_back(call->startNs, +1);
         changes.emplace_back(op->endNs, -1);
       }
       s.busyNs = lengthOf(unionOf(std::move(busy)));
@@ -379,15 +406,15 @@ class Analyzer {
       if (op.kind == GpuOpKind::Memory || duration >= options_.tinyKernelNs) continue;
       ++tiny.count;
       tiny.kernelNs += duration;
-      auto call = trace_.calls.find(op.correlation);
-      if (op.correlation != 0 && call != trace_.calls.end()) {
-        const int64_t launch = call->second.endNs - call->second.startNs;
+      const CollectedCall* call = op.correlation != 0 ? trace_.calls.find(op.correlation) : nullptr;
+      if (call != nullptr) {
+        const int64_t launch = call->endNs - call->startNs;
         tiny.launchNs += launch;
         if (launch > duration) ++tiny.launchLongerCount;
       }
-      auto range = trace_.rangeOfExternalId.find(op.externalId);
-      ++issuers[op.externalId != 0 && range != trace_.rangeOfExternalId.end() ? range->second
-                                                                              : kNoRange];
+      const uint32_t* range =
+          op.externalId != 0 ? trace_.rangeOfExternalId.find(op.externalId) : nullptr;
+      ++issuers[range != nullptr ? *range : kNoRange];
     }
     tiny.shareOfKernels =
         report.kernelCount > 0 ? static_cast<double>(tiny.count) / report.kernelCount : 0;
@@ -402,13 +429,13 @@ class Analyzer {
 
   void launchLatency(RankReport& report) const {
     std::vector<int64_t> latencies;
-    std::vector<LaunchOutlier> outliers;
+    std::vector<std::pair<int64_t, const CollectedGpuOp*>> outliers;  // latency, op
     for (const CollectedGpuOp& op : trace_.gpuOps) {
-      auto call = trace_.calls.find(op.correlation);
-      if (op.correlation == 0 || call == trace_.calls.end()) continue;
-      const int64_t latency = op.startNs - call->second.startNs;
+      const CollectedCall* call = op.correlation != 0 ? trace_.calls.find(op.correlation) : nullptr;
+      if (call == nullptr) continue;
+      const int64_t latency = op.startNs - call->startNs;
       latencies.push_back(latency);
-      outliers.push_back({trace_.name(op.name), op.startNs, latency});
+      outliers.emplace_back(latency, &op);
     }
     report.launchLatencyHistogram.assign(RankReport::kLatencyBuckets, 0);
     for (int64_t latency : latencies) {
@@ -420,11 +447,13 @@ class Analyzer {
     }
     report.launchLatency = distributionOf(std::move(latencies));
     const std::size_t keep = std::min(options_.top, outliers.size());
-    std::partial_sort(
-        outliers.begin(), outliers.begin() + static_cast<std::ptrdiff_t>(keep), outliers.end(),
-        [](const LaunchOutlier& a, const LaunchOutlier& b) { return a.latencyNs > b.latencyNs; });
-    outliers.resize(keep);
-    report.launchOutliers = std::move(outliers);
+    std::partial_sort(outliers.begin(), outliers.begin() + static_cast<std::ptrdiff_t>(keep),
+                      outliers.end(),
+                      [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t k = 0; k < keep; ++k) {
+      report.launchOutliers.push_back(
+          {trace_.name(outliers[k].second->name), outliers[k].second->startNs, outliers[k].first});
+    }
   }
 
   // The innermost host range open at `time` on thread `tid`.
@@ -454,9 +483,10 @@ class Analyzer {
                 : gap.cause == Gap::Cause::KernelWait ? "kernel wait"
                                                       : "other";
       g.endedBy = trace_.name(gap.endedBy->name);
-      auto call = trace_.calls.find(gap.endedBy->correlation);
-      if (gap.endedBy->correlation != 0 && call != trace_.calls.end()) {
-        g.hostWas = hostRangeAt(call->second.tid, (gap.start + gap.end) / 2);
+      const CollectedCall* call =
+          gap.endedBy->correlation != 0 ? trace_.calls.find(gap.endedBy->correlation) : nullptr;
+      if (call != nullptr) {
+        g.hostWas = hostRangeAt(call->tid, (gap.start + gap.end) / 2);
       }
       out.push_back(std::move(g));
     }

@@ -32,6 +32,9 @@ namespace kinetrace::detail {
 struct AnalysisOptions {
   int64_t tinyKernelNs = 10'000;
   std::size_t top = 10;  // rows of each table
+  // Steps shown in the text and HTML reports (the JSON has them all): a long run has
+  // thousands.
+  std::size_t stepsShown = 30;
 };
 
 struct Distribution {
@@ -180,6 +183,6 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
 std::string formatReport(const AnalysisReport& report, const AnalysisOptions& options);
 std::string reportJson(const AnalysisReport& report);
 // One self-contained HTML page (inline SVG charts, no script, nothing fetched).
-std::string reportHtml(const AnalysisReport& report);
+std::string reportHtml(const AnalysisReport& report, const AnalysisOptions& options);
 
 }  // namespace kinetrace::detail

@@ -87,8 +87,8 @@ void TraceCollector::write(const Event& event) {
   if (cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "overhead") return;
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
     if (auto correlation = intArg(event, "correlation")) {
-      trace_.calls[static_cast<uint64_t>(*correlation)] =
-          CollectedCall{event.timestampNs, end, event.tid, intern(event.name)};
+      trace_.calls.add(static_cast<uint64_t>(*correlation),
+                       CollectedCall{event.timestampNs, end, event.tid, intern(event.name)});
     }
     return;
   }
@@ -98,11 +98,16 @@ void TraceCollector::write(const Event& event) {
   if (auto externalId = intArg(event, "External id"); externalId && *externalId != 0) {
     // Ids are unique per range in kinetrace's traces; in torch.profiler's, the first range
     // written with an id names it.
-    trace_.rangeOfExternalId.emplace(static_cast<uint64_t>(*externalId), range.name);
+    trace_.rangeOfExternalId.add(static_cast<uint64_t>(*externalId), range.name);
   }
   trace_.hostRanges.push_back(range);
 }
 
-void TraceCollector::end(const Metadata&) {}
+void TraceCollector::end(const Metadata&) {
+  trace_.calls.seal();
+  trace_.rangeOfExternalId.seal();
+  trace_.gpuOps.shrink_to_fit();
+  trace_.hostRanges.shrink_to_fit();
+}
 
 }  // namespace kinetrace::detail

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -22,8 +23,8 @@
 //                    "External id" (what issued a kernel)
 //   memory           "[memory]" instants: "Total Allocated" over time
 //
-// Memory: about 48 bytes per GPU operation, 32 per launch call and per host range, plus
-// each distinct name once; the file's size does not matter beyond that.
+// Memory: about 48 bytes per GPU operation, 40 per launch call and per host range, plus
+// each distinct name once.
 
 namespace kinetrace::detail {
 
@@ -59,6 +60,34 @@ struct MemorySample {
   int64_t allocatedBytes = 0;
 };
 
+// Values by a 64-bit id, as a vector sorted once the trace has been read: a third of a
+// hash map's memory, and ids (CUPTI's correlation ids, External ids) arrive nearly in order,
+// so the sort is cheap and in place. Ids are unique in practice; of repeats, one is kept.
+template <typename T>
+class IdMap {
+ public:
+  void add(uint64_t id, const T& value) { items_.emplace_back(id, value); }
+  // Call once every value is in, before find().
+  void seal() {
+    auto byId = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (!std::is_sorted(items_.begin(), items_.end(), byId))
+      std::sort(items_.begin(), items_.end(), byId);
+    items_.erase(std::unique(items_.begin(), items_.end(),
+                             [](const auto& a, const auto& b) { return a.first == b.first; }),
+                 items_.end());
+    items_.shrink_to_fit();
+  }
+  const T* find(uint64_t id) const {
+    auto at = std::lower_bound(items_.begin(), items_.end(), id,
+                               [](const auto& item, uint64_t key) { return item.first < key; });
+    return at != items_.end() && at->first == id ? &at->second : nullptr;
+  }
+  std::size_t size() const { return items_.size(); }
+
+ private:
+  std::vector<std::pair<uint64_t, T>> items_;
+};
+
 struct CollectedTrace {
   std::string path;
   int64_t rank = -1;  // distributedInfo.rank; -1 when absent
@@ -68,11 +97,11 @@ struct CollectedTrace {
   std::vector<CollectedGpuOp> gpuOps;
   // By correlation id. A trace holds one process's calls: CUPTI's correlation ids are unique
   // within a process.
-  std::unordered_map<uint64_t, CollectedCall> calls;
+  IdMap<CollectedCall> calls;
   std::vector<CollectedRange> steps;
   std::vector<CollectedRange> dataLoading;
   std::vector<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
-  std::unordered_map<uint64_t, uint32_t> rangeOfExternalId;  // External id -> name
+  IdMap<uint32_t> rangeOfExternalId;       // External id -> name
   std::vector<MemorySample> memory;
   uint64_t events = 0;
 

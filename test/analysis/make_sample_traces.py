@@ -3,17 +3,32 @@
 of every problem `kinetrace analyze` looks for: a data loader that stalls each step, swarms
 of tiny kernels, a memory leak, and an all-reduce that rank 1 joins late.
 
-    make_sample_traces.py OUT_DIR       -> OUT_DIR/rank0.json, OUT_DIR/rank1.json
+    make_sample_traces.py OUT_DIR [--steps N] [--ranks R]   -> OUT_DIR/rank0.json, ...
+
+(6 steps and 2 ranks by default; bench/analyze_speed.sh asks for thousands of steps to make
+a trace of a gigabyte.) The file is written event by event, so any size takes little memory.
 """
+import argparse
 import json
 import os
-import sys
 
 BASE = 1_700_000_000_000_000_000
 
 
-def trace(rank):
-    events = []
+def trace(rank, steps, out):
+    """Writes the trace of `rank` to the open file `out`."""
+    first = True
+
+    class Events:
+        def append(self, event):
+            nonlocal first
+            out.write(("" if first else ",\n") + json.dumps(event, separators=(",", ":")))
+            first = False
+
+    events = Events()
+    out.write(json.dumps({"schemaVersion": 1, "baseTimeNanoseconds": BASE,
+                          "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}})[:-1])
+    out.write(', "traceEvents": [\n')
     correlation = 0
     allocated = 100_000_000
 
@@ -32,7 +47,7 @@ def trace(rank):
                        "args": {"External id": ext, "device": 0, "stream": stream, "correlation": correlation}})
 
     ext = 0
-    for step in range(6):
+    for step in range(steps):
         t = step * 10_000
         host(f"ProfilerStep#{step}", t, 10_000)
         host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, 2_000)
@@ -51,16 +66,19 @@ def trace(rank):
         events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
                        "tid": 100 + rank, "ts": t + 9_500, "s": "t",
                        "args": {"Total Allocated": allocated, "Bytes": 3_000_000, "Device Id": 0}})
-    return {"schemaVersion": 1, "baseTimeNanoseconds": BASE,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}, "traceEvents": events}
+    out.write("\n]}\n")
 
 
 def main():
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    for rank in (0, 1):
-        with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-            json.dump(trace(rank), f)
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--ranks", type=int, default=2)
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for rank in range(args.ranks):
+        with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
+            trace(rank, args.steps, f)
 
 
 if __name__ == "__main__":

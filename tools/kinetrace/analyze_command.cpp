@@ -96,7 +96,7 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
     internal::writeFileAtomically(options.jsonOutput, detail::reportJson(report));
   }
   if (!options.htmlOutput.empty()) {
-    internal::writeFileAtomically(options.htmlOutput, detail::reportHtml(report));
+    internal::writeFileAtomically(options.htmlOutput, detail::reportHtml(report, analysis));
   }
   std::fputs(detail::formatReport(report, analysis).c_str(), out);
   return 0;
