@@ -12,6 +12,7 @@
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
+# analyze-CASE.txt and .html,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
@@ -255,6 +256,21 @@ formats() {
   return $rc
 }
 
+# PyTorch programs that each idle the GPU for one known reason (bench/gpu/idle_causes.py),
+# traced by torch.profiler, then `kinetrace analyze` on each: findings in
+# OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html.
+analyze() {
+  local kt case rc=0
+  kt=$(binary kinetrace) || return 1
+  for case in tiny loader leak healthy; do
+    run python3 "$SRC_DIR/bench/gpu/idle_causes.py" "$case" --out "$WORK_DIR/idle_causes" || { rc=1; continue; }
+    run "$kt" analyze -q "$WORK_DIR/idle_causes/$case.json" --html "$OUT_DIR/analyze-$case.html" \
+      > "$OUT_DIR/analyze-$case.txt" || rc=1
+    sed -n '1,12p' "$OUT_DIR/analyze-$case.txt"
+  done
+  return $rc
+}
+
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
 activity_cost() {
@@ -274,6 +290,7 @@ main() {
   step "host example" host_example
   step "training-step example" training_example
   step "trace formats" formats
+  step "analyze (idle causes)" analyze
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks
