@@ -298,35 +298,6 @@ class Reader {
   const Value& object_;
 };
 
-nlohmann::json toJson(const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::Null:
-      return nullptr;
-    case Value::Kind::Bool:
-      return value.asBool();
-    case Value::Kind::Int:
-      return value.asInt();
-    case Value::Kind::Uint:
-      return value.asUint();
-    case Value::Kind::Double:
-      return value.asDouble();
-    case Value::Kind::String:
-      return value.asString();
-    case Value::Kind::Array: {
-      nlohmann::json items = nlohmann::json::array();
-      for (const Value& item : value.asArray()) items.push_back(toJson(item));
-      return items;
-    }
-    case Value::Kind::Object: {
-      nlohmann::json members = nlohmann::json::object();
-      for (const Value::Member& member : value.asObject())
-        members[member.key] = toJson(member.value);
-      return members;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 Summary summaryFromValue(const Value& value) {
@@ -386,8 +357,8 @@ Summary summaryFromValue(const Value& value) {
 
 std::string summaryToJson(const Summary& summary) {
   // Kernel names are C++ signatures and may hold invalid UTF-8: replace, never throw.
-  return toJson(summaryToValue(summary))
-             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+  return valueToJson(summaryToValue(summary))
+             .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
          "\n";
 }
 

@@ -19,6 +19,7 @@
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
+#include "output/value_json.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -33,38 +34,6 @@ using namespace pftrace;
 bool endsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// A metadata value as compact JSON, for the arrays and objects a debug annotation carries
-// as a legacy JSON value.
-nlohmann::ordered_json toJson(const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::Null:
-      return nullptr;
-    case Value::Kind::Bool:
-      return value.asBool();
-    case Value::Kind::Int:
-      return value.asInt();
-    case Value::Kind::Uint:
-      return value.asUint();
-    case Value::Kind::Double:
-      return value.asDouble();
-    case Value::Kind::String:
-      return value.asString();
-    case Value::Kind::Array: {
-      nlohmann::ordered_json items = nlohmann::ordered_json::array();
-      for (const Value& item : value.asArray()) items.push_back(toJson(item));
-      return items;
-    }
-    case Value::Kind::Object: {
-      nlohmann::ordered_json members = nlohmann::ordered_json::object();
-      for (const Value::Member& member : value.asObject()) {
-        members[member.key] = toJson(member.value);
-      }
-      return members;
-    }
-  }
-  return nullptr;
 }
 
 // Strings of one kind (event names, categories, annotation names) with their interning ids,
@@ -578,9 +547,9 @@ class PerfettoSink::Encoder {
       case Value::Kind::Null:
       case Value::Kind::Array:
       case Value::Kind::Object:
-        w_.bytes(
-            kAnnotationLegacyJson,
-            toJson(value).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+        w_.bytes(kAnnotationLegacyJson,
+                 valueToJson(value).dump(-1, ' ', false,
+                                         nlohmann::ordered_json::error_handler_t::replace));
         break;
     }
     w_.endMessage(mark);

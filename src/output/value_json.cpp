@@ -36,6 +36,35 @@ Value valueFromJson(const nlohmann::ordered_json& json) {
   }
 }
 
+nlohmann::ordered_json valueToJson(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::Null:
+      return nullptr;
+    case Value::Kind::Bool:
+      return value.asBool();
+    case Value::Kind::Int:
+      return value.asInt();
+    case Value::Kind::Uint:
+      return value.asUint();
+    case Value::Kind::Double:
+      return value.asDouble();
+    case Value::Kind::String:
+      return value.asString();
+    case Value::Kind::Array: {
+      nlohmann::ordered_json items = nlohmann::ordered_json::array();
+      for (const Value& item : value.asArray()) items.push_back(valueToJson(item));
+      return items;
+    }
+    case Value::Kind::Object: {
+      nlohmann::ordered_json members = nlohmann::ordered_json::object();
+      for (const Value::Member& member : value.asObject())
+        members[member.key] = valueToJson(member.value);
+      return members;
+    }
+  }
+  return nullptr;
+}
+
 std::optional<Value> parseJsonValue(std::string_view text) {
   nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text, nullptr, false);
   if (parsed.is_discarded()) return std::nullopt;

@@ -14,5 +14,7 @@ std::optional<Value> parseJsonValue(std::string_view text);
 
 // A parsed JSON value as a typed value. Integers are Int unless they only fit Uint.
 Value valueFromJson(const nlohmann::ordered_json& json);
+// A typed value as JSON, object members in their order.
+nlohmann::ordered_json valueToJson(const Value& value);
 
 }  // namespace kinetrace::detail
