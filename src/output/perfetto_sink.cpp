@@ -58,7 +58,10 @@ class InternTable {
     auto found = ids_.find(key_);
     *isNew = found == ids_.end();
     if (*isNew) {
-      if (*budgetBytes < text.size() + kEntryOverheadBytes) return 0;
+      if (*budgetBytes < text.size() + kEntryOverheadBytes) {
+        *isNew = false;  // not interned at all: the caller writes it in place
+        return 0;
+      }
       *budgetBytes -= text.size() + kEntryOverheadBytes;
       found = ids_.emplace(key_, first_ + stride_ * ids_.size()).first;
     }
@@ -92,8 +95,12 @@ struct PairHash {
 
 class PerfettoSink::Encoder {
  public:
-  Encoder(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes)
-      : output_(std::move(output)), bufferBytes_(bufferBytes), w_(out_) {
+  Encoder(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes,
+          std::size_t internBudgetBytes)
+      : output_(std::move(output)),
+        bufferBytes_(bufferBytes),
+        w_(out_),
+        internBudgetBytes_(internBudgetBytes) {
     if (!output_) throw Error("PerfettoSink needs an output");
     out_.reserve(bufferBytes_ + 4096);
     interned_.reserve(4096);
@@ -591,14 +598,15 @@ class PerfettoSink::Encoder {
   InternTable annotationNames_;
   InternTable jsonValues_{2, 1};    // ids 1, 3, 5, ...
   InternTable stringValues_{2, 2};  // ids 2, 4, 6, ...
-  std::size_t internBudgetBytes_ = kInternBudgetBytes;
+  std::size_t internBudgetBytes_;
 
   int64_t eventsBeforeTimebase_ = 0;
   int64_t skippedCounterValues_ = 0;
 };
 
-PerfettoSink::PerfettoSink(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes)
-    : encoder_(std::make_unique<Encoder>(std::move(output), bufferBytes)) {}
+PerfettoSink::PerfettoSink(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes,
+                           std::size_t internBudgetBytes)
+    : encoder_(std::make_unique<Encoder>(std::move(output), bufferBytes, internBudgetBytes)) {}
 
 PerfettoSink::~PerfettoSink() = default;
 

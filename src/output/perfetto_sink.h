@@ -36,7 +36,8 @@ class PerfettoSink final : public Sink {
   static constexpr std::size_t kInternBudgetBytes = std::size_t{64} << 20;
 
   explicit PerfettoSink(std::unique_ptr<ByteOutput> output,
-                        std::size_t bufferBytes = kDefaultBufferBytes);
+                        std::size_t bufferBytes = kDefaultBufferBytes,
+                        std::size_t internBudgetBytes = kInternBudgetBytes);
   ~PerfettoSink() override;
   PerfettoSink(const PerfettoSink&) = delete;
   PerfettoSink& operator=(const PerfettoSink&) = delete;

@@ -429,6 +429,31 @@ TEST_F(PerfettoSinkTest, EventsTooEarlyForTheTimebaseAreCountedInTheFooter) {
                                          {"kinetrace_pftrace_dropped_early_events", "int:2"}}));
 }
 
+TEST(PerfettoSinkBudgetTest, PastTheInternBudgetStringsAreWrittenInPlace) {
+  std::string bytes;
+  bool committed = false;
+  // Room for the header's strings and a few more, not for every name below.
+  PerfettoSink sink(std::make_unique<StringOutput>(&bytes, &committed), 64, 1'200);
+  sink.begin(TraceHeader{"t", kBase, {}});
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i) names.push_back("kernel number " + std::to_string(i));
+  for (const std::string& name : names) {
+    Event e;
+    e.phase = Phase::Instant;
+    e.name = name;
+    e.category = "kernel";
+    e.pid = 0;
+    e.tid = 7;
+    e.timestampNs = kBase;
+    sink.write(e);
+  }
+  sink.end({});
+  const Decoded d = decode(bytes);
+  ASSERT_EQ(d.events.size(), 22u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(d.events[static_cast<std::size_t>(i) + 1].name, names[i]);
+  EXPECT_LT(d.internedNames, 20) << "some names written in place, every one readable";
+}
+
 TEST_F(PerfettoSinkTest, NothingIsCommittedWithoutEnd) {
   sink_->write(event(Phase::Instant, "i", "x", 1, 1, kBase));
   sink_.reset();
