@@ -343,7 +343,8 @@ Command parseCommandLine(const std::vector<std::string>& args) {
 }
 
 std::string mainHelp() {
-  return R"(kinetrace: trace the GPU work of any CUDA program, unchanged, into Chrome-trace JSON.
+  return R"(kinetrace: trace the GPU work of any CUDA program, unchanged, into Chrome-trace JSON
+or Perfetto traces, and say why the GPU was idle.
 
 usage:
   kinetrace run [options] [--] PROGRAM [ARGS...]   run PROGRAM, tracing it and its children
