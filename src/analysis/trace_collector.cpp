@@ -96,8 +96,8 @@ void TraceCollector::write(const Event& event) {
   if (event.name.rfind("ProfilerStep#", 0) == 0) trace_.steps.push_back(range);
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
   if (auto externalId = intArg(event, "External id"); externalId && *externalId != 0) {
-    // Ids are unique per range in kinetrace's traces; in torch.profiler's, the first range
-    // written with an id names it.
+    // Ids are unique per range in kinetrace's traces; torch.profiler may give a cpu_op and
+    // its record_function one id, and either name serves to say what issued a kernel.
     trace_.rangeOfExternalId.add(static_cast<uint64_t>(*externalId), range.name);
   }
   trace_.hostRanges.push_back(range);
