@@ -175,7 +175,7 @@ void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti
   }
   r->ticks = entryTicks != 0 ? entryTicks : exitTicks;  // entered before recording began
   r->a = exitTicks;
-  r->b = HostRecorder::innermostOpenRange();
+  r->b = HostRecorder::launchExternalId();
   r->c = info->correlationId;
   r->d = static_cast<uint16_t>(cbid);
   r->flags = static_cast<uint8_t>((domain == CUPTI_CB_DOMAIN_DRIVER_API ? kApiDriver : 0) |

@@ -12,6 +12,7 @@ namespace kinetrace::detail {
 std::atomic<uint64_t> HostRecorder::recordingGeneration{0};
 thread_local ThreadBuffer* tThreadBuffer = nullptr;
 thread_local ThreadExitHook tThreadExitHook;
+thread_local PushedCorrelations tPushedCorrelations = {};
 
 namespace {
 
@@ -38,6 +39,10 @@ double doubleOf(uint64_t bits) {
 
 // Thread names set before the thread records anything wait here.
 thread_local std::string tPendingThreadName;
+
+uint64_t HostRecorder::pushedCorrelationOutOfLine() noexcept {
+  return pushedCorrelation();
+}
 
 ThreadExitHook::~ThreadExitHook() {
   if (tThreadBuffer != nullptr) HostRecorder::instance().releaseThread(tThreadBuffer);

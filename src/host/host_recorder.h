@@ -77,6 +77,16 @@ constexpr std::size_t kChunkSlots = 4096;          // 128 KiB of records
 constexpr std::size_t kMaxCopiedNameBytes = 4096;  // longer names are cut
 constexpr uint32_t kMaxRangeDepth = 256;
 constexpr std::size_t kOpenAsyncSlots = 8;  // async ranges remembered per thread
+constexpr uint32_t kMaxPushedCorrelations = 64;
+
+// Correlation ids a framework pushes around its own ops on this thread (libkineto's
+// pushCorrelationId, which PyTorch calls for every op it records). Kept whether or not a
+// recording runs, so that pushes and pops stay balanced across start and stop; below
+// kMaxPushedCorrelations deep only the depth is counted.
+struct PushedCorrelations {
+  uint64_t ids[kMaxPushedCorrelations];
+  uint32_t depth;
+};
 constexpr std::size_t kMaxThreadBuffers = 16384;
 constexpr std::size_t kChunkPoolReserve = 16;  // chunks kept free between sessions
 
@@ -189,6 +199,17 @@ class HostRecorder {
   // The external id of the innermost range open on the calling thread, else of the latest
   // async range started on it and still open (0 if none).
   static inline uint64_t innermostOpenRange() noexcept;
+  // The external id GPU work launched now on the calling thread is linked to: the newest
+  // correlation id a framework pushed (its op is the finer-grained owner of the launch),
+  // else innermostOpenRange(). Range ids start at 2^40, far above a framework's ids.
+  static inline uint64_t launchExternalId() noexcept;
+  static inline void pushCorrelation(uint64_t id) noexcept;
+  static inline void popCorrelation() noexcept;
+  // The newest pushed correlation id on the calling thread; 0 when none.
+  static inline uint64_t pushedCorrelation() noexcept;
+  // The same, out of line: for code off the hot path (tests), where an inlined second read
+  // of a thread_local trips GCC 12's -fsanitize=null.
+  static uint64_t pushedCorrelationOutOfLine() noexcept;
   // Clears an ended async range from the thread that started it (any thread may call).
   void forgetAsyncRange(uint64_t id) noexcept;
 
@@ -243,6 +264,8 @@ class HostRecorder {
 // recording a range. The destructor that releases a buffer at thread exit lives in a
 // separate object, touched only when the thread registers.
 extern thread_local ThreadBuffer* tThreadBuffer;
+// Plain data with no constructor: read without a TLS wrapper call, like tThreadBuffer.
+extern thread_local PushedCorrelations tPushedCorrelations;
 struct ThreadExitHook {
   ~ThreadExitHook();
 };
@@ -287,6 +310,30 @@ inline uint64_t HostRecorder::innermostOpenRange() noexcept {
     if (id != 0) return id;
   }
   return 0;
+}
+
+inline void HostRecorder::pushCorrelation(uint64_t id) noexcept {
+  PushedCorrelations& pushed = tPushedCorrelations;
+  if (pushed.depth < kMaxPushedCorrelations) pushed.ids[pushed.depth] = id;
+  ++pushed.depth;
+}
+
+inline void HostRecorder::popCorrelation() noexcept {
+  PushedCorrelations& pushed = tPushedCorrelations;
+  if (pushed.depth > 0) --pushed.depth;
+}
+
+inline uint64_t HostRecorder::pushedCorrelation() noexcept {
+  const PushedCorrelations& pushed = tPushedCorrelations;
+  if (pushed.depth == 0) return 0;
+  return pushed.ids[(pushed.depth <= kMaxPushedCorrelations ? pushed.depth
+                                                            : kMaxPushedCorrelations) -
+                    1];
+}
+
+inline uint64_t HostRecorder::launchExternalId() noexcept {
+  const uint64_t pushed = pushedCorrelation();
+  return pushed != 0 ? pushed : innermostOpenRange();
 }
 
 }  // namespace kinetrace::detail

@@ -2,8 +2,10 @@
 
 #include "analysis/summary.h"
 #include "host/host_recorder.h"
+#include "model/clock.h"
 #include "model/trace_data.h"
 #include "output/atomic_file.h"
+#include "output/value_json.h"
 #include "session/session.h"
 
 namespace kinetrace {
@@ -31,6 +33,23 @@ std::unique_ptr<Profiler> makeProfiler(Config config, const ProfilerOptions& opt
   session.profilerControl = options.profilerControl;
   session.processName = options.processName;
   return detail::makeProfiler(std::move(config), std::move(session));
+}
+
+void pushCorrelationId(uint64_t id) noexcept {
+  detail::HostRecorder::pushCorrelation(id);
+}
+
+void popCorrelationId() noexcept {
+  detail::HostRecorder::popCorrelation();
+}
+
+std::optional<Value> parseJson(const std::string& text) {
+  return detail::parseJsonValue(text);
+}
+
+int64_t clockNowNs() noexcept {
+  const detail::Clock& clock = detail::Clock::instance();
+  return clock.toEpochNs(detail::Clock::ticks());
 }
 
 void nameOsThread(int64_t tid, std::string_view name) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -9,6 +10,7 @@
 #include "kinetrace/export.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/trace.h"
+#include "kinetrace/value.h"
 
 // The internal seam: what front-ends built on kinetrace's core -- the CUDA injection
 // (src/inject), the libkineto-compatible API -- need beyond the public API. Exported from
@@ -34,6 +36,19 @@ struct ProfilerOptions {
 };
 
 KINETRACE_API std::unique_ptr<Profiler> makeProfiler(Config config, const ProfilerOptions& options);
+
+// A framework's correlation id for the op it runs on the calling thread (libkineto's
+// push/popCorrelationId): GPU work launched until the matching pop carries it as its
+// "External id", ahead of kinetrace's own ranges. Balanced per thread; no lock, no
+// allocation, no system call, whether or not a recording runs.
+KINETRACE_API void pushCorrelationId(uint64_t id) noexcept;
+KINETRACE_API void popCorrelationId() noexcept;
+
+// JSON text as a metadata Value; nullopt when it is not valid JSON.
+KINETRACE_API std::optional<Value> parseJson(const std::string& text);
+
+// kinetrace's clock now, in epoch nanoseconds: the time base of every event it records.
+KINETRACE_API int64_t clockNowNs() noexcept;
 
 // Names a thread by its OS id (nvtxNameOsThread), from any thread; takes a lock.
 KINETRACE_API void nameOsThread(int64_t tid, std::string_view name);

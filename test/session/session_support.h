@@ -134,7 +134,8 @@ inline uint64_t innermostOpenRangeOf(const detail::ThreadBuffer& buffer) {
 }
 
 // A launch-side CUDA call as src/cupti/launch_callbacks.cpp records it on the calling thread:
-// one ApiCall record with the entry and exit ticks, the innermost open range, CUPTI's
+// one ApiCall record with the entry and exit ticks, the pushed correlation id or else the
+// innermost open range, CUPTI's
 // correlation id and callback id, and what the call produces on the GPU. Returns the call's
 // [start, end] in epoch ns (0, 0 when not recording).
 inline std::pair<int64_t, int64_t> recordApiCall(uint32_t correlationId, uint16_t callbackId,
@@ -152,7 +153,8 @@ inline std::pair<int64_t, int64_t> recordApiCall(uint32_t correlationId, uint16_
   // What HostRecorder::innermostOpenRange() reads, from the buffer at hand: GCC 12 with
   // -fsanitize=null tests the address of the thread_local a second inlined read computes
   // with flags it never set, a false "load of null pointer" under ASan + UBSan.
-  r->b = innermostOpenRangeOf(*buffer);
+  const uint64_t pushed = HostRecorder::pushedCorrelationOutOfLine();
+  r->b = pushed != 0 ? pushed : innermostOpenRangeOf(*buffer);
   r->c = correlationId;
   r->d = callbackId;
   r->flags = static_cast<uint8_t>(static_cast<uint8_t>(effect) << detail::kApiEffectShift);

@@ -1,0 +1,344 @@
+#include "activity_trace.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kinetrace/error.h"
+#include "kinetrace/event.h"
+#include "kinetrace/sink.h"
+#include "session/seam.h"
+
+namespace kinetrace::kineto {
+
+// GenericTraceActivity's metadata (a friend of the class).
+struct ActivityMetadata {
+  static const auto& of(const libkineto::GenericTraceActivity& activity) {
+    return activity.metadataMap_;
+  }
+};
+
+using libkineto::ActivityType;
+using libkineto::GenericTraceActivity;
+
+void SharedMetadata::add(const std::string& key, const std::string& json) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [known, value] : entries_) {
+    if (known == key) {
+      value = json;
+      return;
+    }
+  }
+  entries_.emplace_back(key, json);
+}
+
+std::vector<std::pair<std::string, std::string>> SharedMetadata::entries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_;
+}
+
+namespace {
+
+// Range ids (kinetrace's own ranges) start here; a framework's correlation ids stay below.
+constexpr uint64_t kFirstRangeId = uint64_t{1} << 40;
+
+// A GPU-side event of kinetrace's trace, as read back from its events.
+struct GpuSideEvent {
+  ActivityType type;
+  std::string name;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  int64_t startNs = 0;
+  int64_t durationNs = 0;
+  int64_t correlation = 0;
+  uint64_t externalId = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
+};
+
+std::optional<ActivityType> gpuSideType(std::string_view category) {
+  if (category == "kernel") return ActivityType::CONCURRENT_KERNEL;
+  if (category == "gpu_memcpy") return ActivityType::GPU_MEMCPY;
+  if (category == "gpu_memset") return ActivityType::GPU_MEMSET;
+  if (category == "cuda_runtime") return ActivityType::CUDA_RUNTIME;
+  if (category == "cuda_driver") return ActivityType::CUDA_DRIVER;
+  if (category == "cuda_sync") return ActivityType::CUDA_SYNC;
+  return std::nullopt;
+}
+
+bool isLaunchCall(ActivityType type) {
+  return type == ActivityType::CUDA_RUNTIME || type == ActivityType::CUDA_DRIVER;
+}
+
+int64_t integerOf(const ArgValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) return *i;
+  if (const auto* u = std::get_if<uint64_t>(&value)) return static_cast<int64_t>(*u);
+  return 0;
+}
+
+// Reads kinetrace's GPU operations and launch calls out of its trace.
+class GpuSideReader final : public Sink {
+ public:
+  void begin(const TraceHeader&) override {}
+  void end(const Metadata&) override {}
+  void write(const Event& event) override {
+    if (event.phase != Phase::Complete) return;
+    const std::optional<ActivityType> type = gpuSideType(event.category);
+    if (!type) return;
+    GpuSideEvent e{*type, std::string(event.name)};
+    e.pid = event.pid;
+    e.tid = event.tid;
+    e.startNs = event.timestampNs;
+    e.durationNs = event.durationNs;
+    for (std::size_t i = 0; i < event.argCount; ++i) {
+      const Arg& arg = event.args[i];
+      if (arg.key == "correlation") {
+        e.correlation = integerOf(arg.value);
+      } else if (arg.key == "External id") {
+        e.externalId = static_cast<uint64_t>(integerOf(arg.value));
+      } else if (arg.key == "device") {
+        e.device = integerOf(arg.value);
+      } else if (arg.key == "stream") {
+        e.stream = integerOf(arg.value);
+      }
+    }
+    events.push_back(std::move(e));
+  }
+
+  std::vector<GpuSideEvent> events;
+};
+
+// The framework's arguments of one activity as trace args: values it marked quoted are
+// strings (unescaped as JSON would be), the others JSON text where valid, else strings.
+class FrameworkArgs {
+ public:
+  explicit FrameworkArgs(const GenericTraceActivity& activity) {
+    const auto& metadata = ActivityMetadata::of(activity);
+    values_.reserve(metadata.size());
+    for (const auto& [key, entry] : metadata) {
+      const auto& [text, quoted] = entry;
+      if (quoted) {
+        std::optional<Value> decoded = internal::parseJson("\"" + text + "\"");
+        const bool ok = decoded && decoded->kind() == Value::Kind::String;
+        values_.push_back({&key, ok ? decoded->asString() : text, true});
+      } else {
+        values_.push_back({&key, text, !internal::parseJson(text).has_value()});
+      }
+    }
+  }
+
+  // The args, valid while this object lives.
+  std::vector<Arg> args(int64_t externalId) const {
+    std::vector<Arg> out;
+    out.reserve(values_.size() + 1);
+    out.push_back(Arg{"External id", externalId});
+    for (const Entry& entry : values_) {
+      if (entry.asString) {
+        out.push_back(Arg{*entry.key, std::string_view(entry.text)});
+      } else {
+        out.push_back(Arg{*entry.key, JsonText{entry.text}});
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    const std::string* key;
+    std::string text;
+    bool asString;
+  };
+  std::vector<Entry> values_;
+};
+
+// Passes kinetrace's trace through to the real sink and adds the framework's activities,
+// thread names and metadata; shifts kinetrace's times into the framework's time base.
+class FrameworkMergingSink final : public Sink {
+ public:
+  FrameworkMergingSink(Sink& out, const StoppedRecording& recording)
+      : out_(out), recording_(recording) {}
+
+  void begin(const TraceHeader& header) override {
+    TraceHeader shifted = header;
+    shifted.baseTimeNs = header.baseTimeNs + recording_.clockOffsetNs;
+    // The framework's ops may begin before the window kinetrace recorded.
+    for (const auto& buffer : recording_.cpuTraces) {
+      for (const auto& activity : buffer->activities) {
+        if (activity->startTime > 0) {
+          shifted.baseTimeNs = std::min(shifted.baseTimeNs, activity->startTime);
+        }
+      }
+    }
+    out_.begin(shifted);
+  }
+
+  void write(const Event& event) override {
+    Event shifted = event;
+    shifted.timestampNs += recording_.clockOffsetNs;
+    out_.write(shifted);
+  }
+
+  void end(const Metadata& footer) override {
+    writeFrameworkActivities();
+    Metadata merged = footer;
+    merged.push_back({"kinetrace_backend", Value("libkineto_api")});
+    merged.push_back({"kinetrace_framework_clock_offset_ns", Value(recording_.clockOffsetNs)});
+    if (!recording_.recorded) {
+      merged.push_back({"kinetrace_note",
+                        Value("nothing was recorded by kinetrace for this trace (see the "
+                              "program's messages): it holds the framework's CPU activity "
+                              "only")});
+    }
+    for (const auto& [key, json] : recording_.metadata->entries()) {
+      std::optional<Value> value = internal::parseJson(json);
+      merged.push_back({key, value ? std::move(*value) : Value(json)});
+    }
+    out_.end(merged);
+  }
+
+ private:
+  void writeFrameworkActivities() {
+    for (const auto& [tid, name] : recording_.threadNames) {
+      const Arg arg{"name", std::string_view(name)};
+      Event e;
+      e.phase = Phase::Metadata;
+      e.name = "thread_name";
+      e.pid = libkineto::processId();
+      e.tid = tid;
+      e.args = &arg;
+      e.argCount = 1;
+      out_.write(e);
+    }
+    for (const auto& buffer : recording_.cpuTraces) {
+      for (const auto& activity : buffer->activities) writeActivity(*activity);
+    }
+  }
+
+  void writeActivity(const GenericTraceActivity& activity) {
+    const std::string name = activity.name();
+    FrameworkArgs frameworkArgs(activity);
+    const std::vector<Arg> args = frameworkArgs.args(activity.id);
+    Event e;
+    e.phase = activity.type() == ActivityType::CPU_INSTANT_EVENT ? Phase::Instant
+                                                                  : Phase::Complete;
+    e.category = libkineto::toString(activity.type());
+    e.name = name;
+    e.pid = activity.device;
+    e.tid = activity.resource;
+    e.timestampNs = activity.startTime;
+    e.durationNs = std::max<int64_t>(0, activity.endTime - activity.startTime);
+    e.args = args.data();
+    e.argCount = args.size();
+    out_.write(e);
+    if (activity.flow.type == libkineto::kLinkFwdBwd && activity.flow.id != 0) {
+      // The forward op starts the arrow; its backward op ends it.
+      Event flow;
+      flow.phase = activity.flow.start ? Phase::FlowStart : Phase::FlowEnd;
+      flow.category = "fwdbwd";
+      flow.name = "fwdbwd";
+      flow.pid = activity.device;
+      flow.tid = activity.resource;
+      flow.timestampNs = activity.startTime;
+      flow.flowId = activity.flow.id;
+      out_.write(flow);
+    }
+  }
+
+  Sink& out_;
+  const StoppedRecording& recording_;
+};
+
+}  // namespace
+
+ActivityTrace::ActivityTrace(StoppedRecording recording)
+    : recording_(std::move(recording)), span_(0, 0, "kinetrace") {
+  if (recording_.metadata == nullptr) recording_.metadata = std::make_shared<SharedMetadata>();
+  if (recording_.recorded) {
+    span_.startTime = recording_.trace.startNs() + recording_.clockOffsetNs;
+    span_.endTime = recording_.trace.stopNs() + recording_.clockOffsetNs;
+  }
+  for (const auto& buffer : recording_.cpuTraces) {
+    for (const auto& activity : buffer->activities) all_.push_back(activity.get());
+  }
+  if (recording_.recorded && recording_.trace.hasEvents()) addGpuActivities();
+}
+
+void ActivityTrace::addGpuActivities() {
+  // The framework's ops by the correlation id it pushed around them (its ids are 32-bit).
+  std::unordered_map<int32_t, const GenericTraceActivity*> opsById;
+  for (const auto& buffer : recording_.cpuTraces) {
+    for (const auto& activity : buffer->activities) {
+      if (activity->activityType == ActivityType::CPU_OP && activity->id != 0) {
+        opsById.emplace(activity->id, activity.get());
+      }
+    }
+  }
+
+  GpuSideReader reader;
+  recording_.trace.writeTo(reader);
+
+  // A flow is set only where both of its ends are here: a launch and its GPU work.
+  std::unordered_set<int64_t> launched;
+  std::unordered_set<int64_t> ranOnGpu;
+  for (const GpuSideEvent& e : reader.events) {
+    if (e.correlation == 0) continue;
+    (isLaunchCall(e.type) ? launched : ranOnGpu).insert(e.correlation);
+  }
+
+  for (const GpuSideEvent& e : reader.events) {
+    GenericTraceActivity& activity = gpu_.emplace_back(span_, e.type, e.name);
+    activity.startTime = e.startNs + recording_.clockOffsetNs;
+    activity.endTime = activity.startTime + e.durationNs;
+    activity.id = static_cast<int32_t>(e.correlation);
+    const bool launch = isLaunchCall(e.type);
+    if (launch) {
+      activity.device = static_cast<int32_t>(e.pid);
+      activity.resource = static_cast<int32_t>(e.tid);
+      activity.threadId = static_cast<int32_t>(e.tid);
+    } else {
+      activity.device = static_cast<int32_t>(e.device);
+      activity.resource = static_cast<int32_t>(e.stream);
+    }
+    if (e.externalId != 0 && e.externalId < kFirstRangeId) {
+      auto op = opsById.find(static_cast<int32_t>(e.externalId));
+      if (op != opsById.end()) activity.linked = op->second;
+    }
+    if (e.correlation != 0 && e.type != ActivityType::CUDA_SYNC &&
+        launched.count(e.correlation) != 0 && ranOnGpu.count(e.correlation) != 0) {
+      activity.flow.id = static_cast<uint32_t>(e.correlation);
+      activity.flow.type = libkineto::kLinkAsyncCpuGpu;
+      activity.flow.start = launch ? 1 : 0;
+    }
+    if (e.externalId != 0) activity.addMetadata("External id", e.externalId);
+    if (!launch) {
+      activity.addMetadata("device", e.device);
+      activity.addMetadata("stream", e.stream);
+    }
+    activity.addMetadata("correlation", e.correlation);
+    all_.push_back(&activity);
+  }
+}
+
+void ActivityTrace::save(const std::string& path) {
+  std::unique_ptr<Sink> sink = openSink(path);
+  FrameworkMergingSink merging(*sink, recording_);
+  if (recording_.recorded && recording_.trace.hasEvents()) {
+    recording_.trace.writeTo(merging);
+    return;
+  }
+  TraceHeader header;
+  header.traceName = path;
+  header.baseTimeNs = std::numeric_limits<int64_t>::max();
+  for (const auto& buffer : recording_.cpuTraces) {
+    header.baseTimeNs = std::min(header.baseTimeNs, buffer->span.startTime);
+  }
+  if (header.baseTimeNs == std::numeric_limits<int64_t>::max()) header.baseTimeNs = 0;
+  merging.begin(header);
+  merging.end({});
+}
+
+}  // namespace kinetrace::kineto

@@ -1,0 +1,103 @@
+// The functions PyTorch reaches through the dynamic linker (libkineto::api(),
+// libkineto_init, the clock converter, ...): loaded ahead of libtorch_cpu.so, these
+// definitions are the ones an installed PyTorch calls, and kinetrace becomes its profiler
+// backend.
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ApproximateClock.h"
+#include "activity_profiler.h"
+#include "kinetrace/config.h"
+#include "kinetrace/error.h"
+#include "libkineto.h"
+#include "session/seam.h"
+
+namespace {
+
+// LibkinetoApi holds a reference to libkineto's on-demand configuration loader, which
+// kinetrace does not have: the reference points here and is never used.
+libkineto::ConfigLoader& configLoaderStandIn() {
+  alignas(64) static unsigned char storage[256];
+  return *reinterpret_cast<libkineto::ConfigLoader*>(storage);
+}
+
+kinetrace::kineto::ActivityProfiler* gProfiler = nullptr;  // owned by api(), never destroyed
+
+void stopAtExit() {
+  if (gProfiler != nullptr) gProfiler->stopAtExit();
+}
+
+}  // namespace
+
+namespace libkineto {
+
+// Never destroyed: PyTorch may still call in from static destructors and exit handlers.
+LibkinetoApi& api() {
+  static LibkinetoApi* instance = new LibkinetoApi(configLoaderStandIn());
+  return *instance;
+}
+
+void LibkinetoApi::registerClient(ClientInterface* client) {
+  client_ = client;
+  clientRegisterThread_ = threadId();
+  initClientIfRegistered();
+}
+
+void LibkinetoApi::initClientIfRegistered() {
+  if (activityProfiler_ == nullptr || client_ == nullptr) return;
+  static std::once_flag once;
+  std::call_once(once, [this] { client_->init(); });
+}
+
+void GenericTraceActivity::log(ActivityLogger& /*logger*/) const {}
+
+std::function<time_t(approx_time_t)>& get_time_converter() {
+  static auto* converter =
+      new std::function<time_t(approx_time_t)>([](approx_time_t t) { return static_cast<time_t>(t); });
+  return *converter;
+}
+
+}  // namespace libkineto
+
+extern "C" {
+
+void suppressLibkinetoLogMessages() {}
+
+bool hasTestEnvVar() {
+  return std::getenv("GTEST_OUTPUT") != nullptr || std::getenv("FB_TEST") != nullptr ||
+         std::getenv("PYTORCH_TEST") != nullptr || std::getenv("TEST_PILOT") != nullptr;
+}
+
+void libkineto_init(bool cpuOnly, bool /*logOnError*/) {
+  libkineto::LibkinetoApi& api = libkineto::api();
+  if (api.isProfilerRegistered()) return;
+  kinetrace::Config base;
+  try {
+    base = kinetrace::Config::fromEnvironment();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kinetrace (PyTorch profiler backend): %s; using the defaults\n",
+                 e.what());
+  }
+  if (std::getenv("KINETO_USE_DAEMON") != nullptr) {
+    std::fprintf(stderr,
+                 "kinetrace (PyTorch profiler backend): KINETO_USE_DAEMON is set, but on-demand "
+                 "traces through the daemon are not supported by this backend\n");
+  }
+  const bool activitiesChosen = std::getenv("KINETRACE_ACTIVITIES") != nullptr;
+  auto profiler = std::make_unique<kinetrace::kineto::ActivityProfiler>(
+      cpuOnly, base, activitiesChosen, [](const kinetrace::Config& config) {
+        kinetrace::internal::ProfilerOptions options;
+        options.processName = libkineto::processName(libkineto::processId());
+        return kinetrace::internal::makeProfiler(config, options);
+      });
+  gProfiler = profiler.get();
+  std::atexit(stopAtExit);
+  api.registerProfiler(std::move(profiler));
+}
+
+}  // extern "C"
