@@ -232,6 +232,26 @@ TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
   EXPECT_EQ(r.out, dir.path() + "/traces\n");
 }
 
+TEST(KinetraceRunTest, TorchPreloadsTheKinetoApiAndInjectsNoSecondCuptiSubscriber) {
+  RunDir dir;
+  // Even when kinetrace's injection is already in the environment (a nested run), the
+  // program gets libkineto_api.so preloaded and no injection beside it.
+  Result injection = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}));
+  std::string ours = injection.out.substr(0, injection.out.find('\n'));
+  const Env nested = {{"CUDA_INJECTION64_PATH", ours}, {"LD_PRELOAD", ""}};
+  Result r = run(kinetraceRun(dir, {"--torch"}, {HOST_ONLY_PROGRAM, "env", "LD_PRELOAD"}), nested);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "/libkineto_api.so");
+  EXPECT_CONTAINS(r.err, "torch.profiler recorded with kinetrace");
+  r = run(kinetraceRun(dir, {"--torch"}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}),
+          nested);
+  EXPECT_EQ(r.out, "(unset)\n");
+  r = run(kinetraceRun(dir, {"--torch"}, {HOST_ONLY_PROGRAM, "env", "NVTX_INJECTION64_PATH"}),
+          nested);
+  EXPECT_EQ(r.out, "(unset)\n");
+  EXPECT_TRUE(dir.traces().empty()) << "the program's own profiler writes its traces";
+}
+
 TEST(KinetraceRunTest, MemoryMbReachesTheProgramAsKinetraceMemoryMb) {
   RunDir dir;
   Result r = run(

@@ -66,6 +66,11 @@ TEST(CliOptionsTest, RunReadsEveryOptionInBothSpellings) {
   EXPECT_EQ(r.injectionLibrary, "/x/lib.so");
 }
 
+TEST(CliOptionsTest, TorchIsOffUnlessAsked) {
+  EXPECT_FALSE(parseCommandLine({"run", "python", "train.py"}).run.torch);
+  EXPECT_TRUE(parseCommandLine({"run", "--torch", "--", "python", "train.py"}).run.torch);
+}
+
 TEST(CliOptionsTest, TheLastOfNvtxAndNoNvtxWins) {
   EXPECT_TRUE(parseCommandLine({"run", "--no-nvtx", "--nvtx", "x"}).run.nvtx);
   EXPECT_FALSE(parseCommandLine({"run", "--nvtx", "--no-nvtx", "x"}).run.nvtx);

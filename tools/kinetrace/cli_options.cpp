@@ -25,6 +25,7 @@ constexpr OptionSpec kRunOptions[] = {
     {"--memory-mb", nullptr, true}, {"--nvtx", nullptr, false},
     {"--no-nvtx", nullptr, false},  {"--no-summary", nullptr, false},
     {"--top", nullptr, true},       {"--injection-library", nullptr, true},
+    {"--torch", nullptr, false},
 };
 
 constexpr OptionSpec kSummaryOptions[] = {
@@ -187,6 +188,8 @@ Command parseRun(const std::vector<std::string>& args) {
       run.topKernels = parseCount("run", "--top", value);
     } else if (name == "--injection-library") {
       run.injectionLibrary = value;
+    } else if (name == "--torch") {
+      run.torch = true;
     }
   }
   if (run.program.empty()) {
@@ -408,6 +411,11 @@ options:
       --no-summary          print where the traces went, without their summaries
       --top N               kernels listed per summary (default 5)
       --injection-library PATH   use this libkinetrace_injection.so
+      --torch               make kinetrace the profiler backend of the program's PyTorch
+                            (torch.profiler, key_averages(), tensorboard_trace_handler keep
+                            working and record with kinetrace; traces are written where the
+                            program saves them) instead of tracing the whole run. Loads
+                            libkineto_api.so first (LD_PRELOAD) and injects nothing else.
   -h, --help                this text
 
 Recording begins when a process initialises CUDA (its first CUDA call). Traces are written
@@ -418,9 +426,9 @@ that crashes or is killed with SIGKILL leaves no trace, never a partial one.
 exit status: the program's; 128+N if a signal N ended it; 127 if PROGRAM was not found,
 126 if it could not be run, 2 for a mistake on kinetrace's command line.
 
-environment set for the program: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, and
-KINETRACE_OUTPUT, KINETRACE_RUN_ID, KINETRACE_ACTIVITIES... (other KINETRACE_* variables
-already set are passed on and checked).
+environment set for the program: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH (with
+--torch: LD_PRELOAD instead), and KINETRACE_OUTPUT, KINETRACE_RUN_ID,
+KINETRACE_ACTIVITIES... (other KINETRACE_* variables already set are passed on and checked).
 )";
 }
 

@@ -42,6 +42,9 @@ struct RunOptions {
   std::string memoryMb;  // KINETRACE_MEMORY_MB: the tracer's whole memory per process
   std::string format;    // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
   bool nvtx = true;
+  // --torch: kinetrace becomes the profiler backend of the program's PyTorch (libkineto_api.so
+  // preloaded) instead of tracing the whole run through CUDA injection.
+  bool torch = false;
   bool printSummary = true;
   std::size_t topKernels = 5;
   std::string injectionLibrary;      // --injection-library; empty: next to the command

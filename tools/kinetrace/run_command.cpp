@@ -27,6 +27,7 @@ namespace kinetrace::cli {
 namespace {
 
 constexpr const char* kLibraryName = "libkinetrace_injection.so";
+constexpr const char* kKinetoApiName = "libkineto_api.so";
 
 std::string currentDirectory() {
   char buffer[4096];
@@ -89,6 +90,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     throw UsageError("kinetrace run: " + withoutKinetracePrefix(error.what()));
   }
 
+  if (options.torch) return;  // exportTorchBackend() instead
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
     if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
     const char* existing = std::getenv(name);
@@ -100,7 +102,50 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
   }
 }
 
+// --torch: libkineto_api.so loaded ahead of PyTorch makes kinetrace its profiler backend.
+// One CUPTI subscriber per process: kinetrace's own injection must not run beside it.
+void exportTorchBackend(const std::string& library) {
+  for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
+    const char* existing = std::getenv(name);
+    if (existing == nullptr || *existing == '\0') continue;
+    if (std::string(existing).find(kLibraryName) != std::string::npos) {
+      ::unsetenv(name);
+    } else if (std::string(name) == "CUDA_INJECTION64_PATH") {
+      warn(std::string("CUDA_INJECTION64_PATH=") + existing +
+           " (another tool's injection) stays set: that tool will hold CUPTI first, and the "
+           "program's traces will hold CPU activity only");
+    }
+  }
+  const char* preload = std::getenv("LD_PRELOAD");
+  std::string value = library;
+  if (preload != nullptr && *preload != '\0') value += std::string(":") + preload;
+  setVariable("LD_PRELOAD", value);
+}
+
+std::string firstRegularFile(const std::vector<std::string>& candidates) {
+  for (const std::string& candidate : candidates) {
+    if (isRegularFile(candidate)) return candidate;
+  }
+  return "";
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
 }  // namespace
+
+std::vector<std::string> kinetoApiLibraryCandidates() {
+  std::vector<std::string> candidates;
+  std::string here = executableDirectory();
+  if (!here.empty()) candidates.push_back(here + "/" KINETRACE_BIN_TO_LIB "/" + kKinetoApiName);
+#ifdef KINETRACE_KINETO_API_BUILD_PATH
+  candidates.push_back(KINETRACE_KINETO_API_BUILD_PATH);
+#endif
+  return candidates;
+}
 
 std::vector<std::string> injectionLibraryCandidates(const RunOptions& options) {
   if (!options.injectionLibrary.empty()) return {absolute(options.injectionLibrary)};
@@ -167,27 +212,30 @@ std::string resolveProgram(const std::string& program) {
 
 int runCommand(const RunOptions& options) {
   std::string library;
-  std::vector<std::string> candidates = injectionLibraryCandidates(options);
-  for (const std::string& candidate : candidates) {
-    if (isRegularFile(candidate)) {
-      library = candidate;
-      break;
+  if (options.torch) {
+    const std::vector<std::string> candidates = kinetoApiLibraryCandidates();
+    library = firstRegularFile(candidates);
+    if (library.empty()) {
+      throw UsageError("kinetrace run: --torch needs " + std::string(kKinetoApiName) +
+                       ", which is missing (looked at " + joined(candidates) +
+                       "); kinetrace was moved without its lib directory");
     }
-  }
-  if (library.empty()) {
-    std::string looked;
-    for (const std::string& candidate : candidates)
-      looked += (looked.empty() ? "" : ", ") + candidate;
-    throw UsageError(
-        "kinetrace run: the injection library " + std::string(kLibraryName) +
-        " is missing (looked at " + looked +
-        "); kinetrace was built without CUDA, or moved without its lib directory: pass "
-        "--injection-library PATH");
+  } else {
+    const std::vector<std::string> candidates = injectionLibraryCandidates(options);
+    library = firstRegularFile(candidates);
+    if (library.empty()) {
+      throw UsageError(
+          "kinetrace run: the injection library " + std::string(kLibraryName) +
+          " is missing (looked at " + joined(candidates) +
+          "); kinetrace was built without CUDA, or moved without its lib directory: pass "
+          "--injection-library PATH");
+    }
   }
   std::string program = resolveProgram(options.program[0]);
   std::string outputDir = prepareOutputDirectory(options.outputDir);
   std::string runId = newRunId();
   exportConfiguration(options, outputDir, runId, library);
+  if (options.torch) exportTorchBackend(library);
 
   int status = runProgram(program, options.program);
   int exitCode = 0;
@@ -199,6 +247,12 @@ int runCommand(const RunOptions& options) {
     exitCode = 128 + WTERMSIG(status);
     std::fprintf(stderr, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
                  signalName(WTERMSIG(status)).c_str());
+  }
+  if (options.torch) {
+    std::fprintf(stderr,
+                 "kinetrace: the program's torch.profiler recorded with kinetrace; its traces are "
+                 "where the program saved them\n");
+    return exitCode;
   }
   std::fputs(runReport(tracesOfRun(outputDir, runId), inject::readManifest(outputDir, runId),
                        outputDir, options)

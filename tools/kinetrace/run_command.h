@@ -11,6 +11,8 @@ namespace kinetrace::cli {
 // next to the command (../lib/libkinetrace_injection.so, the install and build layout),
 // then where the build put it.
 std::vector<std::string> injectionLibraryCandidates(const RunOptions& options);
+// Where `kinetrace run --torch` looks for libkineto_api.so, in order.
+std::vector<std::string> kinetoApiLibraryCandidates();
 
 // Makes `dir` (mkdir -p) and proves it writable by creating and removing a file in it.
 // Returns the absolute path; throws UsageError naming the directory and the reason.
