@@ -43,7 +43,8 @@ struct TraceSpanOfActivity {
 template struct Expose<TraceSpanOfActivity, &GenericTraceActivity::traceSpan_>;
 
 struct MetadataOfActivity {
-  using type = std::unordered_map<std::string, std::pair<std::string, bool>> GenericTraceActivity::*;
+  using type =
+      std::unordered_map<std::string, std::pair<std::string, bool>> GenericTraceActivity::*;
   friend type memberOf(MetadataOfActivity);
 };
 template struct Expose<MetadataOfActivity, &GenericTraceActivity::metadataMap_>;
@@ -128,10 +129,8 @@ void measureTypes() {
   offset("GenericTraceActivity.activityName", activity, activity.activityName);
   offset("GenericTraceActivity.flow", activity, activity.flow);
   offset("GenericTraceActivity.linked", activity, activity.linked);
-  offset("GenericTraceActivity.traceSpan_", activity,
-         activity.*memberOf(TraceSpanOfActivity{}));
-  offset("GenericTraceActivity.metadataMap_", activity,
-         activity.*memberOf(MetadataOfActivity{}));
+  offset("GenericTraceActivity.traceSpan_", activity, activity.*memberOf(TraceSpanOfActivity{}));
+  offset("GenericTraceActivity.metadataMap_", activity, activity.*memberOf(MetadataOfActivity{}));
   facts["value.GenericTraceActivity().traceSpan_is_argument"] =
       activity.traceSpan() == &span ? 1 : 0;
 
@@ -237,16 +236,13 @@ void measureVirtualFunctions() {
   slot("ActivityProfilerInterface::step", &ActivityProfilerInterface::step);
   slot("ActivityProfilerInterface::pushCorrelationId",
        &ActivityProfilerInterface::pushCorrelationId);
-  slot("ActivityProfilerInterface::popCorrelationId",
-       &ActivityProfilerInterface::popCorrelationId);
-  slot("ActivityProfilerInterface::transferCpuTrace",
-       &ActivityProfilerInterface::transferCpuTrace);
+  slot("ActivityProfilerInterface::popCorrelationId", &ActivityProfilerInterface::popCorrelationId);
+  slot("ActivityProfilerInterface::transferCpuTrace", &ActivityProfilerInterface::transferCpuTrace);
   slot("ActivityProfilerInterface::pushUserCorrelationId",
        &ActivityProfilerInterface::pushUserCorrelationId);
   slot("ActivityProfilerInterface::popUserCorrelationId",
        &ActivityProfilerInterface::popUserCorrelationId);
-  slot("ActivityProfilerInterface::recordThreadInfo",
-       &ActivityProfilerInterface::recordThreadInfo);
+  slot("ActivityProfilerInterface::recordThreadInfo", &ActivityProfilerInterface::recordThreadInfo);
   slot("ActivityProfilerInterface::addMetadata", &ActivityProfilerInterface::addMetadata);
   slot("ActivityProfilerInterface::addChildActivityProfiler",
        &ActivityProfilerInterface::addChildActivityProfiler);

@@ -60,8 +60,7 @@ class ActivityProfilerInterface {
   virtual void addChildActivityProfiler(std::unique_ptr<IActivityProfiler> /*profiler*/) {}
 
   // Records that the profiler itself misbehaved.
-  virtual void logInvariantViolation(const std::string& /*unused*/,
-                                     const std::string& /*unused*/,
+  virtual void logInvariantViolation(const std::string& /*unused*/, const std::string& /*unused*/,
                                      const std::string& /*unused*/,
                                      const std::string& /*unused*/ = "") {}
 };

@@ -169,7 +169,10 @@ void ActivityProfiler::startTrace() {
   active_.store(true, std::memory_order_release);
   if (prepared_.activities.anyGpu()) {
     const std::string status = profiler_->gpuStatus();
-    if (status.rfind("CUPTI active", 0) != 0) {
+    // "CUPTI 130001 active; ..." when recording; otherwise the reason it is not.
+    const bool cuptiActive =
+        status.rfind("CUPTI ", 0) == 0 && status.find(" active") != std::string::npos;
+    if (!cuptiActive) {
       say("GPU activity is not recorded (" + status +
           "); traces hold CPU activity only. Another tool holding CUPTI (Nsight Systems, "
           "a second profiler) is the usual cause.");
@@ -259,12 +262,11 @@ void ActivityProfiler::addChildActivityProfiler(
 }
 
 void ActivityProfiler::logInvariantViolation(const std::string& profileId,
-                                             const std::string& assertion,
-                                             const std::string& error,
+                                             const std::string& assertion, const std::string& error,
                                              const std::string& /*groupProfileId*/) {
   std::lock_guard<std::mutex> lock(mutex_);
-  say("invariant violation reported by the framework (profile " + profileId + "): " +
-      assertion + ": " + error);
+  say("invariant violation reported by the framework (profile " + profileId + "): " + assertion +
+      ": " + error);
 }
 
 void ActivityProfiler::stopAtExit() noexcept {

@@ -188,10 +188,10 @@ class FrameworkMergingSink final : public Sink {
     merged.push_back({"kinetrace_backend", Value("libkineto_api")});
     merged.push_back({"kinetrace_framework_clock_offset_ns", Value(recording_.clockOffsetNs)});
     if (!recording_.recorded) {
-      merged.push_back({"kinetrace_note",
-                        Value("nothing was recorded by kinetrace for this trace (see the "
-                              "program's messages): it holds the framework's CPU activity "
-                              "only")});
+      merged.push_back(
+          {"kinetrace_note", Value("nothing was recorded by kinetrace for this trace (see the "
+                                   "program's messages): it holds the framework's CPU activity "
+                                   "only")});
     }
     for (const auto& [key, json] : recording_.metadata->entries()) {
       std::optional<Value> value = internal::parseJson(json);
@@ -223,8 +223,7 @@ class FrameworkMergingSink final : public Sink {
     FrameworkArgs frameworkArgs(activity);
     const std::vector<Arg> args = frameworkArgs.args(activity.id);
     Event e;
-    e.phase = activity.type() == ActivityType::CPU_INSTANT_EVENT ? Phase::Instant
-                                                                  : Phase::Complete;
+    e.phase = activity.type() == ActivityType::CPU_INSTANT_EVENT ? Phase::Instant : Phase::Complete;
     e.category = libkineto::toString(activity.type());
     e.name = name;
     e.pid = activity.device;

@@ -57,8 +57,8 @@ void LibkinetoApi::initClientIfRegistered() {
 void GenericTraceActivity::log(ActivityLogger& /*logger*/) const {}
 
 std::function<time_t(approx_time_t)>& get_time_converter() {
-  static auto* converter =
-      new std::function<time_t(approx_time_t)>([](approx_time_t t) { return static_cast<time_t>(t); });
+  static auto* converter = new std::function<time_t(approx_time_t)>(
+      [](approx_time_t t) { return static_cast<time_t>(t); });
   return *converter;
 }
 

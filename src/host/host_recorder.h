@@ -326,9 +326,8 @@ inline void HostRecorder::popCorrelation() noexcept {
 inline uint64_t HostRecorder::pushedCorrelation() noexcept {
   const PushedCorrelations& pushed = tPushedCorrelations;
   if (pushed.depth == 0) return 0;
-  return pushed.ids[(pushed.depth <= kMaxPushedCorrelations ? pushed.depth
-                                                            : kMaxPushedCorrelations) -
-                    1];
+  return pushed
+      .ids[(pushed.depth <= kMaxPushedCorrelations ? pushed.depth : kMaxPushedCorrelations) - 1];
 }
 
 inline uint64_t HostRecorder::launchExternalId() noexcept {

@@ -12,7 +12,7 @@
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
-# analyze-CASE.txt and .html,
+# analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
@@ -271,6 +271,50 @@ analyze() {
   return $rc
 }
 
+# kinetrace as PyTorch's profiler backend (libkineto_api): the ABI facts of the installed
+# wheel's kineto headers against the committed ones, then bench/gpu/torch_backend.py run
+# with stock kineto and under `kinetrace run --torch`, alternately (two rounds), compared by
+# bench/gpu/compare_backends.py (OUT_DIR/torch_backend.md), and libkineto's failure cases
+# (exit while profiling, sessions from two threads) under kinetrace.
+torch_backend() {
+  local kt inc fmt_flags dir=$WORK_DIR/torch_backend round rc=0
+  kt=$(binary kinetrace) || return 1
+  rm -rf "$dir" && mkdir -p "$dir"
+  inc=$(python3 -c "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'include'))") || return 1
+  # The wheel's headers include its own fmt: header-only, so no library of another version.
+  if [[ -d $inc/fmt ]]; then fmt_flags=(-DFMT_HEADER_ONLY -I"$inc"); else fmt_flags=(-lfmt); fi
+  run g++ -std=c++17 -I"$inc/kineto" "$SRC_DIR/libkineto_api/abi/abi_facts.cpp" "${fmt_flags[@]}" \
+    -o "$dir/abi_facts" && "$dir/abi_facts" > "$OUT_DIR/kineto_abi_facts.json" || rc=1
+  run diff -u "$SRC_DIR/libkineto_api/abi/torch-2.11.0+cu130.json" "$OUT_DIR/kineto_abi_facts.json" \
+    && echo "the wheel's ABI facts equal the committed ones" || rc=1
+  for round in 1 2; do
+    run python3 "$SRC_DIR/bench/gpu/torch_backend.py" --out "$dir/stock$round" \
+      > "$dir/stock$round.log" 2>&1 || { tail -n 20 "$dir/stock$round.log"; rc=1; }
+    grep RESULT "$dir/stock$round.log"
+    run "$kt" run --torch -- python3 "$SRC_DIR/bench/gpu/torch_backend.py" --out "$dir/kinetrace$round" \
+      > "$dir/kinetrace$round.log" 2>&1 || { tail -n 20 "$dir/kinetrace$round.log"; rc=1; }
+    grep -e RESULT -e "kinetrace" "$dir/kinetrace$round.log" | head -n 5
+  done
+  run python3 "$SRC_DIR/bench/gpu/compare_backends.py" "$dir/stock1" "$dir/kinetrace1" \
+    --md "$OUT_DIR/torch_backend.md" > /dev/null || rc=1
+  cat "$OUT_DIR/torch_backend.md"
+  for round in 2; do
+    echo "round $round overhead: stock $(cat "$dir/stock$round/overhead.json" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ratio"], 3))')x," \
+      "kinetrace $(cat "$dir/kinetrace$round/overhead.json" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ratio"], 3))')x"
+  done
+  local edge
+  for edge in exit threads; do
+    run "$kt" run --torch -- python3 "$SRC_DIR/bench/gpu/torch_backend.py" --edge "$edge" \
+      > "$dir/edge_$edge.log" 2>&1
+    local status=$?
+    echo "edge $edge under kinetrace: exit status $status"; grep -e EDGE -e "kinetrace" "$dir/edge_$edge.log"
+    [[ $status -eq 0 ]] || rc=1
+  done
+  keep "$dir/kinetrace1/trace.json" torch_backend_kinetrace.json.gz
+  keep "$dir/stock1/trace.json" torch_backend_stock.json.gz
+  return $rc
+}
+
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
 activity_cost() {
@@ -291,6 +335,7 @@ main() {
   step "training-step example" training_example
   step "trace formats" formats
   step "analyze (idle causes)" analyze
+  step "PyTorch backend (libkineto_api)" torch_backend
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks

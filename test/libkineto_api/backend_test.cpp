@@ -4,11 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -54,8 +53,8 @@ ActivityProfiler makeBackend(std::shared_ptr<FakeGpuSource::State> gpu) {
 }
 
 const std::set<ActivityType> kTorchCudaTypes = {
-    ActivityType::CPU_OP,     ActivityType::USER_ANNOTATION,   ActivityType::EXTERNAL_CORRELATION,
-    ActivityType::GPU_MEMCPY, ActivityType::GPU_MEMSET,        ActivityType::CONCURRENT_KERNEL,
+    ActivityType::CPU_OP,       ActivityType::USER_ANNOTATION, ActivityType::EXTERNAL_CORRELATION,
+    ActivityType::GPU_MEMCPY,   ActivityType::GPU_MEMSET,      ActivityType::CONCURRENT_KERNEL,
     ActivityType::CUDA_RUNTIME, ActivityType::CUDA_DRIVER};
 
 detail::KernelRecord kernel(uint32_t correlationId, int64_t startNs, StringTable& strings,
@@ -107,7 +106,8 @@ TEST(LibkinetoBackendTest, GpuWorkLinksToTheOpWhosePushedIdWasOnTopWithPairedFlo
   const int64_t opEnd = internal::clockNowNs();
   const int64_t t = launchEnd + 100000;
   gpu->queue([t](GpuBatch& batch, StringTable& strings) {
-    batch.records.kernels = {kernel(101, t, strings, "gemm"), kernel(102, t + 30000, strings, "relu"),
+    batch.records.kernels = {kernel(101, t, strings, "gemm"),
+                             kernel(102, t + 30000, strings, "relu"),
                              kernel(103, t + 60000, strings, "orphan")};
   });
 
@@ -115,8 +115,8 @@ TEST(LibkinetoBackendTest, GpuWorkLinksToTheOpWhosePushedIdWasOnTopWithPairedFlo
   auto buffer = std::make_unique<CpuTraceBuffer>();
   buffer->span.startTime = opStart;
   buffer->gpuOpCount = -1;
-  GenericTraceActivity* step = addOp(*buffer, ActivityType::USER_ANNOTATION, "ProfilerStep#3", 9,
-                                     opStart, opEnd);
+  GenericTraceActivity* step =
+      addOp(*buffer, ActivityType::USER_ANNOTATION, "ProfilerStep#3", 9, opStart, opEnd);
   GenericTraceActivity* mm = addOp(*buffer, ActivityType::CPU_OP, "aten::mm", 7, opStart, opEnd);
   GenericTraceActivity* relu =
       addOp(*buffer, ActivityType::CPU_OP, "aten::relu", 8, opStart + 1, opEnd);

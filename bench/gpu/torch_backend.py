@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""One PyTorch script, run once with PyTorch's own kineto and once with kinetrace as its
+profiler backend (`kinetrace run --torch`, or LD_PRELOAD=libkineto_api.so): what a
+torch.profiler user does, recorded for bench/gpu/compare_backends.py.
+
+    torch_backend.py --out DIR [--steps N] [--rounds R]
+    torch_backend.py --edge exit|threads          (the cases libkineto is known to fail)
+
+Writes to DIR:
+  tb/*.pt.trace.json   a schedule (wait 1, warmup 1, active 3, repeat 2) with record_shapes
+                       and tensorboard_trace_handler: one trace per active cycle
+  trace.json           one profile of 5 steps (CPU + CUDA, record_shapes), export_chrome_trace
+  key_averages.json    key_averages() of that profile: per op, count, CPU and device time
+  key_averages.txt     its table, sorted by device time
+  overhead.json        step times in interleaved rounds: R x (N untraced steps, N steps inside
+                       torch.profiler with CPU + CUDA activity), medians
+  backend.json         which backend recorded (the trace's "kinetrace_backend" metadata)
+
+The workload is bench/gpu/torch_train.py's transformer (launch-bound, ~285 launches a step).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+
+import torch
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_train  # noqa: E402
+
+ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+
+def workload():
+    # torch_train's defaults (transformer, batch 16 x 128 tokens), whatever this script's argv.
+    sys_argv = sys.argv
+    sys.argv = [sys_argv[0]]
+    try:
+        args = torch_train.parse_args()
+    finally:
+        sys.argv = sys_argv
+    device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    torch.manual_seed(args.seed)
+    model, optimizer, inputs, logits = torch_train.build(args, device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(i):
+        x, targets = inputs(i)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(logits(model(x)), targets)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+
+    return step
+
+
+def timed_steps(step, first, count):
+    times = []
+    for i in range(count):
+        start = time.perf_counter()
+        step(first + i)
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def backend_of(trace_path):
+    with open(trace_path) as f:
+        trace = json.load(f)
+    return trace.get("kinetrace_backend", "kineto")
+
+
+def main_run(args):
+    os.makedirs(args.out, exist_ok=True)
+    step = workload()
+    for i in range(10):
+        step(i)
+
+    # 1. A schedule with two active cycles, as TensorBoard users run it.
+    tb_dir = os.path.join(args.out, "tb")
+    with profile(activities=ACTIVITIES, record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=3, repeat=2),
+                 on_trace_ready=tensorboard_trace_handler(tb_dir)) as prof:
+        for i in range(12):
+            step(100 + i)
+            prof.step()
+
+    # 2. One profile: exported trace and key_averages().
+    with profile(activities=ACTIVITIES, record_shapes=True) as prof:
+        for i in range(5):
+            step(200 + i)
+    trace_path = os.path.join(args.out, "trace.json")
+    prof.add_metadata("workload", "transformer")
+    prof.export_chrome_trace(trace_path)
+    averages = {}
+    for e in prof.key_averages():
+        averages[e.key] = {
+            "count": e.count,
+            "cpu_time_total_us": e.cpu_time_total,
+            "device_time_total_us": getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)),
+        }
+    with open(os.path.join(args.out, "key_averages.json"), "w") as f:
+        json.dump(averages, f, indent=1, sort_keys=True)
+    with open(os.path.join(args.out, "key_averages.txt"), "w") as f:
+        f.write(prof.key_averages().table(sort_by="device_time_total", row_limit=25))
+
+    # 3. Overhead: untraced and profiled steps, interleaved within the process.
+    rounds = []
+    first = 300
+    for r in range(args.rounds):
+        untraced = timed_steps(step, first, args.steps)
+        first += args.steps
+        with profile(activities=ACTIVITIES) as prof:
+            traced = timed_steps(step, first, args.steps)
+        first += args.steps
+        rounds.append({"untraced_median_ms": statistics.median(untraced),
+                       "profiled_median_ms": statistics.median(traced)})
+    untraced = statistics.median(r["untraced_median_ms"] for r in rounds)
+    profiled = statistics.median(r["profiled_median_ms"] for r in rounds)
+    overhead = {"rounds": rounds, "steps_per_phase": args.steps,
+                "untraced_median_ms": untraced, "profiled_median_ms": profiled,
+                "ratio": profiled / untraced}
+    with open(os.path.join(args.out, "overhead.json"), "w") as f:
+        json.dump(overhead, f, indent=1)
+    backend = backend_of(trace_path)
+    with open(os.path.join(args.out, "backend.json"), "w") as f:
+        json.dump({"backend": backend}, f)
+    print(f"RESULT backend={backend} untraced_ms={untraced:.3f} profiled_ms={profiled:.3f} "
+          f"ratio={profiled / untraced:.3f}", flush=True)
+
+
+def main_edge(args):
+    step = workload()
+    step(0)
+    if args.edge == "exit":
+        # The process ends while a trace records, never stopped.
+        prof = profile(activities=ACTIVITIES)
+        prof.start()
+        step(1)
+        print("EDGE exit: leaving with the profiler running", flush=True)
+        sys.exit(0)
+    # Two sessions back to back, each from its own thread.
+    results = []
+
+    def session(n):
+        with profile(activities=ACTIVITIES) as prof:
+            step(10 + n)
+        kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        results.append(kernels)
+
+    for n in range(2):
+        t = threading.Thread(target=session, args=(n,))
+        t.start()
+        t.join()
+    print(f"EDGE threads: sessions={len(results)} gpu_events={results}", flush=True)
+    if len(results) != 2 or min(results) == 0:
+        sys.exit(1)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="torch_backend")
+    p.add_argument("--steps", type=int, default=30, help="steps per phase of the overhead rounds")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--edge", choices=["exit", "threads"])
+    args = p.parse_args()
+    if args.edge:
+        main_edge(args)
+    else:
+        main_run(args)
+
+
+if __name__ == "__main__":
+    main()
