@@ -13,7 +13,7 @@ Writes to DIR:
   key_averages.json    key_averages() of that profile: per op, count, CPU and device time
   key_averages.txt     its table, sorted by device time
   overhead.json        step times in interleaved rounds: R x (N untraced steps, N steps inside
-                       torch.profiler with CPU + CUDA activity), medians
+                       torch.profiler with CPU activity only, N with CPU + CUDA), medians
   backend.json         which backend recorded (the trace's "kinetrace_backend" metadata)
 
 The workload is bench/gpu/torch_train.py's transformer (launch-bound, ~285 launches a step).
@@ -110,29 +110,38 @@ def main_run(args):
     with open(os.path.join(args.out, "key_averages.txt"), "w") as f:
         f.write(prof.key_averages().table(sort_by="device_time_total", row_limit=25))
 
-    # 3. Overhead: untraced and profiled steps, interleaved within the process.
+    # 3. Overhead: untraced steps, steps inside a CPU-only profile (PyTorch's own CPU-side
+    # cost) and inside a CPU + CUDA profile, interleaved within the process.
     rounds = []
     first = 300
+    phases = [("untraced", None), ("cpu_only", [ProfilerActivity.CPU]), ("cpu_cuda", ACTIVITIES)]
     for r in range(args.rounds):
-        untraced = timed_steps(step, first, args.steps)
-        first += args.steps
-        with profile(activities=ACTIVITIES) as prof:
-            traced = timed_steps(step, first, args.steps)
-        first += args.steps
-        rounds.append({"untraced_median_ms": statistics.median(untraced),
-                       "profiled_median_ms": statistics.median(traced)})
-    untraced = statistics.median(r["untraced_median_ms"] for r in rounds)
-    profiled = statistics.median(r["profiled_median_ms"] for r in rounds)
-    overhead = {"rounds": rounds, "steps_per_phase": args.steps,
-                "untraced_median_ms": untraced, "profiled_median_ms": profiled,
-                "ratio": profiled / untraced}
+        medians = {}
+        # Rotate the order so that no phase always follows the same one.
+        for name, activities in phases[r % 3:] + phases[:r % 3]:
+            if activities is None:
+                times = timed_steps(step, first, args.steps)
+            else:
+                with profile(activities=activities):
+                    times = timed_steps(step, first, args.steps)
+            first += args.steps
+            medians[name + "_median_ms"] = statistics.median(times)
+        rounds.append(medians)
+    summary = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    untraced = summary["untraced_median_ms"]
+    profiled = summary["cpu_cuda_median_ms"]
+    overhead = {"rounds": rounds, "steps_per_phase": args.steps, **summary,
+                "profiled_median_ms": profiled,
+                "ratio": profiled / untraced,
+                "cpu_only_ratio": summary["cpu_only_median_ms"] / untraced,
+                "per_round_ratios": [r["cpu_cuda_median_ms"] / r["untraced_median_ms"] for r in rounds]}
     with open(os.path.join(args.out, "overhead.json"), "w") as f:
         json.dump(overhead, f, indent=1)
     backend = backend_of(trace_path)
     with open(os.path.join(args.out, "backend.json"), "w") as f:
         json.dump({"backend": backend}, f)
     print(f"RESULT backend={backend} untraced_ms={untraced:.3f} profiled_ms={profiled:.3f} "
-          f"ratio={profiled / untraced:.3f}", flush=True)
+          f"ratio={profiled / untraced:.3f} cpu_only_ratio={overhead['cpu_only_ratio']:.3f}", flush=True)
 
 
 def main_edge(args):
@@ -166,8 +175,8 @@ def main_edge(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="torch_backend")
-    p.add_argument("--steps", type=int, default=30, help="steps per phase of the overhead rounds")
-    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--steps", type=int, default=40, help="steps per phase of the overhead rounds")
+    p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--edge", choices=["exit", "threads"])
     args = p.parse_args()
     if args.edge:

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -159,8 +162,9 @@ class FrameworkArgs {
 // thread names and metadata; shifts kinetrace's times into the framework's time base.
 class FrameworkMergingSink final : public Sink {
  public:
-  FrameworkMergingSink(Sink& out, const StoppedRecording& recording)
-      : out_(out), recording_(recording) {}
+  FrameworkMergingSink(Sink& out, const StoppedRecording& recording,
+                       const std::vector<const GenericTraceActivity*>& gpuAnnotations)
+      : out_(out), recording_(recording), gpuAnnotations_(gpuAnnotations) {}
 
   void begin(const TraceHeader& header) override {
     TraceHeader shifted = header;
@@ -216,6 +220,40 @@ class FrameworkMergingSink final : public Sink {
     for (const auto& buffer : recording_.cpuTraces) {
       for (const auto& activity : buffer->activities) writeActivity(*activity);
     }
+    writeGpuAnnotations();
+  }
+
+  // On each stream's annotation track (where kinetrace puts its own ranges' GPU spans),
+  // named as kinetrace names it.
+  void writeGpuAnnotations() {
+    std::set<std::pair<int32_t, int32_t>> tracks;
+    for (const GenericTraceActivity* a : gpuAnnotations_) {
+      const int64_t tid = internal::gpuAnnotationTrackTid(static_cast<uint32_t>(a->resource));
+      if (tracks.insert({a->device, a->resource}).second) {
+        const std::string name = "stream " + std::to_string(a->resource) + " annotations";
+        const Arg arg{"name", std::string_view(name)};
+        Event m;
+        m.phase = Phase::Metadata;
+        m.name = "thread_name";
+        m.pid = a->device;
+        m.tid = tid;
+        m.args = &arg;
+        m.argCount = 1;
+        out_.write(m);
+      }
+      const std::string name = a->name();
+      const Arg arg{"External id", int64_t{a->id}};
+      Event e;
+      e.category = "gpu_user_annotation";
+      e.name = name;
+      e.pid = a->device;
+      e.tid = tid;
+      e.timestampNs = a->startTime;
+      e.durationNs = a->endTime - a->startTime;
+      e.args = &arg;
+      e.argCount = 1;
+      out_.write(e);
+    }
   }
 
   void writeActivity(const GenericTraceActivity& activity) {
@@ -249,6 +287,40 @@ class FrameworkMergingSink final : public Sink {
 
   Sink& out_;
   const StoppedRecording& recording_;
+  const std::vector<const GenericTraceActivity*>& gpuAnnotations_;
+};
+
+// The framework's user annotations of each thread, to find the innermost one around a
+// launch call. Annotations on one thread nest, so the latest-starting one that contains a
+// time is the innermost.
+class AnnotationsByThread {
+ public:
+  void add(const GenericTraceActivity* annotation) {
+    byThread_[annotation->resource].push_back(annotation);
+  }
+  void sort() {
+    for (auto& [tid, list] : byThread_) {
+      std::sort(list.begin(), list.end(),
+                [](const auto* a, const auto* b) { return a->startTime < b->startTime; });
+    }
+  }
+  const GenericTraceActivity* innermost(int64_t tid, int64_t timeNs) const {
+    auto thread = byThread_.find(static_cast<int32_t>(tid));
+    if (thread == byThread_.end()) return nullptr;
+    const auto& list = thread->second;
+    auto after =
+        std::upper_bound(list.begin(), list.end(), timeNs,
+                         [](int64_t t, const GenericTraceActivity* a) { return t < a->startTime; });
+    while (after != list.begin()) {
+      --after;
+      if ((*after)->endTime >= timeNs) return *after;
+    }
+    return nullptr;
+  }
+  bool empty() const { return byThread_.empty(); }
+
+ private:
+  std::unordered_map<int32_t, std::vector<const GenericTraceActivity*>> byThread_;
 };
 
 }  // namespace
@@ -269,13 +341,17 @@ ActivityTrace::ActivityTrace(StoppedRecording recording)
 void ActivityTrace::addGpuActivities() {
   // The framework's ops by the correlation id it pushed around them (its ids are 32-bit).
   std::unordered_map<int32_t, const GenericTraceActivity*> opsById;
+  AnnotationsByThread annotations;
   for (const auto& buffer : recording_.cpuTraces) {
     for (const auto& activity : buffer->activities) {
       if (activity->activityType == ActivityType::CPU_OP && activity->id != 0) {
         opsById.emplace(activity->id, activity.get());
+      } else if (activity->activityType == ActivityType::USER_ANNOTATION) {
+        annotations.add(activity.get());
       }
     }
   }
+  annotations.sort();
 
   GpuSideReader reader;
   recording_.trace.writeTo(reader);
@@ -287,6 +363,22 @@ void ActivityTrace::addGpuActivities() {
     if (e.correlation == 0) continue;
     (isLaunchCall(e.type) ? launched : ranOnGpu).insert(e.correlation);
   }
+
+  // The user annotation around each launch call, by correlation id.
+  std::unordered_map<int64_t, const GenericTraceActivity*> annotationOfLaunch;
+  if (!annotations.empty()) {
+    for (const GpuSideEvent& e : reader.events) {
+      if (!isLaunchCall(e.type) || e.correlation == 0) continue;
+      const GenericTraceActivity* annotation =
+          annotations.innermost(e.tid, e.startNs + recording_.clockOffsetNs);
+      if (annotation != nullptr) annotationOfLaunch.emplace(e.correlation, annotation);
+    }
+  }
+  struct AnnotationSpan {
+    int64_t startNs;
+    int64_t endNs;
+  };
+  std::map<std::tuple<const GenericTraceActivity*, int64_t, int64_t>, AnnotationSpan> spans;
 
   for (const GpuSideEvent& e : reader.events) {
     GenericTraceActivity& activity = gpu_.emplace_back(span_, e.type, e.name);
@@ -319,12 +411,39 @@ void ActivityTrace::addGpuActivities() {
     }
     activity.addMetadata("correlation", e.correlation);
     all_.push_back(&activity);
+    if (!launch && e.type != ActivityType::CUDA_SYNC) {
+      auto annotation = annotationOfLaunch.find(e.correlation);
+      if (annotation != annotationOfLaunch.end()) {
+        auto [span, added] =
+            spans.try_emplace({annotation->second, e.device, e.stream},
+                              AnnotationSpan{activity.startTime, activity.endTime});
+        if (!added) {
+          span->second.startNs = std::min(span->second.startNs, activity.startTime);
+          span->second.endNs = std::max(span->second.endNs, activity.endTime);
+        }
+      }
+    }
+  }
+
+  for (const auto& [key, extent] : spans) {
+    const auto& [annotation, device, stream] = key;
+    GenericTraceActivity& activity =
+        gpu_.emplace_back(span_, ActivityType::GPU_USER_ANNOTATION, annotation->activityName);
+    activity.startTime = extent.startNs;
+    activity.endTime = extent.endNs;
+    activity.id = annotation->id;
+    activity.device = static_cast<int32_t>(device);
+    activity.resource = static_cast<int32_t>(stream);
+    activity.linked = annotation;
+    activity.addMetadata("External id", annotation->id);
+    all_.push_back(&activity);
+    gpuAnnotations_.push_back(&activity);
   }
 }
 
 void ActivityTrace::save(const std::string& path) {
   std::unique_ptr<Sink> sink = openSink(path);
-  FrameworkMergingSink merging(*sink, recording_);
+  FrameworkMergingSink merging(*sink, recording_, gpuAnnotations_);
   if (recording_.recorded && recording_.trace.hasEvents()) {
     recording_.trace.writeTo(merging);
     return;

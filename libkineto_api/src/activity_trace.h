@@ -42,8 +42,10 @@ struct StoppedRecording {
 // activities (the same objects it handed over, which it may change until save()), then one
 // activity per GPU operation and launch call, linked to the framework's op whose
 // correlation id was pushed when it was launched, with launch-to-GPU flows paired (a flow
-// is set only where both ends exist). save() writes kinetrace's trace with the framework's
-// activities in it, through kinetrace's sinks.
+// is set only where both ends exist), then the GPU span of each user annotation
+// (record_function, ProfilerStep#N) per stream, from the first to the last GPU operation
+// launched inside it, as libkineto's GPU_USER_ANNOTATION activities. save() writes kinetrace's
+// trace with the framework's activities in it, through kinetrace's sinks.
 class ActivityTrace final : public libkineto::ActivityTraceInterface {
  public:
   explicit ActivityTrace(StoppedRecording recording);
@@ -60,6 +62,9 @@ class ActivityTrace final : public libkineto::ActivityTraceInterface {
   StoppedRecording recording_;
   libkineto::TraceSpan span_;
   std::deque<libkineto::GenericTraceActivity> gpu_;  // stable addresses
+  // The GPU spans of the framework's user annotations (GPU_USER_ANNOTATION activities), also
+  // written into the saved trace.
+  std::vector<const libkineto::GenericTraceActivity*> gpuAnnotations_;
   std::vector<const libkineto::ITraceActivity*> all_;
 };
 

@@ -5,6 +5,7 @@
 #include "model/clock.h"
 #include "model/trace_data.h"
 #include "output/atomic_file.h"
+#include "output/trace_events.h"
 #include "output/value_json.h"
 #include "session/session.h"
 
@@ -45,6 +46,10 @@ void popCorrelationId() noexcept {
 
 std::optional<Value> parseJson(const std::string& text) {
   return detail::parseJsonValue(text);
+}
+
+int64_t gpuAnnotationTrackTid(uint32_t streamId) noexcept {
+  return detail::gpuTrackTid(streamId, detail::kGpuSpanTrack, 0);
 }
 
 int64_t clockNowNs() noexcept {

@@ -47,6 +47,10 @@ KINETRACE_API void popCorrelationId() noexcept;
 // JSON text as a metadata Value; nullopt when it is not valid JSON.
 KINETRACE_API std::optional<Value> parseJson(const std::string& text);
 
+// The track (tid, under the device's pid) where kinetrace writes the GPU spans of host
+// ranges on a stream ("stream 7 annotations"): a framework's own GPU annotations go there.
+KINETRACE_API int64_t gpuAnnotationTrackTid(uint32_t streamId) noexcept;
+
 // kinetrace's clock now, in epoch nanoseconds: the time base of every event it records.
 KINETRACE_API int64_t clockNowNs() noexcept;
 

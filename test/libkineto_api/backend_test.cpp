@@ -161,6 +161,20 @@ TEST(LibkinetoBackendTest, GpuWorkLinksToTheOpWhosePushedIdWasOnTopWithPairedFlo
   EXPECT_EQ(kernels.at("orphan")->flowType(), 0);
   // GPU time sits in the ops' time base: after its launch.
   EXPECT_GT(gemm->timestamp(), launches.at(101)->timestamp());
+
+  // The user annotation around both launches gets its GPU span on the stream, from the
+  // first to the last kernel launched inside it (key_averages() gives it device time).
+  std::vector<const ITraceActivity*> annotations;
+  for (const ITraceActivity* a : all) {
+    if (a->type() == ActivityType::GPU_USER_ANNOTATION) annotations.push_back(a);
+  }
+  ASSERT_EQ(annotations.size(), 1u);
+  EXPECT_EQ(annotations[0]->name(), "ProfilerStep#3");
+  EXPECT_EQ(annotations[0]->linkedActivity(), step);
+  EXPECT_EQ(annotations[0]->resourceId(), kStream);
+  EXPECT_EQ(annotations[0]->timestamp(), gemm->timestamp());
+  EXPECT_EQ(annotations[0]->timestamp() + annotations[0]->duration(),
+            kernels.at("relu")->timestamp() + kernels.at("relu")->duration());
 }
 
 TEST(LibkinetoBackendTest, SavedTraceHoldsTheOpsWithMetadataAddedAfterStopAndTheBackendsOwn) {
@@ -179,6 +193,7 @@ TEST(LibkinetoBackendTest, SavedTraceHoldsTheOpsWithMetadataAddedAfterStopAndThe
   });
   backend.recordThreadInfo();
   auto buffer = std::make_unique<CpuTraceBuffer>();
+  addOp(*buffer, ActivityType::USER_ANNOTATION, "fwd", 6, opStart, opEnd);
   GenericTraceActivity* mm = addOp(*buffer, ActivityType::CPU_OP, "aten::mm", 7, opStart, opEnd);
   backend.transferCpuTrace(std::move(buffer));
   auto trace = backend.stopTrace();
@@ -210,6 +225,12 @@ TEST(LibkinetoBackendTest, SavedTraceHoldsTheOpsWithMetadataAddedAfterStopAndThe
   }
   ASSERT_NE(op, nullptr);
   ASSERT_NE(gemm, nullptr);
+  bool annotationWritten = false;
+  for (const nlohmann::json& e : json["traceEvents"]) {
+    annotationWritten |=
+        e.value("cat", "") == "gpu_user_annotation" && e.value("name", "") == "fwd";
+  }
+  EXPECT_TRUE(annotationWritten) << "the GPU span of the user annotation is in the saved trace";
   EXPECT_EQ((*op)["args"]["Input Dims"], nlohmann::json::parse("[[8, 512], [512, 16]]"));
   EXPECT_EQ((*op)["args"]["Call stack"], "train.py(12): step");
   EXPECT_EQ((*op)["args"]["External id"], 7);
