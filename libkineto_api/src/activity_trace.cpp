@@ -434,7 +434,8 @@ void ActivityTrace::addGpuActivities() {
     activity.id = annotation->id;
     activity.device = static_cast<int32_t>(device);
     activity.resource = static_cast<int32_t>(stream);
-    activity.linked = annotation;
+    // Not linked, as libkineto leaves it: PyTorch then lists the span as a device event of
+    // its own in key_averages() instead of adding it to the annotation's own device time.
     activity.addMetadata("External id", annotation->id);
     all_.push_back(&activity);
     gpuAnnotations_.push_back(&activity);

@@ -44,7 +44,8 @@ struct StoppedRecording {
 // correlation id was pushed when it was launched, with launch-to-GPU flows paired (a flow
 // is set only where both ends exist), then the GPU span of each user annotation
 // (record_function, ProfilerStep#N) per stream, from the first to the last GPU operation
-// launched inside it, as libkineto's GPU_USER_ANNOTATION activities. save() writes kinetrace's
+// launched inside it, as libkineto's GPU_USER_ANNOTATION activities (unlinked, as libkineto's;
+// their "External id" names the annotation). save() writes kinetrace's
 // trace with the framework's activities in it, through kinetrace's sinks.
 class ActivityTrace final : public libkineto::ActivityTraceInterface {
  public:
