@@ -4,7 +4,12 @@ profiler backend (`kinetrace run --torch`, or LD_PRELOAD=libkineto_api.so): what
 torch.profiler user does, recorded for bench/gpu/compare_backends.py.
 
     torch_backend.py --out DIR [--steps N] [--rounds R]
-    torch_backend.py --edge exit|threads          (the cases libkineto is known to fail)
+    torch_backend.py --edge exit|threads|held     (the cases libkineto is known to fail)
+
+  --edge exit      the process ends while a trace records
+  --edge threads   two sessions back to back, each from its own thread
+  --edge held      one profile while another tool holds CUPTI (run it with such a tool's
+                   CUDA injection set): the trace must still come, with the CPU ops
 
 Writes to DIR:
   tb/*.pt.trace.json   a schedule (wait 1, warmup 1, active 3, repeat 2) with record_shapes
@@ -154,6 +159,19 @@ def main_edge(args):
         step(1)
         print("EDGE exit: leaving with the profiler running", flush=True)
         sys.exit(0)
+    if args.edge == "held":
+        with profile(activities=ACTIVITIES) as prof:
+            step(1)
+        path = os.path.join(args.out, "held.json")
+        os.makedirs(args.out, exist_ok=True)
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        cats = [e.get("cat") for e in trace["traceEvents"] if e.get("ph") == "X"]
+        status = trace.get("kinetrace_gpu_status", "-")
+        print(f"EDGE held: cpu_ops={cats.count('cpu_op')} kernels={cats.count('kernel')} "
+              f"gpu_status={status!r}", flush=True)
+        sys.exit(0 if cats.count("cpu_op") > 0 else 1)
     # Two sessions back to back, each from its own thread.
     results = []
 
@@ -177,7 +195,7 @@ def main():
     p.add_argument("--out", default="torch_backend")
     p.add_argument("--steps", type=int, default=40, help="steps per phase of the overhead rounds")
     p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--edge", choices=["exit", "threads"])
+    p.add_argument("--edge", choices=["exit", "threads", "held"])
     args = p.parse_args()
     if args.edge:
         main_edge(args)

@@ -314,6 +314,15 @@ torch_backend() {
     timeout "$RUN_TIMEOUT" python3 "$SRC_DIR/bench/gpu/torch_backend.py" --edge "$edge" > "$dir/edge_stock_$edge.log" 2>&1
     echo "edge $edge under stock kineto: exit status $?"
   done
+  # Another tool holds CUPTI (libcupti_floor.so subscribed to launch callbacks): a message, and
+  # a trace with the CPU ops.
+  local floor
+  floor=$(find "$BUILD_DIR" -name libcupti_floor.so | head -n 1)
+  if [[ -n $floor ]]; then
+    CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_CALLBACKS=1 run "$kt" run --torch -- python3 \
+      "$SRC_DIR/bench/gpu/torch_backend.py" --edge held --out "$dir/held" > "$dir/edge_held.log" 2>&1 || rc=1
+    echo "edge held (CUPTI taken by another tool) under kinetrace:"; grep -e EDGE -e "kinetrace" "$dir/edge_held.log"
+  fi
   keep "$dir/kinetrace1/trace.json" torch_backend_kinetrace.json.gz
   keep "$dir/stock1/trace.json" torch_backend_stock.json.gz
   return $rc
