@@ -328,6 +328,27 @@ torch_backend() {
   return $rc
 }
 
+# Two ranks of a DDP job (NCCL, one GPU each), rank 1 slowed by a sleep before each forward
+# pass, traced by torch.profiler (bench/gpu/ddp_straggler.py); `kinetrace analyze` of both
+# traces must name rank 1 as the straggler. Needs two GPUs (skipped, with a message, on one).
+ddp_straggler() {
+  local kt gpus dir=$WORK_DIR/ddp_straggler
+  kt=$(binary kinetrace) || return 1
+  gpus=$(nvidia-smi -L | wc -l)
+  if [[ $gpus -lt 2 ]]; then
+    echo "one GPU here: the DDP straggler case needs two (skipped)"
+    return 0
+  fi
+  rm -rf "$dir" && mkdir -p "$dir"
+  run torchrun --nproc_per_node 2 "$SRC_DIR/bench/gpu/ddp_straggler.py" --out "$dir" \
+    > "$dir/torchrun.log" 2>&1 || { tail -n 30 "$dir/torchrun.log"; return 1; }
+  run "$kt" analyze -q "$dir" --html "$OUT_DIR/analyze-ddp_straggler.html" \
+    > "$OUT_DIR/analyze-ddp_straggler.txt" || return 1
+  sed -n '1,15p' "$OUT_DIR/analyze-ddp_straggler.txt"
+  grep -i -A4 "straggler\|started late\|rank 1" "$OUT_DIR/analyze-ddp_straggler.txt" | head -n 20
+  grep -qi "rank 1" "$OUT_DIR/analyze-ddp_straggler.txt"
+}
+
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
 activity_cost() {
@@ -349,6 +370,7 @@ main() {
   step "trace formats" formats
   step "analyze (idle causes)" analyze
   step "PyTorch backend (libkineto_api)" torch_backend
+  step "DDP straggler (two GPUs)" ddp_straggler
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks
