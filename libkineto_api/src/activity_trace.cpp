@@ -49,71 +49,29 @@ namespace {
 // Range ids (kinetrace's own ranges) start here; a framework's correlation ids stay below.
 constexpr uint64_t kFirstRangeId = uint64_t{1} << 40;
 
-// A GPU-side event of kinetrace's trace, as read back from its events.
-struct GpuSideEvent {
-  ActivityType type;
-  std::string name;
-  int64_t pid = 0;
-  int64_t tid = 0;
-  int64_t startNs = 0;
-  int64_t durationNs = 0;
-  int64_t correlation = 0;
-  uint64_t externalId = 0;
-  int64_t device = 0;
-  int64_t stream = 0;
-};
-
-std::optional<ActivityType> gpuSideType(std::string_view category) {
-  if (category == "kernel") return ActivityType::CONCURRENT_KERNEL;
-  if (category == "gpu_memcpy") return ActivityType::GPU_MEMCPY;
-  if (category == "gpu_memset") return ActivityType::GPU_MEMSET;
-  if (category == "cuda_runtime") return ActivityType::CUDA_RUNTIME;
-  if (category == "cuda_driver") return ActivityType::CUDA_DRIVER;
-  if (category == "cuda_sync") return ActivityType::CUDA_SYNC;
-  return std::nullopt;
-}
-
-bool isLaunchCall(ActivityType type) {
-  return type == ActivityType::CUDA_RUNTIME || type == ActivityType::CUDA_DRIVER;
-}
-
-int64_t integerOf(const ArgValue& value) {
-  if (const auto* i = std::get_if<int64_t>(&value)) return *i;
-  if (const auto* u = std::get_if<uint64_t>(&value)) return static_cast<int64_t>(*u);
-  return 0;
-}
-
-// Reads kinetrace's GPU operations and launch calls out of its trace.
-class GpuSideReader final : public Sink {
- public:
-  void begin(const TraceHeader&) override {}
-  void end(const Metadata&) override {}
-  void write(const Event& event) override {
-    if (event.phase != Phase::Complete) return;
-    const std::optional<ActivityType> type = gpuSideType(event.category);
-    if (!type) return;
-    GpuSideEvent e{*type, std::string(event.name)};
-    e.pid = event.pid;
-    e.tid = event.tid;
-    e.startNs = event.timestampNs;
-    e.durationNs = event.durationNs;
-    for (std::size_t i = 0; i < event.argCount; ++i) {
-      const Arg& arg = event.args[i];
-      if (arg.key == "correlation") {
-        e.correlation = integerOf(arg.value);
-      } else if (arg.key == "External id") {
-        e.externalId = static_cast<uint64_t>(integerOf(arg.value));
-      } else if (arg.key == "device") {
-        e.device = integerOf(arg.value);
-      } else if (arg.key == "stream") {
-        e.stream = integerOf(arg.value);
-      }
-    }
-    events.push_back(std::move(e));
+ActivityType activityTypeOf(internal::TraceOperation::Kind kind) {
+  using Kind = internal::TraceOperation::Kind;
+  switch (kind) {
+    case Kind::Kernel:
+      return ActivityType::CONCURRENT_KERNEL;
+    case Kind::Memcpy:
+      return ActivityType::GPU_MEMCPY;
+    case Kind::Memset:
+      return ActivityType::GPU_MEMSET;
+    case Kind::Sync:
+      return ActivityType::CUDA_SYNC;
+    case Kind::RuntimeCall:
+      return ActivityType::CUDA_RUNTIME;
+    case Kind::DriverCall:
+      return ActivityType::CUDA_DRIVER;
   }
+  return ActivityType::CONCURRENT_KERNEL;
+}
 
-  std::vector<GpuSideEvent> events;
-};
+bool isCall(internal::TraceOperation::Kind kind) {
+  return kind == internal::TraceOperation::Kind::RuntimeCall ||
+         kind == internal::TraceOperation::Kind::DriverCall;
+}
 
 // The framework's arguments of one activity as trace args: values it marked quoted are
 // strings (unescaped as JSON would be), the others JSON text where valid, else strings.
@@ -353,77 +311,65 @@ void ActivityTrace::addGpuActivities() {
   }
   annotations.sort();
 
-  GpuSideReader reader;
-  recording_.trace.writeTo(reader);
-
-  // A flow is set only where both of its ends are here: a launch and its GPU work.
-  std::unordered_set<int64_t> launched;
-  std::unordered_set<int64_t> ranOnGpu;
-  for (const GpuSideEvent& e : reader.events) {
-    if (e.correlation == 0) continue;
-    (isLaunchCall(e.type) ? launched : ranOnGpu).insert(e.correlation);
-  }
-
-  // The user annotation around each launch call, by correlation id.
-  std::unordered_map<int64_t, const GenericTraceActivity*> annotationOfLaunch;
+  // The user annotation around each launch call, by correlation id; the GPU span of each
+  // annotation on each stream.
+  std::unordered_map<uint32_t, const GenericTraceActivity*> annotationOfLaunch;
   if (!annotations.empty()) {
-    for (const GpuSideEvent& e : reader.events) {
-      if (!isLaunchCall(e.type) || e.correlation == 0) continue;
+    internal::visitOperations(recording_.trace, [&](const internal::TraceOperation& op) {
+      if (!isCall(op.kind) || op.correlationId == 0) return;
       const GenericTraceActivity* annotation =
-          annotations.innermost(e.tid, e.startNs + recording_.clockOffsetNs);
-      if (annotation != nullptr) annotationOfLaunch.emplace(e.correlation, annotation);
-    }
+          annotations.innermost(op.tid, op.startNs + recording_.clockOffsetNs);
+      if (annotation != nullptr) annotationOfLaunch.emplace(op.correlationId, annotation);
+    });
   }
   struct AnnotationSpan {
     int64_t startNs;
     int64_t endNs;
   };
-  std::map<std::tuple<const GenericTraceActivity*, int64_t, int64_t>, AnnotationSpan> spans;
+  std::map<std::tuple<const GenericTraceActivity*, uint32_t, uint32_t>, AnnotationSpan> spans;
 
-  for (const GpuSideEvent& e : reader.events) {
-    GenericTraceActivity& activity = gpu_.emplace_back(span_, e.type, e.name);
-    activity.startTime = e.startNs + recording_.clockOffsetNs;
-    activity.endTime = activity.startTime + e.durationNs;
-    activity.id = static_cast<int32_t>(e.correlation);
-    const bool launch = isLaunchCall(e.type);
-    if (launch) {
-      activity.device = static_cast<int32_t>(e.pid);
-      activity.resource = static_cast<int32_t>(e.tid);
-      activity.threadId = static_cast<int32_t>(e.tid);
+  internal::visitOperations(recording_.trace, [&](const internal::TraceOperation& op) {
+    const ActivityType type = activityTypeOf(op.kind);
+    GenericTraceActivity& activity = gpu_.emplace_back(span_, type, std::string(op.name));
+    activity.startTime = op.startNs + recording_.clockOffsetNs;
+    activity.endTime = op.endNs + recording_.clockOffsetNs;
+    activity.id = static_cast<int32_t>(op.correlationId);
+    const bool call = isCall(op.kind);
+    if (call) {
+      activity.device = static_cast<int32_t>(op.pid);
+      activity.resource = static_cast<int32_t>(op.tid);
+      activity.threadId = static_cast<int32_t>(op.tid);
     } else {
-      activity.device = static_cast<int32_t>(e.device);
-      activity.resource = static_cast<int32_t>(e.stream);
+      activity.device = static_cast<int32_t>(op.device);
+      activity.resource = static_cast<int32_t>(op.stream);
     }
-    if (e.externalId != 0 && e.externalId < kFirstRangeId) {
-      auto op = opsById.find(static_cast<int32_t>(e.externalId));
-      if (op != opsById.end()) activity.linked = op->second;
+    if (op.externalId != 0 && op.externalId < kFirstRangeId) {
+      auto found = opsById.find(static_cast<int32_t>(op.externalId));
+      if (found != opsById.end()) activity.linked = found->second;
     }
-    if (e.correlation != 0 && e.type != ActivityType::CUDA_SYNC &&
-        launched.count(e.correlation) != 0 && ranOnGpu.count(e.correlation) != 0) {
-      activity.flow.id = static_cast<uint32_t>(e.correlation);
+    // An arrow only where both of its ends are in the trace, as in kinetrace's own.
+    if (op.paired && op.correlationId != 0 && type != ActivityType::CUDA_SYNC) {
+      activity.flow.id = op.correlationId;
       activity.flow.type = libkineto::kLinkAsyncCpuGpu;
-      activity.flow.start = launch ? 1 : 0;
+      activity.flow.start = call ? 1 : 0;
     }
-    if (e.externalId != 0) activity.addMetadata("External id", e.externalId);
-    if (!launch) {
-      activity.addMetadata("device", e.device);
-      activity.addMetadata("stream", e.stream);
+    if (op.externalId != 0) activity.addMetadata("External id", op.externalId);
+    if (!call) {
+      activity.addMetadata("device", op.device);
+      activity.addMetadata("stream", op.stream);
     }
-    activity.addMetadata("correlation", e.correlation);
+    activity.addMetadata("correlation", op.correlationId);
     all_.push_back(&activity);
-    if (!launch && e.type != ActivityType::CUDA_SYNC) {
-      auto annotation = annotationOfLaunch.find(e.correlation);
-      if (annotation != annotationOfLaunch.end()) {
-        auto [span, added] =
-            spans.try_emplace({annotation->second, e.device, e.stream},
-                              AnnotationSpan{activity.startTime, activity.endTime});
-        if (!added) {
-          span->second.startNs = std::min(span->second.startNs, activity.startTime);
-          span->second.endNs = std::max(span->second.endNs, activity.endTime);
-        }
-      }
+    if (call || type == ActivityType::CUDA_SYNC) return;
+    auto annotation = annotationOfLaunch.find(op.correlationId);
+    if (annotation == annotationOfLaunch.end()) return;
+    auto [span, added] = spans.try_emplace({annotation->second, op.device, op.stream},
+                                           AnnotationSpan{activity.startTime, activity.endTime});
+    if (!added) {
+      span->second.startNs = std::min(span->second.startNs, activity.startTime);
+      span->second.endNs = std::max(span->second.endNs, activity.endTime);
     }
-  }
+  });
 
   for (const auto& [key, extent] : spans) {
     const auto& [annotation, device, stream] = key;

@@ -1,10 +1,14 @@
 #include "session/seam.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "analysis/summary.h"
 #include "host/host_recorder.h"
 #include "model/clock.h"
 #include "model/trace_data.h"
 #include "output/atomic_file.h"
+#include "output/kind_names.h"
 #include "output/trace_events.h"
 #include "output/value_json.h"
 #include "session/session.h"
@@ -46,6 +50,57 @@ void popCorrelationId() noexcept {
 
 std::optional<Value> parseJson(const std::string& text) {
   return detail::parseJsonValue(text);
+}
+
+void visitOperations(const Trace& trace, const std::function<void(const TraceOperation&)>& visit) {
+  const detail::TraceData& data = detail::dataOf(trace);
+  const detail::TraceRecords& records = data.records;
+  const detail::StringTable& strings = data.tables.strings;
+  auto gpu = [&](TraceOperation::Kind kind, std::string_view name, const detail::GpuPlacement& at) {
+    TraceOperation op;
+    op.kind = kind;
+    op.name = name;
+    op.startNs = at.startNs;
+    op.endNs = at.endNs;
+    op.device = at.deviceId;
+    op.stream = at.streamId;
+    op.correlationId = at.correlationId;
+    op.externalId = at.externalId;
+    op.paired = at.hasLaunchCall;
+    visit(op);
+  };
+  for (const detail::KernelRecord& k : records.kernels) {
+    gpu(TraceOperation::Kind::Kernel, strings.get(k.name), k.at);
+  }
+  for (const detail::MemcpyRecord& m : records.memcpys) {
+    gpu(TraceOperation::Kind::Memcpy, detail::memcpyEventName(m.copyKind, m.srcKind, m.dstKind),
+        m.at);
+  }
+  for (const detail::MemsetRecord& m : records.memsets) {
+    gpu(TraceOperation::Kind::Memset, detail::memsetEventName(m.memoryKind), m.at);
+  }
+  for (const detail::SyncRecord& s : records.syncs) {
+    gpu(TraceOperation::Kind::Sync, detail::syncKindName(s.kind), s.at);
+  }
+  // A call started GPU work in the trace exactly when an arrow starts at it.
+  std::vector<uint32_t> arrows;
+  arrows.reserve(records.flows.size());
+  for (const detail::FlowRecord& flow : records.flows) arrows.push_back(flow.correlationId);
+  std::sort(arrows.begin(), arrows.end());
+  for (const detail::ApiCallRecord& call : records.apiCalls) {
+    TraceOperation op;
+    op.kind = call.domain == detail::ApiDomain::Driver ? TraceOperation::Kind::DriverCall
+                                                       : TraceOperation::Kind::RuntimeCall;
+    op.name = strings.get(call.name);
+    op.startNs = call.startNs;
+    op.endNs = call.endNs;
+    op.pid = data.tables.pid;
+    op.tid = call.thread < data.tables.threads.size() ? data.tables.threads[call.thread].tid : 0;
+    op.correlationId = call.correlationId;
+    op.externalId = call.externalId;
+    op.paired = std::binary_search(arrows.begin(), arrows.end(), call.correlationId);
+    visit(op);
+  }
 }
 
 int64_t gpuAnnotationTrackTid(uint32_t streamId) noexcept {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,31 @@ KINETRACE_API void popCorrelationId() noexcept;
 
 // JSON text as a metadata Value; nullopt when it is not valid JSON.
 KINETRACE_API std::optional<Value> parseJson(const std::string& text);
+
+// One GPU operation or launch-side CUDA call of a trace, typed: what a front-end that hands
+// operations to a framework (the libkineto-compatible API) reads instead of parsing the
+// events a sink would write.
+struct TraceOperation {
+  enum class Kind : uint8_t { Kernel, Memcpy, Memset, Sync, RuntimeCall, DriverCall };
+  Kind kind = Kind::Kernel;
+  std::string_view name;  // as traces show it; valid during the visit only
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  int64_t pid = 0;  // calls: the process and the OS thread that made the call
+  int64_t tid = 0;
+  uint32_t device = 0;  // GPU operations: where they ran
+  uint32_t stream = 0;
+  uint32_t correlationId = 0;
+  uint64_t externalId = 0;  // the pushed correlation id or host range at launch; 0: none
+  // GPU operations: their launch call is in the trace; calls: GPU work they started is. An
+  // arrow joins the two exactly when both say so.
+  bool paired = false;
+};
+
+// Visits every GPU operation and launch-side call a trace holds in memory (none when its
+// events were written while recording).
+KINETRACE_API void visitOperations(const Trace& trace,
+                                   const std::function<void(const TraceOperation&)>& visit);
 
 // The track (tid, under the device's pid) where kinetrace writes the GPU spans of host
 // ranges on a stream ("stream 7 annotations"): a framework's own GPU annotations go there.
