@@ -270,7 +270,10 @@ void ActivityProfiler::logInvariantViolation(const std::string& profileId,
 }
 
 void ActivityProfiler::stopAtExit() noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
+  // exit() may come from a thread while another is inside stopTrace(): that one ends the
+  // recording; waiting for it here could wait forever.
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   if (!active_.load(std::memory_order_relaxed) || profiler_ == nullptr) return;
   try {
     (void)profiler_->stop();
