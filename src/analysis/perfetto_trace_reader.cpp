@@ -1,5 +1,7 @@
 // Reads a .pftrace that PerfettoSink wrote back into the sink stream, event for event: the
-// inverse of the mapping in output/perfetto_sink.h.
+// inverse of the mapping in output/perfetto_sink.h. Packet sequences are followed as
+// Perfetto's trace processor follows them: interned strings and defaults per sequence,
+// cleared with its incremental state; times on the sequence's clocks turned into BOOTTIME.
 
 #include <fmt/format.h>
 
@@ -64,6 +66,38 @@ struct DecodedEvent {
   double counterDouble = 0;
 };
 
+// An incremental or offset clock of one packet sequence, as its last ClockSnapshot set it.
+struct SequenceClock {
+  bool incremental = false;
+  uint64_t unitNs = 1;
+  int64_t atSnapshotNs = 0;  // the clock's reading in the snapshot, in ns
+  int64_t bootNs = 0;        // BOOTTIME's reading in the same snapshot
+  int64_t lastNs = 0;        // an incremental clock's last reading
+};
+
+// What a packet sequence defined: interned strings and defaults (incremental state,
+// cleared by SEQ_INCREMENTAL_STATE_CLEARED) and its clocks (set by clock snapshots).
+struct SequenceState {
+  std::unordered_map<uint64_t, std::string> names;
+  std::unordered_map<uint64_t, std::string> categories;
+  std::unordered_map<uint64_t, std::string> annotationNames;
+  std::unordered_map<uint64_t, std::string> stringValues;  // odd ids: JSON texts
+  bool hasDefaultTrack = false;
+  uint64_t defaultTrack = 0;
+  uint32_t defaultClock = 0;  // 0: none
+  std::unordered_map<uint32_t, SequenceClock> clocks;
+
+  void clearIncrementalState() {
+    names.clear();
+    categories.clear();
+    annotationNames.clear();
+    stringValues.clear();
+    hasDefaultTrack = false;
+    defaultTrack = 0;
+    defaultClock = 0;
+  }
+};
+
 class PerfettoReader {
  public:
   PerfettoReader(const std::string& path, Sink& sink, std::string traceName, ReadReport& report)
@@ -96,17 +130,38 @@ class PerfettoReader {
 
   [[noreturn]] void fail(const std::string& what) const { throw Error(what); }
 
+  // In Perfetto's order: a cleared state, then the defaults, the interned data and a clock
+  // snapshot; then the packet's time, which may depend on all of them.
   void decodePacket(std::string_view bytes) {
     ProtoReader packet(bytes);
     ProtoField field;
+    bool hasTimestamp = false;
     uint64_t timestamp = 0;
+    uint32_t clockId = 0;
+    uint32_t sequenceId = 0;
+    bool cleared = false;
     std::string_view trackEvent;
     std::string_view descriptor;
     std::string_view interned;
+    std::string_view defaults;
+    std::string_view snapshot;
     while (packet.next(field)) {
       switch (field.number) {
         case kPacketTimestamp:
+          hasTimestamp = true;
           timestamp = field.value;
+          break;
+        case kPacketTimestampClockId:
+          clockId = static_cast<uint32_t>(field.value);
+          break;
+        case kPacketSequenceId:
+          sequenceId = static_cast<uint32_t>(field.value);
+          break;
+        case kPacketSequenceFlags:
+          cleared = cleared || (field.value & kSeqIncrementalStateCleared) != 0;
+          break;
+        case kPacketStateCleared:
+          cleared = cleared || field.value != 0;
           break;
         case kPacketTrackEvent:
           trackEvent = field.bytes;
@@ -117,24 +172,136 @@ class PerfettoReader {
         case kPacketInternedData:
           interned = field.bytes;
           break;
+        case kPacketTracePacketDefaults:
+          defaults = field.bytes;
+          break;
+        case kPacketClockSnapshot:
+          snapshot = field.bytes;
+          break;
         default:
-          break;  // sequence id and flags: one sequence only
+          break;
       }
     }
-    if (!interned.empty()) internedData(interned);
+    SequenceState& sequence = sequenceState(sequenceId);
+    if (cleared) sequence.clearIncrementalState();
+    if (!defaults.empty()) packetDefaults(sequence, defaults);
+    if (!interned.empty()) internedData(sequence, interned);
+    if (!snapshot.empty()) clockSnapshot(sequence, snapshot);
+    int64_t timeNs = 0;  // after the timebase
+    if (hasTimestamp) timeNs = packetTime(sequence, clockId, timestamp);
     if (!descriptor.empty()) trackDescriptor(descriptor);
-    if (!trackEvent.empty()) event(trackEvent, timestamp);
+    if (!trackEvent.empty()) {
+      if (!hasTimestamp) fail("a track event without a timestamp");
+      event(sequence, trackEvent, timeNs);
+    }
   }
 
-  void internedData(std::string_view bytes) {
+  SequenceState& sequenceState(uint32_t id) {
+    if (lastSequence_ == nullptr || id != lastSequenceId_) {
+      lastSequence_ = &sequences_[id];  // unordered_map references survive rehashing
+      lastSequenceId_ = id;
+    }
+    return *lastSequence_;
+  }
+
+  void packetDefaults(SequenceState& sequence, std::string_view bytes) {
+    sequence.hasDefaultTrack = false;
+    sequence.defaultClock = 0;
+    ProtoReader reader(bytes);
+    ProtoField field;
+    while (reader.next(field)) {
+      if (field.number == kDefaultsTimestampClockId) {
+        sequence.defaultClock = static_cast<uint32_t>(field.value);
+      } else if (field.number == kDefaultsTrackEvent) {
+        ProtoReader eventDefaults(field.bytes);
+        ProtoField part;
+        while (eventDefaults.next(part)) {
+          if (part.number == kTrackEventDefaultsTrackUuid) {
+            sequence.hasDefaultTrack = true;
+            sequence.defaultTrack = part.value;
+          }
+        }
+      }
+    }
+  }
+
+  // Sequence clocks (ids 64 to 127) against BOOTTIME, the clock kinetrace's times are on.
+  void clockSnapshot(SequenceState& sequence, std::string_view bytes) {
+    struct Reading {
+      uint32_t id = 0;
+      uint64_t timestamp = 0;
+      bool incremental = false;
+      uint64_t unitNs = 1;
+    };
+    std::vector<Reading> readings;
+    bool hasBoottime = false;
+    int64_t bootNs = 0;
+    ProtoReader reader(bytes);
+    ProtoField field;
+    while (reader.next(field)) {
+      if (field.number != kSnapshotClocks) continue;
+      Reading r;
+      ProtoReader clock(field.bytes);
+      ProtoField part;
+      while (clock.next(part)) {
+        if (part.number == kClockId) r.id = static_cast<uint32_t>(part.value);
+        if (part.number == kClockTimestamp) r.timestamp = part.value;
+        if (part.number == kClockIsIncremental) r.incremental = part.value != 0;
+        if (part.number == kClockUnitMultiplierNs && part.value != 0) r.unitNs = part.value;
+      }
+      if (r.id == kClockBoottime) {
+        hasBoottime = true;
+        bootNs = static_cast<int64_t>(r.timestamp * r.unitNs);
+      } else {
+        readings.push_back(r);
+      }
+    }
+    for (const Reading& r : readings) {
+      if (r.id < kFirstSequenceClock || r.id > kLastSequenceClock) continue;  // not used
+      if (!hasBoottime) {
+        fail(
+            fmt::format("a clock snapshot of clock {} without BOOTTIME, which kinetrace's "
+                        "times are on",
+                        r.id));
+      }
+      SequenceClock& clock = sequence.clocks[r.id];
+      clock.incremental = r.incremental;
+      clock.unitNs = r.unitNs;
+      clock.atSnapshotNs = static_cast<int64_t>(r.timestamp * r.unitNs);
+      clock.bootNs = bootNs;
+      clock.lastNs = clock.atSnapshotNs;
+    }
+  }
+
+  // A packet's time on BOOTTIME, which for kinetrace is nanoseconds after the timebase.
+  int64_t packetTime(SequenceState& sequence, uint32_t clockId, uint64_t timestamp) {
+    if (clockId == 0) clockId = sequence.defaultClock;
+    if (clockId == 0 || clockId == kClockBoottime) return static_cast<int64_t>(timestamp);
+    auto found = sequence.clocks.find(clockId);
+    if (found == sequence.clocks.end()) {
+      fail(
+          fmt::format("a timestamp on clock {}, which no clock snapshot on its sequence "
+                      "defines",
+                      clockId));
+    }
+    SequenceClock& clock = found->second;
+    const int64_t ns = static_cast<int64_t>(timestamp * clock.unitNs);
+    if (clock.incremental) {
+      clock.lastNs += ns;
+      return clock.lastNs - clock.atSnapshotNs + clock.bootNs;
+    }
+    return ns - clock.atSnapshotNs + clock.bootNs;
+  }
+
+  void internedData(SequenceState& sequence, std::string_view bytes) {
     ProtoReader reader(bytes);
     ProtoField field;
     while (reader.next(field)) {
       std::unordered_map<uint64_t, std::string>* table = nullptr;
-      if (field.number == kInternedEventNames) table = &names_;
-      if (field.number == kInternedCategories) table = &categories_;
-      if (field.number == kInternedAnnotationNames) table = &annotationNames_;
-      if (field.number == kInternedStringValues) table = &stringValues_;
+      if (field.number == kInternedEventNames) table = &sequence.names;
+      if (field.number == kInternedCategories) table = &sequence.categories;
+      if (field.number == kInternedAnnotationNames) table = &sequence.annotationNames;
+      if (field.number == kInternedStringValues) table = &sequence.stringValues;
       if (table == nullptr) continue;
       ProtoReader entry(field.bytes);
       ProtoField part;
@@ -200,7 +367,7 @@ class PerfettoReader {
     return found->second;
   }
 
-  Annotation annotation(std::string_view bytes) const {
+  Annotation annotation(const SequenceState& sequence, std::string_view bytes) const {
     Annotation a;
     ProtoReader reader(bytes);
     ProtoField field;
@@ -209,7 +376,7 @@ class PerfettoReader {
     while (reader.next(field)) {
       switch (field.number) {
         case kAnnotationNameIid:
-          a.name = interned(annotationNames_, field.value, "annotation name");
+          a.name = interned(sequence.annotationNames, field.value, "annotation name");
           break;
         case kAnnotationName:
           a.name = std::string(field.bytes);
@@ -240,10 +407,10 @@ class PerfettoReader {
           break;
         case kAnnotationStringIid:  // odd ids are JSON texts (output/perfetto_sink.cpp)
           a.kind = field.value % 2 == 1 ? Annotation::Kind::Json : Annotation::Kind::String;
-          a.text = interned(stringValues_, field.value, "string value");
+          a.text = interned(sequence.stringValues, field.value, "string value");
           break;
         case kAnnotationArray: {
-          const Annotation item = annotation(field.bytes);
+          const Annotation item = annotation(sequence, field.bytes);
           if (item.kind == Annotation::Kind::Int) {
             array.push_back(item.i);
           } else {
@@ -265,9 +432,11 @@ class PerfettoReader {
     return a;
   }
 
-  DecodedEvent decodeEvent(std::string_view bytes, uint64_t timestamp) const {
+  DecodedEvent decodeEvent(const SequenceState& sequence, std::string_view bytes,
+                           int64_t timeNs) const {
     DecodedEvent e;
-    e.timeNs = timebaseNs_ + static_cast<int64_t>(timestamp);
+    e.timeNs = timebaseNs_ + timeNs;
+    e.track = sequence.hasDefaultTrack ? sequence.defaultTrack : 0;
     ProtoReader reader(bytes);
     ProtoField field;
     while (reader.next(field)) {
@@ -279,24 +448,26 @@ class PerfettoReader {
           e.track = field.value;
           break;
         case kEventNameIid:
-          e.name = interned(names_, field.value, "event name");
+          e.name = interned(sequence.names, field.value, "event name");
           break;
         case kEventName:
           e.name = std::string(field.bytes);
           break;
         case kEventCategoryIids:
-          e.category = interned(categories_, field.value, "category");
+          e.category = interned(sequence.categories, field.value, "category");
           break;
         case kEventCategories:
           e.category = std::string(field.bytes);
           break;
         case kEventDebugAnnotations:
-          e.annotations.push_back(annotation(field.bytes));
+          e.annotations.push_back(annotation(sequence, field.bytes));
           break;
-        case kEventFlowIds:
+        case kEventFlowIds:  // fixed64 (older kinetrace files) or varint (flow_ids_old)
+        case kEventFlowIdsOld:
           e.flowIds.push_back(field.value);
           break;
         case kEventTerminatingFlowIds:
+        case kEventTerminatingFlowIdsOld:
           e.terminatingFlowIds.push_back(field.value);
           break;
         case kEventCounterValue:
@@ -322,14 +493,14 @@ class PerfettoReader {
     return found->second;
   }
 
-  void event(std::string_view bytes, uint64_t timestamp) {
-    DecodedEvent e = decodeEvent(bytes, timestamp);
+  void event(const SequenceState& sequence, std::string_view bytes, int64_t timeNs) {
+    DecodedEvent e = decodeEvent(sequence, bytes, timeNs);
     if (!begun_) {
       if (e.track != kMetadataTrackUuid || e.name != kHeaderEventName ||
           e.category != kLayoutCategory) {
         fail(fmt::format("its first event is not kinetrace's trace header; {}", kNotOurs));
       }
-      header(e, timestamp);
+      header(e);
       return;
     }
     if (ended_) fail("an event after the trace footer");
@@ -362,15 +533,15 @@ class PerfettoReader {
     }
   }
 
-  void header(const DecodedEvent& e, uint64_t timestamp) {
+  void header(const DecodedEvent& e) {
     if (e.annotations.size() < static_cast<std::size_t>(kHeaderFixedAnnotations) ||
         e.annotations[1].kind != Annotation::Kind::Int ||
-        e.annotations[2].kind != Annotation::Kind::Int || e.annotations[3].text != kFormatName) {
+        e.annotations[2].kind != Annotation::Kind::Int ||
+        (e.annotations[3].text != kFormatName && e.annotations[3].text != kFormatNameLayout1)) {
       fail(fmt::format("the trace header is not in the layout \"{}\"", kFormatName));
     }
     header_.baseTimeNs = e.annotations[1].i;
     timebaseNs_ = e.annotations[2].i;
-    (void)timestamp;
     for (std::size_t i = kHeaderFixedAnnotations; i < e.annotations.size(); ++i) {
       header_.metadata.push_back({e.annotations[i].name, valueOf(e.annotations[i])});
     }
@@ -522,10 +693,9 @@ class PerfettoReader {
   bool begun_ = false;
   bool ended_ = false;
   int64_t timebaseNs_ = 0;
-  std::unordered_map<uint64_t, std::string> names_;
-  std::unordered_map<uint64_t, std::string> categories_;
-  std::unordered_map<uint64_t, std::string> annotationNames_;
-  std::unordered_map<uint64_t, std::string> stringValues_;  // odd ids: JSON texts
+  std::unordered_map<uint32_t, SequenceState> sequences_;
+  SequenceState* lastSequence_ = nullptr;
+  uint32_t lastSequenceId_ = 0;
   std::unordered_map<uint64_t, TrackInfo> tracks_;
   std::unordered_map<uint64_t, std::vector<DecodedEvent>> open_;
   std::vector<Arg> args_;

@@ -9,14 +9,32 @@
 
 namespace kinetrace::detail::pftrace {
 
-// Every packet is on one packet sequence (interned strings are per sequence).
-constexpr uint32_t kSequenceId = 1;
+// Packet sequences. Every track that holds events (a thread track, a counter track, the
+// metadata track) has a packet sequence of its own, whose TracePacketDefaults name that
+// track: no event packet carries a track uuid. Sequence 1 is the metadata track's and also
+// holds every track descriptor; the others are numbered from 2 in the order their tracks
+// get their first event. Interned strings are per sequence (Perfetto's rule), so a string
+// used on several tracks is defined once on each; kinetrace gives it the same id on all.
+constexpr uint32_t kMetadataSequenceId = 1;
 
-// Packet timestamps are nanoseconds after the trace's timebase, which is one second before
-// the trace's base time (the window start): small numbers take fewer varint bytes than
-// nanoseconds since 1970, and events up to a second before the window (clock skew between
-// host and GPU) still fit. The timebase is written in the trace header.
+// Times are nanoseconds on BOOTTIME (Perfetto's default trace clock) counted from the
+// trace's timebase, one second before its base time (the window start): events up to a
+// second before the window (clock skew between host and GPU) still fit. The timebase is
+// written in the trace header.
 constexpr int64_t kTimebaseLeadNs = 1'000'000'000;
+
+// Each sequence's first packet clears its incremental state, sets its defaults and holds a
+// ClockSnapshot of BOOTTIME at 0 and kIncrementalClocks incremental clocks, ids 64, 65, ...,
+// also at 0. A packet's timestamp on an incremental clock is the time since that clock's
+// previous packet on the sequence, so a time takes one to three bytes instead of five.
+// Clock 64 is the sequence's default (TracePacketDefaults.timestamp_clock_id); a packet on
+// another clock names it (timestamp_clock_id, three bytes). An incremental clock cannot go
+// back, and a sequence's events are not all in time order (a range is written after the
+// ranges inside it; an event's end comes before the next event's start), so the writer
+// puts each packet on the clock that takes the fewest bytes: usually 64, another one when
+// the time is before clock 64's, BOOTTIME itself (an absolute time) when it is before all.
+constexpr uint32_t kDefaultClockId = 64;
+constexpr int kIncrementalClocks = 4;
 
 // The track that holds what is not an event on a timeline: the trace header (first event
 // of the file), the naming metadata events, and the trace footer (last event).
@@ -28,7 +46,10 @@ constexpr std::string_view kMetadataTrackName = "kinetrace trace metadata";
 constexpr std::string_view kLayoutCategory = "__kinetrace";
 constexpr std::string_view kHeaderEventName = "trace header";
 constexpr std::string_view kFooterEventName = "trace footer";
-constexpr std::string_view kFormatName = "kinetrace pftrace 1";
+// Layout 2 (packet sequences per track, incremental clocks, varint flow ids); the reader
+// also reads layout 1 (one sequence, absolute times, a track uuid on every event).
+constexpr std::string_view kFormatName = "kinetrace pftrace 2";
+constexpr std::string_view kFormatNameLayout1 = "kinetrace pftrace 1";
 constexpr int kHeaderFixedAnnotations = 4;
 // A naming metadata event ('M': process_name, thread_name, sort indexes, labels): an
 // instant of this category named like the event, whose annotations are the event's args

@@ -12,14 +12,37 @@ namespace kinetrace::detail::pftrace {
 constexpr uint32_t kTracePacket = 1;  // repeated TracePacket packet
 
 // trace_packet.proto: message TracePacket
-constexpr uint32_t kPacketTimestamp = 8;         // uint64 timestamp (ns, default clock)
-constexpr uint32_t kPacketSequenceId = 10;       // uint32 trusted_packet_sequence_id
-constexpr uint32_t kPacketTrackEvent = 11;       // TrackEvent track_event
-constexpr uint32_t kPacketInternedData = 12;     // InternedData interned_data
-constexpr uint32_t kPacketSequenceFlags = 13;    // uint32 sequence_flags
-constexpr uint32_t kPacketTrackDescriptor = 60;  // TrackDescriptor track_descriptor
+constexpr uint32_t kPacketClockSnapshot = 6;         // ClockSnapshot clock_snapshot
+constexpr uint32_t kPacketTimestamp = 8;             // uint64 timestamp
+constexpr uint32_t kPacketSequenceId = 10;           // uint32 trusted_packet_sequence_id
+constexpr uint32_t kPacketTrackEvent = 11;           // TrackEvent track_event
+constexpr uint32_t kPacketInternedData = 12;         // InternedData interned_data
+constexpr uint32_t kPacketSequenceFlags = 13;        // uint32 sequence_flags
+constexpr uint32_t kPacketStateCleared = 41;         // bool incremental_state_cleared (old)
+constexpr uint32_t kPacketTimestampClockId = 58;     // uint32 timestamp_clock_id
+constexpr uint32_t kPacketTracePacketDefaults = 59;  // TracePacketDefaults
+constexpr uint32_t kPacketTrackDescriptor = 60;      // TrackDescriptor track_descriptor
 // TracePacket.SequenceFlags
 constexpr uint64_t kSeqIncrementalStateCleared = 1;
+
+// trace_packet_defaults.proto: message TracePacketDefaults (the TracePacket's numbers)
+constexpr uint32_t kDefaultsTimestampClockId = 58;  // uint32 timestamp_clock_id
+constexpr uint32_t kDefaultsTrackEvent = 11;        // TrackEventDefaults track_event_defaults
+// track_event/track_event.proto: message TrackEventDefaults
+constexpr uint32_t kTrackEventDefaultsTrackUuid = 11;  // uint64 track_uuid
+
+// clock_snapshot.proto: message ClockSnapshot
+constexpr uint32_t kSnapshotClocks = 1;  // repeated Clock clocks
+// ClockSnapshot.Clock
+constexpr uint32_t kClockId = 1;                // uint32 clock_id
+constexpr uint32_t kClockTimestamp = 2;         // uint64 timestamp
+constexpr uint32_t kClockIsIncremental = 3;     // bool is_incremental
+constexpr uint32_t kClockUnitMultiplierNs = 4;  // uint64 unit_multiplier_ns
+// common/builtin_clock.proto: BuiltinClock. Ids 64 to 127 are clocks of one packet
+// sequence, defined by a ClockSnapshot on that sequence.
+constexpr uint32_t kClockBoottime = 6;
+constexpr uint32_t kFirstSequenceClock = 64;
+constexpr uint32_t kLastSequenceClock = 127;
 
 // track_event/track_descriptor.proto: message TrackDescriptor
 constexpr uint32_t kTrackUuid = 1;        // uint64 uuid
@@ -39,17 +62,19 @@ constexpr uint32_t kThreadTid = 2;   // int32 tid (int64 in newer protos; same v
 constexpr uint32_t kThreadName = 5;  // string thread_name
 
 // track_event/track_event.proto: message TrackEvent
-constexpr uint32_t kEventCategoryIids = 3;         // repeated uint64 category_iids
-constexpr uint32_t kEventDebugAnnotations = 4;     // repeated DebugAnnotation
-constexpr uint32_t kEventType = 9;                 // Type type
-constexpr uint32_t kEventNameIid = 10;             // uint64 name_iid
-constexpr uint32_t kEventTrackUuid = 11;           // uint64 track_uuid
-constexpr uint32_t kEventCategories = 22;          // repeated string categories
-constexpr uint32_t kEventName = 23;                // string name
-constexpr uint32_t kEventCounterValue = 30;        // int64 counter_value
-constexpr uint32_t kEventDoubleCounterValue = 44;  // double double_counter_value
-constexpr uint32_t kEventFlowIds = 47;             // repeated fixed64 flow_ids
-constexpr uint32_t kEventTerminatingFlowIds = 48;  // repeated fixed64 terminating_flow_ids
+constexpr uint32_t kEventCategoryIids = 3;            // repeated uint64 category_iids
+constexpr uint32_t kEventDebugAnnotations = 4;        // repeated DebugAnnotation
+constexpr uint32_t kEventType = 9;                    // Type type
+constexpr uint32_t kEventNameIid = 10;                // uint64 name_iid
+constexpr uint32_t kEventTrackUuid = 11;              // uint64 track_uuid
+constexpr uint32_t kEventCategories = 22;             // repeated string categories
+constexpr uint32_t kEventName = 23;                   // string name
+constexpr uint32_t kEventCounterValue = 30;           // int64 counter_value
+constexpr uint32_t kEventDoubleCounterValue = 44;     // double double_counter_value
+constexpr uint32_t kEventFlowIdsOld = 36;             // repeated uint64 flow_ids_old
+constexpr uint32_t kEventTerminatingFlowIdsOld = 42;  // repeated uint64 terminating_flow_ids_old
+constexpr uint32_t kEventFlowIds = 47;                // repeated fixed64 flow_ids
+constexpr uint32_t kEventTerminatingFlowIds = 48;     // repeated fixed64 terminating_flow_ids
 // TrackEvent.Type
 constexpr uint64_t kTypeSliceBegin = 1;
 constexpr uint64_t kTypeSliceEnd = 2;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,53 +37,67 @@ bool endsWith(std::string_view text, std::string_view suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Strings of one kind (event names, categories, annotation names) with their interning ids,
-// from 1. Most strings come again and again from the same address (a trace's string table,
-// a literal): a slot per address remembers the id, checked against the interned text, so a
-// repeat costs one comparison, and an address reused for other text only misses the slot.
+// Strings of one kind (event names, categories, annotation names) with their interning ids:
+// the same id for a string on every sequence (each sequence defines it once, see
+// Encoder::intern). Most strings come again and again from the same address (a trace's
+// string table, a literal): a slot per address remembers the string's index, checked
+// against the interned text, so a repeat costs one comparison, and an address reused for
+// other text only misses the slot.
 class InternTable {
  public:
+  static constexpr std::size_t kNone = ~std::size_t{0};
+
   // Ids are first, first + stride, first + 2 * stride, ...
   explicit InternTable(uint64_t stride = 1, uint64_t first = 1) : stride_(stride), first_(first) {}
 
-  // The string's id, and whether it is new; 0 when the budget is spent and the string is
-  // not already interned (the caller writes it in place).
-  uint64_t find(std::string_view text, bool* isNew, std::size_t* budgetBytes) {
+  // The string's index (0, 1, 2, ... in order of first use), or kNone when the budget is
+  // spent and the string is not already interned (the caller writes it in place).
+  std::size_t find(std::string_view text, std::size_t* budgetBytes) {
     Slot& slot = slots_[(reinterpret_cast<uintptr_t>(text.data()) >> 3 ^ text.size()) % kSlots];
     if (slot.data == text.data() && slot.text != nullptr && slot.text->size() == text.size() &&
         std::memcmp(slot.text->data(), text.data(), text.size()) == 0) {
-      *isNew = false;
-      return slot.id;
+      return slot.index;
     }
     key_.assign(text.data(), text.size());
-    auto found = ids_.find(key_);
-    *isNew = found == ids_.end();
-    if (*isNew) {
-      if (*budgetBytes < text.size() + kEntryOverheadBytes) {
-        *isNew = false;  // not interned at all: the caller writes it in place
-        return 0;
-      }
+    auto found = indexes_.find(key_);
+    if (found == indexes_.end()) {
+      if (*budgetBytes < text.size() + kEntryOverheadBytes) return kNone;
       *budgetBytes -= text.size() + kEntryOverheadBytes;
-      found = ids_.emplace(key_, first_ + stride_ * ids_.size()).first;
+      found = indexes_.emplace(key_, indexes_.size()).first;
     }
     slot = Slot{text.data(), &found->first, found->second};  // map keys never move
     return found->second;
   }
+  uint64_t id(std::size_t index) const { return first_ + stride_ * index; }
 
  private:
   struct Slot {
     const char* data = nullptr;
     const std::string* text = nullptr;
-    uint64_t id = 0;
+    std::size_t index = 0;
   };
   static constexpr std::size_t kSlots = 1021;  // prime: addresses are 8-byte aligned
   // What a map entry costs beyond its characters (node, hash, id): counted in the budget.
   static constexpr std::size_t kEntryOverheadBytes = 64;
   uint64_t stride_;
   uint64_t first_;
-  std::unordered_map<std::string, uint64_t> ids_;
+  std::unordered_map<std::string, std::size_t> indexes_;
   std::array<Slot, kSlots> slots_{};
   std::string key_;
+};
+
+// The kinds of interned strings, one InternTable each.
+enum InternKind { kNames, kCategories, kAnnotationNames, kJsonValues, kStringValues, kKinds };
+
+// A packet sequence (perfetto_layout.h): its id, the track its events are on, the time each
+// of its incremental clocks last read, and which interned strings it has defined (a bit
+// per string index, per kind).
+struct Sequence {
+  uint32_t id = 0;
+  uint64_t trackUuid = 0;
+  bool started = false;
+  std::array<uint64_t, kIncrementalClocks> clockNs{};  // after the timebase
+  std::array<std::vector<uint64_t>, kKinds> defined;
 };
 
 struct PairHash {
@@ -104,6 +119,7 @@ class PerfettoSink::Encoder {
     if (!output_) throw Error("PerfettoSink needs an output");
     out_.reserve(bufferBytes_ + 4096);
     interned_.reserve(4096);
+    metadata_ = newSequence(kMetadataTrackUuid);
   }
 
   void begin(const TraceHeader& header) {
@@ -111,17 +127,17 @@ class PerfettoSink::Encoder {
     state_ = State::Writing;
     timebaseNs_ = header.baseTimeNs - kTimebaseLeadNs;
 
-    // The first packet clears the sequence's incremental state: interned ids start here.
+    // The metadata sequence starts first: it holds the track descriptors too.
+    startSequence(sequence(metadata_));
     const std::size_t packet = w_.beginMessage(kTracePacket);
-    w_.varint(kPacketSequenceId, kSequenceId);
-    w_.varint(kPacketSequenceFlags, kSeqIncrementalStateCleared);
+    w_.varint(kPacketSequenceId, kMetadataSequenceId);
     const std::size_t track = w_.beginMessage(kPacketTrackDescriptor);
     w_.varint(kTrackUuid, kMetadataTrackUuid);
     w_.bytes(kTrackName, kMetadataTrackName);
     w_.endMessage(track);
     w_.endMessage(packet);
 
-    openInstant(kMetadataTrackUuid, header.baseTimeNs, kHeaderEventName, kLayoutCategory);
+    openInstant(metadata_, header.baseTimeNs, kHeaderEventName, kLayoutCategory);
     stringAnnotation("traceName", header.traceName);
     intAnnotation("baseTimeNanoseconds", header.baseTimeNs);
     intAnnotation("timebaseNanoseconds", timebaseNs_);
@@ -148,8 +164,7 @@ class PerfettoSink::Encoder {
     expectState(State::Writing, "end");
     try {
       closePendingSlice();
-      openInstant(kMetadataTrackUuid, timebaseNs_ + kTimebaseLeadNs, kFooterEventName,
-                  kLayoutCategory);
+      openInstant(metadata_, timebaseNs_ + kTimebaseLeadNs, kFooterEventName, kLayoutCategory);
       for (const Value::Member& member : footer) {
         if (isKeyTheSinkWrites(member.key)) continue;
         valueAnnotation(member.key, member.value);
@@ -173,8 +188,10 @@ class PerfettoSink::Encoder {
  private:
   enum class State { Created, Writing, Ended, Failed };
 
+  // A thread track: its uuid is its sequence's track. Tracks are named below by the index
+  // of their sequence in sequences_.
   struct ThreadTrack {
-    uint64_t uuid = 0;
+    std::size_t sequence = 0;
     uint64_t processUuid = 0;
   };
 
@@ -186,7 +203,7 @@ class PerfettoSink::Encoder {
     int64_t tid = 0;
     int64_t startNs = 0;
     int64_t endNs = 0;
-    uint64_t uuid = 0;
+    std::size_t sequence = 0;
   };
 
   static bool isKeyTheSinkWrites(std::string_view key) {
@@ -205,21 +222,21 @@ class PerfettoSink::Encoder {
     if (event.phase == Phase::FlowStart || event.phase == Phase::FlowEnd) {
       if (attachFlow(event)) return;
     }
-    closePendingSlice();
+    closePendingSlice(&event);
     flushIfFull();
     switch (event.phase) {
       case Phase::Complete: {
-        const uint64_t uuid = threadTrack(event.pid, event.tid).uuid;
-        if (!openTrackEvent(event.timestampNs, kTypeSliceBegin, uuid)) return;
+        const std::size_t track = threadTrack(event.pid, event.tid).sequence;
+        if (!openTrackEvent(track, event.timestampNs, kTypeSliceBegin)) return;
         eventNames(event.name, event.category);
         annotations(event);
         slice_ = {
             true, event.pid, event.tid, event.timestampNs, event.timestampNs + event.durationNs,
-            uuid};
+            track};
         return;
       }
       case Phase::Instant:
-        if (!openInstant(threadTrack(event.pid, event.tid).uuid, event.timestampNs, event.name,
+        if (!openInstant(threadTrack(event.pid, event.tid).sequence, event.timestampNs, event.name,
                          event.category)) {
           return;
         }
@@ -229,12 +246,11 @@ class PerfettoSink::Encoder {
       case Phase::FlowStart:
       case Phase::FlowEnd:
         // Not at the start of the slice before it: an instant that carries the arrow.
-        if (!openInstant(threadTrack(event.pid, event.tid).uuid, event.timestampNs, event.name,
+        if (!openInstant(threadTrack(event.pid, event.tid).sequence, event.timestampNs, event.name,
                          event.category)) {
           return;
         }
-        w_.fixed64(event.phase == Phase::FlowStart ? kEventFlowIds : kEventTerminatingFlowIds,
-                   event.flowId);
+        flowId(event);
         closeEvent();
         return;
       case Phase::Counter:
@@ -253,23 +269,32 @@ class PerfettoSink::Encoder {
         event.category != kLaunchFlowName) {
       return false;
     }
-    w_.fixed64(event.phase == Phase::FlowStart ? kEventFlowIds : kEventTerminatingFlowIds,
-               event.flowId);
+    flowId(event);
     return true;
+  }
+
+  // Flow ids as varints (flow_ids_old, terminating_flow_ids_old): about five bytes for a
+  // correlation id where the fixed64 fields (flow_ids, terminating_flow_ids) take ten.
+  // Perfetto marks the varint fields deprecated but reads both (the fixed64 ones win when
+  // an event has both; kinetrace writes one); fixed64 suits its own hashed 64-bit ids,
+  // which take ten bytes as varints.
+  void flowId(const Event& event) {
+    w_.varint(event.phase == Phase::FlowStart ? kEventFlowIdsOld : kEventTerminatingFlowIdsOld,
+              event.flowId);
   }
 
   void writeCounter(const Event& event) {
     for (std::size_t i = 0; i < event.argCount; ++i) {
       const Arg& arg = event.args[i];
-      const uint64_t uuid = counterTrack(event.pid, event.tid, event.name, arg.key);
+      const std::size_t track = counterTrack(event.pid, event.tid, event.name, arg.key);
       if (const auto* d = std::get_if<double>(&arg.value)) {
-        if (!openTrackEvent(event.timestampNs, kTypeCounter, uuid)) return;
+        if (!openTrackEvent(track, event.timestampNs, kTypeCounter)) return;
         w_.doubleValue(kEventDoubleCounterValue, *d);
       } else if (const auto* i64 = std::get_if<int64_t>(&arg.value)) {
-        if (!openTrackEvent(event.timestampNs, kTypeCounter, uuid)) return;
+        if (!openTrackEvent(track, event.timestampNs, kTypeCounter)) return;
         w_.signedVarint(kEventCounterValue, *i64);
       } else if (const auto* u64 = std::get_if<uint64_t>(&arg.value)) {
-        if (!openTrackEvent(event.timestampNs, kTypeCounter, uuid)) return;
+        if (!openTrackEvent(track, event.timestampNs, kTypeCounter)) return;
         if (*u64 <= static_cast<uint64_t>(INT64_MAX)) {
           w_.signedVarint(kEventCounterValue, static_cast<int64_t>(*u64));
         } else {
@@ -296,14 +321,55 @@ class PerfettoSink::Encoder {
       const ThreadTrack& track = threadTrack(event.pid, event.tid);
       describeThread(track, event.pid, event.tid, *text);
     }
-    if (!openInstant(kMetadataTrackUuid, event.timestampNs, event.name, kNamingCategory)) return;
+    if (!openInstant(metadata_, event.timestampNs, event.name, kNamingCategory)) return;
     annotations(event);
     intAnnotation("pid", event.pid);
     intAnnotation("tid", event.tid);
     closeEvent();
   }
 
-  // ---- tracks --------------------------------------------------------------------------
+  // ---- tracks and sequences --------------------------------------------------------------
+
+  Sequence& sequence(std::size_t index) { return sequences_[index]; }
+
+  // A sequence for a new track; it starts (its first packet is written) with its first event.
+  std::size_t newSequence(uint64_t trackUuid) {
+    Sequence& s = sequences_.emplace_back();
+    s.id = static_cast<uint32_t>(sequences_.size());  // kMetadataSequenceId for the first
+    s.trackUuid = trackUuid;
+    return sequences_.size() - 1;
+  }
+
+  // Clears the sequence's incremental state and sets its defaults and clocks.
+  void startSequence(Sequence& s) {
+    s.started = true;
+    const std::size_t packet = w_.beginMessage(kTracePacket);
+    w_.varint(kPacketSequenceId, s.id);
+    w_.varint(kPacketSequenceFlags, kSeqIncrementalStateCleared);
+    const std::size_t defaults = w_.beginMessage(kPacketTracePacketDefaults);
+    w_.varint(kDefaultsTimestampClockId, kDefaultClockId);
+    const std::size_t eventDefaults = w_.beginMessage(kDefaultsTrackEvent);
+    w_.varint(kTrackEventDefaultsTrackUuid, s.trackUuid);
+    w_.endMessage(eventDefaults);
+    w_.endMessage(defaults);
+    const std::size_t snapshot = w_.beginMessage(kPacketClockSnapshot);
+    snapshotClock(kClockBoottime, false);
+    for (int k = 0; k < kIncrementalClocks; ++k) {
+      snapshotClock(kDefaultClockId + static_cast<uint32_t>(k), true);
+      s.clockNs[static_cast<std::size_t>(k)] = 0;
+    }
+    w_.endMessage(snapshot);
+    w_.endMessage(packet);
+  }
+
+  // A clock reading 0 when BOOTTIME reads 0, that is at the timebase.
+  void snapshotClock(uint32_t id, bool incremental) {
+    const std::size_t clock = w_.beginMessage(kSnapshotClocks);
+    w_.varint(kClockId, id);
+    w_.varint(kClockTimestamp, 0);
+    if (incremental) w_.boolean(kClockIsIncremental, true);
+    w_.endMessage(clock);
+  }
 
   uint64_t processTrack(int64_t pid) {
     auto found = processes_.find(pid);
@@ -320,7 +386,7 @@ class PerfettoSink::Encoder {
     if (found == threads_.end()) {
       ThreadTrack track;
       track.processUuid = processTrack(pid);
-      track.uuid = nextUuid_++;
+      track.sequence = newSequence(nextUuid_++);
       found = threads_.emplace(std::make_pair(pid, tid), track).first;
       describeThread(track, pid, tid, {});
     }
@@ -329,28 +395,28 @@ class PerfettoSink::Encoder {
     return found->second;
   }
 
-  uint64_t counterTrack(int64_t pid, int64_t tid, std::string_view name, std::string_view key) {
+  std::size_t counterTrack(int64_t pid, int64_t tid, std::string_view name, std::string_view key) {
     auto lookup = std::make_tuple(pid, tid, std::string(name), std::string(key));
     auto found = counters_.find(lookup);
     if (found != counters_.end()) return found->second;
-    const uint64_t parent = threadTrack(pid, tid).uuid;
-    const uint64_t uuid = nextUuid_++;
-    counters_.emplace(std::move(lookup), uuid);
+    const uint64_t parent = sequence(threadTrack(pid, tid).sequence).trackUuid;
+    const std::size_t track = newSequence(nextUuid_++);
+    counters_.emplace(std::move(lookup), track);
     const std::size_t packet = w_.beginMessage(kTracePacket);
-    w_.varint(kPacketSequenceId, kSequenceId);
-    const std::size_t track = w_.beginMessage(kPacketTrackDescriptor);
-    w_.varint(kTrackUuid, uuid);
+    w_.varint(kPacketSequenceId, kMetadataSequenceId);
+    const std::size_t descriptor = w_.beginMessage(kPacketTrackDescriptor);
+    w_.varint(kTrackUuid, sequence(track).trackUuid);
     w_.varint(kTrackParentUuid, parent);
     w_.bytes(kTrackName, key == name ? std::string(name) : fmt::format("{} {}", name, key));
     w_.endMessage(w_.beginMessage(kTrackCounter));  // an empty CounterDescriptor
-    w_.endMessage(track);
+    w_.endMessage(descriptor);
     w_.endMessage(packet);
-    return uuid;
+    return track;
   }
 
   void describeProcess(uint64_t uuid, int64_t pid, std::string_view name) {
     const std::size_t packet = w_.beginMessage(kTracePacket);
-    w_.varint(kPacketSequenceId, kSequenceId);
+    w_.varint(kPacketSequenceId, kMetadataSequenceId);
     const std::size_t track = w_.beginMessage(kPacketTrackDescriptor);
     w_.varint(kTrackUuid, uuid);
     const std::size_t process = w_.beginMessage(kTrackProcess);
@@ -363,9 +429,9 @@ class PerfettoSink::Encoder {
 
   void describeThread(const ThreadTrack& t, int64_t pid, int64_t tid, std::string_view name) {
     const std::size_t packet = w_.beginMessage(kTracePacket);
-    w_.varint(kPacketSequenceId, kSequenceId);
+    w_.varint(kPacketSequenceId, kMetadataSequenceId);
     const std::size_t track = w_.beginMessage(kPacketTrackDescriptor);
-    w_.varint(kTrackUuid, t.uuid);
+    w_.varint(kTrackUuid, sequence(t.sequence).trackUuid);
     w_.varint(kTrackParentUuid, t.processUuid);
     const std::size_t thread = w_.beginMessage(kTrackThread);
     w_.signedVarint(kThreadPid, pid);
@@ -378,28 +444,68 @@ class PerfettoSink::Encoder {
 
   // ---- events --------------------------------------------------------------------------
 
-  // Opens a packet and its TrackEvent; false (and the event counted as dropped) when the
-  // time is before the timebase, which a packet's unsigned timestamp cannot hold.
-  bool openTrackEvent(int64_t timeNs, uint64_t type, uint64_t trackUuid) {
+  // Opens a packet and its TrackEvent on the track's sequence; false (and the event counted
+  // as dropped) when the time is before the timebase, which no clock here can hold.
+  // `nextNs` is the time of the sequence's next packet when known (see timestamp()).
+  bool openTrackEvent(std::size_t trackSequence, int64_t timeNs, uint64_t type,
+                      int64_t nextNs = INT64_MAX) {
     if (timeNs < timebaseNs_) {
       ++eventsBeforeTimebase_;
       return false;
     }
+    Sequence& s = sequence(trackSequence);
+    if (!s.started) startSequence(s);
+    current_ = &s;
     packetMark_ = w_.beginMessage(kTracePacket);
-    w_.varint(kPacketTimestamp, static_cast<uint64_t>(timeNs - timebaseNs_));
-    w_.varint(kPacketSequenceId, kSequenceId);
+    timestamp(s, static_cast<uint64_t>(timeNs - timebaseNs_),
+              nextNs < timeNs && nextNs >= timebaseNs_);
+    w_.varint(kPacketSequenceId, s.id);
     // No SEQ_NEEDS_INCREMENTAL_STATE flag: it only tells a reader to skip packets on a
-    // sequence whose state was lost (a ring buffer that wrapped); this file's first packet
-    // clears the state and none is lost after it, and two bytes per event add up.
+    // sequence whose state was lost (a ring buffer that wrapped); this file's sequences
+    // clear their state first and lose none after, and two bytes per event add up. The
+    // track is the sequence's default, so no track_uuid.
     eventMark_ = w_.beginMessage(kPacketTrackEvent);
     w_.varint(kEventType, type);
-    w_.varint(kEventTrackUuid, trackUuid);
     return true;
   }
 
-  bool openInstant(uint64_t trackUuid, int64_t timeNs, std::string_view name,
+  // The packet's time on the clock that takes the fewest bytes (perfetto_layout.h): one of
+  // the incremental clocks not past the time, the default one unless another saves bytes;
+  // BOOTTIME (an absolute time) only when all are past it. A tie goes to the smaller step,
+  // which leaves the clocks further behind free for earlier times. When the sequence's next
+  // packet is known to be earlier (`nextIsEarlier`: a slice's end, then a slice inside it),
+  // the default clock costs this packet the clock field the next one would need.
+  void timestamp(Sequence& s, uint64_t t, bool nextIsEarlier) {
+    constexpr std::size_t kClockFieldBytes = 3;  // a two-byte key and the id
+    int best = -1;
+    std::tuple<std::size_t, bool, uint64_t> bestCost;  // bytes, whether it delays the next, step
+    for (int k = 0; k < kIncrementalClocks; ++k) {
+      const uint64_t last = s.clockNs[static_cast<std::size_t>(k)];
+      if (last > t) continue;
+      const uint64_t step = t - last;
+      const bool delaysNext = k == 0 && nextIsEarlier;
+      const std::size_t bytes =
+          (k == 0 && !delaysNext ? 0 : kClockFieldBytes) + proto::varintSize(step);
+      const auto cost = std::make_tuple(bytes, delaysNext, step);
+      if (best < 0 || cost < bestCost) {
+        best = k;
+        bestCost = cost;
+        if (k == 0 && bytes == 1) break;  // one byte on the default clock: nothing is shorter
+      }
+    }
+    if (best < 0) {
+      w_.varint(kPacketTimestamp, t);
+      w_.varint(kPacketTimestampClockId, kClockBoottime);
+      return;
+    }
+    s.clockNs[static_cast<std::size_t>(best)] = t;
+    w_.varint(kPacketTimestamp, std::get<2>(bestCost));
+    if (best > 0) w_.varint(kPacketTimestampClockId, kDefaultClockId + static_cast<uint32_t>(best));
+  }
+
+  bool openInstant(std::size_t trackSequence, int64_t timeNs, std::string_view name,
                    std::string_view category) {
-    if (!openTrackEvent(timeNs, kTypeInstant, trackUuid)) return false;
+    if (!openTrackEvent(trackSequence, timeNs, kTypeInstant)) return false;
     eventNames(name, category);
     return true;
   }
@@ -414,24 +520,31 @@ class PerfettoSink::Encoder {
     w_.endMessage(packetMark_);
   }
 
-  void closePendingSlice() {
+  // `next` is the event being written, if any: on the same track, its time is the
+  // sequence's next packet time.
+  void closePendingSlice(const Event* next = nullptr) {
     if (!slice_.open) return;
     slice_.open = false;
     closeEvent();
-    if (!openTrackEvent(slice_.endNs, kTypeSliceEnd, slice_.uuid)) return;
+    const bool sameTrack = next != nullptr && next->pid == slice_.pid && next->tid == slice_.tid &&
+                           next->phase != Phase::Counter && next->phase != Phase::Metadata;
+    if (!openTrackEvent(slice_.sequence, slice_.endNs, kTypeSliceEnd,
+                        sameTrack ? next->timestampNs : INT64_MAX)) {
+      return;
+    }
     closeEvent();
   }
 
   void eventNames(std::string_view name, std::string_view category) {
     if (!category.empty()) {
-      const uint64_t id = intern(categories_, kInternedCategories, category);
+      const uint64_t id = intern(categories_, kCategories, kInternedCategories, category);
       if (id != 0) {
         w_.varint(kEventCategoryIids, id);
       } else {
         w_.bytes(kEventCategories, category);
       }
     }
-    const uint64_t id = intern(names_, kInternedEventNames, name);
+    const uint64_t id = intern(names_, kNames, kInternedEventNames, name);
     if (id != 0) {
       w_.varint(kEventNameIid, id);
     } else {
@@ -439,12 +552,24 @@ class PerfettoSink::Encoder {
     }
   }
 
-  // The id of a string, adding it to this packet's interned data when it is new; 0 when
-  // the intern budget is spent.
-  uint64_t intern(InternTable& table, uint32_t field, std::string_view text) {
-    bool isNew = false;
-    const uint64_t id = table.find(text, &isNew, &internBudgetBytes_);
-    if (isNew) {
+  // The string's id, defining it in this packet's interned data when the packet's sequence
+  // has not defined it yet; 0 when the intern budget is spent (the caller writes the string
+  // in place). Which strings a sequence defined is a bit per string, counted in the budget.
+  uint64_t intern(InternTable& table, InternKind kind, uint32_t field, std::string_view text) {
+    const std::size_t index = table.find(text, &internBudgetBytes_);
+    if (index == InternTable::kNone) return 0;
+    std::vector<uint64_t>& defined = current_->defined[kind];
+    const std::size_t word = index / 64;
+    if (word >= defined.size()) {
+      const std::size_t bytes = (word + 1 - defined.size()) * sizeof(uint64_t);
+      if (internBudgetBytes_ < bytes) return 0;
+      internBudgetBytes_ -= bytes;
+      defined.resize(word + 1);
+    }
+    const uint64_t bit = uint64_t{1} << (index % 64);
+    const uint64_t id = table.id(index);
+    if ((defined[word] & bit) == 0) {
+      defined[word] |= bit;
       ProtoWriter interned(interned_);
       const std::size_t entry = interned.beginMessage(field);
       interned.varint(kInternedIid, id);
@@ -462,7 +587,8 @@ class PerfettoSink::Encoder {
   void stringValue(std::string_view text, bool json) {
     const uint64_t id =
         text.size() <= kMaxInternedValueBytes
-            ? intern(json ? jsonValues_ : stringValues_, kInternedStringValues, text)
+            ? intern(json ? jsonValues_ : stringValues_, json ? kJsonValues : kStringValues,
+                     kInternedStringValues, text)
             : 0;
     if (id != 0) {
       w_.varint(kAnnotationStringIid, id);
@@ -473,7 +599,7 @@ class PerfettoSink::Encoder {
 
   std::size_t openAnnotation(std::string_view key) {
     const std::size_t mark = w_.beginMessage(kEventDebugAnnotations);
-    const uint64_t id = intern(annotationNames_, kInternedAnnotationNames, key);
+    const uint64_t id = intern(annotationNames_, kAnnotationNames, kInternedAnnotationNames, key);
     if (id != 0) {
       w_.varint(kAnnotationNameIid, id);
     } else {
@@ -584,14 +710,17 @@ class PerfettoSink::Encoder {
   int64_t timebaseNs_ = 0;
   std::size_t packetMark_ = 0;
   std::size_t eventMark_ = 0;
+  Sequence* current_ = nullptr;  // the sequence of the packet being written
   OpenSlice slice_;
 
+  std::deque<Sequence> sequences_;  // by id - 1; a deque: references stay valid
+  std::size_t metadata_ = 0;        // the metadata track's sequence
   uint64_t nextUuid_ = kMetadataTrackUuid + 1;
   std::unordered_map<int64_t, uint64_t> processes_;
   std::unordered_map<std::pair<int64_t, int64_t>, ThreadTrack, PairHash> threads_;
   std::pair<int64_t, int64_t> lastThreadKey_;
   const ThreadTrack* lastThread_ = nullptr;
-  std::map<std::tuple<int64_t, int64_t, std::string, std::string>, uint64_t> counters_;
+  std::map<std::tuple<int64_t, int64_t, std::string, std::string>, std::size_t> counters_;
 
   InternTable names_;
   InternTable categories_;

@@ -11,25 +11,29 @@
 namespace kinetrace::detail {
 
 // Writes a trace in Perfetto's native protobuf format (a .pftrace file: a `Trace` message,
-// one `TracePacket` per track descriptor or track event), streamed like the JSON: packets
-// are encoded into a buffer that is handed to the output whenever it fills.
+// one `TracePacket` per track descriptor, track event or start of a packet sequence),
+// streamed like the JSON: packets are encoded into a buffer that is handed to the output
+// whenever it fills.
 //
 // The mapping (docs/PERFETTO_FORMAT.md, perfetto_layout.h):
 //   - every (pid, tid) of the JSON is a thread track under a process track, so host
 //     threads, GPU streams and their lanes are grouped and named as in the JSON; names
 //     come from the process_name / thread_name metadata events;
+//   - every track with events has a packet sequence whose defaults name the track and
+//     whose incremental clocks carry the events' times as small steps;
 //   - a Complete event is a SLICE_BEGIN / SLICE_END pair, an Instant an INSTANT, each
 //     series of a Counter event a counter track under its thread;
 //   - event names, categories, argument names and short string values are interned;
 //     arguments are debug annotations (Dim3 as an array of three; JSON text as an interned
 //     string with an odd id, or a legacy JSON value when long);
 //   - launch arrows ("ac2g" flow events at the start of the slice just written) are flow
-//     ids on that slice; other flow events are instants carrying the flow id;
+//     ids on that slice; other flow events are instants carrying the flow id (varints);
 //   - the header and footer metadata, and every naming event, are instants on a
 //     "kinetrace trace metadata" track, so the file holds everything the JSON holds.
 //
-// Memory: the buffer, one open slice, and the interned strings (up to kInternBudgetBytes;
-// past it strings are written in place, uninterned).
+// Memory: the buffer, one open slice, a small record per track, and the interned strings
+// with a bit per string and sequence that defined it (up to kInternBudgetBytes; past it
+// strings are written in place, uninterned).
 class PerfettoSink final : public Sink {
  public:
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;

@@ -17,6 +17,9 @@
 
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
+#include "output/perfetto_layout.h"
+#include "output/perfetto_schema.h"
+#include "output/protobuf.h"
 #include "output/trace_events.h"
 #include "support/sample_trace.h"
 #include "support/temp_dir.h"
@@ -271,6 +274,231 @@ TEST_F(TraceReaderTest, ATruncatedPftraceIsAnError) {
   const std::string inside = errorReading(path("cut.pftrace"));
   EXPECT_NE(inside.find(" ends inside the packet at byte "), std::string::npos) << inside;
   EXPECT_NE(inside.find("(is the file truncated?)"), std::string::npos) << inside;
+}
+
+// A sequence that clears its incremental state again part way (Perfetto's own writers do,
+// e.g. after a buffer wrapped; kinetrace's writer clears each sequence's state once, at its
+// start): the strings it defined before are gone, ids mean what the new interned data says,
+// and the clock snapshot that comes with the reset restarts the incremental clock.
+TEST_F(TraceReaderTest, APftraceSequenceThatClearsItsStateAgainReadsWithItsNewStringsAndClock) {
+  using namespace pftrace;
+  constexpr int64_t kStart = 1'750'000'000'000'000'000;
+  const std::string file = path("reset.pftrace");
+  {
+    std::unique_ptr<Sink> sink = openSink(file);
+    sink->begin(TraceHeader{"reset", kStart, {}});
+    Event slice;
+    slice.phase = Phase::Complete;
+    slice.name = "before";
+    slice.category = "cpu_op";
+    slice.pid = 1;
+    slice.tid = 1;
+    slice.timestampNs = kStart + 100;
+    slice.durationNs = 50;
+    sink->write(slice);
+    sink->end({});
+  }
+  // The packets, and the slice's sequence and track (its sequence's default track).
+  const std::string original = readFile(file);
+  std::vector<std::string_view> packets;
+  proto::ProtoReader trace(original);
+  proto::ProtoField field;
+  while (trace.next(field)) packets.push_back(field.bytes);
+  uint64_t sequence = 0;
+  uint64_t track = 0;
+  for (std::string_view packet : packets) {
+    proto::ProtoReader reader(packet);
+    uint64_t id = 0;
+    std::string_view defaults;
+    while (reader.next(field)) {
+      if (field.number == kPacketSequenceId) id = field.value;
+      if (field.number == kPacketTracePacketDefaults) defaults = field.bytes;
+    }
+    if (id == kMetadataSequenceId || defaults.empty()) continue;
+    sequence = id;
+    proto::ProtoReader fields(defaults);
+    while (fields.next(field)) {
+      if (field.number != kDefaultsTrackEvent) continue;
+      proto::ProtoReader eventDefaults(field.bytes);
+      while (eventDefaults.next(field)) track = field.value;
+    }
+  }
+  ASSERT_NE(sequence, 0u);
+  ASSERT_NE(track, 0u);
+
+  // Before the footer (the last packet): the reset, then two instants whose id 1 now names
+  // "after reset", their times steps on clock 64 from its new reading.
+  proto::ByteBuffer added;
+  proto::ProtoWriter w(added);
+  std::size_t packet = w.beginMessage(kTracePacket);
+  w.varint(kPacketSequenceId, sequence);
+  w.varint(kPacketSequenceFlags, kSeqIncrementalStateCleared);
+  std::size_t defaults = w.beginMessage(kPacketTracePacketDefaults);
+  w.varint(kDefaultsTimestampClockId, kDefaultClockId);
+  const std::size_t eventDefaults = w.beginMessage(kDefaultsTrackEvent);
+  w.varint(kTrackEventDefaultsTrackUuid, track);
+  w.endMessage(eventDefaults);
+  w.endMessage(defaults);
+  const std::size_t snapshot = w.beginMessage(kPacketClockSnapshot);
+  std::size_t clock = w.beginMessage(kSnapshotClocks);
+  w.varint(kClockId, kClockBoottime);
+  w.varint(kClockTimestamp, kTimebaseLeadNs + 1'000);  // the timebase + 1000 ns ...
+  w.endMessage(clock);
+  clock = w.beginMessage(kSnapshotClocks);
+  w.varint(kClockId, kDefaultClockId);
+  w.varint(kClockTimestamp, 500);  // ... is 500 on clock 64
+  w.boolean(kClockIsIncremental, true);
+  w.endMessage(clock);
+  w.endMessage(snapshot);
+  w.endMessage(packet);
+  for (uint64_t step : {600, 50}) {
+    packet = w.beginMessage(kTracePacket);
+    w.varint(kPacketTimestamp, step);
+    w.varint(kPacketSequenceId, sequence);
+    if (step == 600) {
+      const std::size_t interned = w.beginMessage(kPacketInternedData);
+      for (uint32_t kind : {kInternedEventNames, kInternedCategories}) {
+        const std::size_t entry = w.beginMessage(kind);
+        w.varint(kInternedIid, 1);
+        w.bytes(kInternedName, kind == kInternedEventNames ? "after reset" : "user_instant");
+        w.endMessage(entry);
+      }
+      w.endMessage(interned);
+    }
+    const std::size_t event = w.beginMessage(kPacketTrackEvent);
+    w.varint(kEventType, kTypeInstant);
+    w.varint(kEventNameIid, 1);
+    w.varint(kEventCategoryIids, 1);
+    w.endMessage(event);
+    w.endMessage(packet);
+  }
+  const std::size_t footerAt = static_cast<std::size_t>(packets.back().data() - original.data()) -
+                               1 - proto::varintSize(packets.back().size());
+  writeFile(file,
+            original.substr(0, footerAt) + std::string(added.view()) + original.substr(footerAt));
+
+  MemorySink read;
+  readTraceFile(file, read, "reset");
+  ASSERT_EQ(read.events().size(), 3u);
+  EXPECT_EQ(describe(read.events()[0]), "X name=before cat=cpu_op pid=1 tid=1 ts=" +
+                                            std::to_string(kStart + 100) + " dur=50 flow=0");
+  for (std::size_t i : {1, 2}) {
+    EXPECT_EQ(describe(read.events()[i]), "i name=after reset cat=user_instant pid=1 tid=1 ts=" +
+                                              std::to_string(kStart + (i == 1 ? 1'600 : 1'650)) +
+                                              " dur=0 flow=0");
+  }
+}
+
+// A file in kinetrace's first .pftrace layout ("kinetrace pftrace 1"): every packet on
+// sequence 1, absolute times, a track uuid on every event, fixed64 flow ids.
+TEST_F(TraceReaderTest, APftraceInTheFirstLayoutStillReads) {
+  using namespace pftrace;
+  constexpr int64_t kStart = 1'750'000'000'000'000'000;
+  proto::ByteBuffer bytes;
+  proto::ProtoWriter w(bytes);
+  auto interned = [&w](uint32_t kind, uint64_t iid, std::string_view text) {
+    const std::size_t entry = w.beginMessage(kind);
+    w.varint(kInternedIid, iid);
+    w.bytes(kInternedName, text);
+    w.endMessage(entry);
+  };
+  auto annotation = [&w](uint64_t nameIid, bool isString, int64_t i, std::string_view text) {
+    const std::size_t a = w.beginMessage(kEventDebugAnnotations);
+    w.varint(kAnnotationNameIid, nameIid);
+    if (isString) {
+      w.bytes(kAnnotationString, text);
+    } else {
+      w.signedVarint(kAnnotationInt, i);
+    }
+    w.endMessage(a);
+  };
+  auto descriptor = [&w](uint64_t uuid, uint64_t parent, int kind) {  // 0 metadata, 1, 2
+    const std::size_t packet = w.beginMessage(kTracePacket);
+    w.varint(kPacketSequenceId, 1);
+    const std::size_t track = w.beginMessage(kPacketTrackDescriptor);
+    w.varint(kTrackUuid, uuid);
+    if (kind == 0) w.bytes(kTrackName, kMetadataTrackName);
+    if (kind == 2) w.varint(kTrackParentUuid, parent);
+    const std::size_t part =
+        kind == 0 ? 0 : w.beginMessage(kind == 1 ? kTrackProcess : kTrackThread);
+    if (kind == 1) w.varint(kProcessPid, 7);
+    if (kind == 2) {
+      w.varint(kThreadPid, 7);
+      w.varint(kThreadTid, 8);
+    }
+    if (kind != 0) w.endMessage(part);
+    w.endMessage(track);
+    w.endMessage(packet);
+  };
+  // Opens a packet at `time` (after the timebase) with a track event on `track`.
+  std::size_t packet = 0;
+  std::size_t event = 0;
+  auto open = [&](uint64_t time, uint64_t type, uint64_t track) {
+    packet = w.beginMessage(kTracePacket);
+    w.varint(kPacketTimestamp, time);
+    w.varint(kPacketSequenceId, 1);
+    event = w.beginMessage(kPacketTrackEvent);
+    w.varint(kEventType, type);
+    w.varint(kEventTrackUuid, track);
+  };
+  auto close = [&](bool withInterned, auto addInterned) {
+    w.endMessage(event);
+    if (withInterned) {
+      const std::size_t data = w.beginMessage(kPacketInternedData);
+      addInterned();
+      w.endMessage(data);
+    }
+    w.endMessage(packet);
+  };
+
+  std::size_t first = w.beginMessage(kTracePacket);
+  w.varint(kPacketSequenceId, 1);
+  w.varint(kPacketSequenceFlags, kSeqIncrementalStateCleared);
+  w.endMessage(first);
+  descriptor(kMetadataTrackUuid, 0, 0);
+  open(kTimebaseLeadNs, kTypeInstant, kMetadataTrackUuid);
+  w.varint(kEventCategoryIids, 1);
+  w.varint(kEventNameIid, 1);
+  annotation(1, true, 0, "old");
+  annotation(2, false, kStart, {});
+  annotation(3, false, kStart - kTimebaseLeadNs, {});
+  annotation(4, true, 0, kFormatNameLayout1);
+  close(true, [&] {
+    interned(kInternedCategories, 1, kLayoutCategory);
+    interned(kInternedEventNames, 1, kHeaderEventName);
+    interned(kInternedEventNames, 2, kFooterEventName);
+    interned(kInternedEventNames, 3, "kernel");
+    interned(kInternedCategories, 2, "kernel");
+    interned(kInternedAnnotationNames, 1, "traceName");
+    interned(kInternedAnnotationNames, 2, "baseTimeNanoseconds");
+    interned(kInternedAnnotationNames, 3, "timebaseNanoseconds");
+    interned(kInternedAnnotationNames, 4, "format");
+  });
+  descriptor(2, 0, 1);
+  descriptor(3, 2, 2);
+  open(kTimebaseLeadNs + 500, kTypeSliceBegin, 3);
+  w.varint(kEventCategoryIids, 2);
+  w.varint(kEventNameIid, 3);
+  w.fixed64(kEventTerminatingFlowIds, 42);
+  close(false, [] {});
+  open(kTimebaseLeadNs + 700, kTypeSliceEnd, 3);
+  close(false, [] {});
+  open(kTimebaseLeadNs, kTypeInstant, kMetadataTrackUuid);
+  w.varint(kEventCategoryIids, 1);
+  w.varint(kEventNameIid, 2);
+  close(false, [] {});
+
+  // The trace: a Trace message is its packets, which the buffer holds.
+  writeFile(path("old.pftrace"), std::string(bytes.view()));
+  MemorySink read;
+  readTraceFile(path("old.pftrace"), read, "old");
+  EXPECT_EQ(read.header().baseTimeNs, kStart);
+  ASSERT_EQ(read.events().size(), 2u);
+  EXPECT_EQ(describe(read.events()[0]), "X name=kernel cat=kernel pid=7 tid=8 ts=" +
+                                            std::to_string(kStart + 500) + " dur=200 flow=0");
+  EXPECT_EQ(describe(read.events()[1]), "f name=ac2g cat=ac2g pid=7 tid=8 ts=" +
+                                            std::to_string(kStart + 500) + " dur=0 flow=42");
+  EXPECT_TRUE(read.ended());
 }
 
 TEST_F(TraceReaderTest, APftraceThatKinetraceDidNotWriteIsRefusedWithWhy) {

@@ -1,7 +1,9 @@
 // PerfettoSink's bytes, decoded here with the field numbers of Perfetto's .proto files
-// written as literals (trace_packet.proto, track_descriptor.proto, track_event.proto,
-// debug_annotation.proto, interned_data.proto), independently of output/perfetto_schema.h:
-// a wrong number there fails these tests.
+// written as literals (trace_packet.proto, trace_packet_defaults.proto, clock_snapshot.proto,
+// track_descriptor.proto, track_event.proto, debug_annotation.proto, interned_data.proto),
+// independently of output/perfetto_schema.h: a wrong number there fails these tests. The
+// decoder resolves what Perfetto's trace processor resolves per packet sequence: interned
+// strings, TracePacketDefaults (default track and clock) and incremental clocks.
 
 #include "output/perfetto_sink.h"
 
@@ -9,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,9 +62,13 @@ struct Descriptor {
 };
 
 struct DecodedEvent {
-  uint64_t timestamp = 0;
+  uint64_t timestamp = 0;  // on BOOTTIME: nanoseconds after the timebase
   uint64_t type = 0;
   uint64_t track = 0;
+  uint32_t sequence = 0;
+  bool packetNamesTrack = false;  // track_uuid in the event, not from the defaults
+  uint32_t clock = 0;             // the packet's timestamp_clock_id, 0 when absent
+  uint64_t rawTimestamp = 0;      // the packet's timestamp field as written
   std::string name, category;
   std::vector<std::pair<std::string, std::string>> annotations;  // name, value as text
   std::vector<uint64_t> flowIds, terminatingFlowIds;
@@ -75,7 +82,23 @@ struct Decoded {
   std::vector<DecodedEvent> events;
   int internedNames = 0;  // event names interned, over the whole file
   bool firstPacketClearsState = false;
-  bool everyPacketOnSequenceOne = true;
+  bool everyPacketHasASequence = true;
+  bool everySequenceStartsCleared = true;  // its first packet clears its incremental state
+  std::set<uint32_t> sequences;
+};
+
+// A packet sequence's state: interned strings and defaults (cleared with the incremental
+// state) and its clocks (set by clock snapshots).
+struct SequenceState {
+  std::map<uint64_t, std::string> names, categories, annotationNames, stringValues;
+  bool hasDefaultTrack = false;
+  uint64_t defaultTrack = 0;
+  uint32_t defaultClock = 0;
+  struct Clock {
+    bool incremental = false;
+    int64_t atSnapshot = 0, boottime = 0, last = 0;
+  };
+  std::map<uint32_t, Clock> clocks;
 };
 
 std::string annotationValue(const Fields& a, const std::map<uint64_t, std::string>& stringValues) {
@@ -95,31 +118,97 @@ std::string annotationValue(const Fields& a, const std::map<uint64_t, std::strin
   return array;
 }
 
+// TracePacketDefaults (59): timestamp_clock_id (58), track_event_defaults (11) with
+// track_uuid (11).
+void readDefaults(SequenceState& state, std::string_view bytes) {
+  const Fields defaults = fieldsOf(bytes);
+  state.defaultClock = one(defaults, 58) ? static_cast<uint32_t>(one(defaults, 58)->value) : 0;
+  state.hasDefaultTrack = false;
+  if (auto* eventDefaults = one(defaults, 11)) {
+    const Fields e = fieldsOf(eventDefaults->bytes);
+    if (auto* track = one(e, 11)) {
+      state.hasDefaultTrack = true;
+      state.defaultTrack = track->value;
+    }
+  }
+}
+
+// ClockSnapshot (6): clocks (1), each clock_id (1), timestamp (2), is_incremental (3).
+void readSnapshot(SequenceState& state, std::string_view bytes) {
+  std::map<uint32_t, std::pair<int64_t, bool>> readings;
+  for (const auto& [number, clock] : fieldsOf(bytes)) {
+    if (number != 1) continue;
+    const Fields c = fieldsOf(clock.bytes);
+    const bool incremental = one(c, 3) != nullptr && one(c, 3)->value != 0;
+    readings[static_cast<uint32_t>(one(c, 1)->value)] = {one(c, 2) ? one(c, 2)->asInt64() : 0,
+                                                         incremental};
+  }
+  EXPECT_EQ(readings.count(6), 1u) << "a snapshot ties the sequence's clocks to BOOTTIME (6)";
+  for (const auto& [id, reading] : readings) {
+    if (id == 6) continue;
+    EXPECT_GE(id, 64u) << "a clock of the sequence";
+    EXPECT_LE(id, 127u) << "a clock of the sequence";
+    state.clocks[id] = {reading.second, reading.first, readings[6].first, reading.first};
+  }
+}
+
+// The packet's time on BOOTTIME, as trace processor converts it.
+uint64_t packetTime(SequenceState& state, uint32_t clockId, uint64_t timestamp) {
+  if (clockId == 0) clockId = state.defaultClock;
+  if (clockId == 0 || clockId == 6) return timestamp;
+  auto found = state.clocks.find(clockId);
+  EXPECT_NE(found, state.clocks.end()) << "clock " << clockId << " has no snapshot";
+  if (found == state.clocks.end()) return 0;
+  SequenceState::Clock& clock = found->second;
+  if (!clock.incremental) {
+    return static_cast<uint64_t>(static_cast<int64_t>(timestamp) - clock.atSnapshot +
+                                 clock.boottime);
+  }
+  clock.last += static_cast<int64_t>(timestamp);
+  return static_cast<uint64_t>(clock.last - clock.atSnapshot + clock.boottime);
+}
+
 Decoded decode(const std::string& file) {
   Decoded out;
-  std::map<uint64_t, std::string> names, categories, annotationNames, stringValues;
+  std::map<uint32_t, SequenceState> sequences;
   bool first = true;
   for (const auto& [number, packetField] : fieldsOf(file)) {
     EXPECT_EQ(number, 1u) << "a Trace holds only packets (field 1)";
     const Fields packet = fieldsOf(packetField.bytes);
+    auto* flags = one(packet, 13);
+    const bool cleared = flags != nullptr && (flags->value & 1) != 0;
     if (first) {
-      auto* flags = one(packet, 13);
-      out.firstPacketClearsState = flags != nullptr && (flags->value & 1) != 0;
+      out.firstPacketClearsState = cleared;
       first = false;
     }
-    auto* sequence = one(packet, 10);
-    if (sequence == nullptr || sequence->value != 1) out.everyPacketOnSequenceOne = false;
+    auto* sequenceField = one(packet, 10);
+    if (sequenceField == nullptr) {
+      out.everyPacketHasASequence = false;
+      continue;
+    }
+    const auto sequenceId = static_cast<uint32_t>(sequenceField->value);
+    if (out.sequences.insert(sequenceId).second && !cleared) {
+      out.everySequenceStartsCleared = false;
+    }
+    SequenceState& state = sequences[sequenceId];
+    if (cleared) {
+      auto clocks = std::move(state.clocks);
+      state = SequenceState{};
+      state.clocks = std::move(clocks);
+    }
+    if (auto* defaults = one(packet, 59)) readDefaults(state, defaults->bytes);
     if (auto* interned = one(packet, 12)) {
       for (const auto& [kind, entry] : fieldsOf(interned->bytes)) {
         const Fields e = fieldsOf(entry.bytes);
-        auto& table = kind == 1    ? categories
-                      : kind == 2  ? names
-                      : kind == 29 ? stringValues  // debug_annotation_string_values
-                                   : annotationNames;
+        auto& table = kind == 1    ? state.categories
+                      : kind == 2  ? state.names
+                      : kind == 29 ? state.stringValues  // debug_annotation_string_values
+                                   : state.annotationNames;
         table[one(e, 1)->value] = std::string(one(e, 2)->bytes);
         if (kind == 2) ++out.internedNames;
       }
     }
+    if (auto* snapshot = one(packet, 6)) readSnapshot(state, snapshot->bytes);
     if (auto* track = one(packet, 60)) {
       const Fields t = fieldsOf(track->bytes);
       Descriptor d;
@@ -145,22 +234,33 @@ Decoded decode(const std::string& file) {
     if (auto* event = one(packet, 11)) {
       const Fields e = fieldsOf(event->bytes);
       DecodedEvent d;
-      d.timestamp = one(packet, 8)->value;
+      d.sequence = sequenceId;
+      d.rawTimestamp = one(packet, 8)->value;
+      d.clock = one(packet, 58) ? static_cast<uint32_t>(one(packet, 58)->value) : 0;
+      d.timestamp = packetTime(state, d.clock, d.rawTimestamp);
       d.type = one(e, 9)->value;
-      d.track = one(e, 11)->value;
-      if (auto* n = one(e, 10)) d.name = names.at(n->value);
+      d.packetNamesTrack = one(e, 11) != nullptr;
+      EXPECT_TRUE(d.packetNamesTrack || state.hasDefaultTrack) << "an event with no track";
+      d.track = d.packetNamesTrack ? one(e, 11)->value : state.defaultTrack;
+      if (auto* n = one(e, 10)) d.name = state.names.at(n->value);
       if (auto* n = one(e, 23)) d.name = std::string(n->bytes);
-      if (auto* c = one(e, 3)) d.category = categories.at(c->value);
+      if (auto* c = one(e, 3)) d.category = state.categories.at(c->value);
+      if (auto* c = one(e, 22)) d.category = std::string(c->bytes);
       for (auto [it, end] = e.equal_range(4); it != end; ++it) {
         const Fields a = fieldsOf(it->second.bytes);
         std::string name =
-            one(a, 1) ? annotationNames.at(one(a, 1)->value) : std::string(one(a, 10)->bytes);
-        d.annotations.emplace_back(name, annotationValue(a, stringValues));
+            one(a, 1) ? state.annotationNames.at(one(a, 1)->value) : std::string(one(a, 10)->bytes);
+        d.annotations.emplace_back(name, annotationValue(a, state.stringValues));
       }
-      for (auto [it, end] = e.equal_range(47); it != end; ++it)
-        d.flowIds.push_back(it->second.value);
-      for (auto [it, end] = e.equal_range(48); it != end; ++it) {
-        d.terminatingFlowIds.push_back(it->second.value);
+      for (uint32_t field : {36u, 47u}) {  // flow_ids_old (varint), flow_ids (fixed64)
+        for (auto [it, end] = e.equal_range(field); it != end; ++it) {
+          d.flowIds.push_back(it->second.value);
+        }
+      }
+      for (uint32_t field : {42u, 48u}) {  // terminating_flow_ids_old, terminating_flow_ids
+        for (auto [it, end] = e.equal_range(field); it != end; ++it) {
+          d.terminatingFlowIds.push_back(it->second.value);
+        }
       }
       if (auto* v = one(e, 44)) d.counter = v->asDouble();
       if (auto* v = one(e, 30)) d.counter = static_cast<double>(v->asInt64());
@@ -213,7 +313,9 @@ class PerfettoSinkTest : public ::testing::Test {
 TEST_F(PerfettoSinkTest, OpensWithTheMetadataTrackAndTheHeaderOnSequenceOne) {
   const Decoded d = finish({{"kinetrace_cupti_dropped_records", 0}});
   EXPECT_TRUE(d.firstPacketClearsState);
-  EXPECT_TRUE(d.everyPacketOnSequenceOne);
+  EXPECT_TRUE(d.everyPacketHasASequence);
+  EXPECT_TRUE(d.everySequenceStartsCleared);
+  EXPECT_EQ(d.sequences, std::set<uint32_t>{1});
   ASSERT_FALSE(d.descriptors.empty());
   EXPECT_EQ(d.descriptors[0].uuid, 1u);
   EXPECT_EQ(d.descriptors[0].name, "kinetrace trace metadata");
@@ -221,6 +323,7 @@ TEST_F(PerfettoSinkTest, OpensWithTheMetadataTrackAndTheHeaderOnSequenceOne) {
   const DecodedEvent& header = d.events[0];
   EXPECT_EQ(header.type, 3u);  // TYPE_INSTANT
   EXPECT_EQ(header.track, 1u);
+  EXPECT_EQ(header.sequence, 1u);
   EXPECT_EQ(header.name, "trace header");
   EXPECT_EQ(header.category, "__kinetrace");
   EXPECT_EQ(header.timestamp, static_cast<uint64_t>(kLead));
@@ -229,7 +332,7 @@ TEST_F(PerfettoSinkTest, OpensWithTheMetadataTrackAndTheHeaderOnSequenceOne) {
             (std::vector<A>{{"traceName", "string:out.pftrace"},
                             {"baseTimeNanoseconds", "int:" + std::to_string(kBase)},
                             {"timebaseNanoseconds", "int:" + std::to_string(kBase - kLead)},
-                            {"format", "string:kinetrace pftrace 1"},
+                            {"format", "string:kinetrace pftrace 2"},
                             {"schemaVersion", "int:1"}}));
   EXPECT_EQ(d.events[1].name, "trace footer");
   EXPECT_EQ(d.events[1].annotations,
@@ -268,15 +371,99 @@ TEST_F(PerfettoSinkTest, ACompleteEventIsABeginAndAnEndOnItsThreadsTrack) {
   EXPECT_EQ(process->pid, 4242);
 }
 
-TEST_F(PerfettoSinkTest, NamesAreInternedOncePerFile) {
+TEST_F(PerfettoSinkTest, NamesAreInternedOncePerSequence) {
   for (int i = 0; i < 3; ++i) {
     sink_->write(event(Phase::Complete, "same kernel", "kernel", 0, 7, kBase + i * 100, 10));
   }
+  sink_->write(event(Phase::Complete, "same kernel", "kernel", 0, 8, kBase + 400, 10));
   const Decoded d = finish();
-  EXPECT_EQ(d.internedNames, 3) << "trace header, same kernel, trace footer";
+  EXPECT_EQ(d.internedNames, 4)
+      << "trace header and footer on sequence 1, same kernel on each stream's sequence";
   int kernels = 0;
   for (const DecodedEvent& e : d.events) kernels += e.name == "same kernel" ? 1 : 0;
-  EXPECT_EQ(kernels, 3);
+  EXPECT_EQ(kernels, 4);
+}
+
+TEST_F(PerfettoSinkTest, EachTrackHasASequenceWhoseDefaultsNameTheTrack) {
+  sink_->write(event(Phase::Complete, "a", "cpu_op", 4242, 1, kBase + 10, 5));
+  sink_->write(event(Phase::Complete, "b", "cpu_op", 4242, 2, kBase + 20, 5));
+  sink_->write(event(Phase::Instant, "c", "cpu_op", 4242, 1, kBase + 30));
+  const Decoded d = finish();
+  EXPECT_TRUE(d.everyPacketHasASequence);
+  EXPECT_TRUE(d.everySequenceStartsCleared);
+  EXPECT_EQ(d.sequences, (std::set<uint32_t>{1, 2, 3}));
+  ASSERT_EQ(d.events.size(), 7u);
+  for (const DecodedEvent& e : d.events) {
+    EXPECT_FALSE(e.packetNamesTrack) << e.name << ": the track comes from the defaults";
+  }
+  EXPECT_EQ(d.events[1].sequence, d.events[5].sequence) << "a and c: one thread";
+  EXPECT_NE(d.events[1].sequence, d.events[3].sequence) << "a and b: two threads";
+  for (int i : {1, 3, 5}) {
+    const Descriptor* thread = descriptor(d, d.events[static_cast<std::size_t>(i)].track);
+    ASSERT_NE(thread, nullptr);
+    EXPECT_TRUE(thread->thread);
+    EXPECT_EQ(thread->tid, i == 3 ? 2 : 1);
+  }
+}
+
+TEST_F(PerfettoSinkTest, TimesAreStepsOnTheSequencesDefaultClock) {
+  for (int64_t at : {100, 300, 1'300}) {
+    sink_->write(event(Phase::Instant, "i", "x", 1, 1, kBase + at));
+  }
+  const Decoded d = finish();
+  ASSERT_EQ(d.events.size(), 5u);
+  const std::vector<uint64_t> raw = {d.events[1].rawTimestamp, d.events[2].rawTimestamp,
+                                     d.events[3].rawTimestamp};
+  EXPECT_EQ(raw, (std::vector<uint64_t>{kLead + 100, 200, 1'000}))
+      << "the first from the snapshot's 0 (the timebase), then the step from the last";
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(d.events[static_cast<std::size_t>(i)].clock, 0u) << "the default clock, unnamed";
+  }
+  EXPECT_EQ(d.events[3].timestamp, static_cast<uint64_t>(kLead + 1'300));
+}
+
+TEST_F(PerfettoSinkTest, ATimeBeforeTheDefaultClocksGoesOnAnotherClockOrAbsolute) {
+  // A slice's end, then (after an event elsewhere) an instant inside the slice: the default
+  // clock is past it. Then times going back past every incremental clock.
+  sink_->write(event(Phase::Complete, "s", "x", 1, 1, kBase + 1'000, 500));
+  sink_->write(event(Phase::Instant, "elsewhere", "x", 1, 2, kBase + 1'000));
+  const int64_t times[] = {1'200, 900, 800, 700, 600};
+  for (int64_t at : times) sink_->write(event(Phase::Instant, "i", "x", 1, 1, kBase + at));
+  const Decoded d = finish();
+  ASSERT_EQ(d.events.size(), 10u);
+  EXPECT_EQ(d.events[2].timestamp, static_cast<uint64_t>(kLead + 1'500)) << "the slice's end";
+  EXPECT_EQ(d.events[2].clock, 0u);
+  std::vector<uint32_t> clocks;
+  for (std::size_t i = 0; i < 5; ++i) {
+    const DecodedEvent& e = d.events[4 + i];
+    EXPECT_EQ(e.timestamp, static_cast<uint64_t>(kLead + times[i])) << i;
+    clocks.push_back(e.clock);
+  }
+  EXPECT_EQ(clocks, (std::vector<uint32_t>{65, 66, 67, 6, 6}))
+      << "each clock behind the time once, then BOOTTIME (6) with the absolute time";
+}
+
+TEST_F(PerfettoSinkTest, ASliceEndBeforeAnEarlierEventOnItsTrackKeepsTheDefaultClockBehind) {
+  // Two parents, each written before the child inside it. The first pair sets the other
+  // clocks going; from the second on, a parent's end goes on one of them (it is written
+  // knowing the child comes next, earlier), and the child's start and end are steps on the
+  // default clock.
+  for (int64_t at : {1'000, 3'000}) {
+    sink_->write(event(Phase::Complete, "parent", "x", 1, 1, kBase + at, 500));
+    sink_->write(event(Phase::Complete, "child", "x", 1, 1, kBase + at + 100, 100));
+  }
+  const Decoded d = finish();
+  ASSERT_EQ(d.events.size(), 10u);
+  const DecodedEvent& parentEnd = d.events[6];
+  const DecodedEvent& childBegin = d.events[7];
+  const DecodedEvent& childEnd = d.events[8];
+  EXPECT_EQ(parentEnd.timestamp, static_cast<uint64_t>(kLead + 3'500));
+  EXPECT_NE(parentEnd.clock, 0u);
+  EXPECT_EQ(childBegin.clock, 0u);
+  EXPECT_EQ(childBegin.rawTimestamp, 100u) << "a step from the parent's start";
+  EXPECT_EQ(childBegin.timestamp, static_cast<uint64_t>(kLead + 3'100));
+  EXPECT_EQ(childEnd.clock, 0u);
+  EXPECT_EQ(childEnd.timestamp, static_cast<uint64_t>(kLead + 3'200));
 }
 
 TEST_F(PerfettoSinkTest, ArgumentsKeepTheirTypes) {
