@@ -53,7 +53,12 @@ class InternTable {
   // The string's index (0, 1, 2, ... in order of first use), or kNone when the budget is
   // spent and the string is not already interned (the caller writes it in place).
   std::size_t find(std::string_view text, std::size_t* budgetBytes) {
-    Slot& slot = slots_[(reinterpret_cast<uintptr_t>(text.data()) >> 3 ^ text.size()) % kSlots];
+    // Fibonacci hashing of the address and size: literals are packed byte by byte, so
+    // neighbouring strings must not share a slot (they did with address / 8, and a
+    // torch.profiler-shaped trace missed its slots on every event for "grid" and "block").
+    const uint64_t key = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(text.data())) ^
+                         (static_cast<uint64_t>(text.size()) << 48);
+    Slot& slot = slots_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits)];
     if (slot.data == text.data() && slot.text != nullptr && slot.text->size() == text.size() &&
         std::memcmp(slot.text->data(), text.data(), text.size()) == 0) {
       return slot.index;
@@ -76,7 +81,8 @@ class InternTable {
     const std::string* text = nullptr;
     std::size_t index = 0;
   };
-  static constexpr std::size_t kSlots = 1021;  // prime: addresses are 8-byte aligned
+  static constexpr int kSlotBits = 10;
+  static constexpr std::size_t kSlots = std::size_t{1} << kSlotBits;
   // What a map entry costs beyond its characters (node, hash, id): counted in the budget.
   static constexpr std::size_t kEntryOverheadBytes = 64;
   uint64_t stride_;
@@ -477,6 +483,13 @@ class PerfettoSink::Encoder {
   // the default clock costs this packet the clock field the next one would need.
   void timestamp(Sequence& s, uint64_t t, bool nextIsEarlier) {
     constexpr std::size_t kClockFieldBytes = 3;  // a two-byte key and the id
+    // Most packets: a step of up to three bytes on the default clock, which another clock
+    // (its field, then a step of at least a byte) cannot beat.
+    if (!nextIsEarlier && s.clockNs[0] <= t && t - s.clockNs[0] < (uint64_t{1} << 21)) {
+      w_.varint(kPacketTimestamp, t - s.clockNs[0]);
+      s.clockNs[0] = t;
+      return;
+    }
     int best = -1;
     std::tuple<std::size_t, bool, uint64_t> bestCost;  // bytes, whether it delays the next, step
     for (int k = 0; k < kIncrementalClocks; ++k) {

@@ -8,15 +8,6 @@
 
 namespace kinetrace::detail::proto {
 
-std::size_t varintSize(uint64_t value) {
-  std::size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
 void ByteBuffer::reserve(std::size_t capacity) {
   if (capacity <= capacity_) return;
   std::unique_ptr<char[]> bigger(new char[capacity]);  // not value-initialised

@@ -17,7 +17,14 @@ namespace kinetrace::detail::proto {
 enum class WireType : uint8_t { Varint = 0, Fixed64 = 1, LengthDelimited = 2, Fixed32 = 5 };
 
 // The bytes a varint of this value takes (1 to 10).
-std::size_t varintSize(uint64_t value);
+inline std::size_t varintSize(uint64_t value) {
+  std::size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
 
 // A growable byte buffer with inline appends: encoding a trace is a long run of tiny
 // appends, and std::string::append is an out-of-line call each time.
