@@ -32,7 +32,6 @@ import threading
 import time
 
 import torch
-import torch.nn as nn
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,18 +51,7 @@ def workload():
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)
     torch.manual_seed(args.seed)
-    model, optimizer, inputs, logits = torch_train.build(args, device)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step(i):
-        x, targets = inputs(i)
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(logits(model(x)), targets)
-        loss.backward()
-        optimizer.step()
-        torch.cuda.synchronize()
-
-    return step
+    return torch_train.training_step(args, device)
 
 
 def timed_steps(step, first, count):

@@ -182,6 +182,22 @@ def build(args, device):
     return model, optimizer, inputs, logits
 
 
+def training_step(args, device):
+    """step(i): one training step on batch i, ending with torch.cuda.synchronize()."""
+    model, optimizer, inputs, logits = build(args, device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(i):
+        x, targets = inputs(i)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(logits(model(x)), targets)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+
+    return step
+
+
 def main():
     args = parse_args()
     rank = int(os.environ.get("RANK", "0"))
@@ -193,16 +209,7 @@ def main():
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)
 
-    model, optimizer, inputs, logits = build(args, device)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step(i):
-        x, targets = inputs(i)
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(logits(model(x)), targets)
-        loss.backward()
-        optimizer.step()
-        torch.cuda.synchronize()
+    step = training_step(args, device)
 
     for i in range(args.warmup):
         step(i)

@@ -135,27 +135,33 @@ std::string joined(const std::vector<std::string>& items) {
   return text;
 }
 
+// A library of kinetrace's: next to the command (../lib/NAME, the install and build layout),
+// then where the build put it ("" when unknown).
+std::vector<std::string> besideOrBuilt(const char* name, const std::string& builtPath) {
+  std::vector<std::string> candidates;
+  const std::string here = executableDirectory();
+  if (!here.empty()) candidates.push_back(here + "/" KINETRACE_BIN_TO_LIB "/" + name);
+  if (!builtPath.empty()) candidates.push_back(builtPath);
+  return candidates;
+}
+
 }  // namespace
 
 std::vector<std::string> kinetoApiLibraryCandidates() {
-  std::vector<std::string> candidates;
-  std::string here = executableDirectory();
-  if (!here.empty()) candidates.push_back(here + "/" KINETRACE_BIN_TO_LIB "/" + kKinetoApiName);
 #ifdef KINETRACE_KINETO_API_BUILD_PATH
-  candidates.push_back(KINETRACE_KINETO_API_BUILD_PATH);
+  return besideOrBuilt(kKinetoApiName, KINETRACE_KINETO_API_BUILD_PATH);
+#else
+  return besideOrBuilt(kKinetoApiName, "");
 #endif
-  return candidates;
 }
 
 std::vector<std::string> injectionLibraryCandidates(const RunOptions& options) {
   if (!options.injectionLibrary.empty()) return {absolute(options.injectionLibrary)};
-  std::vector<std::string> candidates;
-  std::string here = executableDirectory();
-  if (!here.empty()) candidates.push_back(here + "/" KINETRACE_BIN_TO_LIB "/" + kLibraryName);
 #ifdef KINETRACE_INJECTION_BUILD_PATH
-  candidates.push_back(KINETRACE_INJECTION_BUILD_PATH);
+  return besideOrBuilt(kLibraryName, KINETRACE_INJECTION_BUILD_PATH);
+#else
+  return besideOrBuilt(kLibraryName, "");
 #endif
-  return candidates;
 }
 
 std::string prepareOutputDirectory(const std::string& dir) {
