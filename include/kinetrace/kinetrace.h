@@ -13,12 +13,14 @@
 //   profiler.stop().save("trace.json");             // open in Perfetto or chrome://tracing
 //
 // Layers: host.h records from the application's threads; profiler.h runs a session;
-// trace.h is its result; sink.h is where a trace goes.
+// schedule.h runs sessions for chosen steps of a loop; trace.h is a session's result; sink.h
+// is where a trace goes.
 
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "kinetrace/event.h"
 #include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
+#include "kinetrace/schedule.h"
 #include "kinetrace/sink.h"
 #include "kinetrace/trace.h"
