@@ -62,6 +62,7 @@ enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
 enum class CaptureRange {
   Whole,            // from CUDA initialisation (or after `delay`) to exit (or for `duration`)
   CudaProfilerApi,  // between the program's own cudaProfilerStart() and cudaProfilerStop()
+  OnDemand,         // only when `kinetrace trigger` asks; nothing (not even CUPTI) until then
 };
 
 // How host timestamps are read. Auto uses the CPU's invariant time-stamp counter when it
@@ -96,7 +97,7 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
-//   capture_range     (injection) "none" (whole run) or "cudaProfilerApi"
+//   capture_range     (injection) "none" (whole run), "cudaProfilerApi" or "onDemand"
 //   run_id            (injection) a tag put in trace file names, so the files of one
 //                     `kinetrace run` can be found among others ([A-Za-z0-9._-], <= 64)
 //   trace_format      (injection) the files' format: "json" (the default), "json.gz" or

@@ -85,6 +85,7 @@ void noteOutcome(const ControllerOptions& options, const std::string& dir, Manif
 
 const char* captureName(const Config& config) {
   if (config.captureRange == CaptureRange::CudaProfilerApi) return "cudaProfilerApi";
+  if (config.captureRange == CaptureRange::OnDemand) return "on demand";
   return config.delayNs > 0 || config.durationNs > 0 ? "delay/duration" : "whole run";
 }
 
@@ -93,6 +94,12 @@ const char* captureName(const Config& config) {
 int64_t bootTimeNs() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t realTimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
@@ -131,6 +138,18 @@ Controller::~Controller() {
   }
   for (int fd : wakeFds_) {
     if (fd >= 0) ::close(fd);
+  }
+}
+
+// The control thread listens for `kinetrace trigger` in every mode; without the channel the
+// process is traced as configured and cannot be triggered.
+void Controller::openTriggerChannel() {
+  std::string why;
+  triggerFd_ = listenForTriggers(options_.config.runId, options_.naming.pid, &triggerSocket_, &why);
+  if (triggerFd_ < 0) {
+    triggerSocket_.clear();
+    log(options_.config.captureRange == CaptureRange::OnDemand ? LogLevel::Error : LogLevel::Info,
+        "kinetrace trigger cannot reach this process: {}", why);
   }
 }
 
@@ -173,6 +192,12 @@ void Controller::begin() {
       // is collected until then.
       profiler_->prepare();
       state_ = State::WaitingForProfilerStart;
+    } else if (config.captureRange == CaptureRange::OnDemand) {
+      // Nothing until a trigger: not even CUPTI, so the program runs at its own speed.
+      if (config.delayNs > 0 || config.durationNs > 0) {
+        log(LogLevel::Warning, "delay and duration are ignored on demand (the trigger says)");
+      }
+      state_ = State::WaitingForTrigger;
     } else if (config.delayNs > 0) {
       int64_t from = options_.processStartBootNs > 0 ? options_.processStartBootNs : bootTimeNs();
       startAtNs_ = from + config.delayNs;
@@ -189,6 +214,7 @@ void Controller::begin() {
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
       captureName(config), outputDir_);
   if (wakeFds_[0] >= 0) {
+    if (state_ != State::Done) openTriggerChannel();
     controlThread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "kinetrace-ctl");  // visible in top -H
       controlLoop();
@@ -196,9 +222,11 @@ void Controller::begin() {
   }
 }
 
-void Controller::startLocked(const char* why) {
+void Controller::startLocked(const char* why, const std::string& requestedPath) {
   const int window = windows_ + 1;
-  const std::string path = outputDir_ + "/" + traceFileName(options_.naming, window);
+  const std::string path = requestedPath.empty()
+                               ? outputDir_ + "/" + traceFileName(options_.naming, window)
+                               : requestedPath;
   try {
     profiler_->addMetadata("kinetrace_window", static_cast<int64_t>(window));
     profiler_->start(path);
@@ -211,6 +239,7 @@ void Controller::startLocked(const char* why) {
   }
   windows_ = window;
   state_ = State::Recording;
+  recordingPath_ = path;
   stopAtNs_ = options_.config.durationNs > 0 ? bootTimeNs() + options_.config.durationNs : 0;
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
 }
@@ -225,7 +254,7 @@ void Controller::stopLocked() {
                                                             {"recorded", nvtx.recorded}}));
     Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
-    pending_.push_back(PendingSave{std::move(trace), windows_, ""});
+    pending_.push_back(PendingSave{std::move(trace), windows_, "", triggered_});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, windows_, "",
@@ -259,6 +288,7 @@ void Controller::finish() noexcept {
     // target it does nothing.
     Controller* self = this;
     gProfilerApiTarget.compare_exchange_strong(self, nullptr);
+    if (!triggerSocket_.empty()) ::unlink(triggerSocket_.c_str());
   }
   drainSaves();
 }
@@ -272,6 +302,9 @@ void Controller::abandonInForkedChild() noexcept {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
+  // The socket is the parent's: closed here, never removed.
+  if (triggerFd_ >= 0) ::close(triggerFd_);
+  triggerFd_ = -1;
   // The parent's control thread does not exist here; its std::thread object must never be
   // joined or destroyed (the controller is never destroyed in the injected process).
 }
@@ -296,12 +329,18 @@ int Controller::runDueTimers() {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t now = bootTimeNs();
   if (state_ == State::WaitingForDelay && now >= startAtNs_) startLocked("the delay passed");
+  if (state_ == State::TriggerPending && now >= startAtNs_) {
+    startLocked("kinetrace trigger", triggerPath_);
+    if (state_ == State::Recording) stopAtNs_ = bootTimeNs() + triggerDurationNs_;
+  }
   if (state_ == State::Recording && stopAtNs_ != 0 && now >= stopAtNs_) {
     stopLocked();
-    state_ = State::Done;  // a duration ends the only window
+    // A duration ends the only window; after a triggered one, the next trigger may come.
+    state_ = triggered_ ? State::WaitingForTrigger : State::Done;
+    triggered_ = false;
   }
   int64_t next = 0;
-  if (state_ == State::WaitingForDelay) next = startAtNs_;
+  if (state_ == State::WaitingForDelay || state_ == State::TriggerPending) next = startAtNs_;
   if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
   if (next == 0) return -1;
   return static_cast<int>(std::min<int64_t>((next - now + 999999) / 1000000, 60 * 60 * 1000));
@@ -311,10 +350,12 @@ void Controller::controlLoop() {
   while (true) {
     int timeoutMs = runDueTimers();
     drainSaves();
-    pollfd wait{wakeFds_[0], POLLIN, 0};
-    int ready = ::poll(&wait, 1, timeoutMs);
+    pollfd waits[2] = {{wakeFds_[0], POLLIN, 0}, {triggerFd_, POLLIN, 0}};
+    int ready = ::poll(waits, triggerFd_ >= 0 ? 2 : 1, timeoutMs);
     if (ready < 0 && errno != EINTR) return;
     if (ready <= 0) continue;
+    if (triggerFd_ >= 0 && (waits[1].revents & POLLIN) != 0) handleTrigger();
+    if ((waits[0].revents & POLLIN) == 0) continue;
     unsigned char bytes[64];
     ssize_t count = ::read(wakeFds_[0], bytes, sizeof bytes);
     for (ssize_t i = 0; i < count; ++i) {
@@ -322,6 +363,71 @@ void Controller::controlLoop() {
       if (bytes[i] != kWake) handleSignal(bytes[i]);
     }
   }
+}
+
+// Where a triggered window goes: the run's naming in the output directory, or in the
+// directory asked for, or the path asked for.
+std::string Controller::triggeredPath(const std::string& requested, int window) const {
+  if (requested.empty()) return outputDir_ + "/" + traceFileName(options_.naming, window);
+  struct stat info {};
+  const bool directory =
+      requested.back() == '/' || (::stat(requested.c_str(), &info) == 0 && S_ISDIR(info.st_mode));
+  if (!directory) return requested;
+  std::string dir = requested;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir + "/" + traceFileName(options_.naming, window);
+}
+
+void Controller::handleTrigger() {
+  std::string line;
+  bool owner = false;
+  const int fd = acceptRequest(triggerFd_, &line, &owner);
+  if (fd < 0) return;
+  if (!owner) {
+    answer(fd, "refused only the process's owner may trigger it");
+    return;
+  }
+  std::string why;
+  const std::optional<TriggerRequest> request = parseRequest(line, &why);
+  if (!request) {
+    answer(fd, "refused " + why);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (finishing_.load() || state_ == State::Done || state_ == State::Created) {
+    answer(fd, "refused the process is ending, or its tracing is off");
+    return;
+  }
+  if (state_ == State::Recording) {
+    answer(fd, fmt::format("refused a trace is already recording (window {}, to {}){}", windows_,
+                           recordingPath_,
+                           stopAtNs_ == 0 ? ": it records until the process exits" : ""));
+    return;
+  }
+  if (state_ == State::TriggerPending) {
+    answer(fd, "refused a triggered recording is already about to start (to " + triggerPath_ + ")");
+    return;
+  }
+  if (state_ == State::WaitingForProfilerStart) {
+    answer(fd,
+           "refused this process records between its own cudaProfilerStart() and "
+           "cudaProfilerStop() calls");
+    return;
+  }
+  if (state_ == State::WaitingForDelay) {
+    answer(fd, "refused this process starts recording after its configured delay");
+    return;
+  }
+  const int window = windows_ + 1;
+  triggered_ = true;
+  triggerPath_ = triggeredPath(request->output, window);
+  triggerDurationNs_ = request->durationNs;
+  const int64_t untilStart = request->startAtNs == 0 ? 0 : request->startAtNs - realTimeNs();
+  startAtNs_ = bootTimeNs() + std::max<int64_t>(0, untilStart);
+  state_ = State::TriggerPending;
+  answer(fd, "ok " + triggerPath_);
+  log(LogLevel::Info, "triggered: window {} records {} ms to {}", window,
+      triggerDurationNs_ / 1000000, triggerPath_);
 }
 
 void Controller::handleSignal(int signal) {
@@ -378,7 +484,7 @@ void Controller::save(PendingSave& pending) {
                 trace.saveError());
     return;
   }
-  if (recordedNothing(trace.stats())) {
+  if (!pending.keepEmpty && recordedNothing(trace.stats())) {
     log(LogLevel::Info, "window {} recorded no activity: no trace written", pending.window);
     if (!path.empty()) ::unlink(path.c_str());
     noteOutcome(options_, outputDir_, ManifestEvent::NothingRecorded, pending.window);

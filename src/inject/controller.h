@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "inject/trace_naming.h"
+#include "inject/trigger_channel.h"
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/trace.h"
@@ -29,15 +30,19 @@ struct ControllerOptions {
   int64_t processStartBootNs = 0;
   // Makes the process's Profiler (tests substitute one with a stand-in GPU backend).
   // Empty: internal::makeProfiler.
-  std::function<std::unique_ptr<Profiler>(Config, const internal::ProfilerOptions&)> profilerFactory;
+  std::function<std::unique_ptr<Profiler>(Config, const internal::ProfilerOptions&)>
+      profilerFactory;
   // Runs on the control thread after a termination signal's trace was saved. Default:
   // restore the signal's default action and raise it again, so the process ends as the
   // signal meant it to.
   std::function<void(int signal)> afterSignal;
 };
 
-// Decides when the traced process's Profiler records: the whole run, a delayed window, or
-// the windows between the program's own cudaProfilerStart/Stop calls. Each window is
+// Decides when the traced process's Profiler records: the whole run, a delayed window, the
+// windows between the program's own cudaProfilerStart/Stop calls, or the windows
+// `kinetrace trigger` asks for (through the trigger channel, trigger_channel.h, which the
+// control thread listens on in every mode: a request that overlaps a recording is refused
+// with a message). Each window is
 // written, while it is recorded, to a per-process name; a summary follows next to it
 // ("<trace>.summary.json"); a window that recorded nothing at all leaves no file. Built on
 // the public Profiler and the internal seam only.
@@ -72,26 +77,41 @@ class Controller {
   int wakeFd() const { return wakeFds_[1]; }
 
   bool recording() const;
+  // The socket `kinetrace trigger` reaches this process on; "" when there is none (and why
+  // is logged).
+  const std::string& triggerSocket() const { return triggerSocket_; }
   // Paths of the traces saved so far, in order.
   std::vector<std::string> savedTraces() const;
   const std::string& outputDirectory() const { return outputDir_; }
 
  private:
-  enum class State { Created, WaitingForDelay, WaitingForProfilerStart, Recording, Done };
+  enum class State {
+    Created,
+    WaitingForDelay,
+    WaitingForProfilerStart,
+    WaitingForTrigger,  // on demand, or a window (delay/duration, triggered) has ended
+    TriggerPending,     // a triggered window starts at startAtNs_
+    Recording,
+    Done,
+  };
   struct PendingSave {
     Trace trace;
     int window;
     std::string path;
+    bool keepEmpty = false;  // a triggered window: its trace was asked for, empty or not
   };
 
   void controlLoop();
   int runDueTimers();  // returns ms until the next timer, -1 when none
   void handleSignal(int signal);
-  void startLocked(const char* why);
+  void startLocked(const char* why, const std::string& path = "");
   void stopLocked();
   void drainSaves();
   void save(PendingSave& pending);
   void wake();
+  void openTriggerChannel();
+  void handleTrigger();
+  std::string triggeredPath(const std::string& requested, int window) const;
 
   ControllerOptions options_;
   std::string outputDir_;
@@ -102,6 +122,11 @@ class Controller {
   int windows_ = 0;
   int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; WaitingForDelay
   int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
+  // The triggered window: pending or recording (then its end goes back to waiting).
+  bool triggered_ = false;
+  std::string triggerPath_;
+  int64_t triggerDurationNs_ = 0;
+  std::string recordingPath_;  // the window being recorded
 
   std::atomic<bool> finishing_{false};
   std::atomic<bool> abandoned_{false};
@@ -113,11 +138,16 @@ class Controller {
   std::vector<std::string> saved_;
 
   int wakeFds_[2] = {-1, -1};
+  int triggerFd_ = -1;
+  std::string triggerSocket_;
   std::thread controlThread_;
 };
 
 // CLOCK_BOOTTIME now and at this process's start (from /proc/self/stat; 0 if unreadable).
 int64_t bootTimeNs();
+// CLOCK_REALTIME now: the clock a trigger's start time is given in (shared by a host's
+// processes).
+int64_t realTimeNs();
 int64_t processStartBootTimeNs();
 
 }  // namespace kinetrace::inject

@@ -258,9 +258,11 @@ void Config::set(std::string_view key, std::string_view value) {
       captureRange = CaptureRange::Whole;
     } else if (range == "cudaprofilerapi") {
       captureRange = CaptureRange::CudaProfilerApi;
+    } else if (range == "ondemand" || range == "on_demand") {
+      captureRange = CaptureRange::OnDemand;
     } else {
-      throw Error(
-          fmt::format("config: capture_range must be none or cudaProfilerApi, got \"{}\"", value));
+      throw Error(fmt::format(
+          "config: capture_range must be none, cudaProfilerApi or onDemand, got \"{}\"", value));
     }
   } else if (name == "run_id") {
     std::string_view id = trim(value);

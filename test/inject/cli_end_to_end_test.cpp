@@ -236,7 +236,8 @@ TEST(KinetraceRunTest, TorchPreloadsTheKinetoApiAndInjectsNoSecondCuptiSubscribe
   RunDir dir;
   // Even when kinetrace's injection is already in the environment (a nested run), the
   // program gets libkineto_api.so preloaded and no injection beside it.
-  Result injection = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}));
+  Result injection =
+      run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}));
   std::string ours = injection.out.substr(0, injection.out.find('\n'));
   const Env nested = {{"CUDA_INJECTION64_PATH", ours}, {"LD_PRELOAD", ""}};
   Result r = run(kinetraceRun(dir, {"--torch"}, {HOST_ONLY_PROGRAM, "env", "LD_PRELOAD"}), nested);
@@ -317,7 +318,7 @@ TEST(KinetraceRunTest, ErrorsFromTheLibraryArePrintedWithOnePrefix) {
 
 TEST(KinetraceRunTest, HelpIsPrintedForEveryCommand) {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"run", "--help"}, {"summary", "--help"}}) {
+           {"--help"}, {"run", "--help"}, {"summary", "--help"}, {"trigger", "--help"}}) {
     std::vector<std::string> argv = {KINETRACE_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
     Result r = run(argv);
@@ -359,6 +360,56 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
           << "an async range: on its own track";
     }
   }
+}
+
+// The socket of the one traced process in `control`, once it is there ("" after 30 s).
+std::string traceSocketIn(const std::string& control) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(control, ignored)) {
+      if (entry.path().extension() == ".sock") return entry.path().string();
+    }
+    std::this_thread::yield();
+  }
+  return "";
+}
+
+TEST(KinetraceRunTest, AnOnDemandProcessRecordsWhatTriggerAsksAndNothingElse) {
+  RunDir dir;
+  const std::string control = dir.path() + "/control";
+  const Env env = {{"KINETRACE_CONTROL_DIR", control}};
+  Started traced(
+      kinetraceRun(dir, {"--capture-range", "onDemand"}, {FAKE_CUDA_APP, "sleep", "1500", "nvtx"}),
+      env);
+  const std::string socket = traceSocketIn(control);
+  ASSERT_FALSE(socket.empty()) << "the traced process opened no trigger socket";
+  // "<run id>.<pid>.sock"
+  const std::string name = std::filesystem::path(socket).stem().string();
+  const std::string pid = name.substr(name.rfind('.') + 1);
+
+  const std::string asked = dir.path() + "/asked.json";
+  Result trigger =
+      run({KINETRACE_CLI, "trigger", "--pid", pid, "--duration", "30s", "--output", asked}, env);
+  EXPECT_EQ(trigger.exitCode, 0) << trigger.out << trigger.err;
+  EXPECT_CONTAINS(trigger.out, "recording to " + asked);
+  // A second request while the first records is refused, saying why.
+  Result again = run({KINETRACE_CLI, "trigger", "--pid", pid, "--duration", "1s"}, env);
+  EXPECT_EQ(again.exitCode, 1);
+  EXPECT_CONTAINS(again.out, "refused: a trace is already recording");
+
+  Result r = traced.wait();
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  // The window was still open at exit: saved then, with the NVTX ranges made after the
+  // trigger.
+  const nlohmann::json trace = nlohmann::json::parse(readFile(asked));
+  EXPECT_TRUE(has(eventNames(trace, "user_annotation"), "train_step"));
+  EXPECT_EQ(trace["kinetrace_capture"], "on demand");
+  EXPECT_TRUE(dir.traces().empty()) << "on demand, nothing is written unasked";
+
+  Result nobody = run({KINETRACE_CLI, "trigger", "--pid", pid, "--duration", "1s"}, env);
+  EXPECT_EQ(nobody.exitCode, 1);
+  EXPECT_CONTAINS(nobody.out, "no traced process with pid " + pid);
 }
 
 TEST(KinetraceRunTest, FormatPftraceWritesPerfettoTracesThatConvertBackToTheSameEvents) {

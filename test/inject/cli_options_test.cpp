@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "run_command.h"
+#include "trigger_command.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -107,7 +108,7 @@ TEST(CliOptionsTest, BadValuesAreReportedByOptionBeforeAnythingRuns) {
   EXPECT_CONTAINS(messageOf({"run", "--activities", "kernels", "x"}),
                   "unknown activity \"kernels\"");
   EXPECT_CONTAINS(messageOf({"run", "--capture-range", "nvtx", "x"}),
-                  "capture_range must be none or cudaProfilerApi");
+                  "capture_range must be none, cudaProfilerApi or onDemand");
   EXPECT_CONTAINS(messageOf({"run", "--log-level", "chatty", "x"}), "--log-level chatty");
   EXPECT_CONTAINS(messageOf({"run", "--top", "many", "x"}), "--top needs a whole number");
   EXPECT_CONTAINS(messageOf({"run", "--output=", "x"}), "--output needs a directory");
@@ -292,6 +293,67 @@ TEST(RunChecksTest, InjectionLibraryOptionWinsOverTheDefaultPlaces) {
   auto defaults = injectionLibraryCandidates(options);
   ASSERT_FALSE(defaults.empty());
   EXPECT_NE(defaults[0].find("libkinetrace_injection.so"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+TEST(TriggerOptionsTest, ReadsAProcessOrAJobADurationAndWhereTheTraceGoes) {
+  Command c = parseCommandLine({"trigger", "--pid", "4242", "--duration", "5s", "-o", "/t/x.json"});
+  ASSERT_EQ(c.kind, Command::Kind::Trigger);
+  EXPECT_EQ(c.trigger.pid, 4242);
+  EXPECT_EQ(c.trigger.durationNs, 5'000'000'000);
+  EXPECT_EQ(c.trigger.output, "/t/x.json");
+  c = parseCommandLine(
+      {"trigger", "--job", "20261201-1200-77", "--duration=500ms", "--start-in", "2s"});
+  EXPECT_EQ(c.trigger.job, "20261201-1200-77");
+  EXPECT_EQ(c.trigger.durationNs, 500'000'000);
+  EXPECT_EQ(c.trigger.startInNs, 2'000'000'000);
+}
+
+TEST(TriggerOptionsTest, MistakesAreNamed) {
+  auto messageOf = [](std::vector<std::string> args) {
+    try {
+      parseCommandLine(args);
+    } catch (const UsageError& e) {
+      EXPECT_EQ(e.exitCode(), 2);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(messageOf({"trigger", "--duration", "5s"}).find("--pid PID"), std::string::npos);
+  EXPECT_NE(messageOf({"trigger", "--pid", "1", "--job", "j", "--duration", "5s"}).find("one"),
+            std::string::npos);
+  EXPECT_NE(messageOf({"trigger", "--pid", "1"}).find("how long"), std::string::npos);
+  EXPECT_NE(messageOf({"trigger", "--pid", "-3", "--duration", "1s"}).find("process id"),
+            std::string::npos);
+  EXPECT_NE(messageOf({"trigger", "--pid", "1", "--duration", "soon"}).find("--duration"),
+            std::string::npos);
+}
+
+TEST(TriggerOptionsTest, LibkinetosOnDemandKeysFillWhatTheCommandLineLeft) {
+  TriggerOptions options;
+  options.pid = 1;
+  int64_t startAt = 0;
+  std::string ignored;
+  applyLibkinetoConfig(
+      "# libkineto on-demand\nACTIVITIES_DURATION_SECS=3\nACTIVITIES_LOG_FILE=/tmp/k.json\n"
+      "PROFILE_START_TIME=1700000000000\nACTIVITIES_WARMUP_PERIOD_SECS=1\n",
+      &options, &startAt, &ignored);
+  EXPECT_EQ(options.durationNs, 3'000'000'000);
+  EXPECT_EQ(options.output, "/tmp/k.json");
+  EXPECT_EQ(startAt, int64_t{1700000000000} * 1000000);
+  EXPECT_EQ(ignored, "ACTIVITIES_WARMUP_PERIOD_SECS");
+
+  options.durationNs = 1'000'000;  // the command line wins
+  applyLibkinetoConfig("ACTIVITIES_DURATION_MSECS=250\n", &options, &startAt, &ignored);
+  EXPECT_EQ(options.durationNs, 1'000'000);
+  EXPECT_THROW(
+      applyLibkinetoConfig("ACTIVITIES_DURATION_SECS=soon\n", &options, &startAt, &ignored),
+      UsageError);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ TEST(EnvironmentTest, ABadValueIsAnErrorNamingTheVariable) {
   };
   const Case cases[] = {
       {"KINETRACE_CLOCK", "garbage", "clock must be auto, tsc or monotonic, got \"garbage\""},
-      {"KINETRACE_CAPTURE_RANGE", "", "capture_range must be none or cudaProfilerApi, got \"\""},
+      {"KINETRACE_CAPTURE_RANGE", "", "capture_range must be none, cudaProfilerApi or onDemand, got \"\""},
       {"KINETRACE_DURATION", "0.0000000001s", "duration must be at least 1ns or exactly 0"},
       {"KINETRACE_MEMORY_MB", "17592186044416",
        "memory_mb must be a whole number from 1 to 1048576"},

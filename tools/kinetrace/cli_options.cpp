@@ -33,6 +33,12 @@ constexpr OptionSpec kSummaryOptions[] = {
     {"--top", nullptr, true},
 };
 
+constexpr OptionSpec kTriggerOptions[] = {
+    {"--help", "-h", false},       {"--pid", nullptr, true}, {"--job", nullptr, true},
+    {"--duration", nullptr, true}, {"--output", "-o", true}, {"--config", nullptr, true},
+    {"--start-in", nullptr, true},
+};
+
 constexpr OptionSpec kAnalyzeOptions[] = {
     {"--help", "-h", false},   {"--json", nullptr, true}, {"--html", nullptr, true},
     {"--rank", nullptr, true}, {"--top", nullptr, true},  {"--tiny-us", nullptr, true},
@@ -310,6 +316,60 @@ Command parseAnalyze(const std::vector<std::string>& args) {
   return command;
 }
 
+// A duration option's nanoseconds, in the syntax of the KINETRACE_DURATION variable.
+int64_t parseDurationOption(const char* option, const std::string& value) {
+  Config check;
+  try {
+    check.set("duration", value);
+  } catch (const Error& error) {
+    throw UsageError(std::string("kinetrace trigger: ") + option + ": " +
+                     withoutKinetracePrefix(error.what()));
+  }
+  return check.durationNs;
+}
+
+Command parseTrigger(const std::vector<std::string>& args) {
+  Command command;
+  command.kind = Command::Kind::Trigger;
+  TriggerOptions& t = command.trigger;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    Found option = readOption("trigger", kTriggerOptions, args, i);
+    const std::string name = option.spec->longName;
+    const std::string& value = option.value;
+    if (name == "--help") {
+      command.kind = Command::Kind::Help;
+      command.helpTopic = "trigger";
+      return command;
+    } else if (name == "--pid") {
+      int64_t pid = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), pid);
+      if (error != std::errc() || end != value.data() + value.size() || pid <= 0) {
+        throw UsageError("kinetrace trigger: --pid needs a process id, got '" + value + "'");
+      }
+      t.pid = pid;
+    } else if (name == "--job") {
+      t.job = value;
+    } else if (name == "--duration") {
+      t.durationNs = parseDurationOption("--duration", value);
+    } else if (name == "--output") {
+      t.output = value;
+    } else if (name == "--config") {
+      t.configFile = value;
+    } else if (name == "--start-in") {
+      t.startInNs = parseDurationOption("--start-in", value);
+    }
+  }
+  if ((t.pid < 0) == t.job.empty()) {
+    throw UsageError("kinetrace trigger: name one process (--pid PID) or one run (--job NAME)");
+  }
+  if (t.durationNs <= 0 && t.configFile.empty()) {
+    throw UsageError(
+        "kinetrace trigger: say how long to record: --duration T (5s, 500ms), or --config FILE "
+        "with ACTIVITIES_DURATION_SECS");
+  }
+  return command;
+}
+
 }  // namespace
 
 Command parseCommandLine(const std::vector<std::string>& args) {
@@ -324,9 +384,9 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     command.helpTopic = args.size() > 1 ? args[1] : "";
     if (!command.helpTopic.empty() && command.helpTopic != "run" &&
         command.helpTopic != "summary" && command.helpTopic != "convert" &&
-        command.helpTopic != "analyze") {
+        command.helpTopic != "analyze" && command.helpTopic != "trigger") {
       throw UsageError("kinetrace help: no command '" + command.helpTopic +
-                       "' (commands: run, summary, convert, analyze)");
+                       "' (commands: run, summary, convert, analyze, trigger)");
     }
     return command;
   }
@@ -338,11 +398,12 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "summary") return parseSummary(args);
   if (first == "convert") return parseConvert(args);
   if (first == "analyze") return parseAnalyze(args);
+  if (first == "trigger") return parseTrigger(args);
   if (!first.empty() && first[0] == '-') {
     throw UsageError("kinetrace: unknown option '" + first + "' (see 'kinetrace --help')");
   }
   throw UsageError("kinetrace: unknown command '" + first +
-                   "' (commands: run, summary, convert, analyze, help)");
+                   "' (commands: run, summary, convert, analyze, trigger, help)");
 }
 
 std::string mainHelp() {
@@ -354,6 +415,7 @@ usage:
   kinetrace summary [--top N] PATH...              print the summary of traces already written
   kinetrace convert IN OUT                         rewrite a trace in another format
   kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
+  kinetrace trigger --pid PID --duration T         ask a running traced process to record now
   kinetrace help [COMMAND]                         this text, or a command's options
   kinetrace --version
 
@@ -398,9 +460,10 @@ options:
       --format FORMAT       json (default), json.gz, or pftrace: Perfetto's protobuf format,
                             a fraction of the JSON's size (open it in ui.perfetto.dev;
                             'kinetrace convert' turns it into JSON and back)
-      --capture-range RANGE none (default: the whole run) or cudaProfilerApi: record between
+      --capture-range RANGE none (default: the whole run); cudaProfilerApi: record between
                             the program's own cudaProfilerStart() and cudaProfilerStop()
-                            calls; each such window is a trace of its own
+                            calls, each such window a trace of its own; onDemand: record
+                            nothing (CUPTI untouched) until `kinetrace trigger` asks
       --log-level LEVEL     error, warning (default), info or debug: kinetrace's messages
                             from inside the traced processes, on their stderr
       --memory-mb N         cap on the tracer's own memory in each traced process, in MB
@@ -489,7 +552,40 @@ options:
 )";
 }
 
+std::string triggerHelp() {
+  return R"(usage: kinetrace trigger (--pid PID | --job NAME) --duration T [--output PATH]
+                         [--config FILE] [--start-in T]
+
+Asks processes running under `kinetrace run` to record now, for T, without restarting
+them. Run the job with `kinetrace run --capture-range onDemand` to record nothing (and
+leave CUPTI untouched) until asked; a process of any other run can be asked too once its
+own window has ended. Only the user who runs a process can trigger it: the sockets live in
+$KINETRACE_CONTROL_DIR, else /tmp/kinetrace-UID, a directory of that user's alone.
+
+options:
+      --pid PID        the process to record
+      --job NAME       every process of the run NAME (`kinetrace run` prints its run id;
+                       KINETRACE_RUN_ID), all starting at the same moment
+      --duration T     how long to record (5s, 500ms, 2m)
+  -o, --output PATH    where the trace goes: a file (with --pid) or a directory (the run's
+                       naming in it); default: the run's output directory
+      --config FILE    libkineto's on-demand keys: ACTIVITIES_DURATION_SECS,
+                       ACTIVITIES_DURATION_MSECS, ACTIVITIES_LOG_FILE, PROFILE_START_TIME
+                       (milliseconds since the epoch); the options above win
+      --start-in T     start T from now (default: now with --pid, 1s with --job, so every
+                       process has the request before it starts)
+  -h, --help           this text
+
+Each process answers at once: where its trace will go, or why it cannot record (a trace is
+already recording, it records between its own cudaProfilerStart/Stop calls, ...).
+
+exit status: 0 when every process accepted, 1 when one refused or could not be reached,
+2 for a mistake on the command line.
+)";
+}
+
 std::string helpFor(const std::string& topic) {
+  if (topic == "trigger") return triggerHelp();
   if (topic == "analyze") return analyzeHelp();
   if (topic == "convert") return convertHelp();
   if (topic == "run") return runHelp();

@@ -12,6 +12,7 @@
 //   kinetrace summary [--top N] PATH...
 //   kinetrace convert [--quiet] IN OUT
 //   kinetrace analyze [--html FILE] [--json FILE] [--rank N] [--top N] [--tiny-us N] TRACE|DIR...
+//   kinetrace trigger (--pid PID | --job NAME) [--duration T] [--output PATH] [--config F]
 //   kinetrace help [COMMAND] | --help | --version
 //
 // Parsing only: nothing here touches the file system or the environment, so every error
@@ -75,14 +76,24 @@ struct AnalyzeOptions {
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
 
+struct TriggerOptions {
+  int64_t pid = -1;        // --pid: one process
+  std::string job;         // --job: every process of a run (its run id)
+  int64_t durationNs = 0;  // --duration
+  std::string output;      // --output: a trace path (--pid) or a directory; "" = the run's
+  std::string configFile;  // --config: libkineto's on-demand keys
+  int64_t startInNs = -1;  // --start-in: delay before the start; -1 = the default
+};
+
 struct Command {
-  enum class Kind { Help, Version, Run, Summary, Convert, Analyze };
+  enum class Kind { Help, Version, Run, Summary, Convert, Analyze, Trigger };
   Kind kind = Kind::Help;
   std::string helpTopic;  // Help: "", "run", "summary" or "convert"
   RunOptions run;
   SummaryOptions summary;
   ConvertOptions convert;
   AnalyzeOptions analyze;
+  TriggerOptions trigger;
 };
 
 // `args` excludes argv[0]. Throws UsageError.

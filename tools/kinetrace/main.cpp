@@ -11,6 +11,7 @@
 #include "error_text.h"
 #include "kinetrace/error.h"
 #include "run_command.h"
+#include "trigger_command.h"
 
 int main(int argc, char** argv) {
   using namespace kinetrace::cli;
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
         return convertCommand(command.convert, stderr);
       case Command::Kind::Analyze:
         return analyzeCommand(command.analyze, stdout, stderr);
+      case Command::Kind::Trigger:
+        return triggerCommand(command.trigger, stdout);
     }
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.what());

@@ -242,6 +242,12 @@ int runCommand(const RunOptions& options) {
   std::string runId = newRunId();
   exportConfiguration(options, outputDir, runId, library);
   if (options.torch) exportTorchBackend(library);
+  if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
+    std::fprintf(stderr,
+                 "kinetrace run: on demand: nothing is recorded until asked: kinetrace trigger "
+                 "--job %s --duration 10s\n",
+                 runId.c_str());
+  }
 
   int status = runProgram(program, options.program);
   int exitCode = 0;

@@ -1,0 +1,191 @@
+// On-demand traces: `kinetrace trigger`'s channel to a traced process's controller. A process
+// on demand records nothing (and does not touch CUPTI) until asked; a request records exactly
+// the window asked for, to the path asked for; a request that overlaps a recording is
+// refused with the reason; only the owner's private directory holds the sockets.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "inject/controller.h"
+#include "inject/trigger_channel.h"
+#include "kinetrace/host.h"
+#include "session/session.h"
+#include "support/fake_gpu_source.h"
+#include "support/temp_dir.h"
+
+namespace kinetrace::inject {
+namespace {
+
+using namespace std::chrono_literals;
+using kinetrace::testing::TempDir;
+
+template <typename Condition>
+bool eventually(Condition condition) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::yield();
+  }
+  return condition();
+}
+
+bool startsWith(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+class TriggerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    controlDir_ = dir_.path() + "/control";
+    ::setenv("KINETRACE_CONTROL_DIR", controlDir_.c_str(), 1);
+  }
+  void TearDown() override { ::unsetenv("KINETRACE_CONTROL_DIR"); }
+
+  ControllerOptions options(CaptureRange range) {
+    ControllerOptions o;
+    o.config.activities = ActivitySet::parse("host,kernel");
+    o.config.captureRange = range;
+    o.config.output = dir_.path();
+    o.config.runId = "job7";
+    o.naming = TraceNaming{"job7", "testhost", 4242, std::nullopt, std::nullopt};
+    o.profilerFactory = [this](Config config, const internal::ProfilerOptions& made) {
+      detail::SessionOptions session;
+      session.insideDriverInit = made.insideDriverInit;
+      session.gpuSourceFactory = [this] {
+        return std::make_unique<kinetrace::testing::FakeGpuSource>(gpu_);
+      };
+      return detail::makeProfiler(std::move(config), std::move(session));
+    };
+    return o;
+  }
+
+  TempDir dir_;
+  std::string controlDir_;
+  kinetrace::testing::FakeGpuCalls gpu_;
+};
+
+TEST_F(TriggerTest, OnDemandRecordsNothingUntilAskedThenExactlyTheWindowAskedFor) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  ASSERT_EQ(controller.triggerSocket(), controlDir_ + "/job7.4242.sock");
+  EXPECT_FALSE(controller.recording());
+  EXPECT_EQ(gpu_.enables.load(), 0) << "idle on demand: CUPTI untouched";
+
+  const std::string path = dir_.path() + "/asked.json";
+  TriggerRequest request;
+  request.durationNs = 300'000'000;
+  request.output = path;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + path);
+  ASSERT_TRUE(eventually([&] { return controller.recording(); }));
+  { Range inside("inside the window"); }
+  ASSERT_TRUE(eventually([&] { return !controller.recording(); })) << "the duration ends it";
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  EXPECT_EQ(controller.savedTraces()[0], path);
+  { Range after("after the window"); }
+
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  bool inside = false, after = false;
+  for (const auto& e : trace["traceEvents"]) {
+    inside |= e.value("name", "") == "inside the window";
+    after |= e.value("name", "") == "after the window";
+  }
+  EXPECT_TRUE(inside);
+  EXPECT_FALSE(after);
+  EXPECT_EQ(trace["kinetrace_capture"], "on demand");
+
+  // The process waits for the next request: a second window, named by the run into a
+  // directory asked for.
+  request.output = dir_.path() + "/";
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_EQ(answer,
+            "ok " + dir_.path() + "/" + traceFileName(options(CaptureRange::OnDemand).naming, 2));
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 2; }));
+  controller.finish();
+  struct stat info {};
+  EXPECT_NE(::stat(controller.triggerSocket().c_str(), &info), 0) << "the socket goes at exit";
+}
+
+TEST_F(TriggerTest, ARequestThatOverlapsARecordingIsRefusedWithTheReason) {
+  Controller controller(options(CaptureRange::Whole));
+  controller.begin();
+  ASSERT_TRUE(controller.recording());
+  TriggerRequest request;
+  request.durationNs = 1'000'000'000;
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_TRUE(startsWith(answer, "refused a trace is already recording (window 1")) << answer;
+  EXPECT_NE(answer.find("until the process exits"), std::string::npos) << answer;
+  controller.finish();
+}
+
+TEST_F(TriggerTest, ARequestWithoutADurationIsRefusedWithTheReason) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;  // duration 0
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_EQ(answer, "refused a duration is needed (duration_ns > 0)");
+  EXPECT_FALSE(controller.recording());
+  controller.finish();
+}
+
+TEST_F(TriggerTest, AStartTimeLetsTheProcessesOfAJobStartTogether) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 100'000'000;
+  request.startAtNs = realTimeNs() + 400'000'000;
+  const std::vector<std::string> sockets = socketsOfJob("job7");
+  ASSERT_EQ(sockets, std::vector<std::string>{controller.triggerSocket()});
+  EXPECT_EQ(socketsOfPid(4242), sockets);
+  EXPECT_TRUE(startsWith(sendRequest(sockets[0], request), "ok "));
+  EXPECT_FALSE(controller.recording()) << "not before its start time";
+  // A second request while the first waits to start is refused.
+  EXPECT_TRUE(startsWith(sendRequest(sockets[0], request), "refused a triggered recording"));
+  ASSERT_TRUE(eventually([&] { return controller.recording(); }));
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  controller.finish();
+}
+
+TEST_F(TriggerTest, AControlDirectoryOthersCanEnterIsNeverUsed) {
+  ASSERT_EQ(::mkdir(controlDir_.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(controlDir_.c_str(), 0755), 0);
+  try {
+    controlDirectory();
+    FAIL() << "a directory open to others was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(controlDir_), std::string::npos) << e.what();
+  }
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  EXPECT_EQ(controller.triggerSocket(), "") << "no socket where others could reach it";
+  controller.finish();
+}
+
+TEST(TriggerRequestTest, RequestsReadBackAsWrittenAndBadOnesSayWhy) {
+  TriggerRequest request;
+  request.durationNs = 5'000'000'000;
+  request.output = "/data/t.json";
+  request.startAtNs = 1234;
+  std::string why;
+  const auto parsed = parseRequest(formatRequest(request), &why);
+  ASSERT_TRUE(parsed.has_value()) << why;
+  EXPECT_EQ(parsed->durationNs, request.durationNs);
+  EXPECT_EQ(parsed->output, request.output);
+  EXPECT_EQ(parsed->startAtNs, 1234);
+  EXPECT_FALSE(parseRequest("stop", &why));
+  EXPECT_EQ(why, "unknown request \"stop\" (expected \"record\")");
+  EXPECT_FALSE(parseRequest("record duration_ns=abc", &why));
+  EXPECT_EQ(why, "\"duration_ns\" needs a number, got \"abc\"");
+  EXPECT_FALSE(parseRequest("record duration_ns=5 color=red", &why));
+  EXPECT_EQ(why, "unknown field \"color\"");
+}
+
+}  // namespace
+}  // namespace kinetrace::inject

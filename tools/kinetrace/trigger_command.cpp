@@ -1,0 +1,142 @@
+#include "trigger_command.h"
+
+#include <time.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "files.h"
+#include "inject/trigger_channel.h"
+
+namespace kinetrace::cli {
+namespace {
+
+constexpr int64_t kJobStartDelayNs = 1'000'000'000;
+
+int64_t realTimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  const auto last = text.find_last_not_of(" \t\r");
+  return text.substr(first, last - first + 1);
+}
+
+int64_t numberOf(const std::string& key, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const long long number = std::stoll(value, &used);
+    if (used == value.size() && number >= 0) return number;
+  } catch (const std::exception&) {
+  }
+  throw UsageError("kinetrace trigger: --config: " + key + " needs a whole number, got \"" + value +
+                   "\"");
+}
+
+// "pid 4242 (kinetrace-job7...): recording 5 s to PATH" from the socket's name and answer.
+std::string describe(const std::string& socket, const std::string& answer) {
+  const std::string name = socket.substr(socket.rfind('/') + 1);
+  if (answer.rfind("ok ", 0) == 0) return name + ": recording to " + answer.substr(3);
+  if (answer.rfind("refused ", 0) == 0) return name + ": refused: " + answer.substr(8);
+  return name + ": unexpected answer: " + answer;
+}
+
+}  // namespace
+
+void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int64_t* startAtNs,
+                          std::string* ignored) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t equals = line.find('=');
+    if (equals == std::string::npos) {
+      throw UsageError("kinetrace trigger: --config: \"" + line + "\" is not KEY=VALUE");
+    }
+    const std::string key = trim(line.substr(0, equals));
+    const std::string value = trim(line.substr(equals + 1));
+    // Values are checked whether or not the command line overrides them.
+    if (key == "ACTIVITIES_DURATION_SECS") {
+      const int64_t ns = numberOf(key, value) * 1000000000;
+      if (options->durationNs <= 0) options->durationNs = ns;
+    } else if (key == "ACTIVITIES_DURATION_MSECS") {
+      const int64_t ns = numberOf(key, value) * 1000000;
+      if (options->durationNs <= 0) options->durationNs = ns;
+    } else if (key == "ACTIVITIES_LOG_FILE") {
+      if (options->output.empty()) options->output = value;
+    } else if (key == "PROFILE_START_TIME") {
+      const int64_t ms = numberOf(key, value);
+      if (ms > 0 && options->startInNs < 0) *startAtNs = ms * 1000000;
+    } else {
+      *ignored += (ignored->empty() ? "" : ", ") + key;
+    }
+  }
+}
+
+int triggerCommand(const TriggerOptions& given, std::FILE* out) {
+  TriggerOptions options = given;
+  int64_t startAtNs = 0;
+  if (!options.configFile.empty()) {
+    const std::string text = readFile(options.configFile);
+    if (text.empty()) {
+      throw UsageError("kinetrace trigger: --config: cannot read " + options.configFile);
+    }
+    std::string ignored;
+    applyLibkinetoConfig(text, &options, &startAtNs, &ignored);
+    if (!ignored.empty()) {
+      std::fprintf(out, "kinetrace trigger: %s: not used here: %s\n", options.configFile.c_str(),
+                   ignored.c_str());
+    }
+  }
+  if (options.durationNs <= 0) {
+    throw UsageError("kinetrace trigger: no duration (--duration, or ACTIVITIES_DURATION_SECS)");
+  }
+  std::vector<std::string> sockets;
+  try {
+    sockets =
+        options.job.empty() ? inject::socketsOfPid(options.pid) : inject::socketsOfJob(options.job);
+  } catch (const std::exception& error) {
+    std::fprintf(out, "kinetrace trigger: %s\n", error.what());
+    return 1;
+  }
+  if (sockets.empty()) {
+    std::fprintf(out,
+                 "kinetrace trigger: no traced process %s (run it under `kinetrace run`; "
+                 "sockets are in %s)\n",
+                 options.job.empty() ? ("with pid " + std::to_string(options.pid)).c_str()
+                                     : ("of run " + options.job).c_str(),
+                 inject::controlDirectory().c_str());
+    return 1;
+  }
+  if (sockets.size() > 1 && !options.output.empty() && !isDirectory(options.output) &&
+      options.output.back() != '/') {
+    throw UsageError("kinetrace trigger: " + std::to_string(sockets.size()) +
+                     " processes: --output must be a directory (each writes its own trace)");
+  }
+  inject::TriggerRequest request;
+  request.durationNs = options.durationNs;
+  request.output = options.output;
+  const int64_t startIn = options.startInNs >= 0 ? options.startInNs
+                          : options.job.empty()  ? 0
+                                                 : kJobStartDelayNs;
+  request.startAtNs = startAtNs != 0 ? startAtNs : (startIn > 0 ? realTimeNs() + startIn : 0);
+  int status = 0;
+  for (const std::string& socket : sockets) {
+    try {
+      const std::string answer = inject::sendRequest(socket, request);
+      std::fprintf(out, "%s\n", describe(socket, answer).c_str());
+      if (answer.rfind("ok ", 0) != 0) status = 1;
+    } catch (const std::exception& error) {
+      std::fprintf(out, "kinetrace trigger: %s\n", error.what());
+      status = 1;
+    }
+  }
+  return status;
+}
+
+}  // namespace kinetrace::cli
