@@ -139,6 +139,7 @@ Controller::~Controller() {
   for (int fd : wakeFds_) {
     if (fd >= 0) ::close(fd);
   }
+  if (triggerFd_ >= 0) ::close(triggerFd_);
 }
 
 // The control thread listens for `kinetrace trigger` in every mode; without the channel the

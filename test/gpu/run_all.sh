@@ -349,6 +349,12 @@ ddp_straggler() {
   grep -qi "rank 1" "$OUT_DIR/analyze-ddp_straggler.txt"
 }
 
+# On-demand traces: the idle cost of a process armed for kinetrace trigger, and five
+# triggered windows of a running kernel storm (bench/gpu/on_demand.sh; OUT_DIR/on_demand.md).
+on_demand() {
+  run bash "$SRC_DIR/bench/gpu/on_demand.sh" "$BUILD_DIR" "$OUT_DIR"
+}
+
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
 activity_cost() {
@@ -371,6 +377,7 @@ main() {
   step "analyze (idle causes)" analyze
   step "PyTorch backend (libkineto_api)" torch_backend
   step "DDP straggler (two GPUs)" ddp_straggler
+  step "on-demand traces" on_demand
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks
