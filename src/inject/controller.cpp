@@ -332,12 +332,18 @@ int Controller::runDueTimers() {
   if (state_ == State::WaitingForDelay && now >= startAtNs_) startLocked("the delay passed");
   if (state_ == State::TriggerPending && now >= startAtNs_) {
     startLocked("kinetrace trigger", triggerPath_);
-    if (state_ == State::Recording) stopAtNs_ = bootTimeNs() + triggerDurationNs_;
+    if (state_ == State::Recording) {
+      stopAtNs_ = bootTimeNs() + triggerDurationNs_;
+    } else {
+      // It could not start (logged): the next trigger may try again.
+      state_ = State::WaitingForTrigger;
+      triggered_ = false;
+    }
   }
   if (state_ == State::Recording && stopAtNs_ != 0 && now >= stopAtNs_) {
     stopLocked();
-    // A duration ends the only window; after a triggered one, the next trigger may come.
-    state_ = triggered_ ? State::WaitingForTrigger : State::Done;
+    // The configured window (or a triggered one) is over: only a trigger records again.
+    state_ = State::WaitingForTrigger;
     triggered_ = false;
   }
   int64_t next = 0;

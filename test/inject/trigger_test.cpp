@@ -125,6 +125,24 @@ TEST_F(TriggerTest, ARequestThatOverlapsARecordingIsRefusedWithTheReason) {
   controller.finish();
 }
 
+TEST_F(TriggerTest, AfterItsConfiguredWindowEndsAProcessCanBeTriggered) {
+  ControllerOptions o = options(CaptureRange::Whole);
+  o.config.durationNs = 100'000'000;
+  Controller controller(o);
+  controller.begin();
+  ASSERT_TRUE(controller.recording());
+  ASSERT_TRUE(eventually([&] { return !controller.recording(); })) << "the duration ends it";
+  TriggerRequest request;
+  request.durationNs = 100'000'000;
+  request.output = dir_.path() + "/later.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  ASSERT_TRUE(eventually([&] {
+    const auto saved = controller.savedTraces();
+    return !saved.empty() && saved.back() == request.output;
+  }));
+  controller.finish();
+}
+
 TEST_F(TriggerTest, ARequestWithoutADurationIsRefusedWithTheReason) {
   Controller controller(options(CaptureRange::OnDemand));
   controller.begin();
