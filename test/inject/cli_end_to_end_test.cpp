@@ -233,13 +233,22 @@ TEST(KinetraceRunTest, TheProgramGetsTheInjectionEnvironment) {
 }
 
 TEST(KinetraceRunTest, TorchPreloadsTheKinetoApiAndInjectsNoSecondCuptiSubscriber) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a TSan-instrumented library preloaded ahead of TSan's runtime cannot start";
+#endif
   RunDir dir;
   // Even when kinetrace's injection is already in the environment (a nested run), the
   // program gets libkineto_api.so preloaded and no injection beside it.
   Result injection =
       run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "env", "CUDA_INJECTION64_PATH"}));
   std::string ours = injection.out.substr(0, injection.out.find('\n'));
-  const Env nested = {{"CUDA_INJECTION64_PATH", ours}, {"LD_PRELOAD", ""}};
+  Env nested = {{"CUDA_INJECTION64_PATH", ours}, {"LD_PRELOAD", ""}};
+#if defined(__SANITIZE_ADDRESS__)
+  // The preloaded (instrumented) library comes before ASan's runtime in the load order.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  nested.push_back(
+      {"ASAN_OPTIONS", std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0"});
+#endif
   Result r = run(kinetraceRun(dir, {"--torch"}, {HOST_ONLY_PROGRAM, "env", "LD_PRELOAD"}), nested);
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_CONTAINS(r.out, "/libkineto_api.so");
