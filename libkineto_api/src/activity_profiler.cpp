@@ -209,9 +209,9 @@ std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopTrace()
   }
 }
 
-void ActivityProfiler::step() {
-  steps_.fetch_add(1, std::memory_order_relaxed);
-}
+// libkineto counts steps for its on-demand iteration configs, which this backend does not
+// run; PyTorch calls it every step, traced or not, so it must cost nothing.
+void ActivityProfiler::step() {}
 
 void ActivityProfiler::pushCorrelationId(uint64_t id) {
   internal::pushCorrelationId(id);

@@ -61,8 +61,6 @@ class ActivityProfiler final : public libkineto::ActivityProfilerInterface {
   // process tears down (libkineto crashes there). The trace is discarded.
   void stopAtExit() noexcept;
 
-  uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
-
  private:
   void prepareLocked(const std::set<libkineto::ActivityType>& activityTypes);
   void say(const std::string& message);
@@ -83,7 +81,6 @@ class ActivityProfiler final : public libkineto::ActivityProfilerInterface {
   std::shared_ptr<SharedMetadata> metadata_ = std::make_shared<SharedMetadata>();
   bool metadataBelongsToStoppedTrace_ = false;
   std::vector<std::pair<int32_t, std::string>> threadNames_;
-  std::atomic<uint64_t> steps_{0};
   std::vector<std::unique_ptr<libkineto::IActivityProfiler>> children_;
   std::set<std::string> said_;  // messages already written (each once per process)
 };

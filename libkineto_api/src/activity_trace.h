@@ -55,8 +55,6 @@ class ActivityTrace final : public libkineto::ActivityTraceInterface {
   // Throws kinetrace::Error naming the path when it cannot be written.
   void save(const std::string& path) override;
 
-  std::size_t gpuActivityCount() const { return gpu_.size(); }
-
  private:
   void addGpuActivities();
 
