@@ -98,6 +98,15 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
 //   capture_range     (injection) "none" (whole run), "cudaProfilerApi" or "onDemand"
+//   schedule          (injection) record by the program's steps, as torch.profiler's
+//                     schedule does: "wait=1,warmup=1,active=3,repeat=2[,skip_first=N]"
+//                     (repeat 0: forever); one trace per cycle. Steps are the NVTX ranges
+//                     named by step_marks. Not with delay, duration or another capture_range
+//   step_marks        (injection) comma list of NVTX range names that start a step: a range
+//                     (push or start, any domain) whose message begins with one of them,
+//                     compared without case, then anything but a letter ("step 12",
+//                     "ProfilerStep#12", "Step_3"). Default "ProfilerStep#,step". Step marks
+//                     drive `schedule` and `kinetrace trigger --steps`
 //   run_id            (injection) a tag put in trace file names, so the files of one
 //                     `kinetrace run` can be found among others ([A-Za-z0-9._-], <= 64)
 //   trace_format      (injection) the files' format: "json" (the default), "json.gz" or
@@ -120,6 +129,8 @@ struct KINETRACE_API Config {
   CaptureRange captureRange = CaptureRange::Whole;
   std::string runId;
   std::string traceFormat = "json";  // json | json.gz | pftrace
+  std::string schedule;              // "" or a schedule, checked by set()
+  std::string stepMarks = "ProfilerStep#,step";
 
   // The cap in bytes (memoryMb << 20).
   std::size_t memoryCapBytes() const { return memoryMb << 20; }

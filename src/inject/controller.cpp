@@ -20,6 +20,7 @@
 #include "inject/run_manifest.h"
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
+#include "session/schedule_phase.h"
 #include "support/log.h"
 
 namespace kinetrace::inject {
@@ -39,6 +40,17 @@ void profilerApiTrampoline(bool start) {
     controller->onProfilerApi(start);
   }
 }
+
+// The controller NVTX step marks reach (nvtx_injection.h).
+std::atomic<Controller*> gStepMarkTarget{nullptr};
+
+void stepMarkTrampoline() noexcept {
+  if (Controller* controller = gStepMarkTarget.load(std::memory_order_acquire)) {
+    controller->onStepMark();
+  }
+}
+
+constexpr int64_t kNoStepEvent = INT64_MAX;
 
 bool isAbsolute(const std::string& path) {
   return !path.empty() && path[0] == '/';
@@ -84,6 +96,7 @@ void noteOutcome(const ControllerOptions& options, const std::string& dir, Manif
 }
 
 const char* captureName(const Config& config) {
+  if (!config.schedule.empty()) return "step schedule";
   if (config.captureRange == CaptureRange::CudaProfilerApi) return "cudaProfilerApi";
   if (config.captureRange == CaptureRange::OnDemand) return "on demand";
   return config.delayNs > 0 || config.durationNs > 0 ? "delay/duration" : "whole run";
@@ -170,10 +183,11 @@ void Controller::begin() {
   Config profilerConfig = config;
   profilerConfig.output.clear();  // the controller names each window's file itself
   try {
+    if (!config.schedule.empty()) schedule_ = detail::parseSchedule(config.schedule);
     internal::ProfilerOptions profilerOptions;
     profilerOptions.insideDriverInit = true;  // InitializeInjection runs inside cuInit
     profilerOptions.processName = options_.processName;
-    const bool profilerApi = config.captureRange == CaptureRange::CudaProfilerApi;
+    const bool profilerApi = !schedule_ && config.captureRange == CaptureRange::CudaProfilerApi;
     if (profilerApi) {
       gProfilerApiTarget.store(this, std::memory_order_release);
       profilerOptions.profilerControl = &profilerApiTrampoline;
@@ -185,7 +199,16 @@ void Controller::begin() {
     if (!config.runId.empty()) profiler_->addMetadata("kinetrace_run_id", config.runId);
     profiler_->addMetadata("kinetrace_capture", captureName(config));
 
-    if (profilerApi) {
+    if (schedule_) {
+      if (config.delayNs > 0 || config.durationNs > 0 ||
+          config.captureRange != CaptureRange::Whole) {
+        log(LogLevel::Warning,
+            "delay, duration and capture_range are ignored with a schedule (steps decide)");
+      }
+      profiler_->addMetadata("kinetrace_schedule", config.schedule);
+      // Nothing until the first step mark: the schedule counts steps from there.
+      state_ = State::FollowingSchedule;
+    } else if (profilerApi) {
       if (config.delayNs > 0 || config.durationNs > 0) {
         log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
       }
@@ -214,6 +237,16 @@ void Controller::begin() {
   }
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
       captureName(config), outputDir_);
+  if (state_ != State::Done) {
+    // Step marks are followed in every mode: a trigger may ask for steps at any time.
+    updateNextStepEventLocked();
+    gStepMarkTarget.store(this, std::memory_order_release);
+    try {
+      setStepMarks(config.stepMarks, &stepMarkTrampoline);
+    } catch (const std::exception& error) {
+      log(LogLevel::Warning, "step marks are not followed: {}", error.what());
+    }
+  }
   if (wakeFds_[0] >= 0) {
     if (state_ != State::Done) openTriggerChannel();
     controlThread_ = std::thread([this] {
@@ -245,7 +278,7 @@ void Controller::startLocked(const char* why, const std::string& requestedPath) 
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
 }
 
-void Controller::stopLocked() {
+void Controller::stopLocked(int64_t atStep) {
   try {
     // What NVTX sent, up to now: a trace without NVTX ranges then says whether the program
     // made no NVTX calls or made them outside the window.
@@ -253,6 +286,14 @@ void Controller::stopLocked() {
     profiler_->addMetadata("kinetrace_nvtx", Value::object({{"instances", nvtx.instances},
                                                             {"calls", nvtx.calls},
                                                             {"recorded", nvtx.recorded}}));
+    if (windowFirstStep_ >= 0) {
+      // The steps whose marks fell inside the window: when it did not end at a step mark
+      // (exit, a signal), the last of them may be cut short.
+      const int64_t end = atStep >= 0 ? atStep : steps_.load(std::memory_order_relaxed);
+      profiler_->addMetadata("kinetrace_steps", Value::object({{"first", windowFirstStep_},
+                                                               {"count", end - windowFirstStep_},
+                                                               {"cycle", recordingCycle_}}));
+    }
     Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
     pending_.push_back(PendingSave{std::move(trace), windows_, "", triggered_});
@@ -262,6 +303,9 @@ void Controller::stopLocked() {
                 "recording could not stop cleanly: ", error.what());
   }
   stopAtNs_ = 0;
+  stopAtStep_ = 0;
+  windowFirstStep_ = -1;
+  recordingCycle_ = 0;
 }
 
 void Controller::onProfilerApi(bool start) noexcept {
@@ -278,6 +322,107 @@ void Controller::onProfilerApi(bool start) noexcept {
   }
 }
 
+void Controller::onStepMark() noexcept {
+  const int64_t step = steps_.fetch_add(1, std::memory_order_relaxed);
+  if (step < nextStepEvent_.load(std::memory_order_relaxed)) return;
+  // Exiting: as in onProfilerApi, a program thread must not wait for the exit path.
+  if (finishing_.load() || abandoned_.load()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (schedule_ && (state_ == State::FollowingSchedule || recordingCycle_ != 0)) {
+    followScheduleLocked(step);
+  } else if (state_ == State::TriggerPending && triggerSteps_ > 0 && step >= startStep_) {
+    startLocked("kinetrace trigger", triggerPath_);
+    if (state_ == State::Recording) {
+      stopAtNs_ = 0;  // steps end this window, never the configured duration
+      stopAtStep_ = step + triggerSteps_;
+      windowFirstStep_ = step;
+    } else {
+      state_ = State::WaitingForTrigger;  // could not start (logged): a trigger may retry
+      triggered_ = false;
+    }
+  } else if (state_ == State::Recording && stopAtStep_ != 0 && step >= stopAtStep_) {
+    stopLocked(step);
+    state_ = State::WaitingForTrigger;
+    triggered_ = false;
+    wake();  // the control thread writes the file; the program's step goes on now
+  }
+  updateNextStepEventLocked();
+}
+
+// At the mark of step `step`, as StepScheduler does at kinetrace::step(): a cycle's trace
+// holds exactly its active steps; warm-up sets CUPTI up without recording.
+void Controller::followScheduleLocked(int64_t step) {
+  int64_t cycle = 0;
+  const detail::SchedulePhase phase = detail::schedulePhase(*schedule_, step, &cycle);
+  if (state_ == State::Recording &&
+      (phase != detail::SchedulePhase::Active || cycle != recordingCycle_)) {
+    stopLocked(step);
+    state_ = State::FollowingSchedule;
+    wake();
+  }
+  if (phase == detail::SchedulePhase::Warmup && state_ != State::Recording) {
+    try {
+      profiler_->prepare();  // once subscribed, CUPTI stays so: later calls are cheap
+    } catch (const std::exception& error) {
+      log(LogLevel::Warning, "schedule: warm-up could not set up GPU recording: {}", error.what());
+    }
+  }
+  if (phase == detail::SchedulePhase::Active && state_ == State::FollowingSchedule) {
+    startLocked("step schedule");
+    if (state_ == State::Recording) {
+      stopAtNs_ = 0;  // the cycle's steps end it, never a configured duration
+      recordingCycle_ = cycle;
+      windowFirstStep_ = step;
+    } else {
+      state_ = State::FollowingSchedule;  // this cycle is lost (logged); the next may start
+    }
+  }
+  const int64_t period = schedule_->wait + schedule_->warmup + schedule_->active;
+  const bool over =
+      schedule_->repeat != 0 && step + 1 >= schedule_->skipFirst + schedule_->repeat * period;
+  if (over && state_ == State::FollowingSchedule) {
+    // Every cycle was recorded: from now on the process records when triggered.
+    state_ = State::WaitingForTrigger;
+    log(LogLevel::Info, "schedule: the last cycle ended at step {}", step);
+  }
+}
+
+// Which step's mark must take the lock: every one while a schedule runs, the first or last
+// step of a triggered window of steps, none otherwise.
+void Controller::updateNextStepEventLocked() {
+  int64_t next = kNoStepEvent;
+  if (schedule_ && (state_ == State::FollowingSchedule || recordingCycle_ != 0)) {
+    next = 0;
+  } else if (state_ == State::TriggerPending && triggerSteps_ > 0) {
+    next = startStep_;
+  } else if (state_ == State::Recording && stopAtStep_ != 0) {
+    next = stopAtStep_;
+  }
+  nextStepEvent_.store(next, std::memory_order_relaxed);
+}
+
+const char* Controller::stateName() const {
+  switch (state_) {
+    case State::Created:
+      return "created";
+    case State::WaitingForDelay:
+      return "waiting-for-delay";
+    case State::WaitingForProfilerStart:
+      return "waiting-for-cudaProfilerStart";
+    case State::WaitingForTrigger:
+      return "idle";
+    case State::TriggerPending:
+      return "triggered";
+    case State::FollowingSchedule:
+      return "following-schedule";
+    case State::Recording:
+      return "recording";
+    case State::Done:
+      return "done";
+  }
+  return "unknown";
+}
+
 void Controller::finish() noexcept {
   if (abandoned_.load()) return;
   finishing_.store(true);
@@ -289,6 +434,9 @@ void Controller::finish() noexcept {
     // target it does nothing.
     Controller* self = this;
     gProfilerApiTarget.compare_exchange_strong(self, nullptr);
+    self = this;
+    gStepMarkTarget.compare_exchange_strong(self, nullptr);
+    nextStepEvent_.store(kNoStepEvent, std::memory_order_relaxed);
     if (!triggerSocket_.empty()) ::unlink(triggerSocket_.c_str());
   }
   drainSaves();
@@ -330,7 +478,7 @@ int Controller::runDueTimers() {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t now = bootTimeNs();
   if (state_ == State::WaitingForDelay && now >= startAtNs_) startLocked("the delay passed");
-  if (state_ == State::TriggerPending && now >= startAtNs_) {
+  if (state_ == State::TriggerPending && triggerSteps_ == 0 && now >= startAtNs_) {
     startLocked("kinetrace trigger", triggerPath_);
     if (state_ == State::Recording) {
       stopAtNs_ = bootTimeNs() + triggerDurationNs_;
@@ -345,9 +493,11 @@ int Controller::runDueTimers() {
     // The configured window (or a triggered one) is over: only a trigger records again.
     state_ = State::WaitingForTrigger;
     triggered_ = false;
+    updateNextStepEventLocked();
   }
   int64_t next = 0;
-  if (state_ == State::WaitingForDelay || state_ == State::TriggerPending) next = startAtNs_;
+  if (state_ == State::WaitingForDelay || (state_ == State::TriggerPending && triggerSteps_ == 0))
+    next = startAtNs_;
   if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
   if (next == 0) return -1;
   return static_cast<int>(std::min<int64_t>((next - now + 999999) / 1000000, 60 * 60 * 1000));
@@ -401,6 +551,11 @@ void Controller::handleTrigger() {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (request->verb == TriggerRequest::Verb::Status) {
+    answer(fd, fmt::format("ok step={} state={}", steps_.load(std::memory_order_relaxed),
+                           finishing_.load() ? "done" : stateName()));
+    return;
+  }
   if (finishing_.load() || state_ == State::Done || state_ == State::Created) {
     answer(fd, "refused the process is ending, or its tracing is off");
     return;
@@ -425,13 +580,41 @@ void Controller::handleTrigger() {
     answer(fd, "refused this process starts recording after its configured delay");
     return;
   }
+  if (state_ == State::FollowingSchedule) {
+    answer(fd, "refused this process records by its step schedule (" + options_.config.schedule +
+                   "); it can be triggered once the schedule's last cycle has ended");
+    return;
+  }
   const int window = windows_ + 1;
+  const std::string path = triggeredPath(request->output, window);
+  const std::size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    const std::string why = makeDirectories(path.substr(0, slash));
+    if (!why.empty()) {
+      answer(fd, "refused the trace cannot be written there: " + why);
+      return;
+    }
+  }
   triggered_ = true;
-  triggerPath_ = triggeredPath(request->output, window);
+  triggerPath_ = path;
   triggerDurationNs_ = request->durationNs;
+  triggerSteps_ = request->steps;
+  state_ = State::TriggerPending;
+  if (triggerSteps_ > 0) {
+    // The step the next mark starts, or the one asked for if it is still ahead.
+    startStep_ = std::max(request->startStep, steps_.load(std::memory_order_relaxed));
+    updateNextStepEventLocked();
+    std::string note;
+    if (steps_.load(std::memory_order_relaxed) == 0) {
+      note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks + ")";
+    }
+    answer(fd, fmt::format("ok {}\tfrom step {}{}", triggerPath_, startStep_, note));
+    log(LogLevel::Info, "triggered: window {} records {} steps from step {} to {}", window,
+        triggerSteps_, startStep_, triggerPath_);
+    return;
+  }
   const int64_t untilStart = request->startAtNs == 0 ? 0 : request->startAtNs - realTimeNs();
   startAtNs_ = bootTimeNs() + std::max<int64_t>(0, untilStart);
-  state_ = State::TriggerPending;
   answer(fd, "ok " + triggerPath_);
   log(LogLevel::Info, "triggered: window {} records {} ms to {}", window,
       triggerDurationNs_ / 1000000, triggerPath_);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "inject/trigger_channel.h"
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
+#include "kinetrace/schedule.h"
 #include "kinetrace/trace.h"
 #include "session/seam.h"
 
@@ -65,6 +67,13 @@ class Controller {
   void begin();
   // cudaProfilerStart() returned (start) / cudaProfilerStop() was called (!start).
   void onProfilerApi(bool start) noexcept;
+  // A step mark (an NVTX range named by Config::stepMarks) starts the next step, on the
+  // program's thread. Between the steps where something happens (a cycle of the schedule
+  // starts or ends, a triggered window of steps starts or ends) it costs an atomic add and
+  // a load.
+  void onStepMark() noexcept;
+  // Step marks seen so far: the step the next mark starts.
+  int64_t steps() const { return steps_.load(std::memory_order_relaxed); }
   // The program is ending: stops recording, saves, and waits until every trace is written.
   // Later calls (exit after a signal) wait for the same saves and return.
   void finish() noexcept;
@@ -90,7 +99,8 @@ class Controller {
     WaitingForDelay,
     WaitingForProfilerStart,
     WaitingForTrigger,  // on demand, or a window (delay/duration, triggered) has ended
-    TriggerPending,     // a triggered window starts at startAtNs_
+    TriggerPending,     // a triggered window starts at startAtNs_, or at step startStep_
+    FollowingSchedule,  // between the cycles of the step schedule
     Recording,
     Done,
   };
@@ -105,7 +115,11 @@ class Controller {
   int runDueTimers();  // returns ms until the next timer, -1 when none
   void handleSignal(int signal);
   void startLocked(const char* why, const std::string& path = "");
-  void stopLocked();
+  // `atStep`: the step whose mark ends the window (it is not in it); -1: not a step mark.
+  void stopLocked(int64_t atStep = -1);
+  void followScheduleLocked(int64_t step);
+  void updateNextStepEventLocked();
+  const char* stateName() const;
   void drainSaves();
   void save(PendingSave& pending);
   void wake();
@@ -127,6 +141,16 @@ class Controller {
   std::string triggerPath_;
   int64_t triggerDurationNs_ = 0;
   std::string recordingPath_;  // the window being recorded
+  // Steps (step marks): the step schedule, and a triggered window of steps.
+  std::optional<Schedule> schedule_;
+  int64_t recordingCycle_ = 0;    // the schedule's cycle being recorded; 0: none
+  int64_t triggerSteps_ = 0;      // a triggered window of this many steps (0: a duration)
+  int64_t startStep_ = 0;         // TriggerPending by steps: the window's first step
+  int64_t stopAtStep_ = 0;        // Recording: the step whose mark ends the window; 0 = none
+  int64_t windowFirstStep_ = -1;  // the step the recording window started at; -1: not by steps
+  std::atomic<int64_t> steps_{0};
+  // The step whose mark needs the controller; the marks before it only count.
+  std::atomic<int64_t> nextStepEvent_{INT64_MAX};
 
   std::atomic<bool> finishing_{false};
   std::atomic<bool> abandoned_{false};

@@ -32,7 +32,9 @@ namespace {
 // The level NVTX asks push/pop to return, per thread; kept whether or not recording.
 thread_local int tNvtxDepth = 0;
 
-inline bool recording() noexcept { return kinetrace::recording(); }
+inline bool recording() noexcept {
+  return kinetrace::recording();
+}
 
 std::atomic<uint64_t> gInstances{0};
 
@@ -196,24 +198,61 @@ std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_
   return writer.view();
 }
 
+// ---- step marks ------------------------------------------------------------------------
+
+struct StepMarks {
+  std::string names;  // comma list
+  StepMarkListener listener = nullptr;
+};
+// Replaced, never freed: a thread may be reading the old set while a new one is installed.
+std::atomic<const StepMarks*> gStepMarks{nullptr};
+
+// `message` makes the range's message: only asked for when a listener is set.
+template <typename Message>
+inline void noteStepMark(Message message) noexcept {
+  const StepMarks* marks = gStepMarks.load(std::memory_order_acquire);
+  if (marks != nullptr && isStepMark(message(), marks->names)) marks->listener();
+}
+
+// The message alone, without a domain's prefix (step marks are named by their message).
+std::string_view messageOf(const nvtxEventAttributes_t* attributes) {
+  if (!hasMessage(attributes)) return {};
+  switch (attributes->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return attributes->message.ascii != nullptr ? attributes->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return wideName(attributes->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return attributes->message.registered != nullptr
+                 ? std::string_view(attributes->message.registered->text)
+                 : std::string_view();
+    default:
+      return {};
+  }
+}
+
 // ---- push / pop --------------------------------------------------------------------
 
 int pushA(const char* message) {
+  noteStepMark([message] { return std::string_view(message != nullptr ? message : ""); });
   if (countEvent()) kinetrace::beginRange(std::string_view(message != nullptr ? message : ""));
   return tNvtxDepth++;
 }
 
 int pushW(const wchar_t* message) {
+  noteStepMark([message] { return wideName(message); });
   if (countEvent()) kinetrace::beginRange(std::string_view(wideName(message)));
   return tNvtxDepth++;
 }
 
 int pushEx(const nvtxEventAttributes_t* attributes) {
+  noteStepMark([attributes] { return messageOf(attributes); });
   if (countEvent()) kinetrace::beginRange(std::string_view(eventName(nullptr, attributes)));
   return tNvtxDepth++;
 }
 
 int domainPushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  noteStepMark([attributes] { return messageOf(attributes); });
   if (countEvent()) kinetrace::beginRange(std::string_view(eventName(domain, attributes)));
   return tNvtxDepth++;
 }
@@ -231,19 +270,23 @@ int domainPop(nvtxDomainHandle_t) {
 // ---- start / end ---------------------------------------------------------------------
 
 nvtxRangeId_t startA(const char* message) {
+  noteStepMark([message] { return std::string_view(message != nullptr ? message : ""); });
   if (!countEvent()) return 0;
   return kinetrace::startAsyncRange(message != nullptr ? message : "");
 }
 
 nvtxRangeId_t startW(const wchar_t* message) {
+  noteStepMark([message] { return wideName(message); });
   return countEvent() ? kinetrace::startAsyncRange(wideName(message)) : 0;
 }
 
 nvtxRangeId_t startEx(const nvtxEventAttributes_t* attributes) {
+  noteStepMark([attributes] { return messageOf(attributes); });
   return countEvent() ? kinetrace::startAsyncRange(eventName(nullptr, attributes)) : 0;
 }
 
 nvtxRangeId_t domainStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  noteStepMark([attributes] { return messageOf(attributes); });
   return countEvent() ? kinetrace::startAsyncRange(eventName(domain, attributes)) : 0;
 }
 
@@ -388,6 +431,29 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
   }
   gInstances.fetch_add(1, std::memory_order_relaxed);
   return 1;
+}
+
+void setStepMarks(const std::string& names, StepMarkListener listener) {
+  gStepMarks.store(listener == nullptr ? nullptr : new StepMarks{names, listener},
+                   std::memory_order_release);
+}
+
+bool isStepMark(std::string_view message, std::string_view names) noexcept {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  const auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+  while (!names.empty()) {
+    const std::size_t comma = names.find(',');
+    std::string_view name = names.substr(0, comma);
+    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name.empty() || message.size() < name.size()) continue;
+    std::size_t i = 0;
+    while (i < name.size() && lower(message[i]) == lower(name[i])) ++i;
+    if (i < name.size()) continue;
+    if (i == message.size() || !letter(message[i]) || !letter(name.back())) return true;
+  }
+  return false;
 }
 
 NvtxCounts nvtxCounts() noexcept {

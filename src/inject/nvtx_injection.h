@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 // NVTX capture for the injection library: kinetrace is the NVTX tool.
 //
@@ -37,6 +39,18 @@ using NvtxGetExportTable = const void* (*)(uint32_t exportTableId);
 // (NVTX's success) or 0 when the export table is unusable (NVTX then unloads nothing of
 // ours that matters and turns its calls into no-ops).
 int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept;
+
+// Step marks: ranges that start a step of the program's loop (config key step_marks). The
+// listener runs on the thread that pushed or started the range, before the range itself is
+// recorded, so a recording it starts holds the range and one it stops does not. Without a
+// listener (the default) step marks cost nothing.
+using StepMarkListener = void (*)() noexcept;
+// `names`: comma list, as Config::stepMarks. Call before the program's loop; a later call
+// replaces the names and listener (the old ones stay readable by threads still using them).
+void setStepMarks(const std::string& names, StepMarkListener listener);
+// Whether `message` starts with one of `names` (comma list) without regard to case, followed
+// by anything but a letter.
+bool isStepMark(std::string_view message, std::string_view names) noexcept;
 
 struct NvtxCounts {
   uint64_t instances = 0;  // NVTX instances whose tables kinetrace filled

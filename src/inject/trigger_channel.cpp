@@ -70,9 +70,12 @@ std::vector<std::string> socketsWhere(bool (*match)(const std::string&, const st
 }  // namespace
 
 std::string formatRequest(const TriggerRequest& request) {
-  std::string line = "record duration_ns=" + std::to_string(request.durationNs);
+  if (request.verb == TriggerRequest::Verb::Status) return "status";
+  std::string line = request.steps > 0 ? "record steps=" + std::to_string(request.steps)
+                                       : "record duration_ns=" + std::to_string(request.durationNs);
   if (!request.output.empty()) line += " output=" + request.output;
   if (request.startAtNs != 0) line += " start_at_ns=" + std::to_string(request.startAtNs);
+  if (request.startStep >= 0) line += " start_step=" + std::to_string(request.startStep);
   return line;
 }
 
@@ -80,11 +83,15 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
   std::istringstream words(line);
   std::string verb;
   words >> verb;
+  TriggerRequest request;
+  if (verb == "status") {
+    request.verb = TriggerRequest::Verb::Status;
+    return request;
+  }
   if (verb != "record") {
-    *why = "unknown request \"" + verb + "\" (expected \"record\")";
+    *why = "unknown request \"" + verb + "\" (expected \"record\" or \"status\")";
     return std::nullopt;
   }
-  TriggerRequest request;
   for (std::string word; words >> word;) {
     const std::size_t equals = word.find('=');
     const std::string key = word.substr(0, equals);
@@ -92,8 +99,12 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
     try {
       if (key == "duration_ns") {
         request.durationNs = std::stoll(value);
+      } else if (key == "steps") {
+        request.steps = std::stoll(value);
       } else if (key == "start_at_ns") {
         request.startAtNs = std::stoll(value);
+      } else if (key == "start_step") {
+        request.startStep = std::stoll(value);
       } else if (key == "output") {
         request.output = value;
       } else {
@@ -105,8 +116,18 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
       return std::nullopt;
     }
   }
-  if (request.durationNs <= 0) {
-    *why = "a duration is needed (duration_ns > 0)";
+  if ((request.durationNs > 0) == (request.steps > 0)) {
+    *why =
+        "say how long to record: a duration (duration_ns > 0) or a number of steps "
+        "(steps > 0), one of the two";
+    return std::nullopt;
+  }
+  if (request.steps > 0 && request.startAtNs != 0) {
+    *why = "start_at_ns goes with a duration; a window of steps starts at start_step";
+    return std::nullopt;
+  }
+  if (request.durationNs > 0 && request.startStep >= 0) {
+    *why = "start_step goes with steps; a window of a duration starts at start_at_ns";
     return std::nullopt;
   }
   return request;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kinetrace/error.h"
+#include "session/schedule_phase.h"
 #include "support/log.h"
 
 extern char** environ;
@@ -207,7 +208,7 @@ namespace {
 
 constexpr const char* kKnownKeys =
     "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, delay, "
-    "duration, capture_range, run_id, trace_format";
+    "duration, capture_range, run_id, trace_format, schedule, step_marks";
 
 }  // namespace
 
@@ -278,6 +279,23 @@ void Config::set(std::string_view key, std::string_view value) {
           fmt::format("config: trace_format must be json, json.gz or pftrace, got \"{}\"", value));
     }
     traceFormat = format;
+  } else if (name == "schedule") {
+    const std::string_view text = trim(value);
+    if (!text.empty()) {
+      try {
+        schedule = detail::formatSchedule(detail::parseSchedule(text));
+      } catch (const Error& error) {
+        throw Error(fmt::format("config: {}", error.what()));
+      }
+    } else {
+      schedule.clear();
+    }
+  } else if (name == "step_marks") {
+    std::string marks(trim(value));
+    if (marks.empty() || marks.find_first_not_of(", ") == std::string::npos) {
+      throw Error("config: step_marks needs at least one NVTX range name");
+    }
+    stepMarks = std::move(marks);
   } else {
     throw Error(fmt::format("config: unknown key \"{}\" (known: {})", key, kKnownKeys));
   }

@@ -5,6 +5,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
 #include "kinetrace/schedule.h"
+#include "session/schedule_phase.h"
 #include "support/log.h"
 
 namespace kinetrace {
@@ -12,13 +13,6 @@ namespace {
 
 // The process's scheduler, for kinetrace::step(): read without a lock on every step.
 std::atomic<StepScheduler*> gScheduler{nullptr};
-
-void checkSchedule(const Schedule& s) {
-  if (s.skipFirst < 0 || s.wait < 0 || s.warmup < 0 || s.repeat < 0) {
-    throw Error("schedule: skipFirst, wait, warmup and repeat must not be negative");
-  }
-  if (s.active < 1) throw Error("schedule: active must be at least 1 step");
-}
 
 }  // namespace
 
@@ -28,7 +22,7 @@ StepScheduler::StepScheduler(Profiler& profiler, Schedule schedule, std::string 
       schedule_(schedule),
       output_(std::move(output)),
       onCycle_(std::move(onCycle)) {
-  checkSchedule(schedule_);
+  detail::checkSchedule(schedule_);
   if (output_.empty()) throw Error("StepScheduler needs an output path for its traces");
   StepScheduler* none = nullptr;
   if (!gScheduler.compare_exchange_strong(none, this)) {
@@ -50,28 +44,19 @@ StepScheduler::~StepScheduler() {
 }
 
 StepScheduler::Phase StepScheduler::phaseOf(int64_t stepIndex, int64_t* cycle) const {
-  if (stepIndex < schedule_.skipFirst) return Phase::Idle;
-  const int64_t period = schedule_.wait + schedule_.warmup + schedule_.active;
-  const int64_t sinceStart = stepIndex - schedule_.skipFirst;
-  const int64_t cycleIndex = sinceStart / period;
-  if (schedule_.repeat != 0 && cycleIndex >= schedule_.repeat) return Phase::Idle;
-  *cycle = cycleIndex + 1;
-  const int64_t inCycle = sinceStart % period;
-  if (inCycle < schedule_.wait) return Phase::Idle;
-  if (inCycle < schedule_.wait + schedule_.warmup) return Phase::Warmup;
-  return Phase::Active;
+  switch (detail::schedulePhase(schedule_, stepIndex, cycle)) {
+    case detail::SchedulePhase::Warmup:
+      return Phase::Warmup;
+    case detail::SchedulePhase::Active:
+      return Phase::Active;
+    case detail::SchedulePhase::Idle:
+      break;
+  }
+  return Phase::Idle;
 }
 
 std::string StepScheduler::pathOfCycle(int64_t cycle) const {
-  const std::string number = std::to_string(cycle);
-  std::string path = output_;
-  const std::size_t placeholder = path.find("{cycle}");
-  if (placeholder != std::string::npos) return path.replace(placeholder, 7, number);
-  // Before the extension (".json", ".json.gz", ".pftrace"), else at the end.
-  const std::size_t slash = path.rfind('/');
-  const std::size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
-  if (dot == std::string::npos || dot == 0) return path + "-cycle" + number;
-  return path.substr(0, dot) + "-cycle" + number + path.substr(dot);
+  return detail::pathOfCycle(output_, cycle);
 }
 
 // Called with the lock held, at the start of step `stepIndex`.

@@ -421,6 +421,90 @@ TEST(KinetraceRunTest, AnOnDemandProcessRecordsWhatTriggerAsksAndNothingElse) {
   EXPECT_CONTAINS(nobody.out, "no traced process with pid " + pid);
 }
 
+// The "step K" ranges of a trace, in order, and its kinetrace_steps metadata.
+std::vector<int> stepsIn(const nlohmann::json& trace) {
+  std::vector<int> steps;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if (e.value("ph", "") == "X" && name.rfind("step ", 0) == 0) {
+      steps.push_back(std::stoi(name.substr(5)));
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::vector<int> consecutive(int first, int count) {
+  std::vector<int> steps(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) steps[static_cast<std::size_t>(i)] = first + i;
+  return steps;
+}
+
+TEST(KinetraceRunTest, TriggeredStepsAreExactlyTheStepsAskedForInEveryProcessOfAJob) {
+  RunDir dir;
+  const std::string control = dir.path() + "/control";
+  const Env env = {{"KINETRACE_CONTROL_DIR", control}};
+  // Two processes of one run, each a loop of 5 ms steps marked by NVTX ranges.
+  const std::string loop = std::string(FAKE_CUDA_APP) + " steps 700 5";
+  Started traced(kinetraceRun(dir, {"--capture-range", "onDemand"},
+                              {"/bin/sh", "-c", loop + " & " + loop + "; wait"}),
+                 env);
+  std::vector<std::string> sockets;
+  for (int tries = 0; tries < 100000 && sockets.size() < 2; ++tries) {
+    sockets.clear();
+    if (std::filesystem::exists(control)) {
+      for (const auto& entry : std::filesystem::directory_iterator(control)) {
+        if (entry.path().extension() == ".sock") sockets.push_back(entry.path().string());
+      }
+    }
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(sockets.size(), 2u) << "both processes listen";
+  const std::string name = std::filesystem::path(sockets[0]).stem().string();
+  const std::string job = name.substr(0, name.rfind('.'));
+
+  const std::string out = dir.path() + "/steps/";
+  Result trigger =
+      run({KINETRACE_CLI, "trigger", "--job", job, "--steps", "20", "--output", out}, env);
+  EXPECT_EQ(trigger.exitCode, 0) << trigger.out << trigger.err;
+  EXPECT_CONTAINS(trigger.out, "2 processes start at step ");
+  const int start = std::stoi(trigger.out.substr(trigger.out.find("start at step ") + 14));
+
+  Result r = traced.wait();
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    if (entry.path().extension() != ".json" ||
+        entry.path().string().find(".summary.") != std::string::npos) {
+      continue;
+    }
+    ++traces;
+    const nlohmann::json trace = nlohmann::json::parse(readFile(entry.path().string()));
+    EXPECT_EQ(stepsIn(trace), consecutive(start, 20)) << entry.path();
+    EXPECT_EQ(trace["kinetrace_steps"]["first"], start);
+    EXPECT_EQ(trace["kinetrace_steps"]["count"], 20);
+  }
+  EXPECT_EQ(traces, 2);
+}
+
+TEST(KinetraceRunTest, AScheduleWritesOneTracePerCycleHoldingItsActiveSteps) {
+  RunDir dir;
+  Result r = run(kinetraceRun(dir, {"--schedule", "skip_first=2,wait=1,warmup=1,active=3,repeat=2"},
+                              {FAKE_CUDA_APP, "steps", "20", "1"}));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::vector<std::string> traces = dir.traces();
+  ASSERT_EQ(traces.size(), 2u) << r.err;
+  std::vector<std::vector<int>> cycles;
+  for (const std::string& path : traces) {
+    const nlohmann::json trace = nlohmann::json::parse(readFile(path));
+    EXPECT_EQ(trace["kinetrace_capture"], "step schedule");
+    cycles.push_back(stepsIn(trace));
+  }
+  std::sort(cycles.begin(), cycles.end());
+  EXPECT_EQ(cycles[0], consecutive(4, 3));
+  EXPECT_EQ(cycles[1], consecutive(9, 3));
+}
+
 TEST(KinetraceRunTest, FormatPftraceWritesPerfettoTracesThatConvertBackToTheSameEvents) {
   RunDir dir;
   Result r = run(kinetraceRun(dir, {"--format", "pftrace"}, {FAKE_CUDA_APP, "nvtx"}));

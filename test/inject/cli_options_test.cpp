@@ -142,6 +142,20 @@ TEST(CliOptionsTest, ProfilerApiCaptureCannotBeCombinedWithATimeWindow) {
                   "cannot be combined with --delay or --duration");
 }
 
+TEST(CliOptionsTest, AScheduleAndStepMarksReachTheProgramChecked) {
+  Command c = parseCommandLine({"run", "--schedule", "wait=1,warmup=1,active=3,repeat=2",
+                                "--step-marks", "iteration", "./train"});
+  EXPECT_EQ(c.run.schedule, "wait=1,warmup=1,active=3,repeat=2");
+  EXPECT_EQ(c.run.stepMarks, "iteration");
+  EXPECT_CONTAINS(messageOf({"run", "--schedule", "active=0", "x"}),
+                  "active must be at least 1 step");
+  EXPECT_CONTAINS(messageOf({"run", "--schedule", "wiat=1", "x"}), "unknown key \"wiat\"");
+  EXPECT_CONTAINS(messageOf({"run", "--schedule", "active=2", "--duration", "1s", "x"}),
+                  "cannot be combined with --delay, --duration or --capture-range");
+  EXPECT_CONTAINS(messageOf({"run", "--schedule", "active=2", "--no-nvtx", "x"}), "--no-nvtx");
+  EXPECT_CONTAINS(messageOf({"run", "--step-marks", " , ", "x"}), "at least one NVTX range");
+}
+
 TEST(CliOptionsTest, EverySubcommandHasHelp) {
   for (const auto& args : std::vector<std::vector<std::string>>{{"--help"},
                                                                 {"-h"},
@@ -332,6 +346,22 @@ TEST(TriggerOptionsTest, MistakesAreNamed) {
             std::string::npos);
   EXPECT_NE(messageOf({"trigger", "--pid", "1", "--duration", "soon"}).find("--duration"),
             std::string::npos);
+  EXPECT_NE(
+      messageOf({"trigger", "--pid", "1", "--steps", "3", "--duration", "1s"}).find("not both"),
+      std::string::npos);
+  EXPECT_NE(messageOf({"trigger", "--pid", "1", "--steps", "0"}).find("at least 1"),
+            std::string::npos);
+  EXPECT_NE(messageOf({"trigger", "--pid", "1", "--duration", "1s", "--start-step", "9"})
+                .find("--start-step goes with --steps"),
+            std::string::npos);
+}
+
+TEST(TriggerOptionsTest, StepsAndAStartStepMayBeAskedFor) {
+  Command c =
+      parseCommandLine({"trigger", "--job", "run7", "--steps", "20", "--start-step", "40000"});
+  EXPECT_EQ(c.trigger.steps, 20);
+  EXPECT_EQ(c.trigger.startStep, 40000);
+  EXPECT_EQ(c.trigger.durationNs, 0);
 }
 
 TEST(TriggerOptionsTest, LibkinetosOnDemandKeysFillWhatTheCommandLineLeft) {
@@ -354,6 +384,18 @@ TEST(TriggerOptionsTest, LibkinetosOnDemandKeysFillWhatTheCommandLineLeft) {
   EXPECT_THROW(
       applyLibkinetoConfig("ACTIVITIES_DURATION_SECS=soon\n", &options, &startAt, &ignored),
       UsageError);
+
+  TriggerOptions byIterations;
+  byIterations.pid = 1;
+  ignored.clear();
+  applyLibkinetoConfig(
+      "ACTIVITIES_ITERATIONS=5\nPROFILE_START_ITERATION=1000\n"
+      "ACTIVITIES_DURATION_SECS=3\n",
+      &byIterations, &startAt, &ignored);
+  EXPECT_EQ(byIterations.steps, 5);
+  EXPECT_EQ(byIterations.startStep, 1000);
+  EXPECT_EQ(byIterations.durationNs, 0) << "iterations were asked for first";
+  EXPECT_EQ(ignored, "");
 }
 
 }  // namespace

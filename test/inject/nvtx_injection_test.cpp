@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -407,6 +408,72 @@ TEST_F(NvtxInjectionTest, OutsideARecordingCallsAreCheapNoOpsThatStillTrackLevel
   EXPECT_EQ(pop(), 1);
   EXPECT_EQ(pop(), 0);
   EXPECT_EQ(startA("x"), 0u);
+}
+
+// Step marks: the ranges named as steps reach the listener before they are recorded (so a
+// recording the listener starts holds its step's range); other ranges never do.
+std::atomic<int> gStepMarksHeard{0};
+std::atomic<bool> gStartOnStepMark{false};
+Profiler* gStepProfiler = nullptr;
+void heardStepMark() noexcept {
+  gStepMarksHeard.fetch_add(1);
+  if (gStartOnStepMark.exchange(false)) gStepProfiler->start();
+}
+
+TEST_F(NvtxInjectionTest, RangesNamedAsStepsReachTheListenerBeforeTheyAreRecorded) {
+  auto pushA = nvtx_.coreCall<PushA>(NVTX_CBID_CORE_RangePushA);
+  auto pushW = nvtx_.coreCall<PushW>(NVTX_CBID_CORE_RangePushW);
+  auto pop = nvtx_.coreCall<Pop>(NVTX_CBID_CORE_RangePop);
+  auto startEx = nvtx_.coreCall<StartEx>(NVTX_CBID_CORE_RangeStartEx);
+  auto end = nvtx_.coreCall<End>(NVTX_CBID_CORE_RangeEnd);
+  auto create = nvtx_.core2Call<DomainCreateA>(NVTX_CBID_CORE2_DomainCreateA);
+  auto domainPush = nvtx_.core2Call<DomainPushEx>(NVTX_CBID_CORE2_DomainRangePushEx);
+  auto domainPop = nvtx_.core2Call<DomainPop>(NVTX_CBID_CORE2_DomainRangePop);
+
+  Profiler profiler(hostOnly());
+  gStepProfiler = &profiler;
+  gStepMarksHeard = 0;
+  inject::setStepMarks("ProfilerStep#, step", &heardStepMark);
+  pushA("forward");  // not a step
+  pop();
+  gStartOnStepMark = true;
+  pushA("step 0");  // starts the recording, and is recorded itself
+  pop();
+  pushW(L"Step_1");
+  pop();
+  nvtxEventAttributes_t profilerStep = asciiEvent("ProfilerStep#2");
+  end(startEx(&profilerStep));
+  nvtxEventAttributes_t inDomain = asciiEvent("step 3");
+  domainPush(create("trainer"), &inDomain);
+  domainPop(nullptr);
+  pushA("stepper");  // "step" followed by a letter: another word
+  pop();
+  inject::setStepMarks("", nullptr);
+  pushA("step 4");  // no listener: not heard
+  pop();
+  Trace trace = profiler.stop();
+
+  EXPECT_EQ(gStepMarksHeard.load(), 4);
+  const detail::TraceData& data = detail::dataOf(trace);
+  EXPECT_NE(range(data, "step 0"), nullptr) << "the mark that starts a recording is in it";
+  EXPECT_EQ(range(data, "forward"), nullptr);
+}
+
+TEST(StepMarkTest, NamesMatchWithoutCaseAndEndBeforeALetter) {
+  const std::string_view names = "ProfilerStep#,step";
+  EXPECT_TRUE(inject::isStepMark("ProfilerStep#12", names));
+  EXPECT_TRUE(inject::isStepMark("profilerstep#0", names));
+  EXPECT_TRUE(inject::isStepMark("step", names));
+  EXPECT_TRUE(inject::isStepMark("Step 7", names));
+  EXPECT_TRUE(inject::isStepMark("step_7", names));
+  EXPECT_TRUE(inject::isStepMark("STEP12", names));
+  EXPECT_FALSE(inject::isStepMark("steps", names));
+  EXPECT_FALSE(inject::isStepMark("stepper", names));
+  EXPECT_FALSE(inject::isStepMark("train step", names));
+  EXPECT_FALSE(inject::isStepMark("ste", names));
+  EXPECT_FALSE(inject::isStepMark("", names));
+  EXPECT_TRUE(inject::isStepMark("iter 3", " iter , batch"));
+  EXPECT_FALSE(inject::isStepMark("anything", ""));
 }
 
 }  // namespace

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "inject/controller.h"
 #include "inject/trigger_channel.h"
@@ -148,8 +150,24 @@ TEST_F(TriggerTest, ARequestWithoutADurationIsRefusedWithTheReason) {
   controller.begin();
   TriggerRequest request;  // duration 0
   const std::string answer = sendRequest(controller.triggerSocket(), request);
-  EXPECT_EQ(answer, "refused a duration is needed (duration_ns > 0)");
+  EXPECT_EQ(answer,
+            "refused say how long to record: a duration (duration_ns > 0) or a number of steps "
+            "(steps > 0), one of the two");
   EXPECT_FALSE(controller.recording());
+  controller.finish();
+}
+
+TEST_F(TriggerTest, AnOutputDirectoryIsCreatedOrTheRequestRefusedSayingWhy) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 100'000'000;
+  request.output = dir_.path() + "/new/deeper/t.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  request.output = dir_.path() + "/new/deeper/t.json/under-a-file.json";
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_TRUE(startsWith(answer, "refused the trace cannot be written there: ")) << answer;
   controller.finish();
 }
 
@@ -198,11 +216,173 @@ TEST(TriggerRequestTest, RequestsReadBackAsWrittenAndBadOnesSayWhy) {
   EXPECT_EQ(parsed->output, request.output);
   EXPECT_EQ(parsed->startAtNs, 1234);
   EXPECT_FALSE(parseRequest("stop", &why));
-  EXPECT_EQ(why, "unknown request \"stop\" (expected \"record\")");
+  EXPECT_EQ(why, "unknown request \"stop\" (expected \"record\" or \"status\")");
   EXPECT_FALSE(parseRequest("record duration_ns=abc", &why));
   EXPECT_EQ(why, "\"duration_ns\" needs a number, got \"abc\"");
   EXPECT_FALSE(parseRequest("record duration_ns=5 color=red", &why));
   EXPECT_EQ(why, "unknown field \"color\"");
+
+  TriggerRequest steps;
+  steps.steps = 20;
+  steps.startStep = 400;
+  const auto stepsParsed = parseRequest(formatRequest(steps), &why);
+  ASSERT_TRUE(stepsParsed.has_value()) << why;
+  EXPECT_EQ(stepsParsed->steps, 20);
+  EXPECT_EQ(stepsParsed->startStep, 400);
+  EXPECT_EQ(stepsParsed->durationNs, 0);
+  EXPECT_FALSE(parseRequest("record steps=5 duration_ns=5", &why)) << "one of the two";
+  EXPECT_FALSE(parseRequest("record steps=5 start_at_ns=5", &why));
+  EXPECT_EQ(why, "start_at_ns goes with a duration; a window of steps starts at start_step");
+  EXPECT_FALSE(parseRequest("record duration_ns=5 start_step=5", &why));
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  ASSERT_TRUE(parseRequest(formatRequest(status), &why).has_value());
+  EXPECT_EQ(parseRequest("status", &why)->verb, TriggerRequest::Verb::Status);
+}
+
+// ---- steps ----------------------------------------------------------------------------
+
+// What the NVTX injection does for a range named as a step: the mark, then the range.
+void markStep(Controller& controller, int64_t step) {
+  controller.onStepMark();
+  beginRange("step " + std::to_string(step));
+  endRange();
+}
+
+std::vector<std::string> stepRangesIn(const std::string& path) {
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::vector<std::string> names;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if (e.value("ph", "") == "X" && name.rfind("step ", 0) == 0) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+nlohmann::json metadataOf(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in).value(key, nlohmann::json());
+}
+
+TEST_F(TriggerTest, AWindowOfStepsHoldsExactlyTheStepsAskedFor) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  for (int64_t step = 0; step < 3; ++step) markStep(controller, step);
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=3 state=idle");
+
+  const std::string path = dir_.path() + "/steps.json";
+  TriggerRequest request;
+  request.steps = 2;
+  request.output = path;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + path + "\tfrom step 3");
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=3 state=triggered");
+  EXPECT_FALSE(controller.recording()) << "a window of steps starts at a step mark";
+  markStep(controller, 3);
+  EXPECT_TRUE(controller.recording()) << "the mark of its first step starts it";
+  markStep(controller, 4);
+  markStep(controller, 5);  // the mark that ends it: not in it
+  EXPECT_FALSE(controller.recording());
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  EXPECT_EQ(stepRangesIn(path), (std::vector<std::string>{"step 3", "step 4"}));
+  const nlohmann::json steps = metadataOf(path, "kinetrace_steps");
+  EXPECT_EQ(steps.value("first", -1), 3);
+  EXPECT_EQ(steps.value("count", -1), 2);
+  controller.finish();
+}
+
+TEST_F(TriggerTest, AStartStepLetsTheProcessesOfAJobStartAtTheSameStep) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  markStep(controller, 0);
+  TriggerRequest request;
+  request.steps = 1;
+  request.startStep = 3;
+  request.output = dir_.path() + "/at3.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request),
+            "ok " + request.output + "\tfrom step 3");
+  markStep(controller, 1);
+  markStep(controller, 2);
+  EXPECT_FALSE(controller.recording());
+  markStep(controller, 3);
+  EXPECT_TRUE(controller.recording());
+  markStep(controller, 4);
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  EXPECT_EQ(stepRangesIn(request.output), std::vector<std::string>{"step 3"});
+
+  // A start step already passed: the next step, and the answer says which.
+  request.startStep = 1;
+  request.output = dir_.path() + "/late.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request),
+            "ok " + request.output + "\tfrom step 5");
+  controller.finish();
+}
+
+TEST_F(TriggerTest, AWindowOfStepsAskedBeforeAnyStepSaysNoneWasSeen) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.steps = 1;
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_NE(answer.find("from step 0 (no step marks seen yet: NVTX ranges named "
+                        "ProfilerStep#,step)"),
+            std::string::npos)
+      << answer;
+  controller.finish();
+}
+
+TEST_F(TriggerTest, ExitDuringAWindowOfStepsSavesTheStepsItHad) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.steps = 100;
+  request.output = dir_.path() + "/cut.json";
+  ASSERT_TRUE(startsWith(sendRequest(controller.triggerSocket(), request), "ok "));
+  markStep(controller, 0);
+  markStep(controller, 1);
+  controller.finish();
+  EXPECT_EQ(controller.savedTraces(), std::vector<std::string>{request.output});
+  EXPECT_EQ(stepRangesIn(request.output), (std::vector<std::string>{"step 0", "step 1"}));
+  EXPECT_EQ(metadataOf(request.output, "kinetrace_steps").value("count", -1), 2);
+}
+
+TEST_F(TriggerTest, AScheduleRecordsOneTracePerCycleOfItsActiveSteps) {
+  ControllerOptions o = options(CaptureRange::Whole);
+  o.config.set("schedule", "wait=1,warmup=1,active=2,repeat=2");
+  Controller controller(o);
+  controller.begin();
+  EXPECT_FALSE(controller.recording()) << "nothing before the first step";
+  EXPECT_EQ(gpu_.enables.load(), 0);
+
+  TriggerRequest request;
+  request.durationNs = 100'000'000;
+  const std::string refused = sendRequest(controller.triggerSocket(), request);
+  EXPECT_TRUE(startsWith(refused, "refused this process records by its step schedule")) << refused;
+
+  markStep(controller, 0);  // wait
+  markStep(controller, 1);  // warm-up: CUPTI set up, nothing recorded
+  EXPECT_FALSE(controller.recording());
+  EXPECT_GE(gpu_.enables.load(), 1) << "warm-up sets CUPTI up";
+  markStep(controller, 2);  // active
+  EXPECT_TRUE(controller.recording());
+  markStep(controller, 3);
+  for (int64_t step = 4; step < 9; ++step) markStep(controller, step);
+  EXPECT_FALSE(controller.recording());
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 2; }));
+  const std::vector<std::string> traces = controller.savedTraces();
+  EXPECT_EQ(stepRangesIn(traces[0]), (std::vector<std::string>{"step 2", "step 3"}));
+  EXPECT_EQ(stepRangesIn(traces[1]), (std::vector<std::string>{"step 6", "step 7"}));
+  EXPECT_EQ(metadataOf(traces[1], "kinetrace_steps"),
+            nlohmann::json({{"first", 6}, {"count", 2}, {"cycle", 2}}));
+  EXPECT_EQ(metadataOf(traces[0], "kinetrace_capture"), "step schedule");
+
+  // The schedule is over: a trigger is taken now.
+  request.output = dir_.path() + "/after.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  controller.finish();
 }
 
 }  // namespace

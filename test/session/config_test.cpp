@@ -61,6 +61,8 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   config.set("capture_range", "cudaProfilerApi");
   config.set("run_id", "run-1.a_b");
   config.set("trace_format", "PFTRACE");
+  config.set("schedule", " active=3, wait=1 ");
+  config.set("step_marks", "iteration,batch");
   EXPECT_EQ(config.output, "/tmp/x.json");
   EXPECT_TRUE(config.activities.has(Activity::Kernel));
   EXPECT_EQ(config.logLevel, LogLevel::Debug);
@@ -75,6 +77,12 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   EXPECT_EQ(config.runId, "run-1.a_b");
   EXPECT_EQ(config.traceFormat, "pftrace");
   EXPECT_THROW(config.set("trace_format", "xml"), Error);
+  EXPECT_EQ(config.schedule, "skip_first=0,wait=1,warmup=1,active=3,repeat=1")
+      << "read back in full, the defaults of unnamed keys included";
+  EXPECT_EQ(config.stepMarks, "iteration,batch");
+  EXPECT_THROW(config.set("schedule", "active=-1"), Error);
+  EXPECT_THROW(config.set("schedule", "active"), Error);
+  EXPECT_THROW(config.set("step_marks", ""), Error);
 }
 
 TEST(ConfigTest, TheOldBufferKeysAreGoneAndTheErrorNamesMemoryMb) {

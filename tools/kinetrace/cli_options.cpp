@@ -18,14 +18,15 @@ struct OptionSpec {
 };
 
 constexpr OptionSpec kRunOptions[] = {
-    {"--help", "-h", false},        {"--output", "-o", true},
-    {"--activities", "-a", true},   {"--delay", nullptr, true},
-    {"--duration", nullptr, true},  {"--capture-range", nullptr, true},
-    {"--format", nullptr, true},    {"--log-level", nullptr, true},
-    {"--memory-mb", nullptr, true}, {"--nvtx", nullptr, false},
-    {"--no-nvtx", nullptr, false},  {"--no-summary", nullptr, false},
-    {"--top", nullptr, true},       {"--injection-library", nullptr, true},
-    {"--torch", nullptr, false},
+    {"--help", "-h", false},         {"--output", "-o", true},
+    {"--activities", "-a", true},    {"--delay", nullptr, true},
+    {"--duration", nullptr, true},   {"--capture-range", nullptr, true},
+    {"--format", nullptr, true},     {"--log-level", nullptr, true},
+    {"--memory-mb", nullptr, true},  {"--nvtx", nullptr, false},
+    {"--no-nvtx", nullptr, false},   {"--no-summary", nullptr, false},
+    {"--top", nullptr, true},        {"--injection-library", nullptr, true},
+    {"--torch", nullptr, false},     {"--schedule", nullptr, true},
+    {"--step-marks", nullptr, true},
 };
 
 constexpr OptionSpec kSummaryOptions[] = {
@@ -34,9 +35,9 @@ constexpr OptionSpec kSummaryOptions[] = {
 };
 
 constexpr OptionSpec kTriggerOptions[] = {
-    {"--help", "-h", false},       {"--pid", nullptr, true}, {"--job", nullptr, true},
-    {"--duration", nullptr, true}, {"--output", "-o", true}, {"--config", nullptr, true},
-    {"--start-in", nullptr, true},
+    {"--help", "-h", false},       {"--pid", nullptr, true},   {"--job", nullptr, true},
+    {"--duration", nullptr, true}, {"--output", "-o", true},   {"--config", nullptr, true},
+    {"--start-in", nullptr, true}, {"--steps", nullptr, true}, {"--start-step", nullptr, true},
 };
 
 constexpr OptionSpec kAnalyzeOptions[] = {
@@ -127,6 +128,17 @@ std::size_t parseCount(const char* command, const char* option, const std::strin
   return parsed;
 }
 
+// A step number or count: any whole number a loop reaches.
+int64_t parseStepNumber(const char* option, const std::string& value) {
+  int64_t parsed = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() || parsed < 0) {
+    throw UsageError(std::string("kinetrace trigger: ") + option +
+                     " needs a whole number of steps, got '" + value + "'");
+  }
+  return parsed;
+}
+
 // 1 MB .. 1 TB: below that nothing can be recorded, above it is a typo.
 std::string checkMemoryMb(const std::string& value) {
   constexpr std::size_t kMaxMb = 1024 * 1024;
@@ -196,6 +208,12 @@ Command parseRun(const std::vector<std::string>& args) {
       run.injectionLibrary = value;
     } else if (name == "--torch") {
       run.torch = true;
+    } else if (name == "--schedule") {
+      checkConfigValue("--schedule", "schedule", value);
+      run.schedule = value;
+    } else if (name == "--step-marks") {
+      checkConfigValue("--step-marks", "step_marks", value);
+      run.stepMarks = value;
     }
   }
   if (run.program.empty()) {
@@ -209,6 +227,17 @@ Command parseRun(const std::vector<std::string>& args) {
     throw UsageError(
         "kinetrace run: --capture-range=cudaProfilerApi records between the program's "
         "cudaProfilerStart/Stop calls; it cannot be combined with --delay or --duration");
+  }
+  if (!run.schedule.empty() && !run.nvtx) {
+    throw UsageError(
+        "kinetrace run: --schedule counts the program's NVTX step ranges; it "
+        "cannot be combined with --no-nvtx");
+  }
+  if (!run.schedule.empty() &&
+      (!run.delay.empty() || !run.duration.empty() || !run.captureRange.empty())) {
+    throw UsageError(
+        "kinetrace run: --schedule records by the program's steps; it cannot be combined with "
+        "--delay, --duration or --capture-range");
   }
   return command;
 }
@@ -357,15 +386,31 @@ Command parseTrigger(const std::vector<std::string>& args) {
       t.configFile = value;
     } else if (name == "--start-in") {
       t.startInNs = parseDurationOption("--start-in", value);
+    } else if (name == "--steps") {
+      t.steps = parseStepNumber("--steps", value);
+      if (t.steps <= 0) throw UsageError("kinetrace trigger: --steps needs at least 1 step");
+    } else if (name == "--start-step") {
+      t.startStep = parseStepNumber("--start-step", value);
     }
+  }
+  if (t.steps > 0 && t.durationNs > 0) {
+    throw UsageError("kinetrace trigger: --steps or --duration, not both");
+  }
+  if (t.startStep >= 0 && t.steps <= 0) {
+    throw UsageError("kinetrace trigger: --start-step goes with --steps");
+  }
+  if (t.steps > 0 && t.startInNs >= 0) {
+    throw UsageError(
+        "kinetrace trigger: --start-in goes with --duration (steps start at "
+        "--start-step)");
   }
   if ((t.pid < 0) == t.job.empty()) {
     throw UsageError("kinetrace trigger: name one process (--pid PID) or one run (--job NAME)");
   }
-  if (t.durationNs <= 0 && t.configFile.empty()) {
+  if (t.durationNs <= 0 && t.steps <= 0 && t.configFile.empty()) {
     throw UsageError(
-        "kinetrace trigger: say how long to record: --duration T (5s, 500ms), or --config FILE "
-        "with ACTIVITIES_DURATION_SECS");
+        "kinetrace trigger: say how long to record: --duration T (5s, 500ms), --steps N, or "
+        "--config FILE with ACTIVITIES_DURATION_SECS or ACTIVITIES_ITERATIONS");
   }
   return command;
 }
@@ -415,7 +460,7 @@ usage:
   kinetrace summary [--top N] PATH...              print the summary of traces already written
   kinetrace convert IN OUT                         rewrite a trace in another format
   kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
-  kinetrace trigger --pid PID --duration T         ask a running traced process to record now
+  kinetrace trigger --pid PID --duration T|--steps N   ask a running traced process to record
   kinetrace help [COMMAND]                         this text, or a command's options
   kinetrace --version
 
@@ -464,6 +509,15 @@ options:
                             the program's own cudaProfilerStart() and cudaProfilerStop()
                             calls, each such window a trace of its own; onDemand: record
                             nothing (CUPTI untouched) until `kinetrace trigger` asks
+      --schedule SPEC       record by the program's steps, as torch.profiler's schedule:
+                            wait=1,warmup=1,active=3,repeat=2[,skip_first=N] (repeat=0:
+                            forever), one trace per cycle; warm-up steps set CUPTI up and
+                            record nothing. Steps are the program's NVTX ranges named by
+                            --step-marks, counted from CUDA's start
+      --step-marks NAMES    comma list of NVTX range names that start a step (default
+                            ProfilerStep#,step: "step 12", "Step_3", "ProfilerStep#7";
+                            compared without case). Used by --schedule and by
+                            `kinetrace trigger --steps`
       --log-level LEVEL     error, warning (default), info or debug: kinetrace's messages
                             from inside the traced processes, on their stderr
       --memory-mb N         cap on the tracer's own memory in each traced process, in MB
@@ -553,11 +607,11 @@ options:
 }
 
 std::string triggerHelp() {
-  return R"(usage: kinetrace trigger (--pid PID | --job NAME) --duration T [--output PATH]
-                         [--config FILE] [--start-in T]
+  return R"(usage: kinetrace trigger (--pid PID | --job NAME) (--duration T | --steps N)
+                         [--output PATH] [--config FILE] [--start-in T | --start-step S]
 
-Asks processes running under `kinetrace run` to record now, for T, without restarting
-them. Run the job with `kinetrace run --capture-range onDemand` to record nothing (and
+Asks processes running under `kinetrace run` to record now, for T or for the next N steps,
+without restarting them. Run the job with `kinetrace run --capture-range onDemand` to record nothing (and
 leave CUPTI untouched) until asked; a process of any other run can be asked too once its
 own window has ended. Only the user who runs a process can trigger it: the sockets live in
 $KINETRACE_CONTROL_DIR, else /tmp/kinetrace-UID, a directory of that user's alone.
@@ -567,11 +621,18 @@ options:
       --job NAME       every process of the run NAME (`kinetrace run` prints its run id;
                        KINETRACE_RUN_ID), all starting at the same moment
       --duration T     how long to record (5s, 500ms, 2m)
+      --steps N        record N steps of the program's loop instead: from the start of one
+                       step (an NVTX range named as `kinetrace run --step-marks` says) to
+                       the start of the step N later. With --job every process starts at
+                       the same step number: one that all of them have still ahead, about
+                       a second away at the pace they go
+      --start-step S   with --steps: start at step S (counted from CUDA's start) instead
   -o, --output PATH    where the trace goes: a file (with --pid) or a directory (the run's
                        naming in it); default: the run's output directory
       --config FILE    libkineto's on-demand keys: ACTIVITIES_DURATION_SECS,
-                       ACTIVITIES_DURATION_MSECS, ACTIVITIES_LOG_FILE, PROFILE_START_TIME
-                       (milliseconds since the epoch); the options above win
+                       ACTIVITIES_DURATION_MSECS, ACTIVITIES_ITERATIONS (steps),
+                       ACTIVITIES_LOG_FILE, PROFILE_START_TIME (milliseconds since the
+                       epoch), PROFILE_START_ITERATION (a step); the options above win
       --start-in T     start T from now (default: now with --pid, 1s with --job, so every
                        process has the request before it starts)
   -h, --help           this text

@@ -40,8 +40,10 @@ struct RunOptions {
   std::string duration;
   std::string captureRange;
   std::string logLevel;
-  std::string memoryMb;  // KINETRACE_MEMORY_MB: the tracer's whole memory per process
-  std::string format;    // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
+  std::string memoryMb;   // KINETRACE_MEMORY_MB: the tracer's whole memory per process
+  std::string format;     // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
+  std::string schedule;   // KINETRACE_SCHEDULE: record by steps
+  std::string stepMarks;  // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
   bool nvtx = true;
   // --torch: kinetrace becomes the profiler backend of the program's PyTorch (libkineto_api.so
   // preloaded) instead of tracing the whole run through CUDA injection.
@@ -80,6 +82,8 @@ struct TriggerOptions {
   int64_t pid = -1;        // --pid: one process
   std::string job;         // --job: every process of a run (its run id)
   int64_t durationNs = 0;  // --duration
+  int64_t steps = 0;       // --steps: record this many steps instead of a duration
+  int64_t startStep = -1;  // --start-step: the first step recorded; -1 = the default
   std::string output;      // --output: a trace path (--pid) or a directory; "" = the run's
   std::string configFile;  // --config: libkineto's on-demand keys
   int64_t startInNs = -1;  // --start-in: delay before the start; -1 = the default

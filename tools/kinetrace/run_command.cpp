@@ -79,6 +79,8 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
       {"KINETRACE_LOG_LEVEL", &options.logLevel},
       {"KINETRACE_MEMORY_MB", &options.memoryMb},
       {"KINETRACE_TRACE_FORMAT", &options.format},
+      {"KINETRACE_SCHEDULE", &options.schedule},
+      {"KINETRACE_STEP_MARKS", &options.stepMarks},
   };
   for (const auto& [name, value] : values) {
     if (!value->empty()) setVariable(name, *value);
@@ -245,7 +247,7 @@ int runCommand(const RunOptions& options) {
   if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
     std::fprintf(stderr,
                  "kinetrace run: on demand: nothing is recorded until asked: kinetrace trigger "
-                 "--job %s --duration 10s\n",
+                 "--job %s --duration 10s (or --steps 20)\n",
                  runId.c_str());
   }
 

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -38,12 +39,50 @@ int64_t numberOf(const std::string& key, const std::string& value) {
                    "\"");
 }
 
-// "pid 4242 (kinetrace-job7...): recording 5 s to PATH" from the socket's name and answer.
+// "RUN.PID.sock: recording to PATH from step 120" from the socket's name and answer.
 std::string describe(const std::string& socket, const std::string& answer) {
   const std::string name = socket.substr(socket.rfind('/') + 1);
-  if (answer.rfind("ok ", 0) == 0) return name + ": recording to " + answer.substr(3);
+  if (answer.rfind("ok ", 0) == 0) {
+    std::string text = answer.substr(3);
+    const std::size_t tab = text.find('\t');
+    if (tab != std::string::npos) text[tab] = ' ';
+    return name + ": recording to " + text;
+  }
   if (answer.rfind("refused ", 0) == 0) return name + ": refused: " + answer.substr(8);
   return name + ": unexpected answer: " + answer;
+}
+
+// The step count a process reports to `status` ("ok step=K state=S"); -1 when it does not.
+int64_t stepOf(const std::string& socket) {
+  inject::TriggerRequest status;
+  status.verb = inject::TriggerRequest::Verb::Status;
+  const std::string answer = inject::sendRequest(socket, status);
+  const std::size_t at = answer.find("step=");
+  if (answer.rfind("ok ", 0) != 0 || at == std::string::npos) return -1;
+  try {
+    return std::stoll(answer.substr(at + 5));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// A step every process of a job still has ahead: the furthest one's step, plus about a
+// second at the fastest pace seen (sampled over kPaceSampleMs), and at least 2 steps, so the
+// requests reach every process before any of them gets there.
+constexpr int kPaceSampleMs = 250;
+int64_t commonStartStep(const std::vector<std::string>& sockets) {
+  std::vector<int64_t> before;
+  for (const std::string& socket : sockets) before.push_back(stepOf(socket));
+  timespec pause{0, kPaceSampleMs * 1000000L};
+  nanosleep(&pause, nullptr);
+  int64_t furthest = 0;
+  int64_t fastest = 0;  // steps in the sample
+  for (std::size_t i = 0; i < sockets.size(); ++i) {
+    const int64_t now = stepOf(sockets[i]);
+    furthest = std::max(furthest, now);
+    if (before[i] >= 0 && now >= before[i]) fastest = std::max(fastest, now - before[i]);
+  }
+  return furthest + std::max<int64_t>(2, fastest * 1000 / kPaceSampleMs + 1);
 }
 
 }  // namespace
@@ -63,10 +102,16 @@ void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int6
     // Values are checked whether or not the command line overrides them.
     if (key == "ACTIVITIES_DURATION_SECS") {
       const int64_t ns = numberOf(key, value) * 1000000000;
-      if (options->durationNs <= 0) options->durationNs = ns;
+      if (options->durationNs <= 0 && options->steps <= 0) options->durationNs = ns;
     } else if (key == "ACTIVITIES_DURATION_MSECS") {
       const int64_t ns = numberOf(key, value) * 1000000;
-      if (options->durationNs <= 0) options->durationNs = ns;
+      if (options->durationNs <= 0 && options->steps <= 0) options->durationNs = ns;
+    } else if (key == "ACTIVITIES_ITERATIONS") {
+      const int64_t steps = numberOf(key, value);
+      if (options->steps <= 0 && options->durationNs <= 0) options->steps = steps;
+    } else if (key == "PROFILE_START_ITERATION") {
+      const int64_t step = numberOf(key, value);
+      if (options->startStep < 0) options->startStep = step;
     } else if (key == "ACTIVITIES_LOG_FILE") {
       if (options->output.empty()) options->output = value;
     } else if (key == "PROFILE_START_TIME") {
@@ -93,8 +138,10 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out) {
                    ignored.c_str());
     }
   }
-  if (options.durationNs <= 0) {
-    throw UsageError("kinetrace trigger: no duration (--duration, or ACTIVITIES_DURATION_SECS)");
+  if (options.durationNs <= 0 && options.steps <= 0) {
+    throw UsageError(
+        "kinetrace trigger: no duration or steps (--duration, --steps, or "
+        "ACTIVITIES_DURATION_SECS, ACTIVITIES_ITERATIONS)");
   }
   std::vector<std::string> sockets;
   try {
@@ -119,12 +166,27 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out) {
                      " processes: --output must be a directory (each writes its own trace)");
   }
   inject::TriggerRequest request;
-  request.durationNs = options.durationNs;
   request.output = options.output;
-  const int64_t startIn = options.startInNs >= 0 ? options.startInNs
-                          : options.job.empty()  ? 0
-                                                 : kJobStartDelayNs;
-  request.startAtNs = startAtNs != 0 ? startAtNs : (startIn > 0 ? realTimeNs() + startIn : 0);
+  if (options.steps > 0) {
+    request.steps = options.steps;
+    request.startStep = options.startStep;
+    if (request.startStep < 0 && sockets.size() > 1) {
+      try {
+        request.startStep = commonStartStep(sockets);
+      } catch (const std::exception& error) {
+        std::fprintf(out, "kinetrace trigger: %s\n", error.what());
+        return 1;
+      }
+      std::fprintf(out, "kinetrace trigger: %zu processes start at step %lld\n", sockets.size(),
+                   static_cast<long long>(request.startStep));
+    }
+  } else {
+    request.durationNs = options.durationNs;
+    const int64_t startIn = options.startInNs >= 0 ? options.startInNs
+                            : options.job.empty()  ? 0
+                                                   : kJobStartDelayNs;
+    request.startAtNs = startAtNs != 0 ? startAtNs : (startIn > 0 ? realTimeNs() + startIn : 0);
+  }
   int status = 0;
   for (const std::string& socket : sockets) {
     try {

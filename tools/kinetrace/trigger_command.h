@@ -14,8 +14,9 @@ int triggerCommand(const TriggerOptions& options, std::FILE* out);
 
 // libkineto's on-demand configuration keys in `text` applied to `options` where the
 // command line left them unset: ACTIVITIES_DURATION_SECS, ACTIVITIES_DURATION_MSECS,
-// ACTIVITIES_LOG_FILE, PROFILE_START_TIME (ms since the epoch; sets the start). Other keys
-// are listed in `ignored`. Throws UsageError naming a bad value.
+// ACTIVITIES_ITERATIONS (steps), ACTIVITIES_LOG_FILE, PROFILE_START_TIME (ms since the
+// epoch; sets the start), PROFILE_START_ITERATION (the first step). Other keys are listed
+// in `ignored`. Throws UsageError naming a bad value.
 void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int64_t* startAtNs,
                           std::string* ignored);
 

@@ -9,6 +9,7 @@
 //     setenv        (before the first CUDA call) sets a variable, as a program may
 //     nvtx          push/pop, start/end (one ended on another thread), marks, a domain
 //     sleep MS      sleeps
+//     steps N MS    a loop of N steps, each an NVTX range "step K" (K from 0) lasting MS ms
 //     fork          forks a child that makes NVTX calls and exits through exit()
 //     exit N        std::exit(N) from a second thread
 //     sigterm       sends itself SIGTERM
@@ -145,6 +146,14 @@ int main(int argc, char** argv) {
     std::string action = argv[i];
     if (action == "nvtx") {
       nvtxWork();
+    } else if (action == "steps" && i + 2 < argc) {
+      const int steps = std::atoi(argv[++i]);
+      const int ms = std::atoi(argv[++i]);
+      for (int step = 0; step < steps; ++step) {
+        nvtxRangePushA(("step " + std::to_string(step)).c_str());
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        nvtxRangePop();
+      }
     } else if (action == "sleep" && i + 1 < argc) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[++i])));
     } else if (action == "fork") {
