@@ -3,7 +3,7 @@
 // outside (`kinetrace run -- kernel_storm ...`; bench/gpu/storm.sh does).
 //
 //   kernel_storm [--seconds 600] [--rate 10000] [--streams 4] [--copies 10] [--memsets 10]
-//                [--slice-ms 10] [--rss FILE]
+//                [--slice-ms 10] [--rss FILE] [--nvtx-steps 1] [--reset-at S]
 //
 //   --seconds S    how long to run (default 600: about 6 million kernels at the default rate)
 //   --rate N       kernels per second, all streams together (default 10000)
@@ -15,6 +15,11 @@
 //                  next period; a burst launches what the schedule owes, at most 10 periods' worth
 //   --rss FILE     a sampler thread writes the process's resident set size once a second
 //                  (CSV with header "seconds,rss_bytes", from /proc/self/statm)
+//   --nvtx-steps 1 each pacing period is a step of a training loop: an NVTX range "step K"
+//                  (K from 0) from before its burst to after its synchronisation, so a tracer
+//                  can count steps (kinetrace run --schedule, kinetrace trigger --steps)
+//   --reset-at S   after S seconds, cudaDeviceReset(): the CUDA context is destroyed under
+//                  the tracer, then streams and buffers are made again and the storm goes on
 //
 // Kernels cycle through four distinct functions; each adds 1 to its own device counter, and
 // the counters are checked against the launches at the end. At the end it prints one line with
@@ -26,6 +31,7 @@
 // Exit status: 0, 1 after a CUDA error (what failed is printed), 2 for a usage mistake.
 
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,13 +70,16 @@ struct Options {
   long long memsets = 10;
   int sliceMs = 10;
   std::string rssPath;
+  bool nvtxSteps = false;
+  double resetAt = -1;  // seconds; < 0: never
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "kernel_storm: %s\n"
                "usage: kernel_storm [--seconds S>0] [--rate N>0] [--streams 1-16] [--copies N>=0]\n"
-               "                    [--memsets N>=0] [--slice-ms 1-1000] [--rss FILE]\n",
+               "                    [--memsets N>=0] [--slice-ms 1-1000] [--rss FILE]\n"
+               "                    [--nvtx-steps 0|1] [--reset-at S]\n",
                why);
   std::exit(2);
 }
@@ -100,6 +109,10 @@ Options parse(int argc, char** argv) {
       o.memsets = static_cast<long long>(number);
     } else if (name == "--slice-ms") {
       o.sliceMs = static_cast<int>(number);
+    } else if (name == "--nvtx-steps") {
+      o.nvtxSteps = number != 0;
+    } else if (name == "--reset-at") {
+      o.resetAt = number;
     } else {
       usage(("unknown option " + name).c_str());
     }
@@ -196,70 +209,118 @@ void addNanoseconds(timespec& t, long long ns) {
   }
 }
 
+// What the storm launches into: made at the start and again after a device reset.
+struct Resources {
+  std::vector<cudaStream_t> streams;
+  unsigned long long* counters = nullptr;  // one per kernel function, counted on the device
+  unsigned char* deviceBytes = nullptr;
+  unsigned char* hostBytes = nullptr;
+};
+
+Resources makeResources(int streamCount, Counts& counts) {
+  Resources r;
+  r.streams.resize(streamCount);
+  for (cudaStream_t& stream : r.streams) {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  check(cudaMalloc(&r.counters, kFunctions * sizeof(unsigned long long)), "cudaMalloc");
+  check(cudaMalloc(&r.deviceBytes, kCopyBytes), "cudaMalloc");
+  check(cudaMallocHost(&r.hostBytes, kCopyBytes), "cudaMallocHost");
+  check(cudaMemsetAsync(r.counters, 0, kFunctions * sizeof(unsigned long long), r.streams[0]),
+        "cudaMemsetAsync");
+  ++counts.memsets;
+  check(cudaStreamSynchronize(r.streams[0]), "cudaStreamSynchronize");
+  return r;
+}
+
+// The kernels the device counted since the resources were made (one copy back).
+unsigned long long deviceCount(Resources& r, Counts& counts) {
+  unsigned long long ran[kFunctions] = {};
+  check(cudaMemcpy(r.hostBytes, r.counters, sizeof(ran), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  ++counts.memcpys;
+  std::memcpy(ran, r.hostBytes, sizeof(ran));
+  unsigned long long total = 0;
+  for (unsigned long long n : ran) total += n;
+  return total;
+}
+
+void freeResources(Resources& r) {
+  for (cudaStream_t stream : r.streams) check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  check(cudaFree(r.counters), "cudaFree");
+  check(cudaFree(r.deviceBytes), "cudaFree");
+  check(cudaFreeHost(r.hostBytes), "cudaFreeHost");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   Counts counts;
-
-  std::vector<cudaStream_t> streams(o.streams);
-  for (cudaStream_t& stream : streams) {
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  }
-  unsigned long long* counters = nullptr;
-  unsigned char* deviceBytes = nullptr;
-  unsigned char* hostBytes = nullptr;
-  check(cudaMalloc(&counters, kFunctions * sizeof(unsigned long long)), "cudaMalloc");
-  check(cudaMalloc(&deviceBytes, kCopyBytes), "cudaMalloc");
-  check(cudaMallocHost(&hostBytes, kCopyBytes), "cudaMallocHost");
-  check(cudaMemsetAsync(counters, 0, kFunctions * sizeof(unsigned long long), streams[0]),
-        "cudaMemsetAsync");
-  ++counts.memsets;
-  check(cudaStreamSynchronize(streams[0]), "cudaStreamSynchronize");
+  Resources res = makeResources(o.streams, counts);
+  unsigned long long ranTotal = 0;  // counted by the device, over every reset
 
   std::fprintf(stderr,
                "kernel_storm: %g s, %lld kernels/s on %d streams in bursts every %d ms, "
-               "%lld copies/s, %lld memsets/s\n",
-               o.seconds, o.rate, o.streams, o.sliceMs, o.copies, o.memsets);
+               "%lld copies/s, %lld memsets/s%s\n",
+               o.seconds, o.rate, o.streams, o.sliceMs, o.copies, o.memsets,
+               o.nvtxSteps ? ", one NVTX step range per burst" : "");
 
   const auto start = std::chrono::steady_clock::now();
   RssSampler* sampler = o.rssPath.empty() ? nullptr : new RssSampler(o.rssPath, start);
 
   const long long sliceNs = o.sliceMs * 1000000LL;
   const long long slices = std::max(1LL, static_cast<long long>(o.seconds * 1000.0 / o.sliceMs));
+  const long long resetSlice =
+      o.resetAt < 0 ? -1 : std::max(1LL, static_cast<long long>(o.resetAt * 1000.0 / o.sliceMs));
   const long long maxBurst = std::max(1LL, 10 * o.rate * o.sliceMs / 1000);
   long long copiesIssued = 0, memsetsIssued = 0, next = 0;
-  void* arguments[] = {&counters};
   timespec deadline{};
   clock_gettime(CLOCK_MONOTONIC, &deadline);
+  char stepName[32];
   for (long long slice = 1; slice <= slices; ++slice) {
+    if (slice == resetSlice) {
+      // The context goes away under the tracer, with work done in it; then the storm goes on
+      // in a new one.
+      ranTotal += deviceCount(res, counts);
+      check(cudaDeviceReset(), "cudaDeviceReset");
+      res = makeResources(o.streams, counts);
+      std::fprintf(stderr, "kernel_storm: device reset after %lld kernels\n", counts.kernels);
+    }
+    if (o.nvtxSteps) {
+      std::snprintf(stepName, sizeof stepName, "step %lld", slice - 1);
+      nvtxRangePushA(stepName);
+    }
+    void* arguments[] = {&res.counters};
     // What the schedule owes by the end of this slice, whole numbers, no drift.
     const long long kernelsDue = o.rate * o.sliceMs * slice / 1000;
     const long long burst = std::min(maxBurst, kernelsDue - counts.kernels);
     for (long long k = 0; k < burst; ++k, ++next) {
       cudaError_t status = cudaLaunchKernel(kKernels[next % kFunctions], dim3(1), dim3(32),
-                                            arguments, 0, streams[next % o.streams]);
+                                            arguments, 0, res.streams[next % o.streams]);
       if (status != cudaSuccess) fail("cudaLaunchKernel", status);
       ++counts.kernels;
     }
     for (; copiesIssued < o.copies * o.sliceMs * slice / 1000; ++copiesIssued) {
       const bool toDevice = copiesIssued % 2 == 0;
+      cudaStream_t stream = res.streams[copiesIssued % o.streams];
       cudaError_t status =
-          toDevice ? cudaMemcpyAsync(deviceBytes, hostBytes, kCopyBytes, cudaMemcpyHostToDevice,
-                                     streams[copiesIssued % o.streams])
-                   : cudaMemcpyAsync(hostBytes, deviceBytes, kCopyBytes, cudaMemcpyDeviceToHost,
-                                     streams[copiesIssued % o.streams]);
+          toDevice ? cudaMemcpyAsync(res.deviceBytes, res.hostBytes, kCopyBytes,
+                                     cudaMemcpyHostToDevice, stream)
+                   : cudaMemcpyAsync(res.hostBytes, res.deviceBytes, kCopyBytes,
+                                     cudaMemcpyDeviceToHost, stream);
       if (status != cudaSuccess) fail("cudaMemcpyAsync", status);
       ++counts.memcpys;
     }
     for (; memsetsIssued < o.memsets * o.sliceMs * slice / 1000; ++memsetsIssued) {
-      cudaError_t status = cudaMemsetAsync(deviceBytes, static_cast<int>(memsetsIssued & 0xff),
-                                           kCopyBytes, streams[memsetsIssued % o.streams]);
+      cudaError_t status =
+          cudaMemsetAsync(res.deviceBytes, static_cast<int>(memsetsIssued & 0xff), kCopyBytes,
+                          res.streams[memsetsIssued % o.streams]);
       if (status != cudaSuccess) fail("cudaMemsetAsync", status);
       ++counts.memsets;
     }
-    for (cudaStream_t stream : streams)
+    for (cudaStream_t stream : res.streams)
       check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (o.nvtxSteps) nvtxRangePop();
     addNanoseconds(deadline, sliceNs);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
     }
@@ -268,18 +329,9 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // The device's own count of the kernels that ran, against the launches counted here.
-  unsigned long long ran[kFunctions] = {};
-  check(cudaMemcpy(hostBytes, counters, sizeof(ran), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  ++counts.memcpys;
-  std::memcpy(ran, hostBytes, sizeof(ran));
-  unsigned long long ranTotal = 0;
-  for (unsigned long long n : ran) ranTotal += n;
+  ranTotal += deviceCount(res, counts);
   delete sampler;
-
-  for (cudaStream_t stream : streams) check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  check(cudaFree(counters), "cudaFree");
-  check(cudaFree(deviceBytes), "cudaFree");
-  check(cudaFreeHost(hostBytes), "cudaFreeHost");
+  freeResources(res);
 
   if (counts.kernels < 0.95 * static_cast<double>(o.rate) * o.seconds) {
     std::fprintf(stderr, "kernel_storm: fell behind: %lld kernels in %.1f s, %lld/s asked\n",

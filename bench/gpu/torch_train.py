@@ -5,7 +5,7 @@ torch.profiler's, bench/gpu/torch_proof.sh).
 
     torch_train.py [--model transformer|resnet18] [--steps N] [--warmup W]
                    [--mode none|torch-cuda|torch-cpu-cuda] [--profiler-api] [--out DIR]
-                   [--distributed] [--batch B] [--channels-last]
+                   [--distributed] [--batch B] [--channels-last] [--nvtx-steps]
 
   --model transformer    a 4-layer transformer encoder (d_model 256, batch 16 x 128 tokens)
                          + AdamW: launch-bound, about 285 kernel launches a step
@@ -21,6 +21,11 @@ torch.profiler's, bench/gpu/torch_proof.sh).
   --out DIR              where the torch modes export their chrome trace (torch_trace.json)
   --distributed          a torchrun worker: reads RANK/WORLD_SIZE, joins a gloo group
                          (every rank may share one GPU), barrier at the end
+  --nvtx-steps           each step (warm-up ones too, numbered from 0) is an NVTX range
+                         "step K": the step marks of `kinetrace run --schedule` and
+                         `kinetrace trigger --steps`. With --distributed the ranks also meet
+                         at a barrier before each step, so they keep in step as a DDP job's
+                         all-reduces keep them
   --batch B              batch size (default 16 for transformer, 32 for resnet18)
   --channels-last        resnet18 only: images and weights in channels-last memory format
 
@@ -53,6 +58,7 @@ def parse_args():
     p.add_argument("--profiler-api", action="store_true")
     p.add_argument("--out", default=".", help="directory for torch.profiler's trace")
     p.add_argument("--distributed", action="store_true")
+    p.add_argument("--nvtx-steps", action="store_true")
     p.add_argument("--batch", type=int, default=None, help="default: 16 (transformer), 32 (resnet18)")
     p.add_argument("--channels-last", action="store_true", help="resnet18 only")
     p.add_argument("--seq", type=int, default=128, help="transformer only")
@@ -198,6 +204,20 @@ def training_step(args, device):
     return step
 
 
+def marked_steps(step, lockstep):
+    """`step`, each call inside an NVTX range "step K"; with `lockstep`, after a barrier."""
+    def marked(i):
+        if lockstep:
+            import torch.distributed as dist
+            dist.barrier()
+        torch.cuda.nvtx.range_push(f"step {i}")
+        try:
+            step(i)
+        finally:
+            torch.cuda.nvtx.range_pop()
+    return marked
+
+
 def main():
     args = parse_args()
     rank = int(os.environ.get("RANK", "0"))
@@ -210,6 +230,8 @@ def main():
     torch.cuda.set_device(device)
 
     step = training_step(args, device)
+    if args.nvtx_steps:
+        step = marked_steps(step, args.distributed)
 
     for i in range(args.warmup):
         step(i)

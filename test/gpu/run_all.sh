@@ -8,7 +8,8 @@
 # CUDA examples with format checks, the trace formats (.json, .json.gz, .pftrace: checked,
 # sizes, write times), the overhead of tracing the CUDA example, measured
 # untraced/traced interleaved (A B A B ...), the cost per launch of each activity kind
-# (bench/gpu/overhead.sh on launch_cost) and the host microbenchmarks. Every step runs even
+# (bench/gpu/overhead.sh on launch_cost), on-demand traces (a 10-minute window among them:
+# step on_demand_long) and the host microbenchmarks. Every step runs even
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
@@ -349,10 +350,17 @@ ddp_straggler() {
   grep -qi "rank 1" "$OUT_DIR/analyze-ddp_straggler.txt"
 }
 
-# On-demand traces: the idle cost of a process armed for kinetrace trigger, and five
-# triggered windows of a running kernel storm (bench/gpu/on_demand.sh; OUT_DIR/on_demand.md).
+# On-demand traces: the idle cost of a process armed for kinetrace trigger, five triggered
+# windows (durations and steps) of a running kernel storm, a two-process job triggered by
+# name, a context destroyed mid-trace (bench/gpu/on_demand.sh; OUT_DIR/on_demand.md).
 on_demand() {
-  run bash "$SRC_DIR/bench/gpu/on_demand.sh" "$BUILD_DIR" "$OUT_DIR"
+  run bash "$SRC_DIR/bench/gpu/on_demand.sh" "$BUILD_DIR" "$OUT_DIR" idle triggers job reset
+}
+
+# A 10-minute triggered window of a kernel storm, written whole within the memory cap
+# (about 11 minutes: OUT_DIR/on_demand.md).
+on_demand_long() {
+  bash "$SRC_DIR/bench/gpu/on_demand.sh" "$BUILD_DIR" "$OUT_DIR" long-start long-finish
 }
 
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
@@ -378,6 +386,7 @@ main() {
   step "PyTorch backend (libkineto_api)" torch_backend
   step "DDP straggler (two GPUs)" ddp_straggler
   step "on-demand traces" on_demand
+  step "10-minute on-demand window" on_demand_long
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks
