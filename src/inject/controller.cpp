@@ -429,6 +429,12 @@ void Controller::finish() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ == State::Recording) stopLocked();
+    if (state_ == State::TriggerPending && triggerSteps_ > 0) {
+      log(LogLevel::Warning,
+          "the triggered window of {} steps never started: step {} was not reached ({} step "
+          "marks seen; NVTX ranges named {})",
+          triggerSteps_, startStep_, steps_.load(), options_.config.stepMarks);
+    }
     state_ = State::Done;
     // The hook may still be called (CUPTI stays subscribed until the process ends); with no
     // target it does nothing.
