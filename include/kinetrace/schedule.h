@@ -82,7 +82,10 @@ class KINETRACE_API StepScheduler {
   bool stepRangeOpen_ = false;
 };
 
-// Marks the end of a step for the process's StepScheduler; nothing when there is none.
+// Marks the end of a step for the process's StepScheduler, and, when the process runs
+// under `kinetrace run`, for its schedule (--schedule) and `kinetrace trigger --steps`:
+// there, each call starts the next step (mark steps either this way or with NVTX step
+// ranges, not both). Nothing when neither is there.
 KINETRACE_API void step();
 
 }  // namespace kinetrace

@@ -246,6 +246,8 @@ void Controller::begin() {
     } catch (const std::exception& error) {
       log(LogLevel::Warning, "step marks are not followed: {}", error.what());
     }
+    // A program that links kinetrace marks its steps with kinetrace::step() instead.
+    internal::setStepListener(&stepMarkTrampoline);
   }
   if (wakeFds_[0] >= 0) {
     if (state_ != State::Done) openTriggerChannel();

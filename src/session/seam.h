@@ -45,6 +45,12 @@ KINETRACE_API std::unique_ptr<Profiler> makeProfiler(Config config, const Profil
 KINETRACE_API void pushCorrelationId(uint64_t id) noexcept;
 KINETRACE_API void popCorrelationId() noexcept;
 
+// Hears every kinetrace::step() of the process (as well as the process's StepScheduler,
+// if any): how the CUDA injection counts the steps of a program that links kinetrace and
+// marks them in code. Called on the thread that marks the step; nullptr: none.
+using StepListener = void (*)() noexcept;
+KINETRACE_API void setStepListener(StepListener listener) noexcept;
+
 // JSON text as a metadata Value; nullopt when it is not valid JSON.
 KINETRACE_API std::optional<Value> parseJson(const std::string& text);
 

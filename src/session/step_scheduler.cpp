@@ -6,6 +6,7 @@
 #include "kinetrace/host.h"
 #include "kinetrace/schedule.h"
 #include "session/schedule_phase.h"
+#include "session/seam.h"
 #include "support/log.h"
 
 namespace kinetrace {
@@ -13,6 +14,8 @@ namespace {
 
 // The process's scheduler, for kinetrace::step(): read without a lock on every step.
 std::atomic<StepScheduler*> gScheduler{nullptr};
+// A front-end that counts steps (internal::setStepListener).
+std::atomic<internal::StepListener> gStepListener{nullptr};
 
 }  // namespace
 
@@ -134,6 +137,18 @@ int64_t StepScheduler::cyclesDone() const {
 void step() {
   StepScheduler* scheduler = gScheduler.load(std::memory_order_acquire);
   if (scheduler != nullptr) scheduler->step();
+  // kinetrace::step() ends a step; a step mark starts the next one: the same moment.
+  if (internal::StepListener listener = gStepListener.load(std::memory_order_acquire)) {
+    listener();
+  }
 }
+
+namespace internal {
+
+void setStepListener(StepListener listener) noexcept {
+  gStepListener.store(listener, std::memory_order_release);
+}
+
+}  // namespace internal
 
 }  // namespace kinetrace

@@ -487,6 +487,37 @@ TEST(KinetraceRunTest, TriggeredStepsAreExactlyTheStepsAskedForInEveryProcessOfA
   EXPECT_EQ(traces, 2);
 }
 
+TEST(KinetraceRunTest, AProgramLinkingKinetraceIsTriggeredByTheStepsItMarksInCode) {
+  RunDir dir;
+  const std::string control = dir.path() + "/control";
+  const Env env = {{"KINETRACE_CONTROL_DIR", control}};
+  Started traced(
+      kinetraceRun(dir, {"--capture-range", "onDemand"}, {LINKED_CUDA_APP, "ksteps", "400", "5"}),
+      env);
+  const std::string socket = traceSocketIn(control);
+  ASSERT_FALSE(socket.empty());
+  const std::string name = std::filesystem::path(socket).stem().string();
+  const std::string pid = name.substr(name.rfind('.') + 1);
+  const std::string asked = dir.path() + "/ksteps.json";
+  Result trigger =
+      run({KINETRACE_CLI, "trigger", "--pid", pid, "--steps", "15", "--output", asked}, env);
+  EXPECT_EQ(trigger.exitCode, 0) << trigger.out << trigger.err;
+  ASSERT_EQ(traced.wait().exitCode, 0);
+
+  const nlohmann::json trace = nlohmann::json::parse(readFile(asked));
+  std::vector<int> steps;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string event = e.value("name", "");
+    if (e.value("ph", "") == "X" && event.rfind("kstep ", 0) == 0) {
+      steps.push_back(std::stoi(event.substr(6)));
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps, consecutive(steps.front(), 15)) << "each kinetrace::step() starts a step";
+  EXPECT_EQ(trace["kinetrace_steps"]["count"], 15);
+}
+
 TEST(KinetraceRunTest, AScheduleWritesOneTracePerCycleHoldingItsActiveSteps) {
   RunDir dir;
   Result r = run(kinetraceRun(dir, {"--schedule", "skip_first=2,wait=1,warmup=1,active=3,repeat=2"},

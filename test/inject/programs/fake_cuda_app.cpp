@@ -23,6 +23,8 @@
 //                   or "profiler: " and the error
 //     maps          prints "pid P", then "mapped PATH" for each file mapped into the process
 //                   whose name starts with "libkinetrace"
+//     ksteps N MS   a loop of N steps marked in code: each a kinetrace::Range "kstep K"
+//                   lasting MS ms, then kinetrace::step()
 //   then returns 0 from main.
 
 #include <dlfcn.h>
@@ -122,6 +124,24 @@ void printKinetraceMappings() {
 #endif
 
 // An action only linked_cuda_app has: runs it there, else says so. Returns whether it ran.
+bool codeMarkedSteps(int steps, int ms) {
+#if FAKE_APP_LINKS_KINETRACE
+  for (int step = 0; step < steps; ++step) {
+    {
+      kinetrace::Range range("kstep " + std::to_string(step));
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    kinetrace::step();
+  }
+  return true;
+#else
+  (void)steps;
+  (void)ms;
+  std::fprintf(stderr, "fake_cuda_app: 'ksteps' needs linked_cuda_app\n");
+  return false;
+#endif
+}
+
 bool linkedOnly(const std::string& action) {
 #if FAKE_APP_LINKS_KINETRACE
   if (action == "own") ownRanges();
@@ -186,6 +206,10 @@ int main(int argc, char** argv) {
       return 98;
     } else if (action == "own" || action == "profiler" || action == "maps") {
       if (!linkedOnly(action)) return 5;
+    } else if (action == "ksteps" && i + 2 < argc) {
+      const int steps = std::atoi(argv[++i]);
+      const int ms = std::atoi(argv[++i]);
+      if (!codeMarkedSteps(steps, ms)) return 5;
     }
   }
   return 0;
