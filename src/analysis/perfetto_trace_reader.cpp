@@ -14,6 +14,7 @@
 #include "analysis/byte_source.h"
 #include "analysis/trace_reader.h"
 #include "kinetrace/error.h"
+#include "output/perfetto_compression.h"
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
@@ -145,8 +146,12 @@ class PerfettoReader {
     std::string_view interned;
     std::string_view defaults;
     std::string_view snapshot;
+    std::string_view compressed;
     while (packet.next(field)) {
       switch (field.number) {
+        case kPacketCompressedPackets:
+          compressed = field.bytes;
+          break;
         case kPacketTimestamp:
           hasTimestamp = true;
           timestamp = field.value;
@@ -182,6 +187,10 @@ class PerfettoReader {
           break;
       }
     }
+    if (!compressed.empty()) {
+      compressedPackets(compressed);
+      return;
+    }
     SequenceState& sequence = sequenceState(sequenceId);
     if (cleared) sequence.clearIncrementalState();
     if (!defaults.empty()) packetDefaults(sequence, defaults);
@@ -193,6 +202,25 @@ class PerfettoReader {
     if (!trackEvent.empty()) {
       if (!hasTimestamp) fail("a track event without a timestamp");
       event(sequence, trackEvent, timeNs);
+    }
+  }
+
+  // The packets a compressed_packets field holds, read in order as if they stood here.
+  void compressedPackets(std::string_view compressed) {
+    const std::string packets = inflatePackets(compressed, kMaxPacketBytes);
+    std::string_view rest = packets;
+    while (!rest.empty()) {
+      uint64_t key = 0;
+      uint64_t length = 0;
+      const std::size_t keyBytes = proto::readVarint(rest, &key);
+      const std::size_t lengthBytes =
+          keyBytes == 0 ? 0 : proto::readVarint(rest.substr(keyBytes), &length);
+      if (keyBytes == 0 || lengthBytes == 0 || key != ((uint64_t{kTracePacket} << 3) | 2) ||
+          length > rest.size() - keyBytes - lengthBytes) {
+        fail("compressed packets that are not whole trace packets");
+      }
+      decodePacket(rest.substr(keyBytes + lengthBytes, static_cast<std::size_t>(length)));
+      rest.remove_prefix(keyBytes + lengthBytes + static_cast<std::size_t>(length));
     }
   }
 

@@ -19,6 +19,7 @@ constexpr uint32_t kPacketTrackEvent = 11;           // TrackEvent track_event
 constexpr uint32_t kPacketInternedData = 12;         // InternedData interned_data
 constexpr uint32_t kPacketSequenceFlags = 13;        // uint32 sequence_flags
 constexpr uint32_t kPacketStateCleared = 41;         // bool incremental_state_cleared (old)
+constexpr uint32_t kPacketCompressedPackets = 50;    // bytes compressed_packets (zlib)
 constexpr uint32_t kPacketTimestampClockId = 58;     // uint32 timestamp_clock_id
 constexpr uint32_t kPacketTracePacketDefaults = 59;  // TracePacketDefaults
 constexpr uint32_t kPacketTrackDescriptor = 60;      // TrackDescriptor track_descriptor

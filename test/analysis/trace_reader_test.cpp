@@ -17,8 +17,11 @@
 
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
+#include "output/atomic_file.h"
+#include "output/perfetto_compression.h"
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
+#include "output/perfetto_sink.h"
 #include "output/protobuf.h"
 #include "output/trace_events.h"
 #include "support/sample_trace.h"
@@ -120,6 +123,67 @@ TEST_F(TraceReaderTest, APftraceReadsBackAsTheEventsThatWereWritten) {
     EXPECT_EQ(read.header().metadata, trace_.header);
     EXPECT_EQ(read.footer(), trace_.footer);
     EXPECT_TRUE(read.ended());
+  }
+}
+
+// A .pftrace holds its packets compressed (TracePacket.compressed_packets, as Perfetto's own
+// service writes them when it compresses): the file starts with such a packet, and each
+// chunk of packets, when there are several, reads back in order.
+TEST_F(TraceReaderTest, APftraceHoldsItsPacketsCompressedAndEveryChunkReadsBack) {
+  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
+  const std::string file = writeSample("t.pftrace");
+  const std::string bytes = readFile(file);
+  std::string_view rest = bytes;
+  uint64_t key = 0, length = 0;
+  rest.remove_prefix(proto::readVarint(rest, &key));
+  EXPECT_EQ(key, (uint64_t{pftrace::kTracePacket} << 3) | 2);
+  rest.remove_prefix(proto::readVarint(rest, &length));
+  proto::readVarint(rest, &key);
+  EXPECT_EQ(key, (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2);
+
+  // Small chunks: many compressed packets, each a zlib stream of its own.
+  MemorySink written;
+  writeTrace(trace_, "t", {}, written);
+  const std::string chunked = path("chunked.pftrace");
+  {
+    PerfettoSink sink(
+        std::make_unique<CompressedPacketsOutput>(std::make_unique<AtomicFile>(chunked)),
+        /*bufferBytes=*/256);
+    writeTrace(trace_, "t", {}, sink);
+  }
+  MemorySink read;
+  readTraceFile(chunked, read, "t");
+  EXPECT_EQ(describe(read), describe(written));
+  EXPECT_GT(std::filesystem::file_size(chunked), std::filesystem::file_size(file))
+      << "small chunks compress less well";
+}
+
+TEST_F(TraceReaderTest, ACorruptCompressedPacketIsAnErrorNamingIt) {
+  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
+  std::string bytes = readFile(writeSample("t.pftrace"));
+  // Past the frame (packet key and length, field key and length): zlib's own bytes.
+  for (std::size_t i = 12; i < 40 && i < bytes.size(); ++i) bytes[i] = static_cast<char>(~bytes[i]);
+  writeFile(path("bad.pftrace"), bytes);
+  const std::string error = errorReading(path("bad.pftrace"));
+  EXPECT_NE(error.find("compressed packets cannot be inflated"), std::string::npos) << error;
+  EXPECT_NE(error.find(path("bad.pftrace") + ": packet at byte 0"), std::string::npos) << error;
+}
+
+// What the disk says when it fills reaches the sink from the compressing thread.
+TEST(CompressedPacketsOutputTest, AnErrorBelowIsThrownByALaterWriteOrTheCommit) {
+  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
+  struct FullDisk : ByteOutput {
+    void write(const char*, std::size_t) override { throw Error("No space left on device"); }
+    void commit() override {}
+  };
+  CompressedPacketsOutput output(std::make_unique<FullDisk>());
+  const std::string packet = "\x0a\x02\x08\x01";  // a TracePacket { timestamp: 1 }
+  try {
+    for (int i = 0; i < 100; ++i) output.write(packet.data(), packet.size());
+    output.commit();
+    FAIL() << "the error below was lost";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "No space left on device");
   }
 }
 
@@ -285,7 +349,8 @@ TEST_F(TraceReaderTest, APftraceSequenceThatClearsItsStateAgainReadsWithItsNewSt
   constexpr int64_t kStart = 1'750'000'000'000'000'000;
   const std::string file = path("reset.pftrace");
   {
-    std::unique_ptr<Sink> sink = openSink(file);
+    // Packets left uncompressed, so the test can add its own among them.
+    std::unique_ptr<Sink> sink = std::make_unique<PerfettoSink>(std::make_unique<AtomicFile>(file));
     sink->begin(TraceHeader{"reset", kStart, {}});
     Event slice;
     slice.phase = Phase::Complete;

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "output/atomic_file.h"
+
+// Perfetto's compressed packets: a TracePacket whose field 50 (compressed_packets) holds a
+// zlib stream (RFC 1950) of further TracePackets, each framed as a Trace message frames
+// them (field 1, length-delimited). Perfetto's trace processor and UI inflate them and
+// read the packets inside as if they stood in the file; Perfetto's own service writes
+// traces this way when asked to compress. A .pftrace compressed so stays a .pftrace.
+
+namespace kinetrace::detail {
+
+// Wraps each write, which must be a whole number of framed TracePackets, into one
+// compressed_packets packet for the output below. The sink writes its buffer of packets
+// (about a megabyte) at a time, so each chunk compresses well and memory stays small.
+//
+// A thread of its own compresses a chunk while the sink encodes the next one, so writing a
+// compressed trace takes about as long as the slower of the two, not their sum. At most two
+// chunks wait: write() blocks while both slots are taken. An error below (a full disk) is
+// thrown by the next write() or by commit().
+class CompressedPacketsOutput final : public ByteOutput {
+ public:
+  explicit CompressedPacketsOutput(std::unique_ptr<ByteOutput> next);
+  ~CompressedPacketsOutput() override;
+  CompressedPacketsOutput(const CompressedPacketsOutput&) = delete;
+  CompressedPacketsOutput& operator=(const CompressedPacketsOutput&) = delete;
+
+  void write(const char* data, std::size_t size) override;
+  void commit() override;
+
+ private:
+  struct Stream;
+  std::unique_ptr<ByteOutput> next_;
+  std::unique_ptr<Stream> stream_;
+};
+
+// Whether this build can compress packets (zlib was found).
+bool packetCompressionAvailable();
+
+// The packets inside a compressed_packets field. Throws kinetrace::Error when the bytes are
+// not a whole zlib stream, or inflate to more than `maxBytes`.
+std::string inflatePackets(std::string_view compressed, std::size_t maxBytes);
+
+}  // namespace kinetrace::detail
