@@ -614,7 +614,8 @@ void Controller::handleTrigger() {
     updateNextStepEventLocked();
     std::string note;
     if (steps_.load(std::memory_order_relaxed) == 0) {
-      note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks + ")";
+      note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks +
+             ", or kinetrace::step() calls)";
     }
     answer(fd, fmt::format("ok {}\tfrom step {}{}", triggerPath_, startStep_, note));
     log(LogLevel::Info, "triggered: window {} records {} steps from step {} to {}", window,

@@ -59,8 +59,9 @@ class PerfettoSink final : public Sink {
 // optionally followed by ".gz".
 bool isPerfettoPath(std::string_view path);
 
-// A PerfettoSink over an AtomicFile, for a bare path or a "perfetto://PATH" URL; a path
-// ending in ".gz" is gzip-compressed (Perfetto's UI and trace processor read it so).
+// A PerfettoSink over an AtomicFile, for a bare path or a "perfetto://PATH" URL: its
+// packets compressed inside the file (perfetto_compression.h) where zlib is there; a path
+// ending in ".gz" is gzip over uncompressed packets instead (Perfetto reads both).
 std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl);
 
 }  // namespace kinetrace::detail

@@ -421,13 +421,13 @@ TEST(KinetraceRunTest, AnOnDemandProcessRecordsWhatTriggerAsksAndNothingElse) {
   EXPECT_CONTAINS(nobody.out, "no traced process with pid " + pid);
 }
 
-// The "step K" ranges of a trace, in order, and its kinetrace_steps metadata.
-std::vector<int> stepsIn(const nlohmann::json& trace) {
+// The numbers K of a trace's ranges named "<prefix>K", in order.
+std::vector<int> stepsIn(const nlohmann::json& trace, const std::string& prefix = "step ") {
   std::vector<int> steps;
   for (const auto& e : trace["traceEvents"]) {
     const std::string name = e.value("name", "");
-    if (e.value("ph", "") == "X" && name.rfind("step ", 0) == 0) {
-      steps.push_back(std::stoi(name.substr(5)));
+    if (e.value("ph", "") == "X" && name.rfind(prefix, 0) == 0) {
+      steps.push_back(std::stoi(name.substr(prefix.size())));
     }
   }
   std::sort(steps.begin(), steps.end());
@@ -505,14 +505,7 @@ TEST(KinetraceRunTest, AProgramLinkingKinetraceIsTriggeredByTheStepsItMarksInCod
   ASSERT_EQ(traced.wait().exitCode, 0);
 
   const nlohmann::json trace = nlohmann::json::parse(readFile(asked));
-  std::vector<int> steps;
-  for (const auto& e : trace["traceEvents"]) {
-    const std::string event = e.value("name", "");
-    if (e.value("ph", "") == "X" && event.rfind("kstep ", 0) == 0) {
-      steps.push_back(std::stoi(event.substr(6)));
-    }
-  }
-  std::sort(steps.begin(), steps.end());
+  const std::vector<int> steps = stepsIn(trace, "kstep ");
   ASSERT_FALSE(steps.empty());
   EXPECT_EQ(steps, consecutive(steps.front(), 15)) << "each kinetrace::step() starts a step";
   EXPECT_EQ(trace["kinetrace_steps"]["count"], 15);
