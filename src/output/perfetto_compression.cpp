@@ -90,6 +90,9 @@ constexpr std::size_t kSlots = 2;
 // Two slots: the chunk being compressed and the one waiting for it.
 struct CompressedPacketsOutput::Stream {
   ChunkCompressor compressor;
+  // The first chunk, until a second comes: a trace of one chunk (most small ones) is
+  // compressed at commit() on the caller's thread, and no thread is started for it.
+  std::string first;
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<std::string> waiting;  // at most kSlots, oldest first
@@ -98,6 +101,30 @@ struct CompressedPacketsOutput::Stream {
   bool quit = false;
   std::exception_ptr error;
   std::thread thread;
+
+  void run(ByteOutput& next) {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [this] { return quit || !waiting.empty(); });
+      if (waiting.empty()) return;  // quit, with nothing left to do
+      std::string chunk = std::move(waiting.front());
+      waiting.pop_front();
+      busy = true;
+      lock.unlock();
+      std::exception_ptr failed;
+      try {
+        if (!error) compressor.compress(chunk, next);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      chunk.clear();
+      lock.lock();
+      if (failed) error = failed;
+      spare.push_back(std::move(chunk));
+      busy = false;
+      changed.notify_all();
+    }
+  }
 };
 
 bool packetCompressionAvailable() {
@@ -105,34 +132,10 @@ bool packetCompressionAvailable() {
 }
 
 CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next)
-    : next_(std::move(next)), stream_(std::make_unique<Stream>()) {
-  Stream& s = *stream_;
-  s.thread = std::thread([&s, next = next_.get()] {
-    std::unique_lock<std::mutex> lock(s.mutex);
-    while (true) {
-      s.changed.wait(lock, [&s] { return s.quit || !s.waiting.empty(); });
-      if (s.waiting.empty()) return;  // quit, with nothing left to do
-      std::string chunk = std::move(s.waiting.front());
-      s.waiting.pop_front();
-      s.busy = true;
-      lock.unlock();
-      try {
-        if (!s.error) s.compressor.compress(chunk, *next);
-      } catch (...) {
-        lock.lock();
-        s.error = std::current_exception();
-        lock.unlock();
-      }
-      chunk.clear();
-      lock.lock();
-      s.spare.push_back(std::move(chunk));
-      s.busy = false;
-      s.changed.notify_all();
-    }
-  });
-}
+    : next_(std::move(next)), stream_(std::make_unique<Stream>()) {}
 
 CompressedPacketsOutput::~CompressedPacketsOutput() {
+  if (!stream_->thread.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(stream_->mutex);
     stream_->quit = true;
@@ -145,6 +148,16 @@ CompressedPacketsOutput::~CompressedPacketsOutput() {
 void CompressedPacketsOutput::write(const char* data, std::size_t size) {
   if (size == 0) return;
   Stream& s = *stream_;
+  if (!s.thread.joinable()) {
+    if (s.first.empty()) {
+      s.first.assign(data, size);
+      return;
+    }
+    // A second chunk: from now on a thread compresses while the sink encodes.
+    s.waiting.push_back(std::move(s.first));
+    s.first = std::string();
+    s.thread = std::thread([&s, &next = *next_] { s.run(next); });
+  }
   std::unique_lock<std::mutex> lock(s.mutex);
   s.changed.wait(lock, [&s] { return s.waiting.size() + (s.busy ? 1 : 0) < kSlots || s.error; });
   if (s.error) std::rethrow_exception(s.error);
@@ -162,7 +175,10 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
 
 void CompressedPacketsOutput::commit() {
   Stream& s = *stream_;
-  {
+  if (!s.thread.joinable()) {
+    if (!s.first.empty()) s.compressor.compress(s.first, *next_);
+    s.first = std::string();
+  } else {
     std::unique_lock<std::mutex> lock(s.mutex);
     s.changed.wait(lock, [&s] { return (s.waiting.empty() && !s.busy) || s.error; });
     if (s.error) std::rethrow_exception(s.error);

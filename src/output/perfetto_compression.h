@@ -19,8 +19,9 @@ namespace kinetrace::detail {
 // compressed_packets packet for the output below. The sink writes its buffer of packets
 // (about a megabyte) at a time, so each chunk compresses well and memory stays small.
 //
-// A thread of its own compresses a chunk while the sink encodes the next one, so writing a
-// compressed trace takes about as long as the slower of the two, not their sum. At most two
+// From the second chunk on, a thread of its own compresses a chunk while the sink encodes
+// the next one, so writing a compressed trace takes about as long as the slower of the two,
+// not their sum; a trace of one chunk is compressed by commit(), with no thread. At most two
 // chunks wait: write() blocks while both slots are taken. An error below (a full disk) is
 // thrown by the next write() or by commit().
 class CompressedPacketsOutput final : public ByteOutput {

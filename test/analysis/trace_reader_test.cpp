@@ -185,6 +185,10 @@ TEST(CompressedPacketsOutputTest, AnErrorBelowIsThrownByALaterWriteOrTheCommit) 
   } catch (const Error& error) {
     EXPECT_STREQ(error.what(), "No space left on device");
   }
+  // One chunk only: compressed by commit() itself, which throws what the disk said.
+  CompressedPacketsOutput small(std::make_unique<FullDisk>());
+  small.write(packet.data(), packet.size());
+  EXPECT_THROW(small.commit(), Error);
 }
 
 TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {
