@@ -110,8 +110,9 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //   run_id            (injection) a tag put in trace file names, so the files of one
 //                     `kinetrace run` can be found among others ([A-Za-z0-9._-], <= 64)
 //   trace_format      (injection) the files' format: "json" (the default), "json.gz" or
-//                     "pftrace" (Perfetto's protobuf: a fraction of the size, written
-//                     faster; open it in ui.perfetto.dev)
+//                     "pftrace" (Perfetto's protobuf, its packets compressed inside
+//                     the file: a few per cent of the JSON's size; open it in
+//                     ui.perfetto.dev)
 //
 // The injection keys are read by the CUDA injection library that `kinetrace run` loads
 // into a program; a Profiler created in code ignores them (its caller decides when to
