@@ -203,9 +203,13 @@ std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_
 struct StepMarks {
   std::string names;  // comma list
   StepMarkListener listener = nullptr;
+  const StepMarks* older = nullptr;  // the set installed before this one
 };
-// Replaced, never freed: a thread may be reading the old set while a new one is installed.
+// The set in force; nullptr: none.
 std::atomic<const StepMarks*> gStepMarks{nullptr};
+// Every set ever installed, newest first. Replaced sets are never freed (a thread may still
+// be reading one); this chain keeps them all reachable.
+std::atomic<const StepMarks*> gInstalledStepMarks{nullptr};
 
 // `message` makes the range's message: only asked for when a listener is set.
 template <typename Message>
@@ -434,8 +438,14 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
 }
 
 void setStepMarks(const std::string& names, StepMarkListener listener) {
-  gStepMarks.store(listener == nullptr ? nullptr : new StepMarks{names, listener},
-                   std::memory_order_release);
+  if (listener == nullptr) {
+    gStepMarks.store(nullptr, std::memory_order_release);
+    return;
+  }
+  const StepMarks* marks =
+      new StepMarks{names, listener, gInstalledStepMarks.load(std::memory_order_acquire)};
+  gInstalledStepMarks.store(marks, std::memory_order_release);
+  gStepMarks.store(marks, std::memory_order_release);
 }
 
 bool isStepMark(std::string_view message, std::string_view names) noexcept {
