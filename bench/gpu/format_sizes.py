@@ -6,8 +6,9 @@
 For each TRACE (any format kinetrace reads): converts it to kinetrace's JSON once (the
 baseline every size is compared with), then to .json, .json.gz and .pftrace, ROUNDS times
 each, interleaved (json, json.gz, pftrace, json, ...), and writes a table to OUT.md: the
-size of each, its share of the JSON's size, the median wall time of the conversion (reading
-the same input each time, so the differences are the writing), and the event count that
+size of each, its share of the JSON's size, the median wall and CPU time of the conversion
+(reading the same input each time, so the differences are the writing; a trace converted in
+under 0.1 s gets 41 rounds, its times being mostly noise), and the event count that
 `kinetrace convert` reported, which must be the same for every format. Then converts the
 .pftrace back to JSON and checks that it holds the same events as the baseline.
 
@@ -25,18 +26,24 @@ import tempfile
 import time
 
 FORMATS = ["json", "json.gz", "pftrace"]
+SMALL_TRACE_ROUNDS = 41
 
 
 def convert(kinetrace, source, target):
+    """Runs one conversion: (wall seconds, CPU seconds of the process, events written)."""
     start = time.perf_counter()
-    done = subprocess.run([kinetrace, "convert", source, target], capture_output=True, text=True)
+    child = subprocess.Popen([kinetrace, "convert", source, target],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"kinetrace convert {source} {target} failed: {done.stderr.strip()}")
-    match = re.search(r"wrote .*?: (\d+) events", done.stderr)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"kinetrace convert {source} {target} failed: {stderr.strip()}")
+    match = re.search(r"wrote .*?: (\d+) events", stderr)
     if not match:
-        raise RuntimeError(f"no event count in: {done.stderr.strip()}")
-    return seconds, int(match.group(1))
+        raise RuntimeError(f"no event count in: {stderr.strip()}")
+    return seconds, usage.ru_utime + usage.ru_stime, int(match.group(1))
 
 
 def events_of(path):
@@ -58,31 +65,40 @@ def main():
         "# One trace in each format: size and write time (`kinetrace convert`)",
         "",
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
-        f"- {args.rounds} conversions per format, interleaved; time is the median wall time of",
-        "  `kinetrace convert SOURCE OUT` (the same reading each time; the difference is the writing)",
+        f"- at least {args.rounds} conversions per format ({SMALL_TRACE_ROUNDS} for a trace converted in",
+        "  under 0.1 s), interleaved; times are the medians of the wall time and of the CPU time",
+        "  (user + system) of `kinetrace convert SOURCE OUT` (the same reading each time; the",
+        "  difference is the writing)",
         "",
-        "| trace | format | bytes | of the JSON | median convert (ms) | events |",
-        "|---|---|---|---|---|---|",
+        "| trace | format | bytes | of the JSON | median wall (ms) | median CPU (ms) | rounds | events |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as work:
         for spec in args.traces:
             name, _, source = spec.partition("=")
             baseline = os.path.join(work, f"{name}.baseline.json")
-            _, baseline_events = convert(args.kinetrace, source, baseline)
+            first_seconds, _, baseline_events = convert(args.kinetrace, source, baseline)
             json_bytes = os.path.getsize(baseline)
+            # A conversion of a small trace takes a few milliseconds, most of it starting the
+            # process, and the file system's noise is as large as the difference between the
+            # formats: such traces get more rounds.
+            rounds = args.rounds if first_seconds > 0.1 else max(args.rounds, SMALL_TRACE_ROUNDS)
             times = {f: [] for f in FORMATS}
+            cpu = {f: [] for f in FORMATS}
             counts = {}
-            for _ in range(args.rounds):
+            for _ in range(rounds):
                 for fmt in FORMATS:
                     target = os.path.join(work, f"{name}.{fmt}")
-                    seconds, count = convert(args.kinetrace, baseline, target)
+                    seconds, cpu_seconds, count = convert(args.kinetrace, baseline, target)
                     times[fmt].append(seconds)
+                    cpu[fmt].append(cpu_seconds)
                     counts[fmt] = count
             for fmt in FORMATS:
                 size = os.path.getsize(os.path.join(work, f"{name}.{fmt}"))
                 lines.append(
                     f"| {name} | .{fmt} | {size:,} | {100.0 * size / json_bytes:.1f}% | "
-                    f"{1000 * statistics.median(times[fmt]):.1f} | {counts[fmt]:,} |")
+                    f"{1000 * statistics.median(times[fmt]):.1f} | "
+                    f"{1000 * statistics.median(cpu[fmt]):.1f} | {rounds} | {counts[fmt]:,} |")
                 if counts[fmt] != baseline_events:
                     ok = False
                     print(f"FAIL: {name}.{fmt} has {counts[fmt]} events, the JSON {baseline_events}")
@@ -92,7 +108,7 @@ def main():
                 ok = False
                 print(f"FAIL: {name}: the .pftrace converted back differs from the JSON")
             else:
-                lines.append(f"| {name} | .pftrace -> .json | | same {baseline_events:,} events | | |")
+                lines.append(f"| {name} | .pftrace -> .json | | same {baseline_events:,} events | | | | |")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -30,20 +30,29 @@ namespace {
 constexpr int kLevel = 1;
 
 // One chunk at a time: deflate() it into a compressed_packets packet and hand that on.
+//
+// zlib is set up by the first chunk, not before: a trace of one small chunk (the usual
+// short trace) gets a window and hash table fitted to it. Their memory is zeroed when
+// zlib starts, and for a trace of a few kilobytes that set-up, 256 KiB at zlib's
+// defaults, cost more than compressing the trace; a window as large as the input
+// compresses it exactly as the full one would.
 class ChunkCompressor {
  public:
-  ChunkCompressor() {
-    if (deflateInit(&z_, kLevel) != Z_OK) {
-      throw Error("could not start compressing the trace's packets (zlib)");
-    }
+  ChunkCompressor() = default;
+  ~ChunkCompressor() {
+    if (started_) deflateEnd(&z_);
   }
-  ~ChunkCompressor() { deflateEnd(&z_); }
   ChunkCompressor(const ChunkCompressor&) = delete;
   ChunkCompressor& operator=(const ChunkCompressor&) = delete;
 
-  void compress(const std::string& chunk, ByteOutput& next) {
+  // `onlyChunk`: no chunk follows this one, so zlib's tables can be sized to it.
+  void compress(const std::string& chunk, ByteOutput& next, bool onlyChunk = false) {
     // One whole zlib stream per chunk: a reader inflates each packet on its own.
-    if (deflateReset(&z_) != Z_OK) throw Error("compressing the trace's packets failed (zlib)");
+    if (!started_) {
+      start(onlyChunk ? chunk.size() : kWholeWindow);
+    } else if (deflateReset(&z_) != Z_OK) {
+      throw Error("compressing the trace's packets failed (zlib)");
+    }
     const uLong bound = deflateBound(&z_, static_cast<uLong>(chunk.size()));
     // The frame goes in front: TracePacket (field 1) { compressed_packets (field 50) }.
     constexpr std::size_t kFrameRoom = 4 * 10;
@@ -79,7 +88,22 @@ class ChunkCompressor {
   }
 
  private:
+  static constexpr std::size_t kWholeWindow = std::size_t{1} << 15;
+
+  // zlib's window is 2^windowBits bytes (9 to 15) and its hash table 2^(memLevel + 7)
+  // entries (memLevel 1 to 9, 8 by default): both no larger than `inputBytes` needs.
+  void start(std::size_t inputBytes) {
+    int windowBits = 9;
+    while (windowBits < 15 && (std::size_t{1} << windowBits) < inputBytes) ++windowBits;
+    const int memLevel = std::max(1, windowBits - 7);
+    if (deflateInit2(&z_, kLevel, Z_DEFLATED, windowBits, memLevel, Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw Error("could not start compressing the trace's packets (zlib)");
+    }
+    started_ = true;
+  }
+
   z_stream z_{};
+  bool started_ = false;
   std::vector<unsigned char> out_;
 };
 
@@ -176,7 +200,7 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
 void CompressedPacketsOutput::commit() {
   Stream& s = *stream_;
   if (!s.thread.joinable()) {
-    if (!s.first.empty()) s.compressor.compress(s.first, *next_);
+    if (!s.first.empty()) s.compressor.compress(s.first, *next_, /*onlyChunk=*/true);
     s.first = std::string();
   } else {
     std::unique_lock<std::mutex> lock(s.mutex);
