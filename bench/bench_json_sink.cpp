@@ -316,6 +316,12 @@ BENCHMARK(BM_LaunchKernelAndFlow)
     ->ArgsProduct({{200'000}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// A short trace (200 events, the size of the census program's): what a format costs to set
+// up and finish, file creation and rename included, rather than per event.
+BENCHMARK(BM_LaunchKernelAndFlow)
+    ->ArgsProduct({{50}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace kinetrace::detail

@@ -46,7 +46,8 @@ class ChunkCompressor {
   ChunkCompressor& operator=(const ChunkCompressor&) = delete;
 
   // `onlyChunk`: no chunk follows this one, so zlib's tables can be sized to it.
-  void compress(const std::string& chunk, ByteOutput& next, bool onlyChunk = false) {
+  // The chunk as one framed compressed_packets packet, valid until the next call.
+  std::string_view compress(const std::string& chunk, bool onlyChunk = false) {
     // One whole zlib stream per chunk: a reader inflates each packet on its own.
     if (!started_) {
       start(onlyChunk ? chunk.size() : kWholeWindow);
@@ -84,7 +85,7 @@ class ChunkCompressor {
     put(inner);
     put(fieldKey);
     put(compressed);
-    next.write(reinterpret_cast<const char*>(out_.data() + kFrameRoom - frame), frame + compressed);
+    return {reinterpret_cast<const char*>(out_.data() + kFrameRoom - frame), frame + compressed};
   }
 
  private:
@@ -107,45 +108,92 @@ class ChunkCompressor {
   std::vector<unsigned char> out_;
 };
 
-constexpr std::size_t kSlots = 2;
+// Threads that compress chunks side by side: zlib at level 1 takes a chunk at a few hundred
+// megabytes a second, slower than the sink encodes a torch.profiler-shaped trace, so one
+// thread held the writing back. Two keep up, and a machine of two cores gets one.
+std::size_t compressingThreads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 2 ? 2 : 1;
+}
 
 }  // namespace
 
-// Two slots: the chunk being compressed and the one waiting for it.
+// Chunks are numbered as they come and written below in that order, whichever thread
+// compressed them. Each thread has a compressor of its own; at most one chunk more than
+// there are threads waits or is being compressed (write() blocks beyond that).
 struct CompressedPacketsOutput::Stream {
-  ChunkCompressor compressor;
+  struct Chunk {
+    uint64_t number = 0;
+    std::string bytes;
+  };
+
   // The first chunk, until a second comes: a trace of one chunk (most small ones) is
   // compressed at commit() on the caller's thread, and no thread is started for it.
   std::string first;
+  ChunkCompressor firstCompressor;
+
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<std::string> waiting;  // at most kSlots, oldest first
-  std::vector<std::string> spare;   // emptied chunks, reused for their capacity
-  bool busy = false;                // the thread holds a chunk
+  std::deque<Chunk> waiting;       // oldest first
+  std::vector<std::string> spare;  // emptied chunks, reused for their capacity
+  std::size_t held = 0;            // chunks the threads are compressing or writing
+  uint64_t numbered = 0;           // chunks handed to the threads so far
+  uint64_t written = 0;            // chunks written below, in order
   bool quit = false;
   std::exception_ptr error;
-  std::thread thread;
+  std::vector<std::thread> threads;
+
+  std::size_t slots() const { return threads.size() + 1; }
+
+  void start(ByteOutput& next, std::size_t count) {
+    threads.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) threads.emplace_back([this, &next] { run(next); });
+  }
+
+  void enqueue(std::string bytes) {
+    waiting.push_back(Chunk{numbered++, std::move(bytes)});
+    changed.notify_all();
+  }
 
   void run(ByteOutput& next) {
+    ChunkCompressor compressor;
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
       changed.wait(lock, [this] { return quit || !waiting.empty(); });
       if (waiting.empty()) return;  // quit, with nothing left to do
-      std::string chunk = std::move(waiting.front());
+      Chunk chunk = std::move(waiting.front());
       waiting.pop_front();
-      busy = true;
+      ++held;
+      const bool failedBefore = error != nullptr;
       lock.unlock();
+
       std::exception_ptr failed;
+      std::string_view packet;
       try {
-        if (!error) compressor.compress(chunk, next);
+        if (!failedBefore) packet = compressor.compress(chunk.bytes);
       } catch (...) {
         failed = std::current_exception();
       }
-      chunk.clear();
+
       lock.lock();
-      if (failed) error = failed;
-      spare.push_back(std::move(chunk));
-      busy = false;
+      // Written in their order: wait for the chunks before this one.
+      changed.wait(lock, [&] { return written == chunk.number; });
+      if (failed && !error) error = failed;
+      if (!error) {
+        // Only the thread holding the next number writes, so the lock can be let go.
+        lock.unlock();
+        try {
+          next.write(packet.data(), packet.size());
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        lock.lock();
+        if (failed && !error) error = failed;
+      }
+      ++written;
+      --held;
+      chunk.bytes.clear();
+      spare.push_back(std::move(chunk.bytes));
       changed.notify_all();
     }
   }
@@ -155,35 +203,40 @@ bool packetCompressionAvailable() {
   return true;
 }
 
-CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next)
-    : next_(std::move(next)), stream_(std::make_unique<Stream>()) {}
+CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next,
+                                                 std::size_t threads)
+    : next_(std::move(next)),
+      threads_(threads == 0 ? compressingThreads() : threads),
+      stream_(std::make_unique<Stream>()) {}
 
 CompressedPacketsOutput::~CompressedPacketsOutput() {
-  if (!stream_->thread.joinable()) return;
+  Stream& s = *stream_;
+  if (s.threads.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(stream_->mutex);
-    stream_->quit = true;
-    stream_->waiting.clear();  // without commit() the output is discarded anyway
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.quit = true;
+    s.waiting.clear();  // without commit() the output is discarded anyway
   }
-  stream_->changed.notify_all();
-  stream_->thread.join();
+  s.changed.notify_all();
+  for (std::thread& thread : s.threads) thread.join();
 }
 
 void CompressedPacketsOutput::write(const char* data, std::size_t size) {
   if (size == 0) return;
   Stream& s = *stream_;
-  if (!s.thread.joinable()) {
+  if (s.threads.empty()) {
     if (s.first.empty()) {
       s.first.assign(data, size);
       return;
     }
-    // A second chunk: from now on a thread compresses while the sink encodes.
-    s.waiting.push_back(std::move(s.first));
+    // A second chunk: from now on threads compress while the sink encodes.
+    s.start(*next_, threads_);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.enqueue(std::move(s.first));
     s.first = std::string();
-    s.thread = std::thread([&s, &next = *next_] { s.run(next); });
   }
   std::unique_lock<std::mutex> lock(s.mutex);
-  s.changed.wait(lock, [&s] { return s.waiting.size() + (s.busy ? 1 : 0) < kSlots || s.error; });
+  s.changed.wait(lock, [&s] { return s.waiting.size() + s.held < s.slots() || s.error; });
   if (s.error) std::rethrow_exception(s.error);
   std::string chunk;
   if (!s.spare.empty()) {
@@ -193,18 +246,20 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
   lock.unlock();
   chunk.assign(data, size);  // the sink reuses its buffer as soon as this returns
   lock.lock();
-  s.waiting.push_back(std::move(chunk));
-  s.changed.notify_all();
+  s.enqueue(std::move(chunk));
 }
 
 void CompressedPacketsOutput::commit() {
   Stream& s = *stream_;
-  if (!s.thread.joinable()) {
-    if (!s.first.empty()) s.compressor.compress(s.first, *next_, /*onlyChunk=*/true);
+  if (s.threads.empty()) {
+    if (!s.first.empty()) {
+      const std::string_view packet = s.firstCompressor.compress(s.first, /*onlyChunk=*/true);
+      next_->write(packet.data(), packet.size());
+    }
     s.first = std::string();
   } else {
     std::unique_lock<std::mutex> lock(s.mutex);
-    s.changed.wait(lock, [&s] { return (s.waiting.empty() && !s.busy) || s.error; });
+    s.changed.wait(lock, [&s] { return (s.waiting.empty() && s.held == 0) || s.error; });
     if (s.error) std::rethrow_exception(s.error);
     s.spare.clear();
   }
@@ -248,8 +303,8 @@ bool packetCompressionAvailable() {
   return false;
 }
 
-CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next)
-    : next_(std::move(next)) {
+CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next, std::size_t)
+    : next_(std::move(next)), threads_(0) {
   throw Error("this build cannot compress a trace's packets (built without zlib)");
 }
 CompressedPacketsOutput::~CompressedPacketsOutput() = default;

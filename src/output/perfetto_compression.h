@@ -19,14 +19,16 @@ namespace kinetrace::detail {
 // compressed_packets packet for the output below. The sink writes its buffer of packets
 // (about a megabyte) at a time, so each chunk compresses well and memory stays small.
 //
-// From the second chunk on, a thread of its own compresses a chunk while the sink encodes
-// the next one, so writing a compressed trace takes about as long as the slower of the two,
-// not their sum; a trace of one chunk is compressed by commit(), with no thread. At most two
-// chunks wait: write() blocks while both slots are taken. An error below (a full disk) is
+// From the second chunk on, threads of its own (two, one on a machine of two cores)
+// compress chunks while the sink encodes the next, and write them in order; writing a
+// compressed trace takes about as long as the slower of encoding and compressing, not their
+// sum. A trace of one chunk is compressed by commit(), with no thread. A chunk more than
+// there are threads can wait: write() blocks beyond that. An error below (a full disk) is
 // thrown by the next write() or by commit().
 class CompressedPacketsOutput final : public ByteOutput {
  public:
-  explicit CompressedPacketsOutput(std::unique_ptr<ByteOutput> next);
+  // `threads`: how many compress, 0 for the default above.
+  explicit CompressedPacketsOutput(std::unique_ptr<ByteOutput> next, std::size_t threads = 0);
   ~CompressedPacketsOutput() override;
   CompressedPacketsOutput(const CompressedPacketsOutput&) = delete;
   CompressedPacketsOutput& operator=(const CompressedPacketsOutput&) = delete;
@@ -37,6 +39,7 @@ class CompressedPacketsOutput final : public ByteOutput {
  private:
   struct Stream;
   std::unique_ptr<ByteOutput> next_;
+  std::size_t threads_;
   std::unique_ptr<Stream> stream_;
 };
 

@@ -158,6 +158,59 @@ TEST_F(TraceReaderTest, APftraceHoldsItsPacketsCompressedAndEveryChunkReadsBack)
       << "small chunks compress less well";
 }
 
+// Several threads compress chunks side by side; the packets still come out in the order
+// they went in, each a whole zlib stream, however the threads' work interleaves.
+TEST(CompressedPacketsOutputTest, ChunksCompressedBySeveralThreadsAreWrittenInOrder) {
+  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
+  struct Collect : ByteOutput {
+    std::string* bytes;
+    explicit Collect(std::string* into) : bytes(into) {}
+    void write(const char* data, std::size_t size) override { bytes->append(data, size); }
+    void commit() override {}
+  };
+  for (std::size_t threads : {1, 2, 4}) {
+    std::string written;
+    std::string expected;
+    {
+      CompressedPacketsOutput output(std::make_unique<Collect>(&written), threads);
+      for (uint64_t i = 0; i < 300; ++i) {
+        // A chunk of TracePackets { timestamp: i } of varying length.
+        std::string chunk;
+        for (uint64_t j = 0; j <= i % 7; ++j) {
+          std::string packet(1, '\x08');
+          for (uint64_t v = i * 8 + j;; v >>= 7) {
+            packet += static_cast<char>(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+            if (v < 0x80) break;
+          }
+          chunk += '\x0a';
+          chunk += static_cast<char>(packet.size());
+          chunk += packet;
+        }
+        output.write(chunk.data(), chunk.size());
+        expected += chunk;
+      }
+      output.commit();
+    }
+    // Each packet of the output: TracePacket { compressed_packets: zlib(chunk) }.
+    std::string inflated;
+    std::string_view rest = written;
+    while (!rest.empty()) {
+      uint64_t key = 0, length = 0;
+      rest.remove_prefix(proto::readVarint(rest, &key));
+      ASSERT_EQ(key, (uint64_t{pftrace::kTracePacket} << 3) | 2);
+      rest.remove_prefix(proto::readVarint(rest, &length));
+      std::string_view packet = rest.substr(0, length);
+      rest.remove_prefix(length);
+      packet.remove_prefix(proto::readVarint(packet, &key));
+      ASSERT_EQ(key, (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2);
+      packet.remove_prefix(proto::readVarint(packet, &length));
+      ASSERT_EQ(packet.size(), length);
+      inflated += inflatePackets(packet, 1 << 20);
+    }
+    EXPECT_EQ(inflated, expected) << threads << " threads";
+  }
+}
+
 TEST_F(TraceReaderTest, ACorruptCompressedPacketIsAnErrorNamingIt) {
   if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
   std::string bytes = readFile(writeSample("t.pftrace"));

@@ -12,7 +12,7 @@
 # step on_demand_long) and the host microbenchmarks. Every step runs even
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
-# Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
+# Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
 # analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
@@ -257,6 +257,22 @@ formats() {
   return $rc
 }
 
+# CUDA graphs of every shape (stream capture with memory nodes, conditional WHILE, IF/ELSE
+# and SWITCH nodes) replayed under `kinetrace run`, checked against the program's own count
+# (bench/gpu/graph_check.py): OUT_DIR/graphs.md.
+graphs() {
+  local kt prog dir rc=0
+  kt=$(binary kinetrace) || return 1
+  prog=$(binary graph_replay) || return 1
+  dir=$WORK_DIR/graphs
+  rm -rf "$dir" && mkdir -p "$dir"
+  run "$kt" run --output "$dir/trace" -- "$prog" --replays 30 --loop 5 --manifest "$dir/manifest.json" || rc=1
+  run python3 "$SRC_DIR/bench/gpu/graph_check.py" "$dir"/trace/*.json "$dir/manifest.json" \
+    --md "$OUT_DIR/graphs.md" || rc=1
+  keep "$(ls "$dir"/trace/*.json | head -n 1)" graphs_trace.json.gz
+  return $rc
+}
+
 # PyTorch programs that each idle the GPU for one known reason (bench/gpu/idle_causes.py),
 # traced by torch.profiler, then `kinetrace analyze` on each: findings in
 # OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html.
@@ -382,6 +398,7 @@ main() {
   step "host example" host_example
   step "training-step example" training_example
   step "trace formats" formats
+  step "CUDA graphs" graphs
   step "analyze (idle causes)" analyze
   step "PyTorch backend (libkineto_api)" torch_backend
   step "DDP straggler (two GPUs)" ddp_straggler

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Checks a trace of bench/gpu/graph_replay against what the program says it ran.
+
+    graph_check.py TRACE MANIFEST [--md OUT.md]
+
+TRACE is the trace `kinetrace run -- graph_replay --manifest MANIFEST` wrote (.json or
+.json.gz). For each kernel function of the manifest, and for the copies and memsets:
+
+  expected   runs by construction (graph_replay's manifest; its device-side counter of
+             kernel runs must agree)
+  traced     events of that name (kernels: the name up to its argument list)
+  linked     of those, the ones whose "correlation" is a cudaGraphLaunch call's in the trace
+             (so the trace draws the arrow from the launch that replayed them)
+  graph ids  the distinct "graph id" values they carry, and how many carry "graph node id"
+
+Also the trace's kinetrace_gpu_ops_without_launch. PASS when every count matches and every
+graph-replayed operation is linked; prints a markdown table either way. Exit status 0 on
+PASS, 1 on FAIL, 2 when an input cannot be read.
+"""
+
+import argparse
+import collections
+import gzip
+import json
+import sys
+
+
+def load(path):
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def short_name(name):
+    name = name.split("(", 1)[0].strip()
+    if name.startswith("void "):
+        name = name[len("void "):]
+    return name.rsplit("::", 1)[-1].split("<", 1)[0]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("trace")
+    p.add_argument("manifest")
+    p.add_argument("--md")
+    args = p.parse_args()
+    try:
+        trace = load(args.trace)
+        manifest = json.load(open(args.manifest))
+    except (OSError, ValueError) as error:
+        print(f"graph_check: {error}", file=sys.stderr)
+        return 2
+
+    events = trace.get("traceEvents", [])
+    launches = {e["args"]["correlation"] for e in events
+                if e.get("ph") == "X" and e.get("name", "").startswith(("cudaGraphLaunch", "cuGraphLaunch"))
+                and "correlation" in e.get("args", {})}
+    rows = collections.OrderedDict()
+    for name, count in sorted(manifest["kernels"].items()):
+        rows[name] = {"expected": count}
+    rows["(memcpy)"] = {"expected": manifest["memcpys"]}
+    rows["(memset)"] = {"expected": manifest["memsets"]}
+    for row in rows.values():
+        row.update(traced=0, linked=0, zero_correlation=0, graph_ids=set(), with_node=0)
+
+    for e in events:
+        cat = e.get("cat")
+        if e.get("ph") != "X" or cat not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        a = e.get("args", {})
+        if cat == "kernel":
+            key = short_name(e.get("name", ""))
+            if key not in rows:
+                continue  # e.g. kernels CUDA runs for the program itself
+        else:
+            key = "(memcpy)" if cat == "gpu_memcpy" else "(memset)"
+            if "graph id" not in a:
+                continue  # the program's own set-up copies and memsets, outside the graphs
+        row = rows[key]
+        row["traced"] += 1
+        if a.get("correlation") in launches:
+            row["linked"] += 1
+        if not a.get("correlation"):
+            row["zero_correlation"] += 1
+        if "graph id" in a:
+            row["graph_ids"].add(a["graph id"])
+        if "graph node id" in a:
+            row["with_node"] += 1
+
+    ok = True
+    lines = ["| operation | expected | traced | linked to its cudaGraphLaunch | correlation 0 | graph ids | with node id |",
+             "|---|---|---|---|---|---|---|"]
+    for name, row in rows.items():
+        good = row["traced"] == row["expected"] and row["linked"] == row["traced"]
+        ok = ok and good
+        ids = ",".join(str(i) for i in sorted(row["graph_ids"]))
+        lines.append(f"| {name} | {row['expected']:,} | {row['traced']:,} | {row['linked']:,} | "
+                     f"{row['zero_correlation']:,} | {ids} | {row['with_node']:,} |")
+    expected_kernels = sum(manifest["kernels"].values())
+    device = manifest.get("device_counted_kernels")
+    lines.append("")
+    lines.append(f"- graph launches in the trace: {len(launches):,} (the program made {manifest['graph_launches']:,})")
+    lines.append(f"- kernels the device counted: {device:,}; expected {expected_kernels:,}")
+    lines.append(f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}")
+    if device != expected_kernels or len(launches) != manifest["graph_launches"]:
+        ok = False
+    lines.append("")
+    lines.append("PASS" if ok else "FAIL")
+    text = "\n".join(lines)
+    print(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
