@@ -32,9 +32,11 @@ def load(path):
 
 
 def short_name(name):
-    name = name.split("(", 1)[0].strip()
+    """'(anonymous namespace)::loopBody(float*, int)' -> 'loopBody'."""
+    name = name.replace("(anonymous namespace)::", "")
     if name.startswith("void "):
         name = name[len("void "):]
+    name = name.split("(", 1)[0].strip()
     return name.rsplit("::", 1)[-1].split("<", 1)[0]
 
 

@@ -15,7 +15,19 @@ namespace kinetrace::detail {
 
 // ---- kinds ------------------------------------------------------------------------------
 
-enum class CopyKind : uint8_t { Unknown, HtoD, DtoH, HtoA, AtoH, AtoA, AtoD, DtoA, DtoD, HtoH, PtoP };
+enum class CopyKind : uint8_t {
+  Unknown,
+  HtoD,
+  DtoH,
+  HtoA,
+  AtoH,
+  AtoA,
+  AtoD,
+  DtoA,
+  DtoD,
+  HtoH,
+  PtoP
+};
 
 enum class MemoryKind : uint8_t {
   Unknown,
@@ -159,6 +171,8 @@ struct MemcpyRecord {
   MemoryKind srcKind = MemoryKind::Unknown;
   MemoryKind dstKind = MemoryKind::Unknown;
   bool peer = false;
+  uint32_t graphId = 0;  // the graph that ran it (0: not replayed from a graph)
+  uint64_t graphNodeId = 0;
 };
 
 struct MemsetRecord {
@@ -166,6 +180,8 @@ struct MemsetRecord {
   uint64_t bytes = 0;
   uint32_t value = 0;
   MemoryKind memoryKind = MemoryKind::Unknown;
+  uint32_t graphId = 0;  // the graph that ran it (0: not replayed from a graph)
+  uint64_t graphNodeId = 0;
 };
 
 // A synchronisation: the host (or a stream) waiting. On a track of its own per stream,

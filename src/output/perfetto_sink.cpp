@@ -59,7 +59,8 @@ class InternTable {
     // torch.profiler-shaped trace missed its slots on every event for "grid" and "block").
     const uint64_t key = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(text.data())) ^
                          (static_cast<uint64_t>(text.size()) << 48);
-    Slot& slot = slots_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits)];
+    if (indexes_.size() >= slotCount() / 2 && slotBits_ < kMaxSlotBits) grow();
+    Slot& slot = slots_[(key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)];
     if (slot.data == text.data() && slot.text != nullptr && slot.text->size() == text.size() &&
         std::memcmp(slot.text->data(), text.data(), text.size()) == 0) {
       return slot.index;
@@ -82,14 +83,23 @@ class InternTable {
     const std::string* text = nullptr;
     std::size_t index = 0;
   };
-  static constexpr int kSlotBits = 10;
-  static constexpr std::size_t kSlots = std::size_t{1} << kSlotBits;
+  // The slots grow with the strings interned, from 64 up to 1,024: a short trace (a few
+  // dozen names) zeroes a few pages instead of 120 KB over five tables, which cost a short
+  // trace more than encoding it. Growing forgets the slots; the map still knows every string.
+  static constexpr int kFirstSlotBits = 6;
+  static constexpr int kMaxSlotBits = 10;
+  std::size_t slotCount() const { return slotBits_ == 0 ? 0 : std::size_t{1} << slotBits_; }
+  void grow() {
+    slotBits_ = slotBits_ == 0 ? kFirstSlotBits : slotBits_ + 2;
+    slots_ = std::make_unique<Slot[]>(slotCount());
+  }
   // What a map entry costs beyond its characters (node, hash, id): counted in the budget.
   static constexpr std::size_t kEntryOverheadBytes = 64;
   uint64_t stride_;
   uint64_t first_;
   std::unordered_map<std::string, std::size_t> indexes_;
-  std::array<Slot, kSlots> slots_{};
+  std::unique_ptr<Slot[]> slots_;
+  int slotBits_ = 0;
   std::string key_;
 };
 

@@ -97,7 +97,8 @@ struct OverheadTrack {
   }
   int64_t tid() const {
     const uint64_t base = object == OverheadObject::Device ? kOverheadDeviceBase : 0;
-    return static_cast<int64_t>(base + (objectId & 0x3FFFFF) + (uint64_t{lane} << kOverheadLaneShift));
+    return static_cast<int64_t>(base + (objectId & 0x3FFFFF) +
+                                (uint64_t{lane} << kOverheadLaneShift));
   }
 };
 
@@ -193,6 +194,12 @@ class EventWriter::Impl {
     args_.add("context", int64_t{at.contextId});
     args_.add("stream", int64_t{at.streamId});
     args_.add("correlation", int64_t{at.correlationId});
+  }
+  // Which graph, and which of its nodes, a replayed kernel, copy or memset came from.
+  void addGraphArgs(uint32_t graphId, uint64_t graphNodeId) {
+    if (graphId == 0) return;
+    args_.add("graph id", int64_t{graphId});
+    args_.add("graph node id", graphNodeId);
   }
 
   Sink& sink_;
@@ -314,10 +321,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     if (k.occupancyPercent >= 0) {
       args_.add("est. achieved occupancy %", displayFloat(k.occupancyPercent));
     }
-    if (k.graphId != 0) {
-      args_.add("graph id", int64_t{k.graphId});
-      args_.add("graph node id", k.graphNodeId);
-    }
+    addGraphArgs(k.graphId, k.graphNodeId);
     send();
     writeFlowEnd(k.at, kGpuOpsTrack);
   }
@@ -330,6 +334,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
       args_.add("src device", int64_t{m.srcDeviceId});
       args_.add("dst device", int64_t{m.dstDeviceId});
     }
+    addGraphArgs(m.graphId, m.graphNodeId);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }
@@ -338,6 +343,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     addPlacementArgs(m.at);
     args_.add("bytes", m.bytes);
     args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
+    addGraphArgs(m.graphId, m.graphNodeId);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }

@@ -164,6 +164,37 @@ TEST_F(ActivityDecoderTest, MemsetKeepsItsMemoryKind) {
   EXPECT_EQ(records_.memsets[0].at.correlationId, 8u);
 }
 
+// A copy or memset replayed from a CUDA graph names the graph and node, as a kernel does.
+TEST_F(ActivityDecoderTest, CopiesAndMemsetsKeepTheGraphAndNodeThatRanThem) {
+  auto copy =
+      synthetic::memcpyRecord(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 64, 100, 200, 5);
+  copy.graphId = 43;
+  copy.graphNodeId = 0x2b00000003;
+  auto peer = synthetic::peerMemcpyRecord(0, 1, 64, 200, 300, 5);
+  peer.graphId = 43;
+  peer.graphNodeId = 0x2b00000004;
+  auto set = synthetic::memsetRecord(64, 0, 300, 400, 5);
+  set.graphId = 43;
+  set.graphNodeId = 0x2b00000005;
+  auto loose = synthetic::memsetRecord(64, 0, 400, 500, 6);
+  SyntheticBuffer buffer;
+  buffer.add(copy);
+  buffer.add(peer);
+  buffer.add(set);
+  buffer.add(loose);
+  ASSERT_EQ(decode(buffer), 4u);
+  ASSERT_EQ(records_.memcpys.size(), 2u);
+  ASSERT_EQ(records_.memsets.size(), 2u);
+  EXPECT_EQ(records_.memcpys[0].graphId, 43u);
+  EXPECT_EQ(records_.memcpys[0].graphNodeId, 0x2b00000003u);
+  EXPECT_EQ(records_.memcpys[1].graphId, 43u);
+  EXPECT_EQ(records_.memcpys[1].graphNodeId, 0x2b00000004u);
+  EXPECT_EQ(records_.memsets[0].graphId, 43u);
+  EXPECT_EQ(records_.memsets[0].graphNodeId, 0x2b00000005u);
+  EXPECT_EQ(records_.memsets[1].graphId, 0u);
+}
+
 TEST_F(ActivityDecoderTest, SyncRecordsKeepTheirKindAndArePlacedOnTheContextsDevice) {
   constexpr uint32_t kInvalid = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
   SyntheticBuffer buffer;

@@ -267,9 +267,11 @@ graphs() {
   dir=$WORK_DIR/graphs
   rm -rf "$dir" && mkdir -p "$dir"
   run "$kt" run --output "$dir/trace" -- "$prog" --replays 30 --loop 5 --manifest "$dir/manifest.json" || rc=1
-  run python3 "$SRC_DIR/bench/gpu/graph_check.py" "$dir"/trace/*.json "$dir/manifest.json" \
+  local trace
+  trace=$(find "$dir/trace" -name '*.json' ! -name '*.summary.json' | head -n 1)
+  run python3 "$SRC_DIR/bench/gpu/graph_check.py" "$trace" "$dir/manifest.json" \
     --md "$OUT_DIR/graphs.md" || rc=1
-  keep "$(ls "$dir"/trace/*.json | head -n 1)" graphs_trace.json.gz
+  keep "$trace" graphs_trace.json.gz
   return $rc
 }
 

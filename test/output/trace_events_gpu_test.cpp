@@ -175,6 +175,32 @@ TEST_F(TraceEventsGpuTest, WritesMemcpysNamedByKindWithBandwidthAndPeerDevices) 
   EXPECT_FALSE(copies[1]["args"].contains("src device"));
 }
 
+TEST_F(TraceEventsGpuTest, CopiesAndMemsetsFromAGraphNameTheGraphAndNode) {
+  MemcpyRecord copy;
+  copy.at = placement(kStart + 100, kStart + 200, 0, 13, 50);
+  copy.copyKind = CopyKind::DtoD;
+  copy.graphId = 43;
+  copy.graphNodeId = 0x2b00000003;
+  MemsetRecord set;
+  set.at = placement(kStart + 300, kStart + 400, 0, 13, 50);
+  set.graphId = 43;
+  set.graphNodeId = 0x2b00000004;
+  MemsetRecord loose;
+  loose.at = placement(kStart + 500, kStart + 600, 0, 13, 51);
+  trace_.records.memcpys = {copy};
+  trace_.records.memsets = {set, loose};
+  const json root = save();
+  const json copyArgs = onlyEvent(root, "X", "gpu_memcpy")["args"];
+  EXPECT_EQ(copyArgs["graph id"], 43);
+  EXPECT_EQ(copyArgs["graph node id"], 0x2b00000003);
+  const auto sets = eventsWith(root, "X", "gpu_memset");
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0]["args"]["graph id"], 43);
+  EXPECT_EQ(sets[0]["args"]["graph node id"], 0x2b00000004);
+  EXPECT_FALSE(sets[1]["args"].contains("graph id"));
+  EXPECT_FALSE(sets[1]["args"].contains("graph node id"));
+}
+
 TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncsNamedByKind) {
   MemsetRecord set;
   set.at = placement(kStart + 10, kStart + 1'010, 0, 7, 60);
@@ -253,7 +279,8 @@ TEST_F(TraceEventsGpuTest, WritesOverheadsOnTheTrackOfTheirThreadOrDevice) {
   EXPECT_EQ(nsOf(overheads[0]["dur"]), 300);
   EXPECT_FALSE(overheads[0].contains("args"));
   EXPECT_EQ(overheads[1]["name"], "Driver compiler");
-  EXPECT_EQ(overheads[1]["tid"], (int64_t{1} << 30) + 1) << "device tracks above every thread track";
+  EXPECT_EQ(overheads[1]["tid"], (int64_t{1} << 30) + 1)
+      << "device tracks above every thread track";
 }
 
 TEST_F(TraceEventsGpuTest, PairsEveryFlowStartWithAnEndOnTheGpuOp) {
