@@ -16,6 +16,8 @@ constexpr int64_t kLateCallGraceNs = 500'000'000;
 // calls forever would grow without bound. An operation arriving for it later is written
 // without its call and counted.
 constexpr int64_t kPendingExpiryNs = 30'000'000'000;
+// Launches remembered per CUDA graph, to place the nodes of its conditional bodies.
+constexpr std::size_t kGraphLaunchesKept = 1024;
 // Ends of async ranges that began before the recording are kept this long in case their
 // begin is still to be drained, then dropped.
 constexpr int64_t kEarlyEndGraceNs = 2'000'000'000;
@@ -306,14 +308,57 @@ bool Assembler::tryJoin(Record& record) {
       call = findCall(id);
     }
   }
+  constexpr bool kGraphNode = !std::is_same_v<Record, SyncRecord>;
+  if constexpr (kGraphNode) {
+    if (call == nullptr && id == 0 && record.graphId != 0) {
+      // A node of a conditional's body: its launch is known by its graph (graphLaunches_).
+      id = graphLaunchAt(record.graphId, at.startNs);
+      call = findCall(id);
+    }
+  }
   if (call == nullptr) return false;
   constexpr bool kGpuWork = !std::is_same_v<Record, SyncRecord>;
+  if constexpr (kGraphNode) {
+    if (call->effect == CallEffect::Graph && record.graphId != 0) {
+      noteGraphLaunch(record.graphId, at.startNs, id);
+    }
+  }
   join(at, id, *call, kGpuWork);
   if constexpr (std::is_same_v<Record, SyncRecord>)
     clock_.addSync(record, call->startNs, call->endNs);
   forgetCall(id, *call);  // last: it may erase the call
   emit(record);
   return true;
+}
+
+void Assembler::noteGraphLaunch(uint32_t graphId, int64_t startNs, uint32_t correlationId) {
+  auto& launches = graphLaunches_[graphId];
+  auto same = std::find_if(launches.rbegin(), launches.rend(),
+                           [correlationId](const auto& l) { return l.second == correlationId; });
+  if (same != launches.rend()) {
+    same->first = std::min(same->first, startNs);
+  } else {
+    // Nodes arrive about in the order they ran: a new launch goes at or near the back.
+    auto at =
+        std::upper_bound(launches.begin(), launches.end(), std::make_pair(startNs, correlationId));
+    launches.insert(at, {startNs, correlationId});
+  }
+  // Kept as long as a call is (kPendingExpiryNs), an older launch's call being gone anyway,
+  // and the last kGraphLaunchesKept only: a body's nodes arrive a few buffers after the node
+  // that joined their launch, not thousands of launches later.
+  while (!launches.empty() && (launches.size() > kGraphLaunchesKept ||
+                               launches.front().first < launches.back().first - kPendingExpiryNs)) {
+    launches.pop_front();
+  }
+}
+
+uint32_t Assembler::graphLaunchAt(uint32_t graphId, int64_t startNs) const {
+  auto found = graphLaunches_.find(graphId);
+  if (found == graphLaunches_.end()) return 0;
+  const auto& launches = found->second;
+  auto after = std::upper_bound(launches.begin(), launches.end(), startNs,
+                                [](int64_t t, const auto& l) { return t < l.first; });
+  return after == launches.begin() ? 0 : std::prev(after)->second;
 }
 
 template <typename Record>
@@ -590,6 +635,7 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   ranges_.clear();
   closedRanges_.clear();
   pending_.clear();
+  graphLaunches_.clear();
   clockBounds_ = clock_.finish(syncReturnNs);
   out.append(std::move(ready_));
 }
@@ -645,6 +691,7 @@ std::size_t Assembler::heldBytes() const {
            waitingMemsets_.capacity() * sizeof(Waiting<MemsetRecord>) +
            waitingSyncs_.capacity() * sizeof(Waiting<SyncRecord>) +
            waitingMemory_.capacity() * sizeof(Waiting<MemoryRecord>);
+  for (const auto& [graph, launches] : graphLaunches_) bytes += kNode + launches.size() * 16;
   bytes += clock_.heldBytes();
   bytes += (streamLanes_.size() + overheadLanes_.size()) * LaneAllocator::kKeep * 16;
   return bytes;

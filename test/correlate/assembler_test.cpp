@@ -29,7 +29,8 @@ class AssemblerTest : public ::testing::Test {
     assembler->onThread(kThread, 1001, "main");
     return *assembler;
   }
-  void call(uint32_t correlation, int64_t start, int64_t end, CallEffect effect, uint64_t external = 0) {
+  void call(uint32_t correlation, int64_t start, int64_t end, CallEffect effect,
+            uint64_t external = 0) {
     ApiCallRecord c;
     c.startNs = start;
     c.endNs = end;
@@ -40,7 +41,8 @@ class AssemblerTest : public ::testing::Test {
     c.externalId = external;
     assembler->onApiCall(c);
   }
-  static KernelRecord kernel(uint32_t correlation, int64_t start, int64_t end, uint32_t stream = 7) {
+  static KernelRecord kernel(uint32_t correlation, int64_t start, int64_t end,
+                             uint32_t stream = 7) {
     KernelRecord k;
     k.at.correlationId = correlation;
     k.at.startNs = start;
@@ -59,7 +61,10 @@ class AssemblerTest : public ::testing::Test {
     assembler->finish(syncReturn, out);
   }
   std::string name(StringId id) const { return std::string(tables.strings.get(id)); }
-  HostName copied(const std::string& text) { names.push_back(text); return HostName{names.back(), nullptr}; }
+  HostName copied(const std::string& text) {
+    names.push_back(text);
+    return HostName{names.back(), nullptr};
+  }
 
   TraceTables tables;
   std::unique_ptr<Assembler> assembler;
@@ -126,11 +131,70 @@ TEST_F(AssemblerTest, WithoutLaunchCallsOperationsAreWrittenAtOnceAndNotCounted)
 TEST_F(AssemblerTest, AGraphLaunchJoinsEveryOperationItRan) {
   make();
   call(9, kStart + 20, kStart + 30, CallEffect::Graph);
-  gpu({kernel(9, kStart + 50, kStart + 60), kernel(9, kStart + 60, kStart + 70), kernel(9, kStart + 70, kStart + 80)});
+  gpu({kernel(9, kStart + 50, kStart + 60), kernel(9, kStart + 60, kStart + 70),
+       kernel(9, kStart + 70, kStart + 80)});
   assemble(kStart + 100);
   ASSERT_EQ(out.kernels.size(), 3u);
   for (const auto& k : out.kernels) EXPECT_TRUE(k.at.hasLaunchCall);
   EXPECT_EQ(out.flows.size(), 1u) << "one arrow start per call";
+}
+
+// Nodes of a conditional's body (WHILE, IF, SWITCH) come with correlation id 0, as CUPTI
+// reports them, and the graph id of the graph that ran them: each joins the launch whose
+// first node started last before it, launch after launch of the same graph.
+TEST_F(AssemblerTest, ConditionalBodyNodesJoinTheGraphLaunchThatRanThem) {
+  make();
+  call(9, kStart + 10, kStart + 20, CallEffect::Graph, /*external=*/700);
+  call(10, kStart + 21, kStart + 30, CallEffect::Graph, /*external=*/701);  // queued behind 9
+  call(11, kStart + 31, kStart + 35, CallEffect::Graph);                    // another graph
+  auto node = [](uint32_t correlation, int64_t start, uint32_t graph) {
+    KernelRecord k = kernel(correlation, start, start + 10);
+    k.graphId = graph;
+    k.graphNodeId = uint64_t{graph} << 32 | 1;
+    return k;
+  };
+  gpu({node(9, kStart + 100, 45),  // launch 9's first node
+       node(0, kStart + 120, 45), node(0, kStart + 140, 45),
+       node(10, kStart + 200, 45),  // launch 10's, after launch 9's body
+       node(0, kStart + 220, 45), node(11, kStart + 300, 49), node(0, kStart + 320, 49)});
+  GpuBatch batch;  // a memset in a body of graph 45, during launch 10
+  MemsetRecord set;
+  set.at.startNs = kStart + 230;
+  set.at.endNs = kStart + 240;
+  set.graphId = 45;
+  batch.records.memsets.push_back(set);
+  assembler->addGpu(batch);
+  assemble(kStart + 1'000);
+
+  ASSERT_EQ(out.kernels.size(), 7u);
+  std::vector<uint32_t> correlations;
+  for (const auto& k : out.kernels) {
+    EXPECT_TRUE(k.at.hasLaunchCall);
+    correlations.push_back(k.at.correlationId);
+  }
+  EXPECT_EQ(correlations, (std::vector<uint32_t>{9, 9, 9, 10, 10, 11, 11}));
+  EXPECT_EQ(out.kernels[1].at.externalId, 700u) << "the launch's range";
+  EXPECT_EQ(out.kernels[4].at.externalId, 701u);
+  ASSERT_EQ(out.memsets.size(), 1u);
+  EXPECT_EQ(out.memsets[0].at.correlationId, 10u);
+  EXPECT_EQ(out.flows.size(), 3u) << "one arrow per launch";
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+}
+
+// A body node of a graph none of whose launches was joined (a graph whose only top-level
+// node is a conditional) still has no launch: written after the grace, counted.
+TEST_F(AssemblerTest, ABodyNodeOfAGraphWithNoJoinedLaunchIsCountedWithoutItsLaunch) {
+  make();
+  call(9, kStart + 10, kStart + 20, CallEffect::Graph);
+  KernelRecord body = kernel(0, kStart + 100, kStart + 110);
+  body.graphId = 11;
+  KernelRecord loose = kernel(0, kStart + 100, kStart + 110);  // no graph: no guess either
+  gpu({body, loose});
+  assemble(kStart + 2 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 2u);
+  EXPECT_FALSE(out.kernels[0].at.hasLaunchCall);
+  EXPECT_FALSE(out.kernels[1].at.hasLaunchCall);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 2u);
 }
 
 TEST_F(AssemblerTest, ACopyJoinsTheRuntimeCallThroughItsSecondCorrelationId) {
@@ -155,9 +219,10 @@ TEST_F(AssemblerTest, ACopyJoinsTheRuntimeCallThroughItsSecondCorrelationId) {
 TEST_F(AssemblerTest, TheWindowKeepsWorkQueuedAtStopButNotWorkLaunchedOutsideIt) {
   make();
   call(1, kStart + 20, kStart + 30, CallEffect::Kernel);
-  gpu({kernel(1, kStart + 2 * kSecond, kStart + 3 * kSecond),      // launched inside, ran after the stop
-       kernel(2, kStart + 2 * kSecond, kStart + 3 * kSecond),      // launched by nobody we saw
-       kernel(3, kStart - 100, kStart - 50)});                     // before the start
+  gpu({kernel(1, kStart + 2 * kSecond,
+              kStart + 3 * kSecond),  // launched inside, ran after the stop
+       kernel(2, kStart + 2 * kSecond, kStart + 3 * kSecond),  // launched by nobody we saw
+       kernel(3, kStart - 100, kStart - 50)});                 // before the start
   finish(kStart + kSecond);
   ASSERT_EQ(out.kernels.size(), 1u);
   EXPECT_EQ(out.kernels[0].at.correlationId, 1u);
@@ -303,7 +368,8 @@ TEST_F(AssemblerTest, SheddingGivesUpOnTheOldestCallsFirstAndLateRecordsAreCount
   ASSERT_EQ(out.kernels.size(), 2u);
   for (const KernelRecord& k : out.kernels) {
     if (k.at.correlationId == 1) EXPECT_FALSE(k.at.hasLaunchCall) << "the oldest call was given up";
-    if (k.at.correlationId == 1000) EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
+    if (k.at.correlationId == 1000)
+      EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
   }
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
 }
