@@ -9,87 +9,54 @@ namespace kinetrace::detail {
 
 CopyKind copyKindOf(uint32_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-      return CopyKind::HtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-      return CopyKind::DtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-      return CopyKind::HtoA;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-      return CopyKind::AtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-      return CopyKind::AtoA;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-      return CopyKind::AtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-      return CopyKind::DtoA;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-      return CopyKind::DtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-      return CopyKind::HtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-      return CopyKind::PtoP;
-    default:
-      return CopyKind::Unknown;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CopyKind::HtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CopyKind::DtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return CopyKind::HtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return CopyKind::AtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return CopyKind::AtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return CopyKind::AtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return CopyKind::DtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CopyKind::DtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKind::HtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKind::PtoP;
+    default: return CopyKind::Unknown;
   }
 }
 
 MemoryKind memoryKindOf(uint32_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
-      return MemoryKind::Pageable;
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
-      return MemoryKind::Pinned;
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-      return MemoryKind::Device;
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
-      return MemoryKind::Array;
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-      return MemoryKind::Managed;
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
-      return MemoryKind::DeviceStatic;
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
-      return MemoryKind::ManagedStatic;
-    default:
-      return MemoryKind::Unknown;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemoryKind::Pageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemoryKind::Pinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return MemoryKind::Device;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return MemoryKind::Array;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return MemoryKind::Managed;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return MemoryKind::DeviceStatic;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return MemoryKind::ManagedStatic;
+    default: return MemoryKind::Unknown;
   }
 }
 
 SyncKind syncKindOf(uint32_t type) {
   switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
-      return SyncKind::EventSync;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
-      return SyncKind::StreamWaitEvent;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
-      return SyncKind::StreamSync;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
-      return SyncKind::ContextSync;
-    default:
-      return SyncKind::Unknown;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return SyncKind::EventSync;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return SyncKind::StreamWaitEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return SyncKind::StreamSync;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return SyncKind::ContextSync;
+    default: return SyncKind::Unknown;
   }
 }
 
 OverheadKind overheadKindOf(uint32_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
-      return OverheadKind::DriverCompiler;
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
-      return OverheadKind::CuptiBufferFlush;
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
-      return OverheadKind::CuptiInstrumentation;
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
-      return OverheadKind::CuptiResource;
-    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
-      return OverheadKind::ModuleLoading;
-    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
-      return OverheadKind::LazyFunctionLoading;
-    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
-      return OverheadKind::CommandBufferFull;
-    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
-      return OverheadKind::ActivityBufferRequest;
-    default:
-      return OverheadKind::Unknown;
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return OverheadKind::DriverCompiler;
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return OverheadKind::CuptiBufferFlush;
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return OverheadKind::CuptiInstrumentation;
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return OverheadKind::CuptiResource;
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return OverheadKind::ModuleLoading;
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return OverheadKind::LazyFunctionLoading;
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return OverheadKind::CommandBufferFull;
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return OverheadKind::ActivityBufferRequest;
+    default: return OverheadKind::Unknown;
   }
 }
 

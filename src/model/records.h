@@ -15,19 +15,7 @@ namespace kinetrace::detail {
 
 // ---- kinds ------------------------------------------------------------------------------
 
-enum class CopyKind : uint8_t {
-  Unknown,
-  HtoD,
-  DtoH,
-  HtoA,
-  AtoH,
-  AtoA,
-  AtoD,
-  DtoA,
-  DtoD,
-  HtoH,
-  PtoP
-};
+enum class CopyKind : uint8_t { Unknown, HtoD, DtoH, HtoA, AtoH, AtoA, AtoD, DtoA, DtoD, HtoH, PtoP };
 
 enum class MemoryKind : uint8_t {
   Unknown,

@@ -97,8 +97,7 @@ struct OverheadTrack {
   }
   int64_t tid() const {
     const uint64_t base = object == OverheadObject::Device ? kOverheadDeviceBase : 0;
-    return static_cast<int64_t>(base + (objectId & 0x3FFFFF) +
-                                (uint64_t{lane} << kOverheadLaneShift));
+    return static_cast<int64_t>(base + (objectId & 0x3FFFFF) + (uint64_t{lane} << kOverheadLaneShift));
   }
 };
 

@@ -29,8 +29,7 @@ class AssemblerTest : public ::testing::Test {
     assembler->onThread(kThread, 1001, "main");
     return *assembler;
   }
-  void call(uint32_t correlation, int64_t start, int64_t end, CallEffect effect,
-            uint64_t external = 0) {
+  void call(uint32_t correlation, int64_t start, int64_t end, CallEffect effect, uint64_t external = 0) {
     ApiCallRecord c;
     c.startNs = start;
     c.endNs = end;
@@ -41,8 +40,7 @@ class AssemblerTest : public ::testing::Test {
     c.externalId = external;
     assembler->onApiCall(c);
   }
-  static KernelRecord kernel(uint32_t correlation, int64_t start, int64_t end,
-                             uint32_t stream = 7) {
+  static KernelRecord kernel(uint32_t correlation, int64_t start, int64_t end, uint32_t stream = 7) {
     KernelRecord k;
     k.at.correlationId = correlation;
     k.at.startNs = start;
@@ -61,10 +59,7 @@ class AssemblerTest : public ::testing::Test {
     assembler->finish(syncReturn, out);
   }
   std::string name(StringId id) const { return std::string(tables.strings.get(id)); }
-  HostName copied(const std::string& text) {
-    names.push_back(text);
-    return HostName{names.back(), nullptr};
-  }
+  HostName copied(const std::string& text) { names.push_back(text); return HostName{names.back(), nullptr}; }
 
   TraceTables tables;
   std::unique_ptr<Assembler> assembler;
@@ -131,8 +126,7 @@ TEST_F(AssemblerTest, WithoutLaunchCallsOperationsAreWrittenAtOnceAndNotCounted)
 TEST_F(AssemblerTest, AGraphLaunchJoinsEveryOperationItRan) {
   make();
   call(9, kStart + 20, kStart + 30, CallEffect::Graph);
-  gpu({kernel(9, kStart + 50, kStart + 60), kernel(9, kStart + 60, kStart + 70),
-       kernel(9, kStart + 70, kStart + 80)});
+  gpu({kernel(9, kStart + 50, kStart + 60), kernel(9, kStart + 60, kStart + 70), kernel(9, kStart + 70, kStart + 80)});
   assemble(kStart + 100);
   ASSERT_EQ(out.kernels.size(), 3u);
   for (const auto& k : out.kernels) EXPECT_TRUE(k.at.hasLaunchCall);
@@ -219,10 +213,9 @@ TEST_F(AssemblerTest, ACopyJoinsTheRuntimeCallThroughItsSecondCorrelationId) {
 TEST_F(AssemblerTest, TheWindowKeepsWorkQueuedAtStopButNotWorkLaunchedOutsideIt) {
   make();
   call(1, kStart + 20, kStart + 30, CallEffect::Kernel);
-  gpu({kernel(1, kStart + 2 * kSecond,
-              kStart + 3 * kSecond),  // launched inside, ran after the stop
-       kernel(2, kStart + 2 * kSecond, kStart + 3 * kSecond),  // launched by nobody we saw
-       kernel(3, kStart - 100, kStart - 50)});                 // before the start
+  gpu({kernel(1, kStart + 2 * kSecond, kStart + 3 * kSecond),      // launched inside, ran after the stop
+       kernel(2, kStart + 2 * kSecond, kStart + 3 * kSecond),      // launched by nobody we saw
+       kernel(3, kStart - 100, kStart - 50)});                     // before the start
   finish(kStart + kSecond);
   ASSERT_EQ(out.kernels.size(), 1u);
   EXPECT_EQ(out.kernels[0].at.correlationId, 1u);
@@ -368,8 +361,7 @@ TEST_F(AssemblerTest, SheddingGivesUpOnTheOldestCallsFirstAndLateRecordsAreCount
   ASSERT_EQ(out.kernels.size(), 2u);
   for (const KernelRecord& k : out.kernels) {
     if (k.at.correlationId == 1) EXPECT_FALSE(k.at.hasLaunchCall) << "the oldest call was given up";
-    if (k.at.correlationId == 1000)
-      EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
+    if (k.at.correlationId == 1000) EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
   }
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
 }

@@ -279,8 +279,7 @@ TEST_F(TraceEventsGpuTest, WritesOverheadsOnTheTrackOfTheirThreadOrDevice) {
   EXPECT_EQ(nsOf(overheads[0]["dur"]), 300);
   EXPECT_FALSE(overheads[0].contains("args"));
   EXPECT_EQ(overheads[1]["name"], "Driver compiler");
-  EXPECT_EQ(overheads[1]["tid"], (int64_t{1} << 30) + 1)
-      << "device tracks above every thread track";
+  EXPECT_EQ(overheads[1]["tid"], (int64_t{1} << 30) + 1) << "device tracks above every thread track";
 }
 
 TEST_F(TraceEventsGpuTest, PairsEveryFlowStartWithAnEndOnTheGpuOp) {
