@@ -6,7 +6,8 @@
 # Steps: machine info, configure + build (Release, outside the source tree), the ctest
 # suite, launch_census + check_trace.py, the CUPTI overflow (flood) check, the host and
 # CUDA examples with format checks, the trace formats (.json, .json.gz, .pftrace: checked,
-# sizes, write times), the overhead of tracing the CUDA example, measured
+# sizes, write times), CUDA graphs of every shape against a device-side count (step graphs),
+# the overhead of tracing the CUDA example, measured
 # untraced/traced interleaved (A B A B ...), the cost per launch of each activity kind
 # (bench/gpu/overhead.sh on launch_cost), on-demand traces (a 10-minute window among them:
 # step on_demand_long) and the host microbenchmarks. Every step runs even
