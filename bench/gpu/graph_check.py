@@ -13,6 +13,10 @@ TRACE is the trace `kinetrace run -- graph_replay --manifest MANIFEST` wrote (.j
              (so the trace draws the arrow from the launch that replayed them)
   graph ids  the distinct "graph id" values they carry, and how many carry "graph node id"
 
+Where the manifest has "per_launch" ({"armLoop": {"loopBody": 5}}: a launch that ran armLoop
+ran 5 loopBody; "a|b" counts either), every launch is checked for it: each body kernel went
+to the launch that ran it, not merely to some launch.
+
 Also the trace's kinetrace_gpu_ops_without_launch. PASS when every count matches and every
 graph-replayed operation is linked, except the kernels of graphs with no node outside their
 conditional (the manifest's "without_top_level_node"): nothing in CUPTI's records ties those
@@ -93,6 +97,25 @@ def main():
             row["with_node"] += 1
 
     ok = True
+    per_launch = collections.defaultdict(collections.Counter)  # correlation -> kernel counts
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in launches:
+            per_launch[e["args"]["correlation"]][short_name(e.get("name", ""))] += 1
+    shape_lines = []
+    for leader, expected in manifest.get("per_launch", {}).items():
+        checked = wrong = 0
+        for counts in per_launch.values():
+            if counts[leader] == 0:
+                continue
+            checked += 1
+            for names, count in expected.items():
+                if sum(counts[n] for n in names.split("|")) != count:
+                    wrong += 1
+                    break
+        ok = ok and checked > 0 and wrong == 0
+        want = ", ".join(f"{count} {names}" for names, count in expected.items())
+        shape_lines.append(f"- launches that ran {leader}: {checked:,}, each with {want}: "
+                           f"{checked - wrong:,} of them")
     lines = ["| operation | expected | traced | linked to its cudaGraphLaunch | correlation 0 | graph ids | with node id |",
              "|---|---|---|---|---|---|---|"]
     unlinkable = set(manifest.get("without_top_level_node", []))
@@ -109,6 +132,7 @@ def main():
     lines.append(f"- graph launches in the trace: {len(launches):,} (the program made {manifest['graph_launches']:,})")
     lines.append(f"- kernels the device counted: {device:,}; expected {expected_kernels:,}")
     lines.append(f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}")
+    lines.extend(shape_lines)
     if device != expected_kernels or len(launches) != manifest["graph_launches"]:
         ok = False
     lines.append("")

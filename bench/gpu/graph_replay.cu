@@ -283,7 +283,11 @@ int main(int argc, char** argv) {
     // The switch graph has no node outside its conditional: nothing of its launches carries
     // their correlation id, so a tracer cannot tell which launch ran these from CUPTI's
     // activity records alone.
-    std::fprintf(out, "}, \"without_top_level_node\": [\"caseBody0\", \"caseBody1\", \"caseBody2\"]}\n");
+    std::fprintf(out, "}, \"without_top_level_node\": [\"caseBody0\", \"caseBody1\", \"caseBody2\"]");
+    // What one launch runs besides the kernel before its conditional: a checker can tell
+    // that each body kernel went to the launch that ran it, not merely to some launch.
+    std::fprintf(out, ", \"per_launch\": {\"armLoop\": {\"loopBody\": %d}, \"pickSide\": "
+                 "{\"ifBody|elseBody\": 1}}}\n", loop);
     std::fclose(out);
   }
 
