@@ -37,8 +37,9 @@ declare -A probe=(
   [libgtest-dev]=file:/usr/include/gtest/gtest.h
   [libgmock-dev]=file:/usr/include/gmock/gmock.h
   [zlib1g-dev]=file:/usr/include/zlib.h
+  [libdeflate-dev]=file:/usr/include/libdeflate.h
 )
-order=(cmake g++ make python3 libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev)
+order=(cmake g++ make python3 libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev libdeflate-dev)
 if [[ $want_bench == 1 ]]; then
   probe[libbenchmark-dev]=file:/usr/include/benchmark/benchmark.h
   order+=(libbenchmark-dev)
@@ -67,7 +68,7 @@ echo "setup: missing: ${missing[*]}"
 
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "setup: no apt-get here; install the packages above (or your system's equivalents:" \
-       "CMake >= 3.25, a C++17 compiler, fmt, nlohmann_json, GoogleTest, zlib) and run again" >&2
+       "CMake >= 3.25, a C++17 compiler, fmt, nlohmann_json, GoogleTest, zlib, libdeflate) and run again" >&2
   exit 1
 fi
 sudo=()

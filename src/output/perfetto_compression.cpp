@@ -17,6 +17,9 @@
 #if KINETRACE_HAVE_ZLIB
 #include <zlib.h>
 #endif
+#if KINETRACE_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 namespace kinetrace::detail {
 
@@ -29,60 +32,68 @@ namespace {
 // most of what the higher ones would.
 constexpr int kLevel = 1;
 
-// One chunk at a time: deflate() it into a compressed_packets packet and hand that on.
-//
+// Deflates one chunk into a whole zlib stream (RFC 1950), written at `out`, which has room
+// for bound() bytes. libdeflate when the build has it: about three times zlib's speed at
+// level 1 (a chunk of 1 MB of packets in 1.8 ms against 5.6 ms), and the same format, so
+// readers see no difference. Otherwise zlib.
+#if KINETRACE_HAVE_LIBDEFLATE
+class Deflater {
+ public:
+  Deflater() = default;
+  ~Deflater() {
+    if (compressor_ != nullptr) libdeflate_free_compressor(compressor_);
+  }
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
+
+  std::size_t bound(std::size_t inputBytes, bool /*onlyChunk*/) {
+    if (compressor_ == nullptr) {
+      compressor_ = libdeflate_alloc_compressor(kLevel);
+      if (compressor_ == nullptr)
+        throw Error("could not start compressing the trace's packets (libdeflate)");
+    }
+    return libdeflate_zlib_compress_bound(compressor_, inputBytes);
+  }
+  std::size_t deflate(const std::string& chunk, unsigned char* out, std::size_t room) {
+    const std::size_t size =
+        libdeflate_zlib_compress(compressor_, chunk.data(), chunk.size(), out, room);
+    if (size == 0) throw Error("compressing the trace's packets failed (libdeflate)");
+    return size;
+  }
+
+ private:
+  libdeflate_compressor* compressor_ = nullptr;
+};
+#else
 // zlib is set up by the first chunk, not before: a trace of one small chunk (the usual
 // short trace) gets tables fitted to it (start()).
-class ChunkCompressor {
+class Deflater {
  public:
-  ChunkCompressor() = default;
-  ~ChunkCompressor() {
+  Deflater() = default;
+  ~Deflater() {
     if (started_) deflateEnd(&z_);
   }
-  ChunkCompressor(const ChunkCompressor&) = delete;
-  ChunkCompressor& operator=(const ChunkCompressor&) = delete;
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
 
-  // The chunk as one framed compressed_packets packet, valid until the next call.
   // `onlyChunk`: no chunk follows this one, so zlib's tables can be sized to it.
-  std::string_view compress(const std::string& chunk, bool onlyChunk = false) {
-    // One whole zlib stream per chunk: a reader inflates each packet on its own.
+  std::size_t bound(std::size_t inputBytes, bool onlyChunk) {
     if (!started_) {
-      start(onlyChunk ? chunk.size() : kWholeWindow);
+      start(onlyChunk ? inputBytes : kWholeWindow);
     } else if (deflateReset(&z_) != Z_OK) {
       throw Error("compressing the trace's packets failed (zlib)");
     }
-    const uLong bound = deflateBound(&z_, static_cast<uLong>(chunk.size()));
-    // The frame goes in front: TracePacket (field 1) { compressed_packets (field 50) }.
-    constexpr std::size_t kFrameRoom = 4 * 10;
-    out_.resize(kFrameRoom + bound);
+    return deflateBound(&z_, static_cast<uLong>(inputBytes));
+  }
+  std::size_t deflate(const std::string& chunk, unsigned char* out, std::size_t room) {
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(chunk.data()));
     z_.avail_in = static_cast<uInt>(chunk.size());
-    z_.next_out = out_.data() + kFrameRoom;
-    z_.avail_out = static_cast<uInt>(bound);
-    if (deflate(&z_, Z_FINISH) != Z_STREAM_END) {
+    z_.next_out = out;
+    z_.avail_out = static_cast<uInt>(room);
+    if (::deflate(&z_, Z_FINISH) != Z_STREAM_END) {
       throw Error("compressing the trace's packets failed (zlib)");
     }
-    const std::size_t compressed = bound - z_.avail_out;
-
-    const uint64_t fieldKey = (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2;
-    const uint64_t packetKey = (uint64_t{pftrace::kTracePacket} << 3) | 2;
-    const std::size_t inner =
-        proto::varintSize(fieldKey) + proto::varintSize(compressed) + compressed;
-    const std::size_t frame = proto::varintSize(packetKey) + proto::varintSize(inner) +
-                              proto::varintSize(fieldKey) + proto::varintSize(compressed);
-    unsigned char* at = out_.data() + kFrameRoom - frame;
-    const auto put = [&at](uint64_t value) {
-      while (value >= 0x80) {
-        *at++ = static_cast<unsigned char>(value | 0x80);
-        value >>= 7;
-      }
-      *at++ = static_cast<unsigned char>(value);
-    };
-    put(packetKey);
-    put(inner);
-    put(fieldKey);
-    put(compressed);
-    return {reinterpret_cast<const char*>(out_.data() + kFrameRoom - frame), frame + compressed};
+    return room - z_.avail_out;
   }
 
  private:
@@ -111,7 +122,50 @@ class ChunkCompressor {
 
   z_stream z_{};
   bool started_ = false;
-  std::vector<unsigned char> out_;
+};
+#endif
+
+// One chunk at a time: deflates it into a compressed_packets packet, framed.
+class ChunkCompressor {
+ public:
+  // The chunk as one framed compressed_packets packet, valid until the next call.
+  // `onlyChunk`: no chunk follows this one (the deflater may size itself to it).
+  std::string_view compress(const std::string& chunk, bool onlyChunk = false) {
+    // One whole zlib stream per chunk: a reader inflates each packet on its own.
+    const std::size_t bound = deflater_.bound(chunk.size(), onlyChunk);
+    // The frame goes in front: TracePacket (field 1) { compressed_packets (field 50) }.
+    constexpr std::size_t kFrameRoom = 4 * 10;
+    if (capacity_ < kFrameRoom + bound) {
+      capacity_ = kFrameRoom + bound;
+      out_.reset(new unsigned char[capacity_]);  // not zeroed: deflate writes what is read
+    }
+    const std::size_t compressed = deflater_.deflate(chunk, out_.get() + kFrameRoom, bound);
+
+    const uint64_t fieldKey = (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2;
+    const uint64_t packetKey = (uint64_t{pftrace::kTracePacket} << 3) | 2;
+    const std::size_t inner =
+        proto::varintSize(fieldKey) + proto::varintSize(compressed) + compressed;
+    const std::size_t frame = proto::varintSize(packetKey) + proto::varintSize(inner) +
+                              proto::varintSize(fieldKey) + proto::varintSize(compressed);
+    unsigned char* at = out_.get() + kFrameRoom - frame;
+    const auto put = [&at](uint64_t value) {
+      while (value >= 0x80) {
+        *at++ = static_cast<unsigned char>(value | 0x80);
+        value >>= 7;
+      }
+      *at++ = static_cast<unsigned char>(value);
+    };
+    put(packetKey);
+    put(inner);
+    put(fieldKey);
+    put(compressed);
+    return {reinterpret_cast<const char*>(out_.get() + kFrameRoom - frame), frame + compressed};
+  }
+
+ private:
+  Deflater deflater_;
+  std::unique_ptr<unsigned char[]> out_;
+  std::size_t capacity_ = 0;
 };
 
 // Threads that compress chunks side by side: zlib at level 1 takes a chunk at a few hundred
