@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -742,7 +743,8 @@ ReadReport readPerfettoTrace(const std::string& path, Sink& sink, const std::str
   std::string buffer;
   std::size_t start = 0;
   uint64_t fileOffset = 0;  // of buffer[start], in the decompressed stream
-  std::vector<char> chunk(std::size_t{1} << 20);
+  constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+  const std::unique_ptr<char[]> chunk(new char[kChunkBytes]);  // not zeroed: see SourceBuffer
   bool atEnd = false;
   while (true) {
     std::string_view rest(buffer.data() + start, buffer.size() - start);
@@ -781,10 +783,10 @@ ReadReport readPerfettoTrace(const std::string& path, Sink& sink, const std::str
     }
     buffer.erase(0, start);
     start = 0;
-    const std::size_t got = source.read(chunk.data(), chunk.size());
+    const std::size_t got = source.read(chunk.get(), kChunkBytes);
     if (progress) progress(source.consumedBytes(), source.fileBytes());
     atEnd = got == 0;
-    buffer.append(chunk.data(), got);
+    buffer.append(chunk.get(), got);
   }
   reader.finish();
   return report;

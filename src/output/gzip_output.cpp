@@ -2,7 +2,7 @@
 
 #include <zlib.h>
 
-#include <vector>
+#include <memory>
 
 #include "kinetrace/error.h"
 
@@ -10,7 +10,8 @@ namespace kinetrace::detail {
 
 struct GzipOutput::Stream {
   z_stream z{};
-  std::vector<unsigned char> out = std::vector<unsigned char>(256 * 1024);
+  static constexpr std::size_t kOutBytes = 256 * 1024;
+  std::unique_ptr<unsigned char[]> out{new unsigned char[kOutBytes]};  // not zeroed: zlib writes it
 };
 
 bool gzipAvailable() { return true; }
@@ -30,12 +31,12 @@ void GzipOutput::pump(int flush) {
   z_stream& z = stream_->z;
   int status = Z_OK;
   do {
-    z.next_out = stream_->out.data();
-    z.avail_out = static_cast<uInt>(stream_->out.size());
+    z.next_out = stream_->out.get();
+    z.avail_out = static_cast<uInt>(Stream::kOutBytes);
     status = deflate(&z, flush);
     if (status == Z_STREAM_ERROR) throw Error("gzip compression failed (zlib)");
-    std::size_t produced = stream_->out.size() - z.avail_out;
-    if (produced > 0) next_->write(reinterpret_cast<const char*>(stream_->out.data()), produced);
+    std::size_t produced = Stream::kOutBytes - z.avail_out;
+    if (produced > 0) next_->write(reinterpret_cast<const char*>(stream_->out.get()), produced);
   } while (z.avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));
 }
 

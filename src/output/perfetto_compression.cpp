@@ -6,7 +6,9 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -32,61 +34,45 @@ namespace {
 // most of what the higher ones would.
 constexpr int kLevel = 1;
 
-// Deflates one chunk into a whole zlib stream (RFC 1950): begin() readies it for a chunk
-// and says how many bytes the stream may take; deflate() writes it at `out`, with that room.
-// libdeflate when the build has it: about three times zlib's speed at level 1 (a chunk of
-// 1 MB of packets in 1.8 ms against 5.6 ms), and the same format, so readers see no
-// difference. Otherwise zlib.
-#if KINETRACE_HAVE_LIBDEFLATE
-class Deflater {
+// A chunk is deflated into a whole zlib stream (RFC 1950): bound() says how many bytes the
+// stream may take, deflate() writes it at `out`, with that room.
+//
+// The first use of memory costs a page fault, and on a virtual machine such as the GPU
+// host's a fault costs microseconds: a short trace (one chunk of a few KB, as the census
+// program's) is written in about as long as the faults of its compressor's tables take.
+// So a small chunk (kSmallChunkBytes or less: a short trace's only chunk, or a long one's
+// last) gets zlib with tables fitted to it, and larger ones a compressor with full-size
+// tables that the thread keeps from chunk to chunk.
+constexpr std::size_t kSmallChunkBytes = std::size_t{64} << 10;
+
+// zlib, set up for chunks of about `inputBytes`. Its window is 2^windowBits bytes (9 to 15)
+// and its hash table 2^(memLevel + 7) entries (memLevel 1 to 9, 8 by default), zeroed at
+// the start of each stream. At the defaults its tables take 256 KiB: the census program's
+// trace (one chunk of 16 KB) was compressed in 471 us at the defaults and in 70 us with a
+// window of 2^14 and memLevel 6, for 0.9% more bytes (H200).
+class ZlibDeflater {
  public:
-  Deflater() = default;
-  ~Deflater() {
-    if (compressor_ != nullptr) libdeflate_free_compressor(compressor_);
-  }
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
-
-  std::size_t begin(std::size_t inputBytes, bool /*onlyChunk*/) {
-    if (compressor_ == nullptr) {
-      compressor_ = libdeflate_alloc_compressor(kLevel);
-      if (compressor_ == nullptr)
-        throw Error("could not start compressing the trace's packets (libdeflate)");
+  explicit ZlibDeflater(std::size_t inputBytes) {
+    int windowBits = 15;
+    int memLevel = 8;
+    if (inputBytes <= kSmallChunkBytes) {
+      windowBits = 9;
+      while (windowBits < 14 && (std::size_t{1} << windowBits) < inputBytes) ++windowBits;
+      memLevel = std::max(1, windowBits - 8);
     }
-    return libdeflate_zlib_compress_bound(compressor_, inputBytes);
-  }
-  std::size_t deflate(const std::string& chunk, unsigned char* out, std::size_t room) {
-    const std::size_t size =
-        libdeflate_zlib_compress(compressor_, chunk.data(), chunk.size(), out, room);
-    if (size == 0) throw Error("compressing the trace's packets failed (libdeflate)");
-    return size;
-  }
-
- private:
-  libdeflate_compressor* compressor_ = nullptr;
-};
-#else
-// zlib is set up by the first chunk, not before: a trace of one small chunk (the usual
-// short trace) gets tables fitted to it (start()).
-class Deflater {
- public:
-  Deflater() = default;
-  ~Deflater() {
-    if (started_) deflateEnd(&z_);
-  }
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
-
-  // `onlyChunk`: no chunk follows this one, so zlib's tables can be sized to it.
-  std::size_t begin(std::size_t inputBytes, bool onlyChunk) {
-    if (!started_) {
-      start(onlyChunk ? inputBytes : kWholeWindow);
-    } else if (deflateReset(&z_) != Z_OK) {
-      throw Error("compressing the trace's packets failed (zlib)");
+    if (deflateInit2(&z_, kLevel, Z_DEFLATED, windowBits, memLevel, Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw Error("could not start compressing the trace's packets (zlib)");
     }
+  }
+  ~ZlibDeflater() { deflateEnd(&z_); }
+  ZlibDeflater(const ZlibDeflater&) = delete;
+  ZlibDeflater& operator=(const ZlibDeflater&) = delete;
+
+  std::size_t bound(std::size_t inputBytes) {
+    if (deflateReset(&z_) != Z_OK) throw Error("compressing the trace's packets failed (zlib)");
     return deflateBound(&z_, static_cast<uLong>(inputBytes));
   }
-  std::size_t deflate(const std::string& chunk, unsigned char* out, std::size_t room) {
+  std::size_t deflate(std::string_view chunk, unsigned char* out, std::size_t room) {
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(chunk.data()));
     z_.avail_in = static_cast<uInt>(chunk.size());
     z_.next_out = out;
@@ -98,31 +84,42 @@ class Deflater {
   }
 
  private:
-  static constexpr std::size_t kWholeWindow = std::size_t{1} << 20;  // any large chunk
+  z_stream z_{};
+};
 
-  // zlib's window is 2^windowBits bytes (9 to 15) and its hash table 2^(memLevel + 7)
-  // entries (memLevel 1 to 9, 8 by default). At the defaults its tables take 256 KiB, and a
-  // process pays page faults for the first use of each page: compressing the census
-  // program's trace (one chunk of 16 KB) took 471 us at the defaults, 70 us with a window
-  // of 2^14 and memLevel 6, for 0.9% more bytes. A chunk of up to 64 KiB gets tables that
-  // size, fitted to it; a larger one (a long trace's chunks) zlib's defaults.
-  void start(std::size_t inputBytes) {
-    constexpr std::size_t kSmallChunk = std::size_t{64} << 10;
-    int windowBits = 15;
-    int memLevel = 8;
-    if (inputBytes <= kSmallChunk) {
-      windowBits = 9;
-      while (windowBits < 14 && (std::size_t{1} << windowBits) < inputBytes) ++windowBits;
-      memLevel = std::max(1, windowBits - 8);
+#if KINETRACE_HAVE_LIBDEFLATE
+// libdeflate for the large chunks, when the build has it: about three times zlib's speed at
+// level 1 (a chunk of 1 MB of packets in 1.8 ms against 5.6 ms), and the same format, so
+// readers see no difference. Its tables are of fixed size (a hash table of 128 KiB zeroed
+// for each chunk), which suits large chunks only.
+class LargeChunkDeflater {
+ public:
+  LargeChunkDeflater() : compressor_(libdeflate_alloc_compressor(kLevel)) {
+    if (compressor_ == nullptr) {
+      throw Error("could not start compressing the trace's packets (libdeflate)");
     }
-    if (deflateInit2(&z_, kLevel, Z_DEFLATED, windowBits, memLevel, Z_DEFAULT_STRATEGY) != Z_OK) {
-      throw Error("could not start compressing the trace's packets (zlib)");
-    }
-    started_ = true;
+  }
+  ~LargeChunkDeflater() { libdeflate_free_compressor(compressor_); }
+  LargeChunkDeflater(const LargeChunkDeflater&) = delete;
+  LargeChunkDeflater& operator=(const LargeChunkDeflater&) = delete;
+
+  std::size_t bound(std::size_t inputBytes) {
+    return libdeflate_zlib_compress_bound(compressor_, inputBytes);
+  }
+  std::size_t deflate(std::string_view chunk, unsigned char* out, std::size_t room) {
+    const std::size_t size =
+        libdeflate_zlib_compress(compressor_, chunk.data(), chunk.size(), out, room);
+    if (size == 0) throw Error("compressing the trace's packets failed (libdeflate)");
+    return size;
   }
 
-  z_stream z_{};
-  bool started_ = false;
+ private:
+  libdeflate_compressor* compressor_;
+};
+#else
+class LargeChunkDeflater : public ZlibDeflater {
+ public:
+  LargeChunkDeflater() : ZlibDeflater(std::size_t{1} << 20) {}
 };
 #endif
 
@@ -130,17 +127,27 @@ class Deflater {
 class ChunkCompressor {
  public:
   // The chunk as one framed compressed_packets packet, valid until the next call.
-  // `onlyChunk`: no chunk follows this one (the deflater may size itself to it).
-  std::string_view compress(const std::string& chunk, bool onlyChunk = false) {
+  std::string_view compress(std::string_view chunk) {
     // One whole zlib stream per chunk: a reader inflates each packet on its own.
-    const std::size_t bound = deflater_.begin(chunk.size(), onlyChunk);
+    if (chunk.size() <= kSmallChunkBytes) {
+      ZlibDeflater fitted(chunk.size());
+      return compressWith(fitted, chunk);
+    }
+    if (!large_) large_ = std::make_unique<LargeChunkDeflater>();
+    return compressWith(*large_, chunk);
+  }
+
+ private:
+  template <typename Deflater>
+  std::string_view compressWith(Deflater& deflater, std::string_view chunk) {
+    const std::size_t bound = deflater.bound(chunk.size());
     // The frame goes in front: TracePacket (field 1) { compressed_packets (field 50) }.
     constexpr std::size_t kFrameRoom = 4 * 10;
     if (capacity_ < kFrameRoom + bound) {
       capacity_ = kFrameRoom + bound;
       out_.reset(new unsigned char[capacity_]);  // not zeroed: deflate writes what is read
     }
-    const std::size_t compressed = deflater_.deflate(chunk, out_.get() + kFrameRoom, bound);
+    const std::size_t compressed = deflater.deflate(chunk, out_.get() + kFrameRoom, bound);
 
     const uint64_t fieldKey = (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2;
     const uint64_t packetKey = (uint64_t{pftrace::kTracePacket} << 3) | 2;
@@ -163,8 +170,7 @@ class ChunkCompressor {
     return {reinterpret_cast<const char*>(out_.get() + kFrameRoom - frame), frame + compressed};
   }
 
- private:
-  Deflater deflater_;
+  std::unique_ptr<LargeChunkDeflater> large_;  // made by the first large chunk
   std::unique_ptr<unsigned char[]> out_;
   std::size_t capacity_ = 0;
 };
@@ -188,8 +194,11 @@ struct CompressedPacketsOutput::Stream {
     std::string bytes;
   };
 
-  // The first chunk, until a second comes: a trace of one chunk (most small ones) is
-  // compressed at commit() on the caller's thread, and no thread is started for it.
+  // Before any thread starts, chunks are compressed on the caller's thread: a short trace
+  // (one small chunk) starts no thread. A small first chunk is compressed as it comes,
+  // without a copy; a large one is kept until the next comes (then threads start) or until
+  // commit() (a trace of one large chunk).
+  bool wroteFirst = false;
   std::string first;
   ChunkCompressor firstCompressor;
 
@@ -286,6 +295,13 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
   if (size == 0) return;
   Stream& s = *stream_;
   if (s.threads.empty()) {
+    if (!s.wroteFirst && size <= kSmallChunkBytes) {
+      s.wroteFirst = true;
+      const std::string_view packet = s.firstCompressor.compress({data, size});
+      next_->write(packet.data(), packet.size());
+      return;
+    }
+    s.wroteFirst = true;
     if (s.first.empty()) {
       s.first.assign(data, size);
       return;
@@ -314,7 +330,7 @@ void CompressedPacketsOutput::commit() {
   Stream& s = *stream_;
   if (s.threads.empty()) {
     if (!s.first.empty()) {
-      const std::string_view packet = s.firstCompressor.compress(s.first, /*onlyChunk=*/true);
+      const std::string_view packet = s.firstCompressor.compress(s.first);
       next_->write(packet.data(), packet.size());
     }
     s.first = std::string();

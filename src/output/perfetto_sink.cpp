@@ -31,6 +31,11 @@ using proto::ProtoWriter;
 // String and JSON argument values longer than this are written in place, not interned:
 // long values rarely repeat, and the intern budget is better spent on short ones.
 constexpr std::size_t kMaxInternedValueBytes = 1024;
+
+// The buffer starts at this size and doubles up to the flush size as it fills: a short
+// trace touches (and pays page faults for) only what it writes, from the heap, instead of a
+// fresh mapping of a megabyte.
+constexpr std::size_t kFirstBufferBytes = std::size_t{64} << 10;
 using namespace pftrace;
 
 bool endsWith(std::string_view text, std::string_view suffix) {
@@ -135,7 +140,7 @@ class PerfettoSink::Encoder {
         w_(out_),
         internBudgetBytes_(internBudgetBytes) {
     if (!output_) throw Error("PerfettoSink needs an output");
-    out_.reserve(bufferBytes_ + 4096);
+    out_.reserve(std::min(bufferBytes_ + 4096, kFirstBufferBytes));
     interned_.reserve(4096);
     metadata_ = newSequence(kMetadataTrackUuid);
   }

@@ -238,10 +238,18 @@ TEST(CompressedPacketsOutputTest, AnErrorBelowIsThrownByALaterWriteOrTheCommit) 
   } catch (const Error& error) {
     EXPECT_STREQ(error.what(), "No space left on device");
   }
-  // One chunk only: compressed by commit() itself, which throws what the disk said.
+  // A small first chunk is compressed and written at once: write() throws what the disk said.
   CompressedPacketsOutput small(std::make_unique<FullDisk>());
-  small.write(packet.data(), packet.size());
-  EXPECT_THROW(small.commit(), Error);
+  EXPECT_THROW(small.write(packet.data(), packet.size()), Error);
+  // A large one is kept until commit() (no second chunk came), which throws it.
+  CompressedPacketsOutput large(std::make_unique<FullDisk>());
+  const std::string chunk = [&packet] {
+    std::string packets;
+    while (packets.size() <= (std::size_t{64} << 10)) packets += packet;
+    return packets;
+  }();
+  large.write(chunk.data(), chunk.size());
+  EXPECT_THROW(large.commit(), Error);
 }
 
 TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {
