@@ -21,6 +21,7 @@
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
+#include "output/string_index.h"
 #include "output/value_json.h"
 
 namespace kinetrace::detail {
@@ -45,12 +46,13 @@ bool endsWith(std::string_view text, std::string_view suffix) {
 // Strings of one kind (event names, categories, annotation names) with their interning ids:
 // the same id for a string on every sequence (each sequence defines it once, see
 // Encoder::intern). Most strings come again and again from the same address (a trace's
-// string table, a literal): a slot per address remembers the string's index, checked
+// string table, a literal): a slot per address remembers the string's number, checked
 // against the interned text, so a repeat costs one comparison, and an address reused for
-// other text only misses the slot.
+// other text only misses the slot. Other strings (a trace read back from a file, whose
+// strings move every event) are found by their content (StringIndex).
 class InternTable {
  public:
-  static constexpr std::size_t kNone = ~std::size_t{0};
+  static constexpr std::size_t kNone = StringIndex::kNone;
 
   // Ids are first, first + stride, first + 2 * stride, ...
   explicit InternTable(uint64_t stride = 1, uint64_t first = 1) : stride_(stride), first_(first) {}
@@ -63,33 +65,32 @@ class InternTable {
     // torch.profiler-shaped trace missed its slots on every event for "grid" and "block").
     const uint64_t key = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(text.data())) ^
                          (static_cast<uint64_t>(text.size()) << 48);
-    if (indexes_.size() >= slotCount() / 2 && slotBits_ < kMaxSlotBits) grow();
+    if (strings_.size() >= slotCount() / 2 && slotBits_ < kMaxSlotBits) grow();
     Slot& slot = slots_[(key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)];
-    if (slot.data == text.data() && slot.text != nullptr && slot.text->size() == text.size() &&
-        std::memcmp(slot.text->data(), text.data(), text.size()) == 0) {
+    if (slot.data == text.data() && slot.index != kNone && strings_.text(slot.index) == text) {
       return slot.index;
     }
-    key_.assign(text.data(), text.size());
-    auto found = indexes_.find(key_);
-    if (found == indexes_.end()) {
-      if (*budgetBytes < text.size() + kEntryOverheadBytes) return kNone;
-      *budgetBytes -= text.size() + kEntryOverheadBytes;
-      found = indexes_.emplace(key_, indexes_.size()).first;
+    const uint64_t hash = StringIndex::hashOf(text);
+    std::size_t index = strings_.find(text, hash);
+    if (index == kNone) {
+      const std::size_t cost = text.size() + StringIndex::kBytesPerString;
+      if (*budgetBytes < cost) return kNone;
+      *budgetBytes -= cost;
+      index = strings_.add(text, hash);
     }
-    slot = Slot{text.data(), &found->first, found->second};  // map keys never move
-    return found->second;
+    slot = Slot{text.data(), index};
+    return index;
   }
   uint64_t id(std::size_t index) const { return first_ + stride_ * index; }
 
  private:
   struct Slot {
     const char* data = nullptr;
-    const std::string* text = nullptr;
-    std::size_t index = 0;
+    std::size_t index = kNone;
   };
   // The slots grow with the strings interned, from 64 up to 1,024: a short trace (a few
   // dozen names) zeroes a few pages instead of 120 KB over five tables (a fifth of the
-  // instructions of writing a 200-event trace). Growing forgets the slots; the map still
+  // instructions of writing a 200-event trace). Growing forgets the slots; the index still
   // knows every string.
   static constexpr int kFirstSlotBits = 6;
   static constexpr int kMaxSlotBits = 10;
@@ -98,14 +99,11 @@ class InternTable {
     slotBits_ = slotBits_ == 0 ? kFirstSlotBits : slotBits_ + 2;
     slots_ = std::make_unique<Slot[]>(slotCount());
   }
-  // What a map entry costs beyond its characters (node, hash, id): counted in the budget.
-  static constexpr std::size_t kEntryOverheadBytes = 64;
   uint64_t stride_;
   uint64_t first_;
-  std::unordered_map<std::string, std::size_t> indexes_;
+  StringIndex strings_;
   std::unique_ptr<Slot[]> slots_;
   int slotBits_ = 0;
-  std::string key_;
 };
 
 // The kinds of interned strings, one InternTable each.
