@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -128,13 +127,6 @@ class Deflater {
 // One chunk at a time: deflates it into a compressed_packets packet, framed.
 class ChunkCompressor {
  public:
-  // Makes the deflater for chunks of about `inputBytes` and uses it once on a few bytes, so
-  // that its tables have had their first use (and its page faults) before a chunk comes.
-  void ready(std::size_t inputBytes) {
-    const std::string sample(std::min<std::size_t>(inputBytes, 4096), '\0');
-    compress(sample);
-  }
-
   // The chunk as one framed compressed_packets packet, valid until the next call.
   std::string_view compress(std::string_view chunk) {
     // One whole zlib stream per chunk: a reader inflates each packet on its own.
@@ -201,20 +193,13 @@ struct CompressedPacketsOutput::Stream {
     std::string bytes;
   };
 
-  // Before the compressing threads start, chunks are compressed on the caller's thread: a
-  // short trace (one small chunk) starts none. A small first chunk is compressed as it comes,
-  // without a copy; a large one is kept until the next comes (then the threads start) or
-  // until commit() (a trace of one large chunk).
+  // Before any thread starts, chunks are compressed on the caller's thread: a short trace
+  // (one small chunk) starts no thread. A small first chunk is compressed as it comes,
+  // without a copy; a large one is kept until the next comes (then threads start) or until
+  // commit() (a trace of one large chunk).
   bool wroteFirst = false;
   std::string first;
   ChunkCompressor firstCompressor;
-  // A thread started with the output readies firstCompressor while the sink encodes: the
-  // first use of a deflater's tables costs page faults, a large part of compressing a short
-  // trace. The caller's thread waits for it before it touches firstCompressor.
-  std::thread readying;
-  void waitUntilReady() {
-    if (readying.joinable()) readying.join();
-  }
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -291,24 +276,10 @@ CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> nex
                                                  std::size_t threads)
     : next_(std::move(next)),
       threads_(threads == 0 ? compressingThreads() : threads),
-      stream_(std::make_unique<Stream>()) {
-  Stream& s = *stream_;
-  try {
-    s.readying = std::thread([&s] {
-      try {
-        s.firstCompressor.ready(kSmallChunkBytes);
-      } catch (...) {
-        // Compressing the first chunk tries again, and throws what fails.
-      }
-    });
-  } catch (const std::system_error&) {
-    // No thread to spare: the first chunk readies its deflater itself.
-  }
-}
+      stream_(std::make_unique<Stream>()) {}
 
 CompressedPacketsOutput::~CompressedPacketsOutput() {
   Stream& s = *stream_;
-  s.waitUntilReady();
   if (s.threads.empty()) return;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -323,7 +294,6 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
   if (size == 0) return;
   Stream& s = *stream_;
   if (s.threads.empty()) {
-    s.waitUntilReady();
     if (!s.wroteFirst && size <= kSmallChunkBytes) {
       s.wroteFirst = true;
       const std::string_view packet = s.firstCompressor.compress({data, size});
@@ -357,7 +327,6 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
 
 void CompressedPacketsOutput::commit() {
   Stream& s = *stream_;
-  s.waitUntilReady();
   if (s.threads.empty()) {
     if (!s.first.empty()) {
       const std::string_view packet = s.firstCompressor.compress(s.first);

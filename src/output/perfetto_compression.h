@@ -22,9 +22,8 @@ namespace kinetrace::detail {
 // From the second chunk on, threads of its own (two, one on a machine of two cores)
 // compress chunks while the sink encodes the next, and write them in order; writing a
 // compressed trace takes about as long as the slower of encoding and compressing, not their
-// sum. A trace of one chunk starts no compressing thread: a small chunk (a short trace's) is
-// compressed and written by write() itself, a large one by commit(), with a deflater that a
-// thread started by the constructor readied meanwhile. A chunk more than there are
+// sum. A trace of one chunk starts no thread: a small chunk (a short trace's) is compressed
+// and written by write() itself, a large one by commit(). A chunk more than there are
 // threads can wait: write() blocks beyond that. An error below (a full disk) is thrown by
 // the write() that met it or a later one, or by commit().
 class CompressedPacketsOutput final : public ByteOutput {
