@@ -64,11 +64,12 @@ void setMetadata(Metadata& metadata, std::string key, Value value) {
 Metadata headerMetadata(const Config& config, bool usesTsc, const Metadata& user) {
   Metadata out;
   out.push_back({"schemaVersion", 1});
-  // HTA refuses a trace without a rank; launchers such as torchrun set these variables.
+  // HTA refuses a trace without a rank; launchers such as torchrun set these variables. The
+  // backend is the process group's, which only the program knows: torch.profiler adds its own
+  // distributedInfo (backend included) through the libkineto API, replacing this one.
   out.push_back({"distributedInfo", Value::object({{"rank", envInteger("RANK", 0)},
                                                    {"world_size", envInteger("WORLD_SIZE", 1)},
-                                                   {"local_rank", envInteger("LOCAL_RANK", 0)},
-                                                   {"backend", "nccl"}})});
+                                                   {"local_rank", envInteger("LOCAL_RANK", 0)}})});
   out.push_back({"kinetrace_version", KINETRACE_VERSION_STRING});
   out.push_back({"kinetrace_activities", config.activities.toString()});
   out.push_back({"kinetrace_host_clock", usesTsc ? "tsc" : "clock_monotonic"});

@@ -165,6 +165,7 @@ TEST(SessionTest, DistributedInfoIsAlwaysPresentForHta) {
   ASSERT_EQ(info.kind(), Value::Kind::Object) << "in the header, before the events";
   EXPECT_NE(info.find("rank"), nullptr);
   EXPECT_NE(info.find("world_size"), nullptr);
+  EXPECT_EQ(info.find("backend"), nullptr) << "not claimed: kinetrace does not know it";
 }
 
 }  // namespace

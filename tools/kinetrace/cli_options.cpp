@@ -46,6 +46,13 @@ constexpr OptionSpec kAnalyzeOptions[] = {
     {"--quiet", "-q", false},
 };
 
+constexpr OptionSpec kMergeOptions[] = {
+    {"--help", "-h", false},
+    {"--output", "-o", true},
+    {"--no-align", nullptr, false},
+    {"--quiet", "-q", false},
+};
+
 constexpr OptionSpec kConvertOptions[] = {
     {"--help", "-h", false},
     {"--quiet", "-q", false},
@@ -304,6 +311,42 @@ Command parseConvert(const std::vector<std::string>& args) {
   return command;
 }
 
+Command parseMerge(const std::vector<std::string>& args) {
+  Command command;
+  command.kind = Command::Kind::Merge;
+  MergeOptions& m = command.merge;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      m.paths.insert(m.paths.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (word.empty() || word[0] != '-') {
+      m.paths.push_back(word);
+      continue;
+    }
+    Found option = readOption("merge", kMergeOptions, args, i);
+    const std::string name = option.spec->longName;
+    if (name == "--help") {
+      command.kind = Command::Kind::Help;
+      command.helpTopic = "merge";
+      return command;
+    }
+    if (name == "--output") m.output = option.value;
+    if (name == "--no-align") m.align = false;
+    if (name == "--quiet") m.quiet = true;
+  }
+  if (m.output.empty()) {
+    throw UsageError("kinetrace merge: give the merged trace's path: kinetrace merge "
+                     "TRACE... -o OUT");
+  }
+  if (m.paths.size() < 2) {
+    throw UsageError("kinetrace merge: give two traces or more, one per rank (got " +
+                     std::to_string(m.paths.size()) + ")");
+  }
+  return command;
+}
+
 Command parseAnalyze(const std::vector<std::string>& args) {
   Command command;
   command.kind = Command::Kind::Analyze;
@@ -429,9 +472,10 @@ Command parseCommandLine(const std::vector<std::string>& args) {
     command.helpTopic = args.size() > 1 ? args[1] : "";
     if (!command.helpTopic.empty() && command.helpTopic != "run" &&
         command.helpTopic != "summary" && command.helpTopic != "convert" &&
-        command.helpTopic != "analyze" && command.helpTopic != "trigger") {
+        command.helpTopic != "merge" && command.helpTopic != "analyze" &&
+        command.helpTopic != "trigger") {
       throw UsageError("kinetrace help: no command '" + command.helpTopic +
-                       "' (commands: run, summary, convert, analyze, trigger)");
+                       "' (commands: run, summary, convert, merge, analyze, trigger)");
     }
     return command;
   }
@@ -442,13 +486,14 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "run") return parseRun(args);
   if (first == "summary") return parseSummary(args);
   if (first == "convert") return parseConvert(args);
+  if (first == "merge") return parseMerge(args);
   if (first == "analyze") return parseAnalyze(args);
   if (first == "trigger") return parseTrigger(args);
   if (!first.empty() && first[0] == '-') {
     throw UsageError("kinetrace: unknown option '" + first + "' (see 'kinetrace --help')");
   }
   throw UsageError("kinetrace: unknown command '" + first +
-                   "' (commands: run, summary, convert, analyze, trigger, help)");
+                   "' (commands: run, summary, convert, merge, analyze, trigger, help)");
 }
 
 std::string mainHelp() {
@@ -459,6 +504,7 @@ usage:
   kinetrace run [options] [--] PROGRAM [ARGS...]   run PROGRAM, tracing it and its children
   kinetrace summary [--top N] PATH...              print the summary of traces already written
   kinetrace convert IN OUT                         rewrite a trace in another format
+  kinetrace merge TRACE... -o OUT                  one job's traces (one per rank) as one
   kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
   kinetrace trigger --pid PID --duration T|--steps N   ask a running traced process to record
   kinetrace help [COMMAND]                         this text, or a command's options
@@ -583,6 +629,31 @@ options:
 )";
 }
 
+std::string mergeHelp() {
+  return R"(usage: kinetrace merge [options] TRACE... -o OUT
+
+Writes the traces of one distributed job, one per rank (as `kinetrace run` or torch.profiler
+wrote them: .json, .json.gz, .pftrace), as one trace on one timeline, for a viewer such as
+Perfetto. Each rank's processes stay apart (pid rank * 10,000,000 + pid, named "rank R: ...")
+and its launch arrows stay its own. A trace's rank is its distributedInfo.rank, else its place
+on the command line.
+
+Clocks: a collective ends at the same moment on every rank (the last rank's data arrives
+everywhere together), so each rank's times are shifted to make its NCCL collectives
+(all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all kernels) end with the
+lowest rank's. The shift and the skew left after it (median and largest) are printed per
+rank and kept in the merged trace's "kinetrace_merge" metadata, with each rank's own
+metadata. A rank without collectives keeps its times. One trace per rank stays what
+`kinetrace run` writes; merging is for looking at the ranks together.
+
+options:
+  -o, --output OUT   the merged trace; its name chooses the format (.json, .json.gz, .pftrace)
+      --no-align     keep every trace's times as recorded
+  -q, --quiet        no progress and no report, errors only
+  -h, --help         this text
+)";
+}
+
 std::string analyzeHelp() {
   return R"(usage: kinetrace analyze [options] TRACE|DIRECTORY...
 
@@ -649,6 +720,7 @@ std::string helpFor(const std::string& topic) {
   if (topic == "trigger") return triggerHelp();
   if (topic == "analyze") return analyzeHelp();
   if (topic == "convert") return convertHelp();
+  if (topic == "merge") return mergeHelp();
   if (topic == "run") return runHelp();
   if (topic == "summary") return summaryHelp();
   return mainHelp();

@@ -67,6 +67,14 @@ struct ConvertOptions {
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
 
+struct MergeOptions {
+  std::vector<std::string> paths;  // one trace per rank
+  std::string output;              // -o
+  bool align = true;               // --no-align: times as recorded
+  bool quiet = false;
+  uint64_t progressFromBytes = uint64_t{32} << 20;
+};
+
 struct AnalyzeOptions {
   std::vector<std::string> paths;  // traces, or directories of traces (one per rank)
   std::string jsonOutput;          // --json: the analysis as JSON too
@@ -90,12 +98,13 @@ struct TriggerOptions {
 };
 
 struct Command {
-  enum class Kind { Help, Version, Run, Summary, Convert, Analyze, Trigger };
+  enum class Kind { Help, Version, Run, Summary, Convert, Merge, Analyze, Trigger };
   Kind kind = Kind::Help;
-  std::string helpTopic;  // Help: "", "run", "summary" or "convert"
+  std::string helpTopic;  // Help: "" or a command's name
   RunOptions run;
   SummaryOptions summary;
   ConvertOptions convert;
+  MergeOptions merge;
   AnalyzeOptions analyze;
   TriggerOptions trigger;
 };
@@ -107,6 +116,7 @@ std::string mainHelp();
 std::string runHelp();
 std::string summaryHelp();
 std::string convertHelp();
+std::string mergeHelp();
 std::string analyzeHelp();
 std::string helpFor(const std::string& topic);  // "" -> mainHelp()
 

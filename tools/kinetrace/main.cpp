@@ -1,5 +1,6 @@
 // The kinetrace command: `kinetrace run -- PROGRAM` traces an unmodified CUDA program;
-// `kinetrace convert IN OUT` rewrites a trace in another format.
+// `kinetrace convert IN OUT` rewrites a trace in another format; `kinetrace merge` puts one
+// job's traces on one timeline.
 
 #include <cstdio>
 #include <string>
@@ -9,6 +10,7 @@
 #include "cli_options.h"
 #include "convert_command.h"
 #include "error_text.h"
+#include "merge_command.h"
 #include "kinetrace/error.h"
 #include "run_command.h"
 #include "trigger_command.h"
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
         return summaryCommand(command.summary);
       case Command::Kind::Convert:
         return convertCommand(command.convert, stderr);
+      case Command::Kind::Merge:
+        return mergeCommand(command.merge, stdout, stderr);
       case Command::Kind::Analyze:
         return analyzeCommand(command.analyze, stdout, stderr);
       case Command::Kind::Trigger:

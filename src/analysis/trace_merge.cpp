@@ -1,0 +1,324 @@
+#include "analysis/trace_merge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "kinetrace/error.h"
+
+namespace kinetrace::detail {
+namespace {
+
+// Pairings within this many collectives of each other are tried.
+constexpr int64_t kMaxPairingShift = 64;
+// Shifts whose differences spread by less than this are taken as agreeing equally well:
+// NCCL kernels end within microseconds of each other across ranks.
+constexpr int64_t kSpreadQuantumNs = 50'000;
+
+bool startsWith(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+int64_t medianOf(std::vector<int64_t> values) {
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+std::optional<int64_t> integerValue(const Value& value) {
+  if (value.kind() == Value::Kind::Int) return value.asInt();
+  if (value.kind() == Value::Kind::Uint &&
+      value.asUint() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return static_cast<int64_t>(value.asUint());
+  }
+  return std::nullopt;
+}
+
+// Pass 1's sink: the trace's rank and its NCCL collectives.
+class RankScan final : public Sink {
+ public:
+  std::optional<int64_t> rank;
+  int64_t baseTimeNs = 0;
+  std::vector<CollectiveEnd> collectives;
+
+  void begin(const TraceHeader& header) override {
+    baseTimeNs = header.baseTimeNs;
+    for (const Value::Member& member : header.metadata) {
+      if (member.key != "distributedInfo") continue;
+      if (const Value* value = member.value.find("rank")) rank = integerValue(*value);
+    }
+  }
+  void write(const Event& event) override {
+    if (event.phase != Phase::Complete || event.category != "kernel") return;
+    if (std::optional<std::string> kind = ncclCollectiveKind(event.name)) {
+      collectives.push_back({std::move(*kind), event.timestampNs + event.durationNs});
+    }
+  }
+  void end(const Metadata&) override {}
+};
+
+// Pass 2's sink: one rank's events, moved to its processes, flow ids and clock, into the
+// merged output.
+class RankWriter final : public Sink {
+ public:
+  RankWriter(const RankPlacement& placement, Sink& out) : placement_(placement), out_(out) {}
+
+  Metadata header;
+  Metadata footer;
+
+  void begin(const TraceHeader& h) override { header = h.metadata; }
+  void end(const Metadata& f) override {
+    footer = f;
+    nameUnnamedProcesses();
+  }
+
+  void write(const Event& event) override {
+    Event moved = event;
+    moved.pid = pidOf(event.pid);
+    moved.timestampNs = event.timestampNs + placement_.offsetNs;
+    if (event.phase == Phase::FlowStart || event.phase == Phase::FlowEnd) {
+      moved.flowId = flowIdOf(event.flowId);
+    }
+    if (event.phase == Phase::Metadata && event.name == "process_name") {
+      writeProcessName(moved, event.pid);
+      return;
+    }
+    out_.write(moved);
+  }
+
+ private:
+  int64_t pidOf(int64_t pid) {
+    auto found = pids_.find(pid);
+    if (found != pids_.end()) return found->second;
+    // A pid that does not fit below the stride (none does on Linux, whose pids stay under
+    // 2^22) is numbered from the top of the rank's range down.
+    const int64_t base = placement_.rank * kMergedPidStride;
+    const int64_t merged = pid >= 0 && pid < kMergedPidStride - kMaxOddPids
+                               ? base + pid
+                               : base + kMergedPidStride - 1 - oddPids_++;
+    if (oddPids_ > kMaxOddPids) {
+      throw Error(fmt::format("{}: more than {} process ids outside 0..{}; cannot merge it",
+                              placement_.path, kMaxOddPids, kMergedPidStride - kMaxOddPids));
+    }
+    pids_.emplace(pid, merged);
+    return merged;
+  }
+
+  // Flow ids are unique within a trace (kinetrace and torch.profiler use correlation ids),
+  // not across ranks: each rank's get its own residue.
+  uint64_t flowIdOf(uint64_t id) const {
+    const auto ranks = static_cast<uint64_t>(kMaxMergedRanks);
+    const auto rank = static_cast<uint64_t>(placement_.rank);
+    if (id <= (std::numeric_limits<uint64_t>::max() - rank) / ranks) return id * ranks + rank;
+    return id ^ (rank << 56);  // ids this large are hashes already
+  }
+
+  void writeProcessName(Event& event, int64_t originalPid) {
+    std::vector<Arg> args(event.args, event.args + event.argCount);
+    std::string name;
+    for (Arg& arg : args) {
+      if (arg.key != "name") continue;
+      const auto* text = std::get_if<std::string_view>(&arg.value);
+      name = fmt::format("rank {}: {}", placement_.rank,
+                         text != nullptr ? *text : std::string_view("?"));
+      arg.value = std::string_view(name);
+    }
+    event.args = args.data();
+    event.argCount = args.size();
+    named_.insert(originalPid);
+    out_.write(event);
+  }
+
+  // Every process of the rank gets a name that says which rank it belongs to.
+  void nameUnnamedProcesses() {
+    for (const auto& [pid, merged] : pids_) {
+      if (named_.count(pid) != 0) continue;
+      const std::string name = fmt::format("rank {}: pid {}", placement_.rank, pid);
+      const Arg arg{"name", std::string_view(name)};
+      Event event;
+      event.phase = Phase::Metadata;
+      event.name = "process_name";
+      event.pid = merged;
+      event.args = &arg;
+      event.argCount = 1;
+      out_.write(event);
+    }
+  }
+
+  static constexpr int64_t kMaxOddPids = 1000;
+  const RankPlacement& placement_;
+  Sink& out_;
+  std::map<int64_t, int64_t> pids_;  // ordered: the names written at the end come in pid order
+  std::set<int64_t> named_;
+  int64_t oddPids_ = 0;
+};
+
+Value objectOf(const Metadata& metadata) {
+  return Value(Value::Object(metadata.begin(), metadata.end()));
+}
+
+}  // namespace
+
+std::optional<std::string> ncclCollectiveKind(std::string_view kernelName) {
+  std::string_view rest;
+  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_"}) {
+    if (startsWith(kernelName, prefix)) rest = kernelName.substr(prefix.size());
+  }
+  if (rest.empty()) return std::nullopt;
+  const std::size_t end = rest.find_first_of("_(<");
+  const std::string_view kind = rest.substr(0, end);
+  for (std::string_view collective :
+       {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "AllToAll"}) {
+    if (kind == collective) return std::string(kind);
+  }
+  return std::nullopt;  // SendRecv, Send, Recv, Generic and the like
+}
+
+std::optional<Alignment> alignCollectives(const std::vector<CollectiveEnd>& reference,
+                                          const std::vector<CollectiveEnd>& other) {
+  if (reference.empty() || other.empty()) return std::nullopt;
+  const auto referenceCount = static_cast<int64_t>(reference.size());
+  const auto otherCount = static_cast<int64_t>(other.size());
+  // Enough pairs to trust a shift: half of the shorter sequence.
+  const int64_t needed = std::max<int64_t>(1, std::min(referenceCount, otherCount) / 2);
+
+  std::optional<Alignment> best;
+  std::tuple<int64_t, int64_t, int64_t> bestScore;  // spread (quantised), |offset|, -pairs
+  std::vector<int64_t> differences;
+  for (int64_t shift = -std::min(kMaxPairingShift, referenceCount - 1);
+       shift <= std::min(kMaxPairingShift, otherCount - 1); ++shift) {
+    differences.clear();
+    for (int64_t i = std::max<int64_t>(0, -shift); i < referenceCount && i + shift < otherCount;
+         ++i) {
+      const CollectiveEnd& a = reference[static_cast<std::size_t>(i)];
+      const CollectiveEnd& b = other[static_cast<std::size_t>(i + shift)];
+      if (a.kind == b.kind) differences.push_back(a.endNs - b.endNs);
+    }
+    if (static_cast<int64_t>(differences.size()) < needed) continue;
+    const int64_t offset = medianOf(differences);
+    std::vector<int64_t> residuals;
+    residuals.reserve(differences.size());
+    for (int64_t d : differences) residuals.push_back(std::llabs(d - offset));
+    // How well the pairs agree: the 90th percentile of the residuals. The median is not
+    // enough: pairing each collective with its neighbour in a step of evenly spaced ones
+    // leaves most pairs agreeing and only those across steps apart.
+    std::vector<int64_t> sorted = residuals;
+    std::sort(sorted.begin(), sorted.end());
+    const int64_t spread = sorted[sorted.size() * 9 / 10];
+    const auto score = std::make_tuple(spread / kSpreadQuantumNs, std::llabs(offset),
+                                       -static_cast<int64_t>(differences.size()));
+    if (!best || score < bestScore) {
+      bestScore = score;
+      best = Alignment{offset, differences.size(), sorted[sorted.size() / 2], sorted.back()};
+    }
+  }
+  return best;
+}
+
+std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
+                                     const MergeOptions& options, const ReadProgress& progress) {
+  if (paths.empty()) throw Error("no traces to merge");
+  if (static_cast<int64_t>(paths.size()) > kMaxMergedRanks) {
+    throw Error(fmt::format("{} traces to merge; one merged trace takes at most {} ranks",
+                            paths.size(), kMaxMergedRanks));
+  }
+  std::vector<RankPlacement> plan;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    RankScan scan;
+    readTraceFile(paths[i], scan, paths[i], progress);
+    RankPlacement placement;
+    placement.path = paths[i];
+    placement.rankFromTrace = scan.rank.has_value();
+    placement.baseTimeNs = scan.baseTimeNs;
+    placement.rank = scan.rank.value_or(static_cast<int64_t>(i));
+    if (placement.rank < 0 || placement.rank >= kMaxMergedRanks) {
+      throw Error(fmt::format("{}: rank {} is outside 0..{}, the ranks a merged trace takes",
+                              paths[i], placement.rank, kMaxMergedRanks - 1));
+    }
+    std::sort(scan.collectives.begin(), scan.collectives.end(),
+              [](const CollectiveEnd& a, const CollectiveEnd& b) { return a.endNs < b.endNs; });
+    placement.collectives = std::move(scan.collectives);
+    plan.push_back(std::move(placement));
+  }
+  std::sort(plan.begin(), plan.end(),
+            [](const RankPlacement& a, const RankPlacement& b) { return a.rank < b.rank; });
+  for (std::size_t i = 1; i < plan.size(); ++i) {
+    if (plan[i].rank == plan[i - 1].rank) {
+      throw Error(fmt::format("{} and {} are both rank {}; merge takes one trace per rank",
+                              plan[i - 1].path, plan[i].path, plan[i].rank));
+    }
+  }
+
+  const RankPlacement& reference = plan.front();
+  for (RankPlacement& placement : plan) {
+    if (!options.alignOnCollectives) {
+      placement.note = "times as recorded (no alignment asked for)";
+    } else if (&placement == &reference) {
+      placement.note = "the reference";
+    } else if (reference.collectives.empty()) {
+      placement.note = "times as recorded: the reference rank has no NCCL collectives";
+    } else if (placement.collectives.empty()) {
+      placement.note = "times as recorded: no NCCL collectives to align on";
+    } else if (auto alignment = alignCollectives(reference.collectives, placement.collectives)) {
+      placement.offsetNs = alignment->offsetNs;
+      placement.collectivesMatched = alignment->matched;
+      placement.residualMedianNs = alignment->residualMedianNs;
+      placement.residualMaxNs = alignment->residualMaxNs;
+      placement.note = fmt::format("aligned on {} NCCL collectives", alignment->matched);
+    } else {
+      placement.note = "times as recorded: its collectives do not pair with the reference's";
+    }
+  }
+  return plan;
+}
+
+MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
+                        const std::string& traceName, const ReadProgress& progress) {
+  if (plan.empty()) throw Error("no traces to merge");
+  TraceHeader header;
+  header.traceName = traceName;
+  header.baseTimeNs = std::numeric_limits<int64_t>::max();
+  for (const RankPlacement& placement : plan) {
+    header.baseTimeNs = std::min(header.baseTimeNs, placement.baseTimeNs + placement.offsetNs);
+  }
+  header.metadata.push_back({"schemaVersion", 1});
+  // HTA reads a trace's rank from here; the ranks themselves are in the footer.
+  header.metadata.push_back(
+      {"distributedInfo",
+       Value::object({{"rank", plan.front().rank},
+                      {"world_size", static_cast<int64_t>(plan.size())},
+                      {"kinetrace_merged_ranks", static_cast<int64_t>(plan.size())}})});
+  out.begin(header);
+
+  MergeReport report;
+  std::vector<Value> ranks;
+  for (const RankPlacement& placement : plan) {
+    RankWriter writer(placement, out);
+    const ReadReport read = readTraceFile(placement.path, writer, traceName, progress);
+    report.events += read.events;
+    for (const auto& [why, count] : read.skipped) report.skipped[why] += count;
+    ranks.push_back(Value::object({
+        {"rank", placement.rank},
+        {"path", placement.path},
+        {"rank_from", placement.rankFromTrace ? "distributedInfo" : "position on the command line"},
+        {"offset_ns", placement.offsetNs},
+        {"collectives_matched", static_cast<int64_t>(placement.collectivesMatched)},
+        {"residual_skew_median_ns", placement.residualMedianNs},
+        {"residual_skew_max_ns", placement.residualMaxNs},
+        {"alignment", placement.note},
+        {"header", objectOf(writer.header)},
+        {"footer", objectOf(writer.footer)},
+    }));
+  }
+  Metadata footer;
+  footer.push_back({"kinetrace_merge", Value(Value::Array(std::move(ranks)))});
+  out.end(footer);
+  return report;
+}
+
+}  // namespace kinetrace::detail
