@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kinetrace/error.h"
+#include "output/nccl_kernel_name.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -19,10 +20,6 @@ constexpr int64_t kMaxPairingShift = 64;
 // Shifts whose differences spread by less than this are taken as agreeing equally well:
 // NCCL kernels end within microseconds of each other across ranks.
 constexpr int64_t kSpreadQuantumNs = 50'000;
-
-bool startsWith(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
-}
 
 int64_t medianOf(std::vector<int64_t> values) {
   const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
@@ -165,18 +162,9 @@ Value objectOf(const Metadata& metadata) {
 }  // namespace
 
 std::optional<std::string> ncclCollectiveKind(std::string_view kernelName) {
-  std::string_view rest;
-  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_"}) {
-    if (startsWith(kernelName, prefix)) rest = kernelName.substr(prefix.size());
-  }
-  if (rest.empty()) return std::nullopt;
-  const std::size_t end = rest.find_first_of("_(<");
-  const std::string_view kind = rest.substr(0, end);
-  for (std::string_view collective :
-       {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "AllToAll"}) {
-    if (kind == collective) return std::string(kind);
-  }
-  return std::nullopt;  // SendRecv, Send, Recv, Generic and the like
+  const std::optional<NcclKernelName> nccl = parseNcclKernelName(kernelName);
+  if (!nccl || !nccl->collective) return std::nullopt;  // SendRecv, Generic and the like
+  return std::string(nccl->operation);
 }
 
 std::optional<Alignment> alignCollectives(const std::vector<CollectiveEnd>& reference,

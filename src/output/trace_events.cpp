@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "output/kind_names.h"
+#include "output/nccl_kernel_name.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -35,10 +37,11 @@ constexpr int kOverheadLaneShift = 22;
 constexpr uint64_t kOverheadDeviceBase = uint64_t{1} << 30;
 
 // The event's args, in storage reused for every event: writing a trace allocates nothing
-// per event. Sixteen covers the largest event, a graph-launched kernel (15 args).
+// per event. Twenty-four covers the largest event, an NCCL kernel launched from a graph (21
+// args).
 class ArgList {
  public:
-  static constexpr std::size_t kCapacity = 16;
+  static constexpr std::size_t kCapacity = 24;
   void clear() { count_ = 0; }
   void add(std::string_view key, ArgValue value) {
     assert(count_ < kCapacity && "an event kind gained args: raise kCapacity");
@@ -194,6 +197,19 @@ class EventWriter::Impl {
     args_.add("stream", int64_t{at.streamId});
     args_.add("correlation", int64_t{at.correlationId});
   }
+  // What an NCCL kernel's name says (output/nccl_kernel_name.h), as arguments a viewer shows
+  // and an analysis can group by: the operation, its reduction and datatype, NCCL's
+  // algorithm and protocol.
+  void addNcclArgs(std::string_view kernelName) {
+    const std::optional<NcclKernelName> nccl = parseNcclKernelName(kernelName);
+    if (!nccl) return;
+    args_.add("nccl operation", nccl->operation);
+    args_.add("nccl collective", nccl->collective);
+    if (!nccl->reduction.empty()) args_.add("nccl reduction", nccl->reduction);
+    if (!nccl->datatype.empty()) args_.add("nccl datatype", nccl->datatype);
+    if (!nccl->algorithm.empty()) args_.add("nccl algorithm", nccl->algorithm);
+    if (!nccl->protocol.empty()) args_.add("nccl protocol", nccl->protocol);
+  }
   // Which graph, and which of its nodes, a replayed kernel, copy or memset came from.
   void addGraphArgs(uint32_t graphId, uint64_t graphNodeId) {
     if (graphId == 0) return;
@@ -321,6 +337,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
       args_.add("est. achieved occupancy %", displayFloat(k.occupancyPercent));
     }
     addGraphArgs(k.graphId, k.graphNodeId);
+    addNcclArgs(tables_.strings.get(k.name));
     send();
     writeFlowEnd(k.at, kGpuOpsTrack);
   }

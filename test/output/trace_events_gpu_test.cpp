@@ -142,6 +142,33 @@ TEST_F(TraceEventsGpuTest, LeavesOutKernelArgsThatAreUnknown) {
   EXPECT_EQ(args["blocks per SM"].get<double>(), 0.1);
 }
 
+TEST_F(TraceEventsGpuTest, NcclKernelsSayWhatTheirNameSays) {
+  KernelRecord nccl = kernel(placement(kStart, kStart + 10, 0, 9, 5));
+  nccl.name = trace_.tables.strings.intern(
+      "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  // Every other arg a kernel can have too: replayed from a graph, with occupancy and a range.
+  nccl.at.externalId = 9;
+  nccl.occupancyPercent = 50;
+  nccl.graphId = 3;
+  nccl.graphNodeId = 4;
+  trace_.records.kernels.push_back(nccl);
+  trace_.records.kernels.push_back(kernel(placement(kStart + 20, kStart + 30, 0, 7, 6)));
+  const json root = save();
+  const auto kernels = eventsWith(root, "X", "kernel");
+  ASSERT_EQ(kernels.size(), 2u);
+  const json& args = kernels[0]["args"];
+  EXPECT_EQ(args["nccl operation"], "AllReduce");
+  EXPECT_EQ(args["nccl collective"], true);
+  EXPECT_EQ(args["nccl reduction"], "Sum");
+  EXPECT_EQ(args["nccl datatype"], "bf16");
+  EXPECT_EQ(args["nccl algorithm"], "RING");
+  EXPECT_EQ(args["nccl protocol"], "LL");
+  EXPECT_EQ(args["graph node id"], 4);
+  EXPECT_EQ(args["External id"], 9);
+  EXPECT_EQ(args.size(), 21u);
+  EXPECT_FALSE(kernels[1]["args"].contains("nccl operation"));
+}
+
 TEST_F(TraceEventsGpuTest, WritesMemcpysNamedByKindWithBandwidthAndPeerDevices) {
   MemcpyRecord copy;
   copy.at = placement(kStart + 100, kStart + 2'100, 0, 13, 50);
