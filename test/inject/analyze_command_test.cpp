@@ -15,18 +15,12 @@
 #include "kinetrace/error.h"
 #include "run_command.h"
 #include "support/temp_dir.h"
+#include "support/usage_error.h"
 
 namespace kinetrace::cli {
 namespace {
 
-std::string usageErrorOf(const std::vector<std::string>& args) {
-  try {
-    parseCommandLine(args);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
-}
+using kinetrace::testing::usageErrorOf;
 
 // A rank's trace: one kernel launched 10 us into a 100 us step; rank 1 starts its
 // all-reduce 300 us after rank 0 does.

@@ -17,18 +17,12 @@
 #include "output/trace_events.h"
 #include "support/sample_trace.h"
 #include "support/temp_dir.h"
+#include "support/usage_error.h"
 
 namespace kinetrace::cli {
 namespace {
 
-std::string usageErrorOf(const std::vector<std::string>& args) {
-  try {
-    parseCommandLine(args);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
-}
+using kinetrace::testing::usageErrorOf;
 
 TEST(ConvertOptionsTest, TakesAnInputAndAnOutput) {
   Command command = parseCommandLine({"convert", "in.json", "out.pftrace"});

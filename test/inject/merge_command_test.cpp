@@ -15,18 +15,12 @@
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
 #include "support/temp_dir.h"
+#include "support/usage_error.h"
 
 namespace kinetrace::cli {
 namespace {
 
-std::string usageErrorOf(const std::vector<std::string>& args) {
-  try {
-    parseCommandLine(args);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "";
-}
+using kinetrace::testing::usageErrorOf;
 
 TEST(MergeOptionsTest, TakesTracesAndAnOutput) {
   Command command = parseCommandLine({"merge", "rank0.json", "rank1.json", "-o", "job.json"});
