@@ -45,10 +45,7 @@ class RankScan final : public Sink {
 
   void begin(const TraceHeader& header) override {
     baseTimeNs = header.baseTimeNs;
-    for (const Value::Member& member : header.metadata) {
-      if (member.key != "distributedInfo") continue;
-      if (const Value* value = member.value.find("rank")) rank = integerValue(*value);
-    }
+    readRank(header.metadata);
   }
   void write(const Event& event) override {
     if (event.phase != Phase::Complete || event.category != "kernel") return;
@@ -56,7 +53,19 @@ class RankScan final : public Sink {
       collectives.push_back({std::move(*kind), event.timestampNs + event.durationNs});
     }
   }
-  void end(const Metadata&) override {}
+  // A footer's distributedInfo is the later word: torch.profiler adds its own while the trace
+  // is recorded, after the header was written.
+  void end(const Metadata& footer) override { readRank(footer); }
+
+ private:
+  void readRank(const Metadata& metadata) {
+    for (const Value::Member& member : metadata) {
+      if (member.key != "distributedInfo") continue;
+      if (const Value* value = member.value.find("rank")) {
+        if (std::optional<int64_t> found = integerValue(*value)) rank = found;
+      }
+    }
+  }
 };
 
 // Pass 2's sink: one rank's events, moved to its processes, flow ids and clock, into the

@@ -205,6 +205,18 @@ TEST_F(MergeTest, TracesWithoutRanksOrCollectivesAreMergedAsTheyAreAndSaySo) {
   EXPECT_EQ(unaligned[1].offsetNs, 0);
 }
 
+TEST_F(MergeTest, ARankGivenAtTheEndOfATraceIsTheOneThatCounts) {
+  // As torch.profiler's distributedInfo comes: after the events, over the header's.
+  std::string late = rankTrace(0, 0, 0);
+  late.insert(late.size() - 1, R"(, "distributedInfo": {"rank": 5, "world_size": 8})");
+  const std::string a = write("a.json", late);
+  const std::string b = write("b.json", rankTrace(1, 0, 0));
+  const std::vector<RankPlacement> plan = planMerge({a, b}, {});
+  EXPECT_EQ(plan[0].rank, 1);
+  EXPECT_EQ(plan[1].rank, 5);
+  EXPECT_EQ(plan[1].path, a);
+}
+
 TEST_F(MergeTest, TwoTracesOfOneRankOrAnUnreadableOneAreErrorsNamingTheFiles) {
   const std::string a = write("a.json", rankTrace(1, 0, 0));
   const std::string b = write("b.json", rankTrace(1, 0, 0));
