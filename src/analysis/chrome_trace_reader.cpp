@@ -52,9 +52,8 @@ class SourceBuffer : public std::streambuf {
  private:
   ByteSource& source_;
   const ReadProgress& progress_;
-  // Not zeroed: zeroing a fresh megabyte is 256 page faults, and the first use of memory
-  // is what a short conversion spends most of its time on (a quarter of converting a
-  // 30 KB trace went to zeroing this buffer).
+  // Not zeroed: zeroing a fresh megabyte is 256 page faults, half of those of converting a
+  // 30 KB trace; not zeroing it took converting the census trace from 4.66 to 3.70 ms (H200).
   static constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
   std::unique_ptr<char[]> buffer_;
   uint64_t delivered_ = 0;

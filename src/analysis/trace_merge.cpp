@@ -164,10 +164,6 @@ class RankWriter final : public Sink {
   int64_t oddPids_ = 0;
 };
 
-Value objectOf(const Metadata& metadata) {
-  return Value(Value::Object(metadata.begin(), metadata.end()));
-}
-
 }  // namespace
 
 std::optional<std::string> ncclCollectiveKind(std::string_view kernelName) {
@@ -204,14 +200,14 @@ std::optional<Alignment> alignCollectives(const std::vector<CollectiveEnd>& refe
     // How well the pairs agree: the 90th percentile of the residuals. The median is not
     // enough: pairing each collective with its neighbour in a step of evenly spaced ones
     // leaves most pairs agreeing and only those across steps apart.
-    std::vector<int64_t> sorted = residuals;
-    std::sort(sorted.begin(), sorted.end());
-    const int64_t spread = sorted[sorted.size() * 9 / 10];
+    std::sort(residuals.begin(), residuals.end());
+    const int64_t spread = residuals[residuals.size() * 9 / 10];
     const auto score = std::make_tuple(spread / kSpreadQuantumNs, std::llabs(offset),
                                        -static_cast<int64_t>(differences.size()));
     if (!best || score < bestScore) {
       bestScore = score;
-      best = Alignment{offset, differences.size(), sorted[sorted.size() / 2], sorted.back()};
+      best =
+          Alignment{offset, differences.size(), residuals[residuals.size() / 2], residuals.back()};
     }
   }
   return best;
@@ -308,8 +304,8 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
         {"residual_skew_median_ns", placement.residualMedianNs},
         {"residual_skew_max_ns", placement.residualMaxNs},
         {"alignment", placement.note},
-        {"header", objectOf(writer.header)},
-        {"footer", objectOf(writer.footer)},
+        {"header", Value(writer.header)},
+        {"footer", Value(writer.footer)},
     }));
   }
   Metadata footer;
