@@ -69,6 +69,13 @@ enum class CaptureRange {
 // has one (cheapest), else CLOCK_MONOTONIC.
 enum class HostClock { Auto, Tsc, Monotonic };
 
+// How the work of a CUDA graph launch is traced.
+enum class GraphTrace {
+  Node,   // every kernel, copy and memset the graph ran, each linked to its launch
+  Graph,  // one slice per graph launch, from its first node's start to its last node's end:
+          // cheaper for graphs of many small nodes, but what ran inside is not seen
+};
+
 // Everything a session is configured with. Build it in code, from the environment, or both:
 //
 //   kinetrace::Config config = kinetrace::Config::fromEnvironment();
@@ -94,6 +101,8 @@ enum class HostClock { Auto, Tsc, Monotonic };
 //                     buffer to fill; 0 leaves it to CUPTI's heuristics (buffers may then
 //                     wait until full, and launches wait for their records as long)
 //   clock             auto | tsc | monotonic (see HostClock); read once per process
+//   cuda_graph_trace  node | graph (see GraphTrace): a graph launch's kernels, copies and
+//                     memsets one by one (the default), or one slice per launch
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
@@ -125,6 +134,7 @@ struct KINETRACE_API Config {
   std::size_t gpuBufferKb = 4096;
   uint32_t gpuFlushMs = 1000;
   HostClock clock = HostClock::Auto;
+  GraphTrace cudaGraphTrace = GraphTrace::Node;
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;

@@ -26,6 +26,7 @@ struct TraceStats {
   uint64_t gpuKernels = 0;
   uint64_t gpuMemcpys = 0;
   uint64_t gpuMemsets = 0;
+  uint64_t gpuGraphs = 0;  // whole-graph runs (graph-level tracing: Config::cudaGraphTrace)
   uint64_t gpuSyncs = 0;
   uint64_t gpuMemoryEvents = 0;
   uint64_t apiCalls = 0;

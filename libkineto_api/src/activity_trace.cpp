@@ -58,6 +58,10 @@ ActivityType activityTypeOf(internal::TraceOperation::Kind kind) {
       return ActivityType::GPU_MEMCPY;
     case Kind::Memset:
       return ActivityType::GPU_MEMSET;
+    case Kind::Graph:
+      // A whole graph's run (graph-level tracing): GPU work the framework's views count as
+      // a kernel; kineto has no type of its own for it.
+      return ActivityType::CONCURRENT_KERNEL;
     case Kind::Sync:
       return ActivityType::CUDA_SYNC;
     case Kind::RuntimeCall:

@@ -120,6 +120,13 @@ void SummaryBuilder::add(const TraceRecords& r) {
     s_.memsetBytes += m.bytes;
   }
   s_.memsetCount += r.memsets.size();
+  // A graph traced whole keeps the device busy from its first node to its last; its nodes
+  // are not in the trace to say more.
+  for (const GraphRecord& g : r.graphs) {
+    auto [from, to] = span(g.at);
+    busy_[g.at.deviceId].add(from, to);
+  }
+  s_.graphCount += r.graphs.size();
   s_.syncCount += r.syncs.size();
   s_.hostRangeCount += r.ranges.size();
 }
@@ -228,6 +235,7 @@ Value summaryToValue(const Summary& s) {
       {"memcpy_by_kind", Value(std::move(copies))},
       {"memset_count", s.memsetCount},
       {"memset_bytes", s.memsetBytes},
+      {"graph_count", s.graphCount},
       {"sync_count", s.syncCount},
       {"host_range_count", s.hostRangeCount},
       {"dropped_gpu_records", s.droppedGpuRecords},
@@ -345,6 +353,7 @@ Summary summaryFromValue(const Value& value) {
   });
   in.read("memset_count", s.memsetCount);
   in.read("memset_bytes", s.memsetBytes);
+  in.read("graph_count", s.graphCount);
   in.read("sync_count", s.syncCount);
   in.read("host_range_count", s.hostRangeCount);
   in.read("dropped_gpu_records", s.droppedGpuRecords);
@@ -431,6 +440,10 @@ std::string formatSummary(const Summary& s, std::size_t topKernels) {
   }
   if (s.memsetCount > 0) {
     line(fmt::format("memset  {} sets, {}", grouped(s.memsetCount), formatBytes(s.memsetBytes)));
+  }
+  if (s.graphCount > 0) {
+    line(fmt::format("graphs  {} launches traced whole (cuda_graph_trace=graph)",
+                     grouped(s.graphCount)));
   }
   std::string losses;
   auto loss = [&losses](uint64_t count, const char* what) {

@@ -63,6 +63,7 @@ struct Summary {
   std::vector<CopyTotal> memcpyByKind;  // most bytes first
   uint64_t memsetCount = 0;
   uint64_t memsetBytes = 0;
+  uint64_t graphCount = 0;  // graph launches traced whole (graph-level tracing)
   uint64_t syncCount = 0;
   uint64_t hostRangeCount = 0;
 

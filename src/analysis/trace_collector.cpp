@@ -69,7 +69,7 @@ void TraceCollector::write(const Event& event) {
   }
   if (event.phase != Phase::Complete) return;
   const std::string_view cat = event.category;
-  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_graph") {
     CollectedGpuOp op;
     op.startNs = event.timestampNs;
     op.endNs = end;
@@ -78,7 +78,10 @@ void TraceCollector::write(const Event& event) {
     op.correlation = static_cast<uint64_t>(intArg(event, "correlation").value_or(0));
     op.externalId = static_cast<uint64_t>(intArg(event, "External id").value_or(0));
     op.name = intern(event.name);
-    op.kind = cat != "kernel"                      ? GpuOpKind::Memory
+    // A whole graph's run (graph-level tracing) counts as compute: what ran inside is not
+    // in the trace.
+    op.kind = cat == "cuda_graph"                  ? GpuOpKind::Compute
+              : cat != "kernel"                    ? GpuOpKind::Memory
               : containsNoCase(event.name, "nccl") ? GpuOpKind::Communication
                                                    : GpuOpKind::Compute;
     trace_.gpuOps.push_back(op);

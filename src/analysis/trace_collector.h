@@ -13,7 +13,8 @@
 // its analyses use, taken from any Chrome trace's events (kinetrace's, torch.profiler's) by
 // their categories and arguments, as libkineto lays traces out (shared/TRACE_FORMAT.md):
 //
-//   GPU operations   "X" of category kernel, gpu_memcpy, gpu_memset; device from the
+//   GPU operations   "X" of category kernel, gpu_memcpy, gpu_memset, cuda_graph (a whole
+//                    graph's run, traced at graph level: compute); device from the
 //                    "device" argument (else pid), stream from "stream" (else tid),
 //                    "correlation", "External id"
 //   launch calls     "X" of category cuda_runtime or cuda_driver with a "correlation"

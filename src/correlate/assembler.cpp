@@ -39,6 +39,9 @@ GpuPlacement& placementOf(MemcpyRecord& r) {
 GpuPlacement& placementOf(MemsetRecord& r) {
   return r.at;
 }
+GpuPlacement& placementOf(GraphRecord& r) {
+  return r.at;
+}
 GpuPlacement& placementOf(SyncRecord& r) {
   return r.at;
 }
@@ -188,7 +191,7 @@ bool Assembler::keepsPending(CallEffect effect) const {
     case CallEffect::Set:
       return options_.memset;
     case CallEffect::Graph:
-      return options_.kernels || options_.memcpy || options_.memset;
+      return options_.kernels || options_.memcpy || options_.memset || options_.graphs;
     case CallEffect::Sync:
       return options_.sync;
     case CallEffect::Memory:
@@ -308,7 +311,8 @@ bool Assembler::tryJoin(Record& record) {
       call = findCall(id);
     }
   }
-  constexpr bool kGraphNode = !std::is_same_v<Record, SyncRecord>;
+  constexpr bool kGraphNode =
+      !std::is_same_v<Record, SyncRecord> && !std::is_same_v<Record, GraphRecord>;
   if constexpr (kGraphNode) {
     if (call == nullptr && id == 0 && record.graphId != 0) {
       // A node of a conditional's body: its launch is known by its graph (graphLaunches_).
@@ -326,7 +330,11 @@ bool Assembler::tryJoin(Record& record) {
   join(at, id, *call, kGpuWork);
   if constexpr (std::is_same_v<Record, SyncRecord>)
     clock_.addSync(record, call->startNs, call->endNs);
-  forgetCall(id, *call);  // last: it may erase the call
+  if constexpr (std::is_same_v<Record, GraphRecord>) {
+    pending_.erase(id);  // at graph level a launch gives one record, and this is it
+  } else {
+    forgetCall(id, *call);  // last: it may erase the call
+  }
   emit(record);
   return true;
 }
@@ -477,6 +485,11 @@ void Assembler::emit(MemsetRecord& m) {
   ready_.memsets.push_back(m);
 }
 
+void Assembler::emit(GraphRecord& g) {
+  placeOnStream(g.at, kOpsTrack);
+  ready_.graphs.push_back(g);
+}
+
 void Assembler::emit(SyncRecord& s) {
   placeOnStream(s.at, kSyncTrack);
   ready_.syncs.push_back(s);
@@ -518,6 +531,7 @@ void Assembler::addGpu(GpuBatch& batch) {
   for (KernelRecord& k : r.kernels) addOperation(k, waitingKernels_);
   for (MemcpyRecord& m : r.memcpys) addOperation(m, waitingMemcpys_);
   for (MemsetRecord& m : r.memsets) addOperation(m, waitingMemsets_);
+  for (GraphRecord& g : r.graphs) addOperation(g, waitingGraphs_);
   for (SyncRecord& s : r.syncs) addOperation(s, waitingSyncs_);
   for (MemoryRecord& m : r.memory) addOperation(m, waitingMemory_);
   for (OverheadRecord& o : r.overheads) {
@@ -583,6 +597,7 @@ void Assembler::assemble(int64_t horizonNs, TraceRecords& out) {
   retryWaiting(waitingKernels_, false);
   retryWaiting(waitingMemcpys_, false);
   retryWaiting(waitingMemsets_, false);
+  retryWaiting(waitingGraphs_, false);
   retryWaiting(waitingSyncs_, false);
   retryWaiting(waitingMemory_, false);
   expirePending(horizonNs_);
@@ -594,6 +609,7 @@ void Assembler::assemble(int64_t horizonNs, TraceRecords& out) {
   for (const auto& w : waitingKernels_) complete = std::min(complete, w.record.at.startNs);
   for (const auto& w : waitingMemcpys_) complete = std::min(complete, w.record.at.startNs);
   for (const auto& w : waitingMemsets_) complete = std::min(complete, w.record.at.startNs);
+  for (const auto& w : waitingGraphs_) complete = std::min(complete, w.record.at.startNs);
   clock_.advance(complete);
   // A range whose end came before `complete` can gain no more GPU time: its spans go out.
   // Ranges end in roughly the order they are drained; one that ended later than the next
@@ -618,6 +634,7 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   retryWaiting(waitingKernels_, true);
   retryWaiting(waitingMemcpys_, true);
   retryWaiting(waitingMemsets_, true);
+  retryWaiting(waitingGraphs_, true);
   retryWaiting(waitingSyncs_, true);
   retryWaiting(waitingMemory_, true);
   // Ranges still open at the stop end there, marked so nobody mistakes them for finished.
@@ -650,6 +667,7 @@ void Assembler::shed(std::size_t bytes) {
   giveUp(waitingKernels_);
   giveUp(waitingMemcpys_);
   giveUp(waitingMemsets_);
+  giveUp(waitingGraphs_);
   giveUp(waitingSyncs_);
   giveUp(waitingMemory_);
   clock_.shed();
@@ -689,6 +707,7 @@ std::size_t Assembler::heldBytes() const {
   bytes += waitingKernels_.capacity() * sizeof(Waiting<KernelRecord>) +
            waitingMemcpys_.capacity() * sizeof(Waiting<MemcpyRecord>) +
            waitingMemsets_.capacity() * sizeof(Waiting<MemsetRecord>) +
+           waitingGraphs_.capacity() * sizeof(Waiting<GraphRecord>) +
            waitingSyncs_.capacity() * sizeof(Waiting<SyncRecord>) +
            waitingMemory_.capacity() * sizeof(Waiting<MemoryRecord>);
   for (const auto& [graph, launches] : graphLaunches_) bytes += kNode + launches.size() * 16;

@@ -30,6 +30,7 @@ struct AssemblerOptions {
   bool memset = false;
   bool sync = false;
   bool memory = false;
+  bool graphs = false;  // graph launches come as one GraphRecord each (graph-level tracing)
   // The name of a CUDA API function by its callback id.
   std::function<std::string(ApiDomain, uint32_t)> apiName;
 };
@@ -140,7 +141,9 @@ class Assembler final : public HostEventVisitor {
   bool inWindow(int64_t timeNs) const { return timeNs >= options_.startNs && timeNs <= stopNs_; }
   // Whether a range can get GPU spans (kernels, copies or memsets are collected): only then
   // is its state kept after it ends, until no launch inside it can still be joined.
-  bool collectsSpans() const { return options_.kernels || options_.memcpy || options_.memset; }
+  bool collectsSpans() const {
+    return options_.kernels || options_.memcpy || options_.memset || options_.graphs;
+  }
   uint32_t threadOf(uint32_t instance);
   uint32_t threadOfTid(int64_t tid);
   StringId intern(HostName name);
@@ -164,6 +167,7 @@ class Assembler final : public HostEventVisitor {
   void emit(KernelRecord& record);
   void emit(MemcpyRecord& record);
   void emit(MemsetRecord& record);
+  void emit(GraphRecord& record);
   void emit(SyncRecord& record);
   void emit(MemoryRecord& record);
   void placeOnStream(GpuPlacement& at, int track);
@@ -211,6 +215,7 @@ class Assembler final : public HostEventVisitor {
   std::vector<Waiting<KernelRecord>> waitingKernels_;
   std::vector<Waiting<MemcpyRecord>> waitingMemcpys_;
   std::vector<Waiting<MemsetRecord>> waitingMemsets_;
+  std::vector<Waiting<GraphRecord>> waitingGraphs_;
   std::vector<Waiting<SyncRecord>> waitingSyncs_;
   std::vector<Waiting<MemoryRecord>> waitingMemory_;
 

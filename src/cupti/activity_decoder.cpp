@@ -1,7 +1,9 @@
 #include "cupti/activity_decoder.h"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
+#include <climits>
 #include <cstdlib>
 #include <memory>
 
@@ -63,6 +65,7 @@ OverheadKind overheadKindOf(uint32_t kind) {
 void ActivityDecoder::useStrings(StringTable& strings) {
   strings_ = &strings;
   kernelNames_.clear();
+  graphNames_.clear();
 }
 
 uint32_t ActivityDecoder::deviceOfContext(uint32_t contextId) const {
@@ -94,6 +97,9 @@ void ActivityDecoder::decode(const CUpti_Activity& record, GpuBatch& out) {
       break;
     case CUPTI_ACTIVITY_KIND_MEMSET:
       decodeMemset(reinterpret_cast<const CUpti_ActivityMemset4&>(record), out);
+      break;
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+      decodeGraph(reinterpret_cast<const CUpti_ActivityGraphTrace2&>(record), out);
       break;
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
       decodeSync(reinterpret_cast<const CUpti_ActivitySynchronization2&>(record), out);
@@ -203,6 +209,23 @@ void ActivityDecoder::decodeMemset(const CUpti_ActivityMemset4& r, GpuBatch& out
   m.graphId = r.graphId;
   m.graphNodeId = r.graphNodeId;
   out.records.memsets.push_back(m);
+}
+
+void ActivityDecoder::decodeGraph(const CUpti_ActivityGraphTrace2& r, GpuBatch& out) {
+  // A graph whose first node runs on the host (a host node) has no device or context at
+  // its start (INT_MAX); it goes where its last node ran.
+  constexpr uint32_t kOnHost = INT_MAX;
+  const uint32_t device = r.deviceId == kOnHost ? r.endDeviceId : r.deviceId;
+  const uint32_t context = r.contextId == kOnHost ? r.endContextId : r.contextId;
+  GraphRecord g;
+  g.at = place(r.start, r.end, device, context, r.streamId, r.correlationId);
+  g.graphId = r.graphId;
+  if (strings_ != nullptr) {
+    auto& name = graphNames_[r.graphId];
+    if (name == 0) name = strings_->intern(fmt::format("CUDA graph {}", r.graphId));
+    g.name = name;
+  }
+  out.records.graphs.push_back(g);
 }
 
 void ActivityDecoder::decodeSync(const CUpti_ActivitySynchronization2& r, GpuBatch& out) {

@@ -37,6 +37,7 @@ class ActivityDecoder {
   void decodeMemcpy(const CUpti_ActivityMemcpy6& r, GpuBatch& out);
   void decodePeerMemcpy(const CUpti_ActivityMemcpyPtoP4& r, GpuBatch& out);
   void decodeMemset(const CUpti_ActivityMemset4& r, GpuBatch& out);
+  void decodeGraph(const CUpti_ActivityGraphTrace2& r, GpuBatch& out);
   void decodeSync(const CUpti_ActivitySynchronization2& r, GpuBatch& out);
   void decodeMemory(const CUpti_ActivityMemory4& r, GpuBatch& out);
   void decodeOverhead(const CUpti_ActivityOverhead3& r, GpuBatch& out);
@@ -50,6 +51,7 @@ class ActivityDecoder {
   StringTable* strings_ = nullptr;
   int64_t gpuClockOffsetNs_ = 0;
   std::unordered_map<const char*, StringId> kernelNames_;
+  std::unordered_map<uint32_t, StringId> graphNames_;  // "CUDA graph 12" by graph id
   std::unordered_map<uint32_t, uint32_t> contextDevices_;
   std::unordered_map<uint32_t, int64_t> allocatedByDevice_;
   std::unordered_map<uint64_t, int64_t> liveAllocations_;  // address -> bytes

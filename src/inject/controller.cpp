@@ -666,9 +666,9 @@ namespace {
 // A process that initialised CUDA but did nothing with it (torchrun's agent, a tool that
 // only counts devices) would otherwise leave an empty trace beside the real ones.
 bool recordedNothing(const TraceStats& s) {
-  return s.gpuKernels == 0 && s.gpuMemcpys == 0 && s.gpuMemsets == 0 && s.gpuSyncs == 0 &&
-         s.gpuMemoryEvents == 0 && s.apiCalls == 0 && s.hostRanges == 0 && s.hostInstants == 0 &&
-         s.counterSamples == 0;
+  return s.gpuKernels == 0 && s.gpuMemcpys == 0 && s.gpuMemsets == 0 && s.gpuGraphs == 0 &&
+         s.gpuSyncs == 0 && s.gpuMemoryEvents == 0 && s.apiCalls == 0 && s.hostRanges == 0 &&
+         s.hostInstants == 0 && s.counterSamples == 0;
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ struct GpuOptions {
   bool sync = false;
   bool memory = false;
   bool overhead = false;
+  // Graph launches as one record each (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), instead of a record
+  // per node: with kernels, copies or memsets only.
+  bool graphLevel = false;
   bool launchCalls = false;  // callbacks on launch / copy / sync / malloc entry points
   bool allRuntimeCalls = false;
   bool allDriverCalls = false;

@@ -44,6 +44,7 @@ void TraceRecords::append(TraceRecords&& other) {
   move(kernels, other.kernels);
   move(memcpys, other.memcpys);
   move(memsets, other.memsets);
+  move(graphs, other.graphs);
   move(syncs, other.syncs);
   move(memory, other.memory);
   move(overheads, other.overheads);
@@ -58,6 +59,7 @@ void RecordCounts::add(const TraceRecords& r) {
   kernels += r.kernels.size();
   memcpys += r.memcpys.size();
   memsets += r.memsets.size();
+  graphs += r.graphs.size();
   syncs += r.syncs.size();
   memory += r.memory.size();
   overheads += r.overheads.size();

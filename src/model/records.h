@@ -172,6 +172,15 @@ struct MemsetRecord {
   uint64_t graphNodeId = 0;
 };
 
+// One run of a whole CUDA graph, from its first node's start to its last node's end, when
+// graphs are traced at graph level (CUPTI_ACTIVITY_KIND_GRAPH_TRACE): CUPTI then reports no
+// record for the graph's nodes, one of these per launch instead.
+struct GraphRecord {
+  GpuPlacement at;
+  StringId name = 0;  // "CUDA graph 12"
+  uint32_t graphId = 0;
+};
+
 // A synchronisation: the host (or a stream) waiting. On a track of its own per stream,
 // since it overlaps the work it waits for.
 struct SyncRecord {
@@ -245,6 +254,7 @@ struct TraceRecords {
   std::vector<KernelRecord> kernels;
   std::vector<MemcpyRecord> memcpys;
   std::vector<MemsetRecord> memsets;
+  std::vector<GraphRecord> graphs;
   std::vector<SyncRecord> syncs;
   std::vector<MemoryRecord> memory;
   std::vector<OverheadRecord> overheads;
@@ -254,12 +264,12 @@ struct TraceRecords {
   template <typename F>
   void forEachKind(F&& f) {
     f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
-    f(memsets), f(syncs), f(memory), f(overheads), f(gpuSpans);
+    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans);
   }
   template <typename F>
   void forEachKind(F&& f) const {
     f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
-    f(memsets), f(syncs), f(memory), f(overheads), f(gpuSpans);
+    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans);
   }
   bool empty() const;
   std::size_t size() const;

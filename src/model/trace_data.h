@@ -33,6 +33,7 @@ struct RecordCounts {
   uint64_t kernels = 0;
   uint64_t memcpys = 0;
   uint64_t memsets = 0;
+  uint64_t graphs = 0;  // whole-graph runs (graph-level tracing)
   uint64_t syncs = 0;
   uint64_t memory = 0;
   uint64_t overheads = 0;

@@ -363,6 +363,13 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }
+  for (const GraphRecord& g : r.graphs) {
+    writeGpuOp(g.at, kGpuOpsTrack, "cuda_graph", tables_.strings.get(g.name));
+    addPlacementArgs(g.at);
+    args_.add("graph id", int64_t{g.graphId});
+    send();
+    writeFlowEnd(g.at, kGpuOpsTrack);
+  }
   for (const SyncRecord& s : r.syncs) {
     writeGpuOp(s.at, kGpuSyncTrack, "cuda_sync", syncKindName(s.kind));
     addPlacementArgs(s.at);

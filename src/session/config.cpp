@@ -207,8 +207,8 @@ std::string ActivitySet::toString() const {
 namespace {
 
 constexpr const char* kKnownKeys =
-    "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, delay, "
-    "duration, capture_range, run_id, trace_format, schedule, step_marks";
+    "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, "
+    "cuda_graph_trace, delay, duration, capture_range, run_id, trace_format, schedule, step_marks";
 
 }  // namespace
 
@@ -248,6 +248,15 @@ void Config::set(std::string_view key, std::string_view value) {
       clock = HostClock::Monotonic;
     else {
       throw Error(fmt::format("config: clock must be auto, tsc or monotonic, got \"{}\"", value));
+    }
+  } else if (name == "cuda_graph_trace") {
+    std::string level = lower(trim(value));
+    if (level == "node") {
+      cudaGraphTrace = GraphTrace::Node;
+    } else if (level == "graph") {
+      cudaGraphTrace = GraphTrace::Graph;
+    } else {
+      throw Error(fmt::format("config: cuda_graph_trace must be node or graph, got \"{}\"", value));
     }
   } else if (name == "delay") {
     delayNs = parseDuration(name, value);

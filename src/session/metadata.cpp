@@ -102,6 +102,7 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
                                 {"kernels", c.kernels},
                                 {"memcpys", c.memcpys},
                                 {"memsets", c.memsets},
+                                {"graphs", c.graphs},
                                 {"syncs", c.syncs},
                                 {"memory", c.memory},
                                 {"overheads", c.overheads},

@@ -79,6 +79,9 @@ void visitOperations(const Trace& trace, const std::function<void(const TraceOpe
   for (const detail::MemsetRecord& m : records.memsets) {
     gpu(TraceOperation::Kind::Memset, detail::memsetEventName(m.memoryKind), m.at);
   }
+  for (const detail::GraphRecord& g : records.graphs) {
+    gpu(TraceOperation::Kind::Graph, strings.get(g.name), g.at);
+  }
   for (const detail::SyncRecord& s : records.syncs) {
     gpu(TraceOperation::Kind::Sync, detail::syncKindName(s.kind), s.at);
   }

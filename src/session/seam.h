@@ -58,7 +58,7 @@ KINETRACE_API std::optional<Value> parseJson(const std::string& text);
 // operations to a framework (the libkineto-compatible API) reads instead of parsing the
 // events a sink would write.
 struct TraceOperation {
-  enum class Kind : uint8_t { Kernel, Memcpy, Memset, Sync, RuntimeCall, DriverCall };
+  enum class Kind : uint8_t { Kernel, Memcpy, Memset, Graph, Sync, RuntimeCall, DriverCall };
   Kind kind = Kind::Kernel;
   std::string_view name;  // as traces show it; valid during the visit only
   int64_t startNs = 0;

@@ -27,6 +27,8 @@ GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   gpu.sync = a.has(Activity::Sync);
   gpu.memory = a.has(Activity::Memory);
   gpu.overhead = a.has(Activity::Overhead);
+  gpu.graphLevel =
+      config.cudaGraphTrace == GraphTrace::Graph && (gpu.kernels || gpu.memcpy || gpu.memset);
   gpu.launchCalls = a.has(Activity::Launch);
   gpu.allRuntimeCalls = a.has(Activity::RuntimeAll);
   gpu.allDriverCalls = a.has(Activity::DriverAll);
@@ -53,6 +55,8 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
   options.memset = gpuEnabled && a.has(Activity::Memset);
   options.sync = gpuEnabled && a.has(Activity::Sync);
   options.memory = gpuEnabled && a.has(Activity::Memory);
+  options.graphs = config.cudaGraphTrace == GraphTrace::Graph &&
+                   (options.kernels || options.memcpy || options.memset);
   if (gpu != nullptr) {
     options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) {
       return gpu->apiName(domain, callbackId);

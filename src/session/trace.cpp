@@ -55,6 +55,7 @@ TraceStats Trace::stats() const {
   s.gpuKernels = d.counts.kernels;
   s.gpuMemcpys = d.counts.memcpys;
   s.gpuMemsets = d.counts.memsets;
+  s.gpuGraphs = d.counts.graphs;
   s.gpuSyncs = d.counts.syncs;
   s.gpuMemoryEvents = d.counts.memory;
   s.apiCalls = d.counts.apiCalls;

@@ -123,6 +123,24 @@ TEST(TraceAnalysisTest, BusyTimeSplitsByWhatRanAndIdleTimeByWhyTheGpuWaited) {
   EXPECT_EQ(r.time.busyNs, t.busyNs) << "one device: the trace's total is the device's";
 }
 
+// A trace taken at graph level: each launch's run is one "cuda_graph" slice, busy computing
+// for its whole length, listed with the kernels under its graph's name.
+TEST(TraceAnalysisTest, WholeGraphRunsCountAsComputeTime) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 100);
+  b.op("CUDA graph 3", 5, 8, 10, 40, "cuda_graph");
+  b.op("CUDA graph 3", 9, 10, 40, 70, "cuda_graph");
+  b.op("gemm", 60, 62, 80, 90);
+  const RankReport r = analyze(b.take());
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].time.busyNs, 70 * kUs);
+  EXPECT_EQ(r.devices[0].time.computeNs, 70 * kUs);
+  ASSERT_EQ(r.kernels.size(), 2u);
+  EXPECT_EQ(r.kernels[0].name, "CUDA graph 3");
+  EXPECT_EQ(r.kernels[0].kind, "compute");
+  EXPECT_EQ(r.kernels[0].duration.count, 2u);
+}
+
 TEST(TraceAnalysisTest, TheLongestGapsSayWhatEndedThemAndWhatTheHostWasDoing) {
   const RankReport r = analyze(idleCauses());
   ASSERT_GE(r.gaps.size(), 3u);

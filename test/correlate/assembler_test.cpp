@@ -133,6 +133,53 @@ TEST_F(AssemblerTest, AGraphLaunchJoinsEveryOperationItRan) {
   EXPECT_EQ(out.flows.size(), 1u) << "one arrow start per call";
 }
 
+// Graph-level tracing: each launch's one record joins it (arrow, External id, range's GPU
+// time), and the call is done with at once, as no node records will follow.
+TEST_F(AssemblerTest, AWholeGraphRunJoinsItsLaunchAndEndsTheWaitForIt) {
+  AssemblerOptions options;
+  options.startNs = kStart;
+  options.launchCallsRecorded = true;
+  options.graphs = true;  // graph level: no kernel, copy or memset kinds needed
+  options.apiName = [](ApiDomain, uint32_t cbid) { return "api" + std::to_string(cbid); };
+  assembler = std::make_unique<Assembler>(tables, options);
+  assembler->onThread(kThread, 1001, "main");
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("step"));
+  call(9, kStart + 20, kStart + 30, CallEffect::Graph, /*external=*/500);
+  call(10, kStart + 40, kStart + 50, CallEffect::Graph, /*external=*/500);
+  assembler->onRangeEnd(kThread, kStart + 60, 500);
+  auto run = [](uint32_t correlation, int64_t start, int64_t end) {
+    GraphRecord g;
+    g.at.correlationId = correlation;
+    g.at.startNs = start;
+    g.at.endNs = end;
+    g.at.streamId = 7;
+    g.graphId = 3;
+    return g;
+  };
+  GpuBatch batch;
+  batch.records.graphs = {run(9, kStart + 100, kStart + 200), run(10, kStart + 200, kStart + 350)};
+  assembler->addGpu(batch);
+  assemble(kStart + 10 * kSecond);
+
+  ASSERT_EQ(out.graphs.size(), 2u);
+  for (const GraphRecord& g : out.graphs) {
+    EXPECT_TRUE(g.at.hasLaunchCall);
+    EXPECT_EQ(g.at.externalId, 500u);
+  }
+  EXPECT_EQ(out.flows.size(), 2u) << "an arrow per launch";
+  ASSERT_EQ(out.gpuSpans.size(), 1u);
+  EXPECT_EQ(out.gpuSpans[0].startNs, kStart + 100);
+  EXPECT_EQ(out.gpuSpans[0].endNs, kStart + 350);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+
+  // A second record for the same launch is not what graph level gives: it finds no call.
+  GpuBatch again;
+  again.records.graphs = {run(9, kStart + 400, kStart + 500)};
+  assembler->addGpu(again);
+  finish(kStart + 20 * kSecond);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
+}
+
 // Nodes of a conditional's body (WHILE, IF, SWITCH) come with correlation id 0, as CUPTI
 // reports them, and the graph id of the graph that ran them: each joins the launch whose
 // first node started last before it, launch after launch of the same graph.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <string>
 
 #include "synthetic_buffer.h"
@@ -193,6 +194,47 @@ TEST_F(ActivityDecoderTest, CopiesAndMemsetsKeepTheGraphAndNodeThatRanThem) {
   EXPECT_EQ(records_.memsets[0].graphId, 43u);
   EXPECT_EQ(records_.memsets[0].graphNodeId, 0x2b00000005u);
   EXPECT_EQ(records_.memsets[1].graphId, 0u);
+}
+
+// Graph-level tracing: one record per launch, named after its graph, on the launch's
+// stream; a graph whose first node runs on the host is placed where its last node ran.
+TEST_F(ActivityDecoderTest, GraphLevelRecordsBecomeOneNamedRunPerLaunch) {
+  auto graph = [](uint32_t graphId, uint64_t start, uint64_t end, uint32_t correlation) {
+    CUpti_ActivityGraphTrace2 g{};
+    g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+    g.graphId = graphId;
+    g.start = start;
+    g.end = end;
+    g.correlationId = correlation;
+    g.deviceId = g.endDeviceId = 1;
+    g.contextId = g.endContextId = 3;
+    g.streamId = 13;
+    return g;
+  };
+  auto hostFirst = graph(7, 300, 400, 12);
+  hostFirst.deviceId = INT_MAX;
+  hostFirst.contextId = INT_MAX;
+  hostFirst.endDeviceId = 2;
+  hostFirst.endContextId = 4;
+  SyntheticBuffer buffer;
+  buffer.add(graph(5, 100, 200, 11));
+  buffer.add(hostFirst);
+  buffer.add(graph(5, 500, 600, 13));
+  ASSERT_EQ(decode(buffer), 3u);
+  ASSERT_EQ(records_.graphs.size(), 3u);
+  EXPECT_EQ(batch_.undecoded, 0u);
+  const GraphRecord& first = records_.graphs[0];
+  EXPECT_EQ(name(first.name), "CUDA graph 5");
+  EXPECT_EQ(first.graphId, 5u);
+  EXPECT_EQ(first.at.correlationId, 11u);
+  EXPECT_EQ(first.at.deviceId, 1u);
+  EXPECT_EQ(first.at.contextId, 3u);
+  EXPECT_EQ(first.at.streamId, 13u);
+  EXPECT_EQ(first.at.endNs - first.at.startNs, 100);
+  EXPECT_EQ(records_.graphs[1].at.deviceId, 2u);
+  EXPECT_EQ(records_.graphs[1].at.contextId, 4u);
+  EXPECT_EQ(name(records_.graphs[1].name), "CUDA graph 7");
+  EXPECT_EQ(records_.graphs[2].name, first.name) << "one name per graph, interned once";
 }
 
 TEST_F(ActivityDecoderTest, SyncRecordsKeepTheirKindAndArePlacedOnTheContextsDevice) {

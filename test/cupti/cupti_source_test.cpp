@@ -211,6 +211,7 @@ TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
       {&GpuOptions::sync, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CONTEXT}},
       {&GpuOptions::memory, {CUPTI_ACTIVITY_KIND_MEMORY2}},
       {&GpuOptions::overhead, {CUPTI_ACTIVITY_KIND_OVERHEAD}},
+      {&GpuOptions::graphLevel, {CUPTI_ACTIVITY_KIND_GRAPH_TRACE}},
       {&GpuOptions::launchCalls, {}},
   };
   for (const Case& c : cases) {

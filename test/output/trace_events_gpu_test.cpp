@@ -228,6 +228,35 @@ TEST_F(TraceEventsGpuTest, CopiesAndMemsetsFromAGraphNameTheGraphAndNode) {
   EXPECT_FALSE(sets[1]["args"].contains("graph node id"));
 }
 
+// Graph-level tracing: a launch's whole run is one slice on its stream, in a category of its
+// own (it is no kernel), with the arrow from its launch.
+TEST_F(TraceEventsGpuTest, AWholeGraphRunIsOneSliceWithItsLaunchArrow) {
+  GraphRecord run;
+  run.at = placement(kStart + 100, kStart + 900, 0, 13, 50, /*hasLaunchCall=*/true);
+  run.at.externalId = 77;
+  run.graphId = 4;
+  run.name = trace_.tables.strings.intern("CUDA graph 4");
+  trace_.records.graphs = {run};
+  ApiCallRecord call = launch(kStart + 10, 50);
+  call.name = trace_.tables.strings.intern("cudaGraphLaunch");
+  call.effect = CallEffect::Graph;
+  trace_.records.apiCalls = {call};
+  trace_.records.flows = {FlowRecord{kStart + 10, 50, thread_}};
+  const json root = save();
+  const json slice = onlyEvent(root, "X", "cuda_graph");
+  EXPECT_EQ(slice["name"], "CUDA graph 4");
+  EXPECT_EQ(slice["pid"], 0);
+  EXPECT_EQ(nsOf(slice["dur"]), 800);
+  EXPECT_EQ(slice["args"]["graph id"], 4);
+  EXPECT_EQ(slice["args"]["correlation"], 50);
+  EXPECT_EQ(slice["args"]["External id"], 77);
+  EXPECT_EQ(slice["args"]["stream"], 13);
+  const json arrowEnd = onlyEvent(root, "f", "ac2g");
+  EXPECT_EQ(arrowEnd["id"], 50);
+  EXPECT_EQ(arrowEnd["tid"], slice["tid"]);
+  EXPECT_TRUE(eventsWith(root, "X", "kernel").empty());
+}
+
 TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncsNamedByKind) {
   MemsetRecord set;
   set.at = placement(kStart + 10, kStart + 1'010, 0, 7, 60);

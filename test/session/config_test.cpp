@@ -56,6 +56,7 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   config.set("gpu_buffer_kb", "512");
   config.set("gpu_flush_ms", "250");
   config.set("clock", "monotonic");
+  config.set("cuda_graph_trace", "Graph");
   config.set("delay", "1.5s");
   config.set("duration", "200ms");
   config.set("capture_range", "cudaProfilerApi");
@@ -71,6 +72,9 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   EXPECT_EQ(config.gpuBufferKb, 512u);
   EXPECT_EQ(config.gpuFlushMs, 250u);
   EXPECT_EQ(config.clock, HostClock::Monotonic);
+  EXPECT_EQ(config.cudaGraphTrace, GraphTrace::Graph);
+  EXPECT_THROW(config.set("cuda_graph_trace", "nodes"), Error);
+  EXPECT_EQ(Config().cudaGraphTrace, GraphTrace::Node) << "every node by default";
   EXPECT_EQ(config.delayNs, 1'500'000'000);
   EXPECT_EQ(config.durationNs, 200'000'000);
   EXPECT_EQ(config.captureRange, CaptureRange::CudaProfilerApi);

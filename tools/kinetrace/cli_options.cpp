@@ -26,7 +26,7 @@ constexpr OptionSpec kRunOptions[] = {
     {"--no-nvtx", nullptr, false},   {"--no-summary", nullptr, false},
     {"--top", nullptr, true},        {"--injection-library", nullptr, true},
     {"--torch", nullptr, false},     {"--schedule", nullptr, true},
-    {"--step-marks", nullptr, true},
+    {"--step-marks", nullptr, true}, {"--cuda-graph-trace", nullptr, true},
 };
 
 constexpr OptionSpec kSummaryOptions[] = {
@@ -195,6 +195,9 @@ Command parseRun(const std::vector<std::string>& args) {
     } else if (name == "--format") {
       checkConfigValue("--format", "trace_format", value);
       run.format = value;
+    } else if (name == "--cuda-graph-trace") {
+      checkConfigValue("--cuda-graph-trace", "cuda_graph_trace", value);
+      run.cudaGraphTrace = value;
     } else if (name == "--capture-range") {
       checkConfigValue("--capture-range", "capture_range", value);
       run.captureRange = value;
@@ -551,6 +554,11 @@ options:
       --format FORMAT       json (default), json.gz, or pftrace: Perfetto's protobuf format,
                             a fraction of the JSON's size (open it in ui.perfetto.dev;
                             'kinetrace convert' turns it into JSON and back)
+      --cuda-graph-trace LEVEL
+                            node (default): every kernel, copy and memset a CUDA graph
+                            launch ran, each linked to the launch; graph: one slice per
+                            launch instead (cheaper with many small nodes; what ran inside
+                            is not seen)
       --capture-range RANGE none (default: the whole run); cudaProfilerApi: record between
                             the program's own cudaProfilerStart() and cudaProfilerStop()
                             calls, each such window a trace of its own; onDemand: record

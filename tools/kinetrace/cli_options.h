@@ -42,6 +42,7 @@ struct RunOptions {
   std::string logLevel;
   std::string memoryMb;   // KINETRACE_MEMORY_MB: the tracer's whole memory per process
   std::string format;     // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
+  std::string cudaGraphTrace;  // KINETRACE_CUDA_GRAPH_TRACE: node or graph
   std::string schedule;   // KINETRACE_SCHEDULE: record by steps
   std::string stepMarks;  // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
   bool nvtx = true;

@@ -79,6 +79,7 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
       {"KINETRACE_LOG_LEVEL", &options.logLevel},
       {"KINETRACE_MEMORY_MB", &options.memoryMb},
       {"KINETRACE_TRACE_FORMAT", &options.format},
+      {"KINETRACE_CUDA_GRAPH_TRACE", &options.cudaGraphTrace},
       {"KINETRACE_SCHEDULE", &options.schedule},
       {"KINETRACE_STEP_MARKS", &options.stepMarks},
   };
