@@ -18,6 +18,11 @@ constexpr int64_t kLateCallGraceNs = 500'000'000;
 constexpr int64_t kPendingExpiryNs = 30'000'000'000;
 // Launches remembered per CUDA graph, to place the nodes of its conditional bodies.
 constexpr std::size_t kGraphLaunchesKept = 1024;
+// Graph nodes whose creation site is kept (a clone counts as a node). Nodes are made while
+// graphs are built, not replayed: a program that captures a graph of 10,000 kernels and
+// instantiates it uses 20,000; one that captures anew every step reaches the cap, and the
+// nodes past it are counted (graphNodeSitesNotKept), their work written without a site.
+constexpr std::size_t kGraphNodeSitesKept = std::size_t{1} << 18;
 // Ends of async ranges that began before the recording are kept this long in case their
 // begin is still to be drained, then dropped.
 constexpr int64_t kEarlyEndGraceNs = 2'000'000'000;
@@ -202,7 +207,60 @@ bool Assembler::keepsPending(CallEffect effect) const {
   return false;
 }
 
+void Assembler::onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId,
+                            uint64_t externalId, uint64_t clonedFrom) {
+  if (graphNodeSites_.size() >= kGraphNodeSitesKept && graphNodeSites_.count(nodeId) == 0) {
+    ++losses_.graphNodeSitesNotKept;
+    return;
+  }
+  if (clonedFrom != 0) {
+    auto original = graphNodeSites_.find(clonedFrom);
+    if (original != graphNodeSites_.end()) graphNodeSites_[nodeId] = original->second;
+    return;
+  }
+  GraphNodeSite site;
+  site.externalId = externalId;
+  // The range is known by name when it is one of kinetrace's own, open on this thread (a
+  // framework's pushed correlation id is only an id).
+  auto open = openRanges_.find(instance);
+  if (externalId != 0 && open != openRanges_.end() && !open->second.empty() &&
+      open->second.back().id == externalId) {
+    site.range = open->second.back().name;
+  }
+  tables_.graphNodeSites.push_back(site);
+  const auto index = static_cast<uint32_t>(tables_.graphNodeSites.size());
+  graphNodeSites_[nodeId] = index;
+  sitesAwaitingCall_[instance].emplace_back(timeNs, index);
+}
+
+// The sites created on the call's thread since its previous call: those created while this
+// call ran were created by it; earlier ones by a call kinetrace does not record. Returns
+// whether the call created any: a launch into a stream being captured.
+bool Assembler::noteCallOfGraphNodes(const ApiCallRecord& call) {
+  auto awaiting = sitesAwaitingCall_.find(call.thread);
+  if (awaiting == sitesAwaitingCall_.end()) return false;
+  bool created = false;
+  for (const auto& [timeNs, index] : awaiting->second) {
+    if (timeNs < call.startNs || timeNs > call.endNs) continue;
+    GraphNodeSite& site = tables_.graphNodeSites[index - 1];
+    site.correlationId = call.correlationId;
+    site.call = apiNameOf(call.domain, call.callbackId);
+    created = true;
+  }
+  sitesAwaitingCall_.erase(awaiting);
+  return created;
+}
+
+uint32_t Assembler::graphNodeSiteOf(uint64_t graphNodeId) const {
+  if (graphNodeId == 0) return 0;
+  auto found = graphNodeSites_.find(graphNodeId);
+  return found == graphNodeSites_.end() ? 0 : found->second;
+}
+
 void Assembler::onApiCall(const ApiCallRecord& recorded) {
+  // `thread` is the instance. A launch that created a graph node was captured into a graph:
+  // it ran nothing, and waiting for its GPU work would hold every later span back.
+  const bool captured = !sitesAwaitingCall_.empty() && noteCallOfGraphNodes(recorded);
   if (!inWindow(recorded.startNs) || !inWindow(recorded.endNs)) {
     ++losses_.outOfWindowEvents;
     return;
@@ -211,7 +269,7 @@ void Assembler::onApiCall(const ApiCallRecord& recorded) {
   call.thread = threadOf(recorded.thread);
   call.name = apiNameOf(call.domain, call.callbackId);
   ready_.apiCalls.push_back(call);
-  if (!keepsPending(call.effect)) return;
+  if (captured || !keepsPending(call.effect)) return;
   pending_[call.correlationId] =
       PendingCall{call.startNs, call.endNs, call.externalId, call.thread, call.effect};
   pendingByStart_.emplace(call.startNs, call.correlationId);
@@ -471,16 +529,19 @@ void Assembler::emit(KernelRecord& k) {
     k.warpsPerSm = estimate.warpsPerSm;
     k.occupancyPercent = estimate.occupancyPercent;
   }
+  k.graphNodeSite = graphNodeSiteOf(k.graphNodeId);
   placeOnStream(k.at, kOpsTrack);
   ready_.kernels.push_back(k);
 }
 
 void Assembler::emit(MemcpyRecord& m) {
+  m.graphNodeSite = graphNodeSiteOf(m.graphNodeId);
   placeOnStream(m.at, kOpsTrack);
   ready_.memcpys.push_back(m);
 }
 
 void Assembler::emit(MemsetRecord& m) {
+  m.graphNodeSite = graphNodeSiteOf(m.graphNodeId);
   placeOnStream(m.at, kOpsTrack);
   ready_.memsets.push_back(m);
 }
@@ -653,6 +714,8 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   closedRanges_.clear();
   pending_.clear();
   graphLaunches_.clear();
+  graphNodeSites_.clear();
+  sitesAwaitingCall_.clear();
   clockBounds_ = clock_.finish(syncReturnNs);
   out.append(std::move(ready_));
 }
@@ -711,6 +774,9 @@ std::size_t Assembler::heldBytes() const {
            waitingSyncs_.capacity() * sizeof(Waiting<SyncRecord>) +
            waitingMemory_.capacity() * sizeof(Waiting<MemoryRecord>);
   for (const auto& [graph, launches] : graphLaunches_) bytes += kNode + launches.size() * 16;
+  bytes += graphNodeSites_.size() * (16 + kNode) +
+           tables_.graphNodeSites.capacity() * sizeof(GraphNodeSite);
+  for (const auto& [instance, sites] : sitesAwaitingCall_) bytes += kNode + sites.capacity() * 16;
   bytes += clock_.heldBytes();
   bytes += (streamLanes_.size() + overheadLanes_.size()) * LaneAllocator::kKeep * 16;
   return bytes;

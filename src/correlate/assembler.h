@@ -73,6 +73,8 @@ class Assembler final : public HostEventVisitor {
   void onApiCall(const ApiCallRecord& call) override;
   void onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) override;
   void onAsyncEnd(uint32_t instance, int64_t timeNs, uint64_t id) override;
+  void onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId, uint64_t externalId,
+                   uint64_t clonedFrom) override;
 
   // GPU records of one poll. Their names are already in the tables' strings.
   void addGpu(GpuBatch& batch);
@@ -164,6 +166,9 @@ class Assembler final : public HostEventVisitor {
   // Graph launches, learnt from the operations that joined them: see graphLaunches_.
   void noteGraphLaunch(uint32_t graphId, int64_t startNs, uint32_t correlationId);
   uint32_t graphLaunchAt(uint32_t graphId, int64_t startNs) const;
+  // Where the graph node that ran a replayed operation was created (0: not known).
+  uint32_t graphNodeSiteOf(uint64_t graphNodeId) const;
+  bool noteCallOfGraphNodes(const ApiCallRecord& call);
   void emit(KernelRecord& record);
   void emit(MemcpyRecord& record);
   void emit(MemsetRecord& record);
@@ -211,6 +216,12 @@ class Assembler final : public HostEventVisitor {
   // launch's first joined node, launch correlation id), oldest first; entries older than a
   // call is kept are dropped.
   std::unordered_map<uint32_t, std::deque<std::pair<int64_t, uint32_t>>> graphLaunches_;
+  // Where each graph node was created: node id -> its site in tables_.graphNodeSites (a
+  // clone shares its original's). A node is created inside a call whose record comes when
+  // the call returns: per thread instance, the sites created since that thread's last call,
+  // (time, site), waiting for it.
+  std::unordered_map<uint64_t, uint32_t> graphNodeSites_;
+  std::unordered_map<uint32_t, std::vector<std::pair<int64_t, uint32_t>>> sitesAwaitingCall_;
 
   std::vector<Waiting<KernelRecord>> waitingKernels_;
   std::vector<Waiting<MemcpyRecord>> waitingMemcpys_;

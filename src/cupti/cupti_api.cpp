@@ -44,6 +44,9 @@ class RealCuptiApi final : public CuptiApi {
     return cuptiGetCallbackName(domain, cbid, name);
   }
   CUptiResult getTimestamp(uint64_t* timestamp) override { return cuptiGetTimestamp(timestamp); }
+  CUptiResult getGraphNodeId(CUgraphNode node, uint64_t* id) override {
+    return cuptiGetGraphNodeId(node, id);
+  }
 };
 
 }  // namespace

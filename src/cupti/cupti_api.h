@@ -36,6 +36,8 @@ class CuptiApi {
   virtual CUptiResult getCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                                       const char** name) = 0;
   virtual CUptiResult getTimestamp(uint64_t* timestamp) = 0;
+  // The id that kernel, copy and memset records give the node in `graphNodeId`.
+  virtual CUptiResult getGraphNodeId(CUgraphNode node, uint64_t* id) = 0;
 };
 
 // The process's libcupti.

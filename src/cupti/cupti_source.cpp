@@ -120,6 +120,10 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   callbacks_.profilerControl = options.profilerControl;
   callbacks_.epoch = gSubscriptions.fetch_add(1) + 1;
   callbacks_.collection = &collection_;
+  // Where graph nodes came from only matters when launches are linked to their calls.
+  if (options_.launchCalls || options_.allRuntimeCalls || options_.allDriverCalls) {
+    callbacks_.graphNodeIds = &cupti;
+  }
   if (options_.launchCalls) callbacks_.selectLaunchEntryPoints(cupti);
   if (options_.allRuntimeCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);
   if (options_.allDriverCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
@@ -192,6 +196,13 @@ std::string CuptiSource::enableCallbacks() {
       if (!why.empty()) return "CUPTI refused a launch callback: " + why;
     }
   }
+  if (callbacks_.graphNodeIds != nullptr) {
+    // Without them replayed work only lacks where its node was created: said, not fatal.
+    for (CUpti_CallbackId cbid : kGraphNodeCallbacks) {
+      cuptiSucceeded(cupti.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid),
+                     fmt::format("cuptiEnableCallback(resource, {})", cbid));
+    }
+  }
   return "";
 }
 
@@ -235,6 +246,12 @@ void CuptiSource::stopCollecting() noexcept {
       // Profiler-control callbacks stay on: they are what turns collection back on.
       if (callbacks_.flags(domain, cbid) & CallbackTable::kControl) continue;
       cuptiSucceeded(env_.cupti->enableCallback(0, subscriber_, domain, cbid),
+                     "cuptiEnableCallback(0)");
+    }
+  }
+  if (callbacks_.graphNodeIds != nullptr) {
+    for (CUpti_CallbackId cbid : kGraphNodeCallbacks) {
+      cuptiSucceeded(env_.cupti->enableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid),
                      "cuptiEnableCallback(0)");
     }
   }

@@ -29,12 +29,15 @@ uint32_t domainSize(CUpti_CallbackDomain domain) {
 }  // namespace
 
 bool isLaunchSideCall(std::string_view name) {
+  // Graph building (adding nodes, instantiating) is recorded too: it names where a graph's
+  // nodes were created, and instantiation is a cost worth seeing. It is rare.
   return startsWithAny(name, {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
                               "cudaStreamSynchronize", "cudaEventSynchronize",
                               "cudaDeviceSynchronize", "cudaStreamWaitEvent", "cudaMalloc",
-                              "cudaFree", "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch",
-                              "cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize",
-                              "cuStreamWaitEvent", "cuMemAlloc", "cuMemFree"});
+                              "cudaFree", "cudaGraphAdd", "cudaGraphInstantiate", "cuLaunch",
+                              "cuMemcpy", "cuMemset", "cuGraphLaunch", "cuStreamSynchronize",
+                              "cuEventSynchronize", "cuCtxSynchronize", "cuStreamWaitEvent",
+                              "cuMemAlloc", "cuMemFree", "cuGraphAdd", "cuGraphInstantiate"});
 }
 
 CallEffect callEffect(std::string_view name) {
@@ -124,10 +127,49 @@ namespace {
   return (table->flags(CUPTI_CB_DOMAIN_DRIVER_API, cbid) & CallbackTable::kRecorded) != 0;
 }
 
+// A graph node created or cloned: one host record on the calling thread, which the
+// assembler ties to the call in progress (its record comes when the call returns).
+[[gnu::noinline]] void onGraphNode(const CallbackTable* table, CUpti_CallbackId cbid,
+                                   const CUpti_ResourceData* data) noexcept {
+  const bool created = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED;
+  if ((!created && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) || table->graphNodeIds == nullptr ||
+      data == nullptr || data->resourceDescriptor == nullptr) {
+    return;
+  }
+  const auto* graph = static_cast<const CUpti_GraphData*>(data->resourceDescriptor);
+  uint64_t node = 0;
+  uint64_t original = 0;
+  if (graph->node == nullptr || table->graphNodeIds->getGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) {
+    return;
+  }
+  if (!created && (graph->originalNode == nullptr ||
+                   table->graphNodeIds->getGraphNodeId(graph->originalNode, &original) !=
+                       CUPTI_SUCCESS)) {
+    return;
+  }
+  ThreadBuffer* buffer = HostRecorder::threadBuffer();
+  if (buffer == nullptr) return;
+  HostEventRecord* r = HostRecorder::reserve(*buffer);
+  if (r == nullptr) return;
+  r->ticks = Clock::ticks();
+  r->a = node;
+  r->b = created ? HostRecorder::launchExternalId() : original;
+  r->c = 0;
+  r->d = 0;
+  r->flags = created ? 0 : kGraphNodeCloned;
+  r->kind = HostEventKind::GraphNode;
+  HostRecorder::publish(*buffer);
+}
+
 }  // namespace
 
 void CUPTIAPI onCuptiCallback(void* userData, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                               const void* data) noexcept {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    onGraphNode(static_cast<const CallbackTable*>(userData), cbid,
+                static_cast<const CUpti_ResourceData*>(data));
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (__builtin_expect(isProfilerControlCall(domain, cbid), 0)) {

@@ -52,6 +52,9 @@ class CallbackTable {
   // forgets how deep in runtime calls it thought it was, instead of skipping its driver
   // calls for good.
   const std::atomic<uint32_t>* collection = nullptr;
+  // Asked for the ids of graph nodes as they are created or cloned (CUPTI's resource
+  // callbacks GRAPHNODE_CREATED / GRAPHNODE_CLONED); null: they are not recorded.
+  CuptiApi* graphNodeIds = nullptr;
 
   // The launch-side entry points of both domains, found by name through `api`.
   void selectLaunchEntryPoints(CuptiApi& api);
@@ -91,6 +94,13 @@ bool isLaunchSideCall(std::string_view name);
 CallEffect callEffect(std::string_view name);
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
 std::string apiDisplayName(std::string_view cuptiName);
+
+// The resource callbacks that say where each CUDA graph node came from: created (by stream
+// capture inside a launch call, or by cudaGraphAdd*Node) or cloned (by cudaGraphInstantiate:
+// replayed work names the clone). Rare (graph construction, not replay), so recording them
+// costs the application nothing measurable.
+inline constexpr CUpti_CallbackId kGraphNodeCallbacks[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                                           CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
 // Whether a callback id is one of the profiler-control calls: compared with constants, so
 // the check costs other calls two compares and no memory access.

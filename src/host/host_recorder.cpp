@@ -437,6 +437,13 @@ void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, u
       case HostEventKind::AsyncEnd:
         visitor.onAsyncEnd(instance, t, r.a);
         break;
+      case HostEventKind::GraphNode:
+        if (r.flags & kGraphNodeCloned) {
+          visitor.onGraphNode(instance, t, r.a, 0, r.b);
+        } else {
+          visitor.onGraphNode(instance, t, r.a, r.b, 0);
+        }
+        break;
     }
   }
 }

@@ -42,6 +42,7 @@ enum class HostEventKind : uint8_t {
   ApiCall,
   AsyncBegin,  // a range that may overlap others and end on any thread (nvtxRangeStart)
   AsyncEnd,
+  GraphNode,  // a CUDA graph node was created (captured or added) or cloned
 };
 
 // One host event. Field use by kind:
@@ -53,6 +54,9 @@ enum class HostEventKind : uint8_t {
 //   Counter     a = value (double bits), name
 //   ApiCall     a = end ticks, b = external id, c = correlation id, d = callback id,
 //               flags = kApiDriver | effect << kApiEffectShift
+//   GraphNode   a = node id; created: b = external id (the innermost range open); cloned
+//               (flags & kGraphNodeCloned, when a graph is instantiated): b = the id of the
+//               node it was cloned from
 // A name is either a literal (flags & kNameStatic: b = its address, c = its length) or
 // copied (flags & kNameInline: c = its length, the bytes fill the next nameSlots(c) slots).
 struct HostEventRecord {
@@ -71,6 +75,7 @@ enum HostRecordFlags : uint8_t {
   kNameInline = 2,
   kApiDriver = 4,
   kApiEffectShift = 3,  // bits 3..5: CallEffect
+  kGraphNodeCloned = 64,
 };
 
 constexpr std::size_t kChunkSlots = 4096;          // 128 KiB of records
@@ -125,6 +130,10 @@ class HostEventVisitor {
   virtual void onApiCall(const ApiCallRecord& call) = 0;
   virtual void onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) = 0;
   virtual void onAsyncEnd(uint32_t instance, int64_t timeNs, uint64_t id) = 0;
+  // A CUDA graph node was created (`clonedFrom` 0; `externalId`: the innermost host range
+  // open on the thread, 0 when none) or cloned from node `clonedFrom` (`externalId` 0).
+  virtual void onGraphNode(uint32_t /*instance*/, int64_t /*timeNs*/, uint64_t /*nodeId*/,
+                           uint64_t /*externalId*/, uint64_t /*clonedFrom*/) {}
 };
 
 class ThreadBuffer {

@@ -142,6 +142,7 @@ struct KernelRecord {
   uint32_t dynamicSharedBytes = 0;
   uint32_t graphId = 0;
   uint64_t graphNodeId = 0;
+  uint32_t graphNodeSite = 0;  // where the node was created: TraceTables::graphNodeSites, 1-based
   float blocksPerSm = 0;
   float warpsPerSm = 0;
   float occupancyPercent = -1;  // estimated achieved occupancy; -1 when unknown
@@ -161,6 +162,7 @@ struct MemcpyRecord {
   bool peer = false;
   uint32_t graphId = 0;  // the graph that ran it (0: not replayed from a graph)
   uint64_t graphNodeId = 0;
+  uint32_t graphNodeSite = 0;  // as KernelRecord's
 };
 
 struct MemsetRecord {
@@ -170,6 +172,7 @@ struct MemsetRecord {
   MemoryKind memoryKind = MemoryKind::Unknown;
   uint32_t graphId = 0;  // the graph that ran it (0: not replayed from a graph)
   uint64_t graphNodeId = 0;
+  uint32_t graphNodeSite = 0;  // as KernelRecord's
 };
 
 // One run of a whole CUDA graph, from its first node's start to its last node's end, when

@@ -22,6 +22,7 @@ struct LossCounters {
   uint64_t gpuOpsBeforeLaunch = 0;       // GPU op starting before its launch call (clock error)
   uint64_t gpuOpsWithoutLaunch = 0;      // GPU op whose launch call was not recorded
   uint64_t unfinishedRanges = 0;
+  uint64_t graphNodeSitesNotKept = 0;  // graph nodes created past the cap on creation sites
 };
 
 // How many records of each kind a trace holds (also when they were streamed to a file).
@@ -41,11 +42,22 @@ struct RecordCounts {
   void add(const TraceRecords& records);
 };
 
+// Where a CUDA graph node was created: the call that captured or added it, and the host
+// range open then. Kernels, copies and memsets replayed from the node (or from its clones
+// in executable graphs) point here.
+struct GraphNodeSite {
+  uint64_t externalId = 0;     // the innermost host range open at the creation; 0: none
+  uint32_t correlationId = 0;  // of the call that created it; 0: not recorded
+  StringId call = StringTable::kEmpty;   // "cudaLaunchKernel", "cudaGraphAddKernelNode"
+  StringId range = StringTable::kEmpty;  // the range's name, when kinetrace recorded it
+};
+
 // What a sink needs besides the records to name them: the interned strings, the host
-// threads records point at, and the process.
+// threads records point at, the process, and where graph nodes were created.
 struct TraceTables {
   StringTable strings;
   std::vector<ThreadInfo> threads;
+  std::vector<GraphNodeSite> graphNodeSites;  // records' graphNodeSite - 1
   int64_t pid = 0;
   std::string processName = "host";
 };

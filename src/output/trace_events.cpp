@@ -210,11 +210,24 @@ class EventWriter::Impl {
     if (!nccl->algorithm.empty()) args_.add("nccl algorithm", nccl->algorithm);
     if (!nccl->protocol.empty()) args_.add("nccl protocol", nccl->protocol);
   }
-  // Which graph, and which of its nodes, a replayed kernel, copy or memset came from.
-  void addGraphArgs(uint32_t graphId, uint64_t graphNodeId) {
+  // Which graph, and which of its nodes, a replayed kernel, copy or memset came from, and
+  // where that node was created: the call that captured or added it (by name and
+  // correlation id, so it can be found in the trace) and the host range open then.
+  void addGraphArgs(uint32_t graphId, uint64_t graphNodeId, uint32_t site) {
     if (graphId == 0) return;
     args_.add("graph id", int64_t{graphId});
     args_.add("graph node id", graphNodeId);
+    if (site == 0 || site > tables_.graphNodeSites.size()) return;
+    const GraphNodeSite& created = tables_.graphNodeSites[site - 1];
+    if (created.call != StringTable::kEmpty) {
+      args_.add("graph node created by", tables_.strings.get(created.call));
+      args_.add("graph node creation correlation", int64_t{created.correlationId});
+    }
+    if (created.range != StringTable::kEmpty) {
+      args_.add("graph node created in", tables_.strings.get(created.range));
+    } else if (created.externalId != 0) {
+      args_.add("graph node creation External id", created.externalId);
+    }
   }
 
   Sink& sink_;
@@ -336,7 +349,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     if (k.occupancyPercent >= 0) {
       args_.add("est. achieved occupancy %", displayFloat(k.occupancyPercent));
     }
-    addGraphArgs(k.graphId, k.graphNodeId);
+    addGraphArgs(k.graphId, k.graphNodeId, k.graphNodeSite);
     addNcclArgs(tables_.strings.get(k.name));
     send();
     writeFlowEnd(k.at, kGpuOpsTrack);
@@ -350,7 +363,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
       args_.add("src device", int64_t{m.srcDeviceId});
       args_.add("dst device", int64_t{m.dstDeviceId});
     }
-    addGraphArgs(m.graphId, m.graphNodeId);
+    addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }
@@ -359,7 +372,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     addPlacementArgs(m.at);
     args_.add("bytes", m.bytes);
     args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
-    addGraphArgs(m.graphId, m.graphNodeId);
+    addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }

@@ -180,6 +180,64 @@ TEST_F(AssemblerTest, AWholeGraphRunJoinsItsLaunchAndEndsTheWaitForIt) {
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
 }
 
+// Where a graph node was created: the launch that stream capture turned into the node (its
+// record comes after the node's, when the call returns) inside a range, or a call kinetrace
+// does not record; replays name the node's clone, which instantiation made.
+TEST_F(AssemblerTest, ReplayedWorkNamesTheCallAndRangeThatCreatedItsNode) {
+  make();
+  constexpr uint64_t kCaptured = 0x100000000;  // graph 1's node 0
+  constexpr uint64_t kAdded = 0x100000001;
+  constexpr uint64_t kCapturedClone = 0x200000000;  // instantiated: graph 2
+  constexpr uint64_t kAddedClone = 0x200000001;
+  assembler->onRangeBegin(kThread, kStart + 10, 500, copied("attention"));
+  assembler->onGraphNode(kThread, kStart + 25, kCaptured, /*externalId=*/500, 0);
+  call(9, kStart + 20, kStart + 30, CallEffect::Kernel, /*external=*/500);  // captured
+  assembler->onRangeEnd(kThread, kStart + 40, 500);
+  assembler->onGraphNode(kThread, kStart + 50, kAdded, 0, 0);  // by an unrecorded call
+  call(10, kStart + 60, kStart + 70, CallEffect::None);
+  assembler->onGraphNode(kThread, kStart + 80, kCapturedClone, 0, kCaptured);
+  assembler->onGraphNode(kThread, kStart + 80, kAddedClone, 0, kAdded);
+  call(11, kStart + 100, kStart + 110, CallEffect::Graph);
+  auto replayed = [](uint64_t node, int64_t start) {
+    KernelRecord k = kernel(11, start, start + 10);
+    k.graphId = 2;
+    k.graphNodeId = node;
+    return k;
+  };
+  gpu({replayed(kCapturedClone, kStart + 200), replayed(kAddedClone, kStart + 220)});
+  assemble(kStart + 2 * kSecond);
+
+  ASSERT_EQ(out.kernels.size(), 2u);
+  ASSERT_NE(out.kernels[0].graphNodeSite, 0u);
+  const GraphNodeSite& captured = tables.graphNodeSites.at(out.kernels[0].graphNodeSite - 1);
+  EXPECT_EQ(captured.correlationId, 9u);
+  EXPECT_EQ(name(captured.call), "api13");
+  EXPECT_EQ(name(captured.range), "attention");
+  EXPECT_EQ(captured.externalId, 500u);
+  ASSERT_NE(out.kernels[1].graphNodeSite, 0u);
+  const GraphNodeSite& added = tables.graphNodeSites.at(out.kernels[1].graphNodeSite - 1);
+  EXPECT_EQ(added.correlationId, 0u) << "its call was not recorded: call 10 began after it";
+  EXPECT_EQ(added.call, StringTable::kEmpty);
+  EXPECT_EQ(added.range, StringTable::kEmpty);
+  EXPECT_EQ(tables.graphNodeSites.size(), 2u) << "clones share their original's site";
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+}
+
+// A launch into a stream being captured runs nothing: it is not kept waiting for GPU work,
+// which would hold back, for as long as a call is kept, the GPU time of every range after it.
+TEST_F(AssemblerTest, ACapturedLaunchDoesNotHoldBackLaterRanges) {
+  make();
+  assembler->onGraphNode(kThread, kStart + 25, 0x100000000, 0, 0);
+  call(9, kStart + 20, kStart + 30, CallEffect::Kernel);
+  assembler->onRangeBegin(kThread, kStart + 40, 600, copied("step"));
+  call(10, kStart + 50, kStart + 60, CallEffect::Kernel, /*external=*/600);
+  assembler->onRangeEnd(kThread, kStart + 70, 600);
+  gpu({kernel(10, kStart + 80, kStart + 90)});
+  assemble(kStart + 2 * kSecond);
+  ASSERT_EQ(out.gpuSpans.size(), 1u) << "the step's GPU time is out, not held for call 9";
+  EXPECT_EQ(out.gpuSpans[0].externalId, 600u);
+}
+
 // Nodes of a conditional's body (WHILE, IF, SWITCH) come with correlation id 0, as CUPTI
 // reports them, and the graph id of the graph that ran them: each joins the launch whose
 // first node started last before it, launch after launch of the same graph.

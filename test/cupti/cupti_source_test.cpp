@@ -224,6 +224,8 @@ TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
   }
 }
 
+// The launch-side entry points, and the creation and cloning of graph nodes (where replayed
+// work came from).
 TEST_F(CuptiSourceTest, LaunchCallbacksAreExactlyTheLaunchSideEntryPoints) {
   CuptiSource source(environment(fake_));
   ASSERT_EQ(source.enable(everything(), budget_), "");
@@ -232,6 +234,8 @@ TEST_F(CuptiSourceTest, LaunchCallbacksAreExactlyTheLaunchSideEntryPoints) {
       {kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020},
       {kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020},
       {kDriver, kCuLaunchKernel},
+      {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED},
+      {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED},
   };
   EXPECT_EQ(fake_.enabledCallbacks, expected);
 }
@@ -250,7 +254,9 @@ TEST_F(CuptiSourceTest, AllCallsOfADomainEnablesEveryNamedCallbackOfIt) {
     (domain == kRuntime ? options.allRuntimeCalls : options.allDriverCalls) = true;
     CuptiSource source(environment(fake));
     ASSERT_EQ(source.enable(options, budget_), "");
-    std::set<CallbackKey> expected;
+    std::set<CallbackKey> expected = {
+        {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED},
+        {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}};
     for (const auto& [key, name] : fake.callbackNames) {
       if (key.first == domain) expected.insert(key);
     }
@@ -274,7 +280,7 @@ TEST_F(CuptiSourceTest, DeferredCollectionWatchesOnlyProfilerControlUntilStart) 
 
   source.start(1000);
   EXPECT_EQ(fake_.enabledKinds.size(), 8u);
-  EXPECT_EQ(fake_.enabledCallbacks.size(), control.size() + 4);
+  EXPECT_EQ(fake_.enabledCallbacks.size(), control.size() + 4 + 2) << "and the graph nodes'";
 
   source.stopCollecting();
   EXPECT_TRUE(fake_.enabledKinds.empty());

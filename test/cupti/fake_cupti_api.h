@@ -173,6 +173,11 @@ class FakeCuptiApi final : public CuptiApi {
     *timestamp = cuptiNowNs;
     return CUPTI_SUCCESS;
   }
+  // A node's id is its handle's value, so a test knows it without a table.
+  CUptiResult getGraphNodeId(CUgraphNode node, uint64_t* id) override {
+    *id = reinterpret_cast<uintptr_t>(node);
+    return CUPTI_SUCCESS;
+  }
 
   // ---- CUPTI's side of the activity buffers ---------------------------------------
 

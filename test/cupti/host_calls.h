@@ -25,6 +25,12 @@ struct HostCalls : detail::HostEventVisitor {
   };
   std::vector<ApiCallRecord> calls;
   std::vector<Range> ranges;  // in the order they began
+  struct GraphNode {
+    uint64_t id;
+    uint64_t externalId;
+    uint64_t clonedFrom;
+  };
+  std::vector<GraphNode> graphNodes;
 
   const Range* range(std::string_view name) const {
     for (const Range& r : ranges) {
@@ -47,6 +53,10 @@ struct HostCalls : detail::HostEventVisitor {
   void onApiCall(const ApiCallRecord& call) override { calls.push_back(call); }
   void onAsyncBegin(uint32_t, int64_t, uint64_t, detail::HostName) override {}
   void onAsyncEnd(uint32_t, int64_t, uint64_t) override {}
+  void onGraphNode(uint32_t, int64_t, uint64_t nodeId, uint64_t externalId,
+                   uint64_t clonedFrom) override {
+    graphNodes.push_back({nodeId, externalId, clonedFrom});
+  }
 };
 
 // Records host events while `body` runs and returns what was recorded.

@@ -81,6 +81,11 @@ TEST(LaunchCallbacksTest, LaunchSideCallsAreThoseThatStartOrWaitForGpuWork) {
       // A host function runs on the CPU: recorded, but nothing to wait for on the GPU.
       {"cudaLaunchHostFunc_v10000", true, CallEffect::None},
       {"cuLaunchHostFunc", true, CallEffect::None},
+      // Graph building: recorded (where nodes come from), nothing on the GPU.
+      {"cudaGraphAddKernelNode_v10000", true, CallEffect::None},
+      {"cudaGraphInstantiate_v12000", true, CallEffect::None},
+      {"cuGraphAddMemsetNode", true, CallEffect::None},
+      {"cuGraphInstantiateWithFlags", true, CallEffect::None},
       // Neither.
       {"cudaGetDevice_v3020", false, CallEffect::None},
       {"cudaEventRecord_v3020", false, CallEffect::None},
@@ -151,6 +156,42 @@ TEST_F(OnCuptiCallbackTest, LaunchCarriesTheInnermostRangeAsExternalId) {
   EXPECT_GE(call.startNs, inner->startNs);
   EXPECT_LE(call.startNs, call.endNs);
   EXPECT_LE(call.endNs, inner->endNs);
+}
+
+// CUPTI's resource callbacks for graph nodes: a created node is recorded with the range open
+// on the thread, a cloned one with the node it was cloned from (node ids here are the
+// handles' values: FakeCuptiApi::getGraphNodeId).
+TEST_F(OnCuptiCallbackTest, GraphNodesAreRecordedWithTheRangeOpenOrTheNodeTheyCloned) {
+  table_.graphNodeIds = &names_;
+  auto node = [](uintptr_t id) { return reinterpret_cast<CUgraphNode>(id); };
+  auto resource = [&](CUpti_CallbackId cbid, CUgraphNode created, CUgraphNode original) {
+    CUpti_GraphData graph{};
+    graph.node = created;
+    graph.originalNode = original;
+    CUpti_ResourceData data{};
+    data.resourceDescriptor = &graph;
+    onCuptiCallback(&table_, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+  };
+  HostCalls host = recordHost([&] {
+    kinetrace::Range capture("capture");
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x100000000), nullptr);
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, node(0x200000000), node(0x100000000));
+    resource(CUPTI_CBID_RESOURCE_GRAPH_CREATED, node(0x300000000), nullptr);  // not a node's
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, node(0x400000000), nullptr);  // no original
+  });
+  const auto* capture = host.range("capture");
+  ASSERT_NE(capture, nullptr);
+  ASSERT_EQ(host.graphNodes.size(), 2u);
+  EXPECT_EQ(host.graphNodes[0].id, 0x100000000u);
+  EXPECT_EQ(host.graphNodes[0].externalId, capture->id);
+  EXPECT_EQ(host.graphNodes[0].clonedFrom, 0u);
+  EXPECT_EQ(host.graphNodes[1].id, 0x200000000u);
+  EXPECT_EQ(host.graphNodes[1].clonedFrom, 0x100000000u);
+
+  table_.graphNodeIds = nullptr;
+  HostCalls off = recordHost(
+      [&] { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x100000000), nullptr); });
+  EXPECT_TRUE(off.graphNodes.empty()) << "not asked for";
 }
 
 TEST_F(OnCuptiCallbackTest, ACallOutsideAnyRangeHasNoExternalId) {

@@ -257,6 +257,48 @@ TEST_F(TraceEventsGpuTest, AWholeGraphRunIsOneSliceWithItsLaunchArrow) {
   EXPECT_TRUE(eventsWith(root, "X", "kernel").empty());
 }
 
+// A kernel replayed from a graph names where its node was created: the call (by name and
+// correlation id) and the range; a node whose range kinetrace did not record gives the
+// range's External id instead.
+TEST_F(TraceEventsGpuTest, ReplayedKernelsNameWhereTheirGraphNodeWasCreated) {
+  GraphNodeSite captured;
+  captured.externalId = 500;
+  captured.correlationId = 9;
+  captured.call = trace_.tables.strings.intern("cudaLaunchKernel");
+  captured.range = trace_.tables.strings.intern("attention");
+  GraphNodeSite pushed;
+  pushed.externalId = 42;
+  trace_.tables.graphNodeSites = {captured, pushed};
+  KernelRecord first = kernel(placement(kStart + 100, kStart + 200, 0, 13, 50));
+  first.graphId = 2;
+  first.graphNodeId = 0x200000000;
+  first.graphNodeSite = 1;
+  KernelRecord second = kernel(placement(kStart + 300, kStart + 400, 0, 13, 50));
+  second.graphId = 2;
+  second.graphNodeId = 0x200000001;
+  second.graphNodeSite = 2;
+  KernelRecord unknown = kernel(placement(kStart + 500, kStart + 600, 0, 13, 50));
+  unknown.graphId = 2;
+  unknown.graphNodeId = 0x200000002;
+  trace_.records.kernels = {first, second, unknown};
+  const json root = save();
+  const auto kernels = eventsWith(root, "X", "kernel");
+  ASSERT_EQ(kernels.size(), 3u);
+  const json& a = kernels[0]["args"];
+  EXPECT_EQ(a["graph node created by"], "cudaLaunchKernel");
+  EXPECT_EQ(a["graph node creation correlation"], 9);
+  EXPECT_EQ(a["graph node created in"], "attention");
+  EXPECT_FALSE(a.contains("graph node creation External id"));
+  const json& b = kernels[1]["args"];
+  EXPECT_FALSE(b.contains("graph node created by"));
+  EXPECT_FALSE(b.contains("graph node created in"));
+  EXPECT_EQ(b["graph node creation External id"], 42);
+  const json& c = kernels[2]["args"];
+  EXPECT_EQ(c["graph node id"], 0x200000002);
+  EXPECT_FALSE(c.contains("graph node created by"));
+  EXPECT_FALSE(c.contains("graph node creation External id"));
+}
+
 TEST_F(TraceEventsGpuTest, WritesMemsetsAndSyncsNamedByKind) {
   MemsetRecord set;
   set.at = placement(kStart + 10, kStart + 1'010, 0, 7, 60);

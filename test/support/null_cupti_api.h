@@ -50,6 +50,10 @@ class NullCuptiApi : public CuptiApi {
     *timestamp = 0;
     return CUPTI_SUCCESS;
   }
+  CUptiResult getGraphNodeId(CUgraphNode, uint64_t* id) override {
+    *id = 0;
+    return CUPTI_SUCCESS;
+  }
 };
 
 }  // namespace kinetrace::detail
