@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a trace of bench/gpu/graph_replay against what the program says it ran.
 
-    graph_check.py TRACE MANIFEST [--md OUT.md]
+    graph_check.py TRACE MANIFEST [--md OUT.md] [--graph-level]
 
 TRACE is the trace `kinetrace run -- graph_replay --manifest MANIFEST` wrote (.json or
 .json.gz). For each kernel function of the manifest, and for the copies and memsets:
@@ -12,10 +12,18 @@ TRACE is the trace `kinetrace run -- graph_replay --manifest MANIFEST` wrote (.j
   linked     of those, the ones whose "correlation" is a cudaGraphLaunch call's in the trace
              (so the trace draws the arrow from the launch that replayed them)
   graph ids  the distinct "graph id" values they carry, and how many carry "graph node id"
+  created    of those, the ones whose "graph node created by" and "graph node created in"
+             name the call and the NVTX range the manifest says created their node
+             ("created_by", with "*" for the rest; "created_in")
 
 Where the manifest has "per_launch" ({"armLoop": {"loopBody": 5}}: a launch that ran armLoop
 ran 5 loopBody; "a|b" counts either), every launch is checked for it: each body kernel went
 to the launch that ran it, not merely to some launch.
+
+With --graph-level (a trace taken with --cuda-graph-trace=graph): no kernel, copy or memset
+of a graph is in the trace; each launch is one "cuda_graph" slice, linked to its launch
+(its correlation and the arrow's), and there are as many as the program made launches, the
+SWITCH graph's (no node outside its conditional) included.
 
 Also the trace's kinetrace_gpu_ops_without_launch. PASS when every count matches and every
 graph-replayed operation is linked, except the kernels of graphs with no node outside their
@@ -52,6 +60,7 @@ def main():
     p.add_argument("trace")
     p.add_argument("manifest")
     p.add_argument("--md")
+    p.add_argument("--graph-level", action="store_true")
     args = p.parse_args()
     try:
         trace = load(args.trace)
@@ -64,13 +73,23 @@ def main():
     launches = {e["args"]["correlation"] for e in events
                 if e.get("ph") == "X" and e.get("name", "").startswith(("cudaGraphLaunch", "cuGraphLaunch"))
                 and "correlation" in e.get("args", {})}
+    if args.graph_level:
+        return check_graph_level(trace, events, launches, manifest, args.md)
     rows = collections.OrderedDict()
     for name, count in sorted(manifest["kernels"].items()):
         rows[name] = {"expected": count}
     rows["(memcpy)"] = {"expected": manifest["memcpys"]}
     rows["(memset)"] = {"expected": manifest["memsets"]}
     for row in rows.values():
-        row.update(traced=0, linked=0, zero_correlation=0, graph_ids=set(), with_node=0)
+        row.update(traced=0, linked=0, zero_correlation=0, graph_ids=set(), with_node=0, created=0)
+    created_by = manifest.get("created_by", {})
+    created_in = manifest.get("created_in", {})
+
+    def creation_matches(key, a):
+        name = key.strip("()")
+        by = created_by.get(name, created_by.get("*"))
+        return (a.get("graph node created by") == by
+                and a.get("graph node created in") == created_in.get(name))
 
     for e in events:
         cat = e.get("cat")
@@ -95,6 +114,8 @@ def main():
             row["graph_ids"].add(a["graph id"])
         if "graph node id" in a:
             row["with_node"] += 1
+        if creation_matches(key, a):
+            row["created"] += 1
 
     ok = True
     per_launch = collections.defaultdict(collections.Counter)  # correlation -> kernel counts
@@ -116,16 +137,18 @@ def main():
         want = ", ".join(f"{count} {names}" for names, count in expected.items())
         shape_lines.append(f"- launches that ran {leader}: {checked:,}, each with {want}: "
                            f"{checked - wrong:,} of them")
-    lines = ["| operation | expected | traced | linked to its cudaGraphLaunch | correlation 0 | graph ids | with node id |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| operation | expected | traced | linked to its cudaGraphLaunch | correlation 0 | graph ids "
+             "| with node id | node's creation call and range |",
+             "|---|---|---|---|---|---|---|---|"]
     unlinkable = set(manifest.get("without_top_level_node", []))
     for name, row in rows.items():
         good = row["traced"] == row["expected"] and (row["linked"] == row["traced"] or name in unlinkable)
+        good = good and (not created_by or row["created"] == row["traced"])
         ok = ok and good
         ids = ",".join(str(i) for i in sorted(row["graph_ids"]))
         note = " (graph without a top-level node)" if name in unlinkable else ""
         lines.append(f"| {name}{note} | {row['expected']:,} | {row['traced']:,} | {row['linked']:,} | "
-                     f"{row['zero_correlation']:,} | {ids} | {row['with_node']:,} |")
+                     f"{row['zero_correlation']:,} | {ids} | {row['with_node']:,} | {row['created']:,} |")
     expected_kernels = sum(manifest["kernels"].values())
     device = manifest.get("device_counted_kernels")
     lines.append("")
@@ -141,6 +164,37 @@ def main():
     print(text)
     if args.md:
         with open(args.md, "w") as f:
+            f.write(text + "\n")
+    return 0 if ok else 1
+
+
+def check_graph_level(trace, events, launches, manifest, md):
+    """The trace of a graph-level run: one linked cuda_graph slice per launch, no node work."""
+    runs = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cuda_graph"]
+    linked = [e for e in runs if e.get("args", {}).get("correlation") in launches]
+    arrow_ends = {e.get("id") for e in events if e.get("ph") == "f" and e.get("cat") == "ac2g"}
+    with_arrow = [e for e in linked if e["args"]["correlation"] in arrow_ends]
+    node_work = [e for e in events if e.get("ph") == "X"
+                 and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "graph id" in e.get("args", {})]
+    per_graph = collections.Counter(e.get("name") for e in runs)
+    expected = manifest["graph_launches"]
+    ok = (len(runs) == expected and len(linked) == expected and len(with_arrow) == expected
+          and len(launches) == expected and not node_work)
+    lines = ["| graph-level trace | count |", "|---|---|",
+             f"| graph launches the program made | {expected:,} |",
+             f"| cudaGraphLaunch calls in the trace | {len(launches):,} |",
+             f"| cuda_graph slices | {len(runs):,} |",
+             f"| of them linked to their launch (correlation) | {len(linked):,} |",
+             f"| of them with the launch's arrow | {len(with_arrow):,} |",
+             f"| kernels, copies, memsets of graphs (must be 0) | {len(node_work):,} |",
+             "",
+             "- slices per graph: " + ", ".join(f"{n} {c:,}" for n, c in sorted(per_graph.items())),
+             f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}",
+             "", "PASS" if ok else "FAIL"]
+    text = "\n".join(lines)
+    print(text)
+    if md:
+        with open(md, "w") as f:
             f.write(text + "\n")
     return 0 if ok else 1
 

@@ -16,6 +16,10 @@
 //   switch     a conditional SWITCH node alone (no node before it), three bodies; one
 //              executable per case (the handle's default value), launch r runs case r % 3
 //
+// Each graph is built inside an NVTX range named "build GRAPH", so a tracer can say where
+// each node was created; the manifest says by which call ("created_by") and in which range
+// ("created_in") each kernel's, copy's and memset's node was.
+//
 // Every kernel adds 1 to a device counter per run (one thread), so the count of kernels the
 // GPU ran is known independently of any tracer. At the end it prints, and writes as JSON to
 // --manifest, the kernels by name, the copies, the memsets and the graph launches:
@@ -26,6 +30,7 @@
 // differs from the expected one; 2 for a usage mistake.
 
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -180,6 +185,7 @@ int main(int argc, char** argv) {
 
   // captured: stream capture, graph memory nodes included.
   cudaGraph_t captured;
+  nvtxRangePushA("build captured");
   CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   scale<<<64, 256, 0, stream>>>(data, n, 1.0001f);
   CHECK(cudaMemcpyAsync(copy, data, kN * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -189,8 +195,10 @@ int main(int argc, char** argv) {
   useScratch<<<64, 256, 0, stream>>>(scratch, data, n);
   CHECK(cudaFreeAsync(scratch, stream));
   CHECK(cudaStreamEndCapture(stream, &captured));
+  nvtxRangePop();
 
   // while: armLoop, then WHILE { loopBody }.
+  nvtxRangePushA("build while");
   cudaGraph_t whileGraph;
   CHECK(cudaGraphCreate(&whileGraph, 0));
   cudaGraphConditionalHandle whileHandle;
@@ -203,8 +211,10 @@ int main(int argc, char** argv) {
   addConditional(whileGraph, &arm, 1, whileHandle, cudaGraphCondTypeWhile, 1, &whileBody);
   void* bodyArgs[] = {&data, &n, &counter, &whileHandle};
   addKernel(whileBody, nullptr, 0, reinterpret_cast<void*>(loopBody), bodyArgs, 64, 256);
+  nvtxRangePop();
 
   // ifelse: pickSide, then IF { ifBody } ELSE { elseBody }.
+  nvtxRangePushA("build ifelse");
   cudaGraph_t ifGraph;
   CHECK(cudaGraphCreate(&ifGraph, 0));
   cudaGraphConditionalHandle ifHandle;
@@ -217,10 +227,12 @@ int main(int argc, char** argv) {
   void* sideArgs[] = {&data, &n};
   addKernel(ifBodies[0], nullptr, 0, reinterpret_cast<void*>(ifBody), sideArgs);
   addKernel(ifBodies[1], nullptr, 0, reinterpret_cast<void*>(elseBody), sideArgs);
+  nvtxRangePop();
 
   // switch: a conditional node alone, no kernel before it to set its value: the value is
   // the handle's default, so each case has an executable of its own.
   cudaGraphExec_t switchExecs[3];
+  nvtxRangePushA("build switch");
   for (unsigned value = 0; value < 3; ++value) {
     cudaGraph_t switchGraph;
     CHECK(cudaGraphCreate(&switchGraph, 0));
@@ -235,6 +247,7 @@ int main(int argc, char** argv) {
     CHECK(cudaGraphInstantiate(&switchExecs[value], switchGraph, 0));
     CHECK(cudaGraphDestroy(switchGraph));
   }
+  nvtxRangePop();
 
   cudaGraphExec_t capturedExec, whileExec, ifExec;
   CHECK(cudaGraphInstantiate(&capturedExec, captured, 0));
@@ -287,7 +300,19 @@ int main(int argc, char** argv) {
     // What one launch runs besides the kernel before its conditional: a checker can tell
     // that each body kernel went to the launch that ran it, not merely to some launch.
     std::fprintf(out, ", \"per_launch\": {\"armLoop\": {\"loopBody\": %d}, \"pickSide\": "
-                 "{\"ifBody|elseBody\": 1}}}\n", loop);
+                 "{\"ifBody|elseBody\": 1}}", loop);
+    // Where each node was created: the call, and the NVTX range open then. Stream capture
+    // turns a launch into a node; the other graphs' nodes are added one by one.
+    std::fprintf(out, ", \"created_by\": {\"scale\": \"cudaLaunchKernel\", "
+                 "\"useScratch\": \"cudaLaunchKernel\", \"memcpy\": \"cudaMemcpyAsync\", "
+                 "\"memset\": \"cudaMemsetAsync\", \"*\": \"cudaGraphAddKernelNode\"}");
+    std::fprintf(out, ", \"created_in\": {\"scale\": \"build captured\", "
+                 "\"useScratch\": \"build captured\", \"memcpy\": \"build captured\", "
+                 "\"memset\": \"build captured\", \"armLoop\": \"build while\", "
+                 "\"loopBody\": \"build while\", \"pickSide\": \"build ifelse\", "
+                 "\"ifBody\": \"build ifelse\", \"elseBody\": \"build ifelse\", "
+                 "\"caseBody0\": \"build switch\", \"caseBody1\": \"build switch\", "
+                 "\"caseBody2\": \"build switch\"}}\n");
     std::fclose(out);
   }
 

@@ -14,6 +14,7 @@
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
+# graphs_graph_level.md, torch_graphs_node.md and torch_graphs_graph.md,
 # analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
@@ -260,7 +261,9 @@ formats() {
 
 # CUDA graphs of every shape (stream capture with memory nodes, conditional WHILE, IF/ELSE
 # and SWITCH nodes) replayed under `kinetrace run`, checked against the program's own count
-# (bench/gpu/graph_check.py): OUT_DIR/graphs.md.
+# (bench/gpu/graph_check.py), at node level (OUT_DIR/graphs.md: every node linked, and where
+# it was created) and graph level (graphs_graph_level.md); then a PyTorch step captured with
+# torch.cuda.graph at both levels (torch_graphs_node.md, torch_graphs_graph.md).
 graphs() {
   local kt prog dir rc=0
   kt=$(binary kinetrace) || return 1
@@ -273,6 +276,27 @@ graphs() {
   run python3 "$SRC_DIR/bench/gpu/graph_check.py" "$trace" "$dir/manifest.json" \
     --md "$OUT_DIR/graphs.md" || rc=1
   keep "$trace" graphs_trace.json.gz
+  # The same graphs traced at graph level: one slice per launch.
+  run "$kt" run --cuda-graph-trace graph --output "$dir/trace_graph_level" -- "$prog" --replays 30 \
+    --loop 5 --manifest "$dir/manifest_graph_level.json" || rc=1
+  trace=$(find "$dir/trace_graph_level" -name '*.json' ! -name '*.summary.json' | head -n 1)
+  run python3 "$SRC_DIR/bench/gpu/graph_check.py" "$trace" "$dir/manifest_graph_level.json" \
+    --graph-level --md "$OUT_DIR/graphs_graph_level.md" || rc=1
+  # A PyTorch training step captured with torch.cuda.graph, at both levels, against CUDA's
+  # count of the graph's nodes (skipped where PyTorch is not installed).
+  if python3 -c 'import torch' 2>/dev/null; then
+    local level
+    for level in node graph; do
+      run "$kt" run --cuda-graph-trace "$level" --output "$dir/torch_$level" -- \
+        python3 "$SRC_DIR/bench/gpu/torch_graphs.py" run --replays 20 \
+        --manifest "$dir/torch_$level.json" || { rc=1; continue; }
+      trace=$(find "$dir/torch_$level" -name '*.json' ! -name '*.summary.json' | head -n 1)
+      run python3 "$SRC_DIR/bench/gpu/torch_graphs.py" check "$trace" "$dir/torch_$level.json" \
+        $([[ $level == graph ]] && echo --graph-level) --md "$OUT_DIR/torch_graphs_$level.md" || rc=1
+    done
+  else
+    echo "PyTorch is not installed: the torch.cuda.graph check is skipped"
+  fi
   return $rc
 }
 
