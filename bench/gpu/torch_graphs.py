@@ -2,15 +2,18 @@
 """A PyTorch training step captured as a CUDA graph (torch.cuda.graph) and replayed, checked
 against CUDA's own count of the graph's nodes.
 
-    torch_graphs.py run --manifest FILE [--replays 20]
+    torch_graphs.py run --manifest FILE [--replays 20] [--timed 0]
     torch_graphs.py check TRACE MANIFEST [--graph-level] [--md OUT.md]
+    torch_graphs.py overhead KINETRACE [--rounds 5] [--timed 2000] [--md OUT.md]
 
 run: a small transformer layer's whole step (forward, backward, optimizer) is captured once,
 as the PyTorch documentation shows for whole-network capture, and replayed --replays times.
 The graph's nodes are then counted through the CUDA runtime itself (cudaGraphGetNodes and
 cudaGraphNodeGetType on the captured graph, which torch keeps with keep_graph=True): the
 manifest says how many kernel, copy and memset nodes one replay runs, and how many replays
-there were. Run it under `kinetrace run`; CUPTI is not touched here.
+there were. Run it under `kinetrace run`; CUPTI is not touched here. With --timed N, N more
+replays follow in 10 chunks, each timed to the end of its GPU work: the manifest's
+"replay_us" is the median chunk's time per replay.
 
 check: a trace of that run (.json or .json.gz).
   node level (default): the kernels, copies and memsets carrying a "graph id" are exactly
@@ -21,13 +24,23 @@ check: a trace of that run (.json or .json.gz).
     replay, each linked to its launch, and no kernel, copy or memset of the graph.
 Prints a markdown table (and writes it to --md). Exit status 0 on PASS, 1 on FAIL, 2 when an
 input cannot be read.
+
+overhead: the time per replay untraced, traced at node level and traced at graph level
+(`KINETRACE run --cuda-graph-trace ...`), each configuration run --rounds times, interleaved
+(untraced, node, graph, untraced, ...); the table gives each one's median and its ratio to
+the untraced median.
 """
 import argparse
 import collections
 import ctypes
 import gzip
 import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 
 # cudaGraphNodeType values (driver_types.h).
 NODE_TYPES = {0: "kernel", 1: "memcpy", 2: "memset"}
@@ -97,9 +110,20 @@ def run(args):
         static_input.copy_(torch.randn_like(static_input))
         graph.replay()
     torch.cuda.synchronize()
+    chunk_us = []
+    if args.timed > 0:
+        per_chunk = max(1, args.timed // 10)
+        for _ in range(10):
+            start = time.perf_counter()
+            for _ in range(per_chunk):
+                graph.replay()
+            torch.cuda.synchronize()
+            chunk_us.append((time.perf_counter() - start) * 1e6 / per_chunk)
     by_type, total = count_nodes(graph.raw_cuda_graph())
     manifest = {"replays": args.replays, "nodes": total, "nodes_by_type": dict(by_type),
-                "loss": float(static_loss)}
+                "loss": float(static_loss.detach())}
+    if chunk_us:
+        manifest["replay_us"] = statistics.median(chunk_us)
     with open(args.manifest, "w") as f:
         json.dump(manifest, f)
     print("TORCH_GRAPHS " + " ".join(f"{k}={v}" for k, v in manifest.items()))
@@ -161,19 +185,53 @@ def check(args):
     return 0 if ok else 1
 
 
+def overhead(args):
+    configurations = [("untraced", None), ("node level", "node"), ("graph level", "graph")]
+    times = {name: [] for name, _ in configurations}
+    with tempfile.TemporaryDirectory() as work:
+        for round_index in range(args.rounds):
+            for name, level in configurations:
+                manifest = os.path.join(work, f"m{round_index}_{level}.json")
+                command = [sys.executable, os.path.abspath(__file__), "run", "--replays", "1",
+                           "--timed", str(args.timed), "--manifest", manifest]
+                if level is not None:
+                    command = [args.kinetrace, "run", "--no-summary", "--cuda-graph-trace", level,
+                               "--output", os.path.join(work, f"t{round_index}_{level}"), "--"] + command
+                subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+                with open(manifest) as f:
+                    times[name].append(json.load(f)["replay_us"])
+    base = statistics.median(times["untraced"])
+    lines = ["| configuration | median time per replay (us) | vs untraced | rounds |", "|---|---|---|---|"]
+    for name, _ in configurations:
+        median = statistics.median(times[name])
+        lines.append(f"| {name} | {median:.1f} | {median / base:.3f}x | {len(times[name])} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
     r.add_argument("--manifest", required=True)
     r.add_argument("--replays", type=int, default=20)
+    r.add_argument("--timed", type=int, default=0)
     c = sub.add_parser("check")
     c.add_argument("trace")
     c.add_argument("manifest")
     c.add_argument("--graph-level", action="store_true")
     c.add_argument("--md")
+    o = sub.add_parser("overhead")
+    o.add_argument("kinetrace")
+    o.add_argument("--rounds", type=int, default=5)
+    o.add_argument("--timed", type=int, default=2000)
+    o.add_argument("--md")
     args = p.parse_args()
-    return run(args) if args.command == "run" else check(args)
+    return {"run": run, "check": check, "overhead": overhead}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
-# graphs_graph_level.md, torch_graphs_node.md and torch_graphs_graph.md,
+# graphs_graph_level.md, torch_graphs_node.md, torch_graphs_graph.md, torch_graphs_overhead.md,
 # analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
@@ -294,6 +294,9 @@ graphs() {
       run python3 "$SRC_DIR/bench/gpu/torch_graphs.py" check "$trace" "$dir/torch_$level.json" \
         $([[ $level == graph ]] && echo --graph-level) --md "$OUT_DIR/torch_graphs_$level.md" || rc=1
     done
+    # What each level costs the replays, against untraced, interleaved.
+    run python3 "$SRC_DIR/bench/gpu/torch_graphs.py" overhead "$kt" --rounds 5 \
+      --md "$OUT_DIR/torch_graphs_overhead.md" || rc=1
   else
     echo "PyTorch is not installed: the torch.cuda.graph check is skipped"
   fi
