@@ -209,15 +209,18 @@ bool Assembler::keepsPending(CallEffect effect) const {
 
 void Assembler::onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId,
                             uint64_t externalId, uint64_t clonedFrom) {
-  if (graphNodeSites_.size() >= kGraphNodeSitesKept && graphNodeSites_.count(nodeId) == 0) {
+  if (graphNodeSites_.size() + graphNodeClones_.size() >= kGraphNodeSitesKept) {
     ++losses_.graphNodeSitesNotKept;
     return;
   }
   if (clonedFrom != 0) {
-    auto original = graphNodeSites_.find(clonedFrom);
-    if (original != graphNodeSites_.end()) graphNodeSites_[nodeId] = original->second;
+    // Resolved when replayed work asks (graphNodeSiteOf): the original may have been created
+    // on another thread whose events are drained after this one's (PyTorch captures the
+    // backward pass on its autograd thread and instantiates on the main thread).
+    graphNodeClones_[nodeId] = clonedFrom;
     return;
   }
+  if (graphNodeSites_.count(nodeId) != 0) return;  // node ids are never reused
   GraphNodeSite site;
   site.externalId = externalId;
   // The range is known by name when it is one of kinetrace's own, open on this thread (a
@@ -251,10 +254,21 @@ bool Assembler::noteCallOfGraphNodes(const ApiCallRecord& call) {
   return created;
 }
 
+// A clone is also announced as created (by the instantiating call): its original's site is
+// the one that says where the work came from. A clone whose original kinetrace did not see
+// created has no site.
 uint32_t Assembler::graphNodeSiteOf(uint64_t graphNodeId) const {
-  if (graphNodeId == 0) return 0;
-  auto found = graphNodeSites_.find(graphNodeId);
-  return found == graphNodeSites_.end() ? 0 : found->second;
+  uint64_t node = graphNodeId;
+  for (int hops = 0; node != 0 && hops < 16; ++hops) {
+    auto clone = graphNodeClones_.find(node);
+    if (clone != graphNodeClones_.end()) {
+      node = clone->second;
+      continue;
+    }
+    auto found = graphNodeSites_.find(node);
+    return found == graphNodeSites_.end() ? 0 : found->second;
+  }
+  return 0;
 }
 
 void Assembler::onApiCall(const ApiCallRecord& recorded) {
@@ -715,6 +729,7 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   pending_.clear();
   graphLaunches_.clear();
   graphNodeSites_.clear();
+  graphNodeClones_.clear();
   sitesAwaitingCall_.clear();
   clockBounds_ = clock_.finish(syncReturnNs);
   out.append(std::move(ready_));
@@ -774,7 +789,7 @@ std::size_t Assembler::heldBytes() const {
            waitingSyncs_.capacity() * sizeof(Waiting<SyncRecord>) +
            waitingMemory_.capacity() * sizeof(Waiting<MemoryRecord>);
   for (const auto& [graph, launches] : graphLaunches_) bytes += kNode + launches.size() * 16;
-  bytes += graphNodeSites_.size() * (16 + kNode) +
+  bytes += (graphNodeSites_.size() + graphNodeClones_.size()) * (16 + kNode) +
            tables_.graphNodeSites.capacity() * sizeof(GraphNodeSite);
   for (const auto& [instance, sites] : sitesAwaitingCall_) bytes += kNode + sites.capacity() * 16;
   bytes += clock_.heldBytes();

@@ -216,11 +216,12 @@ class Assembler final : public HostEventVisitor {
   // launch's first joined node, launch correlation id), oldest first; entries older than a
   // call is kept are dropped.
   std::unordered_map<uint32_t, std::deque<std::pair<int64_t, uint32_t>>> graphLaunches_;
-  // Where each graph node was created: node id -> its site in tables_.graphNodeSites (a
-  // clone shares its original's). A node is created inside a call whose record comes when
-  // the call returns: per thread instance, the sites created since that thread's last call,
-  // (time, site), waiting for it.
+  // Where each graph node was created: node id -> its site in tables_.graphNodeSites, and
+  // clone -> the node it was cloned from. A node is created inside a call whose record comes
+  // when the call returns: per thread instance, the sites created since that thread's last
+  // call, (time, site), waiting for it.
   std::unordered_map<uint64_t, uint32_t> graphNodeSites_;
+  std::unordered_map<uint64_t, uint64_t> graphNodeClones_;
   std::unordered_map<uint32_t, std::vector<std::pair<int64_t, uint32_t>>> sitesAwaitingCall_;
 
   std::vector<Waiting<KernelRecord>> waitingKernels_;

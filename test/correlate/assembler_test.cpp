@@ -195,8 +195,12 @@ TEST_F(AssemblerTest, ReplayedWorkNamesTheCallAndRangeThatCreatedItsNode) {
   assembler->onRangeEnd(kThread, kStart + 40, 500);
   assembler->onGraphNode(kThread, kStart + 50, kAdded, 0, 0);  // by an unrecorded call
   call(10, kStart + 60, kStart + 70, CallEffect::None);
+  // Instantiation: CUPTI announces each clone as created, then as cloned.
+  assembler->onGraphNode(kThread, kStart + 80, kCapturedClone, 0, 0);
   assembler->onGraphNode(kThread, kStart + 80, kCapturedClone, 0, kCaptured);
-  assembler->onGraphNode(kThread, kStart + 80, kAddedClone, 0, kAdded);
+  assembler->onGraphNode(kThread, kStart + 81, kAddedClone, 0, 0);
+  assembler->onGraphNode(kThread, kStart + 81, kAddedClone, 0, kAdded);
+  call(12, kStart + 75, kStart + 90, CallEffect::None);  // the instantiating call
   call(11, kStart + 100, kStart + 110, CallEffect::Graph);
   auto replayed = [](uint64_t node, int64_t start) {
     KernelRecord k = kernel(11, start, start + 10);
@@ -219,8 +223,46 @@ TEST_F(AssemblerTest, ReplayedWorkNamesTheCallAndRangeThatCreatedItsNode) {
   EXPECT_EQ(added.correlationId, 0u) << "its call was not recorded: call 10 began after it";
   EXPECT_EQ(added.call, StringTable::kEmpty);
   EXPECT_EQ(added.range, StringTable::kEmpty);
-  EXPECT_EQ(tables.graphNodeSites.size(), 2u) << "clones share their original's site";
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+}
+
+// PyTorch captures the backward pass on its autograd thread and instantiates on the main
+// thread: the clones' events may be drained before their originals'. The clone still names
+// its original's site, not the instantiating call; a clone of a node never seen has none.
+TEST_F(AssemblerTest, AClonesSiteIsItsOriginalsWhicheverThreadIsDrainedFirst) {
+  make();
+  constexpr uint32_t kAutograd = 2;
+  assembler->onThread(kAutograd, 1002, "autograd");
+  assembler->onGraphNode(kThread, kStart + 80, 0x200000005, 0, 0);  // main: instantiate
+  assembler->onGraphNode(kThread, kStart + 80, 0x200000005, 0, 0x100000005);
+  assembler->onGraphNode(kThread, kStart + 81, 0x200000006, 0, 0);
+  assembler->onGraphNode(kThread, kStart + 81, 0x200000006, 0, 0x100000006);  // never seen
+  call(12, kStart + 75, kStart + 90, CallEffect::None);
+  assembler->onGraphNode(kAutograd, kStart + 25, 0x100000005, 0, 0);  // drained later
+  ApiCallRecord backward;
+  backward.startNs = kStart + 20;
+  backward.endNs = kStart + 30;
+  backward.correlationId = 9;
+  backward.callbackId = 211;
+  backward.thread = kAutograd;
+  backward.effect = CallEffect::Kernel;
+  assembler->onApiCall(backward);
+  call(11, kStart + 100, kStart + 110, CallEffect::Graph);
+  KernelRecord first = kernel(11, kStart + 200, kStart + 210);
+  first.graphId = 2;
+  first.graphNodeId = 0x200000005;
+  KernelRecord second = kernel(11, kStart + 220, kStart + 230);
+  second.graphId = 2;
+  second.graphNodeId = 0x200000006;
+  gpu({first, second});
+  assemble(kStart + 2 * kSecond);
+
+  ASSERT_EQ(out.kernels.size(), 2u);
+  ASSERT_NE(out.kernels[0].graphNodeSite, 0u);
+  const GraphNodeSite& site = tables.graphNodeSites.at(out.kernels[0].graphNodeSite - 1);
+  EXPECT_EQ(site.correlationId, 9u) << "the backward launch, not the instantiation (12)";
+  EXPECT_EQ(name(site.call), "api211");
+  EXPECT_EQ(out.kernels[1].graphNodeSite, 0u) << "its original's creation was not seen";
 }
 
 // A launch into a stream being captured runs nothing: it is not kept waiting for GPU work,
