@@ -207,8 +207,8 @@ bool Assembler::keepsPending(CallEffect effect) const {
   return false;
 }
 
-void Assembler::onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId,
-                            uint64_t externalId, uint64_t clonedFrom) {
+void Assembler::onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId, uint64_t externalId,
+                            uint64_t clonedFrom) {
   if (graphNodeSites_.size() + graphNodeClones_.size() >= kGraphNodeSitesKept) {
     ++losses_.graphNodeSitesNotKept;
     return;

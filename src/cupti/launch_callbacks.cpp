@@ -132,19 +132,20 @@ namespace {
 [[gnu::noinline]] void onGraphNode(const CallbackTable* table, CUpti_CallbackId cbid,
                                    const CUpti_ResourceData* data) noexcept {
   const bool created = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED;
-  if ((!created && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) || table->graphNodeIds == nullptr ||
-      data == nullptr || data->resourceDescriptor == nullptr) {
+  if ((!created && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) ||
+      table->graphNodeIds == nullptr || data == nullptr || data->resourceDescriptor == nullptr) {
     return;
   }
   const auto* graph = static_cast<const CUpti_GraphData*>(data->resourceDescriptor);
   uint64_t node = 0;
   uint64_t original = 0;
-  if (graph->node == nullptr || table->graphNodeIds->getGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) {
+  if (graph->node == nullptr ||
+      table->graphNodeIds->getGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) {
     return;
   }
-  if (!created && (graph->originalNode == nullptr ||
-                   table->graphNodeIds->getGraphNodeId(graph->originalNode, &original) !=
-                       CUPTI_SUCCESS)) {
+  if (!created &&
+      (graph->originalNode == nullptr ||
+       table->graphNodeIds->getGraphNodeId(graph->originalNode, &original) != CUPTI_SUCCESS)) {
     return;
   }
   ThreadBuffer* buffer = HostRecorder::threadBuffer();

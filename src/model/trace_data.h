@@ -46,8 +46,8 @@ struct RecordCounts {
 // range open then. Kernels, copies and memsets replayed from the node (or from its clones
 // in executable graphs) point here.
 struct GraphNodeSite {
-  uint64_t externalId = 0;     // the innermost host range open at the creation; 0: none
-  uint32_t correlationId = 0;  // of the call that created it; 0: not recorded
+  uint64_t externalId = 0;               // the innermost host range open at creation; 0: none
+  uint32_t correlationId = 0;            // of the call that created it; 0: not recorded
   StringId call = StringTable::kEmpty;   // "cudaLaunchKernel", "cudaGraphAddKernelNode"
   StringId range = StringTable::kEmpty;  // the range's name, when kinetrace recorded it
 };
