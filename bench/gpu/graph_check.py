@@ -47,6 +47,23 @@ def load(path):
         return json.load(f)
 
 
+def graph_launch_correlations(events):
+    """The correlation ids of the trace's cudaGraphLaunch (or cuGraphLaunch) calls."""
+    return {e["args"]["correlation"] for e in events
+            if e.get("ph") == "X" and e.get("name", "").startswith(("cudaGraphLaunch", "cuGraphLaunch"))
+            and "correlation" in e.get("args", {})}
+
+
+def report(lines, ok, md):
+    """Prints the table with PASS or FAIL under it (and writes it to `md`); the exit status."""
+    text = "\n".join(lines + ["", "PASS" if ok else "FAIL"])
+    print(text)
+    if md:
+        with open(md, "w") as f:
+            f.write(text + "\n")
+    return 0 if ok else 1
+
+
 def short_name(name):
     """'(anonymous namespace)::loopBody(float*, int)' -> 'loopBody'."""
     name = name.replace("(anonymous namespace)::", "")
@@ -71,9 +88,7 @@ def main():
         return 2
 
     events = trace.get("traceEvents", [])
-    launches = {e["args"]["correlation"] for e in events
-                if e.get("ph") == "X" and e.get("name", "").startswith(("cudaGraphLaunch", "cuGraphLaunch"))
-                and "correlation" in e.get("args", {})}
+    launches = graph_launch_correlations(events)
     if args.graph_level:
         return check_graph_level(trace, events, launches, manifest, args.md)
     rows = collections.OrderedDict()
@@ -160,14 +175,7 @@ def main():
     lines.extend(shape_lines)
     if device != expected_kernels or len(launches) != manifest["graph_launches"]:
         ok = False
-    lines.append("")
-    lines.append("PASS" if ok else "FAIL")
-    text = "\n".join(lines)
-    print(text)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text + "\n")
-    return 0 if ok else 1
+    return report(lines, ok, args.md)
 
 
 def check_graph_level(trace, events, launches, manifest, md):
@@ -191,14 +199,8 @@ def check_graph_level(trace, events, launches, manifest, md):
              f"| kernels, copies, memsets of graphs (must be 0) | {len(node_work):,} |",
              "",
              "- slices per graph: " + ", ".join(f"{n} {c:,}" for n, c in sorted(per_graph.items())),
-             f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}",
-             "", "PASS" if ok else "FAIL"]
-    text = "\n".join(lines)
-    print(text)
-    if md:
-        with open(md, "w") as f:
-            f.write(text + "\n")
-    return 0 if ok else 1
+             f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}"]
+    return report(lines, ok, md)
 
 
 if __name__ == "__main__":

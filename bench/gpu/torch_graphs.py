@@ -34,7 +34,6 @@ the untraced median.
 import argparse
 import collections
 import ctypes
-import gzip
 import json
 import os
 import statistics
@@ -42,6 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from graph_check import graph_launch_correlations, load, report  # beside this script
 
 # cudaGraphNodeType values (driver_types.h).
 NODE_TYPES = {0: "kernel", 1: "memcpy", 2: "memset"}
@@ -131,12 +132,6 @@ def run(args):
     return 0
 
 
-def load(path):
-    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
-    with opener(path, "rt") as f:
-        return json.load(f)
-
-
 def check(args):
     try:
         trace = load(args.trace)
@@ -146,9 +141,7 @@ def check(args):
         print(f"torch_graphs check: {error}", file=sys.stderr)
         return 2
     events = trace.get("traceEvents", [])
-    launches = {e["args"]["correlation"] for e in events
-                if e.get("ph") == "X" and e.get("name", "").startswith(("cudaGraphLaunch", "cuGraphLaunch"))
-                and "correlation" in e.get("args", {})}
+    launches = graph_launch_correlations(events)
     replays = manifest["replays"]
     by_type = manifest["nodes_by_type"]
     work_nodes = sum(by_type.get(t, 0) for t in ("kernel", "memcpy", "memset"))
@@ -177,14 +170,8 @@ def check(args):
                   f"| linked to their cudaGraphLaunch | {expected:,} | {linked:,} |",
                   f"| naming the call that created their node | {expected:,} | {with_site:,} |",
                   "", "- created by: " + ", ".join(f"{n} {c:,}" for n, c in creators.most_common())]
-    lines += [f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}",
-              "", "PASS" if ok else "FAIL"]
-    text = "\n".join(lines)
-    print(text)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text + "\n")
-    return 0 if ok else 1
+    lines.append(f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}")
+    return report(lines, ok, args.md)
 
 
 def overhead(args):
