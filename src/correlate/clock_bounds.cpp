@@ -11,13 +11,14 @@ uint64_t deviceTrack(uint32_t device) { return uint64_t{device} << 32 | 0xffffff
 }  // namespace
 
 void ClockBoundsTracker::addOperation(const GpuPlacement& op) {
-  latestOpEndNs_ = std::max(latestOpEndNs_, op.endNs);
+  auto [latest, added] = latestOpEndNs_.try_emplace(op.deviceId, op.endNs);
+  if (!added) latest->second = std::max(latest->second, op.endNs);
 }
 
 void ClockBoundsTracker::addLaunched(const GpuPlacement& op, int64_t callStartNs, int64_t callEndNs) {
   const int64_t lead = op.startNs - callStartNs;
-  bounds_.highNs = bounds_.hasHigh ? std::min(bounds_.highNs, lead) : lead;
-  bounds_.hasHigh = true;
+  bounds_.atMost(lead);
+  deviceBounds_[op.deviceId].atMost(lead);
   for (uint64_t key : {streamTrack(op.deviceId, op.streamId), deviceTrack(op.deviceId)}) {
     Track& track = tracks_[key];
     auto& launches = track.launches;
@@ -45,9 +46,9 @@ void ClockBoundsTracker::addSync(const SyncRecord& sync, int64_t callStartNs, in
   pending_.push_back(PendingSync{track, callStartNs, callEndNs});
 }
 
-void ClockBoundsTracker::lower(int64_t lateNs) {
-  bounds_.lowNs = bounds_.hasLow ? std::max(bounds_.lowNs, lateNs) : lateNs;
-  bounds_.hasLow = true;
+void ClockBoundsTracker::lower(uint32_t device, int64_t lateNs) {
+  bounds_.atLeast(lateNs);
+  deviceBounds_[device].atLeast(lateNs);
 }
 
 void ClockBoundsTracker::judge(const PendingSync& sync) {
@@ -63,7 +64,7 @@ void ClockBoundsTracker::judge(const PendingSync& sync) {
     latest = std::max(latest, std::prev(after)->opEndNs);
     any = true;
   }
-  if (any) lower(latest - sync.callEndNs);
+  if (any) lower(static_cast<uint32_t>(sync.track >> 32), latest - sync.callEndNs);
 }
 
 void ClockBoundsTracker::advance(int64_t completeBeforeNs) {
@@ -107,12 +108,18 @@ void ClockBoundsTracker::shed() {
 ClockOffsetBounds ClockBoundsTracker::finish(int64_t syncReturnNs) {
   for (const PendingSync& sync : pending_) judge(sync);
   pending_.clear();
-  if (syncReturnNs != 0 && latestOpEndNs_ != INT64_MIN) lower(latestOpEndNs_ - syncReturnNs);
-  return bounds_;
+  if (syncReturnNs != 0) {
+    for (const auto& [device, latest] : latestOpEndNs_) lower(device, latest - syncReturnNs);
+  }
+  ClockOffsetBounds bounds;
+  static_cast<ClockOffsetBound&>(bounds) = bounds_;
+  bounds.devices.assign(deviceBounds_.begin(), deviceBounds_.end());
+  return bounds;
 }
 
 std::size_t ClockBoundsTracker::heldBytes() const {
-  std::size_t bytes = pending_.capacity() * sizeof(PendingSync);
+  std::size_t bytes = pending_.capacity() * sizeof(PendingSync) +
+                      (deviceBounds_.size() + latestOpEndNs_.size()) * 64;
   for (const auto& [key, track] : tracks_) bytes += track.launches.size() * sizeof(Launch) + 64;
   return bytes;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -11,7 +12,7 @@
 namespace kinetrace::detail {
 
 // Measures, while records stream past, what the trace proves about the offset between GPU
-// and host timestamps (ClockOffsetBounds):
+// and host timestamps (ClockOffsetBounds), for the trace and for each device:
 //  - high: GPU work cannot start before its launch call began;
 //  - low: when a stream (or context) synchronisation returns, everything launched on that
 //    stream (or device) before the call began has ended; and nothing ends after the
@@ -56,12 +57,13 @@ class ClockBoundsTracker {
     int64_t callEndNs;
   };
   void judge(const PendingSync& sync);
-  void lower(int64_t lateNs);
+  void lower(uint32_t device, int64_t lateNs);
 
   std::unordered_map<uint64_t, Track> tracks_;
   std::vector<PendingSync> pending_;
-  ClockOffsetBounds bounds_;
-  int64_t latestOpEndNs_ = INT64_MIN;
+  ClockOffsetBound bounds_;
+  std::map<uint32_t, ClockOffsetBound> deviceBounds_;
+  std::map<uint32_t, int64_t> latestOpEndNs_;  // by device
 };
 
 }  // namespace kinetrace::detail

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kinetrace/value.h"
@@ -66,11 +68,24 @@ struct TraceTables {
 // (offset = GPU timestamp - true host time): GPU work cannot start before its launch call,
 // so offset <= min(op start - call start); it cannot end after a synchronisation that
 // waited for it returned, so offset >= max(op end - sync return).
-struct ClockOffsetBounds {
+// Each GPU's clock is converted to the host's on its own, so each device gets its bounds
+// too (`devices`, by device id); the trace-wide ones hold for every device at once.
+struct ClockOffsetBound {
   bool hasHigh = false;
   bool hasLow = false;
   int64_t highNs = 0;
   int64_t lowNs = 0;
+  void atMost(int64_t ns) {
+    highNs = hasHigh ? std::min(highNs, ns) : ns;
+    hasHigh = true;
+  }
+  void atLeast(int64_t ns) {
+    lowNs = hasLow ? std::max(lowNs, ns) : ns;
+    hasLow = true;
+  }
+};
+struct ClockOffsetBounds : ClockOffsetBound {
+  std::vector<std::pair<uint32_t, ClockOffsetBound>> devices;  // by device id, ascending
 };
 
 // Everything a session recorded, immutable once the session has stopped.

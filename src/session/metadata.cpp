@@ -121,6 +121,16 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
     offset.set("meaning",
                "GPU timestamp minus host time lies in [low, high]: GPU work starts after its "
                "launch call begins, and ends before a synchronisation that waited for it returns");
+    // Each device's clock is converted on its own: its bounds, from its own work.
+    Value::Array devices;
+    for (const auto& [device, bound] : b.devices) {
+      Value one;
+      one.set("device", int64_t{device});
+      if (bound.hasLow) one.set("low", bound.lowNs);
+      if (bound.hasHigh) one.set("high", bound.highNs);
+      devices.push_back(std::move(one));
+    }
+    offset.set("devices", Value(std::move(devices)));
     out.push_back({"kinetrace_gpu_clock_offset_bound_ns", std::move(offset)});
   }
   appendUser(out, user);

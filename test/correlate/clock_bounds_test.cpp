@@ -76,5 +76,35 @@ TEST(ClockBoundsTest, TheEndOfWindowSyncBoundsEveryOperation) {
   EXPECT_EQ(b.lowNs, -300);
 }
 
+// Each GPU's clock is converted to the host's on its own: each device's bounds come from its
+// own work, while the trace's hold for both devices at once.
+TEST(ClockBoundsTest, EachDeviceHasItsOwnBounds) {
+  ClockBoundsTracker tracker;
+  auto on = [](uint32_t device, GpuPlacement at) {
+    at.deviceId = device;
+    return at;
+  };
+  tracker.addLaunched(on(0, op(150, 900)), 100, 110);  // device 0: lead 50
+  tracker.addLaunched(on(1, op(130, 2050)), 100, 110);  // device 1: lead 30
+  SyncRecord sync0 = streamSync();
+  SyncRecord sync1 = streamSync();
+  sync1.at.deviceId = 1;
+  tracker.addSync(sync0, 1000, 1100);  // device 0: 900 - 1100
+  tracker.addSync(sync1, 2000, 2100);  // device 1: 2050 - 2100
+  tracker.advance(3000);
+  tracker.addOperation(on(0, op(3000, 3100)));
+  ClockOffsetBounds b = tracker.finish(/*syncReturnNs=*/3500);
+  ASSERT_TRUE(b.hasLow && b.hasHigh);
+  EXPECT_EQ(b.highNs, 30);
+  EXPECT_EQ(b.lowNs, -50);
+  ASSERT_EQ(b.devices.size(), 2u);
+  EXPECT_EQ(b.devices[0].first, 0u);
+  EXPECT_EQ(b.devices[0].second.highNs, 50);
+  EXPECT_EQ(b.devices[0].second.lowNs, -200) << "its sync; the window's end (-400) is looser";
+  EXPECT_EQ(b.devices[1].first, 1u);
+  EXPECT_EQ(b.devices[1].second.highNs, 30);
+  EXPECT_EQ(b.devices[1].second.lowNs, -50);
+}
+
 }  // namespace
 }  // namespace kinetrace::detail

@@ -7,6 +7,8 @@
 #include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/sink.h"
+#include "model/trace_data.h"
+#include "session/metadata.h"
 #include "session/session_support.h"
 #include "support/test_support.h"
 
@@ -110,6 +112,35 @@ TEST(MetadataTest, KinetracesOwnKeysWinOverTheUsers) {
   const Metadata metadata = trace.metadata();
   EXPECT_EQ(metadataValue(metadata, "kinetrace_memory_cap_bytes"), Value(uint64_t{1024} << 20));
   EXPECT_EQ(metadataValue(metadata, "kinetrace_record_counts").kind(), Value::Kind::Object);
+}
+
+// The clock offset bound is given for the trace and for each device, whose clock is
+// converted on its own.
+TEST(MetadataTest, TheClockOffsetBoundIsGivenPerDeviceToo) {
+  detail::TraceData trace;
+  trace.clockBounds.atMost(30);
+  trace.clockBounds.atLeast(-50);
+  detail::ClockOffsetBound first;
+  first.atMost(50);
+  first.atLeast(-200);
+  detail::ClockOffsetBound second;
+  second.atMost(30);
+  trace.clockBounds.devices = {{0, first}, {1, second}};
+  const Metadata footer = detail::footerMetadata(trace, {}, {});
+  const Value bound = metadataValue(footer, "kinetrace_gpu_clock_offset_bound_ns");
+  ASSERT_EQ(bound.kind(), Value::Kind::Object);
+  EXPECT_EQ(*bound.find("low"), Value(int64_t{-50}));
+  EXPECT_EQ(*bound.find("high"), Value(int64_t{30}));
+  const Value* devices = bound.find("devices");
+  ASSERT_NE(devices, nullptr);
+  ASSERT_EQ(devices->asArray().size(), 2u);
+  const Value& one = devices->asArray()[0];
+  EXPECT_EQ(*one.find("device"), Value(int64_t{0}));
+  EXPECT_EQ(*one.find("low"), Value(int64_t{-200}));
+  EXPECT_EQ(*one.find("high"), Value(int64_t{50}));
+  const Value& two = devices->asArray()[1];
+  EXPECT_EQ(*two.find("device"), Value(int64_t{1}));
+  EXPECT_EQ(two.find("low"), nullptr) << "no synchronisation bounded device 1 from below";
 }
 
 }  // namespace
