@@ -372,6 +372,28 @@ def check_top_level(report, trace, expect_drops):
     check_drops(report, top, expect_drops)
     check_record_counts(report, trace)
     check_memory_peak(report, top)
+    check_clock_bounds(report, trace)
+
+
+def check_clock_bounds(report, trace):
+    """The GPU clock offset bound, when given, is given per device too: every device with GPU
+    work in the trace has its own, and no bound is empty (low above high)."""
+    bound = trace.top.get("kinetrace_gpu_clock_offset_bound_ns")
+    if bound is None:
+        report.info("GPU clock offset bound", "none (no launch joined to its work)")
+        return
+    devices = bound.get("devices") if isinstance(bound, dict) else None
+    if not isinstance(devices, list):
+        report.check("GPU clock offset bound per device", False, f"got {bound!r}")
+        return
+    bounded = {d.get("device") for d in devices if isinstance(d, dict)}
+    with_work = {args_of(e).get("device", e.get("pid")) for e in trace.gpu_ops}
+    missing = sorted(d for d in with_work if d not in bounded)
+    empty = [d for d in [bound] + devices if isinstance(d, dict) and is_int(d.get("low"))
+             and is_int(d.get("high")) and d["low"] > d["high"]]
+    report.check("GPU clock offset bound per device", not missing and not empty,
+                 f"devices without one: {missing}; empty bounds: {examples(empty)}" if missing or empty
+                 else ", ".join(f"device {d.get('device')}: [{d.get('low')}, {d.get('high')}] ns" for d in devices))
 
 
 def check_drops(report, top, expect_drops):

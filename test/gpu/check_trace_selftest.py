@@ -311,7 +311,8 @@ def synthesize(manifest):
         "kinetrace_window_start_ns": BASE_NS, "kinetrace_window_stop_ns": BASE_NS + cursor,
         "kinetrace_host_clock_drift_ns": -120,
         "kinetrace_memory_peak_bytes": 3 << 20, "kinetrace_memory_cap_bytes": CAP_BYTES,
-        "kinetrace_gpu_clock_offset_bound_ns": {"low": -2000, "high": 5000, "meaning": "GPU minus host"},
+        "kinetrace_gpu_clock_offset_bound_ns": {"low": -2000, "high": 5000, "meaning": "GPU minus host",
+                                                "devices": [{"device": 0, "low": -2000, "high": 5000}]},
         "census_mode": "census",
         "traceName": "synthetic.json",
     }
@@ -379,6 +380,15 @@ def kernel_before_launch(t):
 def crossing_ranges(t):
     r = find(t, cat="user_annotation", name="census/graph")
     r["dur"] += 30.0  # now ends inside the next range
+
+
+def clock_bound_without_devices(t):
+    """The offset bound is given for the trace only, not for the device that ran the work."""
+    del t["kinetrace_gpu_clock_offset_bound_ns"]["devices"]
+
+
+def empty_device_clock_bound(t):
+    t["kinetrace_gpu_clock_offset_bound_ns"]["devices"][0]["low"] = 6000
 
 
 def overlap_on_gpu_track(t):
@@ -546,6 +556,8 @@ CASES = [
     ("census trace as kinetrace should write it", no_change, [], []),
     ("a kernel missing", drop_kernel, [], ["each kernel appears exactly as often as launched", "no unexpected kernels"]),
     ("a kernel before its launch", kernel_before_launch, [], ["GPU ops start at or after their launch call"]),
+    ("no clock bound per device", clock_bound_without_devices, [], ["GPU clock offset bound per device"]),
+    ("a device's clock bound empty", empty_device_clock_bound, [], ["GPU clock offset bound per device"]),
     ("host ranges crossing", crossing_ranges, [], [NESTING]),
     ("ops overlapping on one GPU lane", overlap_on_gpu_track, [], [NESTING]),
     ("syncs overlapping on a sync track", overlap_on_sync_track, [], [NESTING]),
