@@ -23,6 +23,10 @@ constexpr std::size_t kGraphLaunchesKept = 1024;
 // instantiates it uses 20,000; one that captures anew every step reaches the cap, and the
 // nodes past it are counted (graphNodeSitesNotKept), their work written without a site.
 constexpr std::size_t kGraphNodeSitesKept = std::size_t{1} << 18;
+// Host events whose arguments (NVTX payloads) are kept. NCCL gives one per collective call:
+// a job making 1,000 calls a step fills it in a few hundred steps of one window; the events
+// past it are written without their arguments and counted (eventArgsNotKept).
+constexpr std::size_t kEventArgsKept = std::size_t{1} << 18;
 // Ends of async ranges that began before the recording are kept this long in case their
 // begin is still to be drained, then dropped.
 constexpr int64_t kEarlyEndGraceNs = 2'000'000'000;
@@ -113,6 +117,30 @@ StringId Assembler::apiNameOf(ApiDomain domain, uint32_t callbackId) {
   return id;
 }
 
+uint32_t Assembler::keepArgs(const HostName& event, uint64_t rangeId) {
+  if (event.args.empty()) return 0;
+  if (tables_.eventArgs.size() >= kEventArgsKept) {
+    ++losses_.eventArgsNotKept;
+    return 0;
+  }
+  StoredArgs stored;
+  forEachEventArg(event.args, [&](const EventArg& arg) {
+    StoredArg value;
+    value.key = tables_.strings.intern(arg.key);
+    value.type = arg.type;
+    value.number = arg.number;
+    if (arg.type == ArgType::Text) value.text = tables_.strings.intern(arg.text);
+    stored.values.push_back(value);
+  });
+  if (stored.values.empty()) return 0;
+  stored.event = intern(event);
+  stored.nccl = event.text.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix;
+  tables_.eventArgs.push_back(std::move(stored));
+  const auto index = static_cast<uint32_t>(tables_.eventArgs.size());
+  if (rangeId != 0) tables_.argsOfRange[rangeId] = index;
+  return index;
+}
+
 void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) {
   if (!inWindow(timeNs)) {
     ++losses_.outOfWindowEvents;
@@ -122,6 +150,7 @@ void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
   const uint64_t parent = stack.empty() ? 0 : stack.back().id;
   const StringId nameId = intern(name);
   stack.push_back(OpenRange{timeNs, id, nameId});
+  keepArgs(name, id);
   if (!collectsSpans()) return;
   RangeState& state = ranges_[id];
   state.parentId = parent;
@@ -176,7 +205,8 @@ void Assembler::onInstant(uint32_t instance, int64_t timeNs, HostName name) {
     ++losses_.outOfWindowEvents;
     return;
   }
-  ready_.instants.push_back(InstantRecord{timeNs, intern(name), threadOf(instance)});
+  ready_.instants.push_back(
+      InstantRecord{timeNs, intern(name), threadOf(instance), keepArgs(name, 0)});
 }
 
 void Assembler::onCounter(uint32_t instance, int64_t timeNs, HostName name, double value) {
@@ -295,6 +325,7 @@ void Assembler::onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
     return;
   }
   AsyncOpen open{timeNs, intern(name), threadOf(instance)};
+  keepArgs(name, id);
   if (collectsSpans()) ranges_[id].name = open.name;
   auto early = asyncEndedEarly_.find(id);
   if (early != asyncEndedEarly_.end()) {

@@ -150,6 +150,10 @@ class Assembler final : public HostEventVisitor {
   uint32_t threadOfTid(int64_t tid);
   StringId intern(HostName name);
   StringId apiNameOf(ApiDomain domain, uint32_t callbackId);
+  // Keeps an event's arguments in the tables; returns InstantRecord::args for them.
+  // `rangeId`: a range's External id (0 for an instant), by which its record and the GPU
+  // work launched inside it find them.
+  uint32_t keepArgs(const HostName& event, uint64_t rangeId);
   bool keepsPending(CallEffect effect) const;
   PendingCall* findCall(uint32_t correlationId);
   void forgetCall(uint32_t correlationId, const PendingCall& call);

@@ -5,6 +5,7 @@
 
 #include "host/host_recorder.h"
 #include "kinetrace/host.h"
+#include "model/event_args.h"
 
 namespace kinetrace {
 namespace detail {
@@ -45,14 +46,51 @@ inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name na
   return true;
 }
 
-inline void beginRange(ThreadBuffer& buffer, Name name) noexcept {
+// A copied name followed by its arguments, encoded straight into the thread's buffer.
+// `args` empty: written as record() would.
+inline bool recordWithArgs(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name name,
+                           const EventArg* args, std::size_t count) noexcept {
+  if (count == 0) return record(buffer, kind, a, name);
+  // Encoded on the stack first: the slots to reserve depend on the encoded length.
+  char encoded[kMaxEventArgBytes];
+  const std::size_t bytes = encodeEventArgs(args, count, encoded, sizeof encoded);
+  const uint32_t extra = nameSlots(name.size + bytes);
+  HostEventRecord* r = HostRecorder::reserve(buffer, 1 + extra);
+  if (r == nullptr) return false;
+  r->ticks = Clock::ticks();
+  r->a = a;
+  r->b = 0;
+  r->c = name.size;
+  r->d = static_cast<uint16_t>(bytes);
+  r->kind = kind;
+  r->flags = kNameInline | kHasArgs;
+  char* inline_bytes = reinterpret_cast<char*>(r + 1);
+  std::memcpy(inline_bytes, name.data, name.size);
+  std::memcpy(inline_bytes + name.size, encoded, bytes);
+  HostRecorder::publish(buffer, 1 + extra);
+  return true;
+}
+
+inline uint64_t beginRangeId(ThreadBuffer& buffer) noexcept {
   // The depth moves even when the record is dropped, so the matching end closes this range
   // and not its parent; the end names the range it closes, so a dropped begin is never
   // paired with another range's end.
   uint64_t id = buffer.nextRangeSeq++;
   if (buffer.depth < kMaxRangeDepth) buffer.openRanges[buffer.depth] = id;
   ++buffer.depth;
-  record(buffer, HostEventKind::RangeBegin, id, name);
+  return id;
+}
+
+inline void beginRange(ThreadBuffer& buffer, Name name) noexcept {
+  record(buffer, HostEventKind::RangeBegin, beginRangeId(buffer), name);
+}
+
+// Async range ids come from the thread's range sequence: unique across threads, usable as
+// the External id that links GPU work to the range, and they name the starting thread.
+inline uint64_t startAsyncRangeId(ThreadBuffer& buffer) noexcept {
+  const uint64_t id = buffer.nextRangeSeq++;
+  buffer.openAsync[buffer.asyncNext++ % kOpenAsyncSlots].store(id, std::memory_order_relaxed);
+  return id;
 }
 
 inline uint64_t bitsOf(double value) noexcept {
@@ -114,12 +152,31 @@ void counterCopy(std::string_view name, double value) noexcept {
 uint64_t startAsyncRangeCopy(std::string_view name) noexcept {
   ThreadBuffer* buffer = HostRecorder::threadBuffer();
   if (buffer == nullptr) return 0;
-  // Ids come from the thread's range sequence: unique across threads, usable as the
-  // External id that links GPU work to the range, and they name the starting thread.
-  const uint64_t id = buffer->nextRangeSeq++;
-  buffer->openAsync[buffer->asyncNext++ % kOpenAsyncSlots].store(id, std::memory_order_relaxed);
+  const uint64_t id = startAsyncRangeId(*buffer);
   record(*buffer, HostEventKind::AsyncBegin, id, copiedName(name));
   return id;
+}
+
+void beginRangeWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept {
+  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
+    recordWithArgs(*buffer, HostEventKind::RangeBegin, beginRangeId(*buffer), copiedName(name),
+                   args, count);
+  }
+}
+
+uint64_t startAsyncRangeWithArgs(std::string_view name, const EventArg* args,
+                                 std::size_t count) noexcept {
+  ThreadBuffer* buffer = HostRecorder::threadBuffer();
+  if (buffer == nullptr) return 0;
+  const uint64_t id = startAsyncRangeId(*buffer);
+  recordWithArgs(*buffer, HostEventKind::AsyncBegin, id, copiedName(name), args, count);
+  return id;
+}
+
+void instantWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept {
+  if (ThreadBuffer* buffer = HostRecorder::threadBuffer()) {
+    recordWithArgs(*buffer, HostEventKind::Instant, 0, copiedName(name), args, count);
+  }
 }
 
 void endAsyncRangeNow(uint64_t id) noexcept {

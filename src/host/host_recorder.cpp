@@ -393,17 +393,20 @@ void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, u
   auto nameOf = [&](const HostEventRecord& r) {
     if (r.flags & kNameStatic) {
       const char* literal = reinterpret_cast<const char*>(r.b);
-      return HostName{std::string_view(literal, r.c), literal};
+      return HostName{std::string_view(literal, r.c), literal, {}};
     }
     if (r.flags & kNameInline) {
-      return HostName{std::string_view(reinterpret_cast<const char*>(&r + 1), r.c), nullptr};
+      const char* bytes = reinterpret_cast<const char*>(&r + 1);
+      HostName name{std::string_view(bytes, r.c), nullptr, {}};
+      if (r.flags & kHasArgs) name.args = std::string_view(bytes + r.c, r.d);
+      return name;
     }
     return HostName{};
   };
   uint32_t i = from;
   while (i < to) {
     const HostEventRecord& r = chunk.slots[i];
-    i += 1 + ((r.flags & kNameInline) ? nameSlots(r.c) : 0);
+    i += 1 + inlineSlots(r);
     const int64_t t = clock.toEpochNs(r.ticks);
     switch (r.kind) {
       case HostEventKind::RangeBegin:

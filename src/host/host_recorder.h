@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/clock.h"
+#include "model/event_args.h"
 #include "model/memory_budget.h"
 #include "model/records.h"
 
@@ -59,6 +60,9 @@ enum class HostEventKind : uint8_t {
 //               node it was cloned from
 // A name is either a literal (flags & kNameStatic: b = its address, c = its length) or
 // copied (flags & kNameInline: c = its length, the bytes fill the next nameSlots(c) slots).
+// A RangeBegin, AsyncBegin or Instant with arguments (flags & kHasArgs, always copied) has
+// them encoded (model/event_args.h) right after its name: d = their length, and the name
+// and arguments fill the next nameSlots(c + d) slots.
 struct HostEventRecord {
   uint64_t ticks;
   uint64_t a;
@@ -76,6 +80,7 @@ enum HostRecordFlags : uint8_t {
   kApiDriver = 4,
   kApiEffectShift = 3,  // bits 3..5: CallEffect
   kGraphNodeCloned = 64,
+  kHasArgs = 128,
 };
 
 constexpr std::size_t kChunkSlots = 4096;          // 128 KiB of records
@@ -113,7 +118,14 @@ struct RecordChunk {
 struct HostName {
   std::string_view text;
   const char* literal = nullptr;
+  std::string_view args;  // the event's encoded arguments (model/event_args.h); empty: none
 };
+
+// How many slots after a record its name and arguments fill.
+inline uint32_t inlineSlots(const HostEventRecord& r) {
+  if (!(r.flags & kNameInline)) return 0;
+  return nameSlots(r.c + ((r.flags & kHasArgs) ? uint32_t{r.d} : 0u));
+}
 
 // Receives the events of one drain, in the order each thread recorded them (threads one
 // after the other). Times are epoch nanoseconds. `instance` identifies a thread for the
@@ -265,6 +277,15 @@ class HostRecorder {
   uint64_t lastGeneration_ = 0;
   uint32_t nextInstance_ = 1;
 };
+
+// A range, async range or instant with typed arguments (an NVTX payload), on the calling
+// thread; the name and the arguments are copied. Like kinetrace::beginRange,
+// startAsyncRange and instant otherwise (the range is ended by kinetrace::endRange, the
+// async range by endAsyncRange).
+void beginRangeWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept;
+uint64_t startAsyncRangeWithArgs(std::string_view name, const EventArg* args,
+                                 std::size_t count) noexcept;
+void instantWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept;
 
 // ---- inline hot path ----------------------------------------------------------------
 

@@ -1,9 +1,10 @@
-// The injection library's two entry points, and the process-wide controller they create.
+// The injection library's entry points, and the process-wide controller they create.
 //
 //   CUDA_INJECTION64_PATH=libkinetrace_injection.so   the CUDA driver loads the library in
 //       cuInit() and calls InitializeInjection(): recording starts here (or is armed).
 //   NVTX_INJECTION64_PATH=libkinetrace_injection.so   each NVTX instance loads it on its first
-//       call and calls InitializeInjectionNvtx2(): NVTX calls are routed to kinetrace.
+//       call and calls InitializeInjectionNvtx2(): NVTX calls are routed to kinetrace; and
+//       InitializeInjectionNvtxExtension() for each extension module it uses (payloads).
 //
 // Both paths name the same file, so the process holds one copy of the library.
 
@@ -19,6 +20,7 @@
 
 #include "inject/controller.h"
 #include "inject/nvtx_injection.h"
+#include "inject/nvtx_payload.h"
 #include "inject/process_hooks.h"
 #include "inject/run_manifest.h"
 #include "kinetrace/config.h"
@@ -129,4 +131,10 @@ KINETRACE_INJECTION_EXPORT int InitializeInjection(void) {
 
 KINETRACE_INJECTION_EXPORT int InitializeInjectionNvtx2(const void* (*getExportTable)(uint32_t)) {
   return kinetrace::inject::initializeNvtxInjection(getExportTable);
+}
+
+// NVTX extension modules (the payload extension NCCL describes its calls with) load the
+// same library again and call this once per module (inject/nvtx_payload.h).
+KINETRACE_INJECTION_EXPORT int InitializeInjectionNvtxExtension(void* moduleInfo) {
+  return kinetrace::inject::initializeNvtxExtension(moduleInfo);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "inject/nvtx_payload.h"
 #include "kinetrace/host.h"
 #include "session/seam.h"
 
@@ -198,6 +199,52 @@ std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_
   return writer.view();
 }
 
+// NVTX_PAYLOAD_TYPE_EXT: the payload is an array of nvtxPayloadData_t (reserved0 long)
+// described by registered schemas (inject/nvtx_payload.h).
+constexpr int32_t kPayloadTypeExtension = static_cast<int32_t>(0xDFBD0009);
+
+// An event's arguments, from its extended payload; 0 when it has none.
+std::size_t payloadArgs(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes,
+                        detail::EventArg (&args)[detail::kMaxEventArgs]) {
+  if (attributes == nullptr ||
+      attributes->size < offsetof(nvtxEventAttributes_t, payload) + sizeof(attributes->payload) ||
+      attributes->payloadType != kPayloadTypeExtension) {
+    return 0;
+  }
+  return decodeNvtxPayload(domain,
+                           reinterpret_cast<const void*>(
+                               static_cast<uintptr_t>(attributes->payload.ullValue)),
+                           attributes->reserved0, args, detail::kMaxEventArgs);
+}
+
+// The recording calls for an event that may carry a payload.
+void beginRangeOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  detail::EventArg args[detail::kMaxEventArgs];
+  const std::size_t count = payloadArgs(domain, attributes, args);
+  if (count == 0) {
+    kinetrace::beginRange(std::string_view(eventName(domain, attributes)));
+  } else {
+    internal::beginRangeWithArgs(eventName(domain, attributes), args, count);
+  }
+}
+
+nvtxRangeId_t startRangeOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  detail::EventArg args[detail::kMaxEventArgs];
+  const std::size_t count = payloadArgs(domain, attributes, args);
+  if (count == 0) return kinetrace::startAsyncRange(eventName(domain, attributes));
+  return internal::startAsyncRangeWithArgs(eventName(domain, attributes), args, count);
+}
+
+void markOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  detail::EventArg args[detail::kMaxEventArgs];
+  const std::size_t count = payloadArgs(domain, attributes, args);
+  if (count == 0) {
+    kinetrace::instant(std::string_view(eventName(domain, attributes)));
+  } else {
+    internal::instantWithArgs(eventName(domain, attributes), args, count);
+  }
+}
+
 // ---- step marks ------------------------------------------------------------------------
 
 struct StepMarks {
@@ -251,13 +298,13 @@ int pushW(const wchar_t* message) {
 
 int pushEx(const nvtxEventAttributes_t* attributes) {
   noteStepMark([attributes] { return messageOf(attributes); });
-  if (countEvent()) kinetrace::beginRange(std::string_view(eventName(nullptr, attributes)));
+  if (countEvent()) beginRangeOf(nullptr, attributes);
   return tNvtxDepth++;
 }
 
 int domainPushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
   noteStepMark([attributes] { return messageOf(attributes); });
-  if (countEvent()) kinetrace::beginRange(std::string_view(eventName(domain, attributes)));
+  if (countEvent()) beginRangeOf(domain, attributes);
   return tNvtxDepth++;
 }
 
@@ -286,12 +333,12 @@ nvtxRangeId_t startW(const wchar_t* message) {
 
 nvtxRangeId_t startEx(const nvtxEventAttributes_t* attributes) {
   noteStepMark([attributes] { return messageOf(attributes); });
-  return countEvent() ? kinetrace::startAsyncRange(eventName(nullptr, attributes)) : 0;
+  return countEvent() ? startRangeOf(nullptr, attributes) : 0;
 }
 
 nvtxRangeId_t domainStartEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
   noteStepMark([attributes] { return messageOf(attributes); });
-  return countEvent() ? kinetrace::startAsyncRange(eventName(domain, attributes)) : 0;
+  return countEvent() ? startRangeOf(domain, attributes) : 0;
 }
 
 void end(nvtxRangeId_t id) {
@@ -312,11 +359,11 @@ void markW(const wchar_t* message) {
 }
 
 void markEx(const nvtxEventAttributes_t* attributes) {
-  if (countEvent()) kinetrace::instant(std::string_view(eventName(nullptr, attributes)));
+  if (countEvent()) markOf(nullptr, attributes);
 }
 
 void domainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  if (countEvent()) kinetrace::instant(std::string_view(eventName(domain, attributes)));
+  if (countEvent()) markOf(domain, attributes);
 }
 
 // ---- names and registrations -------------------------------------------------------
@@ -381,6 +428,11 @@ void install(NvtxFunctionTable table, unsigned int size, unsigned int slot, Func
 }
 
 }  // namespace
+
+std::string_view registeredStringText(const void* handle) noexcept {
+  if (handle == nullptr) return {};
+  return static_cast<const nvtxStringRegistration_st*>(handle)->text;
+}
 
 int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
   if (getExportTable == nullptr) return 0;

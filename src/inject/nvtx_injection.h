@@ -23,7 +23,9 @@
 //   nvtxMark{A,W,Ex}, nvtxDomainMarkEx -> an instant.
 //   nvtxNameOsThread{A,W} -> the thread's name.
 //   Domains prefix the message: "NCCL: ncclAllReduce". Registered strings resolve to their
-//   text. Colors, categories and payloads are not recorded.
+//   text. Colors, categories and scalar payloads are not recorded; extended payloads
+//   (NVTX_PAYLOAD_TYPE_EXT, described by registered schemas: NCCL's message sizes,
+//   communicators and peers) become the event's arguments (inject/nvtx_payload.h).
 // Outside a recording every call returns after a relaxed load and a count kept per thread.
 //
 // Counted since the process started, so a trace can say why it holds no NVTX ranges: no

@@ -80,12 +80,14 @@ struct RangeRecord {
   bool unfinished = false;  // still open at stop; endNs is the stop time
   bool async = false;       // an async range: `lane` is its track among the async tracks
   uint16_t lane = 0;
+  // Its arguments (an NVTX payload), if any: TraceTables::argsOfRange[externalId].
 };
 
 struct InstantRecord {
   int64_t timeNs = 0;
   StringId name = 0;
   uint32_t thread = 0;
+  uint32_t args = 0;  // its arguments (an NVTX payload): TraceTables::eventArgs[args - 1]; 0: none
 };
 
 struct CounterRecord {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "kinetrace/value.h"
+#include "model/event_args.h"
 #include "model/records.h"
 #include "model/string_table.h"
 
@@ -25,6 +27,7 @@ struct LossCounters {
   uint64_t gpuOpsWithoutLaunch = 0;      // GPU op whose launch call was not recorded
   uint64_t unfinishedRanges = 0;
   uint64_t graphNodeSitesNotKept = 0;  // graph nodes created past the cap on creation sites
+  uint64_t eventArgsNotKept = 0;       // events whose arguments came past the cap on them
 };
 
 // How many records of each kind a trace holds (also when they were streamed to a file).
@@ -60,6 +63,10 @@ struct TraceTables {
   StringTable strings;
   std::vector<ThreadInfo> threads;
   std::vector<GraphNodeSite> graphNodeSites;  // records' graphNodeSite - 1
+  // Host events' arguments (NVTX payloads): records' args - 1. A range's are also found by
+  // its External id, so the GPU work launched inside NCCL's ranges can carry them.
+  std::vector<StoredArgs> eventArgs;
+  std::unordered_map<uint64_t, uint32_t> argsOfRange;  // External id -> index + 1
   int64_t pid = 0;
   std::string processName = "host";
 };

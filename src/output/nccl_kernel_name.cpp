@@ -1,6 +1,7 @@
 #include "output/nccl_kernel_name.h"
 
 #include <array>
+#include <utility>
 
 namespace kinetrace::detail {
 namespace {
@@ -74,6 +75,24 @@ std::optional<NcclKernelName> parseNcclKernelName(std::string_view name) {
   }
   if (typeStart != nullptr) out.datatype = std::string_view(typeStart, typeEnd - typeStart);
   return out;
+}
+
+std::string_view ncclPayloadArgName(std::string_view payloadEntry) {
+  // The names NCCL gives its payload entries (src/include/nvtx_payload_schemas.h in NCCL).
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"Message size [bytes]", "nccl bytes"},
+      {"Bytes", "nccl bytes"},  // NCCL 2.19-2.23's broadcast, send and receive
+      {"NCCL communicator ID", "nccl communicator"},
+      {"Reduction operation", "nccl reduction"},
+      {"Peer rank", "nccl peer"},
+      {"Root", "nccl root"},
+      {"No. of ranks", "nccl ranks"},
+      {"Rank", "nccl rank"},
+  };
+  for (const auto& [entry, arg] : kNames) {
+    if (entry == payloadEntry) return arg;
+  }
+  return {};
 }
 
 }  // namespace kinetrace::detail

@@ -26,4 +26,11 @@ struct NcclKernelName {
 // The parts of an NCCL kernel's name (views into `name`), or nullopt when it is not one.
 std::optional<NcclKernelName> parseNcclKernelName(std::string_view name);
 
+// What the GPU work launched inside an NCCL call carries of that call's NVTX payload (NCCL
+// 2.19 and later describe each call in its "NCCL" NVTX domain: "Message size [bytes]",
+// "NCCL communicator ID", "Peer rank", "Root", "Reduction operation", ...): the argument name
+// the work gets ("nccl bytes", "nccl communicator", ...), or empty for entries it does not
+// carry.
+std::string_view ncclPayloadArgName(std::string_view payloadEntry);
+
 }  // namespace kinetrace::detail

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <optional>
@@ -41,11 +43,17 @@ constexpr uint64_t kOverheadDeviceBase = uint64_t{1} << 30;
 // args).
 class ArgList {
  public:
-  static constexpr std::size_t kCapacity = 24;
+  static constexpr std::size_t kCapacity = 40;
   void clear() { count_ = 0; }
   void add(std::string_view key, ArgValue value) {
     assert(count_ < kCapacity && "an event kind gained args: raise kCapacity");
     if (count_ < kCapacity) args_[count_++] = Arg{key, value};
+  }
+  bool has(std::string_view key) const {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (args_[i].key == key) return true;
+    }
+    return false;
   }
   const Arg* data() const { return args_.data(); }
   std::size_t size() const { return count_; }
@@ -196,6 +204,54 @@ class EventWriter::Impl {
     args_.add("context", int64_t{at.contextId});
     args_.add("stream", int64_t{at.streamId});
     args_.add("correlation", int64_t{at.correlationId});
+    if (at.externalId != 0 && !tables_.argsOfRange.empty()) addNcclCallArgs(at.externalId);
+  }
+  // An event's own arguments (an NVTX payload), under their own names.
+  void addEventArgs(uint32_t args) {
+    if (args == 0 || args > tables_.eventArgs.size()) return;
+    for (const StoredArg& arg : tables_.eventArgs[args - 1].values) {
+      addStoredArg(tables_.strings.get(arg.key), arg);
+    }
+  }
+  // GPU work launched inside an NCCL call carries what the call's NVTX payload says: the
+  // call ("nccl call": "ncclAllReduce"), the message size, communicator, peer or root.
+  void addNcclCallArgs(uint64_t externalId) {
+    const auto found = tables_.argsOfRange.find(externalId);
+    if (found == tables_.argsOfRange.end() || found->second > tables_.eventArgs.size()) return;
+    const StoredArgs& call = tables_.eventArgs[found->second - 1];
+    if (!call.nccl) return;
+    args_.add("nccl call", tables_.strings.get(call.event).substr(kNcclRangePrefix.size()));
+    for (const StoredArg& arg : call.values) {
+      const std::string_view name = ncclPayloadArgName(tables_.strings.get(arg.key));
+      if (!name.empty()) addStoredArg(name, arg);
+    }
+  }
+  void addStoredArg(std::string_view key, const StoredArg& arg) {
+    switch (arg.type) {
+      case ArgType::Unsigned:
+        // JSON readers hold numbers as doubles: an integer past 2^53 (NCCL's communicator
+        // ids are 64-bit hashes) is written as its decimal text, to stay exact.
+        if (arg.number > (uint64_t{1} << 53)) {
+          char* text = bigNumbers_[args_.size() % bigNumbers_.size()].data();
+          const auto written = std::to_chars(text, text + 24, arg.number);
+          args_.add(key, std::string_view(text, static_cast<std::size_t>(written.ptr - text)));
+        } else {
+          args_.add(key, arg.number);
+        }
+        break;
+      case ArgType::Signed:
+        args_.add(key, static_cast<int64_t>(arg.number));
+        break;
+      case ArgType::Double: {
+        double value;
+        std::memcpy(&value, &arg.number, sizeof value);
+        args_.add(key, value);
+        break;
+      }
+      case ArgType::Text:
+        args_.add(key, tables_.strings.get(arg.text));
+        break;
+    }
   }
   // What an NCCL kernel's name says (output/nccl_kernel_name.h), as arguments a viewer shows
   // and an analysis can group by: the operation, its reduction and datatype, NCCL's
@@ -205,7 +261,10 @@ class EventWriter::Impl {
     if (!nccl) return;
     args_.add("nccl operation", nccl->operation);
     args_.add("nccl collective", nccl->collective);
-    if (!nccl->reduction.empty()) args_.add("nccl reduction", nccl->reduction);
+    // The call's payload may have named the reduction already.
+    if (!nccl->reduction.empty() && !args_.has("nccl reduction")) {
+      args_.add("nccl reduction", nccl->reduction);
+    }
     if (!nccl->datatype.empty()) args_.add("nccl datatype", nccl->datatype);
     if (!nccl->algorithm.empty()) args_.add("nccl algorithm", nccl->algorithm);
     if (!nccl->protocol.empty()) args_.add("nccl protocol", nccl->protocol);
@@ -242,6 +301,7 @@ class EventWriter::Impl {
   std::vector<OverheadTrack> overheadTracks_;  // sorted
   std::vector<GpuTrack> gpuTracks_;            // sorted
   std::array<GpuTrack, 64> recentTracks_{};
+  std::array<std::array<char, 24>, ArgList::kCapacity> bigNumbers_{};  // addStoredArg's texts
 };
 
 void EventWriter::Impl::writeHost(const TraceRecords& r) {
@@ -263,6 +323,10 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
           range.endNs - range.startNs);
     args_.add("External id", range.externalId);
     if (range.unfinished) args_.add("unfinished", true);
+    if (!tables_.argsOfRange.empty()) {
+      const auto args = tables_.argsOfRange.find(range.externalId);
+      if (args != tables_.argsOfRange.end()) addEventArgs(args->second);
+    }
     send();
   }
   for (const ApiCallRecord& call : r.apiCalls) {
@@ -283,6 +347,7 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
   for (const InstantRecord& instant : r.instants) {
     start(Phase::Instant, "user_instant", tables_.strings.get(instant.name), pid,
           hostTid(instant.thread), instant.timeNs);
+    addEventArgs(instant.args);
     send();
   }
   for (const CounterRecord& counter : r.counters) {

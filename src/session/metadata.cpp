@@ -94,6 +94,7 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
   out.push_back({"kinetrace_gpu_ops_without_launch", l.gpuOpsWithoutLaunch});
   out.push_back({"kinetrace_unfinished_ranges", l.unfinishedRanges});
   out.push_back({"kinetrace_graph_node_sites_not_kept", l.graphNodeSitesNotKept});
+  out.push_back({"kinetrace_event_args_not_kept", l.eventArgsNotKept});
   const RecordCounts& c = trace.counts;
   out.push_back({"kinetrace_record_counts",
                  Value::object({{"ranges", c.ranges},

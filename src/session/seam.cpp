@@ -48,6 +48,19 @@ void popCorrelationId() noexcept {
   detail::HostRecorder::popCorrelation();
 }
 
+void beginRangeWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept {
+  detail::beginRangeWithArgs(name, args, count);
+}
+
+uint64_t startAsyncRangeWithArgs(std::string_view name, const EventArg* args,
+                                 std::size_t count) noexcept {
+  return detail::startAsyncRangeWithArgs(name, args, count);
+}
+
+void instantWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept {
+  detail::instantWithArgs(name, args, count);
+}
+
 std::optional<Value> parseJson(const std::string& text) {
   return detail::parseJsonValue(text);
 }

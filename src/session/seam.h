@@ -12,6 +12,7 @@
 #include "kinetrace/profiler.h"
 #include "kinetrace/trace.h"
 #include "kinetrace/value.h"
+#include "model/event_args.h"
 
 // The internal seam: what front-ends built on kinetrace's core -- the CUDA injection
 // (src/inject), the libkineto-compatible API -- need beyond the public API. Exported from
@@ -85,6 +86,18 @@ KINETRACE_API int64_t gpuAnnotationTrackTid(uint32_t streamId) noexcept;
 
 // kinetrace's clock now, in epoch nanoseconds: the time base of every event it records.
 KINETRACE_API int64_t clockNowNs() noexcept;
+
+// A range, async range or instant carrying typed arguments (what an NVTX payload says):
+// like kinetrace::beginRange, startAsyncRange and instant, on the calling thread, with the
+// arguments copied along with the name (up to kMaxEventArgs, kMaxEventArgBytes encoded). No
+// lock, no allocation, no system call.
+using EventArg = detail::EventArg;
+KINETRACE_API void beginRangeWithArgs(std::string_view name, const EventArg* args,
+                                      std::size_t count) noexcept;
+KINETRACE_API uint64_t startAsyncRangeWithArgs(std::string_view name, const EventArg* args,
+                                               std::size_t count) noexcept;
+KINETRACE_API void instantWithArgs(std::string_view name, const EventArg* args,
+                                   std::size_t count) noexcept;
 
 // Names a thread by its OS id (nvtxNameOsThread), from any thread; takes a lock.
 KINETRACE_API void nameOsThread(int64_t tid, std::string_view name);

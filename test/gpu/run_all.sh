@@ -15,6 +15,7 @@
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
 # graphs_graph_level.md, torch_graphs_node.md, torch_graphs_graph.md, torch_graphs_overhead.md,
+# nccl_payload.md,
 # analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
@@ -303,6 +304,27 @@ graphs() {
   return $rc
 }
 
+# NCCL's own description of its calls (NVTX payloads): a one-rank PyTorch process group's
+# collectives, checked against the sizes, reductions and roots it made (skipped where
+# PyTorch is not installed).
+nccl() {
+  local kt dir trace rc=0
+  kt=$(binary kinetrace) || return 1
+  if ! python3 -c 'import torch' 2>/dev/null; then
+    echo "PyTorch is not installed: the NCCL payload check is skipped"
+    return 0
+  fi
+  dir=$WORK_DIR/nccl
+  rm -rf "$dir" && mkdir -p "$dir"
+  run "$kt" run --output "$dir/trace" -- python3 "$SRC_DIR/bench/gpu/nccl_payload.py" run \
+    --iterations 5 --manifest "$dir/manifest.json" || return 1
+  trace=$(find "$dir/trace" -name '*.json' ! -name '*.summary.json' | head -n 1)
+  run python3 "$SRC_DIR/bench/gpu/nccl_payload.py" check "$trace" "$dir/manifest.json" \
+    --md "$OUT_DIR/nccl_payload.md" || rc=1
+  keep "$trace" nccl_trace.json.gz
+  return $rc
+}
+
 # PyTorch programs that each idle the GPU for one known reason (bench/gpu/idle_causes.py),
 # traced by torch.profiler, then `kinetrace analyze` on each: findings in
 # OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html.
@@ -429,6 +451,7 @@ main() {
   step "training-step example" training_example
   step "trace formats" formats
   step "CUDA graphs" graphs
+  step "NCCL payloads (one rank)" nccl
   step "analyze (idle causes)" analyze
   step "PyTorch backend (libkineto_api)" torch_backend
   step "DDP straggler (two GPUs)" ddp_straggler

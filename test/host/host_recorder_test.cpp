@@ -31,19 +31,22 @@ class Collected : public HostEventVisitor {
     uint64_t id;
     std::string name;
     bool literal;
+    std::string args;  // encoded (model/event_args.h)
   };
   std::vector<Event> events;
   std::map<uint32_t, int64_t> tids;
 
   void onThread(uint32_t instance, int64_t tid, std::string_view) override { tids[instance] = tid; }
   void onRangeBegin(uint32_t instance, int64_t t, uint64_t id, HostName name) override {
-    events.push_back({'B', instance, t, id, std::string(name.text), name.literal != nullptr});
+    events.push_back({'B', instance, t, id, std::string(name.text), name.literal != nullptr,
+                      std::string(name.args)});
   }
   void onRangeEnd(uint32_t instance, int64_t t, uint64_t id) override {
     events.push_back({'E', instance, t, id, "", false});
   }
   void onInstant(uint32_t instance, int64_t t, HostName name) override {
-    events.push_back({'I', instance, t, 0, std::string(name.text), name.literal != nullptr});
+    events.push_back({'I', instance, t, 0, std::string(name.text), name.literal != nullptr,
+                      std::string(name.args)});
   }
   void onCounter(uint32_t instance, int64_t t, HostName name, double value) override {
     events.push_back(
@@ -53,7 +56,7 @@ class Collected : public HostEventVisitor {
     events.push_back({'a', call.thread, call.startNs, call.correlationId, "", false});
   }
   void onAsyncBegin(uint32_t instance, int64_t t, uint64_t id, HostName name) override {
-    events.push_back({'S', instance, t, id, std::string(name.text), false});
+    events.push_back({'S', instance, t, id, std::string(name.text), false, std::string(name.args)});
   }
   void onAsyncEnd(uint32_t instance, int64_t t, uint64_t id) override {
     events.push_back({'F', instance, t, id, "", false});
@@ -110,6 +113,52 @@ TEST_F(HostRecorderTest, AnEndNamesTheRangeItCloses) {
   ASSERT_EQ(got.events.size(), 4u);
   EXPECT_EQ(got.events[2].id, got.events[1].id) << "the first end closes the inner range";
   EXPECT_EQ(got.events[3].id, got.events[0].id);
+}
+
+// Typed arguments (an NVTX payload) travel after the name in the same slots; the events
+// after them are read where they are.
+TEST_F(HostRecorderTest, ArgumentsTravelWithTheirEventAndTheNextEventsFollow) {
+  std::string key = "Message size [bytes]";
+  std::string text = "Sum";
+  Collected got = record([&] {
+    const EventArg args[] = {EventArg::unsignedValue(key, 4u << 20),
+                             EventArg::textValue("Reduction operation", text),
+                             EventArg::signedValue("Peer rank", -1),
+                             EventArg::doubleValue("ratio", 0.5)};
+    beginRangeWithArgs("NCCL: ncclAllReduce", args, 4);
+    key.assign(key.size(), '?');  // copied at the call
+    text = "Max";
+    endRange();
+    instantWithArgs("mark", args, 1);
+    endAsyncRange(startAsyncRangeWithArgs("async", args + 2, 2));
+    beginRangeWithArgs("no args", args, 0);
+    endRange();
+  });
+  ASSERT_EQ(got.events.size(), 7u);
+  auto decoded = [](const std::string& bytes) {
+    std::vector<std::string> out;
+    forEachEventArg(bytes, [&](const EventArg& arg) {
+      const std::string value = arg.type == ArgType::Text     ? std::string(arg.text)
+                                : arg.type == ArgType::Signed ? std::to_string(arg.asSigned())
+                                : arg.type == ArgType::Double ? std::to_string(arg.asDouble())
+                                                              : std::to_string(arg.number);
+      out.push_back(std::string(arg.key) + "=" + value);
+    });
+    return out;
+  };
+  EXPECT_EQ(got.events[0].name, "NCCL: ncclAllReduce");
+  EXPECT_EQ(decoded(got.events[0].args),
+            (std::vector<std::string>{"Message size [bytes]=4194304", "Reduction operation=Sum",
+                                      "Peer rank=-1", "ratio=" + std::to_string(0.5)}));
+  EXPECT_EQ(got.events[1].kind, 'E');
+  EXPECT_EQ(got.events[1].id, got.events[0].id);
+  EXPECT_EQ(got.events[2].name, "mark");
+  EXPECT_EQ(decoded(got.events[2].args).size(), 1u);
+  EXPECT_EQ(got.events[3].name, "async");
+  EXPECT_EQ(decoded(got.events[3].args), (std::vector<std::string>{"Peer rank=-1", "ratio=0.500000"}));
+  EXPECT_EQ(got.events[4].kind, 'F');
+  EXPECT_EQ(got.events[5].name, "no args");
+  EXPECT_TRUE(got.events[5].args.empty());
 }
 
 // A char array on the stack is copied: nothing read at collection time points into it.

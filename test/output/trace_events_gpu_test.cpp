@@ -169,6 +169,94 @@ TEST_F(TraceEventsGpuTest, NcclKernelsSayWhatTheirNameSays) {
   EXPECT_FALSE(kernels[1]["args"].contains("nccl operation"));
 }
 
+// What NCCL's NVTX payload said about a call (its range's arguments) reaches the GPU work
+// launched inside it; a user's range with a payload keeps its arguments to itself.
+TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndPeer) {
+  StringTable& strings = trace_.tables.strings;
+  auto arg = [&](const char* key, ArgType type, uint64_t number, const char* text = nullptr) {
+    StoredArg a;
+    a.key = strings.intern(key);
+    a.type = type;
+    a.number = number;
+    if (text != nullptr) a.text = strings.intern(text);
+    return a;
+  };
+  const uint64_t communicator = 0xb07a5c1e00000001ull;  // past 2^53
+  StoredArgs allReduce;
+  allReduce.event = strings.intern("NCCL: ncclAllReduce");
+  allReduce.nccl = true;
+  allReduce.values = {arg("NCCL communicator ID", ArgType::Unsigned, communicator),
+                      arg("Message size [bytes]", ArgType::Unsigned, 4u << 20),
+                      arg("Reduction operation", ArgType::Text, 0, "Sum")};
+  StoredArgs send;
+  send.event = strings.intern("NCCL: ncclSend");
+  send.nccl = true;
+  send.values = {arg("NCCL communicator ID", ArgType::Unsigned, 7),
+                 arg("Message size [bytes]", ArgType::Unsigned, 256),
+                 arg("Peer rank", ArgType::Signed, 1)};
+  StoredArgs user;
+  user.event = strings.intern("load batch");
+  user.values = {arg("Message size [bytes]", ArgType::Unsigned, 9)};
+  trace_.tables.eventArgs = {allReduce, send, user};
+  trace_.tables.argsOfRange = {{100, 1}, {101, 2}, {102, 3}};
+  RangeRecord range;
+  range.startNs = kStart;
+  range.endNs = kStart + 5;
+  range.externalId = 100;
+  range.name = allReduce.event;
+  trace_.records.ranges.push_back(range);
+
+  KernelRecord reduce = kernel(placement(kStart + 10, kStart + 20, 0, 9, 5));
+  reduce.name = strings.intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  reduce.at.externalId = 100;
+  KernelRecord sendKernel = kernel(placement(kStart + 30, kStart + 40, 0, 9, 6));
+  sendKernel.name = strings.intern("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
+  sendKernel.at.externalId = 101;
+  KernelRecord userKernel = kernel(placement(kStart + 50, kStart + 60, 0, 9, 7));
+  userKernel.at.externalId = 102;
+  trace_.records.kernels = {reduce, sendKernel, userKernel};
+  MemcpyRecord copy;  // a one-rank communicator's all-reduce is a copy
+  copy.at = placement(kStart + 70, kStart + 80, 0, 9, 8);
+  copy.at.externalId = 100;
+  copy.bytes = 4u << 20;
+  copy.copyKind = CopyKind::DtoD;
+  trace_.records.memcpys = {copy};
+
+  const json root = save();
+  const json call = onlyEvent(root, "X", "user_annotation");
+  EXPECT_EQ(call["args"]["NCCL communicator ID"], std::to_string(communicator))
+      << "a 64-bit id is written as text, which JSON readers keep exact";
+  EXPECT_EQ(call["args"]["Message size [bytes]"], 4u << 20);
+  EXPECT_EQ(call["args"]["Reduction operation"], "Sum");
+
+  const auto kernels = eventsWith(root, "X", "kernel");
+  ASSERT_EQ(kernels.size(), 3u);
+  EXPECT_EQ(kernels[0]["args"]["nccl call"], "ncclAllReduce");
+  EXPECT_EQ(kernels[0]["args"]["nccl bytes"], 4u << 20);
+  EXPECT_EQ(kernels[0]["args"]["nccl communicator"], std::to_string(communicator));
+  EXPECT_EQ(kernels[0]["args"]["nccl reduction"], "Sum");
+  EXPECT_EQ(kernels[0]["args"]["nccl operation"], "AllReduce") << "and what its name says";
+  EXPECT_EQ(kernels[1]["args"]["nccl call"], "ncclSend");
+  EXPECT_EQ(kernels[1]["args"]["nccl peer"], 1);
+  EXPECT_EQ(kernels[1]["args"]["nccl communicator"], 7);
+  EXPECT_FALSE(kernels[2]["args"].contains("nccl call")) << "not NCCL's range";
+  EXPECT_FALSE(kernels[2]["args"].contains("nccl bytes"));
+  const json copied = onlyEvent(root, "X", "gpu_memcpy");
+  EXPECT_EQ(copied["args"]["nccl call"], "ncclAllReduce");
+  EXPECT_EQ(copied["args"]["nccl bytes"], 4u << 20);
+
+  // Each event has the key once, though the kernel's name and its call both give the
+  // reduction (a repeated key would be ambiguous to readers): the kernel and the copy.
+  const std::string text = kinetrace::testing::fileContents((dir_ / "trace.json").string());
+  const std::string reduction = "\"nccl reduction\"";
+  std::size_t count = 0;
+  for (std::size_t at = text.find(reduction); at != std::string::npos;
+       at = text.find(reduction, at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 2u);
+}
+
 TEST_F(TraceEventsGpuTest, WritesMemcpysNamedByKindWithBandwidthAndPeerDevices) {
   MemcpyRecord copy;
   copy.at = placement(kStart + 100, kStart + 2'100, 0, 13, 50);
