@@ -6,6 +6,7 @@
 #include "kinetrace/host.h"
 #include "kinetrace/profiler.h"
 #include "model/clock.h"
+#include "session/seam.h"
 
 namespace {
 
@@ -65,6 +66,20 @@ void BM_BeginEndLiteral(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_BeginEndLiteral);
+
+// A range with what an NCCL call's NVTX payload says (decoded: communicator, size, reduction),
+// as the CUDA injection records "NCCL: ncclAllReduce".
+void BM_RangeWithNcclArgs(benchmark::State& state) {
+  const kinetrace::internal::EventArg args[] = {
+      kinetrace::internal::EventArg::unsignedValue("NCCL communicator ID", 0xb07a5c1e00000001ull),
+      kinetrace::internal::EventArg::unsignedValue("Message size [bytes]", 4u << 20),
+      kinetrace::internal::EventArg::textValue("Reduction operation", "Sum")};
+  recordInSessions(state, [&] {
+    kinetrace::internal::beginRangeWithArgs("NCCL: ncclAllReduce", args, 3);
+    kinetrace::endRange();
+  });
+}
+BENCHMARK(BM_RangeWithNcclArgs);
 
 void BM_Counter(benchmark::State& state) {
   recordInSessions(state, [] { kinetrace::counter("loss"_kt, 0.5); });

@@ -6,18 +6,21 @@ PyTorch program made.
     nccl_payload.py check TRACE MANIFEST [--md OUT.md]
 
 run: a one-rank NCCL process group (torch.distributed, backend "nccl", one GPU) makes
---iterations rounds of all_reduce (sum, and max on bf16), broadcast, reduce (min),
-all_gather_into_tensor and reduce_scatter_tensor (avg), each on a tensor of a known size.
-The manifest lists every NCCL call expected, in order, with its message size as NCCL defines
-it (the count times the datatype's size: for all-gather the part each rank sends, for
-reduce-scatter the part each receives), its reduction and its root. Run it under `kinetrace
-run`. One rank is all one GPU allows (NCCL refuses two ranks on one device); NCCL then
-launches no collective kernel, but copies the data of the out-of-place calls.
+--iterations rounds of all_reduce (sum; max on bf16; avg on float64), broadcast, reduce (min)
+and all_gather_into_tensor, each on a tensor of a known size. The manifest lists every NCCL
+call expected, in order, with its message size as NCCL defines it (the count times the
+datatype's size; for all-gather the part each rank sends), its reduction and its root. Run
+it under `kinetrace run`. One rank is all one GPU allows (NCCL refuses two ranks on one
+device); NCCL then launches no collective kernel, but copies the data of the out-of-place
+calls. (PyTorch makes a one-rank reduce_scatter_tensor a copy of its own, without NCCL.)
 
 check: a trace of that run (.json or .json.gz).
   - Every expected call is an "NCCL: <call>" range carrying NCCL's payload: "Message size
     [bytes]" (or "Bytes") equal to the manifest's, the reduction and root where it has one,
     and one "NCCL communicator ID" shared by all of them.
+  - The communicator's creation (ncclCommInitRank*) is a finished range whose payload, given
+    when it ends, names the same communicator, one rank and this rank; no NCCL range is left
+    unfinished.
   - The GPU work NCCL launched inside a call carries the call ("nccl call"), its size ("nccl
     bytes") and its communicator, and its External id is the call's range.
 Prints a markdown table (and writes it to --md). Exit status 0 on PASS, 1 on FAIL, 2 when an
@@ -51,8 +54,7 @@ def run(args):
     losses = torch.randn(777, device=device, dtype=torch.float64)      # 6,216 bytes
     shard = torch.randn(4096, device=device, dtype=torch.float16)      # 8,192 bytes
     gathered = torch.empty(4096, device=device, dtype=torch.float16)
-    full = torch.randn(8192, device=device)                            # 32,768 bytes
-    scattered = torch.empty(8192, device=device)
+    means = torch.randn(1000, device=device, dtype=torch.float64)      # 8,000 bytes
     torch.cuda.synchronize()
     for _ in range(args.iterations):
         dist.all_reduce(grads, op=dist.ReduceOp.SUM)
@@ -65,8 +67,8 @@ def run(args):
         expect("ncclReduce", losses, "Min", root=0)
         dist.all_gather_into_tensor(gathered, shard)
         expect("ncclAllGather", shard)
-        dist.reduce_scatter_tensor(scattered, full, op=dist.ReduceOp.AVG)
-        expect("ncclReduceScatter", scattered, "Avg")
+        dist.all_reduce(means, op=dist.ReduceOp.AVG)
+        expect("ncclAllReduce", means, "Avg")
     torch.cuda.synchronize()
     manifest = {
         "torch": torch.__version__,
@@ -142,6 +144,16 @@ def check(args):
             matched[want["call"]] += 1
     if len(communicators) != 1:
         problems.append(f"communicator ids seen: {dict(communicators) or 'none'}")
+    inits = [r for r in ranges if r["name"].startswith("NCCL: ncclCommInitRank")]
+    init_args = inits[0].get("args", {}) if len(inits) == 1 else {}
+    init_ok = (len(inits) == 1 and not init_args.get("unfinished")
+               and str(init_args.get("NCCL communicator ID")) in communicators
+               and init_args.get("No. of ranks") == 1 and init_args.get("Rank") == 0)
+    if not init_ok:
+        problems.append(f"communicator creation: {[(r['name'], r.get('args')) for r in inits]}")
+    unfinished = [r["name"] for r in ranges if r.get("args", {}).get("unfinished")]
+    if unfinished:
+        problems.append(f"unfinished NCCL ranges: {unfinished}")
 
     # GPU work launched inside the calls.
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy",
@@ -179,8 +191,10 @@ def check(args):
     communicator = next(iter(communicators), "none")
     lines += [
         "",
-        f"Communicator ids: {len(communicators)} ({communicator}); GPU ops carrying an NCCL "
-        f"call: {len(gpu)}, matching their call's range: {gpu_ok}.",
+        f"Communicator ids: {len(communicators)} ({communicator}), named by its creation "
+        f"({inits[0]['name'][len('NCCL: '):] if inits else 'none'}) when it ends: "
+        f"{'yes' if init_ok else 'no'}. GPU ops carrying an NCCL call: {len(gpu)}, matching "
+        f"their call's range: {gpu_ok}.",
         "",
         f"**{verdict}**" + ("" if not problems else ": " + "; ".join(problems)),
     ]

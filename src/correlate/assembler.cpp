@@ -117,26 +117,36 @@ StringId Assembler::apiNameOf(ApiDomain domain, uint32_t callbackId) {
   return id;
 }
 
-uint32_t Assembler::keepArgs(const HostName& event, uint64_t rangeId) {
-  if (event.args.empty()) return 0;
-  if (tables_.eventArgs.size() >= kEventArgsKept) {
+uint32_t Assembler::keepArgs(std::string_view event, std::string_view encoded, uint64_t rangeId) {
+  if (encoded.empty()) return 0;
+  uint32_t index = 0;
+  if (rangeId != 0) {
+    const auto known = tables_.argsOfRange.find(rangeId);
+    if (known != tables_.argsOfRange.end()) index = known->second;
+  }
+  if (index == 0 && tables_.eventArgs.size() >= kEventArgsKept) {
     ++losses_.eventArgsNotKept;
     return 0;
   }
-  StoredArgs stored;
-  forEachEventArg(event.args, [&](const EventArg& arg) {
+  StoredArgs added;
+  forEachEventArg(encoded, [&](const EventArg& arg) {
     StoredArg value;
     value.key = tables_.strings.intern(arg.key);
     value.type = arg.type;
     value.number = arg.number;
     if (arg.type == ArgType::Text) value.text = tables_.strings.intern(arg.text);
-    stored.values.push_back(value);
+    added.values.push_back(value);
   });
-  if (stored.values.empty()) return 0;
-  stored.event = intern(event);
-  stored.nccl = event.text.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix;
-  tables_.eventArgs.push_back(std::move(stored));
-  const auto index = static_cast<uint32_t>(tables_.eventArgs.size());
+  if (added.values.empty()) return index;
+  if (index != 0) {
+    std::vector<StoredArg>& values = tables_.eventArgs[index - 1].values;
+    values.insert(values.end(), added.values.begin(), added.values.end());
+    return index;
+  }
+  added.event = tables_.strings.intern(event);
+  added.nccl = event.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix;
+  tables_.eventArgs.push_back(std::move(added));
+  index = static_cast<uint32_t>(tables_.eventArgs.size());
   if (rangeId != 0) tables_.argsOfRange[rangeId] = index;
   return index;
 }
@@ -150,7 +160,7 @@ void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
   const uint64_t parent = stack.empty() ? 0 : stack.back().id;
   const StringId nameId = intern(name);
   stack.push_back(OpenRange{timeNs, id, nameId});
-  keepArgs(name, id);
+  keepArgs(name.text, name.args, id);
   if (!collectsSpans()) return;
   RangeState& state = ranges_[id];
   state.parentId = parent;
@@ -206,7 +216,7 @@ void Assembler::onInstant(uint32_t instance, int64_t timeNs, HostName name) {
     return;
   }
   ready_.instants.push_back(
-      InstantRecord{timeNs, intern(name), threadOf(instance), keepArgs(name, 0)});
+      InstantRecord{timeNs, intern(name), threadOf(instance), keepArgs(name.text, name.args, 0)});
 }
 
 void Assembler::onCounter(uint32_t instance, int64_t timeNs, HostName name, double value) {
@@ -325,7 +335,7 @@ void Assembler::onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
     return;
   }
   AsyncOpen open{timeNs, intern(name), threadOf(instance)};
-  keepArgs(name, id);
+  keepArgs(name.text, name.args, id);
   if (collectsSpans()) ranges_[id].name = open.name;
   auto early = asyncEndedEarly_.find(id);
   if (early != asyncEndedEarly_.end()) {
@@ -335,6 +345,21 @@ void Assembler::onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
     return;
   }
   asyncOpen_.emplace(id, open);
+}
+
+void Assembler::onEndArgs(uint32_t instance, uint64_t id, std::string_view args) {
+  // Only for a range this recording holds: one that began before it is not written.
+  auto thread = openRanges_.find(instance);
+  if (thread != openRanges_.end()) {
+    for (const OpenRange& open : thread->second) {
+      if (open.id == id) {
+        keepArgs(tables_.strings.get(open.name), args, id);
+        return;
+      }
+    }
+  }
+  const auto async = asyncOpen_.find(id);
+  if (async != asyncOpen_.end()) keepArgs(tables_.strings.get(async->second.name), args, id);
 }
 
 void Assembler::onAsyncEnd(uint32_t, int64_t timeNs, uint64_t id) {

@@ -73,6 +73,7 @@ class Assembler final : public HostEventVisitor {
   void onApiCall(const ApiCallRecord& call) override;
   void onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) override;
   void onAsyncEnd(uint32_t instance, int64_t timeNs, uint64_t id) override;
+  void onEndArgs(uint32_t instance, uint64_t id, std::string_view args) override;
   void onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId, uint64_t externalId,
                    uint64_t clonedFrom) override;
 
@@ -150,10 +151,11 @@ class Assembler final : public HostEventVisitor {
   uint32_t threadOfTid(int64_t tid);
   StringId intern(HostName name);
   StringId apiNameOf(ApiDomain domain, uint32_t callbackId);
-  // Keeps an event's arguments in the tables; returns InstantRecord::args for them.
-  // `rangeId`: a range's External id (0 for an instant), by which its record and the GPU
-  // work launched inside it find them.
-  uint32_t keepArgs(const HostName& event, uint64_t rangeId);
+  // Keeps an event's arguments (`encoded`) in the tables; returns InstantRecord::args for
+  // them. `rangeId`: a range's External id (0 for an instant), by which its record and the
+  // GPU work launched inside it find them; arguments added at its end join those of its
+  // begin. `event`: the event's name.
+  uint32_t keepArgs(std::string_view event, std::string_view encoded, uint64_t rangeId);
   bool keepsPending(CallEffect effect) const;
   PendingCall* findCall(uint32_t correlationId);
   void forgetCall(uint32_t correlationId, const PendingCall& call);

@@ -47,8 +47,8 @@ inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name na
 }
 
 // A copied name followed by its arguments, encoded straight into the thread's buffer.
-// `args` empty: written as record() would.
-inline bool recordWithArgs(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name name,
+// `args` empty: written as record() would. Out of line: the plain calls' frames stay small.
+[[gnu::noinline]] bool recordWithArgs(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name name,
                            const EventArg* args, std::size_t count) noexcept {
   if (count == 0) return record(buffer, kind, a, name);
   // Encoded on the stack first: the slots to reserve depend on the encoded length.
@@ -69,6 +69,23 @@ inline bool recordWithArgs(ThreadBuffer& buffer, HostEventKind kind, uint64_t a,
   std::memcpy(inline_bytes + name.size, encoded, bytes);
   HostRecorder::publish(buffer, 1 + extra);
   return true;
+}
+
+// The end of range `id`, with the arguments known only at its end (NVTX's
+// nvtxRangePopPayload: NCCL gives a new communicator's id once it is made).
+inline void recordEnd(ThreadBuffer& buffer, HostEventKind kind, uint64_t id, const EventArg* args,
+                      std::size_t count) noexcept {
+  if (count > 0) {
+    recordWithArgs(buffer, kind, id, Name{"", 0, false}, args, count);
+    return;
+  }
+  HostEventRecord* r = HostRecorder::reserve(buffer);
+  if (r == nullptr) return;
+  r->ticks = Clock::ticks();
+  r->a = id;
+  r->flags = 0;
+  r->kind = kind;
+  HostRecorder::publish(buffer);
 }
 
 inline uint64_t beginRangeId(ThreadBuffer& buffer) noexcept {
@@ -110,19 +127,18 @@ void beginRangeCopy(std::string_view name) noexcept {
 }
 
 void endRangeNow() noexcept {
+  endRangeWithArgs(nullptr, 0);
+}
+
+void endRangeWithArgs(const EventArg* args, std::size_t count) noexcept {
   ThreadBuffer* buffer = HostRecorder::threadBuffer();
   // An end without a begin in this recording (the range opened before start()) is not
   // recorded: the collector would have nothing to pair it with.
   if (buffer == nullptr || buffer->depth == 0) return;
   --buffer->depth;
   const uint64_t id = buffer->depth < kMaxRangeDepth ? buffer->openRanges[buffer->depth] : 0;
-  HostEventRecord* r = HostRecorder::reserve(*buffer);
-  if (r == nullptr) return;  // its begin may be recorded; the range then ends at stop
-  r->ticks = Clock::ticks();
-  r->a = id;
-  r->flags = 0;
-  r->kind = HostEventKind::RangeEnd;
-  HostRecorder::publish(*buffer);
+  // Its begin may be recorded even when the end is dropped: the range then ends at stop.
+  recordEnd(*buffer, HostEventKind::RangeEnd, id, args, count);
 }
 
 void instantStatic(const char* literal, std::size_t size) noexcept {
@@ -180,17 +196,15 @@ void instantWithArgs(std::string_view name, const EventArg* args, std::size_t co
 }
 
 void endAsyncRangeNow(uint64_t id) noexcept {
+  endAsyncRangeWithArgs(id, nullptr, 0);
+}
+
+void endAsyncRangeWithArgs(uint64_t id, const EventArg* args, std::size_t count) noexcept {
   if (id == 0) return;
   ThreadBuffer* buffer = HostRecorder::threadBuffer();
   if (buffer == nullptr) return;
   HostRecorder::instance().forgetAsyncRange(id);
-  HostEventRecord* r = HostRecorder::reserve(*buffer);
-  if (r == nullptr) return;
-  r->ticks = Clock::ticks();
-  r->a = id;
-  r->flags = 0;
-  r->kind = HostEventKind::AsyncEnd;
-  HostRecorder::publish(*buffer);
+  recordEnd(*buffer, HostEventKind::AsyncEnd, id, args, count);
 }
 
 }  // namespace detail

@@ -413,6 +413,7 @@ void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, u
         visitor.onRangeBegin(instance, t, r.a, nameOf(r));
         break;
       case HostEventKind::RangeEnd:
+        if (r.flags & kHasArgs) visitor.onEndArgs(instance, r.a, nameOf(r).args);
         visitor.onRangeEnd(instance, t, r.a);
         break;
       case HostEventKind::Instant:
@@ -438,6 +439,7 @@ void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, u
         visitor.onAsyncBegin(instance, t, r.a, nameOf(r));
         break;
       case HostEventKind::AsyncEnd:
+        if (r.flags & kHasArgs) visitor.onEndArgs(instance, r.a, nameOf(r).args);
         visitor.onAsyncEnd(instance, t, r.a);
         break;
       case HostEventKind::GraphNode:

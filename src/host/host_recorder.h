@@ -62,7 +62,8 @@ enum class HostEventKind : uint8_t {
 // copied (flags & kNameInline: c = its length, the bytes fill the next nameSlots(c) slots).
 // A RangeBegin, AsyncBegin or Instant with arguments (flags & kHasArgs, always copied) has
 // them encoded (model/event_args.h) right after its name: d = their length, and the name
-// and arguments fill the next nameSlots(c + d) slots.
+// and arguments fill the next nameSlots(c + d) slots. A RangeEnd or AsyncEnd with arguments
+// (added at the range's end) has them the same way, after an empty name (c = 0).
 struct HostEventRecord {
   uint64_t ticks;
   uint64_t a;
@@ -142,6 +143,9 @@ class HostEventVisitor {
   virtual void onApiCall(const ApiCallRecord& call) = 0;
   virtual void onAsyncBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) = 0;
   virtual void onAsyncEnd(uint32_t instance, int64_t timeNs, uint64_t id) = 0;
+  // Arguments added at the end of range `id` (encoded, model/event_args.h): called just
+  // before that end's onRangeEnd or onAsyncEnd.
+  virtual void onEndArgs(uint32_t /*instance*/, uint64_t /*id*/, std::string_view /*args*/) {}
   // A CUDA graph node was created (`clonedFrom` 0; `externalId`: the innermost host range
   // open on the thread, 0 when none) or cloned from node `clonedFrom` (`externalId` 0).
   virtual void onGraphNode(uint32_t /*instance*/, int64_t /*timeNs*/, uint64_t /*nodeId*/,
@@ -286,6 +290,10 @@ void beginRangeWithArgs(std::string_view name, const EventArg* args, std::size_t
 uint64_t startAsyncRangeWithArgs(std::string_view name, const EventArg* args,
                                  std::size_t count) noexcept;
 void instantWithArgs(std::string_view name, const EventArg* args, std::size_t count) noexcept;
+// Ends the calling thread's innermost range, or async range `id`, adding `args` to the
+// range's own (NVTX's nvtxRangePopPayload and nvtxRangeEndPayload).
+void endRangeWithArgs(const EventArg* args, std::size_t count) noexcept;
+void endAsyncRangeWithArgs(uint64_t id, const EventArg* args, std::size_t count) noexcept;
 
 // ---- inline hot path ----------------------------------------------------------------
 

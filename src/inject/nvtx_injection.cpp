@@ -3,6 +3,7 @@
 // Types only: kinetrace is the tool, not an NVTX client.
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include <atomic>
 #include <cstddef>
@@ -427,7 +428,74 @@ void install(NvtxFunctionTable table, unsigned int size, unsigned int slot, Func
   *table[slot] = reinterpret_cast<NvtxFunctionPointer>(function);
 }
 
+// ---- the payload extension's event calls ------------------------------------------
+// Events made of a payload alone (nvtxRangePushPayload, ...), and ends that add one
+// (nvtxRangePopPayload: how NCCL closes ncclCommInitRank* with the new communicator's id).
+
+// Such an event has no message: it is named after its domain.
+std::string_view payloadEventName(nvtxDomainHandle_t domain) {
+  return domain != nullptr && !domain->name.empty() ? std::string_view(domain->name)
+                                                     : std::string_view("NVTX payload");
+}
+
+std::size_t argsOf(nvtxDomainHandle_t domain, const nvtxPayloadData_t* payloads, std::size_t count,
+                   detail::EventArg (&args)[detail::kMaxEventArgs]) {
+  return decodeNvtxPayload(domain, payloads, count, args, detail::kMaxEventArgs);
+}
+
+int NVTX_API pushPayload(nvtxDomainHandle_t domain, const nvtxPayloadData_t* payloads,
+                         std::size_t count) {
+  if (countEvent()) {
+    detail::EventArg args[detail::kMaxEventArgs];
+    internal::beginRangeWithArgs(payloadEventName(domain), args,
+                                 argsOf(domain, payloads, count, args));
+  }
+  return tNvtxDepth++;
+}
+
+int NVTX_API popPayload(nvtxDomainHandle_t domain, const nvtxPayloadData_t* payloads,
+                        std::size_t count) {
+  detail::EventArg args[detail::kMaxEventArgs];
+  const std::size_t decoded = recording() ? argsOf(domain, payloads, count, args) : 0;
+  internal::endRangeWithArgs(args, decoded);
+  if (tNvtxDepth == 0) return -1;
+  return --tNvtxDepth;
+}
+
+void NVTX_API markPayload(nvtxDomainHandle_t domain, const nvtxPayloadData_t* payloads,
+                          std::size_t count) {
+  if (!countEvent()) return;
+  detail::EventArg args[detail::kMaxEventArgs];
+  internal::instantWithArgs(payloadEventName(domain), args, argsOf(domain, payloads, count, args));
+}
+
+nvtxRangeId_t NVTX_API startPayload(nvtxDomainHandle_t domain, const nvtxPayloadData_t* payloads,
+                                    std::size_t count) {
+  if (!countEvent()) return 0;
+  detail::EventArg args[detail::kMaxEventArgs];
+  return internal::startAsyncRangeWithArgs(payloadEventName(domain), args,
+                                           argsOf(domain, payloads, count, args));
+}
+
+void NVTX_API endPayload(nvtxDomainHandle_t domain, nvtxRangeId_t id,
+                         const nvtxPayloadData_t* payloads, std::size_t count) {
+  detail::EventArg args[detail::kMaxEventArgs];
+  const std::size_t decoded = recording() ? argsOf(domain, payloads, count, args) : 0;
+  internal::endAsyncRangeWithArgs(id, args, decoded);
+}
+
 }  // namespace
+
+void installNvtxPayloadEventCalls(intptr_t* slots, std::size_t slotCount) noexcept {
+  auto install = [&](std::size_t slot, auto function) {
+    if (slot < slotCount) slots[slot] = reinterpret_cast<intptr_t>(function);
+  };
+  install(NVTX3EXT_CBID_nvtxMarkPayload, &markPayload);
+  install(NVTX3EXT_CBID_nvtxRangePushPayload, &pushPayload);
+  install(NVTX3EXT_CBID_nvtxRangePopPayload, &popPayload);
+  install(NVTX3EXT_CBID_nvtxRangeStartPayload, &startPayload);
+  install(NVTX3EXT_CBID_nvtxRangeEndPayload, &endPayload);
+}
 
 std::string_view registeredStringText(const void* handle) noexcept {
   if (handle == nullptr) return {};

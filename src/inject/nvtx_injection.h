@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,6 +54,12 @@ void setStepMarks(const std::string& names, StepMarkListener listener);
 // Whether `message` starts with one of `names` (comma list) without regard to case, followed
 // by anything but a letter.
 bool isStepMark(std::string_view message, std::string_view names) noexcept;
+
+// The payload extension's event calls (nvtxRangePushPayload, nvtxRangePopPayload,
+// nvtxMarkPayload, nvtxRangeStartPayload, nvtxRangeEndPayload), written into the payload
+// module's function slots (inject/nvtx_payload.h): ranges and marks named after their
+// domain, with the payload as arguments; a pop or end with a payload adds it to its range.
+void installNvtxPayloadEventCalls(intptr_t* slots, std::size_t slotCount) noexcept;
 
 struct NvtxCounts {
   uint64_t instances = 0;  // NVTX instances whose tables kinetrace filled

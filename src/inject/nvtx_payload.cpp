@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "inject/nvtx_injection.h"
+
 namespace kinetrace::inject {
 namespace {
 
@@ -492,6 +494,7 @@ int initializeNvtxExtension(void* moduleInfo) noexcept {
   install(NVTX3EXT_CBID_nvtxPayloadEnumRegister, &enumRegisterSlot);
   // Modules of older NVTX headers (compatibility id 0x0103) have these two slots only.
   install(NVTX3EXT_CBID_nvtxDomainIsEnabled, &domainIsEnabledSlot);
+  installNvtxPayloadEventCalls(segment.functionSlots, segment.slotCount);
   return 1;
 }
 

@@ -61,6 +61,14 @@ void instantWithArgs(std::string_view name, const EventArg* args, std::size_t co
   detail::instantWithArgs(name, args, count);
 }
 
+void endRangeWithArgs(const EventArg* args, std::size_t count) noexcept {
+  detail::endRangeWithArgs(args, count);
+}
+
+void endAsyncRangeWithArgs(uint64_t id, const EventArg* args, std::size_t count) noexcept {
+  detail::endAsyncRangeWithArgs(id, args, count);
+}
+
 std::optional<Value> parseJson(const std::string& text) {
   return detail::parseJsonValue(text);
 }

@@ -98,6 +98,11 @@ KINETRACE_API uint64_t startAsyncRangeWithArgs(std::string_view name, const Even
                                                std::size_t count) noexcept;
 KINETRACE_API void instantWithArgs(std::string_view name, const EventArg* args,
                                    std::size_t count) noexcept;
+// Ends the calling thread's innermost range (as kinetrace::endRange), or async range `id`
+// (as endAsyncRange), adding arguments known only at the end.
+KINETRACE_API void endRangeWithArgs(const EventArg* args, std::size_t count) noexcept;
+KINETRACE_API void endAsyncRangeWithArgs(uint64_t id, const EventArg* args,
+                                         std::size_t count) noexcept;
 
 // Names a thread by its OS id (nvtxNameOsThread), from any thread; takes a lock.
 KINETRACE_API void nameOsThread(int64_t tid, std::string_view name);

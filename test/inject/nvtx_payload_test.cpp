@@ -89,6 +89,10 @@ using DomainPop = int (*)(nvtxDomainHandle_t);
 using DomainMarkEx = void (*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*);
 using DomainStartEx = nvtxRangeId_t (*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*);
 using DomainEnd = void (*)(nvtxDomainHandle_t, nvtxRangeId_t);
+using PayloadEvent = int (*)(nvtxDomainHandle_t, const nvtxPayloadData_t*, size_t);
+using MarkPayload = void (*)(nvtxDomainHandle_t, const nvtxPayloadData_t*, size_t);
+using StartPayload = nvtxRangeId_t (*)(nvtxDomainHandle_t, const nvtxPayloadData_t*, size_t);
+using EndPayload = void (*)(nvtxDomainHandle_t, nvtxRangeId_t, const nvtxPayloadData_t*, size_t);
 
 // NCCL's ncclAllReduce payload (nvtx_payload_schemas.h in NCCL 2.24 and later).
 struct AllReduceParams {
@@ -218,7 +222,12 @@ class NvtxPayloadTest : public ::testing::Test {
 TEST_F(NvtxPayloadTest, FillsThePayloadModulesSlotsAndLeavesOtherModulesAlone) {
   EXPECT_NE(module_.slots[NVTX3EXT_CBID_nvtxDomainIsEnabled], 0);
   EXPECT_EQ(module_.slot<IsEnabled>(NVTX3EXT_CBID_nvtxDomainIsEnabled)(nccl_), 1);
-  EXPECT_EQ(module_.slots[NVTX3EXT_CBID_nvtxRangePushPayload], 0) << "left to NVTX's no-op";
+  for (int cbid : {NVTX3EXT_CBID_nvtxMarkPayload, NVTX3EXT_CBID_nvtxRangePushPayload,
+                   NVTX3EXT_CBID_nvtxRangePopPayload, NVTX3EXT_CBID_nvtxRangeStartPayload,
+                   NVTX3EXT_CBID_nvtxRangeEndPayload}) {
+    EXPECT_NE(module_.slots[cbid], 0) << "payload slot " << cbid;
+  }
+  EXPECT_EQ(module_.slots[NVTX3EXT_CBID_nvtxTimestampGet], 0) << "left to NVTX's no-op";
 
   FakePayloadModule counters;
   counters.info.moduleId = 3;
@@ -359,6 +368,87 @@ TEST_F(NvtxPayloadTest, UnknownSchemasShortPayloadsAndAsyncRangesAreHandled) {
   EXPECT_EQ(cutArgs.at("NCCL communicator ID"), "42u");
   EXPECT_TRUE(async->async);
   EXPECT_EQ(argsOf(data, argsOfRange(data, *async)).at("Reduction operation"), "Sum");
+}
+
+// NCCL opens ncclCommInitRank* with a plain range and closes it with nvtxRangePopPayload,
+// once the communicator exists: the range ends there, with the communicator's id.
+TEST_F(NvtxPayloadTest, APopWithAPayloadEndsTheRangeAndAddsItsArguments) {
+  struct InitParams {
+    uint64_t comm;
+    int nranks;
+    int rank;
+    int device;
+  };
+  static const nvtxPayloadSchemaEntry_t entries[] = {
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0,
+       offsetof(InitParams, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "No. of ranks", nullptr, 0, offsetof(InitParams, nranks),
+       nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Rank", nullptr, 0, offsetof(InitParams, rank), nullptr,
+       nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "CUDA device", nullptr, 0, offsetof(InitParams, device),
+       nullptr, nullptr}};
+  nvtxPayloadSchemaAttr_t attr{};
+  attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+  attr.entries = entries;
+  attr.numEntries = 4;
+  attr.schemaId = kStatic + 11;
+  // NCCL's own domain: its ranges' arguments reach the GPU work inside them.
+  nccl_ = core2<DomainCreateA>(NVTX_CBID_CORE2_DomainCreateA)("NCCL");
+  ASSERT_EQ(registerSchema_(nccl_, &attr), kStatic + 11);
+  auto registerString = core2<RegisterStringA>(NVTX_CBID_CORE2_DomainRegisterStringA);
+  auto push = core2<DomainPushEx>(NVTX_CBID_CORE2_DomainRangePushEx);
+  auto pushPayload = module_.slot<PayloadEvent>(NVTX3EXT_CBID_nvtxRangePushPayload);
+  auto popPayload = module_.slot<PayloadEvent>(NVTX3EXT_CBID_nvtxRangePopPayload);
+  auto markPayload = module_.slot<MarkPayload>(NVTX3EXT_CBID_nvtxMarkPayload);
+  auto startPayload = module_.slot<StartPayload>(NVTX3EXT_CBID_nvtxRangeStartPayload);
+  auto endPayload = module_.slot<EndPayload>(NVTX3EXT_CBID_nvtxRangeEndPayload);
+
+  // Outside a recording the levels still move, as for nvtxDomainRangePop.
+  nvtxEventAttributes_t init{};
+  init.version = NVTX_VERSION;
+  init.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  init.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  init.message.registered = registerString(nccl_, "ncclCommInitRankConfig");
+  const int outside = push(nccl_, &init);
+  EXPECT_EQ(popPayload(nccl_, nullptr, 0), outside);
+
+  Profiler profiler(hostOnly());
+  profiler.start();
+  push(nccl_, &init);
+  InitParams params{0xfeedfacecafebeefull, 2, 1, 1};
+  const nvtxPayloadData_t payload{kStatic + 11, sizeof params, &params};
+  popPayload(nccl_, &payload, 1);
+  markPayload(nccl_, &payload, 1);
+  pushPayload(nccl_, &payload, 1);
+  popPayload(nccl_, nullptr, 0);
+  endPayload(nccl_, startPayload(nccl_, nullptr, 0), &payload, 1);
+  Trace trace = profiler.stop();
+
+  const TraceData& data = detail::dataOf(trace);
+  const auto* call = range(data, "NCCL: ncclCommInitRankConfig");
+  ASSERT_NE(call, nullptr);
+  EXPECT_FALSE(call->unfinished) << "the pop with a payload ended it";
+  const auto args = argsOf(data, argsOfRange(data, *call));
+  EXPECT_EQ(args.at("NCCL communicator ID"), std::to_string(0xfeedfacecafebeefull) + "u");
+  EXPECT_EQ(args.at("No. of ranks"), "2i");
+  EXPECT_EQ(args.at("Rank"), "1i");
+  EXPECT_TRUE(data.tables.eventArgs[argsOfRange(data, *call) - 1].nccl);
+
+  // Events of a payload alone are named after their domain.
+  ASSERT_EQ(data.records.instants.size(), 1u);
+  EXPECT_EQ(data.tables.strings.get(data.records.instants[0].name), "NCCL");
+  EXPECT_EQ(argsOf(data, data.records.instants[0].args).at("CUDA device"), "1i");
+  int named = 0;
+  for (const auto& r : data.records.ranges) {
+    if (data.tables.strings.get(r.name) != "NCCL") continue;
+    ++named;
+    EXPECT_FALSE(r.unfinished);
+    EXPECT_EQ(argsOf(data, argsOfRange(data, r)).at("Rank"), "1i");
+  }
+  EXPECT_EQ(named, 2) << "the pushed one and the async one";
 }
 
 TEST_F(NvtxPayloadTest, MalformedRegistrationsAreRefusedAndCounted) {
