@@ -310,6 +310,16 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
         "<h3>Communication</h3>\n" +
         table({"device", "communication alone", "overlapped with compute", "of busy time"}, rows);
   }
+  if (!r.ncclCalls.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const NcclCallRow& row : r.ncclCalls) {
+      rows.push_back({row.call, fmt::format("{}", row.operations),
+                      fmt::format("{:.3f} MB", static_cast<double>(row.bytes) / 1e6), ms(row.gpuNs),
+                      fmt::format("{:.1f}", row.gigabytesPerSecond)});
+    }
+    out += "<h3>NCCL calls</h3><p>Sizes from NCCL's NVTX payloads.</p>\n" +
+           table({"call", "operations", "moved", "GPU time", "GB/s"}, rows);
+  }
   if (!r.gaps.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const GapReport& g : r.gaps) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -124,6 +125,19 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
           "compute.",
           prefix, count(r.communicationKernels), percent(t.communicationNs, t.busyNs),
           percent(overlap, communication)));
+    }
+    if (!r.ncclCalls.empty()) {
+      const NcclCallRow& top = r.ncclCalls.front();
+      out.push_back(fmt::format(
+          "{}NCCL's calls took {} of GPU time; the longest in total, {}: {} operations moving {} "
+          "({} each on average) at {:.1f} GB/s.",
+          prefix, duration(std::accumulate(r.ncclCalls.begin(), r.ncclCalls.end(), int64_t{0},
+                                           [](int64_t sum, const NcclCallRow& row) {
+                                             return sum + row.gpuNs;
+                                           })),
+          top.call, count(top.operations), bytes(static_cast<int64_t>(top.bytes)),
+          bytes(static_cast<int64_t>(top.bytes / std::max<uint64_t>(top.operations, 1))),
+          top.gigabytesPerSecond));
     }
     if (r.launchLatency.count > 0 &&
         r.launchLatency.p99Ns > 10 * std::max<int64_t>(r.launchLatency.p50Ns, 1) &&
@@ -252,6 +266,14 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
                            g.hostWas.empty() ? "" : "; the host was in " + shorten(g.hostWas, 40));
       }
     }
+    if (!r.ncclCalls.empty()) {
+      out += "NCCL calls (sizes from NCCL's NVTX payloads)\n";
+      for (const NcclCallRow& row : r.ncclCalls) {
+        out += fmt::format("  {:<22} {:>9} ops  {:>10}  GPU {:>10}  {:>8.1f} GB/s\n", row.call,
+                           count(row.operations), bytes(static_cast<int64_t>(row.bytes)),
+                           duration(row.gpuNs), row.gigabytesPerSecond);
+      }
+    }
     if (r.memory.samples > 0) {
       out += fmt::format("Memory: {} samples, allocated {} -> {}, peak {}\n",
                          count(r.memory.samples), bytes(r.memory.firstBytes),
@@ -335,6 +357,15 @@ std::string reportJson(const AnalysisReport& report) {
                       {"host_was_in", g.hostWas}});
     }
     rank["longest_gaps"] = gaps;
+    Json nccl = Json::array();
+    for (const NcclCallRow& row : r.ncclCalls) {
+      nccl.push_back({{"call", row.call},
+                      {"operations", row.operations},
+                      {"bytes", row.bytes},
+                      {"gpu_ns", row.gpuNs},
+                      {"gigabytes_per_second", row.gigabytesPerSecond}});
+    }
+    rank["nccl_calls"] = nccl;
     rank["memory"] = {{"samples", r.memory.samples},
                       {"first_bytes", r.memory.firstBytes},
                       {"last_bytes", r.memory.lastBytes},

@@ -192,6 +192,7 @@ class Analyzer {
     launchLatency(report);
     report.gaps = longestGaps();
     report.memory = memory(report.steps, &report.memoryCurve);
+    report.ncclCalls = ncclCalls();
     return report;
   }
 
@@ -352,6 +353,26 @@ class Analyzer {
       out.push_back(s);
     }
     return out;
+  }
+
+  std::vector<NcclCallRow> ncclCalls() const {
+    std::vector<NcclCallRow> rows;
+    for (const auto& [call, totals] : trace_.ncclCalls) {
+      NcclCallRow row;
+      row.call = call;
+      row.operations = totals.operations;
+      row.bytes = totals.bytes;
+      row.gpuNs = totals.gpuNs;
+      // Bytes per nanosecond are gigabytes per second.
+      row.gigabytesPerSecond =
+          totals.gpuNs > 0 ? static_cast<double>(totals.bytes) / static_cast<double>(totals.gpuNs)
+                           : 0.0;
+      rows.push_back(std::move(row));
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const NcclCallRow& a, const NcclCallRow& b) {
+      return a.gpuNs > b.gpuNs;
+    });
+    return rows;
   }
 
   void kernels(RankReport& report) const {

@@ -122,6 +122,15 @@ struct LaunchOutlier {
   int64_t latencyNs = 0;
 };
 
+// What NCCL's calls moved (from their NVTX payloads, where the trace has them).
+struct NcclCallRow {
+  std::string call;  // "ncclAllReduce"
+  uint64_t operations = 0;
+  uint64_t bytes = 0;
+  int64_t gpuNs = 0;
+  double gigabytesPerSecond = 0;  // bytes over GPU time: NCCL's "algorithm bandwidth"
+};
+
 struct MemoryReport {
   uint64_t samples = 0;
   int64_t peakBytes = 0;
@@ -157,6 +166,7 @@ struct RankReport {
   static constexpr std::size_t kMemoryCurvePoints = 400;
   std::vector<MemorySample> memoryCurve;
   uint64_t communicationKernels = 0;
+  std::vector<NcclCallRow> ncclCalls;  // by GPU time, longest first
 };
 
 // A collective that started much later on one rank than on the others.

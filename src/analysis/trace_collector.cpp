@@ -19,6 +19,15 @@ std::optional<int64_t> intArg(const Event& event, std::string_view key) {
   return std::nullopt;
 }
 
+std::optional<std::string_view> textArg(const Event& event, std::string_view key) {
+  for (std::size_t i = 0; i < event.argCount; ++i) {
+    if (event.args[i].key != key) continue;
+    if (const auto* v = std::get_if<std::string_view>(&event.args[i].value)) return *v;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 bool containsNoCase(std::string_view text, std::string_view part) {
   auto lower = [](char c) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -85,6 +94,7 @@ void TraceCollector::write(const Event& event) {
               : containsNoCase(event.name, "nccl") ? GpuOpKind::Communication
                                                    : GpuOpKind::Compute;
     trace_.gpuOps.push_back(op);
+    noteNcclCall(event);
     return;
   }
   if (cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "overhead") return;
@@ -104,6 +114,22 @@ void TraceCollector::write(const Event& event) {
     trace_.rangeOfExternalId.add(static_cast<uint64_t>(*externalId), range.name);
   }
   trace_.hostRanges.push_back(range);
+}
+
+void TraceCollector::noteNcclCall(const Event& event) {
+  const std::optional<std::string_view> call = textArg(event, "nccl call");
+  // A communicator's creation and destruction launch set-up work, not transfers.
+  if (!call || call->rfind("ncclComm", 0) == 0) return;
+  auto found = std::find_if(trace_.ncclCalls.begin(), trace_.ncclCalls.end(),
+                            [&](const auto& entry) { return entry.first == *call; });
+  if (found == trace_.ncclCalls.end()) {
+    trace_.ncclCalls.emplace_back(std::string(*call), NcclCallTotals{});
+    found = trace_.ncclCalls.end() - 1;
+  }
+  NcclCallTotals& totals = found->second;
+  ++totals.operations;
+  totals.bytes += static_cast<uint64_t>(std::max<int64_t>(intArg(event, "nccl bytes").value_or(0), 0));
+  totals.gpuNs += event.durationNs;
 }
 
 void TraceCollector::end(const Metadata&) {

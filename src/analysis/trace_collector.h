@@ -23,6 +23,9 @@
 //                    "data_loader" or "data loader"), and the names of ranges with an
 //                    "External id" (what issued a kernel)
 //   memory           "[memory]" instants: "Total Allocated" over time
+//   NCCL calls       GPU operations carrying "nccl call" and "nccl bytes" (kinetrace's, from
+//                    NCCL's NVTX payloads): totals per call, the communicator's creation
+//                    and destruction left out
 //
 // Memory: about 48 bytes per GPU operation, 40 per launch call and per host range, plus
 // each distinct name once.
@@ -54,6 +57,13 @@ struct CollectedRange {
   int64_t endNs = 0;
   int64_t tid = 0;
   uint32_t name = 0;
+};
+
+// The GPU operations of one NCCL call (ncclAllReduce, ...), summed.
+struct NcclCallTotals {
+  uint64_t operations = 0;
+  uint64_t bytes = 0;   // the calls' message sizes
+  int64_t gpuNs = 0;    // the operations' durations
 };
 
 struct MemorySample {
@@ -104,6 +114,7 @@ struct CollectedTrace {
   std::vector<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
   IdMap<uint32_t> rangeOfExternalId;       // External id -> name
   std::vector<MemorySample> memory;
+  std::vector<std::pair<std::string, NcclCallTotals>> ncclCalls;  // by call name, first seen first
   uint64_t events = 0;
 
   const std::string& name(uint32_t id) const { return names[id]; }
@@ -121,6 +132,7 @@ class TraceCollector final : public Sink {
 
  private:
   uint32_t intern(std::string_view name);
+  void noteNcclCall(const Event& event);
   CollectedTrace trace_;
   std::unordered_map<std::string, uint32_t> ids_;
   std::string key_;

@@ -58,6 +58,18 @@ class TraceBuilder {
     return *this;
   }
 
+  // A GPU operation launched inside an NCCL call, as kinetrace writes it from NCCL's NVTX
+  // payload: "nccl call" and "nccl bytes".
+  TraceBuilder& ncclOp(const std::string& name, const std::string& category,
+                       const std::string& call, int64_t bytes, int64_t startUs, int64_t endUs) {
+    Arg args[] = {{"device", int64_t{0}},
+                  {"stream", int64_t{9}},
+                  {"nccl call", std::string_view(call)},
+                  {"nccl bytes", bytes}};
+    write(Phase::Complete, name, category, 0, 9, startUs, endUs, args, 4);
+    return *this;
+  }
+
   TraceBuilder& memory(int64_t atUs, int64_t allocated) {
     Arg args[] = {{"Total Allocated", allocated}, {"Bytes", int64_t{1}}};
     write(Phase::Instant, "[memory]", "cpu_instant_event", kHostPid, 1, atUs, atUs, args, 2);
@@ -257,6 +269,36 @@ TEST(TraceAnalysisTest, CommunicationOverlappingComputeIsMeasured) {
   EXPECT_EQ(r.devices[0].communicationOverlapNs, 5 * kUs);
   EXPECT_EQ(r.devices[0].time.communicationNs, 5 * kUs) << "only when no compute ran";
   EXPECT_EQ(r.devices[0].time.computeNs, 10 * kUs);
+}
+
+TEST(TraceAnalysisTest, NcclCallsAreSummedWithTheirSizesFromTheTrace) {
+  TraceBuilder b;
+  const std::string kernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  b.ncclOp("memset", "gpu_memset", "ncclCommInitRankConfig", 0, 0, 5);  // set-up: left out
+  b.ncclOp(kernel, "kernel", "ncclAllReduce", 4'000'000, 10, 20);
+  b.ncclOp(kernel, "kernel", "ncclAllReduce", 4'000'000, 30, 40);
+  b.ncclOp("Memcpy DtoD (Device -> Device)", "gpu_memcpy", "ncclAllGather", 8'000, 50, 51);
+  b.op("gemm", 0, 1, 60, 70);
+  const RankReport r = analyze(b.take());
+  ASSERT_EQ(r.ncclCalls.size(), 2u);
+  EXPECT_EQ(r.ncclCalls[0].call, "ncclAllReduce") << "longest first";
+  EXPECT_EQ(r.ncclCalls[0].operations, 2u);
+  EXPECT_EQ(r.ncclCalls[0].bytes, 8'000'000u);
+  EXPECT_EQ(r.ncclCalls[0].gpuNs, 20 * kUs);
+  EXPECT_DOUBLE_EQ(r.ncclCalls[0].gigabytesPerSecond, 400.0) << "8 MB in 20 us";
+  EXPECT_EQ(r.ncclCalls[1].call, "ncclAllGather");
+  EXPECT_DOUBLE_EQ(r.ncclCalls[1].gigabytesPerSecond, 8.0);
+
+  AnalysisReport report;
+  report.ranks.push_back(r);
+  const std::string text = formatReport(report, {});
+  EXPECT_NE(text.find("NCCL calls"), std::string::npos) << text;
+  EXPECT_NE(text.find("400.0 GB/s"), std::string::npos) << text;
+  const auto findings = findingsOf(report, {});
+  EXPECT_TRUE(std::any_of(findings.begin(), findings.end(), [](const std::string& f) {
+    return f.find("ncclAllReduce: 2 operations") != std::string::npos;
+  })) << ::testing::PrintToString(findings);
+  EXPECT_NE(reportJson(report).find("\"nccl_calls\""), std::string::npos);
 }
 
 TEST(TraceAnalysisTest, ACollectiveStartedLateOnOneRankNamesThatRank) {
