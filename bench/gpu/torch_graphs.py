@@ -2,8 +2,8 @@
 """A PyTorch training step captured as a CUDA graph (torch.cuda.graph) and replayed, checked
 against CUDA's own count of the graph's nodes.
 
-    torch_graphs.py run --manifest FILE [--replays 20] [--timed 0]
-    torch_graphs.py check TRACE MANIFEST [--graph-level] [--md OUT.md]
+    torch_graphs.py run --manifest FILE [--replays 20] [--timed 0] [--profile TRACE]
+    torch_graphs.py check TRACE MANIFEST [--graph-level] [--torch-profiler] [--md OUT.md]
     torch_graphs.py overhead KINETRACE [--rounds 5] [--timed 2000] [--md OUT.md]
 
 run: a small transformer layer's whole step (forward, backward, optimizer) is captured once,
@@ -13,7 +13,9 @@ cudaGraphNodeGetType on the captured graph, which torch keeps with keep_graph=Tr
 manifest says how many kernel, copy and memset nodes one replay runs, and how many replays
 there were. Run it under `kinetrace run`; CUPTI is not touched here. With --timed N, N more
 replays follow in 10 chunks, each timed to the end of its GPU work: the manifest's
-"replay_us" is the median chunk's time per replay.
+"replay_us" is the median chunk's time per replay. With --profile TRACE the replays run
+inside torch.profiler (CPU and CUDA activity), whose trace is exported to TRACE: run it
+under `kinetrace run --torch`, where kinetrace is torch.profiler's backend.
 
 check: a trace of that run (.json or .json.gz).
   node level (default): the kernels, copies and memsets carrying a "graph id" are exactly
@@ -23,6 +25,10 @@ check: a trace of that run (.json or .json.gz).
     it); the table counts them by creating call.
   --graph-level (a trace taken with --cuda-graph-trace=graph): one "cuda_graph" slice per
     replay, each linked to its launch, and no kernel, copy or memset of the graph.
+  --torch-profiler: TRACE is torch.profiler's export (run --profile under `kinetrace run
+    --torch`), where PyTorch's own layout holds the operations: every operation linked to a
+    cudaGraphLaunch is counted (node level: nodes x replays; graph level: one "CUDA graph N"
+    kernel per replay and nothing else).
 Prints a markdown table (and writes it to --md). Exit status 0 on PASS, 1 on FAIL, 2 when an
 input cannot be read.
 
@@ -108,10 +114,19 @@ def run(args):
     optimizer.zero_grad(set_to_none=True)
     with torch.cuda.graph(graph):
         static_loss = step()
-    for _ in range(args.replays):
-        static_input.copy_(torch.randn_like(static_input))
-        graph.replay()
-    torch.cuda.synchronize()
+    def replays():
+        for _ in range(args.replays):
+            static_input.copy_(torch.randn_like(static_input))
+            graph.replay()
+        torch.cuda.synchronize()
+
+    if args.profile:
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as profiler:
+            replays()
+        profiler.export_chrome_trace(args.profile)
+    else:
+        replays()
     chunk_us = []
     if args.timed > 0:
         per_chunk = max(1, args.timed // 10)
@@ -150,6 +165,25 @@ def check(args):
     lines = [f"- the captured step's graph (CUDA's count): {manifest['nodes']:,} nodes: "
              + ", ".join(f"{n} {c:,}" for n, c in sorted(by_type.items())),
              f"- replays: {replays:,}; cudaGraphLaunch calls in the trace: {len(launches):,}", ""]
+    if args.torch_profiler:
+        # PyTorch's layout: kinetrace's operations reach it as CUPTI-like activities, graph
+        # runs as kernels named "CUDA graph N".
+        linked = [e for e in events if e.get("ph") == "X"
+                  and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                  and e.get("args", {}).get("correlation") in launches]
+        runs = [e for e in linked if e.get("name", "").startswith("CUDA graph")]
+        if args.graph_level:
+            ok = len(runs) == replays and len(linked) == replays
+            lines += ["| graph level, torch.profiler | expected | in the trace |", "|---|---|---|",
+                      f"| \"CUDA graph\" kernels linked to their launch | {replays:,} | {len(runs):,} |",
+                      f"| other operations linked to a launch | 0 | {len(linked) - len(runs):,} |"]
+        else:
+            expected = work_nodes * replays
+            ok = len(linked) == expected and not runs
+            lines += ["| node level, torch.profiler | expected | in the trace |", "|---|---|---|",
+                      f"| kernels, copies, memsets linked to a cudaGraphLaunch (nodes x replays) "
+                      f"| {expected:,} | {len(linked):,} |"]
+        return report(lines, ok, args.md)
     if args.graph_level:
         runs = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cuda_graph"]
         linked = sum(1 for e in runs if e.get("args", {}).get("correlation") in launches)
@@ -209,10 +243,12 @@ def main():
     r.add_argument("--manifest", required=True)
     r.add_argument("--replays", type=int, default=20)
     r.add_argument("--timed", type=int, default=0)
+    r.add_argument("--profile", help="run the replays inside torch.profiler; its trace goes here")
     c = sub.add_parser("check")
     c.add_argument("trace")
     c.add_argument("manifest")
     c.add_argument("--graph-level", action="store_true")
+    c.add_argument("--torch-profiler", action="store_true")
     c.add_argument("--md")
     o = sub.add_parser("overhead")
     o.add_argument("kinetrace")

@@ -15,7 +15,7 @@
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
 # graphs_graph_level.md, torch_graphs_node.md, torch_graphs_graph.md, torch_graphs_overhead.md,
-# nccl_payload.md,
+# torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
 # analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
@@ -294,6 +294,16 @@ graphs() {
       trace=$(find "$dir/torch_$level" -name '*.json' ! -name '*.summary.json' | head -n 1)
       run python3 "$SRC_DIR/bench/gpu/torch_graphs.py" check "$trace" "$dir/torch_$level.json" \
         $([[ $level == graph ]] && echo --graph-level) --md "$OUT_DIR/torch_graphs_$level.md" || rc=1
+    done
+    # The same step under torch.profiler, kinetrace its backend (`run --torch`), at each level.
+    for level in node graph; do
+      run "$kt" run --torch --cuda-graph-trace "$level" --output "$dir/torchprof_$level" -- \
+        python3 "$SRC_DIR/bench/gpu/torch_graphs.py" run --replays 20 \
+        --manifest "$dir/torchprof_$level.json" --profile "$dir/torchprof_$level.trace.json" ||
+        { rc=1; continue; }
+      run python3 "$SRC_DIR/bench/gpu/torch_graphs.py" check "$dir/torchprof_$level.trace.json" \
+        "$dir/torchprof_$level.json" --torch-profiler $([[ $level == graph ]] && echo --graph-level) \
+        --md "$OUT_DIR/torch_graphs_profiler_$level.md" || rc=1
     done
     # What each level costs the replays, against untraced, interleaved.
     run python3 "$SRC_DIR/bench/gpu/torch_graphs.py" overhead "$kt" --rounds 5 \
