@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 
 #include "analysis/trace_analysis.h"
@@ -131,10 +131,10 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
       out.push_back(fmt::format(
           "{}NCCL's calls took {} of GPU time; the longest in total, {}: {} operations moving {} "
           "({} each on average) at {:.1f} GB/s.",
-          prefix, duration(std::accumulate(r.ncclCalls.begin(), r.ncclCalls.end(), int64_t{0},
-                                           [](int64_t sum, const NcclCallRow& row) {
-                                             return sum + row.gpuNs;
-                                           })),
+          prefix,
+          duration(
+              std::accumulate(r.ncclCalls.begin(), r.ncclCalls.end(), int64_t{0},
+                              [](int64_t sum, const NcclCallRow& row) { return sum + row.gpuNs; })),
           top.call, count(top.operations), bytes(static_cast<int64_t>(top.bytes)),
           bytes(static_cast<int64_t>(top.bytes / std::max<uint64_t>(top.operations, 1))),
           top.gigabytesPerSecond));

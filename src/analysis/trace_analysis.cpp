@@ -369,9 +369,8 @@ class Analyzer {
                            : 0.0;
       rows.push_back(std::move(row));
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const NcclCallRow& a, const NcclCallRow& b) {
-      return a.gpuNs > b.gpuNs;
-    });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const NcclCallRow& a, const NcclCallRow& b) { return a.gpuNs > b.gpuNs; });
     return rows;
   }
 

@@ -128,7 +128,8 @@ void TraceCollector::noteNcclCall(const Event& event) {
   }
   NcclCallTotals& totals = found->second;
   ++totals.operations;
-  totals.bytes += static_cast<uint64_t>(std::max<int64_t>(intArg(event, "nccl bytes").value_or(0), 0));
+  totals.bytes +=
+      static_cast<uint64_t>(std::max<int64_t>(intArg(event, "nccl bytes").value_or(0), 0));
   totals.gpuNs += event.durationNs;
 }
 

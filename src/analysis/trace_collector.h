@@ -62,8 +62,8 @@ struct CollectedRange {
 // The GPU operations of one NCCL call (ncclAllReduce, ...), summed.
 struct NcclCallTotals {
   uint64_t operations = 0;
-  uint64_t bytes = 0;   // the calls' message sizes
-  int64_t gpuNs = 0;    // the operations' durations
+  uint64_t bytes = 0;  // the calls' message sizes
+  int64_t gpuNs = 0;   // the operations' durations
 };
 
 struct MemorySample {

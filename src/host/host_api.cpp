@@ -48,8 +48,8 @@ inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name na
 
 // A copied name followed by its arguments, encoded straight into the thread's buffer.
 // `args` empty: written as record() would. Out of line: the plain calls' frames stay small.
-[[gnu::noinline]] bool recordWithArgs(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name name,
-                           const EventArg* args, std::size_t count) noexcept {
+[[gnu::noinline]] bool recordWithArgs(ThreadBuffer& buffer, HostEventKind kind, uint64_t a,
+                                      Name name, const EventArg* args, std::size_t count) noexcept {
   if (count == 0) return record(buffer, kind, a, name);
   // Encoded on the stack first: the slots to reserve depend on the encoded length.
   char encoded[kMaxEventArgBytes];
@@ -64,9 +64,9 @@ inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name na
   r->d = static_cast<uint16_t>(bytes);
   r->kind = kind;
   r->flags = kNameInline | kHasArgs;
-  char* inline_bytes = reinterpret_cast<char*>(r + 1);
-  std::memcpy(inline_bytes, name.data, name.size);
-  std::memcpy(inline_bytes + name.size, encoded, bytes);
+  char* inlineBytes = reinterpret_cast<char*>(r + 1);
+  std::memcpy(inlineBytes, name.data, name.size);
+  std::memcpy(inlineBytes + name.size, encoded, bytes);
   HostRecorder::publish(buffer, 1 + extra);
   return true;
 }

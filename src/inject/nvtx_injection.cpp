@@ -212,10 +212,9 @@ std::size_t payloadArgs(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* 
       attributes->payloadType != kPayloadTypeExtension) {
     return 0;
   }
-  return decodeNvtxPayload(domain,
-                           reinterpret_cast<const void*>(
-                               static_cast<uintptr_t>(attributes->payload.ullValue)),
-                           attributes->reserved0, args, detail::kMaxEventArgs);
+  return decodeNvtxPayload(
+      domain, reinterpret_cast<const void*>(static_cast<uintptr_t>(attributes->payload.ullValue)),
+      attributes->reserved0, args, detail::kMaxEventArgs);
 }
 
 // The recording calls for an event that may carry a payload.
@@ -435,7 +434,7 @@ void install(NvtxFunctionTable table, unsigned int size, unsigned int slot, Func
 // Such an event has no message: it is named after its domain.
 std::string_view payloadEventName(nvtxDomainHandle_t domain) {
   return domain != nullptr && !domain->name.empty() ? std::string_view(domain->name)
-                                                     : std::string_view("NVTX payload");
+                                                    : std::string_view("NVTX payload");
 }
 
 std::size_t argsOf(nvtxDomainHandle_t domain, const nvtxPayloadData_t* payloads, std::size_t count,

@@ -400,11 +400,10 @@ uint64_t registerPayloadSchema(const void* domain, const void* attributes) noexc
       }
       placeEntries(*schema, current);
       // A later registration of the same id replaces the earlier one.
-      catalog.schemas.erase(std::remove_if(catalog.schemas.begin(), catalog.schemas.end(),
-                                           [&](const Schema* s) {
-                                             return s->id == id && s->domain == domain;
-                                           }),
-                            catalog.schemas.end());
+      catalog.schemas.erase(
+          std::remove_if(catalog.schemas.begin(), catalog.schemas.end(),
+                         [&](const Schema* s) { return s->id == id && s->domain == domain; }),
+          catalog.schemas.end());
       catalog.schemas.push_back(schema);
       return id;
     });
@@ -439,11 +438,10 @@ uint64_t registerPayloadEnum(const void* domain, const void* attributes) noexcep
         const nvtxPayloadEnum_t& in = attr->entries[i];
         e->values.emplace_back(in.value, in.name != nullptr ? in.name : "");
       }
-      catalog.enums.erase(std::remove_if(catalog.enums.begin(), catalog.enums.end(),
-                                         [&](const Enum* old) {
-                                           return old->id == id && old->domain == domain;
-                                         }),
-                          catalog.enums.end());
+      catalog.enums.erase(
+          std::remove_if(catalog.enums.begin(), catalog.enums.end(),
+                         [&](const Enum* old) { return old->id == id && old->domain == domain; }),
+          catalog.enums.end());
       catalog.enums.push_back(e);
       return id;
     });

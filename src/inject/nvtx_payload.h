@@ -51,9 +51,9 @@ uint64_t registerPayloadSchema(const void* domain, const void* attributes) noexc
 uint64_t registerPayloadEnum(const void* domain, const void* attributes) noexcept;
 
 struct NvtxPayloadCounts {
-  uint64_t schemas = 0;      // registered schemas and enums kept
-  uint64_t refused = 0;      // registrations refused (malformed, or past the cap)
-  uint64_t undecoded = 0;    // payloads of events that named no known schema
+  uint64_t schemas = 0;    // registered schemas and enums kept
+  uint64_t refused = 0;    // registrations refused (malformed, or past the cap)
+  uint64_t undecoded = 0;  // payloads of events that named no known schema
 };
 NvtxPayloadCounts nvtxPayloadCounts() noexcept;
 

@@ -51,7 +51,7 @@ struct EventArg {
   }
 };
 
-constexpr std::size_t kMaxEventArgs = 16;        // per event; more are left out
+constexpr std::size_t kMaxEventArgs = 16;           // per event; more are left out
 constexpr std::size_t kMaxEventArgKeyBytes = 255;   // longer keys are cut
 constexpr std::size_t kMaxEventArgTextBytes = 256;  // longer texts are cut
 constexpr std::size_t kMaxEventArgBytes = 2048;  // an event's encoded arguments; more are left out

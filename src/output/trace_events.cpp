@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>

@@ -273,7 +273,8 @@ TEST(TraceAnalysisTest, CommunicationOverlappingComputeIsMeasured) {
 
 TEST(TraceAnalysisTest, NcclCallsAreSummedWithTheirSizesFromTheTrace) {
   TraceBuilder b;
-  const std::string kernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  const std::string kernel =
+      "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
   b.ncclOp("memset", "gpu_memset", "ncclCommInitRankConfig", 0, 0, 5);  // set-up: left out
   b.ncclOp(kernel, "kernel", "ncclAllReduce", 4'000'000, 10, 20);
   b.ncclOp(kernel, "kernel", "ncclAllReduce", 4'000'000, 30, 40);

@@ -59,7 +59,10 @@ class AssemblerTest : public ::testing::Test {
     assembler->finish(syncReturn, out);
   }
   std::string name(StringId id) const { return std::string(tables.strings.get(id)); }
-  HostName copied(const std::string& text) { names.push_back(text); return HostName{names.back(), nullptr, {}}; }
+  HostName copied(const std::string& text) {
+    names.push_back(text);
+    return HostName{names.back(), nullptr, {}};
+  }
 
   TraceTables tables;
   std::unique_ptr<Assembler> assembler;

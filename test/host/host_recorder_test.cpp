@@ -121,10 +121,9 @@ TEST_F(HostRecorderTest, ArgumentsTravelWithTheirEventAndTheNextEventsFollow) {
   std::string key = "Message size [bytes]";
   std::string text = "Sum";
   Collected got = record([&] {
-    const EventArg args[] = {EventArg::unsignedValue(key, 4u << 20),
-                             EventArg::textValue("Reduction operation", text),
-                             EventArg::signedValue("Peer rank", -1),
-                             EventArg::doubleValue("ratio", 0.5)};
+    const EventArg args[] = {
+        EventArg::unsignedValue(key, 4u << 20), EventArg::textValue("Reduction operation", text),
+        EventArg::signedValue("Peer rank", -1), EventArg::doubleValue("ratio", 0.5)};
     beginRangeWithArgs("NCCL: ncclAllReduce", args, 4);
     key.assign(key.size(), '?');  // copied at the call
     text = "Max";
@@ -155,7 +154,8 @@ TEST_F(HostRecorderTest, ArgumentsTravelWithTheirEventAndTheNextEventsFollow) {
   EXPECT_EQ(got.events[2].name, "mark");
   EXPECT_EQ(decoded(got.events[2].args).size(), 1u);
   EXPECT_EQ(got.events[3].name, "async");
-  EXPECT_EQ(decoded(got.events[3].args), (std::vector<std::string>{"Peer rank=-1", "ratio=0.500000"}));
+  EXPECT_EQ(decoded(got.events[3].args),
+            (std::vector<std::string>{"Peer rank=-1", "ratio=0.500000"}));
   EXPECT_EQ(got.events[4].kind, 'F');
   EXPECT_EQ(got.events[5].name, "no args");
   EXPECT_TRUE(got.events[5].args.empty());

@@ -70,8 +70,14 @@ struct FakeNvtxCore {
 struct FakePayloadModule {
   intptr_t slots[63] = {};
   nvtxExtModuleSegment_t segment{0, 63, slots};
-  nvtxExtModuleInfo_t info{NVTX_VERSION, sizeof(nvtxExtModuleInfo_t), NVTX_EXT_PAYLOAD_MODULEID,
-                           NVTX_EXT_PAYLOAD_COMPATID, 1, &segment, nullptr, nullptr};
+  nvtxExtModuleInfo_t info{NVTX_VERSION,
+                           sizeof(nvtxExtModuleInfo_t),
+                           NVTX_EXT_PAYLOAD_MODULEID,
+                           NVTX_EXT_PAYLOAD_COMPATID,
+                           1,
+                           &segment,
+                           nullptr,
+                           nullptr};
 
   template <typename Function>
   Function slot(int cbid) const {
@@ -142,8 +148,8 @@ class NvtxPayloadTest : public ::testing::Test {
          offsetof(AllReduceParams, comm), nullptr, nullptr},
         {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0,
          offsetof(AllReduceParams, bytes), nullptr, nullptr},
-        {0, kStatic + 14, "Reduction operation", nullptr, 0, offsetof(AllReduceParams, op),
-         nullptr, nullptr}};
+        {0, kStatic + 14, "Reduction operation", nullptr, 0, offsetof(AllReduceParams, op), nullptr,
+         nullptr}};
     nvtxPayloadSchemaAttr_t attr{};
     attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
                      NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
@@ -293,7 +299,8 @@ TEST_F(NvtxPayloadTest, EntriesWithoutOffsetsFollowCsLayoutAndStringsOfEachKindD
        nullptr},
       {0, NVTX_PAYLOAD_ENTRY_TYPE_INT16, nullptr, nullptr, 0, 0, nullptr, nullptr}};
   nvtxPayloadSchemaAttr_t attr{};
-  attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES;
+  attr.fieldMask =
+      NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES;
   attr.entries = entries;
   attr.numEntries = 7;
   const uint64_t id = registerSchema_(nccl_, &attr);
@@ -337,16 +344,19 @@ TEST_F(NvtxPayloadTest, UnknownSchemasShortPayloadsAndAsyncRangesAreHandled) {
   profiler.start();
   AllReduceParams params{42, 1024, 0};
   const nvtxPayloadData_t unknown{kStatic + 99, sizeof params, &params};
-  const nvtxEventAttributes_t unknownEvent = withPayload(registerString(nccl_, "unknown"), &unknown);
+  const nvtxEventAttributes_t unknownEvent =
+      withPayload(registerString(nccl_, "unknown"), &unknown);
   push(nccl_, &unknownEvent);
   pop(nccl_);
   const nvtxPayloadData_t wrongDomain{kStatic + 5, sizeof params, &params};
-  const nvtxEventAttributes_t otherEvent = withPayload(registerString(other, "elsewhere"), &wrongDomain);
+  const nvtxEventAttributes_t otherEvent =
+      withPayload(registerString(other, "elsewhere"), &wrongDomain);
   push(other, &otherEvent);
   pop(other);
   // 12 bytes: the communicator, and half the size; the cut entries are left out.
   const nvtxPayloadData_t shortPayload{kStatic + 5, 12, &params};
-  const nvtxEventAttributes_t shortEvent = withPayload(registerString(nccl_, "short"), &shortPayload);
+  const nvtxEventAttributes_t shortEvent =
+      withPayload(registerString(nccl_, "short"), &shortPayload);
   push(nccl_, &shortEvent);
   pop(nccl_);
   const nvtxPayloadData_t full{kStatic + 5, sizeof params, &params};

@@ -22,11 +22,11 @@ std::vector<EventArg> roundTrip(const std::vector<EventArg>& args, std::size_t c
 
 TEST(EventArgsTest, EveryTypeRoundTrips) {
   std::string storage;
-  const auto out = roundTrip({EventArg::unsignedValue("bytes", UINT64_MAX),
-                              EventArg::signedValue("peer", -5),
-                              EventArg::doubleValue("ratio", -0.125),
-                              EventArg::textValue("op", "Sum"), EventArg::textValue("", "")},
-                             kMaxEventArgBytes, storage);
+  const auto out =
+      roundTrip({EventArg::unsignedValue("bytes", UINT64_MAX), EventArg::signedValue("peer", -5),
+                 EventArg::doubleValue("ratio", -0.125), EventArg::textValue("op", "Sum"),
+                 EventArg::textValue("", "")},
+                kMaxEventArgBytes, storage);
   ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0].key, "bytes");
   EXPECT_EQ(out[0].type, ArgType::Unsigned);
@@ -61,8 +61,8 @@ TEST(EventArgsTest, OnlyWholeArgumentsFitAndLongPartsAreCut) {
 
 TEST(EventArgsTest, DecodingStopsAtMalformedBytes) {
   std::string storage;
-  roundTrip({EventArg::unsignedValue("a", 1), EventArg::textValue("b", "text")},
-            kMaxEventArgBytes, storage);
+  roundTrip({EventArg::unsignedValue("a", 1), EventArg::textValue("b", "text")}, kMaxEventArgBytes,
+            storage);
   std::size_t seen = 0;
   // Cut inside the second argument: the first still decodes.
   forEachEventArg(std::string_view(storage).substr(0, storage.size() - 2),

@@ -207,7 +207,8 @@ TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndP
   trace_.records.ranges.push_back(range);
 
   KernelRecord reduce = kernel(placement(kStart + 10, kStart + 20, 0, 9, 5));
-  reduce.name = strings.intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  reduce.name =
+      strings.intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   reduce.at.externalId = 100;
   KernelRecord sendKernel = kernel(placement(kStart + 30, kStart + 40, 0, 9, 6));
   sendKernel.name = strings.intern("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
