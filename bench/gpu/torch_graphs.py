@@ -26,9 +26,8 @@ check: a trace of that run (.json or .json.gz).
   --graph-level (a trace taken with --cuda-graph-trace=graph): one "cuda_graph" slice per
     replay, each linked to its launch, and no kernel, copy or memset of the graph.
   --torch-profiler: TRACE is torch.profiler's export (run --profile under `kinetrace run
-    --torch`), where PyTorch's own layout holds the operations: every operation linked to a
-    cudaGraphLaunch is counted (node level: nodes x replays; graph level: one "CUDA graph N"
-    kernel per replay and nothing else).
+    --torch`): every operation linked to a cudaGraphLaunch is counted (node level: nodes x
+    replays; graph level: one "CUDA graph N" slice per replay and nothing else).
 Prints a markdown table (and writes it to --md). Exit status 0 on PASS, 1 on FAIL, 2 when an
 input cannot be read.
 
@@ -166,16 +165,17 @@ def check(args):
              + ", ".join(f"{n} {c:,}" for n, c in sorted(by_type.items())),
              f"- replays: {replays:,}; cudaGraphLaunch calls in the trace: {len(launches):,}", ""]
     if args.torch_profiler:
-        # PyTorch's layout: kinetrace's operations reach it as CUPTI-like activities, graph
-        # runs as kernels named "CUDA graph N".
+        # The profiler's export: kinetrace's operations as PyTorch laid them out; a graph's
+        # run is a "cuda_graph" slice "CUDA graph N" (or a kernel of that name).
         linked = [e for e in events if e.get("ph") == "X"
-                  and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                  and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")
                   and e.get("args", {}).get("correlation") in launches]
-        runs = [e for e in linked if e.get("name", "").startswith("CUDA graph")]
+        runs = [e for e in linked
+                if e.get("cat") == "cuda_graph" or e.get("name", "").startswith("CUDA graph")]
         if args.graph_level:
             ok = len(runs) == replays and len(linked) == replays
             lines += ["| graph level, torch.profiler | expected | in the trace |", "|---|---|---|",
-                      f"| \"CUDA graph\" kernels linked to their launch | {replays:,} | {len(runs):,} |",
+                      f"| \"CUDA graph\" slices linked to their launch | {replays:,} | {len(runs):,} |",
                       f"| other operations linked to a launch | 0 | {len(linked) - len(runs):,} |"]
         else:
             expected = work_nodes * replays
