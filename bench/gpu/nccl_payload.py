@@ -6,8 +6,9 @@ PyTorch program made.
     nccl_payload.py check TRACE MANIFEST [--md OUT.md]
 
 run: a one-rank NCCL process group (torch.distributed, backend "nccl", one GPU) makes
---iterations rounds of all_reduce (sum; max on bf16; avg on float64), broadcast, reduce (min)
-and all_gather_into_tensor, each on a tensor of a known size. The manifest lists every NCCL
+--iterations rounds of all_reduce (sum; max on bf16; avg on float64), broadcast, reduce (min),
+all_gather_into_tensor, and two all-gathers coalesced into one NCCL group, each on a tensor
+of a known size. The manifest lists every NCCL
 call expected, in order, with its message size as NCCL defines it (the count times the
 datatype's size; for all-gather the part each rank sends), its reduction and its root. Run
 it under `kinetrace run`. One rank is all one GPU allows (NCCL refuses two ranks on one
@@ -23,6 +24,8 @@ check: a trace of that run (.json or .json.gz).
     unfinished.
   - The GPU work NCCL launched inside a call carries the call ("nccl call"), its size ("nccl
     bytes") and its communicator, and its External id is the call's range.
+  - Each group's ncclGroupEnd range names its calls ("Calls in the group") and their total
+    size: NCCL launches a group's work there.
 Prints a markdown table (and writes it to --md). Exit status 0 on PASS, 1 on FAIL, 2 when an
 input cannot be read.
 """
@@ -55,6 +58,9 @@ def run(args):
     shard = torch.randn(4096, device=device, dtype=torch.float16)      # 8,192 bytes
     gathered = torch.empty(4096, device=device, dtype=torch.float16)
     means = torch.randn(1000, device=device, dtype=torch.float64)      # 8,000 bytes
+    small_shard = torch.randn(1000, device=device)                     # 4,000 bytes
+    small_gathered = torch.empty(1000, device=device)
+    groups = []
     torch.cuda.synchronize()
     for _ in range(args.iterations):
         dist.all_reduce(grads, op=dist.ReduceOp.SUM)
@@ -69,12 +75,23 @@ def run(args):
         expect("ncclAllGather", shard)
         dist.all_reduce(means, op=dist.ReduceOp.AVG)
         expect("ncclAllReduce", means, "Avg")
+        # Two all-gathers coalesced: NCCL queues them and launches their work in
+        # ncclGroupEnd.
+        with dist._coalescing_manager(device=device, async_ops=True) as coalesced:
+            dist.all_gather_into_tensor(gathered, shard)
+            dist.all_gather_into_tensor(small_gathered, small_shard)
+        coalesced.wait()
+        expect("ncclAllGather", shard)
+        expect("ncclAllGather", small_shard)
+        groups.append({"calls": "ncclAllGather x2",
+                       "bytes": calls[-1]["bytes"] + calls[-2]["bytes"]})
     torch.cuda.synchronize()
     manifest = {
         "torch": torch.__version__,
         "nccl": ".".join(str(part) for part in torch.cuda.nccl.version()),
         "iterations": args.iterations,
         "calls": calls,
+        "groups": groups,
     }
     dist.destroy_process_group()
     with open(args.manifest, "w") as f:
@@ -151,6 +168,15 @@ def check(args):
                and init_args.get("No. of ranks") == 1 and init_args.get("Rank") == 0)
     if not init_ok:
         problems.append(f"communicator creation: {[(r['name'], r.get('args')) for r in inits]}")
+    # Groups: each outermost ncclGroupEnd names its calls and their total size.
+    group_ends = [r for r in ranges if r["name"] == "NCCL: ncclGroupEnd"
+                  and "Calls in the group" in r.get("args", {})]
+    groups_ok = sum(1 for want, got in zip(manifest.get("groups", []), group_ends)
+                    if got["args"]["Calls in the group"] == want["calls"]
+                    and size_of(got["args"]) == want["bytes"])
+    if groups_ok != len(manifest.get("groups", [])) or len(group_ends) != groups_ok:
+        problems.append(f"groups: {groups_ok} of {len(manifest.get('groups', []))} ncclGroupEnd "
+                        f"ranges name their calls and size; {len(group_ends)} in the trace")
     unfinished = [r["name"] for r in ranges if r.get("args", {}).get("unfinished")]
     if unfinished:
         problems.append(f"unfinished NCCL ranges: {unfinished}")
@@ -194,7 +220,9 @@ def check(args):
         f"Communicator ids: {len(communicators)} ({communicator}), named by its creation "
         f"({inits[0]['name'][len('NCCL: '):] if inits else 'none'}) when it ends: "
         f"{'yes' if init_ok else 'no'}. GPU ops carrying an NCCL call: {len(gpu)}, matching "
-        f"their call's range: {gpu_ok}.",
+        f"their call's range: {gpu_ok}. Groups (two coalesced all-gathers each): "
+        f"{groups_ok} of {len(manifest.get('groups', []))} ncclGroupEnd ranges name their calls "
+        f"and total size.",
         "",
         f"**{verdict}**" + ("" if not problems else ": " + "; ".join(problems)),
     ]

@@ -1,6 +1,9 @@
 #include "correlate/assembler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <optional>
 
 #include "correlate/occupancy.h"
 
@@ -151,6 +154,81 @@ uint32_t Assembler::keepArgs(std::string_view event, std::string_view encoded, u
   return index;
 }
 
+void Assembler::noteNcclRange(uint32_t instance, std::string_view call, uint64_t rangeId,
+                              uint32_t args) {
+  if (call == "ncclGroupStart") {
+    NcclGroup& group = ncclGroups_[instance];
+    if (group.depth++ == 0) group.calls.clear();
+    return;
+  }
+  auto found = ncclGroups_.find(instance);
+  if (found == ncclGroups_.end() || found->second.depth == 0) return;
+  NcclGroup& group = found->second;
+  if (call != "ncclGroupEnd") {
+    if (args != 0) group.calls.push_back(args);
+    return;
+  }
+  if (--group.depth > 0 || group.calls.empty() || tables_.eventArgs.size() >= kEventArgsKept) {
+    return;
+  }
+  // The group's calls, summed: their count by name, the bytes they move, and the
+  // communicator and peer when they all share one.
+  std::vector<std::pair<std::string_view, int>> counts;
+  uint64_t bytes = 0;
+  std::optional<StoredArg> communicator;
+  std::optional<StoredArg> peer;
+  bool oneCommunicator = true;
+  bool onePeer = true;
+  auto same = [](const std::optional<StoredArg>& seen, const StoredArg& arg) {
+    return !seen || (seen->type == arg.type && seen->number == arg.number);
+  };
+  for (const uint32_t index : group.calls) {
+    const StoredArgs& member = tables_.eventArgs[index - 1];
+    const std::string_view name = tables_.strings.get(member.event).substr(kNcclRangePrefix.size());
+    auto counted = std::find_if(counts.begin(), counts.end(),
+                                [&](const auto& entry) { return entry.first == name; });
+    if (counted == counts.end()) {
+      counts.emplace_back(name, 1);
+    } else {
+      ++counted->second;
+    }
+    for (const StoredArg& arg : member.values) {
+      const std::string_view key = tables_.strings.get(arg.key);
+      if (key == "Message size [bytes]" || key == "Bytes") bytes += arg.number;
+      if (key == "NCCL communicator ID") {
+        oneCommunicator = oneCommunicator && same(communicator, arg);
+        communicator = arg;
+      }
+      if (key == "Peer rank") {
+        onePeer = onePeer && same(peer, arg);
+        peer = arg;
+      }
+    }
+  }
+  std::string summary;
+  for (const auto& [name, count] : counts) {
+    if (!summary.empty()) summary += ", ";
+    summary += count == 1 ? std::string(name) : fmt::format("{} x{}", name, count);
+  }
+  StoredArgs grouped;
+  grouped.event = tables_.strings.intern(fmt::format("{}ncclGroupEnd", kNcclRangePrefix));
+  grouped.nccl = true;
+  StoredArg calls;
+  calls.key = tables_.strings.intern("Calls in the group");
+  calls.type = ArgType::Text;
+  calls.text = tables_.strings.intern(summary);
+  grouped.values.push_back(calls);
+  StoredArg size;
+  size.key = tables_.strings.intern("Message size [bytes]");
+  size.number = bytes;
+  grouped.values.push_back(size);
+  if (communicator && oneCommunicator) grouped.values.push_back(*communicator);
+  if (peer && onePeer) grouped.values.push_back(*peer);
+  tables_.eventArgs.push_back(std::move(grouped));
+  tables_.argsOfRange[rangeId] = static_cast<uint32_t>(tables_.eventArgs.size());
+  group.calls.clear();
+}
+
 void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) {
   if (!inWindow(timeNs)) {
     ++losses_.outOfWindowEvents;
@@ -160,7 +238,10 @@ void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
   const uint64_t parent = stack.empty() ? 0 : stack.back().id;
   const StringId nameId = intern(name);
   stack.push_back(OpenRange{timeNs, id, nameId});
-  keepArgs(name.text, name.args, id);
+  const uint32_t args = keepArgs(name.text, name.args, id);
+  if (name.text.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix) {
+    noteNcclRange(instance, name.text.substr(kNcclRangePrefix.size()), id, args);
+  }
   if (!collectsSpans()) return;
   RangeState& state = ranges_[id];
   state.parentId = parent;

@@ -156,6 +156,9 @@ class Assembler final : public HostEventVisitor {
   // GPU work launched inside it find them; arguments added at its end join those of its
   // begin. `event`: the event's name.
   uint32_t keepArgs(std::string_view event, std::string_view encoded, uint64_t rangeId);
+  // An NCCL range ("NCCL: <call>") began: follows the thread's NCCL groups, and gives the
+  // outermost ncclGroupEnd the sum of its calls (the GPU work launched there carries it).
+  void noteNcclRange(uint32_t instance, std::string_view call, uint64_t rangeId, uint32_t args);
   bool keepsPending(CallEffect effect) const;
   PendingCall* findCall(uint32_t correlationId);
   void forgetCall(uint32_t correlationId, const PendingCall& call);
@@ -207,6 +210,14 @@ class Assembler final : public HostEventVisitor {
   std::deque<uint64_t> closedRanges_;                                // in the order they ended
   std::unordered_map<uint64_t, AsyncOpen> asyncOpen_;
   std::unordered_map<uint64_t, int64_t> asyncEndedEarly_;  // end drained before its begin
+  // NCCL groups open on each thread (ncclGroupStart ... ncclGroupEnd): NCCL launches the
+  // work of the calls made inside a group in ncclGroupEnd, so that range is given what its
+  // calls said (noteNcclRange).
+  struct NcclGroup {
+    int depth = 0;
+    std::vector<uint32_t> calls;  // the calls' arguments (TraceTables::eventArgs index + 1)
+  };
+  std::unordered_map<uint32_t, NcclGroup> ncclGroups_;  // by thread instance
 
   std::unordered_map<uint32_t, PendingCall> pending_;
   // (start, correlation id), oldest first: the watermark below which every call is joined.

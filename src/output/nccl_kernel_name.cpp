@@ -88,6 +88,8 @@ std::string_view ncclPayloadArgName(std::string_view payloadEntry) {
       {"Root", "nccl root"},
       {"No. of ranks", "nccl ranks"},
       {"Rank", "nccl rank"},
+      // kinetrace's own, on an ncclGroupEnd: what the calls of the group were.
+      {"Calls in the group", "nccl group calls"},
   };
   for (const auto& [entry, arg] : kNames) {
     if (entry == payloadEntry) return arg;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "inject/nvtx_injection.h"
 #include "kinetrace/profiler.h"
@@ -459,6 +460,84 @@ TEST_F(NvtxPayloadTest, APopWithAPayloadEndsTheRangeAndAddsItsArguments) {
     EXPECT_EQ(argsOf(data, argsOfRange(data, r)).at("Rank"), "1i");
   }
   EXPECT_EQ(named, 2) << "the pushed one and the async one";
+}
+
+// Inside ncclGroupStart ... ncclGroupEnd NCCL only queues the calls; their work is launched
+// in ncclGroupEnd, whose range is given what the calls of the (outermost) group said.
+TEST_F(NvtxPayloadTest, AnNcclGroupsEndIsGivenTheSumOfItsCalls) {
+  struct SendRecvParams {
+    uint64_t comm;
+    size_t bytes;
+    int peer;
+  };
+  static const nvtxPayloadSchemaEntry_t entries[] = {
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0,
+       offsetof(SendRecvParams, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0,
+       offsetof(SendRecvParams, bytes), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Peer rank", nullptr, 0, offsetof(SendRecvParams, peer),
+       nullptr, nullptr}};
+  nccl_ = core2<DomainCreateA>(NVTX_CBID_CORE2_DomainCreateA)("NCCL");
+  nvtxPayloadSchemaAttr_t attr{};
+  attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+  attr.entries = entries;
+  attr.numEntries = 3;
+  attr.schemaId = kStatic + 9;
+  ASSERT_EQ(registerSchema_(nccl_, &attr), kStatic + 9);
+  auto registerString = core2<RegisterStringA>(NVTX_CBID_CORE2_DomainRegisterStringA);
+  auto push = core2<DomainPushEx>(NVTX_CBID_CORE2_DomainRangePushEx);
+  auto pop = core2<DomainPop>(NVTX_CBID_CORE2_DomainRangePop);
+  auto plain = [&](const char* call) {
+    nvtxEventAttributes_t event{};
+    event.version = NVTX_VERSION;
+    event.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    event.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    event.message.registered = registerString(nccl_, call);
+    push(nccl_, &event);
+    pop(nccl_);
+  };
+  auto transfer = [&](const char* call, SendRecvParams params) {
+    const nvtxPayloadData_t payload{kStatic + 9, sizeof params, &params};
+    const nvtxEventAttributes_t event = withPayload(registerString(nccl_, call), &payload);
+    push(nccl_, &event);
+    pop(nccl_);
+  };
+
+  Profiler profiler(hostOnly());
+  profiler.start();
+  plain("ncclGroupStart");
+  plain("ncclGroupStart");  // nested: only the outermost end gets the sum
+  transfer("ncclSend", {7, 100, 1});
+  plain("ncclGroupEnd");
+  transfer("ncclRecv", {7, 300, 1});
+  transfer("ncclRecv", {7, 500, 1});
+  plain("ncclGroupEnd");
+  plain("ncclGroupStart");
+  transfer("ncclSend", {7, 10, 2});
+  transfer("ncclSend", {7, 20, 3});
+  plain("ncclGroupEnd");
+  plain("ncclGroupEnd");  // unmatched: ignored
+  Trace trace = profiler.stop();
+
+  const TraceData& data = detail::dataOf(trace);
+  std::vector<std::map<std::string, std::string>> ends;
+  for (const auto& r : data.records.ranges) {
+    if (data.tables.strings.get(r.name) == "NCCL: ncclGroupEnd") {
+      ends.push_back(argsOf(data, argsOfRange(data, r)));
+    }
+  }
+  ASSERT_EQ(ends.size(), 4u);
+  EXPECT_TRUE(ends[0].empty()) << "the inner group's end launches nothing";
+  EXPECT_EQ(ends[1].at("Calls in the group"), "ncclSend, ncclRecv x2");
+  EXPECT_EQ(ends[1].at("Message size [bytes]"), "900u");
+  EXPECT_EQ(ends[1].at("NCCL communicator ID"), "7u");
+  EXPECT_EQ(ends[1].at("Peer rank"), "1i");
+  EXPECT_EQ(ends[2].at("Calls in the group"), "ncclSend x2");
+  EXPECT_EQ(ends[2].at("Message size [bytes]"), "30u");
+  EXPECT_EQ(ends[2].count("Peer rank"), 0u) << "two peers: none is named";
+  EXPECT_TRUE(ends[3].empty());
 }
 
 TEST_F(NvtxPayloadTest, MalformedRegistrationsAreRefusedAndCounted) {

@@ -197,8 +197,13 @@ TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndP
   StoredArgs user;
   user.event = strings.intern("load batch");
   user.values = {arg("Message size [bytes]", ArgType::Unsigned, 9)};
-  trace_.tables.eventArgs = {allReduce, send, user};
-  trace_.tables.argsOfRange = {{100, 1}, {101, 2}, {102, 3}};
+  StoredArgs group;  // what the assembler gives an ncclGroupEnd
+  group.event = strings.intern("NCCL: ncclGroupEnd");
+  group.nccl = true;
+  group.values = {arg("Calls in the group", ArgType::Text, 0, "ncclSend, ncclRecv x2"),
+                  arg("Message size [bytes]", ArgType::Unsigned, 900)};
+  trace_.tables.eventArgs = {allReduce, send, user, group};
+  trace_.tables.argsOfRange = {{100, 1}, {101, 2}, {102, 3}, {103, 4}};
   RangeRecord range;
   range.startNs = kStart;
   range.endNs = kStart + 5;
@@ -215,7 +220,10 @@ TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndP
   sendKernel.at.externalId = 101;
   KernelRecord userKernel = kernel(placement(kStart + 50, kStart + 60, 0, 9, 7));
   userKernel.at.externalId = 102;
-  trace_.records.kernels = {reduce, sendKernel, userKernel};
+  KernelRecord grouped = kernel(placement(kStart + 90, kStart + 95, 0, 9, 9));
+  grouped.name = strings.intern("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
+  grouped.at.externalId = 103;
+  trace_.records.kernels = {reduce, sendKernel, userKernel, grouped};
   MemcpyRecord copy;  // a one-rank communicator's all-reduce is a copy
   copy.at = placement(kStart + 70, kStart + 80, 0, 9, 8);
   copy.at.externalId = 100;
@@ -231,7 +239,10 @@ TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndP
   EXPECT_EQ(call["args"]["Reduction operation"], "Sum");
 
   const auto kernels = eventsWith(root, "X", "kernel");
-  ASSERT_EQ(kernels.size(), 3u);
+  ASSERT_EQ(kernels.size(), 4u);
+  EXPECT_EQ(kernels[3]["args"]["nccl call"], "ncclGroupEnd");
+  EXPECT_EQ(kernels[3]["args"]["nccl group calls"], "ncclSend, ncclRecv x2");
+  EXPECT_EQ(kernels[3]["args"]["nccl bytes"], 900);
   EXPECT_EQ(kernels[0]["args"]["nccl call"], "ncclAllReduce");
   EXPECT_EQ(kernels[0]["args"]["nccl bytes"], 4u << 20);
   EXPECT_EQ(kernels[0]["args"]["nccl communicator"], std::to_string(communicator));
@@ -372,7 +383,10 @@ TEST_F(TraceEventsGpuTest, ReplayedKernelsNameWhereTheirGraphNodeWasCreated) {
   trace_.records.kernels = {first, second, unknown};
   const json root = save();
   const auto kernels = eventsWith(root, "X", "kernel");
-  ASSERT_EQ(kernels.size(), 3u);
+  ASSERT_EQ(kernels.size(), 4u);
+  EXPECT_EQ(kernels[3]["args"]["nccl call"], "ncclGroupEnd");
+  EXPECT_EQ(kernels[3]["args"]["nccl group calls"], "ncclSend, ncclRecv x2");
+  EXPECT_EQ(kernels[3]["args"]["nccl bytes"], 900);
   const json& a = kernels[0]["args"];
   EXPECT_EQ(a["graph node created by"], "cudaLaunchKernel");
   EXPECT_EQ(a["graph node creation correlation"], 9);
