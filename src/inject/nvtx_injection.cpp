@@ -204,44 +204,62 @@ std::string_view eventName(nvtxDomainHandle_t domain, const nvtxEventAttributes_
 // described by registered schemas (inject/nvtx_payload.h).
 constexpr int32_t kPayloadTypeExtension = static_cast<int32_t>(0xDFBD0009);
 
-// An event's arguments, from its extended payload; 0 when it has none.
+// Whether an event carries an extended payload.
+bool hasExtendedPayload(const nvtxEventAttributes_t* attributes) {
+  return attributes != nullptr &&
+         attributes->size >= offsetof(nvtxEventAttributes_t, payload) + sizeof(attributes->payload) &&
+         attributes->payloadType == kPayloadTypeExtension;
+}
+
+// The event's arguments, from its extended payload.
 std::size_t payloadArgs(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes,
                         detail::EventArg (&args)[detail::kMaxEventArgs]) {
-  if (attributes == nullptr ||
-      attributes->size < offsetof(nvtxEventAttributes_t, payload) + sizeof(attributes->payload) ||
-      attributes->payloadType != kPayloadTypeExtension) {
-    return 0;
-  }
   return decodeNvtxPayload(
       domain, reinterpret_cast<const void*>(static_cast<uintptr_t>(attributes->payload.ullValue)),
       attributes->reserved0, args, detail::kMaxEventArgs);
 }
 
-// The recording calls for an event that may carry a payload.
-void beginRangeOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+// The recording calls for an event that may carry a payload. The decoding, and its array of
+// arguments, stay out of line: events without a payload (nearly all) never pay for them.
+[[gnu::noinline]] void beginRangeWithPayload(nvtxDomainHandle_t domain,
+                                             const nvtxEventAttributes_t* attributes) {
   detail::EventArg args[detail::kMaxEventArgs];
-  const std::size_t count = payloadArgs(domain, attributes, args);
-  if (count == 0) {
-    kinetrace::beginRange(std::string_view(eventName(domain, attributes)));
+  internal::beginRangeWithArgs(eventName(domain, attributes), args,
+                               payloadArgs(domain, attributes, args));
+}
+
+void beginRangeOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  if (hasExtendedPayload(attributes)) {
+    beginRangeWithPayload(domain, attributes);
   } else {
-    internal::beginRangeWithArgs(eventName(domain, attributes), args, count);
+    kinetrace::beginRange(std::string_view(eventName(domain, attributes)));
   }
 }
 
-nvtxRangeId_t startRangeOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+[[gnu::noinline]] nvtxRangeId_t startRangeWithPayload(nvtxDomainHandle_t domain,
+                                                      const nvtxEventAttributes_t* attributes) {
   detail::EventArg args[detail::kMaxEventArgs];
-  const std::size_t count = payloadArgs(domain, attributes, args);
-  if (count == 0) return kinetrace::startAsyncRange(eventName(domain, attributes));
-  return internal::startAsyncRangeWithArgs(eventName(domain, attributes), args, count);
+  return internal::startAsyncRangeWithArgs(eventName(domain, attributes), args,
+                                           payloadArgs(domain, attributes, args));
+}
+
+nvtxRangeId_t startRangeOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
+  if (hasExtendedPayload(attributes)) return startRangeWithPayload(domain, attributes);
+  return kinetrace::startAsyncRange(eventName(domain, attributes));
+}
+
+[[gnu::noinline]] void markWithPayload(nvtxDomainHandle_t domain,
+                                       const nvtxEventAttributes_t* attributes) {
+  detail::EventArg args[detail::kMaxEventArgs];
+  internal::instantWithArgs(eventName(domain, attributes), args,
+                            payloadArgs(domain, attributes, args));
 }
 
 void markOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {
-  detail::EventArg args[detail::kMaxEventArgs];
-  const std::size_t count = payloadArgs(domain, attributes, args);
-  if (count == 0) {
-    kinetrace::instant(std::string_view(eventName(domain, attributes)));
+  if (hasExtendedPayload(attributes)) {
+    markWithPayload(domain, attributes);
   } else {
-    internal::instantWithArgs(eventName(domain, attributes), args, count);
+    kinetrace::instant(std::string_view(eventName(domain, attributes)));
   }
 }
 
