@@ -164,6 +164,19 @@ class NvtxPayloadTest : public ::testing::Test {
     EXPECT_EQ(registerSchema_(domain, &attr), kStatic + 5);
   }
 
+  // Registers the schema of a C struct whose entries give their offsets, under static `id`.
+  uint64_t registerStruct(nvtxDomainHandle_t domain, const nvtxPayloadSchemaEntry_t* entries,
+                          std::size_t count, uint64_t id) {
+    nvtxPayloadSchemaAttr_t attr{};
+    attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+    attr.entries = entries;
+    attr.numEntries = count;
+    attr.schemaId = id;
+    return registerSchema_(domain, &attr);
+  }
+
   // An event as NCCL's nvtx3 wrapper builds it: a registered message and one payload.
   static nvtxEventAttributes_t withPayload(nvtxStringHandle_t message,
                                            const nvtxPayloadData_t* payload, uint32_t count = 1) {
@@ -399,16 +412,9 @@ TEST_F(NvtxPayloadTest, APopWithAPayloadEndsTheRangeAndAddsItsArguments) {
        nullptr},
       {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "CUDA device", nullptr, 0, offsetof(InitParams, device),
        nullptr, nullptr}};
-  nvtxPayloadSchemaAttr_t attr{};
-  attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
-                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
-  attr.entries = entries;
-  attr.numEntries = 4;
-  attr.schemaId = kStatic + 11;
   // NCCL's own domain: its ranges' arguments reach the GPU work inside them.
   nccl_ = core2<DomainCreateA>(NVTX_CBID_CORE2_DomainCreateA)("NCCL");
-  ASSERT_EQ(registerSchema_(nccl_, &attr), kStatic + 11);
+  ASSERT_EQ(registerStruct(nccl_, entries, 4, kStatic + 11), kStatic + 11);
   auto registerString = core2<RegisterStringA>(NVTX_CBID_CORE2_DomainRegisterStringA);
   auto push = core2<DomainPushEx>(NVTX_CBID_CORE2_DomainRangePushEx);
   auto pushPayload = module_.slot<PayloadEvent>(NVTX3EXT_CBID_nvtxRangePushPayload);
@@ -478,14 +484,7 @@ TEST_F(NvtxPayloadTest, AnNcclGroupsEndIsGivenTheSumOfItsCalls) {
       {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Peer rank", nullptr, 0, offsetof(SendRecvParams, peer),
        nullptr, nullptr}};
   nccl_ = core2<DomainCreateA>(NVTX_CBID_CORE2_DomainCreateA)("NCCL");
-  nvtxPayloadSchemaAttr_t attr{};
-  attr.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
-                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
-  attr.entries = entries;
-  attr.numEntries = 3;
-  attr.schemaId = kStatic + 9;
-  ASSERT_EQ(registerSchema_(nccl_, &attr), kStatic + 9);
+  ASSERT_EQ(registerStruct(nccl_, entries, 3, kStatic + 9), kStatic + 9);
   auto registerString = core2<RegisterStringA>(NVTX_CBID_CORE2_DomainRegisterStringA);
   auto push = core2<DomainPushEx>(NVTX_CBID_CORE2_DomainRangePushEx);
   auto pop = core2<DomainPop>(NVTX_CBID_CORE2_DomainRangePop);
