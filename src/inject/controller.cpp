@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "inject/nvtx_injection.h"
+#include "inject/nvtx_payload.h"
 #include "inject/process_hooks.h"
 #include "inject/run_manifest.h"
 #include "kinetrace/error.h"
@@ -284,10 +285,17 @@ void Controller::stopLocked(int64_t atStep) {
   try {
     // What NVTX sent, up to now: a trace without NVTX ranges then says whether the program
     // made no NVTX calls or made them outside the window.
+    // And what its payload extension gave: schemas kept, registrations refused, payloads
+    // naming no known schema (their events are recorded without arguments).
     const NvtxCounts nvtx = nvtxCounts();
-    profiler_->addMetadata("kinetrace_nvtx", Value::object({{"instances", nvtx.instances},
-                                                            {"calls", nvtx.calls},
-                                                            {"recorded", nvtx.recorded}}));
+    const NvtxPayloadCounts payloads = nvtxPayloadCounts();
+    profiler_->addMetadata("kinetrace_nvtx",
+                           Value::object({{"instances", nvtx.instances},
+                                          {"calls", nvtx.calls},
+                                          {"recorded", nvtx.recorded},
+                                          {"payload_schemas", payloads.schemas},
+                                          {"payload_registrations_refused", payloads.refused},
+                                          {"payloads_undecoded", payloads.undecoded}}));
     if (windowFirstStep_ >= 0) {
       // The steps whose marks fell inside the window: when it did not end at a step mark
       // (exit, a signal), the last of them may be cut short.

@@ -21,6 +21,7 @@
 
 #include "analysis/summary.h"
 #include "inject/nvtx_injection.h"
+#include "inject/nvtx_payload.h"
 #include "kinetrace/host.h"
 #include "session/session.h"
 #include "support/fake_gpu_source.h"
@@ -236,11 +237,16 @@ TEST_F(ControllerTest, TheTraceCountsNvtxCallsAfterItsEvents) {
   instant("something happened");
   controller.finish();
   const NvtxCounts counts = nvtxCounts();  // no NVTX call since the stop took them
+  const NvtxPayloadCounts payloads = nvtxPayloadCounts();
 
   nlohmann::ordered_json trace = readTrace();
-  EXPECT_EQ(trace["kinetrace_nvtx"], nlohmann::ordered_json({{"instances", counts.instances},
-                                                             {"calls", counts.calls},
-                                                             {"recorded", counts.recorded}}));
+  EXPECT_EQ(trace["kinetrace_nvtx"],
+            nlohmann::ordered_json({{"instances", counts.instances},
+                                    {"calls", counts.calls},
+                                    {"recorded", counts.recorded},
+                                    {"payload_schemas", payloads.schemas},
+                                    {"payload_registrations_refused", payloads.refused},
+                                    {"payloads_undecoded", payloads.undecoded}}));
   const std::vector<std::string> keys = topLevelKeys(trace);
   EXPECT_GT(positionOf(keys, "kinetrace_nvtx"), positionOf(keys, "traceEvents"))
       << "known only at the stop";
