@@ -359,8 +359,9 @@ TEST(KinetraceRunTest, TracesTheProgramWithItsNvtxRangesAndRankAndPrintsTheSumma
     EXPECT_TRUE(has(ranges, name)) << name << " missing; err:\n" << r.err;
   }
   EXPECT_FALSE(has(ranges, "overwritten")) << "NVTX names are copied when the call is made";
-  EXPECT_EQ(trace["kinetrace_nvtx"],
-            nlohmann::json::parse(R"({"instances": 1, "calls": 6, "recorded": 6, "payload_schemas": 0,
+  EXPECT_EQ(
+      trace["kinetrace_nvtx"],
+      nlohmann::json::parse(R"({"instances": 1, "calls": 6, "recorded": 6, "payload_schemas": 0,
                                        "payload_registrations_refused": 0, "payloads_undecoded": 0})"))
       << "two pushes, a mark, two starts and a domain push, all while recording";
   EXPECT_TRUE(has(eventNames(trace), "checkpoint"));
