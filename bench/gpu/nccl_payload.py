@@ -31,9 +31,10 @@ input cannot be read.
 """
 import argparse
 import collections
-import gzip
 import json
 import sys
+
+from graph_check import load  # beside this script
 
 def run(args):
     import torch
@@ -99,13 +100,6 @@ def run(args):
     return 0
 
 
-def load_events(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        trace = json.load(f)
-    return trace.get("traceEvents", trace if isinstance(trace, list) else [])
-
-
 def size_of(args):
     for key in ("Message size [bytes]", "Bytes"):
         if key in args:
@@ -115,7 +109,8 @@ def size_of(args):
 
 def check(args):
     try:
-        events = load_events(args.trace)
+        trace = load(args.trace)
+        events = trace.get("traceEvents", trace if isinstance(trace, list) else [])
         with open(args.manifest) as f:
             manifest = json.load(f)
     except (OSError, ValueError) as error:

@@ -147,7 +147,7 @@ uint32_t Assembler::keepArgs(std::string_view event, std::string_view encoded, u
     return index;
   }
   added.event = tables_.strings.intern(event);
-  added.nccl = event.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix;
+  added.nccl = isNcclRange(event);
   tables_.eventArgs.push_back(std::move(added));
   index = static_cast<uint32_t>(tables_.eventArgs.size());
   if (rangeId != 0) tables_.argsOfRange[rangeId] = index;
@@ -239,7 +239,7 @@ void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
   const StringId nameId = intern(name);
   stack.push_back(OpenRange{timeNs, id, nameId});
   const uint32_t args = keepArgs(name.text, name.args, id);
-  if (name.text.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix) {
+  if (isNcclRange(name.text)) {
     noteNcclRange(instance, name.text.substr(kNcclRangePrefix.size()), id, args);
   }
   if (!collectsSpans()) return;

@@ -288,7 +288,6 @@ bool decodeEntry(const Entry& entry, const Catalog* catalog, const void* domain,
   if (!entry.placed) return false;
   const std::size_t bytes = entrySize(entry, catalog, domain);
   if (bytes == 0 || entry.offset > size || size - entry.offset < bytes) return false;
-  out.key = entry.name;
   const std::size_t at = entry.offset;
 
   if (isString(entry.type)) {

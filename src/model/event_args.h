@@ -68,6 +68,9 @@ std::size_t forEachEventArg(std::string_view bytes, Visit&& visit);
 
 // NVTX ranges of a domain are named "<domain>: <message>"; NCCL's domain is "NCCL".
 constexpr std::string_view kNcclRangePrefix = "NCCL: ";
+inline bool isNcclRange(std::string_view name) {
+  return name.substr(0, kNcclRangePrefix.size()) == kNcclRangePrefix;
+}
 
 // An event's arguments as a trace keeps them: strings interned in its tables.
 struct StoredArg {

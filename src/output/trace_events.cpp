@@ -206,11 +206,13 @@ class EventWriter::Impl {
     args_.add("correlation", int64_t{at.correlationId});
     if (at.externalId != 0 && !tables_.argsOfRange.empty()) addNcclCallArgs(at.externalId);
   }
-  // An event's own arguments (an NVTX payload), under their own names.
+  // An event's own arguments (an NVTX payload), under their own names; of a key given twice
+  // (at a range's begin and at its end), the first.
   void addEventArgs(uint32_t args) {
     if (args == 0 || args > tables_.eventArgs.size()) return;
     for (const StoredArg& arg : tables_.eventArgs[args - 1].values) {
-      addStoredArg(tables_.strings.get(arg.key), arg);
+      const std::string_view key = tables_.strings.get(arg.key);
+      if (!args_.has(key)) addStoredArg(key, arg);
     }
   }
   // GPU work launched inside an NCCL call carries what the call's NVTX payload says: the
@@ -223,7 +225,7 @@ class EventWriter::Impl {
     args_.add("nccl call", tables_.strings.get(call.event).substr(kNcclRangePrefix.size()));
     for (const StoredArg& arg : call.values) {
       const std::string_view name = ncclPayloadArgName(tables_.strings.get(arg.key));
-      if (!name.empty()) addStoredArg(name, arg);
+      if (!name.empty() && !args_.has(name)) addStoredArg(name, arg);
     }
   }
   void addStoredArg(std::string_view key, const StoredArg& arg) {

@@ -187,7 +187,9 @@ TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndP
   allReduce.nccl = true;
   allReduce.values = {arg("NCCL communicator ID", ArgType::Unsigned, communicator),
                       arg("Message size [bytes]", ArgType::Unsigned, 4u << 20),
-                      arg("Reduction operation", ArgType::Text, 0, "Sum")};
+                      arg("Reduction operation", ArgType::Text, 0, "Sum"),
+                      // given again at the range's end: the first stays, written once
+                      arg("Message size [bytes]", ArgType::Unsigned, 1)};
   StoredArgs send;
   send.event = strings.intern("NCCL: ncclSend");
   send.nccl = true;
@@ -257,16 +259,18 @@ TEST_F(TraceEventsGpuTest, GpuWorkInsideAnNcclCallCarriesItsSizeCommunicatorAndP
   EXPECT_EQ(copied["args"]["nccl call"], "ncclAllReduce");
   EXPECT_EQ(copied["args"]["nccl bytes"], 4u << 20);
 
-  // Each event has the key once, though the kernel's name and its call both give the
-  // reduction (a repeated key would be ambiguous to readers): the kernel and the copy.
+  // Each event has a key once (a repeated key would be ambiguous to readers), though the
+  // kernel's name and its call both give the reduction, and the call's size came twice.
   const std::string text = kinetrace::testing::fileContents((dir_ / "trace.json").string());
-  const std::string reduction = "\"nccl reduction\"";
-  std::size_t count = 0;
-  for (std::size_t at = text.find(reduction); at != std::string::npos;
-       at = text.find(reduction, at + 1)) {
-    ++count;
-  }
-  EXPECT_EQ(count, 2u);
+  auto occurrences = [&](const std::string& key) {
+    std::size_t count = 0;
+    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  EXPECT_EQ(occurrences("\"nccl reduction\""), 2u) << "the kernel and the copy";
+  EXPECT_EQ(occurrences("\"Message size [bytes]\""), 1u) << "the call's range";
 }
 
 TEST_F(TraceEventsGpuTest, WritesMemcpysNamedByKindWithBandwidthAndPeerDevices) {
