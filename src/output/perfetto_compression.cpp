@@ -15,6 +15,7 @@
 #include "kinetrace/error.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
+#include "output/small_deflate.h"
 
 #if KINETRACE_HAVE_ZLIB
 #include <zlib.h>
@@ -34,24 +35,21 @@ namespace {
 // most of what the higher ones would.
 constexpr int kLevel = 1;
 
-// A chunk of up to this size is a short trace's only chunk (or a long one's last): the sink
-// hands over about a megabyte at a time.
-constexpr std::size_t kSmallChunkBytes = std::size_t{64} << 10;
+// A chunk of up to this size (a short trace's only chunk, or a long one's last: the sink
+// hands over about a megabyte at a time) is deflated by smallDeflate, with nothing to
+// allocate; larger ones by a library, whose tables pay for themselves there.
+constexpr std::size_t kSmallChunkBytes = kSmallDeflateMaxInput;
 
 // A chunk is deflated into a whole zlib stream (RFC 1950): bound() says how many bytes the
 // stream may take, deflate() writes it at `out`, with that room.
 
 #if KINETRACE_HAVE_LIBDEFLATE
-// libdeflate, when the build has it, for chunks of every size: about three times zlib's
-// speed at level 1 (a chunk of 1 MB of packets in 1.8 ms against 5.6 ms), and the same
-// format, so readers see no difference. On a short trace too: the census program's trace
-// (one chunk of 16 KB) was converted in 4.50 ms with libdeflate against 4.70 ms with zlib's
-// tables fitted to the chunk (which touch a third of the memory: 14 page faults fewer), on
-// the H200's host.
+// libdeflate, when the build has it: about three times zlib's speed at level 1 (a chunk of
+// 1 MB of packets in 1.8 ms against 5.6 ms), and the same format, so readers see no
+// difference.
 class Deflater {
  public:
-  explicit Deflater(std::size_t /*inputBytes*/)
-      : compressor_(libdeflate_alloc_compressor(kLevel)) {
+  Deflater() : compressor_(libdeflate_alloc_compressor(kLevel)) {
     if (compressor_ == nullptr) {
       throw Error("could not start compressing the trace's packets (libdeflate)");
     }
@@ -60,8 +58,6 @@ class Deflater {
   Deflater(const Deflater&) = delete;
   Deflater& operator=(const Deflater&) = delete;
 
-  // libdeflate's tables are of one size: good for a chunk of any size.
-  bool suits(std::size_t /*inputBytes*/) const { return true; }
   std::size_t bound(std::size_t inputBytes) {
     return libdeflate_zlib_compress_bound(compressor_, inputBytes);
   }
@@ -76,24 +72,11 @@ class Deflater {
   libdeflate_compressor* compressor_;
 };
 #else
-// zlib, its tables sized for chunks of about `inputBytes`. Its window is 2^windowBits bytes
-// (9 to 15) and its hash table 2^(memLevel + 7) entries (memLevel 1 to 9, 8 by default),
-// zeroed at the start of each stream. At the defaults the tables take 256 KiB, and a process
-// pays a page fault for the first use of each page: the census program's trace (one chunk of
-// 16 KB) was compressed in 471 us at the defaults and in 70 us with a window of 2^14 and
-// memLevel 6, for 0.9% more bytes (H200). A chunk of up to kSmallChunkBytes (a short
-// trace's only chunk, or a long one's last) gets tables fitted to it.
+// zlib, with its default tables (a window of 32 KiB, 256 KiB in all).
 class Deflater {
  public:
-  explicit Deflater(std::size_t inputBytes) : small_(inputBytes <= kSmallChunkBytes) {
-    int windowBits = 15;
-    int memLevel = 8;
-    if (small_) {
-      windowBits = 9;
-      while (windowBits < 14 && (std::size_t{1} << windowBits) < inputBytes) ++windowBits;
-      memLevel = std::max(1, windowBits - 8);
-    }
-    if (deflateInit2(&z_, kLevel, Z_DEFLATED, windowBits, memLevel, Z_DEFAULT_STRATEGY) != Z_OK) {
+  Deflater() {
+    if (deflateInit(&z_, kLevel) != Z_OK) {
       throw Error("could not start compressing the trace's packets (zlib)");
     }
   }
@@ -101,8 +84,6 @@ class Deflater {
   Deflater(const Deflater&) = delete;
   Deflater& operator=(const Deflater&) = delete;
 
-  // Fitted tables compress a larger chunk worse; full-size ones cost a small chunk its faults.
-  bool suits(std::size_t inputBytes) const { return small_ == (inputBytes <= kSmallChunkBytes); }
   std::size_t bound(std::size_t inputBytes) {
     if (deflateReset(&z_) != Z_OK) throw Error("compressing the trace's packets failed (zlib)");
     return deflateBound(&z_, static_cast<uLong>(inputBytes));
@@ -119,7 +100,6 @@ class Deflater {
   }
 
  private:
-  bool small_;
   z_stream z_{};
 };
 #endif
@@ -130,23 +110,33 @@ class ChunkCompressor {
   // The chunk as one framed compressed_packets packet, valid until the next call.
   std::string_view compress(std::string_view chunk) {
     // One whole zlib stream per chunk: a reader inflates each packet on its own.
-    if (!deflater_ || !deflater_->suits(chunk.size())) {
-      deflater_.reset();
-      deflater_ = std::make_unique<Deflater>(chunk.size());
+    if (chunk.size() <= kSmallChunkBytes) {
+      return framed(smallDeflateBound(chunk.size()),
+                   [&chunk](unsigned char* out, std::size_t /*room*/) {
+                     return smallDeflate(reinterpret_cast<const unsigned char*>(chunk.data()),
+                                         chunk.size(), out);
+                   });
     }
-    return compressWith(*deflater_, chunk);
+    if (!deflater_) deflater_ = std::make_unique<Deflater>();
+    Deflater& deflater = *deflater_;
+    return framed(deflater.bound(chunk.size()),
+                 [&deflater, &chunk](unsigned char* out, std::size_t room) {
+                   return deflater.deflate(chunk, out, room);
+                 });
   }
 
  private:
-  std::string_view compressWith(Deflater& deflater, std::string_view chunk) {
-    const std::size_t bound = deflater.bound(chunk.size());
+  // `deflate(out, room)` writes a chunk's zlib stream, of at most `bound` bytes, at `out` and
+  // returns its length.
+  template <typename Deflate>
+  std::string_view framed(std::size_t bound, Deflate deflate) {
     // The frame goes in front: TracePacket (field 1) { compressed_packets (field 50) }.
     constexpr std::size_t kFrameRoom = 4 * 10;
     if (capacity_ < kFrameRoom + bound) {
       capacity_ = kFrameRoom + bound;
       out_.reset(new unsigned char[capacity_]);  // not zeroed: deflate writes what is read
     }
-    const std::size_t compressed = deflater.deflate(chunk, out_.get() + kFrameRoom, bound);
+    const std::size_t compressed = deflate(out_.get() + kFrameRoom, bound);
 
     const uint64_t fieldKey = (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2;
     const uint64_t packetKey = (uint64_t{pftrace::kTracePacket} << 3) | 2;
@@ -169,7 +159,7 @@ class ChunkCompressor {
     return {reinterpret_cast<const char*>(out_.get() + kFrameRoom - frame), frame + compressed};
   }
 
-  std::unique_ptr<Deflater> deflater_;  // made by the first chunk, kept while it suits
+  std::unique_ptr<Deflater> deflater_;  // made by the first large chunk
   std::unique_ptr<unsigned char[]> out_;
   std::size_t capacity_ = 0;
 };
