@@ -65,6 +65,7 @@ constexpr Part kParts[] = {
     {"host wait", "#e15759", &TimeBreakdown::hostWaitNs},
     {"launch", "#edc948", &TimeBreakdown::launchNs},
     {"kernel wait", "#b07aa1", &TimeBreakdown::kernelWaitNs},
+    {"waiting on other work", "#ff9da7", &TimeBreakdown::otherWorkWaitNs},
     {"other idle", "#bab0ac", &TimeBreakdown::otherIdleNs},
 };
 

@@ -75,13 +75,14 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
     }
     out.push_back(fmt::format(
         "{}the GPU{} was busy {} and idle {} of the {} window{}: {} waiting for the host to "
-        "launch work, {} launching, {} waiting on other work (kernel wait), {} other.",
+        "launch work, {} launching, {} moving between kernels, {} waiting on other work (a "
+        "sync, an event, another stream), {} other.",
         prefix, r.devices.size() > 1 ? "s" : "", percent(t.busyNs, t.windowNs),
         percent(t.idleNs, t.windowNs),
         duration(t.windowNs / static_cast<int64_t>(r.devices.size())),
         r.devices.size() > 1 ? " (all GPUs together)" : "", percent(t.hostWaitNs, t.windowNs),
         percent(t.launchNs, t.windowNs), percent(t.kernelWaitNs, t.windowNs),
-        percent(t.otherIdleNs, t.windowNs)));
+        percent(t.otherWorkWaitNs, t.windowNs), percent(t.otherIdleNs, t.windowNs)));
     if (t.windowNs > 0 && t.hostWaitNs * 5 > t.windowNs) {
       out.push_back(fmt::format(
           "{}{} of the time the GPU waits for the host: the CPU does not launch work fast enough "
@@ -169,10 +170,11 @@ void breakdownLine(std::string& out, const std::string& label, const TimeBreakdo
       percent(t.memoryNs, t.windowNs));
   out += fmt::format(
       "  {:<20} {:>10}  idle {:>6} = host wait {:>6} + launch {:>6} + kernel wait {:>6} + "
-      "other {:>6}; {} during data loading\n",
+      "other work {:>6} + other {:>6}; {} during data loading\n",
       "", "", percent(t.idleNs, t.windowNs), percent(t.hostWaitNs, t.windowNs),
       percent(t.launchNs, t.windowNs), percent(t.kernelWaitNs, t.windowNs),
-      percent(t.otherIdleNs, t.windowNs), percent(t.dataLoadingIdleNs, t.windowNs));
+      percent(t.otherWorkWaitNs, t.windowNs), percent(t.otherIdleNs, t.windowNs),
+      percent(t.dataLoadingIdleNs, t.windowNs));
 }
 
 nlohmann::ordered_json toJson(const Distribution& d) {
@@ -190,6 +192,7 @@ nlohmann::ordered_json toJson(const TimeBreakdown& t) {
           {"host_wait_ns", t.hostWaitNs},
           {"launch_ns", t.launchNs},
           {"kernel_wait_ns", t.kernelWaitNs},
+          {"other_work_wait_ns", t.otherWorkWaitNs},
           {"other_idle_ns", t.otherIdleNs},
           {"data_loading_idle_ns", t.dataLoadingIdleNs}};
 }

@@ -116,6 +116,7 @@ void add(TimeBreakdown& to, const TimeBreakdown& from) {
   to.hostWaitNs += from.hostWaitNs;
   to.launchNs += from.launchNs;
   to.kernelWaitNs += from.kernelWaitNs;
+  to.otherWorkWaitNs += from.otherWorkWaitNs;
   to.otherIdleNs += from.otherIdleNs;
   to.dataLoadingIdleNs += from.dataLoadingIdleNs;
 }
@@ -131,7 +132,7 @@ struct Device {
 struct Gap {
   int64_t start = 0;
   int64_t end = 0;
-  enum class Cause { HostWait, KernelWait, Other } cause = Cause::Other;
+  enum class Cause { HostWait, KernelWait, OtherWork, Other } cause = Cause::Other;
   int64_t launchStartNs = 0;  // the launch call of the operation that ended it
   const CollectedGpuOp* endedBy = nullptr;
 };
@@ -234,6 +235,9 @@ class Analyzer {
         case Gap::Cause::KernelWait:
           t.kernelWaitNs += length;
           break;
+        case Gap::Cause::OtherWork:
+          t.otherWorkWaitNs += length;
+          break;
         case Gap::Cause::Other:
           t.otherIdleNs += length;
           break;
@@ -272,7 +276,13 @@ class Analyzer {
         (*next)->correlation != 0 ? trace_.calls.find((*next)->correlation) : nullptr;
     if (call == nullptr) return gap;
     gap.launchStartNs = call->startNs;
-    gap.cause = call->startNs >= stretch.first ? Gap::Cause::HostWait : Gap::Cause::KernelWait;
+    if (call->startNs >= stretch.first) {
+      gap.cause = Gap::Cause::HostWait;
+    } else if (stretch.second - stretch.first < options_.consecutiveKernelNs) {
+      gap.cause = Gap::Cause::KernelWait;
+    } else {
+      gap.cause = Gap::Cause::OtherWork;
+    }
     return gap;
   }
 
@@ -307,7 +317,7 @@ class Analyzer {
       s.stream = stream;
       s.operations = ops.size();
       Intervals busy;
-      // Queue depth: +1 at a launch call's start, -1 at its operation's end.
+      // Queue depth: +1 at a launch call's start, -1 at its operation's start.
       std::vector<std::pair<int64_t, int>> changes;
       for (const CollectedGpuOp* op : ops) {
         busy.emplace_back(op->startNs, op->endNs);
@@ -315,10 +325,10 @@ class Analyzer {
             op->correlation != 0 ? trace_.calls.find(op->correlation) : nullptr;
         if (call == nullptr) continue;
         changes.emplace_back(call->startNs, +1);
-        changes.emplace_back(op->endNs, -1);
+        changes.emplace_back(op->startNs, -1);
       }
       s.busyNs = lengthOf(unionOf(std::move(busy)));
-      std::sort(changes.begin(), changes.end());  // at equal times, ends (-1) first
+      std::sort(changes.begin(), changes.end());  // at equal times, starts (-1) first
       int depth = 0;
       for (const auto& change : changes) {
         depth += change.second;
@@ -501,6 +511,7 @@ class Analyzer {
       g.durationNs = gap.end - gap.start;
       g.cause = gap.cause == Gap::Cause::HostWait     ? "host wait"
                 : gap.cause == Gap::Cause::KernelWait ? "kernel wait"
+                : gap.cause == Gap::Cause::OtherWork  ? "waiting on other work"
                                                       : "other";
       g.endedBy = trace_.name(gap.endedBy->name);
       const CollectedCall* call =

@@ -17,20 +17,29 @@
 //   compute / communication / memory
 //                busy time split by what ran: compute when a non-NCCL kernel ran, else
 //                communication when an NCCL kernel ran, else memory (copies, memsets)
-//   idle causes  for each gap between busy stretches, the operation that ended it: if its
-//                launch call began after the gap opened, the GPU waited for the host
-//                ("host wait", up to the call's start; the rest, from the call to the
-//                operation's start, "launch"); if the call came before the gap, the
-//                operation was queued and waited for something else ("kernel wait":
-//                another stream, an event, a sync); a gap with no known call, and the time
-//                before the first and after the last operation, "other"
+//   idle causes  for each gap in the device's busy time (the time before its first
+//                operation included), by the operation that ended it: if its launch call
+//                began after the gap opened, the GPU waited for the host ("host wait", up
+//                to the call's start; the rest, from the call to the operation's start,
+//                "launch"); if the call came before the gap, the operation was queued:
+//                a gap shorter than the consecutive-kernel delay (30 ns) is the GPU
+//                moving from one kernel to the next ("kernel wait"), a longer one the
+//                operation waiting on other work ("waiting on other work": a sync, an
+//                event, another stream); a gap with no known call, and the time after the
+//                last operation, "other". HTA's breakdown has the same host wait (with
+//                launch in it) and kernel wait; its "other" is waiting on other work plus
+//                other
 //   launch latency   an operation's start minus its launch call's start
+//   queue depth  per stream, operations launched and not yet started (HTA's queue length)
 //   tiny kernels     kernels shorter than a threshold (default 10 us)
 
 namespace kinetrace::detail {
 
 struct AnalysisOptions {
   int64_t tinyKernelNs = 10'000;
+  // A queued operation's gap shorter than this is "kernel wait" (HTA's
+  // consecutive_kernel_delay), a longer one "waiting on other work".
+  int64_t consecutiveKernelNs = 30;
   std::size_t top = 10;  // rows of each table
   // Steps shown in the text and HTML reports (the JSON has them all): a long run has
   // thousands.
@@ -57,6 +66,7 @@ struct TimeBreakdown {
   int64_t hostWaitNs = 0;
   int64_t launchNs = 0;
   int64_t kernelWaitNs = 0;
+  int64_t otherWorkWaitNs = 0;
   int64_t otherIdleNs = 0;
   int64_t dataLoadingIdleNs = 0;  // idle while a data-loading range was open
 };
@@ -66,7 +76,7 @@ struct StreamBreakdown {
   uint32_t stream = 0;
   uint64_t operations = 0;
   int64_t busyNs = 0;
-  int maxQueueDepth = 0;  // operations launched and not yet finished, at most
+  int maxQueueDepth = 0;  // operations launched and not yet started, at most
 };
 
 struct DeviceReport {
@@ -101,7 +111,7 @@ struct GapReport {
   uint32_t device = 0;
   int64_t startNs = 0;
   int64_t durationNs = 0;
-  std::string cause;    // host wait, kernel wait, other
+  std::string cause;    // host wait, kernel wait, waiting on other work, other
   std::string endedBy;  // the operation that ended it
   std::string hostWas;  // the innermost host range open on the launching thread, or ""
 };

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -106,7 +108,8 @@ RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {
 }
 
 // One GPU, 100 us: a compute kernel whose launch began 5 us into the window, an NCCL kernel
-// queued behind it, a gap while the host was busy, a copy that waited on other work.
+// queued behind it, a gap while the host was busy, a copy that waited on other work (it was
+// launched long before the GPU ran it, after a 10 us gap).
 CollectedTrace idleCauses() {
   TraceBuilder b;
   b.range("ProfilerStep#1", 0, 100);
@@ -114,7 +117,7 @@ CollectedTrace idleCauses() {
   b.op("ncclKernel_AllReduce", 8, 9, 20, 30);  // queued: no gap
   b.range("optimizer.step", 30, 45);
   b.op("gemm", 40, 42, 50, 60);                       // idle 30-50: host 30-40, launch 40-50
-  b.op("Memcpy HtoD", 55, 56, 70, 80, "gpu_memcpy");  // idle 60-70: queued at 55: kernel wait
+  b.op("Memcpy HtoD", 55, 56, 70, 80, "gpu_memcpy");  // idle 60-70, queued at 55: other work
   return b.take();                                    // idle 80-100: other
 }
 
@@ -130,9 +133,26 @@ TEST(TraceAnalysisTest, BusyTimeSplitsByWhatRanAndIdleTimeByWhyTheGpuWaited) {
   EXPECT_EQ(t.idleNs, 60 * kUs);
   EXPECT_EQ(t.hostWaitNs, 15 * kUs);
   EXPECT_EQ(t.launchNs, 15 * kUs);
-  EXPECT_EQ(t.kernelWaitNs, 10 * kUs);
+  EXPECT_EQ(t.kernelWaitNs, 0);
+  EXPECT_EQ(t.otherWorkWaitNs, 10 * kUs);
   EXPECT_EQ(t.otherIdleNs, 20 * kUs);
   EXPECT_EQ(r.time.busyNs, t.busyNs) << "one device: the trace's total is the device's";
+}
+
+// HTA's split of a queued operation's gap: shorter than the consecutive-kernel delay, the
+// GPU moving on to the next kernel ("kernel wait"); longer, waiting on other work.
+TEST(TraceAnalysisTest, AQueuedGapShorterThanTheConsecutiveKernelDelayIsKernelWait) {
+  AnalysisOptions options;
+  options.consecutiveKernelNs = 15 * kUs;
+  const TimeBreakdown t = analyze(idleCauses(), options).devices[0].time;
+  EXPECT_EQ(t.kernelWaitNs, 10 * kUs);
+  EXPECT_EQ(t.otherWorkWaitNs, 0);
+  EXPECT_EQ(t.hostWaitNs, 15 * kUs) << "host wait does not depend on it";
+  const RankReport r = analyze(idleCauses());
+  const auto copyGap = std::find_if(r.gaps.begin(), r.gaps.end(),
+                                    [](const GapReport& g) { return g.endedBy == "Memcpy HtoD"; });
+  ASSERT_NE(copyGap, r.gaps.end());
+  EXPECT_EQ(copyGap->cause, "waiting on other work");
 }
 
 // A trace taken at graph level: each launch's run is one "cuda_graph" slice, busy computing
@@ -196,6 +216,16 @@ TEST(TraceAnalysisTest, LaunchLatencyAndQueueDepth) {
   ASSERT_EQ(r.devices[0].streams.size(), 1u);
   EXPECT_EQ(r.devices[0].streams[0].maxQueueDepth, 3);
   EXPECT_EQ(r.devices[0].streams[0].operations, 3u);
+}
+
+// HTA's queue length: an operation leaves the queue when it starts, not when it ends.
+TEST(TraceAnalysisTest, QueueDepthCountsOperationsLaunchedAndNotYetStarted) {
+  TraceBuilder b;
+  b.op("long", 0, 1, 5, 50);
+  b.op("next", 10, 11, 50, 60);  // launched while "long" ran
+  const RankReport r = analyze(b.take());
+  ASSERT_EQ(r.devices[0].streams.size(), 1u);
+  EXPECT_EQ(r.devices[0].streams[0].maxQueueDepth, 1);
 }
 
 TEST(TraceAnalysisTest, TinyKernelsAreCountedWithTheirLaunchCostAndWhoIssuedThem) {
@@ -340,7 +370,8 @@ TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
   const std::string text = formatReport(report, {});
   EXPECT_NE(
       text.find(
-          "idle  60.0% = host wait  15.0% + launch  15.0% + kernel wait  10.0% + other  20.0%"),
+          "idle  60.0% = host wait  15.0% + launch  15.0% + kernel wait   0.0% + other work  "
+          "10.0% + other  20.0%"),
       std::string::npos)
       << text;
 }
