@@ -16,7 +16,7 @@
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
 # graphs_graph_level.md, torch_graphs_node.md, torch_graphs_graph.md, torch_graphs_overhead.md,
 # torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
-# analyze-CASE.txt and .html, torch_backend.md, kineto_abi_facts.json,
+# analyze-CASE.txt, .html and .json, hta-CASE.txt, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
@@ -337,15 +337,20 @@ nccl() {
 
 # PyTorch programs that each idle the GPU for one known reason (bench/gpu/idle_causes.py),
 # traced by torch.profiler, then `kinetrace analyze` on each: findings in
-# OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html.
+# OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html and .json; HTA's figures
+# recomputed from the same trace beside kinetrace's in OUT_DIR/hta-CASE.txt
+# (bench/gpu/hta_reference.py: fails when a figure both define alike differs).
 analyze() {
   local kt case rc=0
   kt=$(binary kinetrace) || return 1
   for case in tiny loader leak healthy; do
     run python3 "$SRC_DIR/bench/gpu/idle_causes.py" "$case" --out "$WORK_DIR/idle_causes" || { rc=1; continue; }
     run "$kt" analyze -q "$WORK_DIR/idle_causes/$case.json" --html "$OUT_DIR/analyze-$case.html" \
-      > "$OUT_DIR/analyze-$case.txt" || rc=1
+      --json "$OUT_DIR/analyze-$case.json" > "$OUT_DIR/analyze-$case.txt" || rc=1
     sed -n '1,12p' "$OUT_DIR/analyze-$case.txt"
+    run python3 "$SRC_DIR/bench/gpu/hta_reference.py" "$WORK_DIR/idle_causes/$case.json" \
+      --analyze-json "$OUT_DIR/analyze-$case.json" > "$OUT_DIR/hta-$case.txt" || rc=1
+    tail -n 3 "$OUT_DIR/hta-$case.txt"
   done
   return $rc
 }
