@@ -149,6 +149,10 @@ def read_event(trace, event, base_ns):
     phase = event.get("ph")
     if phase == "M" or "ts" not in event:
         return
+    if any(key in event and integer_arg(event, key) is None for key in ("pid", "tid")):
+        # kinetrace reads no event whose pid or tid is not a number (torch.profiler's
+        # "Spans" rows: the profiler's own span and markers), so they are outside its window.
+        return
     start = base_ns + micros_to_ns(event["ts"])
     end = start + (micros_to_ns(event.get("dur", 0)) if phase == "X" else 0)
     extend_span(trace, start, end)
