@@ -14,6 +14,21 @@
 namespace kinetrace::detail {
 namespace {
 
+// Deflate's alphabets (RFC 1951 3.2.5): literals and lengths (0-255 bytes, 256 the end of
+// the block, 257-285 match lengths), distances (0-29), and the code lengths that a dynamic
+// block's header is written in (0-18).
+constexpr int kLiteralLengthSymbols = 286;
+constexpr int kDistanceSymbols = 30;
+constexpr int kCodeLengthSymbols = 19;
+constexpr int kEndOfBlock = 256;
+constexpr int kMaxCodeBits = 15;
+constexpr int kMaxCodeLengthBits = 7;
+
+constexpr std::size_t kWindow = 32768;
+constexpr std::size_t kMinMatch = 4;  // what one hash probe compares
+constexpr std::size_t kMaxMatch = 258;
+constexpr int kHashBits = 12;
+
 // Deflate's bit order: fields from the least significant bit of each byte up, and a
 // Huffman code from its first bit, so codes are stored bit-reversed.
 class BitWriter {
@@ -52,71 +67,47 @@ constexpr uint32_t reversed(uint32_t code, int bits) {
   return out;
 }
 
-// A code ready to put: its bits, reversed, with any extra bits above them.
-struct Code {
-  uint32_t bits = 0;
-  int length = 0;
-};
-
-// RFC 1951 3.2.6: the fixed literal/length codes.
-constexpr Code fixedSymbol(int symbol) {
-  if (symbol < 144) return {reversed(0x30 + symbol, 8), 8};
-  if (symbol < 256) return {reversed(0x190 + symbol - 144, 9), 9};
-  if (symbol < 280) return {reversed(symbol - 256, 7), 7};
-  return {reversed(0xC0 + symbol - 280, 8), 8};
-}
-
 // The index of the highest set bit of v > 0.
 constexpr int highestBit(uint32_t v) {
   return 31 - __builtin_clz(v);
 }
 
-// A match length (3..258) as its symbol's code followed by the extra bits.
-constexpr Code lengthCode(int length) {
-  if (length == 258) return fixedSymbol(285);
-  const uint32_t v = static_cast<uint32_t>(length - 3);
-  if (v < 8) return fixedSymbol(257 + static_cast<int>(v));
+// A length or distance as deflate writes it: a symbol, then `extraBits` bits of `extra`.
+struct Symbol {
+  uint16_t symbol = 0;
+  uint8_t extraBits = 0;
+  uint16_t extra = 0;
+};
+
+// A match length (3..258).
+constexpr Symbol lengthSymbol(int length) {
+  if (length == 258) return {285, 0, 0};
+  const auto v = static_cast<uint32_t>(length - 3);
+  if (v < 8) return {static_cast<uint16_t>(257 + v), 0, 0};
   const int high = highestBit(v);  // 3..7
   const int extraBits = high - 2;
-  const int symbol = 257 + 4 * (high - 1) + static_cast<int>((v >> extraBits) & 3u);
-  const Code symbolCode = fixedSymbol(symbol);
-  const uint32_t extra = v & ((1u << extraBits) - 1);
-  return {symbolCode.bits | (extra << symbolCode.length), symbolCode.length + extraBits};
+  const uint32_t symbol = 257 + 4 * static_cast<uint32_t>(high - 1) + ((v >> extraBits) & 3u);
+  return {static_cast<uint16_t>(symbol), static_cast<uint8_t>(extraBits),
+          static_cast<uint16_t>(v & ((1u << extraBits) - 1))};
 }
 
-template <int N, typename F>
-constexpr std::array<Code, N> tableOf(F code, int first) {
-  std::array<Code, N> table{};
-  for (int i = 0; i < N; ++i) table[i] = code(first + i);
+constexpr std::array<Symbol, 256> lengthSymbols() {
+  std::array<Symbol, 256> table{};
+  for (int length = 3; length <= 258; ++length) table[length - 3] = lengthSymbol(length);
   return table;
 }
+constexpr std::array<Symbol, 256> kLengthSymbols = lengthSymbols();  // [length - 3]
 
-constexpr std::array<Code, 256> kLiterals = tableOf<256>(fixedSymbol, 0);
-constexpr std::array<Code, 256> kLengths = tableOf<256>(lengthCode, 3);  // [length - 3]
-constexpr Code kEndOfBlock = fixedSymbol(256);
-
-constexpr std::array<uint32_t, 30> reversedDistanceCodes() {
-  std::array<uint32_t, 30> table{};
-  for (uint32_t code = 0; code < 30; ++code) table[code] = reversed(code, 5);
-  return table;
-}
-constexpr std::array<uint32_t, 30> kDistanceCodes = reversedDistanceCodes();
-
-// A distance (1..32768): its five bits of code, reversed, then its extra bits.
-Code distanceCode(uint32_t distance) {
+// A distance (1..32768).
+Symbol distanceSymbol(uint32_t distance) {
   const uint32_t v = distance - 1;
-  if (v < 4) return {kDistanceCodes[v], 5};
+  if (v < 4) return {static_cast<uint16_t>(v), 0, 0};
   const int high = highestBit(v);  // 2..14
   const int extraBits = high - 1;
-  const uint32_t code = 2 * static_cast<uint32_t>(high) + ((v >> extraBits) & 1u);
-  const uint32_t extra = v & ((1u << extraBits) - 1);
-  return {kDistanceCodes[code] | (extra << 5), 5 + extraBits};
+  const uint32_t symbol = 2 * static_cast<uint32_t>(high) + ((v >> extraBits) & 1u);
+  return {static_cast<uint16_t>(symbol), static_cast<uint8_t>(extraBits),
+          static_cast<uint16_t>(v & ((1u << extraBits) - 1))};
 }
-
-constexpr std::size_t kWindow = 32768;
-constexpr std::size_t kMinMatch = 4;  // what one hash probe compares
-constexpr std::size_t kMaxMatch = 258;
-constexpr int kHashBits = 12;
 
 uint32_t load32(const unsigned char* at) {
   uint32_t v;
@@ -124,14 +115,14 @@ uint32_t load32(const unsigned char* at) {
   return v;
 }
 
-uint32_t hashOf(uint32_t fourBytes) {
-  return (fourBytes * 2654435761u) >> (32 - kHashBits);
-}
-
 uint64_t load64(const unsigned char* at) {
   uint64_t v;
   std::memcpy(&v, at, sizeof v);
   return v;
+}
+
+uint32_t hashOf(uint32_t fourBytes) {
+  return (fourBytes * 2654435761u) >> (32 - kHashBits);
 }
 
 // How many bytes from `earlier` and `here` agree, up to `most`; the first kMinMatch do.
@@ -148,6 +139,309 @@ std::size_t matchLength(const unsigned char* earlier, const unsigned char* here,
   while (length < most && earlier[length] == here[length]) ++length;
   return length;
 }
+
+// The input as literals and matches, greedily: at each position the last earlier one with
+// the same four bytes, if within the window. The same input always gives the same parse,
+// so it runs twice, once to count symbols and once to write them, rather than keeping
+// them in between.
+template <typename Visitor>
+void parse(const unsigned char* input, std::size_t size, Visitor& visit) {
+  // Positions + 1 of the last four bytes seen with each hash; 0: none.
+  uint32_t lastSeen[std::size_t{1} << kHashBits] = {};
+  std::size_t at = 0;
+  while (at + kMinMatch <= size) {
+    const uint32_t four = load32(input + at);
+    uint32_t& slot = lastSeen[hashOf(four)];
+    const std::size_t candidate = slot;  // its position + 1
+    slot = static_cast<uint32_t>(at + 1);
+    if (candidate != 0 && at + 1 - candidate <= kWindow && load32(input + candidate - 1) == four) {
+      const std::size_t length =
+          matchLength(input + candidate - 1, input + at, std::min(kMaxMatch, size - at));
+      visit.match(length, static_cast<uint32_t>(at + 1 - candidate));
+      at += length;
+    } else {
+      visit.literal(input[at]);
+      ++at;
+    }
+  }
+  for (; at < size; ++at) visit.literal(input[at]);
+}
+
+struct Frequencies {
+  std::array<uint32_t, kLiteralLengthSymbols> literalLength{};
+  std::array<uint32_t, kDistanceSymbols> distance{};
+
+  void literal(unsigned char byte) { ++literalLength[byte]; }
+  void match(std::size_t length, uint32_t back) {
+    ++literalLength[kLengthSymbols[length - 3].symbol];
+    ++distance[distanceSymbol(back).symbol];
+  }
+};
+
+}  // namespace
+
+void huffmanCodeLengths(const uint32_t* counts, int symbols, int maxBits, uint8_t* lengths) {
+  constexpr int N = kLiteralLengthSymbols;  // the largest alphabet
+  std::array<uint32_t, N> frequencies{};
+  std::copy_n(counts, symbols, frequencies.begin());
+  std::fill_n(lengths, symbols, uint8_t{0});
+  int used = 0;
+  for (int s = 0; s < symbols; ++s) used += frequencies[s] != 0;
+  for (int s = 0; used < 2; ++s) {
+    if (frequencies[s] == 0) {
+      frequencies[s] = 1;
+      ++used;
+    }
+  }
+  // Leaves by frequency, least first; then the tree, built with two queues: the leaves, and
+  // the inner nodes, which are made in order of weight. A node's parent is made after it.
+  std::array<uint16_t, N> leaves{};
+  int leafCount = 0;
+  for (int s = 0; s < symbols; ++s) {
+    if (frequencies[s] != 0) leaves[leafCount++] = static_cast<uint16_t>(s);
+  }
+  std::stable_sort(leaves.begin(), leaves.begin() + leafCount,
+                   [&](uint16_t a, uint16_t b) { return frequencies[a] < frequencies[b]; });
+  std::array<uint64_t, 2 * N> weight{};
+  std::array<uint16_t, 2 * N> parent{};
+  for (int i = 0; i < leafCount; ++i) weight[i] = frequencies[leaves[i]];
+  int nextLeaf = 0;
+  int nextInner = leafCount;
+  int made = leafCount;
+  const auto takeLightest = [&]() {
+    if (nextLeaf < leafCount && (nextInner == made || weight[nextLeaf] <= weight[nextInner])) {
+      return nextLeaf++;
+    }
+    return nextInner++;
+  };
+  for (int i = 0; i < leafCount - 1; ++i) {
+    const int a = takeLightest();
+    const int b = takeLightest();
+    weight[made] = weight[a] + weight[b];
+    parent[a] = parent[b] = static_cast<uint16_t>(made);
+    ++made;
+  }
+  // Depths from the root (the last node made) down.
+  std::array<uint8_t, 2 * N> depth{};
+  for (int node = made - 2; node >= 0; --node) {
+    depth[node] = static_cast<uint8_t>(std::min(depth[parent[node]] + 1, 255));
+  }
+
+  // Leaves deeper than maxBits are lifted to it, which over-fills the code (the sum of
+  // 2^-length passes 1); each round moves the deepest leaf above maxBits one level down,
+  // where it and a leaf from maxBits share its old place, until the sum is 1 again.
+  std::array<int, 256> perLength{};
+  for (int i = 0; i < leafCount; ++i) ++perLength[std::min<int>(depth[i], maxBits)];
+  uint64_t kraft = 0;  // in units of 2^-maxBits
+  for (int length = 1; length <= maxBits; ++length) {
+    kraft += uint64_t{static_cast<uint32_t>(perLength[length])} << (maxBits - length);
+  }
+  while (kraft > (uint64_t{1} << maxBits)) {
+    int length = maxBits - 1;
+    while (perLength[length] == 0) --length;
+    --perLength[length];
+    perLength[length + 1] += 2;
+    --perLength[maxBits];
+    --kraft;
+  }
+  // The shortest codes to the most frequent symbols.
+  int leaf = leafCount - 1;
+  for (int length = 1; length <= maxBits; ++length) {
+    for (int k = 0; k < perLength[length]; ++k) lengths[leaves[leaf--]] = static_cast<uint8_t>(length);
+  }
+}
+
+namespace {
+
+template <std::size_t N>
+void huffmanLengths(const std::array<uint32_t, N>& frequencies, int maxBits,
+                    std::array<uint8_t, N>& lengths) {
+  huffmanCodeLengths(frequencies.data(), static_cast<int>(N), maxBits, lengths.data());
+}
+
+// Canonical Huffman codes for the lengths (RFC 1951 3.2.2), bit-reversed for writing.
+template <std::size_t N>
+void canonicalCodes(const std::array<uint8_t, N>& lengths, std::array<uint16_t, N>& codes) {
+  std::array<uint32_t, kMaxCodeBits + 2> perLength{};
+  for (uint8_t length : lengths) ++perLength[length];
+  perLength[0] = 0;
+  std::array<uint32_t, kMaxCodeBits + 2> next{};
+  uint32_t code = 0;
+  for (int length = 1; length <= kMaxCodeBits; ++length) {
+    code = (code + perLength[length - 1]) << 1;
+    next[length] = code;
+  }
+  for (std::size_t s = 0; s < N; ++s) {
+    const int length = lengths[s];
+    codes[s] = length == 0 ? 0 : static_cast<uint16_t>(reversed(next[length]++, length));
+  }
+}
+
+// A block's codes for literals and lengths, and for distances.
+struct Codes {
+  std::array<uint8_t, kLiteralLengthSymbols> literalLengthBits{};
+  std::array<uint16_t, kLiteralLengthSymbols> literalLength{};
+  std::array<uint8_t, kDistanceSymbols> distanceBits{};
+  std::array<uint16_t, kDistanceSymbols> distance{};
+
+  void build() {
+    canonicalCodes(literalLengthBits, literalLength);
+    canonicalCodes(distanceBits, distance);
+  }
+  // Bits the symbols counted in `f` take with these codes, extra bits included.
+  uint64_t cost(const Frequencies& f) const {
+    uint64_t bits = 0;
+    for (int s = 0; s < kLiteralLengthSymbols; ++s) {
+      bits += uint64_t{f.literalLength[s]} * (literalLengthBits[s] + lengthExtraBits(s));
+    }
+    for (int s = 0; s < kDistanceSymbols; ++s) {
+      bits += uint64_t{f.distance[s]} * (distanceBits[s] + distanceExtraBits(s));
+    }
+    return bits;
+  }
+
+ private:
+  // RFC 1951 3.2.5's tables of extra bits, by symbol.
+  static uint64_t lengthExtraBits(int symbol) {
+    return symbol < 265 || symbol == 285 ? 0 : static_cast<uint64_t>(symbol - 261) / 4;
+  }
+  static uint64_t distanceExtraBits(int symbol) {
+    return symbol < 4 ? 0 : static_cast<uint64_t>(symbol) / 2 - 1;
+  }
+};
+
+// RFC 1951 3.2.6: the codes of a fixed block. Its literal/length code has 288 symbols (two
+// never used), which count in how the others are numbered.
+Codes fixedCodes() {
+  std::array<uint8_t, 288> lengths{};
+  for (int s = 0; s < 288; ++s) lengths[s] = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8;
+  std::array<uint16_t, 288> literalLength{};
+  canonicalCodes(lengths, literalLength);
+  Codes codes;
+  std::copy_n(lengths.begin(), kLiteralLengthSymbols, codes.literalLengthBits.begin());
+  std::copy_n(literalLength.begin(), kLiteralLengthSymbols, codes.literalLength.begin());
+  codes.distanceBits.fill(5);
+  canonicalCodes(codes.distanceBits, codes.distance);
+  return codes;
+}
+
+// A dynamic block's header: its code lengths, run-length coded (16: the previous length
+// 3-6 times more, 17: 3-10 zeros, 18: 11-138 zeros), in a Huffman code of their own.
+class DynamicHeader {
+ public:
+  explicit DynamicHeader(const Codes& codes) {
+    literalLengthCount_ = kLiteralLengthSymbols;
+    while (literalLengthCount_ > 257 && codes.literalLengthBits[literalLengthCount_ - 1] == 0) {
+      --literalLengthCount_;
+    }
+    distanceCount_ = kDistanceSymbols;
+    while (distanceCount_ > 1 && codes.distanceBits[distanceCount_ - 1] == 0) --distanceCount_;
+    std::array<uint8_t, kLiteralLengthSymbols + kDistanceSymbols> all{};
+    std::copy_n(codes.literalLengthBits.begin(), literalLengthCount_, all.begin());
+    std::copy_n(codes.distanceBits.begin(), distanceCount_, all.begin() + literalLengthCount_);
+    runLengths(all.data(), literalLengthCount_ + distanceCount_);
+
+    std::array<uint32_t, kCodeLengthSymbols> frequencies{};
+    for (int i = 0; i < itemCount_; ++i) ++frequencies[items_[i].symbol];
+    huffmanLengths(frequencies, kMaxCodeLengthBits, lengthBits_);
+    canonicalCodes(lengthBits_, lengthCodes_);
+    orderCount_ = kCodeLengthSymbols;
+    while (orderCount_ > 4 && lengthBits_[kOrder[orderCount_ - 1]] == 0) --orderCount_;
+  }
+
+  uint64_t bits() const {
+    uint64_t total = 5 + 5 + 4 + 3 * static_cast<uint64_t>(orderCount_);
+    for (int i = 0; i < itemCount_; ++i) {
+      total += lengthBits_[items_[i].symbol] + items_[i].extraBits;
+    }
+    return total;
+  }
+
+  void write(BitWriter& out) const {
+    out.put(static_cast<uint32_t>(literalLengthCount_ - 257), 5);
+    out.put(static_cast<uint32_t>(distanceCount_ - 1), 5);
+    out.put(static_cast<uint32_t>(orderCount_ - 4), 4);
+    for (int i = 0; i < orderCount_; ++i) out.put(lengthBits_[kOrder[i]], 3);
+    for (int i = 0; i < itemCount_; ++i) {
+      const Item& item = items_[i];
+      out.put(lengthCodes_[item.symbol], lengthBits_[item.symbol]);
+      if (item.extraBits != 0) out.put(item.extra, item.extraBits);
+    }
+  }
+
+ private:
+  // The order the code-length code's lengths are written in.
+  static constexpr uint8_t kOrder[kCodeLengthSymbols] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+                                                         11, 4,  12, 3, 13, 2, 14, 1, 15};
+  struct Item {
+    uint8_t symbol = 0;
+    uint8_t extraBits = 0;
+    uint8_t extra = 0;
+  };
+
+  void runLengths(const uint8_t* lengths, int count) {
+    for (int i = 0; i < count;) {
+      const uint8_t length = lengths[i];
+      int run = 1;
+      while (i + run < count && lengths[i + run] == length) ++run;
+      i += run;
+      if (length == 0) {
+        while (run >= 11) {
+          const int n = std::min(run, 138);
+          add(18, 7, n - 11);
+          run -= n;
+        }
+        if (run >= 3) {
+          add(17, 3, run - 3);
+          run = 0;
+        }
+      } else {
+        add(length, 0, 0);
+        --run;
+        while (run >= 3) {
+          const int n = std::min(run, 6);
+          add(16, 2, n - 3);
+          run -= n;
+        }
+      }
+      for (; run > 0; --run) add(length, 0, 0);
+    }
+  }
+  void add(int symbol, int extraBits, int extra) {
+    items_[itemCount_++] = Item{static_cast<uint8_t>(symbol), static_cast<uint8_t>(extraBits),
+                                static_cast<uint8_t>(extra)};
+  }
+
+  int literalLengthCount_ = 0;
+  int distanceCount_ = 0;
+  int orderCount_ = 0;
+  std::array<Item, kLiteralLengthSymbols + kDistanceSymbols> items_{};
+  int itemCount_ = 0;
+  std::array<uint8_t, kCodeLengthSymbols> lengthBits_{};
+  std::array<uint16_t, kCodeLengthSymbols> lengthCodes_{};
+};
+
+// The second pass: each literal and match in the block's codes.
+class SymbolWriter {
+ public:
+  SymbolWriter(const Codes& codes, BitWriter& out) : codes_(codes), out_(out) {}
+
+  void literal(unsigned char byte) {
+    out_.put(codes_.literalLength[byte], codes_.literalLengthBits[byte]);
+  }
+  void match(std::size_t length, uint32_t distance) {
+    const Symbol l = kLengthSymbols[length - 3];
+    out_.put(codes_.literalLength[l.symbol] | (uint32_t{l.extra} << codes_.literalLengthBits[l.symbol]),
+             codes_.literalLengthBits[l.symbol] + l.extraBits);
+    const Symbol d = distanceSymbol(distance);
+    out_.put(codes_.distance[d.symbol] | (uint32_t{d.extra} << codes_.distanceBits[d.symbol]),
+             codes_.distanceBits[d.symbol] + d.extraBits);
+  }
+
+ private:
+  const Codes& codes_;
+  BitWriter& out_;
+};
 
 // zlib's checksum of the input (RFC 1950 8.2), from the library the build deflates
 // large chunks with: both have it vectorised.
@@ -168,32 +462,31 @@ std::size_t smallDeflate(const unsigned char* input, std::size_t size, unsigned 
   *out++ = 0x78;
   *out++ = 0x01;
 
-  BitWriter bits(out);
-  bits.put(1 | (1 << 1), 3);  // the final block, with fixed codes
+  Frequencies frequencies;
+  parse(input, size, frequencies);
+  ++frequencies.literalLength[kEndOfBlock];
 
-  // Positions + 1 of the last four bytes seen with each hash; 0: none.
-  uint32_t lastSeen[std::size_t{1} << kHashBits] = {};
-  std::size_t at = 0;
-  while (at + kMinMatch <= size) {
-    const uint32_t four = load32(input + at);
-    uint32_t& slot = lastSeen[hashOf(four)];
-    const std::size_t candidate = slot;  // its position + 1
-    slot = static_cast<uint32_t>(at + 1);
-    if (candidate != 0 && at + 1 - candidate <= kWindow && load32(input + candidate - 1) == four) {
-      const unsigned char* earlier = input + candidate - 1;
-      const std::size_t length = matchLength(earlier, input + at, std::min(kMaxMatch, size - at));
-      const Code lengthBits = kLengths[length - 3];
-      const Code distanceBits = distanceCode(static_cast<uint32_t>(at + 1 - candidate));
-      bits.put(lengthBits.bits, lengthBits.length);
-      bits.put(distanceBits.bits, distanceBits.length);
-      at += length;
-    } else {
-      bits.put(kLiterals[input[at]].bits, kLiterals[input[at]].length);
-      ++at;
-    }
+  // One block, in codes fitted to it unless the fixed ones come out shorter (a tiny input,
+  // where the fitted codes' header would cost more than they save).
+  static const Codes kFixed = fixedCodes();
+  Codes fitted;
+  huffmanLengths(frequencies.literalLength, kMaxCodeBits, fitted.literalLengthBits);
+  huffmanLengths(frequencies.distance, kMaxCodeBits, fitted.distanceBits);
+  fitted.build();
+  const DynamicHeader header(fitted);
+  const bool useFitted = header.bits() + fitted.cost(frequencies) < kFixed.cost(frequencies);
+
+  BitWriter bits(out);
+  if (useFitted) {
+    bits.put(1 | (2 << 1), 3);  // the final block, with codes of its own
+    header.write(bits);
+  } else {
+    bits.put(1 | (1 << 1), 3);  // the final block, with fixed codes
   }
-  for (; at < size; ++at) bits.put(kLiterals[input[at]].bits, kLiterals[input[at]].length);
-  bits.put(kEndOfBlock.bits, kEndOfBlock.length);
+  const Codes& codes = useFitted ? fitted : kFixed;
+  SymbolWriter writer(codes, bits);
+  parse(input, size, writer);
+  bits.put(codes.literalLength[kEndOfBlock], codes.literalLengthBits[kEndOfBlock]);
   out = bits.finish();
 
   const uint32_t check = checksumOf(input, size);

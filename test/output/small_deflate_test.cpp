@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -47,12 +49,18 @@ void expectRoundTrip(const std::string& input) {
   EXPECT_EQ(inflated(deflated(input), input.size()), input);
 }
 
+// The block type (RFC 1951 3.2.3) of a stream's one block: 1 fixed codes, 2 its own.
+int blockType(const std::vector<unsigned char>& stream) {
+  return (stream.at(2) >> 1) & 3;
+}
+
 TEST(SmallDeflate, EmptyAndTinyInputs) {
   expectRoundTrip("");
   expectRoundTrip("x");
   expectRoundTrip("abc");
   expectRoundTrip("abcd");
   expectRoundTrip("abcdabcd");
+  EXPECT_EQ(blockType(deflated("abc")), 1) << "a header of codes would cost more than it saves";
 }
 
 TEST(SmallDeflate, LongRunsUseTheLongestMatches) {
@@ -124,6 +132,43 @@ TEST(SmallDeflate, RepetitiveRecordsCompressWell) {
   const auto stream = deflated(input);
   EXPECT_EQ(inflated(stream, input.size()), input);
   EXPECT_LT(stream.size(), input.size() / 4);
+  EXPECT_EQ(blockType(stream), 2) << "codes fitted to the input";
+}
+
+// Counts falling off like the Fibonacci series make a Huffman tree as deep as it has
+// symbols; deflate allows codes of 15 bits (7 in a header's code-length code). The lengths
+// must stay within the limit and still make a complete code (the sum of 2^-length is 1),
+// the most frequent symbols getting the shortest codes.
+TEST(SmallDeflate, CodeLengthsStayWithinTheLimitAndMakeACompleteCode) {
+  for (const auto& [symbols, maxBits] : {std::pair<int, int>{30, 15}, {19, 7}, {286, 15}}) {
+    std::vector<uint32_t> counts(static_cast<std::size_t>(symbols));
+    uint32_t a = 1;
+    uint32_t b = 1;
+    for (int s = 0; s < symbols; ++s) {
+      counts[static_cast<std::size_t>(s)] = a;
+      const uint32_t next = a + b;
+      a = b;
+      b = std::min<uint32_t>(next, 1u << 30);
+    }
+    std::vector<uint8_t> lengths(counts.size());
+    huffmanCodeLengths(counts.data(), symbols, maxBits, lengths.data());
+    double kraft = 0;
+    for (uint8_t length : lengths) {
+      ASSERT_GE(length, 1);
+      ASSERT_LE(length, maxBits);
+      kraft += std::ldexp(1.0, -length);
+    }
+    EXPECT_DOUBLE_EQ(kraft, 1.0) << symbols << " symbols";
+    EXPECT_LE(lengths.back(), lengths.front()) << "the most frequent has the shortest code";
+  }
+}
+
+TEST(SmallDeflate, ACodeHasAtLeastTwoSymbols) {
+  const uint32_t one[4] = {0, 0, 9, 0};
+  uint8_t lengths[4] = {};
+  huffmanCodeLengths(one, 4, 15, lengths);
+  EXPECT_EQ(lengths[2], 1);
+  EXPECT_EQ(lengths[0] + lengths[1] + lengths[3], 1) << "one more symbol drafted";
 }
 
 }  // namespace
