@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #if KINETRACE_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -61,10 +62,21 @@ class BitWriter {
   int count_ = 0;
 };
 
+constexpr std::array<uint8_t, 256> reversedBytes() {
+  std::array<uint8_t, 256> table{};
+  for (uint32_t byte = 0; byte < 256; ++byte) {
+    uint32_t out = 0;
+    for (int i = 0; i < 8; ++i) out |= ((byte >> i) & 1u) << (7 - i);
+    table[byte] = static_cast<uint8_t>(out);
+  }
+  return table;
+}
+constexpr std::array<uint8_t, 256> kReversedBytes = reversedBytes();
+
+// The low `bits` (at most 16) of `code`, in reverse order.
 constexpr uint32_t reversed(uint32_t code, int bits) {
-  uint32_t out = 0;
-  for (int i = 0; i < bits; ++i) out |= ((code >> i) & 1u) << (bits - 1 - i);
-  return out;
+  const uint32_t all16 = (uint32_t{kReversedBytes[code & 0xFF]} << 8) | kReversedBytes[(code >> 8) & 0xFF];
+  return all16 >> (16 - bits);
 }
 
 // The index of the highest set bit of v > 0.
@@ -141,9 +153,7 @@ std::size_t matchLength(const unsigned char* earlier, const unsigned char* here,
 }
 
 // The input as literals and matches, greedily: at each position the last earlier one with
-// the same four bytes, if within the window. The same input always gives the same parse,
-// so it runs twice, once to count symbols and once to write them, rather than keeping
-// them in between.
+// the same four bytes, if within the window.
 template <typename Visitor>
 void parse(const unsigned char* input, std::size_t size, Visitor& visit) {
   // Positions + 1 of the last four bytes seen with each hash; 0: none.
@@ -170,12 +180,6 @@ void parse(const unsigned char* input, std::size_t size, Visitor& visit) {
 struct Frequencies {
   std::array<uint32_t, kLiteralLengthSymbols> literalLength{};
   std::array<uint32_t, kDistanceSymbols> distance{};
-
-  void literal(unsigned char byte) { ++literalLength[byte]; }
-  void match(std::size_t length, uint32_t back) {
-    ++literalLength[kLengthSymbols[length - 3].symbol];
-    ++distance[distanceSymbol(back).symbol];
-  }
 };
 
 }  // namespace
@@ -200,8 +204,9 @@ void huffmanCodeLengths(const uint32_t* counts, int symbols, int maxBits, uint8_
   for (int s = 0; s < symbols; ++s) {
     if (frequencies[s] != 0) leaves[leafCount++] = static_cast<uint16_t>(s);
   }
-  std::stable_sort(leaves.begin(), leaves.begin() + leafCount,
-                   [&](uint16_t a, uint16_t b) { return frequencies[a] < frequencies[b]; });
+  std::sort(leaves.begin(), leaves.begin() + leafCount, [&](uint16_t a, uint16_t b) {
+    return frequencies[a] != frequencies[b] ? frequencies[a] < frequencies[b] : a < b;
+  });
   std::array<uint64_t, 2 * N> weight{};
   std::array<uint16_t, 2 * N> parent{};
   for (int i = 0; i < leafCount; ++i) weight[i] = frequencies[leaves[i]];
@@ -421,26 +426,81 @@ class DynamicHeader {
   std::array<uint16_t, kCodeLengthSymbols> lengthCodes_{};
 };
 
-// The second pass: each literal and match in the block's codes.
-class SymbolWriter {
+// Collects the parse's literals and matches, with their counts, and writes them as a block
+// each time kBlockItems have come, and at the end: one block for a short trace's chunk,
+// a few for a larger one, each with codes fitted to it, or deflate's fixed codes where
+// those come out shorter (a tiny block, whose header of codes would cost more than they
+// save).
+class BlockWriter {
  public:
-  SymbolWriter(const Codes& codes, BitWriter& out) : codes_(codes), out_(out) {}
+  explicit BlockWriter(BitWriter& out) : out_(out) {}
 
   void literal(unsigned char byte) {
-    out_.put(codes_.literalLength[byte], codes_.literalLengthBits[byte]);
+    ++counts_.literalLength[byte];
+    add(byte);
   }
   void match(std::size_t length, uint32_t distance) {
-    const Symbol l = kLengthSymbols[length - 3];
-    out_.put(codes_.literalLength[l.symbol] | (uint32_t{l.extra} << codes_.literalLengthBits[l.symbol]),
-             codes_.literalLengthBits[l.symbol] + l.extraBits);
-    const Symbol d = distanceSymbol(distance);
-    out_.put(codes_.distance[d.symbol] | (uint32_t{d.extra} << codes_.distanceBits[d.symbol]),
-             codes_.distanceBits[d.symbol] + d.extraBits);
+    ++counts_.literalLength[kLengthSymbols[length - 3].symbol];
+    ++counts_.distance[distanceSymbol(distance).symbol];
+    add(kMatch | (static_cast<uint32_t>(length - 3) << 15) | (distance - 1));
   }
+  // Writes what is left as the final block.
+  void finish() { writeBlock(true); }
 
  private:
-  const Codes& codes_;
+  // An item: a literal byte, or kMatch | (length - 3) << 15 | (distance - 1).
+  static constexpr uint32_t kMatch = uint32_t{1} << 31;
+  static constexpr std::size_t kBlockItems = 8192;  // 32 KiB of the stack
+  static constexpr std::size_t kFixedBelowItems = 64;
+
+  void add(uint32_t item) {
+    items_[count_++] = item;
+    if (count_ == kBlockItems) writeBlock(false);
+  }
+
+  void writeBlock(bool last) {
+    ++counts_.literalLength[kEndOfBlock];
+    static const Codes kFixed = fixedCodes();
+    Codes fitted;
+    bool useFitted = false;
+    std::optional<DynamicHeader> header;
+    if (count_ >= kFixedBelowItems) {
+      huffmanLengths(counts_.literalLength, kMaxCodeBits, fitted.literalLengthBits);
+      huffmanLengths(counts_.distance, kMaxCodeBits, fitted.distanceBits);
+      fitted.build();
+      header.emplace(fitted);
+      useFitted = header->bits() + fitted.cost(counts_) < kFixed.cost(counts_);
+    }
+    const uint32_t final = last ? 1 : 0;
+    if (useFitted) {
+      out_.put(final | (2 << 1), 3);  // codes of its own, then the header that gives them
+      header->write(out_);
+    } else {
+      out_.put(final | (1 << 1), 3);  // fixed codes
+    }
+    const Codes& codes = useFitted ? fitted : kFixed;
+    for (std::size_t i = 0; i < count_; ++i) {
+      const uint32_t item = items_[i];
+      if ((item & kMatch) == 0) {
+        out_.put(codes.literalLength[item], codes.literalLengthBits[item]);
+        continue;
+      }
+      const Symbol l = kLengthSymbols[(item >> 15) & 0xFF];
+      out_.put(codes.literalLength[l.symbol] | (uint32_t{l.extra} << codes.literalLengthBits[l.symbol]),
+               codes.literalLengthBits[l.symbol] + l.extraBits);
+      const Symbol d = distanceSymbol((item & 0x7FFF) + 1);
+      out_.put(codes.distance[d.symbol] | (uint32_t{d.extra} << codes.distanceBits[d.symbol]),
+               codes.distanceBits[d.symbol] + d.extraBits);
+    }
+    out_.put(codes.literalLength[kEndOfBlock], codes.literalLengthBits[kEndOfBlock]);
+    count_ = 0;
+    counts_ = Frequencies{};
+  }
+
   BitWriter& out_;
+  Frequencies counts_;
+  std::array<uint32_t, kBlockItems> items_;  // not cleared: only the first count_ are read
+  std::size_t count_ = 0;
 };
 
 // zlib's checksum of the input (RFC 1950 8.2), from the library the build deflates
@@ -462,31 +522,10 @@ std::size_t smallDeflate(const unsigned char* input, std::size_t size, unsigned 
   *out++ = 0x78;
   *out++ = 0x01;
 
-  Frequencies frequencies;
-  parse(input, size, frequencies);
-  ++frequencies.literalLength[kEndOfBlock];
-
-  // One block, in codes fitted to it unless the fixed ones come out shorter (a tiny input,
-  // where the fitted codes' header would cost more than they save).
-  static const Codes kFixed = fixedCodes();
-  Codes fitted;
-  huffmanLengths(frequencies.literalLength, kMaxCodeBits, fitted.literalLengthBits);
-  huffmanLengths(frequencies.distance, kMaxCodeBits, fitted.distanceBits);
-  fitted.build();
-  const DynamicHeader header(fitted);
-  const bool useFitted = header.bits() + fitted.cost(frequencies) < kFixed.cost(frequencies);
-
   BitWriter bits(out);
-  if (useFitted) {
-    bits.put(1 | (2 << 1), 3);  // the final block, with codes of its own
-    header.write(bits);
-  } else {
-    bits.put(1 | (1 << 1), 3);  // the final block, with fixed codes
-  }
-  const Codes& codes = useFitted ? fitted : kFixed;
-  SymbolWriter writer(codes, bits);
-  parse(input, size, writer);
-  bits.put(codes.literalLength[kEndOfBlock], codes.literalLengthBits[kEndOfBlock]);
+  BlockWriter blocks(bits);
+  parse(input, size, blocks);
+  blocks.finish();
   out = bits.finish();
 
   const uint32_t check = checksumOf(input, size);
