@@ -578,30 +578,18 @@ class Analyzer {
 
 // The Nth collective of each name across ranks: the rank that started it last kept the
 // others waiting (on one host, ranks share a clock; across hosts the skew adds).
-std::vector<StragglerReport> stragglers(const std::vector<CollectedTrace>& traces,
+std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& ranks,
                                         const AnalysisOptions& options) {
   std::vector<StragglerReport> out;
-  if (traces.size() < 2) return out;
-  // rank index -> name -> starts in order
-  std::vector<std::map<std::string, std::vector<int64_t>>> starts(traces.size());
-  for (std::size_t r = 0; r < traces.size(); ++r) {
-    std::vector<const CollectedGpuOp*> ops;
-    for (const CollectedGpuOp& op : traces[r].gpuOps) {
-      if (op.kind == GpuOpKind::Communication) ops.push_back(&op);
-    }
-    std::sort(ops.begin(), ops.end(), [](const CollectedGpuOp* a, const CollectedGpuOp* b) {
-      return a->startNs < b->startNs;
-    });
-    for (const CollectedGpuOp* op : ops) starts[r][traces[r].name(op->name)].push_back(op->startNs);
-  }
-  for (const auto& [name, first] : starts[0]) {
+  if (ranks.size() < 2) return out;
+  for (const auto& [name, first] : ranks[0].starts) {
     for (std::size_t k = 0; k < first.size(); ++k) {
       int64_t earliest = first[k], latest = first[k];
       std::size_t slow = 0;
       bool everywhere = true;
-      for (std::size_t r = 1; r < traces.size(); ++r) {
-        auto found = starts[r].find(name);
-        if (found == starts[r].end() || found->second.size() <= k) {
+      for (std::size_t r = 1; r < ranks.size(); ++r) {
+        auto found = ranks[r].starts.find(name);
+        if (found == ranks[r].starts.end() || found->second.size() <= k) {
           everywhere = false;
           break;
         }
@@ -616,7 +604,7 @@ std::vector<StragglerReport> stragglers(const std::vector<CollectedTrace>& trace
       StragglerReport s;
       s.collective = name;
       s.occurrence = k + 1;
-      s.slowRank = traces[slow].rank >= 0 ? traces[slow].rank : static_cast<int64_t>(slow);
+      s.slowRank = ranks[slow].rank >= 0 ? ranks[slow].rank : static_cast<int64_t>(slow);
       s.lateByNs = latest - earliest;
       out.push_back(std::move(s));
     }
@@ -634,13 +622,39 @@ RankReport analyzeTrace(const CollectedTrace& trace, const AnalysisOptions& opti
   return Analyzer(trace, options).run();
 }
 
-AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
-                             const AnalysisOptions& options) {
+RankCollectives collectivesOf(const CollectedTrace& trace) {
+  std::vector<const CollectedGpuOp*> ops;
+  for (const CollectedGpuOp& op : trace.gpuOps) {
+    if (op.kind == GpuOpKind::Communication) ops.push_back(&op);
+  }
+  std::sort(ops.begin(), ops.end(), [](const CollectedGpuOp* a, const CollectedGpuOp* b) {
+    return a->startNs < b->startNs;
+  });
+  RankCollectives out;
+  out.rank = trace.rank;
+  for (const CollectedGpuOp* op : ops) out.starts[trace.name(op->name)].push_back(op->startNs);
+  return out;
+}
+
+AnalysisReport combineRanks(std::vector<RankReport> ranks,
+                            const std::vector<RankCollectives>& collectives,
+                            const AnalysisOptions& options) {
   AnalysisReport report;
-  for (const CollectedTrace& trace : traces) report.ranks.push_back(analyzeTrace(trace, options));
-  report.stragglers = stragglers(traces, options);
+  report.ranks = std::move(ranks);
+  report.stragglers = stragglers(collectives, options);
   report.findings = findingsOf(report, options);
   return report;
+}
+
+AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
+                             const AnalysisOptions& options) {
+  std::vector<RankReport> ranks;
+  std::vector<RankCollectives> collectives;
+  for (const CollectedTrace& trace : traces) {
+    ranks.push_back(analyzeTrace(trace, options));
+    collectives.push_back(collectivesOf(trace));
+  }
+  return combineRanks(std::move(ranks), collectives, options);
 }
 
 }  // namespace kinetrace::detail

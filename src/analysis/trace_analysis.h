@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -193,8 +194,22 @@ struct AnalysisReport {
   std::vector<std::string> findings;        // plain sentences with numbers
 };
 
+// What the straggler analysis needs of a rank once its trace is let go: the starts of its
+// collectives (NCCL kernels), by name, in order.
+struct RankCollectives {
+  int64_t rank = -1;
+  std::map<std::string, std::vector<int64_t>> starts;
+};
+
 RankReport analyzeTrace(const CollectedTrace& trace, const AnalysisOptions& options);
-// Each trace, then what only several ranks show (stragglers), then the findings.
+RankCollectives collectivesOf(const CollectedTrace& trace);
+// The ranks' reports (in rank order), then what only several ranks show (stragglers), then
+// the findings. Each rank's trace can be analysed and let go before the next is read, so a
+// job's analysis holds one rank's events at a time.
+AnalysisReport combineRanks(std::vector<RankReport> ranks,
+                            const std::vector<RankCollectives>& collectives,
+                            const AnalysisOptions& options);
+// analyzeTrace and collectivesOf of each trace, combined.
 AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
                              const AnalysisOptions& options);
 // The findings of a report: plain sentences with numbers, most telling first.

@@ -53,7 +53,13 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
   analysis.top = options.top;
   analysis.tinyKernelNs = options.tinyKernelNs;
 
-  std::vector<detail::CollectedTrace> traces;
+  // Each rank's trace is analysed and let go before the next is read: memory holds one
+  // rank's events at a time, whatever the number of ranks.
+  struct Rank {
+    detail::RankReport report;
+    detail::RankCollectives collectives;
+  };
+  std::vector<Rank> ranks;
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     detail::TraceCollector collector(file);
@@ -78,20 +84,24 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
                      static_cast<unsigned long long>(count), why.c_str());
       }
     }
-    detail::CollectedTrace trace = collector.take();
+    const detail::CollectedTrace trace = collector.take();
     if (options.rank >= 0 && trace.rank != options.rank) continue;
-    traces.push_back(std::move(trace));
+    ranks.push_back({detail::analyzeTrace(trace, analysis), detail::collectivesOf(trace)});
   }
-  if (traces.empty()) {
+  if (ranks.empty()) {
     throw Error(
         fmt::format("no trace of rank {} among the {} traces given", options.rank, files.size()));
   }
-  std::stable_sort(traces.begin(), traces.end(),
-                   [](const detail::CollectedTrace& a, const detail::CollectedTrace& b) {
-                     return a.rank < b.rank;
-                   });
-
-  const detail::AnalysisReport report = detail::analyzeTraces(traces, analysis);
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const Rank& a, const Rank& b) { return a.report.rank < b.report.rank; });
+  std::vector<detail::RankReport> reports;
+  std::vector<detail::RankCollectives> collectives;
+  for (Rank& rank : ranks) {
+    reports.push_back(std::move(rank.report));
+    collectives.push_back(std::move(rank.collectives));
+  }
+  const detail::AnalysisReport report =
+      detail::combineRanks(std::move(reports), collectives, analysis);
   if (!options.jsonOutput.empty()) {
     internal::writeFileAtomically(options.jsonOutput, detail::reportJson(report));
   }
