@@ -112,17 +112,17 @@ class ChunkCompressor {
     // One whole zlib stream per chunk: a reader inflates each packet on its own.
     if (chunk.size() <= kSmallChunkBytes) {
       return framed(smallDeflateBound(chunk.size()),
-                   [&chunk](unsigned char* out, std::size_t /*room*/) {
-                     return smallDeflate(reinterpret_cast<const unsigned char*>(chunk.data()),
-                                         chunk.size(), out);
-                   });
+                    [&chunk](unsigned char* out, std::size_t /*room*/) {
+                      return smallDeflate(reinterpret_cast<const unsigned char*>(chunk.data()),
+                                          chunk.size(), out);
+                    });
     }
     if (!deflater_) deflater_ = std::make_unique<Deflater>();
     Deflater& deflater = *deflater_;
     return framed(deflater.bound(chunk.size()),
-                 [&deflater, &chunk](unsigned char* out, std::size_t room) {
-                   return deflater.deflate(chunk, out, room);
-                 });
+                  [&deflater, &chunk](unsigned char* out, std::size_t room) {
+                    return deflater.deflate(chunk, out, room);
+                  });
   }
 
  private:

@@ -75,7 +75,8 @@ constexpr std::array<uint8_t, 256> kReversedBytes = reversedBytes();
 
 // The low `bits` (at most 16) of `code`, in reverse order.
 constexpr uint32_t reversed(uint32_t code, int bits) {
-  const uint32_t all16 = (uint32_t{kReversedBytes[code & 0xFF]} << 8) | kReversedBytes[(code >> 8) & 0xFF];
+  const uint32_t all16 =
+      (uint32_t{kReversedBytes[code & 0xFF]} << 8) | kReversedBytes[(code >> 8) & 0xFF];
   return all16 >> (16 - bits);
 }
 
@@ -140,8 +141,7 @@ uint32_t hashOf(uint32_t fourBytes) {
 // How many bytes from `earlier` and `here` agree, up to `most`; the first kMinMatch do.
 // Eight at a time: the first differing byte is the lowest set byte of their XOR (the
 // bytes are loaded little-endian, as on every machine kinetrace runs on).
-std::size_t matchLength(const unsigned char* earlier, const unsigned char* here,
-                        std::size_t most) {
+std::size_t matchLength(const unsigned char* earlier, const unsigned char* here, std::size_t most) {
   std::size_t length = kMinMatch;
   while (length + 8 <= most) {
     const uint64_t differ = load64(earlier + length) ^ load64(here + length);
@@ -252,7 +252,8 @@ void huffmanCodeLengths(const uint32_t* counts, int symbols, int maxBits, uint8_
   // The shortest codes to the most frequent symbols.
   int leaf = leafCount - 1;
   for (int length = 1; length <= maxBits; ++length) {
-    for (int k = 0; k < perLength[length]; ++k) lengths[leaves[leaf--]] = static_cast<uint8_t>(length);
+    for (int k = 0; k < perLength[length]; ++k)
+      lengths[leaves[leaf--]] = static_cast<uint8_t>(length);
   }
 }
 
@@ -486,8 +487,9 @@ class BlockWriter {
         continue;
       }
       const Symbol l = kLengthSymbols[(item >> 15) & 0xFF];
-      out_.put(codes.literalLength[l.symbol] | (uint32_t{l.extra} << codes.literalLengthBits[l.symbol]),
-               codes.literalLengthBits[l.symbol] + l.extraBits);
+      out_.put(
+          codes.literalLength[l.symbol] | (uint32_t{l.extra} << codes.literalLengthBits[l.symbol]),
+          codes.literalLengthBits[l.symbol] + l.extraBits);
       const Symbol d = distanceSymbol((item & 0x7FFF) + 1);
       out_.put(codes.distance[d.symbol] | (uint32_t{d.extra} << codes.distanceBits[d.symbol]),
                codes.distanceBits[d.symbol] + d.extraBits);

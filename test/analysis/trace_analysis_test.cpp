@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -369,9 +368,8 @@ TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
   EXPECT_EQ(json["ranks"][0]["longest_gaps"][0]["cause"], "host wait");
   const std::string text = formatReport(report, {});
   EXPECT_NE(
-      text.find(
-          "idle  60.0% = host wait  15.0% + launch  15.0% + kernel wait   0.0% + other work  "
-          "10.0% + other  20.0%"),
+      text.find("idle  60.0% = host wait  15.0% + launch  15.0% + kernel wait   0.0% + other work  "
+                "10.0% + other  20.0%"),
       std::string::npos)
       << text;
 }

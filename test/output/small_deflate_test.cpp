@@ -125,7 +125,9 @@ TEST(SmallDeflate, RepetitiveRecordsCompressWell) {
   for (int i = 0; input.size() < 60'000; ++i) {
     input += "\x0a\x2a\x08";
     input += static_cast<char>(i & 0x7F);
-    input += "\x12\x0b" "cudaLaunchKernel\x1a\x06kernel\x20";
+    input +=
+        "\x12\x0b"
+        "cudaLaunchKernel\x1a\x06kernel\x20";
     input += static_cast<char>((i * 37) & 0x7F);
   }
   input.resize(kSmallDeflateMaxInput);
