@@ -69,7 +69,8 @@ class InternTable {
     // Two slots an address, the one used last first: a string that shares its slots with
     // one other keeps its place (with one slot each, two such strings met in turn missed
     // every time: a quarter of the lookups of a 64-kernel trace).
-    Slot* const pair = &slots_[((key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)) & ~std::size_t{1}];
+    Slot* const pair =
+        &slots_[((key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)) & ~std::size_t{1}];
     for (int way = 0; way < 2; ++way) {
       const Slot& slot = pair[way];
       if (slot.data == text.data() && slot.index != kNone && strings_.text(slot.index) == text) {
