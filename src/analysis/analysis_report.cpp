@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
+#include <string_view>
 
 #include "analysis/trace_analysis.h"
 
@@ -320,15 +321,7 @@ std::string reportJson(const AnalysisReport& report) {
       devices.push_back(device);
     }
     rank["devices"] = devices;
-    Json steps = Json::array();
-    for (const StepReport& s : r.steps) {
-      steps.push_back({{"name", s.name},
-                       {"start_ns", s.startNs},
-                       {"end_ns", s.endNs},
-                       {"time", toJson(s.time)},
-                       {"allocated_at_end_bytes", s.allocatedAtEndBytes}});
-    }
-    rank["steps"] = steps;
+    rank["steps"] = Json::array();  // filled in as text below
     rank["kernel_count"] = r.kernelCount;
     rank["kernel_ns"] = r.kernelNs;
     Json kinds = Json::array(), kernels = Json::array();
@@ -387,7 +380,46 @@ std::string reportJson(const AnalysisReport& report) {
                           {"late_by_ns", s.lateByNs}});
   }
   root["stragglers"] = stragglers;
-  return root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  const std::string document = root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+
+  // The steps, a row each (a long run has tens of thousands): as a tree they took four
+  // times the memory of their text, so each is written as text on its own, indented as
+  // the whole document's dump would, into its rank's empty "steps" array. That array's
+  // key is found unambiguously: a string value's quotes would be escaped in the text.
+  constexpr std::string_view kEmptySteps = "\"steps\": []";
+  constexpr std::string_view kStepIndent = "\n        ";  // ranks[i].steps[k] is 4 deep
+  std::string out;
+  out.reserve(document.size());
+  std::size_t copied = 0;
+  for (const RankReport& r : report.ranks) {
+    const std::size_t at = document.find(kEmptySteps, copied);
+    if (at == std::string::npos) break;
+    out.append(document, copied, at - copied);
+    out += "\"steps\": [";
+    for (std::size_t k = 0; k < r.steps.size(); ++k) {
+      const StepReport& s = r.steps[k];
+      const Json step = {{"name", s.name},
+                         {"start_ns", s.startNs},
+                         {"end_ns", s.endNs},
+                         {"time", toJson(s.time)},
+                         {"allocated_at_end_bytes", s.allocatedAtEndBytes}};
+      const std::string text = step.dump(2, ' ', false, Json::error_handler_t::replace);
+      out += k == 0 ? "" : ",";
+      out += kStepIndent;
+      for (char c : text) {
+        if (c == '\n') {
+          out += kStepIndent;
+        } else {
+          out += c;
+        }
+      }
+    }
+    if (!r.steps.empty()) out += "\n      ";
+    out += "]";
+    copied = at + kEmptySteps.size();
+  }
+  out.append(document, copied, std::string::npos);
+  return out;
 }
 
 }  // namespace kinetrace::detail

@@ -1,7 +1,12 @@
 #include "analysis/trace_analysis.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <map>
+#include <optional>
+#include <queue>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -26,73 +31,52 @@ Intervals unionOf(Intervals items) {
   return merged;
 }
 
-int64_t lengthOf(const Intervals& items) {
+// How much of [from, to) the (sorted, merged) items cover: found by binary search, so a
+// gap costs the intervals it meets only.
+int64_t overlapWith(const Intervals& items, int64_t from, int64_t to) {
   int64_t total = 0;
-  for (const Interval& item : items) total += item.second - item.first;
-  return total;
-}
-
-// The (sorted, merged) items within [from, to): found by binary search, so clipping to one
-// step of thousands costs that step's intervals only.
-Intervals clip(const Intervals& items, int64_t from, int64_t to) {
-  Intervals clipped;
   auto first = std::lower_bound(items.begin(), items.end(), from,
                                 [](const Interval& item, int64_t t) { return item.second <= t; });
   for (auto it = first; it != items.end() && it->first < to; ++it) {
-    const int64_t start = std::max(it->first, from);
-    const int64_t end = std::min(it->second, to);
-    if (end > start) clipped.emplace_back(start, end);
+    total += std::max<int64_t>(0, std::min(it->second, to) - std::max(it->first, from));
   }
-  return clipped;
+  return total;
 }
 
-// Both sorted and merged.
-Intervals intersect(const Intervals& a, const Intervals& b) {
-  Intervals out;
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const int64_t start = std::max(a[i].first, b[j].first);
-    const int64_t end = std::min(a[i].second, b[j].second);
-    if (end > start) out.emplace_back(start, end);
-    if (a[i].second < b[j].second) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return out;
+// The q-quantile's place among `count` sorted values.
+uint64_t quantileIndex(uint64_t count, double q) {
+  const auto index = static_cast<uint64_t>(q * static_cast<double>(count - 1) + 0.5);
+  return std::min(index, count - 1);
 }
 
-// [from, to) minus the (sorted, merged) items.
-Intervals gapsIn(const Intervals& items, int64_t from, int64_t to) {
-  Intervals gaps;
-  int64_t at = from;
-  for (const Interval& item : items) {
-    if (item.first > at) gaps.emplace_back(at, std::min(item.first, to));
-    at = std::max(at, item.second);
-    if (at >= to) break;
+// A distribution from its values, read once in ascending order; `count` of them.
+class DistributionBuilder {
+ public:
+  explicit DistributionBuilder(uint64_t count) {
+    d_.count = count;
+    if (count == 0) return;
+    p50_ = quantileIndex(count, 0.5);
+    p90_ = quantileIndex(count, 0.9);
+    p99_ = quantileIndex(count, 0.99);
   }
-  if (at < to) gaps.emplace_back(at, to);
-  return gaps;
-}
+  void add(int64_t value) {
+    d_.totalNs += value;
+    if (seen_ == p50_) d_.p50Ns = value;
+    if (seen_ == p90_) d_.p90Ns = value;
+    if (seen_ == p99_) d_.p99Ns = value;
+    d_.maxNs = value;
+    ++seen_;
+  }
+  Distribution finish() {
+    if (d_.count > 0) d_.meanNs = d_.totalNs / static_cast<int64_t>(d_.count);
+    return d_;
+  }
 
-Distribution distributionOf(std::vector<int64_t> values) {
-  Distribution d;
-  if (values.empty()) return d;
-  std::sort(values.begin(), values.end());
-  d.count = values.size();
-  for (int64_t v : values) d.totalNs += v;
-  d.meanNs = d.totalNs / static_cast<int64_t>(d.count);
-  auto at = [&values](double q) {
-    const auto index = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
-    return values[std::min(index, values.size() - 1)];
-  };
-  d.p50Ns = at(0.5);
-  d.p90Ns = at(0.9);
-  d.p99Ns = at(0.99);
-  d.maxNs = values.back();
-  return d;
-}
+ private:
+  Distribution d_;
+  uint64_t seen_ = 0;
+  uint64_t p50_ = 0, p90_ = 0, p99_ = 0;
+};
 
 const char* kindName(GpuOpKind kind) {
   switch (kind) {
@@ -121,227 +105,501 @@ void add(TimeBreakdown& to, const TimeBreakdown& from) {
   to.dataLoadingIdleNs += from.dataLoadingIdleNs;
 }
 
-// One device's operations, with what every breakdown of it needs.
-struct Device {
-  uint32_t id = 0;
-  std::vector<const CollectedGpuOp*> ops;  // by start
-  Intervals busy, compute, communication, memory;
+// A GPU operation joined to its launch call.
+struct JoinedOp {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint64_t externalId = 0;
+  uint64_t sequence = 0;
+  int64_t callStartNs = 0;
+  int64_t callEndNs = 0;
+  int64_t callTid = 0;
+  uint32_t name = 0;
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  GpuOpKind kind = GpuOpKind::Compute;
+  bool hasCall = false;
 };
 
-// A gap in a device's busy time, and why.
+struct ByDeviceThenStart {
+  bool operator()(const JoinedOp& a, const JoinedOp& b) const {
+    return std::tie(a.device, a.startNs, a.sequence) < std::tie(b.device, b.startNs, b.sequence);
+  }
+};
+
+// An operation's duration under a key: its name's id, or kKindKey + its kind.
+struct KeyedDuration {
+  uint32_t key = 0;
+  int64_t ns = 0;
+};
+constexpr uint32_t kKindKey = ~uint32_t{0} - 3;
+struct ByKeyThenDuration {
+  bool operator()(const KeyedDuration& a, const KeyedDuration& b) const {
+    return a.key != b.key ? a.key < b.key : a.ns < b.ns;
+  }
+};
+
+// A stream's queue: +1 at a launch call's start, -1 at its operation's start.
+struct QueueChange {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  int64_t timeNs = 0;
+  int32_t delta = 0;
+};
+struct ByStreamThenTime {
+  bool operator()(const QueueChange& a, const QueueChange& b) const {
+    // At equal times, starts (-1) first.
+    return std::tie(a.device, a.stream, a.timeNs, a.delta) <
+           std::tie(b.device, b.stream, b.timeNs, b.delta);
+  }
+};
+
+struct CollectiveStart {
+  int64_t startNs = 0;
+  uint64_t sequence = 0;
+  uint32_t name = 0;
+};
+struct ByStart {
+  bool operator()(const CollectiveStart& a, const CollectiveStart& b) const {
+    return std::tie(a.startNs, a.sequence) < std::tie(b.startNs, b.sequence);
+  }
+};
+
+enum class Cause { HostWait, KernelWait, OtherWork, Other };
+
+// A stretch of a device's idle time, and the operation that ended it (none: the stretch
+// after the last one).
 struct Gap {
   int64_t start = 0;
   int64_t end = 0;
-  enum class Cause { HostWait, KernelWait, OtherWork, Other } cause = Cause::Other;
-  int64_t launchStartNs = 0;  // the launch call of the operation that ended it
-  const CollectedGpuOp* endedBy = nullptr;
+  bool endedByOp = false;
+  uint32_t endedBy = 0;  // its name
+  bool hasCall = false;  // whether that operation's launch call is known
+  int64_t callStartNs = 0;
+  int64_t callTid = 0;
 };
 
+// The longest gaps of the trace, with why.
+struct KeptGap {
+  uint32_t device = 0;
+  Gap gap;
+  Cause cause = Cause::Other;
+};
+
+struct StreamState {
+  StreamBreakdown report;
+  bool open = false;  // a busy interval being merged
+  int64_t busyStart = 0;
+  int64_t busyEnd = 0;
+};
+
+// What the kernel table needs of each name, and of each kind.
+struct Tally {
+  uint64_t count = 0;
+  GpuOpKind kind = GpuOpKind::Compute;  // the last operation's of that name
+  uint64_t kindSequence = 0;
+};
+
+// One rank's trace, analysed in a few passes over its lists of records (spill.h), each read
+// in the order it needs: operations by correlation id, joined to their launch calls; then
+// by device and start, swept once per device for busy and idle time; durations by name;
+// queue changes by stream and time. Memory holds a share of the budget per list, whatever
+// the trace's length.
 class Analyzer {
  public:
-  Analyzer(const CollectedTrace& trace, const AnalysisOptions& options)
-      : trace_(trace), options_(options) {
-    std::map<uint32_t, Device> devices;
-    for (const CollectedGpuOp& op : trace.gpuOps) {
-      Device& d = devices[op.device];
-      d.id = op.device;
-      d.ops.push_back(&op);
-    }
-    for (auto& [id, d] : devices) {
-      std::sort(d.ops.begin(), d.ops.end(), [](const CollectedGpuOp* a, const CollectedGpuOp* b) {
-        return a->startNs < b->startNs;
-      });
-      Intervals all, compute, communication, memory;
-      for (const CollectedGpuOp* op : d.ops) {
-        all.emplace_back(op->startNs, op->endNs);
-        Intervals& kind = op->kind == GpuOpKind::Compute         ? compute
-                          : op->kind == GpuOpKind::Communication ? communication
-                                                                 : memory;
-        kind.emplace_back(op->startNs, op->endNs);
-      }
-      d.busy = unionOf(std::move(all));
-      d.compute = unionOf(std::move(compute));
-      d.communication = unionOf(std::move(communication));
-      d.memory = unionOf(std::move(memory));
-      devices_.push_back(std::move(d));
-    }
+  Analyzer(CollectedTrace& trace, const AnalysisOptions& options)
+      : trace_(trace),
+        options_(options),
+        byDevice_(trace.listBytes),
+        durations_(trace.listBytes),
+        latencies_(trace.listBytes),
+        queueChanges_(trace.listBytes),
+        tinyExternalIds_(trace.listBytes),
+        collectiveStarts_(trace.listBytes) {
     Intervals loading;
     for (const CollectedRange& r : trace.dataLoading) loading.emplace_back(r.startNs, r.endNs);
     dataLoading_ = unionOf(std::move(loading));
   }
 
-  RankReport run() {
-    RankReport report;
+  RankAnalysis run() {
+    RankAnalysis out;
+    RankReport& report = out.report;
     report.path = trace_.path;
     report.rank = trace_.rank;
     report.events = trace_.events;
-    for (const Device& d : devices_) {
-      DeviceReport device;
-      device.device = d.id;
-      std::vector<Gap> gaps;  // the longest, at most options_.top
-      device.time = breakdown(d, trace_.firstNs, trace_.lastNs, &gaps);
-      device.communicationOverlapNs = lengthOf(intersect(d.communication, d.compute));
-      device.streams = streams(d);
-      timeline(d, device);
-      add(report.time, device.time);
-      for (const Gap& gap : gaps) allGaps_.emplace_back(d.id, gap);
-      report.devices.push_back(std::move(device));
-    }
+    report.tiny.thresholdNs = options_.tinyKernelNs;
+    report.launchLatencyHistogram.assign(RankReport::kLatencyBuckets, 0);
     report.steps = steps();
+    stepTimes_.assign(report.steps.size(), TimeBreakdown{});
+
+    join(report);
+    sweepDevices(report);
+    for (std::size_t i = 0; i < report.steps.size(); ++i) {
+      StepReport& step = report.steps[i];
+      TimeBreakdown& t = stepTimes_[i];
+      t.windowNs = (step.endNs - step.startNs) * static_cast<int64_t>(report.devices.size());
+      finish(t);
+      step.time = t;
+    }
     kernels(report);
-    tinyKernels(report);
     launchLatency(report);
+    queueDepths(report);
+    tinyKernelIssuers(report);
     report.gaps = longestGaps();
     report.memory = memory(report.steps, &report.memoryCurve);
     report.ncclCalls = ncclCalls();
-    return report;
-  }
-
- private:
-  // Busy, split and idle time of a device within [from, to); inner gaps go to `gaps`.
-  TimeBreakdown breakdown(const Device& d, int64_t from, int64_t to, std::vector<Gap>* gaps) const {
-    TimeBreakdown t;
-    if (to <= from) return t;
-    t.windowNs = to - from;
-    // The whole trace needs no clipping, and its intervals are the large ones: no copies.
-    const bool whole = from <= trace_.firstNs && to >= trace_.lastNs;
-    Intervals clippedBusy, clippedCompute, clippedCommunication;
-    if (!whole) {
-      clippedBusy = clip(d.busy, from, to);
-      clippedCompute = clip(d.compute, from, to);
-      clippedCommunication = clip(d.communication, from, to);
-    }
-    const Intervals& busy = whole ? d.busy : clippedBusy;
-    const Intervals& compute = whole ? d.compute : clippedCompute;
-    const Intervals& communication = whole ? d.communication : clippedCommunication;
-    t.busyNs = lengthOf(busy);
-    t.computeNs = lengthOf(compute);
-    t.communicationNs = lengthOf(communication) - lengthOf(intersect(communication, compute));
-    t.memoryNs = t.busyNs - t.computeNs - t.communicationNs;
-    t.idleNs = t.windowNs - t.busyNs;
-
-    const Intervals idle = gapsIn(busy, from, to);
-    t.dataLoadingIdleNs = lengthOf(intersect(idle, clip(dataLoading_, from, to)));
-    for (const Interval& stretch : idle) {
-      Gap gap = classify(d, stretch);
-      const int64_t length = stretch.second - stretch.first;
-      switch (gap.cause) {
-        case Gap::Cause::HostWait: {
-          const int64_t hostWait = std::min(gap.launchStartNs, stretch.second) - stretch.first;
-          t.hostWaitNs += hostWait;
-          t.launchNs += length - hostWait;
-          break;
-        }
-        case Gap::Cause::KernelWait:
-          t.kernelWaitNs += length;
-          break;
-        case Gap::Cause::OtherWork:
-          t.otherWorkWaitNs += length;
-          break;
-        case Gap::Cause::Other:
-          t.otherIdleNs += length;
-          break;
-      }
-      if (gaps != nullptr && gap.endedBy != nullptr) keepLongest(*gaps, gap);
-    }
-    return t;
-  }
-
-  // Keeps the options_.top longest gaps in a min-heap: a trace has as many gaps as
-  // operations, and only the longest are reported.
-  void keepLongest(std::vector<Gap>& gaps, const Gap& gap) const {
-    auto shorter = [](const Gap& a, const Gap& b) { return a.end - a.start > b.end - b.start; };
-    if (gaps.size() < options_.top) {
-      gaps.push_back(gap);
-      std::push_heap(gaps.begin(), gaps.end(), shorter);
-    } else if (!gaps.empty() && gap.end - gap.start > gaps.front().end - gaps.front().start) {
-      std::pop_heap(gaps.begin(), gaps.end(), shorter);
-      gaps.back() = gap;
-      std::push_heap(gaps.begin(), gaps.end(), shorter);
-    }
-  }
-
-  // Why the device was idle over `stretch`: by the operation that ended it. The stretch
-  // after the last operation (none ends it) is "other".
-  Gap classify(const Device& d, const Interval& stretch) const {
-    Gap gap;
-    gap.start = stretch.first;
-    gap.end = stretch.second;
-    auto next =
-        std::lower_bound(d.ops.begin(), d.ops.end(), stretch.second,
-                         [](const CollectedGpuOp* op, int64_t t) { return op->startNs < t; });
-    if (next == d.ops.end() || (*next)->startNs != stretch.second) return gap;  // the window's end
-    gap.endedBy = *next;
-    const CollectedCall* call =
-        (*next)->correlation != 0 ? trace_.calls.find((*next)->correlation) : nullptr;
-    if (call == nullptr) return gap;
-    gap.launchStartNs = call->startNs;
-    if (call->startNs >= stretch.first) {
-      gap.cause = Gap::Cause::HostWait;
-    } else if (stretch.second - stretch.first < options_.consecutiveKernelNs) {
-      gap.cause = Gap::Cause::KernelWait;
-    } else {
-      gap.cause = Gap::Cause::OtherWork;
-    }
-    return gap;
-  }
-
-  void timeline(const Device& d, DeviceReport& device) const {
-    const int64_t window = trace_.lastNs - trace_.firstNs;
-    if (window <= 0) return;
-    const int bins = DeviceReport::kTimelineBins;
-    device.timelineStartNs = trace_.firstNs;
-    device.timelineBinNs = std::max<int64_t>(1, (window + bins - 1) / bins);
-    device.busyTimeline.assign(bins, 0.0);
-    const double binNs = static_cast<double>(device.timelineBinNs);
-    for (const Interval& busy : d.busy) {
-      for (int64_t at = busy.first; at < busy.second;) {
-        const int64_t bin = (at - trace_.firstNs) / device.timelineBinNs;
-        if (bin >= bins) break;
-        const int64_t binEnd = trace_.firstNs + (bin + 1) * device.timelineBinNs;
-        const int64_t until = std::min(busy.second, binEnd);
-        device.busyTimeline[static_cast<std::size_t>(bin)] +=
-            static_cast<double>(until - at) / binNs;
-        at = until;
-      }
-    }
-  }
-
-  std::vector<StreamBreakdown> streams(const Device& d) const {
-    std::map<uint32_t, std::vector<const CollectedGpuOp*>> byStream;
-    for (const CollectedGpuOp* op : d.ops) byStream[op->stream].push_back(op);
-    std::vector<StreamBreakdown> out;
-    for (const auto& [stream, ops] : byStream) {
-      StreamBreakdown s;
-      s.device = d.id;
-      s.stream = stream;
-      s.operations = ops.size();
-      Intervals busy;
-      // Queue depth: +1 at a launch call's start, -1 at its operation's start.
-      std::vector<std::pair<int64_t, int>> changes;
-      for (const CollectedGpuOp* op : ops) {
-        busy.emplace_back(op->startNs, op->endNs);
-        const CollectedCall* call =
-            op->correlation != 0 ? trace_.calls.find(op->correlation) : nullptr;
-        if (call == nullptr) continue;
-        changes.emplace_back(call->startNs, +1);
-        changes.emplace_back(op->startNs, -1);
-      }
-      s.busyNs = lengthOf(unionOf(std::move(busy)));
-      std::sort(changes.begin(), changes.end());  // at equal times, starts (-1) first
-      int depth = 0;
-      for (const auto& change : changes) {
-        depth += change.second;
-        s.maxQueueDepth = std::max(s.maxQueueDepth, depth);
-      }
-      out.push_back(s);
-    }
+    out.collectives = collectives();
     return out;
   }
 
+ private:
+  // ---- pass 1: operations joined to their launch calls ----------------------------------
+
+  void join(RankReport& report) {
+    ExternalSorter<CollectedGpuOp, ByCorrelation>& ops = trace_.gpuOps;
+    ExternalSorter<CollectedCall, ByCorrelation>& calls = trace_.calls;
+    ops.sort();
+    calls.sort();
+    for (; !ops.done(); ops.pop()) {
+      const CollectedGpuOp& op = ops.front();
+      JoinedOp j;
+      j.startNs = op.startNs;
+      j.endNs = op.endNs;
+      j.externalId = op.externalId;
+      j.sequence = op.sequence;
+      j.name = op.name;
+      j.device = op.device;
+      j.stream = op.stream;
+      j.kind = op.kind;
+      if (op.correlation != 0) {
+        while (!calls.done() && calls.front().correlation < op.correlation) calls.pop();
+        // Of calls with one id (never, in practice), the first sorted is taken.
+        if (!calls.done() && calls.front().correlation == op.correlation) {
+          const CollectedCall& call = calls.front();
+          j.hasCall = true;
+          j.callStartNs = call.startNs;
+          j.callEndNs = call.endNs;
+          j.callTid = call.tid;
+        }
+      }
+      consume(j, report);
+    }
+    while (!calls.done()) calls.pop();  // lets the calls' memory and file go
+  }
+
+  // What each operation adds, in any order.
+  void consume(const JoinedOp& op, RankReport& report) {
+    byDevice_.add(op);
+    const int64_t duration = op.endNs - op.startNs;
+    durations_.add({op.name, duration});
+    durations_.add({kKindKey + static_cast<uint32_t>(op.kind), duration});
+    Tally& tally = names_[op.name];
+    ++tally.count;
+    if (tally.count == 1 || op.sequence >= tally.kindSequence) {
+      tally.kind = op.kind;
+      tally.kindSequence = op.sequence;
+    }
+    ++kinds_[op.kind].count;
+    totalNs_ += duration;
+    if (op.kind != GpuOpKind::Memory) {
+      ++report.kernelCount;
+      report.kernelNs += duration;
+    }
+    if (op.kind == GpuOpKind::Communication) {
+      ++report.communicationKernels;
+      collectiveStarts_.add({op.startNs, op.sequence, op.name});
+    }
+
+    if (op.kind != GpuOpKind::Memory && duration < options_.tinyKernelNs) {
+      TinyKernelReport& tiny = report.tiny;
+      ++tiny.count;
+      tiny.kernelNs += duration;
+      if (op.hasCall) {
+        const int64_t launch = op.callEndNs - op.callStartNs;
+        tiny.launchNs += launch;
+        if (launch > duration) ++tiny.launchLongerCount;
+      }
+      if (op.externalId != 0) {
+        tinyExternalIds_.add(op.externalId);
+      } else {
+        ++issuers_[kNoRange];
+      }
+    }
+
+    if (op.hasCall) {
+      const int64_t latency = op.startNs - op.callStartNs;
+      latencies_.add(latency);
+      int bucket = 0;
+      for (int64_t us = latency / 1000; us > 0 && bucket < RankReport::kLatencyBuckets - 1;
+           us >>= 1)
+        ++bucket;
+      ++report.launchLatencyHistogram[static_cast<std::size_t>(bucket)];
+      keepLongestLatency(op, latency);
+      queueChanges_.add({op.device, op.stream, op.callStartNs, +1});
+      queueChanges_.add({op.device, op.stream, op.startNs, -1});
+    }
+  }
+
+  // Launch outliers, worst first: the longer latency, then the earlier start.
+  static bool worseLatency(const LaunchOutlier& a, const LaunchOutlier& b) {
+    return a.latencyNs != b.latencyNs ? a.latencyNs > b.latencyNs : a.startNs < b.startNs;
+  }
+
+  // The options_.top worst launch latencies, in a heap whose top is the least bad kept.
+  void keepLongestLatency(const JoinedOp& op, int64_t latency) {
+    LaunchOutlier outlier{{}, op.startNs, latency};
+    if (outliers_.size() < options_.top) {
+      outlier.name = trace_.name(op.name);
+      outliers_.push_back(std::move(outlier));
+      std::push_heap(outliers_.begin(), outliers_.end(), worseLatency);
+    } else if (!outliers_.empty() && worseLatency(outlier, outliers_.front())) {
+      outlier.name = trace_.name(op.name);
+      std::pop_heap(outliers_.begin(), outliers_.end(), worseLatency);
+      outliers_.back() = std::move(outlier);
+      std::push_heap(outliers_.begin(), outliers_.end(), worseLatency);
+    }
+  }
+
+  // ---- pass 2: each device's operations by start ----------------------------------------
+
+  // A device's state during its sweep: the operations running (their ends, by kind), where
+  // time has got to, and the busy interval being merged.
+  struct Sweep {
+    DeviceReport report;
+    std::priority_queue<std::pair<int64_t, GpuOpKind>, std::vector<std::pair<int64_t, GpuOpKind>>,
+                        std::greater<>>
+        running;
+    std::array<int, 3> counts{};
+    int active = 0;
+    int64_t at = 0;
+    int64_t busyStart = 0;
+    std::map<uint32_t, StreamState> streams;
+    std::size_t firstStep = 0;  // steps before it ended before `at`
+  };
+
+  void sweepDevices(RankReport& report) {
+    std::optional<Sweep> sweep;
+    byDevice_.sort();
+    for (; !byDevice_.done(); byDevice_.pop()) {
+      const JoinedOp& op = byDevice_.front();
+      if (!sweep || sweep->report.device != op.device) {
+        if (sweep) endDevice(*sweep, report);
+        sweep.emplace();
+        beginDevice(*sweep, op.device);
+      }
+      addOp(*sweep, op);
+    }
+    if (sweep) endDevice(*sweep, report);
+  }
+
+  void beginDevice(Sweep& s, uint32_t device) {
+    s.report.device = device;
+    s.at = trace_.firstNs;
+    const int64_t window = trace_.lastNs - trace_.firstNs;
+    if (window > 0) {
+      const int bins = DeviceReport::kTimelineBins;
+      s.report.timelineStartNs = trace_.firstNs;
+      s.report.timelineBinNs = std::max<int64_t>(1, (window + bins - 1) / bins);
+      s.report.busyTimeline.assign(bins, 0.0);
+    }
+  }
+
+  void addOp(Sweep& s, const JoinedOp& op) {
+    StreamState& stream = s.streams[op.stream];
+    ++stream.report.operations;
+    if (op.endNs <= op.startNs) return;  // takes no time: neither busy nor ending a gap
+    if (stream.open && op.startNs <= stream.busyEnd) {
+      stream.busyEnd = std::max(stream.busyEnd, op.endNs);
+    } else {
+      if (stream.open) stream.report.busyNs += stream.busyEnd - stream.busyStart;
+      stream.open = true;
+      stream.busyStart = op.startNs;
+      stream.busyEnd = op.endNs;
+    }
+
+    advance(s, op.startNs);
+    if (s.active == 0) {
+      if (op.startNs > s.at) {
+        Gap gap;
+        gap.start = s.at;
+        gap.end = op.startNs;
+        gap.endedByOp = true;
+        gap.endedBy = op.name;
+        gap.hasCall = op.hasCall;
+        gap.callStartNs = op.callStartNs;
+        gap.callTid = op.callTid;
+        idle(s, gap);
+      }
+      s.busyStart = op.startNs;
+    } else if (op.startNs > s.at) {
+      busy(s, s.at, op.startNs);
+    }
+    s.at = std::max(s.at, op.startNs);
+    s.running.emplace(op.endNs, op.kind);
+    ++s.counts[static_cast<std::size_t>(op.kind)];
+    ++s.active;
+  }
+
+  // Ends the operations that end by `until`, in order, and the busy time up to each end.
+  void advance(Sweep& s, int64_t until) {
+    while (!s.running.empty() && s.running.top().first <= until) {
+      const auto [end, kind] = s.running.top();
+      s.running.pop();
+      if (end > s.at) {
+        busy(s, s.at, end);
+        s.at = end;
+      }
+      --s.counts[static_cast<std::size_t>(kind)];
+      if (--s.active == 0) busyInterval(s, s.busyStart, end);
+    }
+  }
+
+  void endDevice(Sweep& s, RankReport& report) {
+    advance(s, INT64_MAX);
+    if (s.at < trace_.lastNs) {
+      Gap gap;
+      gap.start = s.at;
+      gap.end = trace_.lastNs;
+      idle(s, gap);
+    }
+    for (auto& [id, stream] : s.streams) {
+      if (stream.open) stream.report.busyNs += stream.busyEnd - stream.busyStart;
+      stream.report.device = s.report.device;
+      stream.report.stream = id;
+      s.report.streams.push_back(stream.report);
+    }
+    s.report.time.windowNs = std::max<int64_t>(0, trace_.lastNs - trace_.firstNs);
+    finish(s.report.time);
+    add(report.time, s.report.time);
+    report.devices.push_back(std::move(s.report));
+  }
+
+  // [from, to) with at least one operation running: for the whole trace and each step.
+  void busy(Sweep& s, int64_t from, int64_t to) {
+    const bool compute = s.counts[static_cast<std::size_t>(GpuOpKind::Compute)] > 0;
+    const bool communication = s.counts[static_cast<std::size_t>(GpuOpKind::Communication)] > 0;
+    if (compute && communication) s.report.communicationOverlapNs += to - from;
+    auto addTo = [&](TimeBreakdown& t, int64_t a, int64_t b) {
+      t.busyNs += b - a;
+      if (compute) {
+        t.computeNs += b - a;
+      } else if (communication) {
+        t.communicationNs += b - a;
+      }
+    };
+    if (trace_.lastNs > trace_.firstNs) addTo(s.report.time, from, to);
+    forStepsIn(s, from, to, addTo);
+  }
+
+  // An idle stretch: for the whole trace and each step; the longest are kept.
+  void idle(Sweep& s, const Gap& gap) {
+    auto addTo = [&](TimeBreakdown& t, int64_t a, int64_t b) { addIdle(t, gap, a, b); };
+    if (trace_.lastNs > trace_.firstNs) {
+      addTo(s.report.time, gap.start, gap.end);
+      if (gap.endedByOp) keepLongestGap({s.report.device, gap, causeOf(gap, gap.start, gap.end)});
+    }
+    forStepsIn(s, gap.start, gap.end, addTo);
+  }
+
+  // Calls addTo(step's time, from, to) clipped to each step that [from, to) meets; `from`
+  // never goes back within a device.
+  template <typename AddTo>
+  void forStepsIn(Sweep& s, int64_t from, int64_t to, AddTo&& addTo) {
+    while (s.firstStep < stepBounds_.size() && stepBounds_[s.firstStep].second <= from) {
+      ++s.firstStep;
+    }
+    for (std::size_t i = s.firstStep; i < stepBounds_.size(); ++i) {
+      const auto [start, end] = stepBounds_[i];
+      if (start >= to) break;
+      const int64_t a = std::max(from, start);
+      const int64_t b = std::min(to, end);
+      if (b > a) addTo(stepTimes_[i], a, b);
+    }
+  }
+
+  // Why the device was idle over [from, to), the part of `gap` within a window: by the
+  // operation that ended it, if it ends within the window.
+  Cause causeOf(const Gap& gap, int64_t from, int64_t to) const {
+    if (!gap.endedByOp || gap.end > to || !gap.hasCall) return Cause::Other;
+    if (gap.callStartNs >= from) return Cause::HostWait;
+    if (to - from < options_.consecutiveKernelNs) return Cause::KernelWait;
+    return Cause::OtherWork;
+  }
+
+  void addIdle(TimeBreakdown& t, const Gap& gap, int64_t from, int64_t to) const {
+    const int64_t length = to - from;
+    t.dataLoadingIdleNs += overlapWith(dataLoading_, from, to);
+    switch (causeOf(gap, from, to)) {
+      case Cause::HostWait: {
+        const int64_t hostWait = std::min(gap.callStartNs, to) - from;
+        t.hostWaitNs += hostWait;
+        t.launchNs += length - hostWait;
+        break;
+      }
+      case Cause::KernelWait:
+        t.kernelWaitNs += length;
+        break;
+      case Cause::OtherWork:
+        t.otherWorkWaitNs += length;
+        break;
+      case Cause::Other:
+        t.otherIdleNs += length;
+        break;
+    }
+  }
+
+  // The derived figures, once busy and idle time are in.
+  static void finish(TimeBreakdown& t) {
+    if (t.windowNs <= 0) {
+      t = TimeBreakdown{};
+      return;
+    }
+    t.memoryNs = t.busyNs - t.computeNs - t.communicationNs;
+    t.idleNs = t.windowNs - t.busyNs;
+  }
+
+  // A merged busy interval: the timeline's bins.
+  void busyInterval(Sweep& s, int64_t from, int64_t to) const {
+    DeviceReport& device = s.report;
+    if (device.busyTimeline.empty()) return;
+    const int bins = DeviceReport::kTimelineBins;
+    const double binNs = static_cast<double>(device.timelineBinNs);
+    for (int64_t at = from; at < to;) {
+      const int64_t bin = (at - trace_.firstNs) / device.timelineBinNs;
+      if (bin >= bins) break;
+      const int64_t binEnd = trace_.firstNs + (bin + 1) * device.timelineBinNs;
+      const int64_t until = std::min(to, binEnd);
+      device.busyTimeline[static_cast<std::size_t>(bin)] += static_cast<double>(until - at) / binNs;
+      at = until;
+    }
+  }
+
+  // Gaps, longest first; then the earlier, then the lower device.
+  static bool longerGap(const KeptGap& a, const KeptGap& b) {
+    const int64_t x = a.gap.end - a.gap.start;
+    const int64_t y = b.gap.end - b.gap.start;
+    if (x != y) return x > y;
+    return a.gap.start != b.gap.start ? a.gap.start < b.gap.start : a.device < b.device;
+  }
+
+  // The options_.top longest gaps, in a heap whose top is the shortest kept: a trace has
+  // as many gaps as operations.
+  void keepLongestGap(const KeptGap& gap) {
+    if (gaps_.size() < options_.top) {
+      gaps_.push_back(gap);
+      std::push_heap(gaps_.begin(), gaps_.end(), longerGap);
+    } else if (!gaps_.empty() && longerGap(gap, gaps_.front())) {
+      std::pop_heap(gaps_.begin(), gaps_.end(), longerGap);
+      gaps_.back() = gap;
+      std::push_heap(gaps_.begin(), gaps_.end(), longerGap);
+    }
+  }
+
+  // ---- the passes after ----------------------------------------------------------------
+
   // Steps in time order, each name once (the longest range of that name: a step marked on
   // several threads counts once).
-  std::vector<StepReport> steps() const {
+  std::vector<StepReport> steps() {
     std::vector<StepReport> out;
     std::map<uint32_t, CollectedRange> byName;
     for (const CollectedRange& step : trace_.steps) {
@@ -359,10 +617,195 @@ class Analyzer {
       s.name = trace_.name(step.name);
       s.startNs = step.startNs;
       s.endNs = step.endNs;
-      for (const Device& d : devices_) add(s.time, breakdown(d, step.startNs, step.endNs, nullptr));
       out.push_back(s);
+      stepBounds_.emplace_back(step.startNs, step.endNs);
     }
     return out;
+  }
+
+  void kernels(RankReport& report) {
+    auto share = [this](int64_t ns) {
+      return totalNs_ > 0 ? static_cast<double>(ns) / static_cast<double>(totalNs_) : 0.0;
+    };
+    std::optional<DistributionBuilder> building;
+    uint32_t key = 0;
+    auto finishKey = [&]() {
+      if (!building) return;
+      KernelRow row;
+      if (key >= kKindKey) {
+        row.name = kindName(static_cast<GpuOpKind>(key - kKindKey));
+        row.kind = row.name;
+      } else {
+        row.name = trace_.name(key);
+        row.kind = kindName(names_[key].kind);
+      }
+      row.duration = building->finish();
+      row.share = share(row.duration.totalNs);
+      (key >= kKindKey ? report.kinds : report.kernels).push_back(std::move(row));
+    };
+    durations_.drain([&](const KeyedDuration& d) {
+      if (!building || d.key != key) {
+        finishKey();
+        key = d.key;
+        building.emplace(key >= kKindKey ? kinds_[static_cast<GpuOpKind>(key - kKindKey)].count
+                                         : names_[key].count);
+      }
+      building->add(d.ns);
+    });
+    finishKey();
+    std::sort(
+        report.kernels.begin(), report.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
+          return a.duration.totalNs != b.duration.totalNs ? a.duration.totalNs > b.duration.totalNs
+                                                          : a.name < b.name;
+        });
+    if (report.kernels.size() > options_.top) report.kernels.resize(options_.top);
+  }
+
+  void launchLatency(RankReport& report) {
+    DistributionBuilder latency(latencies_.size());
+    latencies_.drain([&latency](int64_t ns) { latency.add(ns); });
+    report.launchLatency = latency.finish();
+    std::sort(
+        outliers_.begin(), outliers_.end(),
+        [](const LaunchOutlier& a, const LaunchOutlier& b) { return a.latencyNs > b.latencyNs; });
+    report.launchOutliers = std::move(outliers_);
+  }
+
+  // The most operations launched and not yet started, per stream.
+  void queueDepths(RankReport& report) {
+    std::map<std::pair<uint32_t, uint32_t>, int> deepest;
+    std::pair<uint32_t, uint32_t> stream;
+    int depth = 0;
+    int* most = nullptr;
+    queueChanges_.drain([&](const QueueChange& change) {
+      if (most == nullptr || stream != std::make_pair(change.device, change.stream)) {
+        stream = {change.device, change.stream};
+        most = &deepest[stream];
+        depth = 0;
+      }
+      depth += change.delta;
+      *most = std::max(*most, depth);
+    });
+    for (DeviceReport& device : report.devices) {
+      for (StreamBreakdown& s : device.streams) {
+        auto found = deepest.find({s.device, s.stream});
+        if (found != deepest.end()) s.maxQueueDepth = found->second;
+      }
+    }
+  }
+
+  // The host ranges that issued the tiny kernels: their External ids joined to the ranges'.
+  void tinyKernelIssuers(RankReport& report) {
+    TinyKernelReport& tiny = report.tiny;
+    tiny.shareOfKernels =
+        report.kernelCount > 0 ? static_cast<double>(tiny.count) / report.kernelCount : 0;
+    ExternalSorter<ExternalIdRange, ByExternalId>& ranges = trace_.rangeOfExternalId;
+    ranges.sort();
+    tinyExternalIds_.drain([&](uint64_t id) {
+      while (!ranges.done() && ranges.front().externalId < id) ranges.pop();
+      const bool found = !ranges.done() && ranges.front().externalId == id;
+      ++issuers_[found ? ranges.front().name : kNoRange];
+    });
+    while (!ranges.done()) ranges.pop();
+    for (const auto& [name, count] : issuers_) {
+      tiny.issuers.emplace_back(name == kNoRange ? "(no host range)" : trace_.name(name), count);
+    }
+    std::sort(tiny.issuers.begin(), tiny.issuers.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    if (tiny.issuers.size() > options_.top) tiny.issuers.resize(options_.top);
+  }
+
+  // The longest gaps, each with the innermost host range open on the launching thread at
+  // its middle: one pass over the host ranges for all of them.
+  std::vector<GapReport> longestGaps() {
+    std::sort(gaps_.begin(), gaps_.end(), longerGap);
+    std::vector<CollectedRange> innermost(gaps_.size());
+    std::vector<bool> found(gaps_.size(), false);
+    trace_.hostRanges.forEach([&](const CollectedRange& r) {
+      for (std::size_t i = 0; i < gaps_.size(); ++i) {
+        const Gap& gap = gaps_[i].gap;
+        const int64_t middle = (gap.start + gap.end) / 2;
+        if (!gap.hasCall || r.tid != gap.callTid || r.startNs > middle || r.endNs < middle) {
+          continue;
+        }
+        if (!found[i] || r.endNs - r.startNs < innermost[i].endNs - innermost[i].startNs) {
+          innermost[i] = r;
+          found[i] = true;
+        }
+      }
+    });
+    std::vector<GapReport> out;
+    for (std::size_t i = 0; i < gaps_.size(); ++i) {
+      const KeptGap& kept = gaps_[i];
+      GapReport g;
+      g.device = kept.device;
+      g.startNs = kept.gap.start;
+      g.durationNs = kept.gap.end - kept.gap.start;
+      g.cause = kept.cause == Cause::HostWait     ? "host wait"
+                : kept.cause == Cause::KernelWait ? "kernel wait"
+                : kept.cause == Cause::OtherWork  ? "waiting on other work"
+                                                  : "other";
+      g.endedBy = trace_.name(kept.gap.endedBy);
+      if (found[i]) g.hostWas = trace_.name(innermost[i].name);
+      out.push_back(std::move(g));
+    }
+    return out;
+  }
+
+  MemoryReport memory(std::vector<StepReport>& steps, std::vector<MemorySample>* curve) {
+    MemoryReport m;
+    m.samples = trace_.memory.size();
+    if (m.samples == 0) return m;
+    // The curve: the highest sample of each of kMemoryCurvePoints stretches.
+    const uint64_t stride =
+        (m.samples + RankReport::kMemoryCurvePoints - 1) / RankReport::kMemoryCurvePoints;
+    // Each step's allocation at its end: the last sample at or before it.
+    std::vector<std::size_t> byEnd(steps.size());
+    for (std::size_t i = 0; i < byEnd.size(); ++i) byEnd[i] = i;
+    std::stable_sort(byEnd.begin(), byEnd.end(), [&steps](std::size_t a, std::size_t b) {
+      return steps[a].endNs < steps[b].endNs;
+    });
+    std::vector<bool> sampled(steps.size(), false);
+    std::size_t nextStep = 0;
+    uint64_t index = 0;
+    MemorySample last;
+    MemorySample highest;
+    trace_.memory.drain([&](const SequencedSample& sequenced) {
+      const MemorySample& s = sequenced.sample;
+      for (; nextStep < byEnd.size() && steps[byEnd[nextStep]].endNs < s.timeNs; ++nextStep) {
+        if (index == 0) continue;
+        steps[byEnd[nextStep]].allocatedAtEndBytes = last.allocatedBytes;
+        sampled[byEnd[nextStep]] = true;
+      }
+      if (index == 0) m.firstBytes = s.allocatedBytes;
+      if (s.allocatedBytes > m.peakBytes) {
+        m.peakBytes = s.allocatedBytes;
+        m.peakAtNs = s.timeNs;
+      }
+      if (index % stride == 0 || s.allocatedBytes > highest.allocatedBytes) highest = s;
+      if (index % stride == stride - 1 || index + 1 == m.samples) curve->push_back(highest);
+      last = s;
+      ++index;
+    });
+    m.lastBytes = last.allocatedBytes;
+    for (; nextStep < byEnd.size(); ++nextStep) {
+      steps[byEnd[nextStep]].allocatedAtEndBytes = last.allocatedBytes;
+      sampled[byEnd[nextStep]] = true;
+    }
+    std::vector<int64_t> atStepEnd;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (sampled[i]) atStepEnd.push_back(steps[i].allocatedAtEndBytes);
+    }
+    if (atStepEnd.size() >= 3) {
+      m.growsEveryStep = true;
+      for (std::size_t i = 1; i < atStepEnd.size(); ++i) {
+        if (atStepEnd[i] <= atStepEnd[i - 1]) m.growsEveryStep = false;
+      }
+      m.growthPerStepBytes =
+          (atStepEnd.back() - atStepEnd.front()) / static_cast<int64_t>(atStepEnd.size() - 1);
+    }
+    return m;
   }
 
   std::vector<NcclCallRow> ncclCalls() const {
@@ -384,198 +827,37 @@ class Analyzer {
     return rows;
   }
 
-  void kernels(RankReport& report) const {
-    std::unordered_map<uint32_t, std::vector<int64_t>> byName;
-    std::map<GpuOpKind, std::vector<int64_t>> byKind;
-    std::unordered_map<uint32_t, GpuOpKind> kindOf;
-    int64_t total = 0;
-    for (const CollectedGpuOp& op : trace_.gpuOps) {
-      const int64_t duration = op.endNs - op.startNs;
-      byName[op.name].push_back(duration);
-      byKind[op.kind].push_back(duration);
-      kindOf[op.name] = op.kind;
-      total += duration;
-      if (op.kind != GpuOpKind::Memory) {
-        ++report.kernelCount;
-        report.kernelNs += duration;
-      }
-      if (op.kind == GpuOpKind::Communication) ++report.communicationKernels;
-    }
-    auto share = [total](int64_t ns) { return total > 0 ? static_cast<double>(ns) / total : 0.0; };
-    for (auto& [name, durations] : byName) {
-      KernelRow row;
-      row.name = trace_.name(name);
-      row.kind = kindName(kindOf[name]);
-      row.duration = distributionOf(std::move(durations));
-      row.share = share(row.duration.totalNs);
-      report.kernels.push_back(std::move(row));
-    }
-    std::sort(
-        report.kernels.begin(), report.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
-          return a.duration.totalNs != b.duration.totalNs ? a.duration.totalNs > b.duration.totalNs
-                                                          : a.name < b.name;
-        });
-    if (report.kernels.size() > options_.top) report.kernels.resize(options_.top);
-    for (auto& [kind, durations] : byKind) {
-      KernelRow row;
-      row.name = kindName(kind);
-      row.kind = row.name;
-      row.duration = distributionOf(std::move(durations));
-      row.share = share(row.duration.totalNs);
-      report.kinds.push_back(std::move(row));
-    }
-  }
-
-  void tinyKernels(RankReport& report) const {
-    TinyKernelReport& tiny = report.tiny;
-    tiny.thresholdNs = options_.tinyKernelNs;
-    std::unordered_map<uint32_t, uint64_t> issuers;  // range name (or none) -> count
-    constexpr uint32_t kNoRange = ~uint32_t{0};
-    for (const CollectedGpuOp& op : trace_.gpuOps) {
-      const int64_t duration = op.endNs - op.startNs;
-      if (op.kind == GpuOpKind::Memory || duration >= options_.tinyKernelNs) continue;
-      ++tiny.count;
-      tiny.kernelNs += duration;
-      const CollectedCall* call = op.correlation != 0 ? trace_.calls.find(op.correlation) : nullptr;
-      if (call != nullptr) {
-        const int64_t launch = call->endNs - call->startNs;
-        tiny.launchNs += launch;
-        if (launch > duration) ++tiny.launchLongerCount;
-      }
-      const uint32_t* range =
-          op.externalId != 0 ? trace_.rangeOfExternalId.find(op.externalId) : nullptr;
-      ++issuers[range != nullptr ? *range : kNoRange];
-    }
-    tiny.shareOfKernels =
-        report.kernelCount > 0 ? static_cast<double>(tiny.count) / report.kernelCount : 0;
-    for (const auto& [name, count] : issuers) {
-      tiny.issuers.emplace_back(name == kNoRange ? "(no host range)" : trace_.name(name), count);
-    }
-    std::sort(tiny.issuers.begin(), tiny.issuers.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    if (tiny.issuers.size() > options_.top) tiny.issuers.resize(options_.top);
-  }
-
-  void launchLatency(RankReport& report) const {
-    std::vector<int64_t> latencies;
-    std::vector<std::pair<int64_t, const CollectedGpuOp*>> outliers;  // latency, op
-    for (const CollectedGpuOp& op : trace_.gpuOps) {
-      const CollectedCall* call = op.correlation != 0 ? trace_.calls.find(op.correlation) : nullptr;
-      if (call == nullptr) continue;
-      const int64_t latency = op.startNs - call->startNs;
-      latencies.push_back(latency);
-      outliers.emplace_back(latency, &op);
-    }
-    report.launchLatencyHistogram.assign(RankReport::kLatencyBuckets, 0);
-    for (int64_t latency : latencies) {
-      int bucket = 0;
-      for (int64_t us = latency / 1000; us > 0 && bucket < RankReport::kLatencyBuckets - 1;
-           us >>= 1)
-        ++bucket;
-      ++report.launchLatencyHistogram[static_cast<std::size_t>(bucket)];
-    }
-    report.launchLatency = distributionOf(std::move(latencies));
-    const std::size_t keep = std::min(options_.top, outliers.size());
-    std::partial_sort(outliers.begin(), outliers.begin() + static_cast<std::ptrdiff_t>(keep),
-                      outliers.end(),
-                      [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (std::size_t k = 0; k < keep; ++k) {
-      report.launchOutliers.push_back(
-          {trace_.name(outliers[k].second->name), outliers[k].second->startNs, outliers[k].first});
-    }
-  }
-
-  // The innermost host range open at `time` on thread `tid`.
-  std::string hostRangeAt(int64_t tid, int64_t time) const {
-    const CollectedRange* best = nullptr;
-    for (const CollectedRange& r : trace_.hostRanges) {
-      if (r.tid != tid || r.startNs > time || r.endNs < time) continue;
-      if (best == nullptr || r.endNs - r.startNs < best->endNs - best->startNs) best = &r;
-    }
-    return best == nullptr ? "" : trace_.name(best->name);
-  }
-
-  std::vector<GapReport> longestGaps() {
-    const std::size_t keep = std::min(options_.top, allGaps_.size());
-    std::partial_sort(allGaps_.begin(), allGaps_.begin() + static_cast<std::ptrdiff_t>(keep),
-                      allGaps_.end(), [](const auto& a, const auto& b) {
-                        return a.second.end - a.second.start > b.second.end - b.second.start;
-                      });
-    std::vector<GapReport> out;
-    for (std::size_t i = 0; i < keep; ++i) {
-      const auto& [device, gap] = allGaps_[i];
-      GapReport g;
-      g.device = device;
-      g.startNs = gap.start;
-      g.durationNs = gap.end - gap.start;
-      g.cause = gap.cause == Gap::Cause::HostWait     ? "host wait"
-                : gap.cause == Gap::Cause::KernelWait ? "kernel wait"
-                : gap.cause == Gap::Cause::OtherWork  ? "waiting on other work"
-                                                      : "other";
-      g.endedBy = trace_.name(gap.endedBy->name);
-      const CollectedCall* call =
-          gap.endedBy->correlation != 0 ? trace_.calls.find(gap.endedBy->correlation) : nullptr;
-      if (call != nullptr) {
-        g.hostWas = hostRangeAt(call->tid, (gap.start + gap.end) / 2);
-      }
-      out.push_back(std::move(g));
-    }
+  // The starts of the rank's collectives (NCCL kernels), by name, in order.
+  RankCollectives collectives() {
+    RankCollectives out;
+    out.rank = trace_.rank;
+    collectiveStarts_.drain(
+        [&](const CollectiveStart& c) { out.starts[trace_.name(c.name)].push_back(c.startNs); });
     return out;
   }
 
-  MemoryReport memory(std::vector<StepReport>& steps, std::vector<MemorySample>* curve) const {
-    MemoryReport m;
-    std::vector<MemorySample> samples = trace_.memory;
-    std::stable_sort(
-        samples.begin(), samples.end(),
-        [](const MemorySample& a, const MemorySample& b) { return a.timeNs < b.timeNs; });
-    m.samples = samples.size();
-    if (samples.empty()) return m;
-    m.firstBytes = samples.front().allocatedBytes;
-    m.lastBytes = samples.back().allocatedBytes;
-    for (const MemorySample& s : samples) {
-      if (s.allocatedBytes > m.peakBytes) {
-        m.peakBytes = s.allocatedBytes;
-        m.peakAtNs = s.timeNs;
-      }
-    }
-    // The curve: the highest sample of each of kMemoryCurvePoints stretches.
-    const std::size_t stride =
-        (samples.size() + RankReport::kMemoryCurvePoints - 1) / RankReport::kMemoryCurvePoints;
-    for (std::size_t i = 0; i < samples.size(); i += stride) {
-      MemorySample highest = samples[i];
-      for (std::size_t j = i; j < std::min(samples.size(), i + stride); ++j) {
-        if (samples[j].allocatedBytes > highest.allocatedBytes) highest = samples[j];
-      }
-      curve->push_back(highest);
-    }
-    std::vector<int64_t> atStepEnd;
-    for (StepReport& step : steps) {
-      auto after = std::upper_bound(samples.begin(), samples.end(), step.endNs,
-                                    [](int64_t t, const MemorySample& s) { return t < s.timeNs; });
-      if (after == samples.begin()) continue;
-      step.allocatedAtEndBytes = std::prev(after)->allocatedBytes;
-      atStepEnd.push_back(step.allocatedAtEndBytes);
-    }
-    if (atStepEnd.size() >= 3) {
-      m.growsEveryStep = true;
-      for (std::size_t i = 1; i < atStepEnd.size(); ++i) {
-        if (atStepEnd[i] <= atStepEnd[i - 1]) m.growsEveryStep = false;
-      }
-      m.growthPerStepBytes =
-          (atStepEnd.back() - atStepEnd.front()) / static_cast<int64_t>(atStepEnd.size() - 1);
-    }
-    return m;
-  }
+  static constexpr uint32_t kNoRange = ~uint32_t{0};
 
-  const CollectedTrace& trace_;
+  CollectedTrace& trace_;
   const AnalysisOptions& options_;
-  std::vector<Device> devices_;
   Intervals dataLoading_;
-  std::vector<std::pair<uint32_t, Gap>> allGaps_;
-};
+  std::vector<std::pair<int64_t, int64_t>> stepBounds_;  // the steps', in their order
+  std::vector<TimeBreakdown> stepTimes_;                 // summed over the devices
 
+  ExternalSorter<JoinedOp, ByDeviceThenStart> byDevice_;
+  ExternalSorter<KeyedDuration, ByKeyThenDuration> durations_;
+  ExternalSorter<int64_t, std::less<>> latencies_;
+  ExternalSorter<QueueChange, ByStreamThenTime> queueChanges_;
+  ExternalSorter<uint64_t, std::less<>> tinyExternalIds_;
+  ExternalSorter<CollectiveStart, ByStart> collectiveStarts_;
+
+  std::unordered_map<uint32_t, Tally> names_;
+  std::map<GpuOpKind, Tally> kinds_;
+  int64_t totalNs_ = 0;                             // every operation's duration
+  std::unordered_map<uint32_t, uint64_t> issuers_;  // range name (or kNoRange) -> count
+  std::vector<LaunchOutlier> outliers_;
+  std::vector<KeptGap> gaps_;
+};
 // The Nth collective of each name across ranks: the rank that started it last kept the
 // others waiting (on one host, ranks share a clock; across hosts the skew adds).
 std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& ranks,
@@ -618,22 +900,12 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
 
 }  // namespace
 
-RankReport analyzeTrace(const CollectedTrace& trace, const AnalysisOptions& options) {
+RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   return Analyzer(trace, options).run();
 }
 
-RankCollectives collectivesOf(const CollectedTrace& trace) {
-  std::vector<const CollectedGpuOp*> ops;
-  for (const CollectedGpuOp& op : trace.gpuOps) {
-    if (op.kind == GpuOpKind::Communication) ops.push_back(&op);
-  }
-  std::sort(ops.begin(), ops.end(), [](const CollectedGpuOp* a, const CollectedGpuOp* b) {
-    return a->startNs < b->startNs;
-  });
-  RankCollectives out;
-  out.rank = trace.rank;
-  for (const CollectedGpuOp* op : ops) out.starts[trace.name(op->name)].push_back(op->startNs);
-  return out;
+RankReport analyzeTrace(CollectedTrace trace, const AnalysisOptions& options) {
+  return analyzeRank(std::move(trace), options).report;
 }
 
 AnalysisReport combineRanks(std::vector<RankReport> ranks,
@@ -646,13 +918,13 @@ AnalysisReport combineRanks(std::vector<RankReport> ranks,
   return report;
 }
 
-AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
-                             const AnalysisOptions& options) {
+AnalysisReport analyzeTraces(std::vector<CollectedTrace> traces, const AnalysisOptions& options) {
   std::vector<RankReport> ranks;
   std::vector<RankCollectives> collectives;
-  for (const CollectedTrace& trace : traces) {
-    ranks.push_back(analyzeTrace(trace, options));
-    collectives.push_back(collectivesOf(trace));
+  for (CollectedTrace& trace : traces) {
+    RankAnalysis rank = analyzeRank(std::move(trace), options);
+    ranks.push_back(std::move(rank.report));
+    collectives.push_back(std::move(rank.collectives));
   }
   return combineRanks(std::move(ranks), collectives, options);
 }

@@ -33,6 +33,10 @@
 //   launch latency   an operation's start minus its launch call's start
 //   queue depth  per stream, operations launched and not yet started (HTA's queue length)
 //   tiny kernels     kernels shorter than a threshold (default 10 us)
+//
+// The analysis reads the trace's lists of records (trace_collector.h) a few times, each in
+// the order one figure needs, so its memory is the trace's budget whatever its length;
+// exact figures (percentiles included), the same as with every record in memory.
 
 namespace kinetrace::detail {
 
@@ -201,17 +205,24 @@ struct RankCollectives {
   std::map<std::string, std::vector<int64_t>> starts;
 };
 
-RankReport analyzeTrace(const CollectedTrace& trace, const AnalysisOptions& options);
-RankCollectives collectivesOf(const CollectedTrace& trace);
+struct RankAnalysis {
+  RankReport report;
+  RankCollectives collectives;
+};
+
+// One rank's trace, read through (its lists are consumed): its report, and its collectives
+// for combineRanks. Memory: the trace's budget (CollectedTrace::listBytes per list), in
+// memory and temporary files, whatever the trace's length.
+RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options);
+RankReport analyzeTrace(CollectedTrace trace, const AnalysisOptions& options);
 // The ranks' reports (in rank order), then what only several ranks show (stragglers), then
 // the findings. Each rank's trace can be analysed and let go before the next is read, so a
-// job's analysis holds one rank's events at a time.
+// job's analysis holds one rank's records at a time.
 AnalysisReport combineRanks(std::vector<RankReport> ranks,
                             const std::vector<RankCollectives>& collectives,
                             const AnalysisOptions& options);
-// analyzeTrace and collectivesOf of each trace, combined.
-AnalysisReport analyzeTraces(const std::vector<CollectedTrace>& traces,
-                             const AnalysisOptions& options);
+// analyzeRank of each trace, combined.
+AnalysisReport analyzeTraces(std::vector<CollectedTrace> traces, const AnalysisOptions& options);
 // The findings of a report: plain sentences with numbers, most telling first.
 std::vector<std::string> findingsOf(const AnalysisReport& report, const AnalysisOptions& options);
 

@@ -72,7 +72,7 @@ void TraceCollector::write(const Event& event) {
 
   if (event.phase == Phase::Instant && event.name == "[memory]") {
     if (auto allocated = intArg(event, "Total Allocated")) {
-      trace_.memory.push_back({event.timestampNs, *allocated});
+      trace_.memory.add({{event.timestampNs, *allocated}, trace_.memory.size()});
     }
     return;
   }
@@ -87,21 +87,22 @@ void TraceCollector::write(const Event& event) {
     op.correlation = static_cast<uint64_t>(intArg(event, "correlation").value_or(0));
     op.externalId = static_cast<uint64_t>(intArg(event, "External id").value_or(0));
     op.name = intern(event.name);
+    op.sequence = trace_.gpuOps.size();
     // A whole graph's run (graph-level tracing) counts as compute: what ran inside is not
     // in the trace.
     op.kind = cat == "cuda_graph"                  ? GpuOpKind::Compute
               : cat != "kernel"                    ? GpuOpKind::Memory
               : containsNoCase(event.name, "nccl") ? GpuOpKind::Communication
                                                    : GpuOpKind::Compute;
-    trace_.gpuOps.push_back(op);
+    trace_.gpuOps.add(op);
     noteNcclCall(event);
     return;
   }
   if (cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "overhead") return;
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
     if (auto correlation = intArg(event, "correlation")) {
-      trace_.calls.add(static_cast<uint64_t>(*correlation),
-                       CollectedCall{event.timestampNs, end, event.tid, intern(event.name)});
+      trace_.calls.add(
+          CollectedCall{static_cast<uint64_t>(*correlation), event.timestampNs, end, event.tid});
     }
     return;
   }
@@ -110,10 +111,12 @@ void TraceCollector::write(const Event& event) {
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
   if (auto externalId = intArg(event, "External id"); externalId && *externalId != 0) {
     // Ids are unique per range in kinetrace's traces; torch.profiler may give a cpu_op and
-    // its record_function one id, and either name serves to say what issued a kernel.
-    trace_.rangeOfExternalId.add(static_cast<uint64_t>(*externalId), range.name);
+    // its record_function one id, and either name serves to say what issued a kernel: the
+    // first in the trace is kept.
+    trace_.rangeOfExternalId.add(
+        {static_cast<uint64_t>(*externalId), trace_.rangeOfExternalId.size(), range.name});
   }
-  trace_.hostRanges.push_back(range);
+  trace_.hostRanges.add(range);
 }
 
 void TraceCollector::noteNcclCall(const Event& event) {
@@ -133,11 +136,6 @@ void TraceCollector::noteNcclCall(const Event& event) {
   totals.gpuNs += event.durationNs;
 }
 
-void TraceCollector::end(const Metadata&) {
-  trace_.calls.seal();
-  trace_.rangeOfExternalId.seal();
-  trace_.gpuOps.shrink_to_fit();
-  trace_.hostRanges.shrink_to_fit();
-}
+void TraceCollector::end(const Metadata&) {}
 
 }  // namespace kinetrace::detail

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/spill.h"
 #include "kinetrace/sink.h"
 
 // What `kinetrace analyze` keeps of a trace while reading it: compact records of the events
@@ -27,8 +28,10 @@
 //                    NCCL's NVTX payloads): totals per call, the communicator's creation
 //                    and destruction left out
 //
-// Memory: about 48 bytes per GPU operation, 40 per launch call and per host range, plus
-// each distinct name once.
+// Memory: bounded by the budget given (`kinetrace analyze --memory`), not by the trace's
+// length: the records go into lists that keep a share of the budget each in memory and the
+// rest in temporary files (spill.h). What stays in memory is each distinct name once, the
+// steps, the data-loading ranges and the NCCL calls' totals.
 
 namespace kinetrace::detail {
 
@@ -39,6 +42,7 @@ struct CollectedGpuOp {
   int64_t endNs = 0;
   uint64_t externalId = 0;
   uint64_t correlation = 0;  // 0: none
+  uint64_t sequence = 0;     // its place among the trace's GPU operations: ties go by it
   uint32_t name = 0;
   uint32_t device = 0;
   uint32_t stream = 0;
@@ -46,10 +50,10 @@ struct CollectedGpuOp {
 };
 
 struct CollectedCall {
+  uint64_t correlation = 0;
   int64_t startNs = 0;
   int64_t endNs = 0;
   int64_t tid = 0;
-  uint32_t name = 0;
 };
 
 struct CollectedRange {
@@ -71,58 +75,82 @@ struct MemorySample {
   int64_t allocatedBytes = 0;
 };
 
-// Values by a 64-bit id, as a vector sorted once the trace has been read: a third of a
-// hash map's memory, and ids (CUPTI's correlation ids, External ids) arrive nearly in order,
-// so the sort is cheap and in place. Ids are unique in practice; of repeats, one is kept.
-template <typename T>
-class IdMap {
- public:
-  void add(uint64_t id, const T& value) { items_.emplace_back(id, value); }
-  // Call once every value is in, before find().
-  void seal() {
-    auto byId = [](const auto& a, const auto& b) { return a.first < b.first; };
-    if (!std::is_sorted(items_.begin(), items_.end(), byId))
-      std::sort(items_.begin(), items_.end(), byId);
-    items_.erase(std::unique(items_.begin(), items_.end(),
-                             [](const auto& a, const auto& b) { return a.first == b.first; }),
-                 items_.end());
-    items_.shrink_to_fit();
-  }
-  const T* find(uint64_t id) const {
-    auto at = std::lower_bound(items_.begin(), items_.end(), id,
-                               [](const auto& item, uint64_t key) { return item.first < key; });
-    return at != items_.end() && at->first == id ? &at->second : nullptr;
-  }
-  std::size_t size() const { return items_.size(); }
-
- private:
-  std::vector<std::pair<uint64_t, T>> items_;
+// A host range that carries an External id: what issued the GPU operations of that id.
+struct ExternalIdRange {
+  uint64_t externalId = 0;
+  uint64_t sequence = 0;  // of repeats, the first in the trace is kept
+  uint32_t name = 0;
 };
 
+struct SequencedSample {
+  MemorySample sample;
+  uint64_t sequence = 0;  // samples at one time keep the trace's order
+};
+
+struct ByCorrelation {
+  template <typename T>
+  bool operator()(const T& a, const T& b) const {
+    return a.correlation < b.correlation;
+  }
+};
+struct ByExternalId {
+  bool operator()(const ExternalIdRange& a, const ExternalIdRange& b) const {
+    return a.externalId != b.externalId ? a.externalId < b.externalId : a.sequence < b.sequence;
+  }
+};
+struct BySampleTime {
+  bool operator()(const SequencedSample& a, const SequencedSample& b) const {
+    return a.sample.timeNs != b.sample.timeNs ? a.sample.timeNs < b.sample.timeNs
+                                              : a.sequence < b.sequence;
+  }
+};
+
+// What `kinetrace analyze` may hold in memory by default, and the share of it each list of
+// records keeps before it writes to a temporary file: at most a dozen lists (the
+// collector's and the analysis's) are alive together, and a list being read holds up to
+// twice its share.
+constexpr std::size_t kDefaultAnalysisMemoryBytes = std::size_t{256} << 20;
+constexpr std::size_t listBytesOf(std::size_t memoryBytes) {
+  return memoryBytes / 32;
+}
+
 struct CollectedTrace {
+  explicit CollectedTrace(std::size_t bytesPerList = listBytesOf(kDefaultAnalysisMemoryBytes))
+      : listBytes(bytesPerList),
+        gpuOps(bytesPerList),
+        calls(bytesPerList),
+        hostRanges(bytesPerList),
+        rangeOfExternalId(bytesPerList),
+        memory(bytesPerList) {}
+
   std::string path;
   int64_t rank = -1;  // distributedInfo.rank; -1 when absent
   int64_t firstNs = 0;
   int64_t lastNs = 0;  // the span of every event
+  uint64_t events = 0;
+  std::size_t listBytes;  // what each list keeps in memory; the analysis's lists too
   std::vector<std::string> names;
-  std::vector<CollectedGpuOp> gpuOps;
-  // By correlation id. A trace holds one process's calls: CUPTI's correlation ids are unique
-  // within a process.
-  IdMap<CollectedCall> calls;
+  // Read once each, sorted (the analysis joins operations to their launch calls by
+  // correlation id: CUPTI's ids are unique within a process, and a trace holds one).
+  ExternalSorter<CollectedGpuOp, ByCorrelation> gpuOps;
+  ExternalSorter<CollectedCall, ByCorrelation> calls;
   std::vector<CollectedRange> steps;
   std::vector<CollectedRange> dataLoading;
-  std::vector<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
-  IdMap<uint32_t> rangeOfExternalId;       // External id -> name
-  std::vector<MemorySample> memory;
+  SpilledList<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
+  ExternalSorter<ExternalIdRange, ByExternalId> rangeOfExternalId;
+  ExternalSorter<SequencedSample, BySampleTime> memory;
   std::vector<std::pair<std::string, NcclCallTotals>> ncclCalls;  // by call name, first seen first
-  uint64_t events = 0;
 
   const std::string& name(uint32_t id) const { return names[id]; }
 };
 
 class TraceCollector final : public Sink {
  public:
-  explicit TraceCollector(std::string path) { trace_.path = std::move(path); }
+  // `memoryBytes`: what the trace's records (and then their analysis) may hold in memory.
+  explicit TraceCollector(std::string path, std::size_t memoryBytes = kDefaultAnalysisMemoryBytes)
+      : trace_(listBytesOf(memoryBytes)) {
+    trace_.path = std::move(path);
+  }
 
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;

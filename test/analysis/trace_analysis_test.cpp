@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ constexpr int64_t kHostPid = 77;
 // out, straight into the collector.
 class TraceBuilder {
  public:
-  explicit TraceBuilder(int64_t rank = -1) : collector_("t.json") {
+  // `memoryBytes`: the analysis's budget (spill.h); a tiny one sends every list to its file.
+  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultAnalysisMemoryBytes)
+      : collector_("t.json", memoryBytes) {
     TraceHeader header{"t.json", kBase, {}};
     if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
     collector_.begin(header);
@@ -103,7 +106,13 @@ class TraceBuilder {
 };
 
 RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {
-  return analyzeTrace(trace, options);
+  return analyzeTrace(std::move(trace), options);
+}
+
+std::vector<CollectedTrace> one(CollectedTrace trace) {
+  std::vector<CollectedTrace> traces;
+  traces.push_back(std::move(trace));
+  return traces;
 }
 
 // One GPU, 100 us: a compute kernel whose launch began 5 us into the window, an NCCL kernel
@@ -235,7 +244,7 @@ TEST(TraceAnalysisTest, TinyKernelsAreCountedWithTheirLaunchCostAndWhoIssuedThem
   b.op("big_gemm", 2000, 2001, 2002, 2052);
   AnalysisOptions options;
   options.tinyKernelNs = 10 * kUs;
-  const AnalysisReport report = analyzeTraces({b.take()}, options);
+  const AnalysisReport report = analyzeTraces(one(b.take()), options);
   const TinyKernelReport& tiny = report.ranks[0].tiny;
   EXPECT_EQ(tiny.count, 120u);
   EXPECT_EQ(tiny.kernelNs, 240 * kUs);
@@ -277,7 +286,7 @@ TEST(TraceAnalysisTest, MemoryThatGrowsEveryStepIsALeakSignature) {
     b.memory(step * 100 + 10, 1'000'000 + step * 5'000'000);  // allocate
     b.memory(step * 100 + 90, 2'000'000 + step * 1'000'000);  // what stays
   }
-  const AnalysisReport report = analyzeTraces({b.take()}, {});
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
   const MemoryReport& m = report.ranks[0].memory;
   EXPECT_EQ(m.samples, 8u);
   EXPECT_EQ(m.peakBytes, 16'000'000);
@@ -340,7 +349,7 @@ TEST(TraceAnalysisTest, ACollectiveStartedLateOnOneRankNamesThatRank) {
     b.op("ncclAllReduce", 990, 991, 1000, 1010);
     ranks.push_back(b.take());
   }
-  const AnalysisReport report = analyzeTraces(ranks, {});
+  const AnalysisReport report = analyzeTraces(std::move(ranks), {});
   ASSERT_EQ(report.stragglers.size(), 1u);
   EXPECT_EQ(report.stragglers[0].slowRank, 1);
   EXPECT_EQ(report.stragglers[0].occurrence, 2u);
@@ -354,13 +363,51 @@ TEST(TraceAnalysisTest, ACollectiveStartedLateOnOneRankNamesThatRank) {
 TEST(TraceAnalysisTest, ATraceWithoutGpuWorkSaysSo) {
   TraceBuilder b;
   b.range("main", 0, 10);
-  const AnalysisReport report = analyzeTraces({b.take()}, {});
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
   ASSERT_EQ(report.findings.size(), 1u);
   EXPECT_NE(report.findings[0].find("no GPU operations in the trace"), std::string::npos);
 }
 
+// A job of many steps on two GPUs: kernels on three streams, queued and not, tiny and not,
+// copies, an all-reduce, data loading, memory samples; written in an order that is not
+// the order of time.
+CollectedTrace manySteps(std::size_t memoryBytes) {
+  TraceBuilder b(-1, memoryBytes);
+  std::mt19937 random(11);
+  const std::vector<std::string> names = {"gemm", "add", "mul", "softmax", "layer_norm"};
+  for (int64_t step = 39; step >= 0; --step) {
+    const int64_t at = step * 1'000;
+    b.range("ProfilerStep#" + std::to_string(step), at, at + 1'000);
+    b.range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", at, at + 40);
+    for (int k = 0; k < 20; ++k) {
+      const int64_t call = at + 50 + k * 40 + static_cast<int64_t>(random() % 10);
+      const int64_t start = call + 5 + static_cast<int64_t>(random() % 60);
+      const int64_t length = 1 + static_cast<int64_t>(random() % 30);
+      b.range("aten::" + names[k % names.size()], call - 2, call + 4, step * 100 + k + 1);
+      b.op(names[k % names.size()], call, call + 3, start, start + length, "kernel",
+           static_cast<uint32_t>(k % 3), step * 100 + k + 1, k % 2);
+    }
+    b.op("Memcpy HtoD", at + 900, at + 901, at + 905, at + 930, "gpu_memcpy", 4);
+    b.op("ncclKernel_AllReduce", at + 910, at + 911, at + 940, at + 990, "kernel", 5);
+    b.memory(at + 999, 1'000'000 + step * 1'000);
+  }
+  return b.take();
+}
+
+TEST(TraceAnalysisTest, ATraceAnalysedInTinyMemoryGivesTheSameReport) {
+  const std::string inMemory = reportJson(analyzeTraces(one(manySteps(256 << 20)), {}));
+  // 32 bytes a list: one record at a time in memory, the rest in temporary files.
+  const std::string spilled = reportJson(analyzeTraces(one(manySteps(32 * 32)), {}));
+  EXPECT_EQ(inMemory, spilled);
+  const nlohmann::json json = nlohmann::json::parse(inMemory);
+  EXPECT_EQ(json["ranks"][0]["steps"].size(), 40u);
+  EXPECT_EQ(json["ranks"][0]["devices"].size(), 2u);
+  EXPECT_GT(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"].get<int64_t>(), 0);
+  EXPECT_GT(json["ranks"][0]["tiny_kernels"]["count"].get<int64_t>(), 0);
+}
+
 TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
-  const AnalysisReport report = analyzeTraces({idleCauses()}, {});
+  const AnalysisReport report = analyzeTraces(one(idleCauses()), {});
   const nlohmann::json json = nlohmann::json::parse(reportJson(report));
   EXPECT_EQ(json["findings"].size(), report.findings.size());
   EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"], 15 * kUs);

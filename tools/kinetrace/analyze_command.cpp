@@ -54,7 +54,8 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
   analysis.tinyKernelNs = options.tinyKernelNs;
 
   // Each rank's trace is analysed and let go before the next is read: memory holds one
-  // rank's events at a time, whatever the number of ranks.
+  // rank's records at a time (within options.memoryBytes, the rest in temporary files),
+  // whatever the number of ranks and the length of their traces.
   struct Rank {
     detail::RankReport report;
     detail::RankCollectives collectives;
@@ -62,7 +63,7 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
   std::vector<Rank> ranks;
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
-    detail::TraceCollector collector(file);
+    detail::TraceCollector collector(file, options.memoryBytes);
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
     detail::ReadReport read;
     try {
@@ -84,9 +85,10 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
                      static_cast<unsigned long long>(count), why.c_str());
       }
     }
-    const detail::CollectedTrace trace = collector.take();
+    detail::CollectedTrace trace = collector.take();
     if (options.rank >= 0 && trace.rank != options.rank) continue;
-    ranks.push_back({detail::analyzeTrace(trace, analysis), detail::collectivesOf(trace)});
+    detail::RankAnalysis rank = detail::analyzeRank(std::move(trace), analysis);
+    ranks.push_back({std::move(rank.report), std::move(rank.collectives)});
   }
   if (ranks.empty()) {
     throw Error(

@@ -41,9 +41,9 @@ constexpr OptionSpec kTriggerOptions[] = {
 };
 
 constexpr OptionSpec kAnalyzeOptions[] = {
-    {"--help", "-h", false},   {"--json", nullptr, true}, {"--html", nullptr, true},
-    {"--rank", nullptr, true}, {"--top", nullptr, true},  {"--tiny-us", nullptr, true},
-    {"--quiet", "-q", false},
+    {"--help", "-h", false},        {"--json", nullptr, true}, {"--html", nullptr, true},
+    {"--rank", nullptr, true},      {"--top", nullptr, true},  {"--tiny-us", nullptr, true},
+    {"--memory-mb", nullptr, true}, {"--quiet", "-q", false},
 };
 
 constexpr OptionSpec kMergeOptions[] = {
@@ -381,6 +381,18 @@ Command parseAnalyze(const std::vector<std::string>& args) {
     } else if (name == "--tiny-us") {
       a.tinyKernelNs =
           static_cast<int64_t>(parseCount("analyze", "--tiny-us", option.value)) * 1000;
+    } else if (name == "--memory-mb") {
+      std::size_t megabytes = 0;
+      const std::string& v = option.value;
+      auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), megabytes);
+      if (v.empty() || error != std::errc() || end != v.data() + v.size() || megabytes < 16 ||
+          megabytes > (std::size_t{1} << 20)) {
+        throw UsageError(
+            "kinetrace analyze: --memory-mb needs a whole number of megabytes "
+            "16..1048576, got '" +
+            v + "'");
+      }
+      a.memoryBytes = megabytes << 20;
     } else {
       a.quiet = true;
     }
@@ -680,6 +692,9 @@ options:
       --rank N         only the traces of rank N
       --top N          rows per table (default 10)
       --tiny-us N      a kernel shorter than N microseconds is tiny (default 10)
+      --memory-mb N    the memory a trace's analysis may hold (default 256); what is more
+                       goes to temporary files in $TMPDIR (else /tmp), so a trace of any
+                       length is analysed in this much memory
   -q, --quiet          no progress
   -h, --help           this text
 )";

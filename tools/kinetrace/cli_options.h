@@ -11,7 +11,8 @@
 //   kinetrace run [options] [--] PROGRAM [ARGS...]
 //   kinetrace summary [--top N] PATH...
 //   kinetrace convert [--quiet] IN OUT
-//   kinetrace analyze [--html FILE] [--json FILE] [--rank N] [--top N] [--tiny-us N] TRACE|DIR...
+//   kinetrace analyze [--html FILE] [--json FILE] [--rank N] [--top N] [--tiny-us N]
+//                     [--memory-mb N] TRACE|DIR...
 //   kinetrace trigger (--pid PID | --job NAME) [--duration T] [--output PATH] [--config F]
 //   kinetrace help [COMMAND] | --help | --version
 //
@@ -83,6 +84,7 @@ struct AnalyzeOptions {
   int64_t rank = -1;               // --rank: only that rank's traces
   std::size_t top = 10;            // rows of each table
   int64_t tinyKernelNs = 10'000;   // --tiny-us
+  std::size_t memoryBytes = std::size_t{256} << 20;  // --memory-mb
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
