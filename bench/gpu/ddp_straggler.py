@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""A two-rank DDP job (NCCL) in which one rank is slow, traced by torch.profiler on each rank,
-for `kinetrace analyze` to find the straggler: the other rank's all-reduces wait for it.
+"""A two-rank DDP job in which one rank is slow, traced by torch.profiler on each rank, for
+`kinetrace analyze` to find the straggler: the other rank's all-reduces wait for it.
 
     torchrun --nproc_per_node 2 ddp_straggler.py --out DIR [--slow-rank 1] [--delay-ms 30]
+                                                 [--backend nccl|gloo]
+
+NCCL needs a GPU per rank (it refuses two ranks on one device). With gloo both ranks may
+share one GPU: the model and its gradients stay on the GPU, and gloo reduces the gradients
+through the host, so the collectives are host calls rather than NCCL kernels.
 
 Each step, the slow rank sleeps DELAY_MS before its forward pass (a slow data loader or a
 busy host on one machine). Writes DIR/rank{R}.json (torch.profiler's chrome trace, with
@@ -23,14 +28,16 @@ def main():
     p.add_argument("--slow-rank", type=int, default=1)
     p.add_argument("--delay-ms", type=float, default=30.0)
     p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--backend", choices=["nccl", "gloo"], default="nccl")
     args = p.parse_args()
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl")
-    device = torch.device("cuda", local_rank)
+    gpu = local_rank % torch.cuda.device_count()
+    torch.cuda.set_device(gpu)
+    dist.init_process_group(args.backend)
+    device = torch.device("cuda", gpu)
     model = nn.Sequential(*[nn.Linear(1024, 1024) for _ in range(8)]).to(device)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[gpu])
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
     x = torch.randn(64, 1024, device=device)
 

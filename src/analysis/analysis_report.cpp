@@ -154,9 +154,10 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
   if (!report.stragglers.empty() && report.stragglers.front().lateByNs > 100'000) {
     const StragglerReport& s = report.stragglers.front();
     out.push_back(fmt::format(
-        "rank {} started {} #{} {} after the first rank: the other ranks waited for it in the "
+        "rank {} {} {} #{} {} after the first rank: the other ranks waited for it in the "
         "collective (a straggler).",
-        s.slowRank, shorten(s.collective, 50), s.occurrence, duration(s.lateByNs)));
+        s.slowRank, s.source == StragglerReport::Source::HostCall ? "called" : "started",
+        shorten(s.collective, 50), s.occurrence, duration(s.lateByNs)));
   }
   return out;
 }
@@ -374,10 +375,12 @@ std::string reportJson(const AnalysisReport& report) {
   root["ranks"] = ranks;
   Json stragglers = Json::array();
   for (const StragglerReport& s : report.stragglers) {
-    stragglers.push_back({{"collective", s.collective},
-                          {"occurrence", s.occurrence},
-                          {"slow_rank", s.slowRank},
-                          {"late_by_ns", s.lateByNs}});
+    stragglers.push_back(
+        {{"collective", s.collective},
+         {"source", s.source == StragglerReport::Source::HostCall ? "host call" : "kernel"},
+         {"occurrence", s.occurrence},
+         {"slow_rank", s.slowRank},
+         {"late_by_ns", s.lateByNs}});
   }
   root["stragglers"] = stragglers;
   const std::string document = root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

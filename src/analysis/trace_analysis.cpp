@@ -154,17 +154,6 @@ struct ByStreamThenTime {
   }
 };
 
-struct CollectiveStart {
-  int64_t startNs = 0;
-  uint64_t sequence = 0;
-  uint32_t name = 0;
-};
-struct ByStart {
-  bool operator()(const CollectiveStart& a, const CollectiveStart& b) const {
-    return std::tie(a.startNs, a.sequence) < std::tie(b.startNs, b.sequence);
-  }
-};
-
 enum class Cause { HostWait, KernelWait, OtherWork, Other };
 
 // A stretch of a device's idle time, and the operation that ended it (none: the stretch
@@ -827,12 +816,17 @@ class Analyzer {
     return rows;
   }
 
-  // The starts of the rank's collectives (NCCL kernels), by name, in order.
+  // The starts of the rank's collectives, by name, in order: its NCCL kernels, and its
+  // torch.distributed calls.
   RankCollectives collectives() {
     RankCollectives out;
     out.rank = trace_.rank;
-    collectiveStarts_.drain(
-        [&](const CollectiveStart& c) { out.starts[trace_.name(c.name)].push_back(c.startNs); });
+    collectiveStarts_.drain([&](const CollectiveStart& c) {
+      out.kernelStarts[trace_.name(c.name)].push_back(c.startNs);
+    });
+    trace_.collectiveCalls.drain([&](const CollectiveStart& c) {
+      out.callStarts[trace_.name(c.name)].push_back(c.startNs);
+    });
     return out;
   }
 
@@ -859,19 +853,37 @@ class Analyzer {
   std::vector<KeptGap> gaps_;
 };
 // The Nth collective of each name across ranks: the rank that started it last kept the
-// others waiting (on one host, ranks share a clock; across hosts the skew adds).
+// others waiting (on one host, ranks share a clock; across hosts the skew adds). NCCL
+// kernels when every rank has them; else torch.distributed's calls (gloo's collectives run
+// on the host, and a rank that calls late is as late to the collective).
 std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& ranks,
                                         const AnalysisOptions& options) {
   std::vector<StragglerReport> out;
   if (ranks.size() < 2) return out;
-  for (const auto& [name, first] : ranks[0].starts) {
+  using Starts = std::map<std::string, std::vector<int64_t>>;
+  auto everyRankHas = [&ranks](Starts RankCollectives::*starts) {
+    return std::all_of(ranks.begin(), ranks.end(),
+                       [starts](const RankCollectives& r) { return !(r.*starts).empty(); });
+  };
+  Starts RankCollectives::*starts = nullptr;
+  StragglerReport::Source source = StragglerReport::Source::Kernel;
+  if (everyRankHas(&RankCollectives::kernelStarts)) {
+    starts = &RankCollectives::kernelStarts;
+  } else if (everyRankHas(&RankCollectives::callStarts)) {
+    starts = &RankCollectives::callStarts;
+    source = StragglerReport::Source::HostCall;
+  } else {
+    return out;
+  }
+  for (const auto& [name, first] : ranks[0].*starts) {
     for (std::size_t k = 0; k < first.size(); ++k) {
       int64_t earliest = first[k], latest = first[k];
       std::size_t slow = 0;
       bool everywhere = true;
       for (std::size_t r = 1; r < ranks.size(); ++r) {
-        auto found = ranks[r].starts.find(name);
-        if (found == ranks[r].starts.end() || found->second.size() <= k) {
+        const Starts& other = ranks[r].*starts;
+        auto found = other.find(name);
+        if (found == other.end() || found->second.size() <= k) {
           everywhere = false;
           break;
         }
@@ -885,6 +897,7 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
       if (!everywhere || latest - earliest <= 0) continue;
       StragglerReport s;
       s.collective = name;
+      s.source = source;
       s.occurrence = k + 1;
       s.slowRank = ranks[slow].rank >= 0 ? ranks[slow].rank : static_cast<int64_t>(slow);
       s.lateByNs = latest - earliest;

@@ -186,7 +186,10 @@ struct RankReport {
 
 // A collective that started much later on one rank than on the others.
 struct StragglerReport {
+  // What its start is: an NCCL kernel's, or a torch.distributed call's (c10d::...).
+  enum class Source { Kernel, HostCall };
   std::string collective;
+  Source source = Source::Kernel;
   uint64_t occurrence = 0;  // the Nth of that name on each rank
   int64_t slowRank = -1;    // started last
   int64_t lateByNs = 0;     // its start minus the earliest rank's
@@ -199,10 +202,11 @@ struct AnalysisReport {
 };
 
 // What the straggler analysis needs of a rank once its trace is let go: the starts of its
-// collectives (NCCL kernels), by name, in order.
+// collectives, by name, in order: NCCL kernels, and torch.distributed's calls.
 struct RankCollectives {
   int64_t rank = -1;
-  std::map<std::string, std::vector<int64_t>> starts;
+  std::map<std::string, std::vector<int64_t>> kernelStarts;
+  std::map<std::string, std::vector<int64_t>> callStarts;
 };
 
 struct RankAnalysis {

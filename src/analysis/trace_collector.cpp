@@ -109,6 +109,9 @@ void TraceCollector::write(const Event& event) {
   CollectedRange range{event.timestampNs, end, event.tid, intern(event.name)};
   if (event.name.rfind("ProfilerStep#", 0) == 0) trace_.steps.push_back(range);
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
+  if (event.name.rfind("c10d::", 0) == 0) {
+    trace_.collectiveCalls.add({event.timestampNs, trace_.collectiveCalls.size(), range.name});
+  }
   if (auto externalId = intArg(event, "External id"); externalId && *externalId != 0) {
     // Ids are unique per range in kinetrace's traces; torch.profiler may give a cpu_op and
     // its record_function one id, and either name serves to say what issued a kernel: the

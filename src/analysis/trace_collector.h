@@ -24,6 +24,9 @@
 //                    "data_loader" or "data loader"), and the names of ranges with an
 //                    "External id" (what issued a kernel)
 //   memory           "[memory]" instants: "Total Allocated" over time
+//   collective calls host ranges named "c10d::..." (torch.distributed's operators:
+//                    c10d::allreduce_, c10d::broadcast_, ...), whichever the backend: with
+//                    gloo, the collectives run on the host and no NCCL kernel shows them
 //   NCCL calls       GPU operations carrying "nccl call" and "nccl bytes" (kinetrace's, from
 //                    NCCL's NVTX payloads): totals per call, the communicator's creation
 //                    and destruction left out
@@ -87,6 +90,19 @@ struct SequencedSample {
   uint64_t sequence = 0;  // samples at one time keep the trace's order
 };
 
+// A collective's start: an NCCL kernel's (a GPU operation), or a host call's (a c10d::
+// operator of torch.distributed, whichever the backend).
+struct CollectiveStart {
+  int64_t startNs = 0;
+  uint64_t sequence = 0;  // collectives starting together keep the trace's order
+  uint32_t name = 0;
+};
+struct ByStart {
+  bool operator()(const CollectiveStart& a, const CollectiveStart& b) const {
+    return a.startNs != b.startNs ? a.startNs < b.startNs : a.sequence < b.sequence;
+  }
+};
+
 struct ByCorrelation {
   template <typename T>
   bool operator()(const T& a, const T& b) const {
@@ -121,7 +137,8 @@ struct CollectedTrace {
         calls(bytesPerList),
         hostRanges(bytesPerList),
         rangeOfExternalId(bytesPerList),
-        memory(bytesPerList) {}
+        memory(bytesPerList),
+        collectiveCalls(bytesPerList) {}
 
   std::string path;
   int64_t rank = -1;  // distributedInfo.rank; -1 when absent
@@ -139,6 +156,7 @@ struct CollectedTrace {
   SpilledList<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
   ExternalSorter<ExternalIdRange, ByExternalId> rangeOfExternalId;
   ExternalSorter<SequencedSample, BySampleTime> memory;
+  ExternalSorter<CollectiveStart, ByStart> collectiveCalls;       // torch.distributed's calls
   std::vector<std::pair<std::string, NcclCallTotals>> ncclCalls;  // by call name, first seen first
 
   const std::string& name(uint32_t id) const { return names[id]; }

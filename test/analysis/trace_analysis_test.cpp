@@ -360,6 +360,52 @@ TEST(TraceAnalysisTest, ACollectiveStartedLateOnOneRankNamesThatRank) {
   EXPECT_TRUE(said);
 }
 
+// DDP over gloo: the gradients are reduced on the host, so no NCCL kernel shows the
+// collectives; torch.distributed's calls (c10d::allreduce_) do.
+TEST(TraceAnalysisTest, WithoutNcclKernelsTheLateRankIsTheOneThatCalledLate) {
+  std::vector<CollectedTrace> ranks;
+  for (int64_t rank : {0, 1}) {
+    TraceBuilder b(rank);
+    for (int64_t step = 0; step < 3; ++step) {
+      const int64_t at = step * 1'000 + (rank == 1 && step == 1 ? 300 : 0);
+      b.op("gemm", at, at + 5, at + 10, at + 100);
+      b.range("c10d::allreduce_", at + 110, at + 112, 0, "cpu_op");
+      b.range("gloo:all_reduce", at + 112, at + 400, 0, "user_annotation");
+      b.op("Memcpy DtoH", at + 113, at + 114, at + 120, at + 130, "gpu_memcpy");
+    }
+    ranks.push_back(b.take());
+  }
+  const AnalysisReport report = analyzeTraces(std::move(ranks), {});
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  EXPECT_EQ(report.stragglers[0].collective, "c10d::allreduce_");
+  EXPECT_EQ(report.stragglers[0].source, StragglerReport::Source::HostCall);
+  EXPECT_EQ(report.stragglers[0].slowRank, 1);
+  EXPECT_EQ(report.stragglers[0].occurrence, 2u);
+  EXPECT_EQ(report.stragglers[0].lateByNs, 300 * kUs);
+  bool said = false;
+  for (const std::string& f : report.findings)
+    said = said || f.find("rank 1 called c10d::allreduce_ #2 300.0 us after the first rank") !=
+                       std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(report.findings);
+  EXPECT_NE(reportJson(report).find("\"source\": \"host call\""), std::string::npos);
+}
+
+TEST(TraceAnalysisTest, NcclKernelsOnEveryRankAreTheCollectivesCompared) {
+  std::vector<CollectedTrace> ranks;
+  for (int64_t rank : {0, 1}) {
+    TraceBuilder b(rank);
+    // The calls say rank 0 was late; the kernels, which the ranks wait in, say rank 1.
+    b.range("c10d::allreduce_", rank == 0 ? 500 : 0, rank == 0 ? 502 : 2, 0, "cpu_op");
+    b.op("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5, 6, rank == 1 ? 700 : 600, 800);
+    ranks.push_back(b.take());
+  }
+  const AnalysisReport report = analyzeTraces(std::move(ranks), {});
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  EXPECT_EQ(report.stragglers[0].source, StragglerReport::Source::Kernel);
+  EXPECT_EQ(report.stragglers[0].slowRank, 1);
+  EXPECT_EQ(report.stragglers[0].lateByNs, 100 * kUs);
+}
+
 TEST(TraceAnalysisTest, ATraceWithoutGpuWorkSaysSo) {
   TraceBuilder b;
   b.range("main", 0, 10);
