@@ -31,7 +31,7 @@
 //                    NCCL's NVTX payloads): totals per call, the communicator's creation
 //                    and destruction left out
 //
-// Memory: bounded by the budget given (`kinetrace analyze --memory`), not by the trace's
+// Memory: bounded by the budget given (`kinetrace analyze --memory-mb`), not by the trace's
 // length: the records go into lists that keep a share of the budget each in memory and the
 // rest in temporary files (spill.h). What stays in memory is each distinct name once, the
 // steps, the data-loading ranges and the NCCL calls' totals.

@@ -74,6 +74,15 @@ TEST(AnalyzeOptionsTest, ReadsItsOptionsAndNeedsATrace) {
   EXPECT_NE(usageErrorOf({"analyze", "--tiny-us", "x", "t"}).find("--tiny-us needs a whole number"),
             std::string::npos);
   EXPECT_EQ(parseCommandLine({"help", "analyze"}).helpTopic, "analyze");
+  EXPECT_EQ(parseCommandLine({"analyze", "--memory-mb", "64", "t"}).analyze.memoryBytes,
+            std::size_t{64} << 20);
+  EXPECT_EQ(parseCommandLine({"analyze", "t"}).analyze.memoryBytes, std::size_t{256} << 20);
+  for (const char* bad : {"8", "x", "-5", "2000000"}) {
+    EXPECT_NE(usageErrorOf({"analyze", "--memory-mb", bad, "t"})
+                  .find("--memory-mb needs a whole number of megabytes 16..1048576"),
+              std::string::npos)
+        << bad;
+  }
 }
 
 TEST_F(AnalyzeCommandTest, ADirectoryIsItsTracesOnePerRank) {
