@@ -79,7 +79,9 @@ class ProtoWriter {
  public:
   explicit ProtoWriter(ByteBuffer& out) : out_(out) {}
 
-  void varint(uint32_t field, uint64_t value) {
+  // Inlined into every caller (the field number is then a constant and its key is folded):
+  // an event is a dozen such fields, and a call each was a twentieth of encoding one.
+  [[gnu::always_inline]] void varint(uint32_t field, uint64_t value) {
     char* at = out_.ensure(20);
     at = putVarint(at, (uint64_t{field} << 3) | 0);
     at = putVarint(at, value);
@@ -129,7 +131,7 @@ class ProtoWriter {
   void message(uint32_t field, std::string_view encodedBody) { bytes(field, encodedBody); }
 
  private:
-  static char* putVarint(char* at, uint64_t value) {
+  [[gnu::always_inline]] static char* putVarint(char* at, uint64_t value) {
     while (value >= 0x80) {
       *at++ = static_cast<char>((value & 0x7f) | 0x80);
       value >>= 7;

@@ -41,7 +41,10 @@ class BitWriter {
     held_ |= uint64_t{value} << count_;
     count_ += bits;
     if (count_ >= 32) {
-      for (int i = 0; i < 4; ++i) *out_++ = static_cast<unsigned char>(held_ >> (8 * i));
+      // One store of the low four bytes, least significant first (little-endian hosts).
+      const auto low = static_cast<uint32_t>(held_);
+      std::memcpy(out_, &low, sizeof low);
+      out_ += sizeof low;
       held_ >>= 32;
       count_ -= 32;
     }
@@ -112,7 +115,7 @@ constexpr std::array<Symbol, 256> lengthSymbols() {
 constexpr std::array<Symbol, 256> kLengthSymbols = lengthSymbols();  // [length - 3]
 
 // A distance (1..32768).
-Symbol distanceSymbol(uint32_t distance) {
+constexpr Symbol computeDistanceSymbol(uint32_t distance) {
   const uint32_t v = distance - 1;
   if (v < 4) return {static_cast<uint16_t>(v), 0, 0};
   const int high = highestBit(v);  // 2..14
@@ -120,6 +123,36 @@ Symbol distanceSymbol(uint32_t distance) {
   const uint32_t symbol = 2 * static_cast<uint32_t>(high) + ((v >> extraBits) & 1u);
   return {static_cast<uint16_t>(symbol), static_cast<uint8_t>(extraBits),
           static_cast<uint16_t>(v & ((1u << extraBits) - 1))};
+}
+
+// Distance symbols by distance - 1: the first 256 one by one, the rest by (distance - 1) >>
+// 7, which no symbol above 256 splits (zlib's trick). A lookup instead of a bit scan for
+// every match, written once and counted once.
+constexpr std::array<uint8_t, 512> distanceSymbolTable() {
+  std::array<uint8_t, 512> table{};
+  for (uint32_t v = 0; v < 256; ++v) {
+    table[v] = static_cast<uint8_t>(computeDistanceSymbol(v + 1).symbol);
+  }
+  for (uint32_t high = 2; high < 256; ++high) {
+    table[256 + high] = static_cast<uint8_t>(computeDistanceSymbol((high << 7) + 1).symbol);
+  }
+  return table;
+}
+constexpr std::array<uint8_t, 512> kDistanceSymbolOf = distanceSymbolTable();
+
+// Where each distance symbol's range starts (distance - 1), and its extra bits.
+constexpr std::array<uint16_t, 30> kDistanceBase = {
+    0,   1,   2,   3,   4,   6,    8,    12,   16,   24,   32,   48,   64,    96,    128,
+    192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576};
+constexpr std::array<uint8_t, 30> kDistanceExtraBits = {0, 0, 0,  0,  1,  1,  2,  2,  3,  3,
+                                                        4, 4, 5,  5,  6,  6,  7,  7,  8,  8,
+                                                        9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+
+Symbol distanceSymbol(uint32_t distance) {
+  const uint32_t v = distance - 1;
+  const uint32_t symbol = kDistanceSymbolOf[v < 256 ? v : 256 + (v >> 7)];
+  return {static_cast<uint16_t>(symbol), kDistanceExtraBits[symbol],
+          static_cast<uint16_t>(v - kDistanceBase[symbol])};
 }
 
 uint32_t load32(const unsigned char* at) {
@@ -199,14 +232,16 @@ void huffmanCodeLengths(const uint32_t* counts, int symbols, int maxBits, uint8_
   }
   // Leaves by frequency, least first; then the tree, built with two queues: the leaves, and
   // the inner nodes, which are made in order of weight. A node's parent is made after it.
-  std::array<uint16_t, N> leaves{};
+  // Sorted as single numbers, frequency above symbol: a plain integer sort, where a
+  // comparison that looked both up was a fifth of deflating a short trace.
+  std::array<uint64_t, N> byFrequency{};
   int leafCount = 0;
   for (int s = 0; s < symbols; ++s) {
-    if (frequencies[s] != 0) leaves[leafCount++] = static_cast<uint16_t>(s);
+    if (frequencies[s] != 0) byFrequency[leafCount++] = (uint64_t{frequencies[s]} << 16) | s;
   }
-  std::sort(leaves.begin(), leaves.begin() + leafCount, [&](uint16_t a, uint16_t b) {
-    return frequencies[a] != frequencies[b] ? frequencies[a] < frequencies[b] : a < b;
-  });
+  std::sort(byFrequency.begin(), byFrequency.begin() + leafCount);
+  std::array<uint16_t, N> leaves{};
+  for (int i = 0; i < leafCount; ++i) leaves[i] = static_cast<uint16_t>(byFrequency[i] & 0xFFFF);
   std::array<uint64_t, 2 * N> weight{};
   std::array<uint16_t, 2 * N> parent{};
   for (int i = 0; i < leafCount; ++i) weight[i] = frequencies[leaves[i]];

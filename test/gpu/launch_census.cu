@@ -12,6 +12,12 @@
 //       buffer memory, so records must be dropped; the trace must still be written and the
 //       drops reported.
 //
+//   launch_census TRACE.json MANIFEST.json --save-rounds N
+//       the census recorded in memory and saved to TRACE.json, then saved N more times to
+//       TRACE.json.round.{json,json.gz,pftrace}, the formats in turn: each save's wall and CPU
+//       time and its file's size go to TRACE.json.save_rounds.json (what writing the same
+//       trace costs in each format, in the program that recorded it).
+//
 // Exit status: 0 when the trace and manifest were written (also when there is no GPU: then
 // it says so and writes nothing), 1 on a CUDA or kinetrace error, 2 on bad arguments.
 // The manifest records what the program did, not what the trace holds: it is built by the
@@ -19,7 +25,10 @@
 
 #include <cuda_runtime.h>
 #include <kinetrace/kinetrace.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -243,12 +252,13 @@ struct Options {
   std::optional<std::string> memoryMb;
   std::optional<std::string> gpuBufferKb;
   long flood = 0;
+  long saveRounds = 0;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: launch_census TRACE.json MANIFEST.json [--memory-mb N] "
-               "[--gpu-buffer-kb N] [--flood N]\n",
+               "[--gpu-buffer-kb N] [--flood N] [--save-rounds N]\n",
                problem);
   std::exit(2);
 }
@@ -267,6 +277,10 @@ Options parseOptions(int argc, char** argv) {
       char* end = nullptr;
       options.flood = std::strtol(argv[++i], &end, 10);
       if (*end != '\0' || options.flood <= 0) usage("--flood needs a positive count");
+    } else if (arg == "--save-rounds" && hasValue) {
+      char* end = nullptr;
+      options.saveRounds = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || options.saveRounds <= 0) usage("--save-rounds needs a positive count");
     } else if (arg.rfind("--", 0) == 0) {
       usage(("unknown or incomplete option: " + arg).c_str());
     } else {
@@ -536,6 +550,43 @@ void printStats(const kinetrace::TraceStats& s) {
               static_cast<unsigned long long>(s.memoryCapBytes));
 }
 
+double cpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// Saves the trace `rounds` times in each format, the formats in turn, and writes each save's
+// wall and CPU time (milliseconds) and size to PATH.save_rounds.json
+// (bench/gpu/save_formats.py --table makes a table of it).
+void saveRounds(const kinetrace::Trace& trace, const std::string& path, long rounds) {
+  const char* formats[] = {"json", "json.gz", "pftrace"};
+  std::ostringstream json;
+  json << "{\"rounds\": " << rounds << ", \"saves\": [";
+  bool first = true;
+  for (long round = 0; round < rounds; ++round) {
+    for (const char* format : formats) {
+      const std::string target = path + ".round." + format;
+      const double cpuStart = cpuSeconds();
+      const auto start = std::chrono::steady_clock::now();
+      trace.save(target);
+      const auto stop = std::chrono::steady_clock::now();
+      const double cpu = cpuSeconds() - cpuStart;
+      struct stat info {};
+      if (stat(target.c_str(), &info) != 0) {
+        std::fprintf(stderr, "%s was not written\n", target.c_str());
+        std::exit(1);
+      }
+      json << (first ? "" : ", ") << "{\"format\": \"" << format << "\", \"round\": " << round
+           << ", \"wall_ms\": " << std::chrono::duration<double, std::milli>(stop - start).count()
+           << ", \"cpu_ms\": " << cpu * 1e3 << ", \"bytes\": " << info.st_size << "}";
+      first = false;
+    }
+  }
+  json << "]}\n";
+  writeFile(path + ".save_rounds.json", json.str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -571,7 +622,11 @@ int main(int argc, char** argv) {
     profiler.addMetadata("census_mode", options.flood > 0 ? "flood" : "census");
     // Written while recording, as `kinetrace run` writes: the memory cap bounds what the
     // tracer holds, not what the trace may contain.
-    profiler.start(options.tracePath);
+    if (options.saveRounds > 0) {
+      profiler.start();  // in memory, to be saved again and again below
+    } else {
+      profiler.start(options.tracePath);
+    }
     if (options.flood > 0) {
       runFlood(options.flood, resources);
     } else {
@@ -580,10 +635,12 @@ int main(int argc, char** argv) {
     kinetrace::Trace trace = profiler.stop();
 
     std::printf("GPU: %s\n", profiler.gpuStatus().c_str());
+    if (options.saveRounds > 0) trace.save(options.tracePath);
     if (!trace.saveError().empty()) {
       std::fprintf(stderr, "kinetrace: the trace could not be written: %s\n", trace.saveError().c_str());
       return 1;
     }
+    if (options.saveRounds > 0) saveRounds(trace, options.tracePath, options.saveRounds);
     writeFile(options.manifestPath, options.flood > 0 ? floodManifest(options.flood, options)
                                                       : census.manifestJson());
     printStats(trace.stats());

@@ -13,7 +13,8 @@
 # step on_demand_long) and the host microbenchmarks. Every step runs even
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
-# Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md, graphs.md,
+# Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
+# save_formats.md, graphs.md,
 # graphs_graph_level.md, torch_graphs_node.md, torch_graphs_graph.md, torch_graphs_overhead.md,
 # torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
 # analyze-CASE.txt, .html and .json, hta-CASE.txt, torch_backend.md, kineto_abi_facts.json,
@@ -240,7 +241,8 @@ host_benchmarks() {
 
 # The census trace written by the session as .json, .json.gz and .pftrace (each checked: the
 # .pftrace after converting it back to JSON), then the census and a torch.profiler trace
-# in every format: sizes and write times in OUT_DIR/formats.md (bench/gpu/format_sizes.py).
+# in every format: sizes and write times in OUT_DIR/formats.md (bench/gpu/format_sizes.py),
+# and the time each format takes to save in the recording program (OUT_DIR/save_formats.md).
 formats() {
   local census kt fmt rc=0
   census=$(binary launch_census) || return 1
@@ -257,6 +259,20 @@ formats() {
     --out "$WORK_DIR/formats_torch" || rc=1
   run python3 "$SRC_DIR/bench/gpu/format_sizes.py" "$kt" "$OUT_DIR/formats.md" \
     census="$WORK_DIR/formats_census.json" torch="$WORK_DIR/formats_torch/torch_trace.json" || rc=1
+  # The same two traces written in each format by the program that recorded them: the
+  # census through the C++ API (Trace::save), the torch.profiler trace through kinetrace as
+  # PyTorch's backend. A .pftrace slower than the JSON is printed as such; it does not fail
+  # the step, which checks that the saves work.
+  run env KINETRACE_ACTIVITIES=default,sync,memory,overhead "$census" \
+    "$WORK_DIR/formats_saves.json" "$WORK_DIR/formats_saves_manifest.json" --save-rounds 41 || rc=1
+  {
+    python3 "$SRC_DIR/bench/gpu/save_formats.py" --name "census trace (C++ API, Trace::save)" \
+      --table "$WORK_DIR/formats_saves.json.save_rounds.json"
+    echo
+    run "$kt" run --torch -- python3 "$SRC_DIR/bench/gpu/save_formats.py" --torch \
+      --out "$WORK_DIR/formats_saves_torch" --steps 20 --rounds 9 || rc=1
+  } > "$OUT_DIR/save_formats.md"
+  cat "$OUT_DIR/save_formats.md"
   return $rc
 }
 
