@@ -62,17 +62,11 @@ class InternTable {
   // The string's index (0, 1, 2, ... in order of first use), or kNone when the budget is
   // spent and the string is not already interned (the caller writes it in place).
   std::size_t find(std::string_view text, std::size_t* budgetBytes) {
-    // Fibonacci hashing of the address and size: literals are packed byte by byte, so
-    // neighbouring strings must not share a slot (they did with address / 8, and a
-    // torch.profiler-shaped trace missed its slots on every event for "grid" and "block").
-    const uint64_t key = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(text.data())) ^
-                         (static_cast<uint64_t>(text.size()) << 48);
+    Slot* const pair = slotsOf(text);
     // Two slots an address, the one used last first: a string that shares its slots with
     // one other keeps its place (with one slot each, two such strings met in turn missed
     // every time: a quarter of the lookups of a 64-kernel trace). A slot holds the interned
     // copy and its size, so a hit compares the text without looking the string up.
-    Slot* const pair =
-        &slots_[((key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)) & ~std::size_t{1}];
     for (int way = 0; way < 2; ++way) {
       const Slot& slot = pair[way];
       if (slot.data == text.data() && slot.size == text.size() &&
@@ -80,18 +74,7 @@ class InternTable {
         return slot.index;
       }
     }
-    const uint64_t hash = StringIndex::hashOf(text);
-    std::size_t index = strings_.find(text, hash);
-    if (index == kNone) {
-      const std::size_t cost = text.size() + StringIndex::kBytesPerString;
-      if (*budgetBytes < cost) return kNone;
-      *budgetBytes -= cost;
-      index = strings_.add(text, hash);
-      if (strings_.size() > slotCount() / 4 && slotBits_ < kMaxSlotBits) return grow(), index;
-    }
-    pair[1] = pair[0];
-    pair[0] = Slot{text.data(), strings_.text(index).data(), text.size(), index};
-    return index;
+    return findByContent(text, budgetBytes, pair);
   }
   uint64_t id(std::size_t index) const { return first_ + stride_ * index; }
 
@@ -102,6 +85,36 @@ class InternTable {
     std::size_t size = 0;
     std::size_t index = kNone;
   };
+  // Fibonacci hashing of the address and size: literals are packed byte by byte, so
+  // neighbouring strings must not share a slot (they did with address / 8, and a
+  // torch.profiler-shaped trace missed its slots on every event for "grid" and "block").
+  Slot* slotsOf(std::string_view text) {
+    const uint64_t key = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(text.data())) ^
+                         (static_cast<uint64_t>(text.size()) << 48);
+    return &slots_[((key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)) & ~std::size_t{1}];
+  }
+
+  // A miss on the address slots: the string found by its content, or added. Out of line,
+  // so that the hits (most lookups) stay a few instructions in their callers.
+  [[gnu::noinline]] std::size_t findByContent(std::string_view text, std::size_t* budgetBytes,
+                                              Slot* pair) {
+    const uint64_t hash = StringIndex::hashOf(text);
+    std::size_t index = strings_.find(text, hash);
+    if (index == kNone) {
+      const std::size_t cost = text.size() + StringIndex::kBytesPerString;
+      if (*budgetBytes < cost) return kNone;
+      *budgetBytes -= cost;
+      index = strings_.add(text, hash);
+      if (strings_.size() > slotCount() / 4 && slotBits_ < kMaxSlotBits) {
+        grow();
+        return index;
+      }
+    }
+    pair[1] = pair[0];
+    pair[0] = Slot{text.data(), strings_.text(index).data(), text.size(), index};
+    return index;
+  }
+
   // Names and argument keys are mostly short: compared inline, without a call to memcmp.
   static bool sameBytes(const char* a, const char* b, std::size_t size) {
     if (size > 16) return std::memcmp(a, b, size) == 0;
@@ -640,13 +653,18 @@ class PerfettoSink::Encoder {
     const uint64_t id = table.id(index);
     if ((*word & bit) == 0) {
       *word |= bit;
-      ProtoWriter interned(interned_);
-      const std::size_t entry = interned.beginMessage(field);
-      interned.varint(kInternedIid, id);
-      interned.bytes(kInternedName, text);
-      interned.endMessage(entry);
+      define(field, id, text);
     }
     return id;
+  }
+
+  // Adds the string to the packet's interned data (once per string and sequence).
+  [[gnu::noinline]] void define(uint32_t field, uint64_t id, std::string_view text) {
+    ProtoWriter interned(interned_);
+    const std::size_t entry = interned.beginMessage(field);
+    interned.varint(kInternedIid, id);
+    interned.bytes(kInternedName, text);
+    interned.endMessage(entry);
   }
 
   // A string or JSON text argument. Values repeat (shapes and types recorded for every op
