@@ -50,9 +50,7 @@ bool pollFor(Ready ready) {
 
 // The thread and what it shares with the sink that holds the claim. The sink writes the
 // input and then publishes its size; the thread reads up to what is published, and writes
-// the stream, which the sink reads once `done` is set. The stream and its tables are used
-// by one side per job: the thread, or the sink when it finished before the thread took the
-// job up (`taker`). Both sides' flags are sequentially
+// the stream, which the sink reads once `done` is set. Both sides' flags are sequentially
 // consistent, so that a side that finds the other not sleeping can count on it to see what
 // was just stored (the sleep check and the wake-up cannot cross).
 class Worker {
@@ -73,7 +71,6 @@ class Worker {
     published_.store(0);
     finishing_.store(false);
     done_.store(false);
-    taker_.store(kNobody);
     job_.fetch_add(1);
     wakeIfSleeping();
   }
@@ -83,27 +80,6 @@ class Worker {
     wakeIfSleeping();
   }
   std::string_view finish(std::size_t size) {
-    // A thread that has not woken up yet (waking one can take as long as writing a short
-    // trace) is not waited for: the sink deflates the input itself, as without the thread.
-    int nobody = kNobody;
-    if (taker_.compare_exchange_strong(nobody, kSink)) {
-      stream_.restart();
-      result_ = stream_.finish(input_.get(), size);
-      return {reinterpret_cast<const char*>(stream_.output()), result_};
-    }
-    // A thread asleep between pieces is not woken for the last one either: the sink takes
-    // the stream over, all that was published being compressed, and finishes it.
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (waitingForInput_) {
-        taker_.store(kSink);
-        waitingForInput_ = false;
-      }
-    }
-    if (taker_.load() == kSink) {
-      result_ = stream_.finish(input_.get(), size);
-      return {reinterpret_cast<const char*>(stream_.output()), result_};
-    }
     published_.store(size);
     finishing_.store(true);
     wakeIfSleeping();
@@ -136,15 +112,12 @@ class Worker {
   }
 
   // Sleeps until `ready` holds; the sink wakes it after storing what makes it hold.
-  // `inJob`: between two pieces of a job, when the sink may take the stream over.
   template <typename Ready>
-  void sleepUntil(Ready ready, bool inJob = false) {
+  void sleepUntil(Ready ready) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (inJob) waitingForInput_ = true;
     sleeping_.store(true);
     wake_.wait(lock, ready);
     sleeping_.store(false);
-    waitingForInput_ = false;
   }
 
   void run() {
@@ -153,14 +126,10 @@ class Worker {
       const auto nextJob = [&] { return job_.load() != jobsDone; };
       if (!pollFor(nextJob)) sleepUntil(nextJob);
       jobsDone = job_.load();
-      int nobody = kNobody;
-      if (!taker_.compare_exchange_strong(nobody, kThread)) continue;  // the sink took it
       stream_.restart();
       std::size_t given = 0;
-      const auto moreOrFinishing = [&] {
-        return published_.load() > given || finishing_.load() || taker_.load() != kThread;
-      };
-      while (taker_.load() == kThread) {           // else the sink took the stream over
+      const auto moreOrFinishing = [&] { return published_.load() > given || finishing_.load(); };
+      while (true) {
         const bool finishing = finishing_.load();  // read first: then `published` is final
         const std::size_t published = published_.load();
         if (published > given) {
@@ -171,7 +140,7 @@ class Worker {
           done_.store(true, std::memory_order_release);
           break;
         } else if (!pollFor(moreOrFinishing)) {
-          sleepUntil(moreOrFinishing, /*inJob=*/true);
+          sleepUntil(moreOrFinishing);
         }
       }
     }
@@ -182,12 +151,6 @@ class Worker {
   std::size_t result_ = 0;  // the stream's length, written before `done`
   const pid_t pid_;
 
-  // Who deflates the current job: the thread, once it has woken up to it, or the sink,
-  // when it finishes the job before the thread woke up.
-  static constexpr int kNobody = 0;
-  static constexpr int kThread = 1;
-  static constexpr int kSink = 2;
-  std::atomic<int> taker_{kNobody};
   std::atomic<bool> claimed_{false};
   std::atomic<uint64_t> job_{0};
   std::atomic<std::size_t> published_{0};
@@ -196,7 +159,6 @@ class Worker {
   std::atomic<bool> sleeping_{false};
   std::mutex mutex_;
   std::condition_variable wake_;
-  bool waitingForInput_ = false;  // asleep between two pieces; under mutex_
 };
 
 }  // namespace

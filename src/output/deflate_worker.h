@@ -12,14 +12,8 @@
 // GPU machine, and on such virtual machines starting and joining a thread takes 50-85 us,
 // more than deflating the packets saves. The one thread here is started by the first
 // trace that uses it and then waits, asleep, for the next; while a trace streams to it, it
-// polls for more input for half a millisecond before it sleeps again, so that handing over
-// a piece costs the sink a store and a check, not a system call.
-//
-// Waking a sleeping thread takes 60-100 us on those machines too, so the sink never waits
-// for a thread to wake: when it finishes and the thread has not yet taken the stream up, it
-// deflates the input itself; when the thread is asleep between two pieces, the sink takes
-// the stream over and compresses the last piece itself. Either way a trace is written no
-// later than without the thread (but for starting it, once per process).
+// polls for more input for a while before it sleeps again, so that handing over a piece
+// costs the sink a store and a check, not a system call.
 //
 // One stream at a time, process-wide: a trace that finds the thread busy with another (two
 // traces written at once) deflates its packets at its end, as without it.

@@ -8,14 +8,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <variant>
 #include <vector>
 
@@ -377,33 +373,6 @@ TEST(CompressedPacketsOutputTest, TwoTracesAtOnceAndOneAbandonedAllWriteWholeStr
     next.commit();
   }
   EXPECT_EQ(inflatedPackets(third), std::vector<std::string>{packets.substr(0, 4096)});
-}
-
-// Short traces one after another, their pieces handed over at different paces: whichever
-// side deflates each (the thread, awake or woken; the sink, when it finishes before the
-// thread woke up, or takes the stream over from a thread asleep between pieces), every
-// trace is one whole stream of its packets. Under ThreadSanitizer this is the test of the
-// hand-overs; the pauses only make each path likely, the result does not depend on them.
-TEST(CompressedPacketsOutputTest, ShortTracesInARowAtAnyPaceAreEachOneWholeStream) {
-  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
-  std::mt19937 random(5);
-  for (int trace = 0; trace < 60; ++trace) {
-    const std::string packets = timestampPackets(trace * 100000, 1000 + random() % 30000);
-    std::string written;
-    {
-      CompressedPacketsOutput output(std::make_unique<CollectBytes>(&written));
-      const int pace = trace % 3;  // 0: at once; 1: a pause before the end; 2: after each piece
-      for (std::size_t at = 0; at < packets.size(); at += 4096) {
-        output.write(packets.data() + at, std::min<std::size_t>(4096, packets.size() - at));
-        if (pace == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      if (pace == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      output.commit();
-    }
-    std::string joined;
-    for (const std::string& chunk : inflatedPackets(written)) joined += chunk;
-    EXPECT_TRUE(joined == packets) << "trace " << trace << " (" << packets.size() << " bytes)";
-  }
 }
 
 TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {
