@@ -16,10 +16,6 @@ class ByteOutput {
   virtual void write(const char* data, std::size_t size) = 0;
   // Completes the output. Destroying an output without commit() discards it.
   virtual void commit() = 0;
-  // How many bytes a writer that buffers should hand over at a time now: 0 for whenever its
-  // buffer fills. An output that works on its input while more comes (the Perfetto
-  // compression of a trace's first packets) asks for small pieces early.
-  virtual std::size_t pieceBytes() const { return 0; }
 };
 
 // A file that appears whole or not at all, without damaging what is at the path: bytes go

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -14,7 +13,6 @@
 #include <vector>
 
 #include "kinetrace/error.h"
-#include "output/deflate_worker.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
 #include "output/small_deflate.h"
@@ -41,10 +39,6 @@ constexpr int kLevel = 1;
 // hands over about a megabyte at a time) is deflated by smallDeflate, with nothing to
 // allocate; larger ones by a library, whose tables pay for themselves there.
 constexpr std::size_t kSmallChunkBytes = kSmallDeflateMaxInput;
-
-// The pieces the first chunk is handed over in while a thread deflates it as it comes: the
-// thread starts on the first 4 KiB, and what is left for the end is at most one piece.
-constexpr std::size_t kStreamPieceBytes = std::size_t{4} << 10;
 
 // A chunk is deflated into a whole zlib stream (RFC 1950): bound() says how many bytes the
 // stream may take, deflate() writes it at `out`, with that room.
@@ -123,19 +117,6 @@ class ChunkCompressor {
                                           chunk.size(), out);
                     });
     }
-    return framedLarge(chunk);
-  }
-
-  // An already deflated zlib stream as one framed compressed_packets packet.
-  std::string_view framedStream(std::string_view stream) {
-    return framed(stream.size(), [&stream](unsigned char* out, std::size_t /*room*/) {
-      std::memcpy(out, stream.data(), stream.size());
-      return stream.size();
-    });
-  }
-
- private:
-  std::string_view framedLarge(std::string_view chunk) {
     if (!deflater_) deflater_ = std::make_unique<Deflater>();
     Deflater& deflater = *deflater_;
     return framed(deflater.bound(chunk.size()),
@@ -144,6 +125,7 @@ class ChunkCompressor {
                   });
   }
 
+ private:
   // `deflate(out, room)` writes a chunk's zlib stream, of at most `bound` bytes, at `out` and
   // returns its length.
   template <typename Deflate>
@@ -208,19 +190,6 @@ struct CompressedPacketsOutput::Stream {
   bool wroteFirst = false;
   std::string first;
   ChunkCompressor firstCompressor;
-  // The first chunk while a thread deflates it as it comes (null once it is written, or
-  // when no thread was free).
-  std::unique_ptr<StreamedDeflate> streamed;
-
-  // Writes the streamed first chunk as it stands.
-  void writeStreamed(ByteOutput& next) {
-    if (streamed->room() < kSmallDeflateMaxInput) {
-      const std::string_view packet = firstCompressor.framedStream(streamed->finish());
-      next.write(packet.data(), packet.size());
-      wroteFirst = true;
-    }
-    streamed.reset();
-  }
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -294,16 +263,13 @@ bool packetCompressionAvailable() {
 }
 
 CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next,
-                                                 std::size_t threads, FirstChunk first)
+                                                 std::size_t threads)
     : next_(std::move(next)),
       threads_(threads == 0 ? compressingThreads() : threads),
-      stream_(std::make_unique<Stream>()) {
-  if (first == FirstChunk::Streamed) stream_->streamed = StreamedDeflate::claim();
-}
+      stream_(std::make_unique<Stream>()) {}
 
 CompressedPacketsOutput::~CompressedPacketsOutput() {
   Stream& s = *stream_;
-  s.streamed.reset();  // waits for the thread to let go of it
   if (s.threads.empty()) return;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -314,20 +280,9 @@ CompressedPacketsOutput::~CompressedPacketsOutput() {
   for (std::thread& thread : s.threads) thread.join();
 }
 
-std::size_t CompressedPacketsOutput::pieceBytes() const {
-  return stream_->streamed ? kStreamPieceBytes : 0;
-}
-
 void CompressedPacketsOutput::write(const char* data, std::size_t size) {
   if (size == 0) return;
   Stream& s = *stream_;
-  if (s.streamed) {
-    if (size <= s.streamed->room()) {
-      s.streamed->append(data, size);
-      return;
-    }
-    s.writeStreamed(*next_);  // the first chunk is full: this write begins the next
-  }
   if (s.threads.empty()) {
     if (!s.wroteFirst && size <= kSmallChunkBytes) {
       s.wroteFirst = true;
@@ -362,7 +317,6 @@ void CompressedPacketsOutput::write(const char* data, std::size_t size) {
 
 void CompressedPacketsOutput::commit() {
   Stream& s = *stream_;
-  if (s.streamed) s.writeStreamed(*next_);
   if (s.threads.empty()) {
     if (!s.first.empty()) {
       const std::string_view packet = s.firstCompressor.compress(s.first);
@@ -415,17 +369,13 @@ bool packetCompressionAvailable() {
   return false;
 }
 
-CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next, std::size_t,
-                                                 FirstChunk)
+CompressedPacketsOutput::CompressedPacketsOutput(std::unique_ptr<ByteOutput> next, std::size_t)
     : next_(std::move(next)), threads_(0) {
   throw Error("this build cannot compress a trace's packets (built without zlib)");
 }
 CompressedPacketsOutput::~CompressedPacketsOutput() = default;
 void CompressedPacketsOutput::write(const char*, std::size_t) {}
 void CompressedPacketsOutput::commit() {}
-std::size_t CompressedPacketsOutput::pieceBytes() const {
-  return 0;
-}
 
 std::string inflatePackets(std::string_view, std::size_t) {
   throw Error("this trace's packets are compressed, and this build has no zlib to read them");

@@ -19,11 +19,6 @@ namespace kinetrace::detail {
 // compressed_packets packet for the output below. The sink writes its buffer of packets
 // (about a megabyte) at a time, so each chunk compresses well and memory stays small.
 //
-// The first chunk, up to kSmallDeflateMaxInput bytes (a short trace's only one), is taken in
-// pieces (pieceBytes()) and deflated by a thread beside the sink while the sink encodes the
-// rest (deflate_worker.h): commit() then waits for the last piece only. Where that thread
-// is busy or cannot be had, the chunk is deflated when it is complete, as below.
-//
 // From the second chunk on, threads of its own (two, one on a machine of two cores)
 // compress chunks while the sink encodes the next, and write them in order; writing a
 // compressed trace takes about as long as the slower of encoding and compressing, not their
@@ -33,20 +28,14 @@ namespace kinetrace::detail {
 // the write() that met it or a later one, or by commit().
 class CompressedPacketsOutput final : public ByteOutput {
  public:
-  // Whether the first chunk is deflated as it comes, by the thread beside the sink, or
-  // when it is complete, as every later chunk is (tests of the chunking use that).
-  enum class FirstChunk { Streamed, WhenComplete };
-
   // `threads`: how many compress, 0 for the default above.
-  explicit CompressedPacketsOutput(std::unique_ptr<ByteOutput> next, std::size_t threads = 0,
-                                   FirstChunk first = FirstChunk::Streamed);
+  explicit CompressedPacketsOutput(std::unique_ptr<ByteOutput> next, std::size_t threads = 0);
   ~CompressedPacketsOutput() override;
   CompressedPacketsOutput(const CompressedPacketsOutput&) = delete;
   CompressedPacketsOutput& operator=(const CompressedPacketsOutput&) = delete;
 
   void write(const char* data, std::size_t size) override;
   void commit() override;
-  std::size_t pieceBytes() const override;
 
  private:
   struct Stream;

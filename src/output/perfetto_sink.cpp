@@ -189,7 +189,6 @@ class PerfettoSink::Encoder {
         w_(out_),
         internBudgetBytes_(internBudgetBytes) {
     if (!output_) throw Error("PerfettoSink needs an output");
-    pieceBytes_ = output_->pieceBytes();
     out_.reserve(std::min(bufferBytes_ + 4096, kFirstBufferBytes));
     interned_.reserve(4096);
     metadata_ = newSequence(kMetadataTrackUuid);
@@ -783,11 +782,6 @@ class PerfettoSink::Encoder {
   void flushIfFull() {
     if (out_.size() >= bufferBytes_) {
       flush();
-    } else if (pieceBytes_ != 0 && out_.size() >= pieceBytes_) {
-      // The output works on what it has while the encoding goes on (a thread deflates the
-      // first packets): small pieces early, as long as it asks for them.
-      flush();
-      pieceBytes_ = output_->pieceBytes();
     } else if (out_.size() >= kFirstBufferBytes / 2) {
       // A long trace: the whole buffer now (no-op once done), not by doubling, which
       // touched 3 MB of fresh memory on the way to a buffer of 1 MB.
@@ -803,7 +797,6 @@ class PerfettoSink::Encoder {
 
   std::unique_ptr<ByteOutput> output_;
   const std::size_t bufferBytes_;
-  std::size_t pieceBytes_ = 0;  // what the output asks to be handed at a time (0: a buffer's)
   proto::ByteBuffer out_;
   ProtoWriter w_;
   proto::ByteBuffer interned_;  // InternedData entries of the packet being written

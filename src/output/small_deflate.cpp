@@ -185,26 +185,21 @@ std::size_t matchLength(const unsigned char* earlier, const unsigned char* here,
   return length;
 }
 
-// Positions + 1 of the last four bytes seen with each hash; 0: none.
-using HashTable = std::array<uint32_t, std::size_t{1} << kHashBits>;
-
 // The input as literals and matches, greedily: at each position the last earlier one with
-// the same four bytes, if within the window. Parses input[at, end) and returns where it
-// stopped: with `final`, at the end; otherwise before the last kMaxMatch bytes, where a
-// match could still grow into bytes not given yet (they are parsed with the next piece, the
-// window and hash table carried over).
+// the same four bytes, if within the window.
 template <typename Visitor>
-std::size_t parse(const unsigned char* input, std::size_t at, std::size_t end, bool final,
-                  HashTable& lastSeen, Visitor& visit) {
-  const std::size_t stop = final ? end : (end > kMaxMatch ? end - kMaxMatch : 0);
-  while (at < stop && at + kMinMatch <= end) {
+void parse(const unsigned char* input, std::size_t size, Visitor& visit) {
+  // Positions + 1 of the last four bytes seen with each hash; 0: none.
+  uint32_t lastSeen[std::size_t{1} << kHashBits] = {};
+  std::size_t at = 0;
+  while (at + kMinMatch <= size) {
     const uint32_t four = load32(input + at);
     uint32_t& slot = lastSeen[hashOf(four)];
     const std::size_t candidate = slot;  // its position + 1
     slot = static_cast<uint32_t>(at + 1);
     if (candidate != 0 && at + 1 - candidate <= kWindow && load32(input + candidate - 1) == four) {
       const std::size_t length =
-          matchLength(input + candidate - 1, input + at, std::min(kMaxMatch, end - at));
+          matchLength(input + candidate - 1, input + at, std::min(kMaxMatch, size - at));
       visit.match(length, static_cast<uint32_t>(at + 1 - candidate));
       at += length;
     } else {
@@ -212,10 +207,7 @@ std::size_t parse(const unsigned char* input, std::size_t at, std::size_t end, b
       ++at;
     }
   }
-  if (final) {
-    for (; at < end; ++at) visit.literal(input[at]);
-  }
-  return at;
+  for (; at < size; ++at) visit.literal(input[at]);
 }
 
 struct Frequencies {
@@ -494,11 +486,7 @@ class BlockWriter {
  private:
   // An item: a literal byte, or kMatch | (length - 3) << 15 | (distance - 1).
   static constexpr uint32_t kMatch = uint32_t{1} << 31;
-  // Blocks of 2,048 items: a stream fed in pieces writes each block as it fills, so what is
-  // left at the end is short; on a short trace's packets the size is the same as with
-  // blocks of 8,192 (the census trace's 6,623 bytes against 6,583, the 200-event
-  // benchmark's 3,759 against 3,791).
-  static constexpr std::size_t kBlockItems = 2048;
+  static constexpr std::size_t kBlockItems = 8192;  // 32 KiB of the stack
   static constexpr std::size_t kFixedBelowItems = 64;
 
   void add(uint32_t item) {
@@ -554,75 +542,32 @@ class BlockWriter {
 
 // zlib's checksum of the input (RFC 1950 8.2), from the library the build deflates
 // large chunks with: both have it vectorised.
-// `so far` is the checksum of the bytes before `data` (1 for none).
-uint32_t checksumOf(uint32_t soFar, const unsigned char* data, std::size_t size) {
+uint32_t checksumOf(const unsigned char* data, std::size_t size) {
 #if KINETRACE_HAVE_LIBDEFLATE
-  return libdeflate_adler32(soFar, data, size);
+  return libdeflate_adler32(1, data, size);
 #else
-  return static_cast<uint32_t>(::adler32(soFar, data, static_cast<uInt>(size)));
+  return static_cast<uint32_t>(::adler32(::adler32(0, nullptr, 0), data, static_cast<uInt>(size)));
 #endif
 }
 
 }  // namespace
 
-// The state of one stream: where its bits go, its blocks, its hash table, how far the input
-// is parsed and its checksum so far.
-struct DeflateStream::State {
-  explicit State(unsigned char* out) : start(out), bits(out + 2), blocks(bits) {
-    // CMF 0x78: deflate with a 32 KiB window; FLG 0x01: the fastest level, and a multiple
-    // of 31 together.
-    out[0] = 0x78;
-    out[1] = 0x01;
-  }
-
-  void compress(const unsigned char* input, std::size_t available, bool final) {
-    if (available > checked) {
-      checksum = checksumOf(checksum, input + checked, available - checked);
-      checked = available;
-    }
-    parsed = parse(input, parsed, available, final, lastSeen, blocks);
-  }
-
-  std::size_t finish(const unsigned char* input, std::size_t size) {
-    compress(input, size, /*final=*/true);
-    blocks.finish();
-    unsigned char* out = bits.finish();
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      *out++ = static_cast<unsigned char>(checksum >> shift);
-    }
-    return static_cast<std::size_t>(out - start);
-  }
-
-  unsigned char* start;
-  BitWriter bits;
-  BlockWriter blocks;
-  HashTable lastSeen{};
-  std::size_t parsed = 0;
-  std::size_t checked = 0;
-  uint32_t checksum = 1;  // Adler-32 of nothing
-};
-
-DeflateStream::DeflateStream()
-    : out_(new unsigned char[smallDeflateBound(kSmallDeflateMaxInput)]),
-      state_(std::make_unique<State>(out_.get())) {}
-
-DeflateStream::~DeflateStream() = default;
-
-void DeflateStream::restart() {
-  state_ = std::make_unique<State>(out_.get());
-}
-
-void DeflateStream::compress(const unsigned char* input, std::size_t available) {
-  state_->compress(input, available, /*final=*/false);
-}
-
-std::size_t DeflateStream::finish(const unsigned char* input, std::size_t size) {
-  return state_->finish(input, size);
-}
-
 std::size_t smallDeflate(const unsigned char* input, std::size_t size, unsigned char* out) {
-  DeflateStream::State state(out);  // on the stack: nothing to allocate
-  return state.finish(input, size);
+  unsigned char* const start = out;
+  // CMF 0x78: deflate with a 32 KiB window; FLG 0x01: the fastest level, and a multiple of
+  // 31 together.
+  *out++ = 0x78;
+  *out++ = 0x01;
+
+  BitWriter bits(out);
+  BlockWriter blocks(bits);
+  parse(input, size, blocks);
+  blocks.finish();
+  out = bits.finish();
+
+  const uint32_t check = checksumOf(input, size);
+  for (int shift = 24; shift >= 0; shift -= 8) *out++ = static_cast<unsigned char>(check >> shift);
+  return static_cast<std::size_t>(out - start);
 }
 
 }  // namespace kinetrace::detail

@@ -2,7 +2,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 // A zlib stream (RFC 1950 around RFC 1951) of a small buffer, made with nothing to
 // allocate: greedy LZ77 matches, found through a 16 KiB hash table on the stack, written
@@ -34,35 +33,6 @@ constexpr std::size_t smallDeflateBound(std::size_t inputBytes) {
 // smallDeflateBound(size) bytes, and returns its length. `size` is at most
 // kSmallDeflateMaxInput.
 std::size_t smallDeflate(const unsigned char* input, std::size_t size, unsigned char* out);
-
-// The same stream made while its input still comes: compress() is called with more of the
-// input each time (the bytes given before stay where they were, unchanged), finish() with
-// all of it. The window, the hash table and the checksum carry across the pieces, and each
-// block is written as soon as it fills, so finish() has only the last piece and the last
-// block left to do. Its output buffer (smallDeflateBound(kSmallDeflateMaxInput) bytes) and
-// tables are allocated once and reused by restart(). Not thread-safe: one thread at a time.
-class DeflateStream {
- public:
-  DeflateStream();
-  ~DeflateStream();
-  DeflateStream(const DeflateStream&) = delete;
-  DeflateStream& operator=(const DeflateStream&) = delete;
-
-  // Begins a new stream.
-  void restart();
-  // Compresses what it can of input[0, available).
-  void compress(const unsigned char* input, std::size_t available);
-  // Compresses the rest of input[0, size) (size <= kSmallDeflateMaxInput) and returns the
-  // stream's length; the stream is at output().
-  std::size_t finish(const unsigned char* input, std::size_t size);
-  const unsigned char* output() const { return out_.get(); }
-
-  struct State;
-
- private:
-  std::unique_ptr<unsigned char[]> out_;
-  std::unique_ptr<State> state_;
-};
 
 // Huffman code lengths, of at most `maxBits` (up to 15), for `symbols` symbols (up to 286)
 // counted `counts` times (0: unused, given length 0); at least two get a code, so that the

@@ -146,10 +146,9 @@ TEST_F(TraceReaderTest, APftraceHoldsItsPacketsCompressedAndEveryChunkReadsBack)
   writeTrace(trace_, "t", {}, written);
   const std::string chunked = path("chunked.pftrace");
   {
-    PerfettoSink sink(std::make_unique<CompressedPacketsOutput>(
-                          std::make_unique<AtomicFile>(chunked), 0,
-                          CompressedPacketsOutput::FirstChunk::WhenComplete),
-                      /*bufferBytes=*/256);
+    PerfettoSink sink(
+        std::make_unique<CompressedPacketsOutput>(std::make_unique<AtomicFile>(chunked)),
+        /*bufferBytes=*/256);
     writeTrace(trace_, "t", {}, sink);
   }
   MemorySink read;
@@ -173,8 +172,7 @@ TEST(CompressedPacketsOutputTest, ChunksCompressedBySeveralThreadsAreWrittenInOr
     std::string written;
     std::string expected;
     {
-      CompressedPacketsOutput output(std::make_unique<Collect>(&written), threads,
-                                     CompressedPacketsOutput::FirstChunk::WhenComplete);
+      CompressedPacketsOutput output(std::make_unique<Collect>(&written), threads);
       for (uint64_t i = 0; i < 300; ++i) {
         // A chunk of TracePackets { timestamp: i } of varying length.
         std::string chunk;
@@ -240,13 +238,11 @@ TEST(CompressedPacketsOutputTest, AnErrorBelowIsThrownByALaterWriteOrTheCommit) 
   } catch (const Error& error) {
     EXPECT_STREQ(error.what(), "No space left on device");
   }
-  // Not streamed, a small first chunk is compressed and written at once: write() throws
-  // what the disk said.
-  constexpr auto kWhenComplete = CompressedPacketsOutput::FirstChunk::WhenComplete;
-  CompressedPacketsOutput small(std::make_unique<FullDisk>(), 0, kWhenComplete);
+  // A small first chunk is compressed and written at once: write() throws what the disk said.
+  CompressedPacketsOutput small(std::make_unique<FullDisk>());
   EXPECT_THROW(small.write(packet.data(), packet.size()), Error);
   // A large one is kept until commit() (no second chunk came), which throws it.
-  CompressedPacketsOutput large(std::make_unique<FullDisk>(), 0, kWhenComplete);
+  CompressedPacketsOutput large(std::make_unique<FullDisk>());
   const std::string chunk = [&packet] {
     std::string packets;
     while (packets.size() <= (std::size_t{64} << 10)) packets += packet;
@@ -254,125 +250,6 @@ TEST(CompressedPacketsOutputTest, AnErrorBelowIsThrownByALaterWriteOrTheCommit) 
   }();
   large.write(chunk.data(), chunk.size());
   EXPECT_THROW(large.commit(), Error);
-}
-
-// The packets of a CompressedPacketsOutput's output, inflated, one string per packet.
-std::vector<std::string> inflatedPackets(std::string_view written) {
-  std::vector<std::string> packets;
-  while (!written.empty()) {
-    uint64_t key = 0, length = 0;
-    written.remove_prefix(proto::readVarint(written, &key));
-    EXPECT_EQ(key, (uint64_t{pftrace::kTracePacket} << 3) | 2);
-    written.remove_prefix(proto::readVarint(written, &length));
-    std::string_view packet = written.substr(0, length);
-    written.remove_prefix(length);
-    packet.remove_prefix(proto::readVarint(packet, &key));
-    EXPECT_EQ(key, (uint64_t{pftrace::kPacketCompressedPackets} << 3) | 2);
-    packet.remove_prefix(proto::readVarint(packet, &length));
-    packets.push_back(inflatePackets(packet, 1 << 20));
-  }
-  return packets;
-}
-
-struct CollectBytes : ByteOutput {
-  std::string* bytes;
-  explicit CollectBytes(std::string* into) : bytes(into) {}
-  void write(const char* data, std::size_t size) override { bytes->append(data, size); }
-  void commit() override {}
-};
-
-// TracePackets { timestamp: first.. } of `bytes` bytes or a few more.
-std::string timestampPackets(uint64_t first, std::size_t bytes) {
-  std::string packets;
-  for (uint64_t t = first; packets.size() < bytes; ++t) {
-    std::string packet(1, '\x08');
-    for (uint64_t v = t;; v >>= 7) {
-      packet += static_cast<char>(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
-      if (v < 0x80) break;
-    }
-    packets += '\x0a';
-    packets += static_cast<char>(packet.size());
-    packets += packet;
-  }
-  return packets;
-}
-
-// The first chunk, deflated by the thread as it comes, is one packet of all the pieces that
-// fit in it; a write that does not fit begins the chunks that follow, as without the thread.
-TEST(CompressedPacketsOutputTest, AStreamedFirstChunkHoldsThePiecesThatFitThenChunksFollow) {
-  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
-  std::string written;
-  std::vector<std::string> pieces;
-  {
-    CompressedPacketsOutput output(std::make_unique<CollectBytes>(&written));
-    if (output.pieceBytes() == 0) GTEST_SKIP() << "no thread to deflate beside the sink here";
-    EXPECT_EQ(output.pieceBytes(), std::size_t{4096});
-    std::size_t streamed = 0;
-    for (uint64_t i = 0; streamed + 5000 <= (std::size_t{64} << 10); ++i) {
-      pieces.push_back(timestampPackets(i * 1000, 4000 + i * 13));
-      streamed += pieces.back().size();
-      output.write(pieces.back().data(), pieces.back().size());
-    }
-    EXPECT_EQ(output.pieceBytes(), std::size_t{4096}) << "still streaming";
-    pieces.push_back(timestampPackets(900000, 20000));  // does not fit: the next chunk
-    output.write(pieces.back().data(), pieces.back().size());
-    EXPECT_EQ(output.pieceBytes(), std::size_t{0}) << "the first chunk is done";
-    pieces.push_back(timestampPackets(990000, 300));
-    output.write(pieces.back().data(), pieces.back().size());
-    output.commit();
-  }
-  const std::vector<std::string> packets = inflatedPackets(written);
-  ASSERT_EQ(packets.size(), std::size_t{3});
-  std::string first;
-  for (std::size_t i = 0; i + 2 < pieces.size(); ++i) first += pieces[i];
-  EXPECT_EQ(packets[0], first);
-  EXPECT_EQ(packets[1], pieces[pieces.size() - 2]);
-  EXPECT_EQ(packets[2], pieces.back());
-}
-
-// One thread for the process: a trace written while another holds it deflates its chunk at
-// its end, and the thread is free again once the first trace's output is gone, committed or
-// not.
-TEST(CompressedPacketsOutputTest, TwoTracesAtOnceAndOneAbandonedAllWriteWholeStreams) {
-  if (!packetCompressionAvailable()) GTEST_SKIP() << "built without zlib";
-  const std::string packets = timestampPackets(7, 30000);
-  std::string first, second;
-  {
-    CompressedPacketsOutput one(std::make_unique<CollectBytes>(&first));
-    if (one.pieceBytes() == 0) GTEST_SKIP() << "no thread to deflate beside the sink here";
-    CompressedPacketsOutput two(std::make_unique<CollectBytes>(&second));
-    EXPECT_EQ(two.pieceBytes(), std::size_t{0}) << "the thread is the first trace's";
-    for (std::size_t at = 0; at < packets.size(); at += 4096) {
-      const std::size_t size = std::min<std::size_t>(4096, packets.size() - at);
-      one.write(packets.data() + at, size);
-      two.write(packets.data() + at, size);
-    }
-    two.commit();
-    one.commit();
-  }
-  EXPECT_EQ(inflatedPackets(first), std::vector<std::string>{packets}) << "one streamed chunk";
-  // The second trace's writes are chunks of their own, as without the thread.
-  const std::vector<std::string> chunks = inflatedPackets(second);
-  EXPECT_EQ(chunks.size(), (packets.size() + 4095) / 4096);
-  std::string joined;
-  for (const std::string& chunk : chunks) joined += chunk;
-  EXPECT_TRUE(joined == packets) << "the second trace's packets differ";
-
-  std::string discarded;
-  {
-    CompressedPacketsOutput abandoned(std::make_unique<CollectBytes>(&discarded));
-    EXPECT_EQ(abandoned.pieceBytes(), std::size_t{4096});
-    abandoned.write(packets.data(), 4096);
-  }  // no commit: the thread finishes the stream, which is dropped
-  EXPECT_TRUE(discarded.empty());
-  std::string third;
-  {
-    CompressedPacketsOutput next(std::make_unique<CollectBytes>(&third));
-    EXPECT_EQ(next.pieceBytes(), std::size_t{4096}) << "the thread is free again";
-    next.write(packets.data(), 4096);
-    next.commit();
-  }
-  EXPECT_EQ(inflatedPackets(third), std::vector<std::string>{packets.substr(0, 4096)});
 }
 
 TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {

@@ -54,64 +54,6 @@ int blockType(const std::vector<unsigned char>& stream) {
   return (stream.at(2) >> 1) & 3;
 }
 
-// A protobuf-like input: runs of small varying numbers between repeated names, the mix of a
-// trace's packets.
-std::string packetLikeBytes(std::size_t size, uint32_t seed) {
-  std::mt19937 random(seed);
-  const std::string names[] = {"cudaLaunchKernel", "void gemm_kernel<float, 128>(Params)",
-                               "correlation", "External id", "stream"};
-  std::string bytes;
-  while (bytes.size() < size) {
-    bytes += names[random() % 5];
-    for (int i = 0; i < 6; ++i) bytes += static_cast<char>(random() % 40);
-  }
-  bytes.resize(size);
-  return bytes;
-}
-
-// The input fed to a DeflateStream in pieces of the given sizes (cycled), then finished.
-std::vector<unsigned char> streamed(DeflateStream& stream, const std::string& input,
-                                    const std::vector<std::size_t>& pieces) {
-  stream.restart();
-  const auto* bytes = reinterpret_cast<const unsigned char*>(input.data());
-  std::size_t given = 0;
-  for (std::size_t i = 0; given < input.size(); ++i) {
-    given = std::min(input.size(), given + pieces[i % pieces.size()]);
-    if (given < input.size()) stream.compress(bytes, given);
-  }
-  const std::size_t size = stream.finish(bytes, input.size());
-  EXPECT_LE(size, smallDeflateBound(input.size()));
-  return {stream.output(), stream.output() + size};
-}
-
-TEST(DeflateStream, PiecesOfAnySizeMakeOneStreamOfTheWholeInput) {
-  DeflateStream stream;  // one stream object, restarted for each input as a worker reuses it
-  const std::vector<std::vector<std::size_t>> splits = {
-      {1}, {7, 300, 1}, {4096}, {257, 258, 259}, {65536}, {100, 20000}};
-  for (uint32_t seed = 1; seed <= 3; ++seed) {
-    for (const std::string& input :
-         {packetLikeBytes(60000, seed), randomBytes(20000, seed), std::string(50000, 'x'),
-          packetLikeBytes(kSmallDeflateMaxInput, seed), std::string()}) {
-      for (const auto& pieces : splits) {
-        if (pieces.size() == 1 && pieces[0] == 1 && input.size() > 20000) continue;  // slow
-        EXPECT_EQ(inflated(streamed(stream, input, pieces), input.size()), input)
-            << "seed " << seed << ", " << input.size() << " bytes, first piece " << pieces[0];
-      }
-    }
-  }
-}
-
-TEST(DeflateStream, FedInPiecesItCompressesAsWellAsInOneGo) {
-  const std::string input = packetLikeBytes(40000, 9);
-  DeflateStream stream;
-  const std::vector<unsigned char> whole = streamed(stream, input, {input.size()});
-  const std::vector<unsigned char> pieces = streamed(stream, input, {4096});
-  EXPECT_EQ(whole, deflated(input));
-  // Matches are not cut at the pieces' ends (the parse waits for the bytes a match could
-  // reach): the same blocks, the same bytes.
-  EXPECT_EQ(pieces, whole);
-}
-
 TEST(SmallDeflate, EmptyAndTinyInputs) {
   expectRoundTrip("");
   expectRoundTrip("x");
