@@ -8,8 +8,8 @@
 profiler backend; run it under `kinetrace run --torch`.
 
 Profiles N steps of bench/gpu/torch_train.py's transformer (CPU + CUDA, record_shapes, as
-bench/gpu/format_sizes.py's torch trace), then writes that one profile R times in each
-format, the formats in turn (json, json.gz, pftrace, json, ...), through the call that
+bench/gpu/format_sizes.py's torch trace) R times for each format, the formats in turn (json,
+json.gz, pftrace, json, ...; PyTorch saves a profile only once), and times the call that
 export_chrome_trace() makes: the profile's kineto results' save(path), which the backend
 writes through the sink of the path's format. (export_chrome_trace itself gzips a ".gz"
 path in Python after a JSON save; kineto_results.save() leaves the format to the backend.)
@@ -80,7 +80,7 @@ def main():
     p.add_argument("--name", default="the trace")
     p.add_argument("--out")
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--rounds", type=int, default=11)
     args = p.parse_args()
     if args.table:
         with open(args.table) as f:
@@ -95,18 +95,19 @@ def main():
         p.error("need --torch --out DIR, or --table FILE")
     os.makedirs(args.out, exist_ok=True)
 
+    # PyTorch lets a profile be saved once ("Trace is already saved"), so each save is of a
+    # profile of its own: the same steps of the same model, recorded again.
     step = workload()
     for i in range(5):
         step(i)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 record_shapes=True) as prof:
-        for i in range(args.steps):
-            step(100 + i)
-    results = prof.profiler.kineto_results
-
     saves = []
     for round_ in range(args.rounds):
         for fmt in FORMATS:
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                         record_shapes=True) as prof:
+                for i in range(args.steps):
+                    step(100 + i)
+            results = prof.profiler.kineto_results
             path = os.path.join(args.out, f"trace.{fmt}")
             cpu_start = time.process_time()
             start = time.perf_counter()

@@ -270,7 +270,7 @@ formats() {
       --table "$WORK_DIR/formats_saves.json.save_rounds.json"
     echo
     run "$kt" run --torch -- python3 "$SRC_DIR/bench/gpu/save_formats.py" --torch \
-      --out "$WORK_DIR/formats_saves_torch" --steps 20 --rounds 9 || rc=1
+      --out "$WORK_DIR/formats_saves_torch" --steps 20 --rounds 11 || rc=1
   } > "$OUT_DIR/save_formats.md"
   cat "$OUT_DIR/save_formats.md"
   return $rc
