@@ -363,7 +363,12 @@ class Analyzer {
     int64_t at = 0;
     int64_t busyStart = 0;
     std::map<uint32_t, StreamState> streams;
-    std::size_t firstStep = 0;  // steps before it ended before `at`
+    // The steps that [from, to) may still meet: those begun (by start, up to nextStep) and
+    // not ended before `from`, which never goes back within a device. A segment visits
+    // only these, so a long step overlapping thousands of short ones costs a visit each,
+    // not a scan of every short step begun since it started.
+    std::size_t nextStep = 0;
+    std::vector<std::size_t> openSteps;
   };
 
   void sweepDevices(RankReport& report) {
@@ -494,15 +499,21 @@ class Analyzer {
   // never goes back within a device.
   template <typename AddTo>
   void forStepsIn(Sweep& s, int64_t from, int64_t to, AddTo&& addTo) {
-    while (s.firstStep < stepBounds_.size() && stepBounds_[s.firstStep].second <= from) {
-      ++s.firstStep;
+    for (; s.nextStep < stepBounds_.size() && stepBounds_[s.nextStep].first < to; ++s.nextStep) {
+      s.openSteps.push_back(s.nextStep);
     }
-    for (std::size_t i = s.firstStep; i < stepBounds_.size(); ++i) {
+    for (std::size_t k = 0; k < s.openSteps.size();) {
+      const std::size_t i = s.openSteps[k];
       const auto [start, end] = stepBounds_[i];
-      if (start >= to) break;
+      if (end <= from) {  // over for the rest of this device
+        s.openSteps[k] = s.openSteps.back();
+        s.openSteps.pop_back();
+        continue;
+      }
       const int64_t a = std::max(from, start);
       const int64_t b = std::min(to, end);
       if (b > a) addTo(stepTimes_[i], a, b);
+      ++k;
     }
   }
 
@@ -587,7 +598,8 @@ class Analyzer {
   // ---- the passes after ----------------------------------------------------------------
 
   // Steps in time order, each name once (the longest range of that name: a step marked on
-  // several threads counts once).
+  // several threads counts once). Steps that start together: the longer (an outer step)
+  // first, then by name, so the order never depends on how the sort met them.
   std::vector<StepReport> steps() {
     std::vector<StepReport> out;
     std::map<uint32_t, CollectedRange> byName;
@@ -598,9 +610,12 @@ class Analyzer {
     }
     std::vector<CollectedRange> sorted;
     for (const auto& [name, step] : byName) sorted.push_back(step);
-    std::sort(sorted.begin(), sorted.end(), [](const CollectedRange& a, const CollectedRange& b) {
-      return a.startNs < b.startNs;
-    });
+    std::sort(sorted.begin(), sorted.end(),
+              [this](const CollectedRange& a, const CollectedRange& b) {
+                if (a.startNs != b.startNs) return a.startNs < b.startNs;
+                if (a.endNs != b.endNs) return a.endNs > b.endNs;
+                return trace_.name(a.name) < trace_.name(b.name);
+              });
     for (const CollectedRange& step : sorted) {
       StepReport s;
       s.name = trace_.name(step.name);

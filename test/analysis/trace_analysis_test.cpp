@@ -279,6 +279,36 @@ TEST(TraceAnalysisTest, StepsGetTheirOwnBreakdownAndDataLoadingStallsAreSeen) {
   EXPECT_EQ(r.time.dataLoadingIdleNs, 20 * kUs);
 }
 
+// A step may overlap others (an outer "ProfilerStep" around a loop's inner steps): each
+// gets what ran and idled within its own bounds, the outer one the sum of the inner ones.
+TEST(TraceAnalysisTest, AStepOverlappingManyOthersGetsItsOwnBreakdownAndSoDoEach) {
+  TraceBuilder b;
+  constexpr int kInner = 300;
+  b.range("ProfilerStep#0", 0, kInner * 10);
+  for (int i = 0; i < kInner; ++i) {
+    b.range("ProfilerStep#" + std::to_string(i + 1), i * 10, i * 10 + 10);
+    b.op("k", i * 10, i * 10 + 1, i * 10 + 2, i * 10 + 6);  // 4 us busy, 6 us idle a step
+  }
+  const RankReport r = analyze(b.take());
+  ASSERT_EQ(r.steps.size(), std::size_t{kInner + 1});
+  EXPECT_EQ(r.steps[0].name, "ProfilerStep#0");
+  EXPECT_EQ(r.steps[0].time.busyNs, kInner * 4 * kUs);
+  EXPECT_EQ(r.steps[0].time.windowNs, kInner * 10 * kUs);
+  for (std::size_t i = 1; i < r.steps.size(); ++i) {
+    EXPECT_EQ(r.steps[i].time.busyNs, 4 * kUs) << r.steps[i].name;
+    EXPECT_EQ(r.steps[i].time.windowNs, 10 * kUs) << r.steps[i].name;
+  }
+  int64_t innerIdle = 0;
+  for (std::size_t i = 1; i < r.steps.size(); ++i) {
+    const TimeBreakdown& t = r.steps[i].time;
+    innerIdle += t.hostWaitNs + t.launchNs + t.kernelWaitNs + t.otherWorkWaitNs + t.otherIdleNs;
+  }
+  const TimeBreakdown& outer = r.steps[0].time;
+  EXPECT_EQ(outer.hostWaitNs + outer.launchNs + outer.kernelWaitNs + outer.otherWorkWaitNs +
+                outer.otherIdleNs,
+            innerIdle);
+}
+
 TEST(TraceAnalysisTest, MemoryThatGrowsEveryStepIsALeakSignature) {
   TraceBuilder b;
   for (int step = 0; step < 4; ++step) {
