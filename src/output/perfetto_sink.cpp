@@ -69,7 +69,7 @@ class InternTable {
     // copy and its size, so a hit compares the text without looking the string up.
     for (int way = 0; way < 2; ++way) {
       const Slot& slot = pair[way];
-      if (slot.data == text.data() && slot.size == text.size() &&
+      if (slot.data == text.data() && slot.size == text.size() && slot.index != kNone &&
           sameBytes(slot.kept, text.data(), text.size())) {
         return slot.index;
       }

@@ -80,7 +80,7 @@ class ProtoWriter {
   explicit ProtoWriter(ByteBuffer& out) : out_(out) {}
 
   // Inlined into every caller (the field number is then a constant and its key is folded):
-  // an event is a dozen such fields, and a call each was a twentieth of encoding one.
+  // an event is a dozen such fields, and the calls were a twelfth of encoding one.
   [[gnu::always_inline]] void varint(uint32_t field, uint64_t value) {
     char* at = out_.ensure(20);
     at = putVarint(at, (uint64_t{field} << 3) | 0);

@@ -232,8 +232,8 @@ void huffmanCodeLengths(const uint32_t* counts, int symbols, int maxBits, uint8_
   }
   // Leaves by frequency, least first; then the tree, built with two queues: the leaves, and
   // the inner nodes, which are made in order of weight. A node's parent is made after it.
-  // Sorted as single numbers, frequency above symbol: a plain integer sort, where a
-  // comparison that looked both up was a fifth of deflating a short trace.
+  // Sorted as single numbers, frequency above symbol: a plain integer sort instead of a
+  // comparison that looks both frequencies up.
   std::array<uint64_t, N> byFrequency{};
   int leafCount = 0;
   for (int s = 0; s < symbols; ++s) {
