@@ -14,8 +14,8 @@
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
-# save_formats.md, graphs.md,
-# graphs_graph_level.md, torch_graphs_node.md, torch_graphs_graph.md, torch_graphs_overhead.md,
+# save_formats.md, graphs.md, graphs_graph_level.md, torch_graphs_node.md,
+# torch_graphs_graph.md, torch_graphs_overhead.md,
 # torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
 # analyze-CASE.txt, .html and .json, hta-CASE.txt, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
