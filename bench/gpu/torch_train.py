@@ -6,6 +6,7 @@ torch.profiler's, bench/gpu/torch_proof.sh).
     torch_train.py [--model transformer|resnet18] [--steps N] [--warmup W]
                    [--mode none|torch-cuda|torch-cpu-cuda] [--profiler-api] [--out DIR]
                    [--distributed] [--batch B] [--channels-last] [--nvtx-steps]
+                   [--compile] [--profiler-steps]
 
   --model transformer    a 4-layer transformer encoder (d_model 256, batch 16 x 128 tokens)
                          + AdamW: launch-bound, about 285 kernel launches a step
@@ -28,6 +29,11 @@ torch.profiler's, bench/gpu/torch_proof.sh).
                          all-reduces keep them
   --batch B              batch size (default 16 for transformer, 32 for resnet18)
   --channels-last        resnet18 only: images and weights in channels-last memory format
+  --compile              the model under torch.compile (Triton kernels; compiled during the
+                         warm-up steps, which need to be at least 2)
+  --profiler-steps       the torch modes call the profiler's step() after each measured step,
+                         so the trace has a ProfilerStep#N range per step (as torch.profiler
+                         users' traces with a schedule do)
 
 Every step copies its batch from pinned host memory and ends with torch.cuda.synchronize(),
 so a step's wall time is its GPU time plus whatever the CPU could not hide. Prints one
@@ -66,6 +72,8 @@ def parse_args():
     p.add_argument("--layers", type=int, default=4, help="transformer only")
     p.add_argument("--heads", type=int, default=4, help="transformer only")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--profiler-steps", action="store_true")
     args = p.parse_args()
     if args.batch is None:
         args.batch = 16 if args.model == "transformer" else 32
@@ -73,6 +81,8 @@ def parse_args():
         p.error("--steps and --batch must be positive, --warmup not negative")
     if args.channels_last and args.model != "resnet18":
         p.error("--channels-last applies to --model resnet18 only")
+    if args.compile and args.warmup < 2:
+        p.error("--compile needs --warmup 2 or more: the first steps compile")
     return args
 
 
@@ -191,6 +201,8 @@ def build(args, device):
 def training_step(args, device):
     """step(i): one training step on batch i, ending with torch.cuda.synchronize()."""
     model, optimizer, inputs, logits = build(args, device)
+    if args.compile:
+        model = torch.compile(model)
     loss_fn = nn.CrossEntropyLoss()
 
     def step(i):
@@ -242,7 +254,11 @@ def main():
         activities = [ProfilerActivity.CUDA]
         if args.mode == "torch-cpu-cuda":
             activities.insert(0, ProfilerActivity.CPU)
-        profiler = profile(activities=activities)
+        # Steps are recorded (ProfilerStep#N) only under a schedule; one cycle of every
+        # measured step, not repeated, so leaving the profiler starts no empty second cycle.
+        schedule = (torch.profiler.schedule(wait=0, warmup=0, active=args.steps, repeat=1)
+                    if args.profiler_steps else None)
+        profiler = profile(activities=activities, schedule=schedule)
         profiler.__enter__()
     if args.profiler_api:
         torch.cuda.synchronize()
@@ -254,6 +270,8 @@ def main():
         start = time.perf_counter()
         step(args.warmup + i)
         times.append((time.perf_counter() - start) * 1000.0)
+        if profiler is not None and args.profiler_steps:
+            profiler.step()
     threads = thread_cpu_summary(cpu_before, thread_cpu_seconds(), time.perf_counter() - wall_before)
 
     if args.profiler_api:

@@ -473,6 +473,34 @@ on_demand_long() {
 
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
+# The traces what users look at is checked on (kinetrace analyze against HTA, .pftrace against
+# the JSON, the HTML report): torch.profiler's own (stock kineto) of a transformer, a ResNet-18
+# and a torch.compile'd transformer, each step a ProfilerStep; the same transformer under
+# torch.profiler with kinetrace as its backend (`kinetrace run --torch`), and traced by
+# `kinetrace run` alone (NVTX step ranges). Gzipped into OUT_DIR as tp_*.json.gz and
+# kt_*.json.gz; the census and CUDA-graph traces come from their own steps.
+reference_traces() {
+  local kt dir=$WORK_DIR/reference model rc=0
+  local train=$SRC_DIR/bench/gpu/torch_train.py
+  local common=(--mode torch-cpu-cuda --profiler-steps --steps 20 --warmup 5)
+  kt=$(binary kinetrace) || return 1
+  rm -rf "$dir" && mkdir -p "$dir"
+  for model in transformer resnet18; do
+    run python3 "$train" --model "$model" "${common[@]}" --out "$dir/tp_$model" || rc=1
+    keep "$dir/tp_$model/torch_trace.json" "tp_$model.json.gz" || rc=1
+  done
+  run python3 "$train" --model transformer --compile "${common[@]}" --out "$dir/tp_compile" || rc=1
+  keep "$dir/tp_compile/torch_trace.json" tp_compile.json.gz || rc=1
+  run "$kt" run --torch -- python3 "$train" --model transformer "${common[@]}" \
+    --out "$dir/kt_torch_transformer" || rc=1
+  keep "$dir/kt_torch_transformer/torch_trace.json" kt_torch_transformer.json.gz || rc=1
+  run "$kt" run --output "$dir/kt_run" -- python3 "$train" --model transformer --nvtx-steps \
+    --steps 20 --warmup 5 || rc=1
+  keep "$(find "$dir/kt_run" -name '*.json' ! -name '*.summary.json' | head -n 1)" \
+    kt_run_transformer.json.gz || rc=1
+  return $rc
+}
+
 activity_cost() {
   MODEL=launch_cost ROUNDS="${ACTIVITY_ROUNDS:-3}" \
     CONFIGS="untraced floor kinetrace kinetrace_sync kinetrace_memory kinetrace_overhead" \
@@ -491,6 +519,7 @@ main() {
   step "training-step example" training_example
   step "trace formats" formats
   step "CUDA graphs" graphs
+  step "reference traces" reference_traces
   step "NCCL payloads (one rank)" nccl
   step "analyze (idle causes)" analyze
   step "PyTorch backend (libkineto_api)" torch_backend
