@@ -43,7 +43,7 @@ constexpr OptionSpec kTriggerOptions[] = {
 constexpr OptionSpec kAnalyzeOptions[] = {
     {"--help", "-h", false},        {"--json", nullptr, true}, {"--html", nullptr, true},
     {"--rank", nullptr, true},      {"--top", nullptr, true},  {"--tiny-us", nullptr, true},
-    {"--memory-mb", nullptr, true}, {"--quiet", "-q", false},
+    {"--memory-mb", nullptr, true}, {"--quiet", "-q", false},  {"--kernel-wait-us", nullptr, true},
 };
 
 constexpr OptionSpec kMergeOptions[] = {
@@ -381,6 +381,9 @@ Command parseAnalyze(const std::vector<std::string>& args) {
     } else if (name == "--tiny-us") {
       a.tinyKernelNs =
           static_cast<int64_t>(parseCount("analyze", "--tiny-us", option.value)) * 1000;
+    } else if (name == "--kernel-wait-us") {
+      a.kernelWaitNs =
+          static_cast<int64_t>(parseCount("analyze", "--kernel-wait-us", option.value)) * 1000;
     } else if (name == "--memory-mb") {
       std::size_t megabytes = 0;
       const std::string& v = option.value;
@@ -692,6 +695,12 @@ options:
       --rank N         only the traces of rank N
       --top N          rows per table (default 10)
       --tiny-us N      a kernel shorter than N microseconds is tiny (default 10)
+      --kernel-wait-us N
+                       an idle gap shorter than N microseconds before an operation that was
+                       already queued is "kernel wait", the GPU moving on to the next one
+                       (default 30: what HTA's idle-time breakdown counts, its
+                       consecutive_kernel_delay of 30 compared with gaps in microseconds;
+                       0: none)
       --memory-mb N    the memory a trace's analysis may hold (default 256); what is more
                        goes to temporary files in $TMPDIR (else /tmp), so a trace of any
                        length is analysed in this much memory
