@@ -92,31 +92,37 @@ std::string idleAdvice(const RankReport& r) {
 }
 
 // The host ranges that issued the tiny kernels, named until they cover 80% of them (at
-// most three), with the share they cover when that is less.
+// most three), with the share they cover when that is less. Kernels outside any host range
+// are said apart: no range to name.
 std::string tinyIssuers(const TinyKernelReport& tiny) {
+  if (tiny.count == 0) return "";
+  auto shareOf = [&tiny](uint64_t n) { return static_cast<double>(n) / tiny.count; };
+  uint64_t outside = 0;
+  for (const auto& [name, n] : tiny.issuers) {
+    if (name == "(no host range)") outside = n;
+  }
+  if (outside == tiny.count) return "none ran inside a host range the trace holds";
   std::string from;
   uint64_t covered = 0;
   std::size_t named = 0;
   for (const auto& [name, n] : tiny.issuers) {
+    if (name == "(no host range)") continue;
     if (named == 3 || covered * 5 >= tiny.count * 4) break;
-    const double part = tiny.count > 0 ? static_cast<double>(n) / tiny.count : 0;
-    from += fmt::format("{}{} ({})", named ? ", " : "",
-                        name == "(no host range)" ? "outside any host range" : shorten(name, 40),
-                        share(part));
+    from += fmt::format("{}{} ({})", named ? ", " : "", shorten(name, 40), share(shareOf(n)));
     covered += n;
     ++named;
   }
-  if (named == 0) return "";
-  if (tiny.issuers.front().first == "(no host range)" && covered == tiny.count) {
-    return "none ran inside a host range the trace holds";
-  }
-  const double part = tiny.count > 0 ? static_cast<double>(covered) / tiny.count : 0;
-  if (covered * 5 >= tiny.count * 4) {
-    return named == 1 && covered == tiny.count ? "all were issued from " + from
-                                               : "most were issued from " + from;
-  }
-  return "the ranges that issued the most, " + from + ", issued " + share(part) +
-         " of them (the rest came from others, listed below)";
+  const std::string outsideText =
+      outside == 0 ? ""
+      : outside * 2 >= tiny.count
+          ? fmt::format(
+                "{} ran outside any host range (NVTX ranges, or torch.profiler's CPU "
+                "activity under `kinetrace run --torch`, would name them); ",
+                share(shareOf(outside)))
+          : fmt::format("{} ran outside any host range; ", share(shareOf(outside)));
+  if (covered * 5 >= tiny.count * 4) return outsideText + "most were issued from " + from;
+  return outsideText + "the ranges that issued the most were " + from + ": " +
+         share(shareOf(covered)) + " of them together (more in the table below)";
 }
 
 }  // namespace
@@ -176,6 +182,16 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
           "run --delay`), or read the per-step figures.",
           prefix, duration(t.beforeFirstOpNs / static_cast<int64_t>(r.devices.size())),
           percent(t.beforeFirstOpNs, t.windowNs), r.devices.size() > 1 ? " on each GPU" : ""));
+    }
+    const int64_t inCall = t.launchQueuedNs + t.launchPreviousNs;
+    if (t.windowNs > 0 && inCall * 10 > t.windowNs) {
+      out.push_back(fmt::format(
+          "{}for {} ({} of the window) the GPU had run out of work while the host was still "
+          "inside a launch call (the slowest: {}, {}): a first launch loads its kernel's module "
+          "(CUDA's lazy loading). Load modules at start (CUDA_MODULE_LOADING=EAGER), or leave "
+          "the first step out of the trace (a warm-up step).",
+          prefix, duration(inCall), percent(inCall, t.windowNs), duration(r.slowestCallNs),
+          shorten(r.slowestCallOf, 50)));
     }
     const TinyKernelReport& tiny = r.tiny;
     const bool tinyFinding = tiny.count >= 100 && tiny.shareOfKernels >= 0.3;
@@ -324,6 +340,7 @@ nlohmann::ordered_json toJson(const TimeBreakdown& t) {
           {"host_wait_ns", t.hostWaitNs},
           {"launch_ns", t.launchNs},
           {"launch_queued_ns", t.launchQueuedNs},
+          {"launch_previous_ns", t.launchPreviousNs},
           {"kernel_wait_ns", t.kernelWaitNs},
           {"other_work_wait_ns", t.otherWorkWaitNs},
           {"other_idle_ns", t.otherIdleNs},
@@ -402,7 +419,9 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
       for (const GapReport& g : r.gaps) {
         out += fmt::format("  GPU {} {:>10} {:<11} before {}{}{}\n", g.device,
                            duration(g.durationNs), g.cause, shorten(g.endedBy, 50),
-                           g.evidence.empty() ? "" : "; found: " + g.evidence,
+                           g.evidence.empty()                   ? ""
+                           : g.cause == "waiting on other work" ? "; waited on " + g.evidence
+                                                                : "; " + g.evidence,
                            g.hostWas.empty() ? "" : "; the host was in " + shorten(g.hostWas, 40));
       }
     }

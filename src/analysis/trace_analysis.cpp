@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -101,6 +102,7 @@ void add(TimeBreakdown& to, const TimeBreakdown& from) {
   to.hostWaitNs += from.hostWaitNs;
   to.launchNs += from.launchNs;
   to.launchQueuedNs += from.launchQueuedNs;
+  to.launchPreviousNs += from.launchPreviousNs;
   to.kernelWaitNs += from.kernelWaitNs;
   to.otherWorkWaitNs += from.otherWorkWaitNs;
   to.otherIdleNs += from.otherIdleNs;
@@ -157,6 +159,26 @@ struct ByStreamThenTime {
 };
 
 enum class Cause { BeforeFirstOp, HostWait, Launch, KernelWait, OtherWork, Other };
+
+// A kernel's name for a sentence: a C++ signature up to its arguments, at most 60 letters.
+std::string shortName(const std::string& name) {
+  // A signature's arguments, not a copy's "(Device -> Pinned)".
+  const std::size_t paren = name.find('(');
+  std::string out = paren != std::string::npos && paren > 0 && name[paren - 1] != ' '
+                        ? name.substr(0, paren)
+                        : name;
+  return out.size() <= 60 ? out : out.substr(0, 57) + "...";
+}
+
+std::string shortDuration(int64_t ns) {
+  char text[32];
+  if (ns >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.2f ms", static_cast<double>(ns) / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+  }
+  return text;
+}
 
 const char* causeName(Cause cause) {
   switch (cause) {
@@ -223,6 +245,11 @@ struct Gap {
   int64_t callTid = 0;
   Found found;     // what a queued operation was found waiting on
   Found hostSync;  // for host wait: the sync the host was in when the gap opened
+  // For host wait: the launch call (of an operation that already ran) the launching thread
+  // was still in when the gap opened; inCallUntil 0: none.
+  int64_t inCallStart = 0;
+  int64_t inCallUntil = 0;
+  uint32_t inCallOf = 0;
   Cause cause = Cause::Other;
 };
 
@@ -401,6 +428,10 @@ class Analyzer {
     }
 
     if (op.hasCall) {
+      if (op.callEndNs - op.callStartNs > report.slowestCallNs) {
+        report.slowestCallNs = op.callEndNs - op.callStartNs;
+        report.slowestCallOf = trace_.name(op.name);
+      }
       const int64_t latency = op.startNs - op.callStartNs;
       latencies_.add(latency);
       int bucket = 0;
@@ -449,6 +480,12 @@ class Analyzer {
     int64_t busyStart = 0;
     std::map<uint32_t, StreamState> streams;
     bool sawOp = false;                    // an operation that takes time has started
+    // Of the operations started so far, the launch call that ended last.
+    bool lastCall = false;
+    int64_t lastCallStart = 0;
+    int64_t lastCallEnd = 0;
+    int64_t lastCallTid = 0;
+    uint32_t lastCallOf = 0;
     std::vector<CollectedSync> openSyncs;  // begun, and not ended before `at`
     // The steps that [from, to) may still meet: those begun (by start, up to nextStep) and
     // not ended before `from`, which never goes back within a device. A segment visits
@@ -502,7 +539,10 @@ class Analyzer {
       if (upTo != waits.begin()) waitedOn = foundOf(*(upTo - 1));
       waits.erase(waits.begin(), upTo);
     }
-    if (op.endNs <= op.startNs) return;  // takes no time: neither busy nor ending a gap
+    if (op.endNs <= op.startNs) {  // takes no time: neither busy nor ending a gap
+      noteCall(s, op);
+      return;
+    }
     if (stream.open && op.startNs <= stream.busyEnd) {
       stream.busyEnd = std::max(stream.busyEnd, op.endNs);
     } else {
@@ -527,7 +567,14 @@ class Analyzer {
         gap.callTid = op.callTid;
         gap.found = waitedOn;
         gap.cause = causeOf(gap);
-        if (gap.cause == Cause::HostWait) gap.hostSync = hostSyncAt(s, gap.start, gap.end);
+        if (gap.cause == Cause::HostWait) {
+          gap.hostSync = hostSyncAt(s, gap.start, gap.end);
+          if (s.lastCall && s.lastCallTid == op.callTid && s.lastCallEnd > gap.start) {
+            gap.inCallStart = s.lastCallStart;
+            gap.inCallUntil = s.lastCallEnd;
+            gap.inCallOf = s.lastCallOf;
+          }
+        }
         idle(s, gap);
       }
       s.busyStart = op.startNs;
@@ -539,6 +586,16 @@ class Analyzer {
     s.running.emplace(op.endNs, op.kind);
     ++s.counts[static_cast<std::size_t>(op.kind)];
     ++s.active;
+    noteCall(s, op);
+  }
+
+  static void noteCall(Sweep& s, const JoinedOp& op) {
+    if (!op.hasCall || (s.lastCall && op.callEndNs <= s.lastCallEnd)) return;
+    s.lastCall = true;
+    s.lastCallStart = op.callStartNs;
+    s.lastCallEnd = op.callEndNs;
+    s.lastCallTid = op.callTid;
+    s.lastCallOf = op.name;
   }
 
   // Ends the operations that end by `until`, in order, and the busy time up to each end.
@@ -706,9 +763,15 @@ class Analyzer {
         t.beforeFirstOpNs += length;
         break;
       case Cause::HostWait: {
-        const int64_t hostWait = std::clamp(gap.callStartNs, from, to) - from;
-        t.hostWaitNs += hostWait;
-        t.launchNs += length - hostWait;
+        // [gap start, in call) the host was still in an earlier launch call, [in call,
+        // call start) host wait, [call start, end) launching.
+        const int64_t callStart = std::clamp(gap.callStartNs, from, to);
+        const int64_t inCall = std::clamp(
+            gap.inCallUntil > gap.start ? std::min(gap.inCallUntil, gap.callStartNs) : gap.start,
+            from, callStart);
+        t.launchPreviousNs += inCall - from;
+        t.hostWaitNs += callStart - inCall;
+        t.launchNs += (inCall - from) + (to - callStart);
         break;
       }
       case Cause::Launch:
@@ -939,6 +1002,15 @@ class Analyzer {
       g.startNs = kept.gap.start;
       g.durationNs = kept.gap.end - kept.gap.start;
       g.cause = causeName(kept.cause);
+      const Gap& gap = kept.gap;
+      if (gap.inCallUntil > gap.start) {
+        // Mostly spent in an earlier launch call: a launch that took long.
+        const int64_t inCall = std::min(gap.inCallUntil, gap.callStartNs) - gap.start;
+        if (2 * inCall >= gap.callStartNs - gap.start) g.cause = causeName(Cause::Launch);
+        g.evidence = "the host was still in the launch call of " +
+                     shortName(trace_.name(gap.inCallOf)) + " (it took " +
+                     shortDuration(gap.inCallUntil - gap.inCallStart) + ")";
+      }
       if (kept.cause == Cause::OtherWork) g.evidence = describe(kept.gap.found, severalDevices_);
       if (kept.gap.hostSync.any) {
         g.evidence = "the host was in " + describe(kept.gap.hostSync, severalDevices_);

@@ -24,7 +24,9 @@
 //                                   profiler warming up; no launch was late
 //                  host wait        its launch call began after the gap opened: the GPU
 //                                   waited for the host, up to the call's start; the rest,
-//                                   from the call to the operation's start, is "launch"
+//                                   from the call to the operation's start, is "launch",
+//                                   and so is the time the launching thread was still in
+//                                   an earlier operation's launch call
 //                the call came before the gap (the operation was queued):
 //                  kernel wait      the gap is shorter than the consecutive-kernel delay:
 //                                   the GPU moving from one kernel to the next
@@ -41,8 +43,8 @@
 //                                   known launch call, and the time after the last
 //                                   operation)
 //                HTA's breakdown (per stream, from each stream's first kernel) has the same
-//                host wait (with launch in it) and kernel wait; its "other" is waiting on
-//                other work, other, and launch of queued operations (launchQueuedNs)
+//                host wait (with launch in it, but for launchQueuedNs) and kernel wait; its
+//                "other" is waiting on other work, other, and launchQueuedNs
 //   consecutive-kernel delay   30 us by default, as HTA computes it: its
 //                consecutive_kernel_delay defaults to 30 and is compared with gaps in the
 //                trace's microseconds (its docstring says nanoseconds); real gaps between
@@ -89,7 +91,11 @@ struct TimeBreakdown {
   int64_t beforeFirstOpNs = 0;  // before the device's first operation
   int64_t hostWaitNs = 0;
   int64_t launchNs = 0;
-  int64_t launchQueuedNs = 0;  // of launchNs, gaps before an operation queued before them
+  // Of launchNs, the host still in a launch call when the GPU ran out of work (a first
+  // launch loading its module takes milliseconds): of a queued operation's own call (HTA:
+  // other), or of an operation that already ran (HTA: host wait).
+  int64_t launchQueuedNs = 0;
+  int64_t launchPreviousNs = 0;
   int64_t kernelWaitNs = 0;
   int64_t otherWorkWaitNs = 0;
   int64_t otherIdleNs = 0;
@@ -209,6 +215,8 @@ struct RankReport {
   uint64_t gpuOps = 0;            // kernels, copies, memsets
   uint64_t opsWithHostRange = 0;  // of them, tied to the host range that issued them
   uint64_t syncRecords = 0;       // cuda_sync records in the trace
+  int64_t slowestCallNs = 0;      // the longest launch call of a GPU operation
+  std::string slowestCallOf;      // that operation
   MemoryReport memory;
   // Launch latencies by power-of-two bucket: [0] under 1 us, [k] from 2^(k-1) to 2^k us,
   // the last everything from 2^(kLatencyBuckets-2) us up.

@@ -127,9 +127,10 @@ void TraceCollector::write(const Event& event) {
     sync.sequence = trace_.syncs.size();
     sync.device = static_cast<uint32_t>(intArg(event, "device").value_or(event.pid));
     sync.kind = syncKindOf(event.name);
-    // A context-wide sync has no stream: torch.profiler writes -1, kinetrace 0.
+    // Context and event syncs are on no stream: torch.profiler writes -1, kinetrace 0.
     const int64_t stream = intArg(event, "stream").value_or(-1);
-    sync.stream = sync.kind == SyncKind::ContextSync || stream < 0 || stream > INT32_MAX
+    sync.stream = sync.kind == SyncKind::ContextSync || sync.kind == SyncKind::EventSync ||
+                          stream < 0 || stream > INT32_MAX
                       ? -1
                       : static_cast<int32_t>(stream);
     const int64_t waitOn = intArg(event, "wait_on_stream").value_or(-1);

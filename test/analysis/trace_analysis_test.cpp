@@ -231,6 +231,31 @@ TEST(TraceAnalysisTest, AGapWhileTheQueuedOperationsLaunchCallStillRanIsLaunchTi
   EXPECT_EQ(r.gaps[0].cause, "launch");
 }
 
+// The launching thread still inside an earlier launch call (a first launch loading its
+// module) when the GPU ran out of work: launch time, not host wait, and said so.
+TEST(TraceAnalysisTest, AGapWhileTheHostWasStillInAnEarlierLaunchCallIsLaunchTime) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 3'100);
+  b.op("first", 0, 2'800, 10, 11);             // ran at once; its call returned at 2,800
+  b.op("second", 2'810, 2'820, 2'830, 2'840);  // launched once the first call returned
+  b.op("third", 2'850, 2'860, 3'000, 3'100);   // a host wait of its own, no call before it
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
+  const RankReport& r = report.ranks[0];
+  const TimeBreakdown& t = r.devices[0].time;
+  EXPECT_EQ(t.launchPreviousNs, (2'800 - 11) * kUs);
+  EXPECT_EQ(t.hostWaitNs, 10 * kUs + 10 * kUs) << "2,800-2,810 and 2,840-2,850";
+  EXPECT_EQ(t.launchNs, (2'800 - 11 + 20 + 150) * kUs);
+  ASSERT_FALSE(r.gaps.empty());
+  EXPECT_EQ(r.gaps[0].cause, "launch");
+  EXPECT_EQ(r.gaps[0].evidence, "the host was still in the launch call of first (it took 2.80 ms)");
+  EXPECT_EQ(r.slowestCallNs, 2'800 * kUs);
+  const std::string findings = ::testing::PrintToString(report.findings);
+  EXPECT_NE(findings.find("still inside a launch call (the slowest: 2.80 ms, first)"),
+            std::string::npos)
+      << findings;
+  EXPECT_NE(findings.find("CUDA_MODULE_LOADING=EAGER"), std::string::npos);
+}
+
 // "Waiting on other work" only where the trace shows what: a Stream Wait Event on the
 // operation's stream since the stream's previous launch, named in the gap and the finding.
 TEST(TraceAnalysisTest, WaitingOnOtherWorkNamesTheStreamWaitEventFound) {
@@ -404,8 +429,8 @@ TEST(TraceAnalysisTest, TheRangesNamedForTinyKernelsCoverMostOfThemOrSayTheirSha
     int64_t id = 0, at = 0;
     for (const auto& [name, n] : issuers) {
       for (int i = 0; i < n; ++i, at += 10) {
-        b.range(name, at, at + 5, ++id, "cpu_op");
-        b.op("tiny", at + 1, at + 2, at + 3, at + 5, "kernel", 7, id);
+        if (!name.empty()) b.range(name, at, at + 5, ++id, "cpu_op");  // "": outside any
+        b.op("tiny", at + 1, at + 2, at + 3, at + 5, "kernel", 7, name.empty() ? 0 : id);
       }
     }
     const AnalysisReport report = analyzeTraces(one(b.take()), {});
@@ -424,9 +449,22 @@ TEST(TraceAnalysisTest, TheRangesNamedForTinyKernelsCoverMostOfThemOrSayTheirSha
             std::string::npos)
       << spread;
   const std::string wide = tinyFinding({{"a", 30}, {"b", 25}, {"c", 15}, {"d", 15}, {"e", 15}});
-  EXPECT_NE(wide.find("a (30%), b (25%), c (15%), issued 70% of them (the rest came from others"),
+  EXPECT_NE(wide.find("the ranges that issued the most were a (30%), b (25%), c (15%): 70% of "
+                      "them together"),
             std::string::npos)
       << wide;
+  const std::string outside = tinyFinding({{"", 50}, {"a", 20}, {"b", 20}, {"c", 10}});
+  EXPECT_NE(outside.find("50% ran outside any host range (NVTX ranges"), std::string::npos)
+      << outside;
+  EXPECT_NE(outside.find("the ranges that issued the most were a (20%), b (20%), c (10%): 50% "
+                         "of them together"),
+            std::string::npos)
+      << outside;
+  const std::string some = tinyFinding({{"", 10}, {"a", 50}, {"b", 20}, {"c", 20}});
+  EXPECT_NE(some.find("10% ran outside any host range; most were issued from a (50%), b (20%), "
+                      "c (20%)."),
+            std::string::npos)
+      << some;
   const std::string few = tinyFinding({{"aten::add", 85}, {"aten::mul", 15}});
   EXPECT_NE(few.find("most were issued from aten::add (85%)."), std::string::npos) << few;
   EXPECT_NE(few.find("Fuse them (torch.compile)"), std::string::npos) << few;
@@ -751,7 +789,7 @@ TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
                       "kernel wait   5.0% + other work  20.0% + other  30.0%"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("before Memcpy HtoD; found: Stream Wait Event on stream 7"),
+  EXPECT_NE(text.find("before Memcpy HtoD; waited on Stream Wait Event on stream 7"),
             std::string::npos)
       << text;
 }
