@@ -751,7 +751,9 @@ CollectedTrace manySteps(std::size_t memoryBytes) {
       b.op(names[k % names.size()], call, call + 3, start, start + length, "kernel",
            static_cast<uint32_t>(k % 3), step * 100 + k + 1, k % 2);
     }
+    b.sync("Stream Wait Event", at + 899, at + 900, 4, 5);
     b.op("Memcpy HtoD", at + 900, at + 901, at + 905, at + 930, "gpu_memcpy", 4);
+    b.sync("Stream Sync", at + 902, at + 995, 5);
     b.op("ncclKernel_AllReduce", at + 910, at + 911, at + 940, at + 990, "kernel", 5);
     b.memory(at + 999, 1'000'000 + step * 1'000);
   }
@@ -768,6 +770,8 @@ TEST(TraceAnalysisTest, ATraceAnalysedInTinyMemoryGivesTheSameReport) {
   EXPECT_EQ(json["ranks"][0]["devices"].size(), 2u);
   EXPECT_GT(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"].get<int64_t>(), 0);
   EXPECT_GT(json["ranks"][0]["tiny_kernels"]["count"].get<int64_t>(), 0);
+  EXPECT_EQ(json["ranks"][0]["sync_records"], 80);
+  EXPECT_EQ(json["ranks"][0]["host_wait_after_sync"][0]["found"], "Stream Sync on GPU 0 stream 5");
 }
 
 TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
