@@ -682,10 +682,12 @@ std::string analyzeHelp() {
 
 Answers "why is my GPU idle?" from traces kinetrace or torch.profiler wrote (.json, .json.gz,
 .pftrace; a directory: every trace in it, one per rank): findings in plain sentences, then
-per trace the GPU time (busy: compute, communication, memory; idle: waiting for the host,
-launching, waiting on other work) per GPU, stream and step, the kernels that took the time,
-tiny kernels and what issued them, launch latency, the longest idle gaps and what the host
-was doing, memory over the steps; across ranks, collectives one rank started late.
+per trace the GPU time (busy: compute, communication, memory; idle: before the first GPU
+operation, waiting for the host, launching, kernel wait, waiting on other work (what it
+waited on, where the trace shows it), other) per GPU, stream and step, the kernels that
+took the time, tiny kernels and what issued them, launch latency, the longest idle gaps and
+what the host was doing, memory over the steps; across ranks, collectives one rank started
+late.
 
 options:
       --html FILE      a report to open in a browser: the findings, charts (timeline,
