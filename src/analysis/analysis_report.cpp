@@ -125,6 +125,16 @@ std::string tinyIssuers(const TinyKernelReport& tiny) {
          share(shareOf(covered)) + " of them together (more in the table below)";
 }
 
+// Whether the trace runs torch.compile's Triton kernels: its top kernels, or the ranges
+// (torch.compile names them after their kernels) that issued the tiny ones.
+bool compiledAlready(const RankReport& r) {
+  auto triton = [](const std::string& name) { return name.rfind("triton_", 0) == 0; };
+  return std::any_of(r.kernels.begin(), r.kernels.end(),
+                     [&](const KernelRow& k) { return triton(k.name); }) ||
+         std::any_of(r.tiny.issuers.begin(), r.tiny.issuers.end(),
+                     [&](const auto& issuer) { return triton(issuer.first); });
+}
+
 }  // namespace
 
 // What a performance engineer would say first, with the numbers, and what to do next.
@@ -168,7 +178,7 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
         percent(t.idleNs, t.windowNs),
         duration(t.windowNs / static_cast<int64_t>(r.devices.size())),
         r.devices.size() > 1 ? " (all GPUs together)" : "",
-        t.beforeFirstOpNs > 0
+        t.beforeFirstOpNs * 1000 >= t.windowNs  // shown from 0.1%
             ? percent(t.beforeFirstOpNs, t.windowNs) + " before the first GPU operation, "
             : "",
         percent(t.hostWaitNs, t.windowNs), percent(t.launchNs, t.windowNs),
@@ -221,13 +231,18 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
       const std::string issuers = tinyIssuers(tiny);
       out.push_back(fmt::format(
           "{}{} kernels under {} ({} of all kernels) ran {} on the GPU and took {} to launch{}"
-          "{}. Fuse them (torch.compile) or replay them as a CUDA graph.",
+          "{}. {}",
           prefix, count(tiny.count), duration(options.tinyKernelNs), share(tiny.shareOfKernels),
           duration(tiny.kernelNs), duration(tiny.launchNs),
           tiny.launchLongerCount > tiny.count / 2
               ? " (launching most took longer than running them)"
               : "",
-          issuers.empty() ? "" : "; " + issuers));
+          issuers.empty() ? "" : "; " + issuers,
+          compiledAlready(r)
+              ? "The trace runs torch.compile's Triton kernels already: replay the step as a "
+                "CUDA graph (torch.compile's mode=\"reduce-overhead\"), and compile what still "
+                "runs eagerly."
+              : "Fuse them (torch.compile) or replay them as a CUDA graph."));
     }
     if (r.gpuOps > 0 && r.opsWithHostRange == 0) {
       out.push_back(fmt::format(

@@ -430,7 +430,9 @@ TEST(TraceAnalysisTest, TheRangesNamedForTinyKernelsCoverMostOfThemOrSayTheirSha
     for (const auto& [name, n] : issuers) {
       for (int i = 0; i < n; ++i, at += 10) {
         if (!name.empty()) b.range(name, at, at + 5, ++id, "cpu_op");  // "": outside any
-        b.op("tiny", at + 1, at + 2, at + 3, at + 5, "kernel", 7, name.empty() ? 0 : id);
+        // A Triton range's kernel has its name, as torch.compile's do.
+        const std::string kernel = name.rfind("triton_", 0) == 0 ? name : "tiny";
+        b.op(kernel, at + 1, at + 2, at + 3, at + 5, "kernel", 7, name.empty() ? 0 : id);
       }
     }
     const AnalysisReport report = analyzeTraces(one(b.take()), {});
@@ -465,6 +467,11 @@ TEST(TraceAnalysisTest, TheRangesNamedForTinyKernelsCoverMostOfThemOrSayTheirSha
                       "c (20%)."),
             std::string::npos)
       << some;
+  const std::string compiled = tinyFinding({{"triton_poi_fused_add_0", 100}});
+  EXPECT_NE(compiled.find("The trace runs torch.compile's Triton kernels already: replay the "
+                          "step as a CUDA graph (torch.compile's mode=\"reduce-overhead\")"),
+            std::string::npos)
+      << compiled;
   const std::string few = tinyFinding({{"aten::add", 85}, {"aten::mul", 15}});
   EXPECT_NE(few.find("most were issued from aten::add (85%)."), std::string::npos) << few;
   EXPECT_NE(few.find("Fuse them (torch.compile)"), std::string::npos) << few;
