@@ -60,7 +60,8 @@ std::string share(double fraction) {
   return fmt::format("{:.0f}%", 100 * fraction);
 }
 
-// The biggest part of the idle time, and what to look at for it.
+// The biggest part of the idle time, and what to look at for it (or, when the GPU was
+// busy, the kernels).
 std::string idleAdvice(const RankReport& r) {
   const TimeBreakdown& t = r.time;
   const std::pair<int64_t, std::string> parts[] = {
@@ -86,7 +87,10 @@ std::string idleAdvice(const RankReport& r) {
   const auto* biggest =
       std::max_element(std::begin(parts), std::end(parts),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (biggest->first <= 0 || t.idleNs <= 0 || biggest->first * 4 < t.idleNs) return "";
+  if (t.idleNs * 10 < t.windowNs || biggest->first <= 0) {
+    return " Little of it is idle: the kernels themselves take the time; see the kernel table "
+           "below for the ones to make faster.";
+  }
   return " " + std::string(1, static_cast<char>(std::toupper(biggest->second[0]))) +
          biggest->second.substr(1) + ".";
 }

@@ -534,25 +534,26 @@ TEST(TraceAnalysisTest, EachFindingNamesWhatToDoNext) {
   for (int step = 0; step < 4; ++step) b.memory(step * 1'000 + 10, 1'000'000 * (step + 1));
   const AnalysisReport report = analyzeTraces(one(b.take()), {});
   ASSERT_GE(report.findings.size(), 4u);
-  const char* kNext[] = {"see ",
-                         "See ",
-                         "Fuse ",
-                         "Take ",
-                         "Leave it out",
-                         "would name",
-                         "torch.profiler marks",
-                         "look for",
-                         "Look at",
-                         "Overlap",
-                         "Compare",
-                         "say which",
-                         "Trace with",
-                         "record "};
+  const char* kNext[] = {"see ",      "See ",         "Fuse ",      "replay ",
+                         "Take ",     "Leave it out", "would name", "torch.profiler marks",
+                         "look for",  "Look at",      "Overlap",    "Compare",
+                         "say which", "Trace with",   "record "};
   for (const std::string& f : report.findings) {
     EXPECT_TRUE(std::any_of(std::begin(kNext), std::end(kNext), [&f](const char* next) {
       return f.find(next) != std::string::npos;
     })) << f;
   }
+}
+
+TEST(TraceAnalysisTest, ABusyGpuIsSentToItsKernels) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 100);
+  b.op("gemm", 0, 1, 1, 99);
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
+  ASSERT_FALSE(report.findings.empty());
+  EXPECT_NE(report.findings[0].find("busy 98.0%"), std::string::npos) << report.findings[0];
+  EXPECT_NE(report.findings[0].find("see the kernel table below"), std::string::npos)
+      << report.findings[0];
 }
 
 TEST(TraceAnalysisTest, StepsGetTheirOwnBreakdownAndDataLoadingStallsAreSeen) {
