@@ -265,10 +265,9 @@ struct StreamState {
   bool open = false;  // a busy interval being merged
   int64_t busyStart = 0;
   int64_t busyEnd = 0;
-  // The Stream Wait Events on this stream not yet matched to the launch after them, by
-  // time: few (a wait precedes a launch), and at most kMaxWaits are kept.
-  std::vector<CollectedSync> waits;
 };
+// Stream Wait Events a stream keeps until the launch after them, at most: few (a wait
+// precedes a launch).
 constexpr std::size_t kMaxWaits = 16;
 // Synchronisations that may still meet a gap, at most: those running at one time.
 constexpr std::size_t kMaxOpenSyncs = 64;
@@ -487,6 +486,8 @@ class Analyzer {
     int64_t lastCallTid = 0;
     uint32_t lastCallOf = 0;
     std::vector<CollectedSync> openSyncs;  // begun, and not ended before `at`
+    // By stream, the Stream Wait Events not yet matched to the launch after them, by time.
+    std::map<uint32_t, std::vector<CollectedSync>> waits;
     // The steps that [from, to) may still meet: those begun (by start, up to nextStep) and
     // not ended before `from`, which never goes back within a device. A segment visits
     // only these, so a long step overlapping thousands of short ones costs a visit each,
@@ -533,7 +534,7 @@ class Analyzer {
     // previous launch's, which took those before it): what it was made to wait on.
     Found waitedOn;
     if (op.hasCall) {
-      auto& waits = stream.waits;
+      auto& waits = s.waits[op.stream];
       auto upTo = std::find_if(waits.begin(), waits.end(),
                                [&](const CollectedSync& w) { return w.startNs > op.callStartNs; });
       if (upTo != waits.begin()) waitedOn = foundOf(*(upTo - 1));
@@ -622,7 +623,7 @@ class Analyzer {
          syncs.pop()) {
       const CollectedSync& sync = syncs.front();
       if (sync.kind == SyncKind::StreamWaitEvent && sync.stream >= 0) {
-        auto& waits = s.streams[static_cast<uint32_t>(sync.stream)].waits;
+        auto& waits = s.waits[static_cast<uint32_t>(sync.stream)];
         if (waits.size() == kMaxWaits) waits.erase(waits.begin());
         waits.push_back(sync);
       }

@@ -39,6 +39,7 @@ CollectedTrace idleCauses() {
   b.sync("Stream Wait Event", 47, 48, 7, 12);         // stream 7 waits for stream 12's event
   b.op("Memcpy HtoD", 55, 56, 120, 130, "gpu_memcpy");  // idle 80-120: other work
   b.op("softmax", 57, 58, 170, 180);                    // idle 130-170: other
+  b.sync("Stream Wait Event", 150, 151, 12);            // on a stream with no work: no stream row
   return b.take();                                      // idle 180-200: other
 }
 
@@ -167,6 +168,7 @@ TEST(TraceAnalysisTest, WaitingOnOtherWorkNamesTheStreamWaitEventFound) {
   EXPECT_EQ(softmaxGap->cause, "other")
       << "the wait came between relu's launch and the copy's: the copy's to wait on";
   EXPECT_EQ(softmaxGap->evidence, "");
+  ASSERT_EQ(r.devices[0].streams.size(), 1u) << "stream 12 has a wait, and no work: no row";
   ASSERT_EQ(r.otherWork.size(), 1u);
   EXPECT_EQ(r.otherWork[0].gaps, 1u);
   EXPECT_EQ(r.otherWork[0].ns, 40 * kUs);
@@ -555,7 +557,7 @@ TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
   EXPECT_EQ(json["ranks"][0]["longest_gaps"][0]["evidence"],
             "Stream Wait Event on stream 7 (for stream 12's work)");
   EXPECT_EQ(json["ranks"][0]["gpu_operations"], 6);
-  EXPECT_EQ(json["ranks"][0]["sync_records"], 1);
+  EXPECT_EQ(json["ranks"][0]["sync_records"], 2);
   const std::string text = formatReport(report, {});
   EXPECT_NE(text.find("idle  70.0% = before first op   5.0% + host wait   5.0% + launch   5.0% + "
                       "kernel wait   5.0% + other work  20.0% + other  30.0%"),
