@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
@@ -52,7 +54,94 @@ std::string who(const RankReport& r, std::size_t index) {
 
 }  // namespace
 
-// What a performance engineer would say first, with the numbers.
+namespace {
+
+std::string share(double fraction) {
+  return fmt::format("{:.0f}%", 100 * fraction);
+}
+
+// The biggest part of the idle time, and what to look at for it (or, when the GPU was
+// busy, the kernels).
+std::string idleAdvice(const RankReport& r) {
+  const TimeBreakdown& t = r.time;
+  const std::pair<int64_t, std::string> parts[] = {
+      {t.beforeFirstOpNs, "most of it passed before the first GPU operation (see below)"},
+      {t.hostWaitNs,
+       "most of it the GPU waited for the host to launch work: see the longest gaps below for "
+       "what the host was doing"},
+      {t.launchNs,
+       "most of it went to launching: see the launch latency and the longest gaps below"},
+      {t.kernelWaitNs,
+       "most of it the GPU moved from one queued kernel to the next: fewer, larger kernels "
+       "(torch.compile) or a CUDA graph cut that"},
+      {t.otherWorkWaitNs,
+       "most of it queued work waited on the synchronisations named below: look at why those "
+       "waits are there (a sync in the loop, an event from a slower stream)"},
+      {t.otherIdleNs,
+       r.syncRecords == 0
+           ? "most of it the trace does not explain: record synchronisation too (`kinetrace run "
+             "--activities default,sync`) to see what queued work waited on"
+           : "most of it the trace does not explain (no launch or synchronisation it shows "
+             "accounts for it): see the longest gaps below"},
+  };
+  const auto* biggest =
+      std::max_element(std::begin(parts), std::end(parts),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (t.idleNs * 10 < t.windowNs || biggest->first <= 0) {
+    return " Little of it is idle: the kernels themselves take the time; see the kernel table "
+           "below for the ones to make faster.";
+  }
+  return " " + std::string(1, static_cast<char>(std::toupper(biggest->second[0]))) +
+         biggest->second.substr(1) + ".";
+}
+
+// The host ranges that issued the tiny kernels, named until they cover 80% of them (at
+// most three), with the share they cover when that is less. Kernels outside any host range
+// are said apart: no range to name.
+std::string tinyIssuers(const TinyKernelReport& tiny) {
+  if (tiny.count == 0) return "";
+  auto shareOf = [&tiny](uint64_t n) { return static_cast<double>(n) / tiny.count; };
+  uint64_t outside = 0;
+  for (const auto& [name, n] : tiny.issuers) {
+    if (name == "(no host range)") outside = n;
+  }
+  if (outside == tiny.count) return "none ran inside a host range the trace holds";
+  std::string from;
+  uint64_t covered = 0;
+  std::size_t named = 0;
+  for (const auto& [name, n] : tiny.issuers) {
+    if (name == "(no host range)") continue;
+    if (named == 3 || covered * 5 >= tiny.count * 4) break;
+    from += fmt::format("{}{} ({})", named ? ", " : "", shorten(name, 40), share(shareOf(n)));
+    covered += n;
+    ++named;
+  }
+  const std::string outsideText =
+      outside == 0 ? ""
+      : outside * 2 >= tiny.count
+          ? fmt::format(
+                "{} ran outside any host range (NVTX ranges, or torch.profiler's CPU "
+                "activity under `kinetrace run --torch`, would name them); ",
+                share(shareOf(outside)))
+          : fmt::format("{} ran outside any host range; ", share(shareOf(outside)));
+  if (covered * 5 >= tiny.count * 4) return outsideText + "most were issued from " + from;
+  return outsideText + "the ranges that issued the most were " + from + ": " +
+         share(shareOf(covered)) + " of them together (more in the table below)";
+}
+
+// Whether the trace runs torch.compile's Triton kernels: its top kernels, or the ranges
+// (torch.compile names them after their kernels) that issued the tiny ones.
+bool compiledAlready(const RankReport& r) {
+  auto triton = [](const std::string& name) { return name.rfind("triton_", 0) == 0; };
+  return std::any_of(r.kernels.begin(), r.kernels.end(),
+                     [&](const KernelRow& k) { return triton(k.name); }) ||
+         std::any_of(r.tiny.issuers.begin(), r.tiny.issuers.end(),
+                     [&](const auto& issuer) { return triton(issuer.first); });
+}
+
+}  // namespace
+
+// What a performance engineer would say first, with the numbers, and what to do next.
 std::vector<std::string> findingsOf(const AnalysisReport& report, const AnalysisOptions& options) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < report.ranks.size(); ++i) {
@@ -70,43 +159,111 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
     if (r.devices.empty()) {
       out.push_back(prefix +
                     "no GPU operations in the trace (kernels, copies, memsets): nothing to say "
-                    "about the GPU; was GPU activity recorded?");
+                    "about the GPU; was GPU activity recorded? Trace with `kinetrace run` or "
+                    "torch.profiler's CUDA activity (ProfilerActivity.CUDA).");
       if (!leak.empty()) out.push_back(leak);
       continue;
     }
+    // Waiting on other work, named by what was found.
+    std::string otherWork;
+    if (t.otherWorkWaitNs > 0) {
+      std::string found;
+      for (std::size_t k = 0; k < std::min<std::size_t>(2, r.otherWork.size()); ++k) {
+        found += (k ? ", " : "") + r.otherWork[k].found;
+      }
+      if (r.otherWork.size() > 2) found += ", ...";
+      otherWork = fmt::format(", {} waiting on other work ({})",
+                              percent(t.otherWorkWaitNs, t.windowNs), found);
+    }
     out.push_back(fmt::format(
-        "{}the GPU{} was busy {} and idle {} of the {} window{}: {} waiting for the host to "
-        "launch work, {} launching, {} moving between kernels, {} waiting on other work (a "
-        "sync, an event, another stream), {} other.",
+        "{}the GPU{} was busy {} and idle {} of the {} window{}: {}{} waiting for the host to "
+        "launch work, {} launching, {} moving between kernels{}, {} other.{}",
         prefix, r.devices.size() > 1 ? "s" : "", percent(t.busyNs, t.windowNs),
         percent(t.idleNs, t.windowNs),
         duration(t.windowNs / static_cast<int64_t>(r.devices.size())),
-        r.devices.size() > 1 ? " (all GPUs together)" : "", percent(t.hostWaitNs, t.windowNs),
-        percent(t.launchNs, t.windowNs), percent(t.kernelWaitNs, t.windowNs),
-        percent(t.otherWorkWaitNs, t.windowNs), percent(t.otherIdleNs, t.windowNs)));
-    if (t.windowNs > 0 && t.hostWaitNs * 5 > t.windowNs) {
+        r.devices.size() > 1 ? " (all GPUs together)" : "",
+        t.beforeFirstOpNs * 1000 >= t.windowNs  // shown from 0.1%
+            ? percent(t.beforeFirstOpNs, t.windowNs) + " before the first GPU operation, "
+            : "",
+        percent(t.hostWaitNs, t.windowNs), percent(t.launchNs, t.windowNs),
+        percent(t.kernelWaitNs, t.windowNs), otherWork, percent(t.otherIdleNs, t.windowNs),
+        idleAdvice(r)));
+    if (t.windowNs > 0 && t.beforeFirstOpNs * 10 > t.windowNs) {
       out.push_back(fmt::format(
-          "{}{} of the time the GPU waits for the host: the CPU does not launch work fast enough "
-          "(see tiny kernels and the longest gaps below).",
-          prefix, percent(t.hostWaitNs, t.windowNs)));
+          "{}{} ({} of the window) passed before the first GPU operation{}: the program "
+          "starting or the profiler warming up, not a slow launch. Leave it out: start "
+          "tracing later (torch.profiler's schedule with wait and warmup steps, `kinetrace "
+          "run --delay`), or read the per-step figures.",
+          prefix, duration(t.beforeFirstOpNs / static_cast<int64_t>(r.devices.size())),
+          percent(t.beforeFirstOpNs, t.windowNs), r.devices.size() > 1 ? " on each GPU" : ""));
+    }
+    const int64_t inCall = t.launchQueuedNs + t.launchPreviousNs;
+    if (t.windowNs > 0 && inCall * 10 > t.windowNs) {
+      out.push_back(fmt::format(
+          "{}for {} ({} of the window) the GPU had run out of work while the host was still "
+          "inside a launch call (the slowest: {}, {}): a first launch loads its kernel's module "
+          "(CUDA's lazy loading). Load modules at start (CUDA_MODULE_LOADING=EAGER), or leave "
+          "the first step out of the trace (a warm-up step).",
+          prefix, duration(inCall), percent(inCall, t.windowNs), duration(r.slowestCallNs),
+          shorten(r.slowestCallOf, 50)));
     }
     const TinyKernelReport& tiny = r.tiny;
-    if (tiny.count >= 100 && tiny.shareOfKernels >= 0.3) {
-      std::string from;
-      for (std::size_t k = 0; k < std::min<std::size_t>(3, tiny.issuers.size()); ++k) {
-        from += fmt::format("{}{} ({})", k ? ", " : "", shorten(tiny.issuers[k].first, 40),
-                            count(tiny.issuers[k].second));
-      }
+    const bool tinyFinding = tiny.count >= 100 && tiny.shareOfKernels >= 0.3;
+    if (t.windowNs > 0 && t.hostWaitNs * 5 > t.windowNs) {
       out.push_back(fmt::format(
-          "{}{} kernels under {} ({} of all kernels) ran {} on the GPU and took {} to launch{}; "
-          "most were issued from {}. Fuse them (torch.compile) or replay them as a CUDA graph.",
-          prefix, count(tiny.count), duration(options.tinyKernelNs),
-          fmt::format("{:.0f}%", 100 * tiny.shareOfKernels), duration(tiny.kernelNs),
-          duration(tiny.launchNs),
+          "{}{} of the time the GPU waits for the host: the CPU does not launch work fast "
+          "enough. See the longest gaps below for what the host was doing{}; a CUDA graph "
+          "or torch.compile's reduce-overhead mode takes launching off the host.",
+          prefix, percent(t.hostWaitNs, t.windowNs), tinyFinding ? ", and the tiny kernels" : ""));
+    }
+    int64_t afterSyncNs = 0;
+    uint64_t afterSyncGaps = 0;
+    for (const FoundRow& row : r.hostWaitAfterSync) {
+      afterSyncNs += row.ns;
+      afterSyncGaps += row.gaps;
+    }
+    if (t.windowNs > 0 && afterSyncNs * 20 > t.windowNs) {
+      out.push_back(fmt::format(
+          "{}{} gaps in which the GPU waited for the host ({}, {} of the window) opened while "
+          "the host was in a synchronisation ({}{}): it waited for the GPU to finish its work, "
+          "and only then launched more. Take syncs out of the loop (.item(), .cpu(), printing "
+          "a tensor, torch.cuda.synchronize()) or move them to the step's end.",
+          prefix, count(afterSyncGaps), duration(afterSyncNs), percent(afterSyncNs, t.windowNs),
+          r.hostWaitAfterSync.front().found, r.hostWaitAfterSync.size() > 1 ? ", ..." : ""));
+    }
+    if (tinyFinding) {
+      const std::string issuers = tinyIssuers(tiny);
+      out.push_back(fmt::format(
+          "{}{} kernels under {} ({} of all kernels) ran {} on the GPU and took {} to launch{}"
+          "{}. {}",
+          prefix, count(tiny.count), duration(options.tinyKernelNs), share(tiny.shareOfKernels),
+          duration(tiny.kernelNs), duration(tiny.launchNs),
           tiny.launchLongerCount > tiny.count / 2
               ? " (launching most took longer than running them)"
               : "",
-          from));
+          issuers.empty() ? "" : "; " + issuers,
+          compiledAlready(r)
+              ? "The trace runs torch.compile's Triton kernels already: replay the step as a "
+                "CUDA graph (torch.compile's mode=\"reduce-overhead\"), and compile what still "
+                "runs eagerly."
+              : "Fuse them (torch.compile) or replay them as a CUDA graph."));
+    }
+    if (r.gpuOps > 0 && r.opsWithHostRange == 0) {
+      out.push_back(fmt::format(
+          "{}none of the {} GPU operations can be tied to the host code that issued them: the "
+          "trace has no host ranges around their launches. NVTX ranges "
+          "(torch.cuda.nvtx.range_push, nvtxRangePush) under `kinetrace run`, kinetrace::Range "
+          "in code that links kinetrace, or torch.profiler's CPU activity (`kinetrace run "
+          "--torch`, ProfilerActivity.CPU) would name them.",
+          prefix, count(r.gpuOps)));
+    }
+    if (r.steps.empty()) {
+      out.push_back(
+          prefix +
+          "the trace has no step ranges, so there is no per-step view: torch.profiler marks "
+          "them with prof.step() (with a schedule: torch.profiler.schedule); other programs "
+          "with an NVTX range named \"step N\" around each step (`kinetrace run`), or with "
+          "kinetrace::Range(\"ProfilerStep#N\") or kinetrace::step() under a StepScheduler.");
     }
     if (t.windowNs > 0 && t.dataLoadingIdleNs * 20 > t.windowNs) {
       out.push_back(fmt::format(
@@ -124,15 +281,20 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
       }
       out.push_back(fmt::format(
           "{}{} NCCL kernels: communication alone {} of busy time; {} of their time overlapped "
-          "compute.",
+          "compute.{}",
           prefix, count(r.communicationKernels), percent(t.communicationNs, t.busyNs),
-          percent(overlap, communication)));
+          percent(overlap, communication),
+          overlap * 2 < communication
+              ? " Overlap more of it: start collectives while compute runs (DDP's gradient "
+                "buckets, async_op=True, FSDP's prefetching)."
+              : ""));
     }
     if (!r.ncclCalls.empty()) {
       const NcclCallRow& top = r.ncclCalls.front();
       out.push_back(fmt::format(
           "{}NCCL's calls took {} of GPU time; the longest in total, {}: {} operations moving {} "
-          "({} each on average) at {:.1f} GB/s.",
+          "({} each on average) at {:.1f} GB/s. Compare that with the link's bandwidth; small "
+          "messages run far below it (larger buckets help).",
           prefix,
           duration(
               std::accumulate(r.ncclCalls.begin(), r.ncclCalls.end(), int64_t{0},
@@ -146,7 +308,8 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
         r.launchLatency.p99Ns > 100'000) {
       out.push_back(fmt::format(
           "{}launch latency (launch call to start) p50 {}, p99 {}, max {}: some work queued "
-          "behind long-running operations.",
+          "behind long-running operations: the host ran ahead of the GPU, which is no loss in "
+          "itself; the launch outliers (--json) say which operations waited longest.",
           prefix, duration(r.launchLatency.p50Ns), duration(r.launchLatency.p99Ns),
           duration(r.launchLatency.maxNs)));
     }
@@ -155,9 +318,10 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
     const StragglerReport& s = report.stragglers.front();
     out.push_back(fmt::format(
         "rank {} {} {} #{} {} after the first rank: the other ranks waited for it in the "
-        "collective (a straggler).",
+        "collective (a straggler). Look at what rank {} did before it: its longest gaps, data "
+        "loading, its host.",
         s.slowRank, s.source == StragglerReport::Source::HostCall ? "called" : "started",
-        shorten(s.collective, 50), s.occurrence, duration(s.lateByNs)));
+        shorten(s.collective, 50), s.occurrence, duration(s.lateByNs), s.slowRank));
   }
   return out;
 }
@@ -171,12 +335,12 @@ void breakdownLine(std::string& out, const std::string& label, const TimeBreakdo
       percent(t.computeNs, t.windowNs), percent(t.communicationNs, t.windowNs),
       percent(t.memoryNs, t.windowNs));
   out += fmt::format(
-      "  {:<20} {:>10}  idle {:>6} = host wait {:>6} + launch {:>6} + kernel wait {:>6} + "
-      "other work {:>6} + other {:>6}; {} during data loading\n",
-      "", "", percent(t.idleNs, t.windowNs), percent(t.hostWaitNs, t.windowNs),
-      percent(t.launchNs, t.windowNs), percent(t.kernelWaitNs, t.windowNs),
-      percent(t.otherWorkWaitNs, t.windowNs), percent(t.otherIdleNs, t.windowNs),
-      percent(t.dataLoadingIdleNs, t.windowNs));
+      "  {:<20} {:>10}  idle {:>6} = before first op {:>6} + host wait {:>6} + launch {:>6} + "
+      "kernel wait {:>6} + other work {:>6} + other {:>6}; {} during data loading\n",
+      "", "", percent(t.idleNs, t.windowNs), percent(t.beforeFirstOpNs, t.windowNs),
+      percent(t.hostWaitNs, t.windowNs), percent(t.launchNs, t.windowNs),
+      percent(t.kernelWaitNs, t.windowNs), percent(t.otherWorkWaitNs, t.windowNs),
+      percent(t.otherIdleNs, t.windowNs), percent(t.dataLoadingIdleNs, t.windowNs));
 }
 
 nlohmann::ordered_json toJson(const Distribution& d) {
@@ -191,8 +355,11 @@ nlohmann::ordered_json toJson(const TimeBreakdown& t) {
           {"communication_ns", t.communicationNs},
           {"memory_ns", t.memoryNs},
           {"idle_ns", t.idleNs},
+          {"before_first_op_ns", t.beforeFirstOpNs},
           {"host_wait_ns", t.hostWaitNs},
           {"launch_ns", t.launchNs},
+          {"launch_queued_ns", t.launchQueuedNs},
+          {"launch_previous_ns", t.launchPreviousNs},
           {"kernel_wait_ns", t.kernelWaitNs},
           {"other_work_wait_ns", t.otherWorkWaitNs},
           {"other_idle_ns", t.otherIdleNs},
@@ -255,8 +422,11 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
     if (r.kernelCount > 0) {
       out += fmt::format("; {} took longer to launch than to run\n", count(tiny.launchLongerCount));
     }
-    for (const auto& [name, n] : tiny.issuers)
-      out += fmt::format("  {:>9}  {}\n", count(n), shorten(name));
+    for (const auto& [name, n] : tiny.issuers) {
+      out += fmt::format("  {:>9} {:>5}  {}\n", count(n),
+                         share(tiny.count > 0 ? static_cast<double>(n) / tiny.count : 0),
+                         shorten(name));
+    }
     if (r.launchLatency.count > 0) {
       const Distribution& l = r.launchLatency;
       out += fmt::format("Launch latency: p50 {}, p90 {}, p99 {}, max {} over {} operations\n",
@@ -266,9 +436,26 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
     if (!r.gaps.empty()) {
       out += "Longest idle gaps\n";
       for (const GapReport& g : r.gaps) {
-        out += fmt::format("  GPU {} {:>10} {:<11} before {}{}\n", g.device, duration(g.durationNs),
-                           g.cause, shorten(g.endedBy, 50),
+        out += fmt::format("  GPU {} {:>10} {:<11} before {}{}{}\n", g.device,
+                           duration(g.durationNs), g.cause, shorten(g.endedBy, 50),
+                           g.evidence.empty()                   ? ""
+                           : g.cause == "waiting on other work" ? "; waited on " + g.evidence
+                                                                : "; " + g.evidence,
                            g.hostWas.empty() ? "" : "; the host was in " + shorten(g.hostWas, 40));
+      }
+    }
+    if (!r.otherWork.empty()) {
+      out += "Waiting on other work, by what the queued work waited on\n";
+      for (const FoundRow& row : r.otherWork) {
+        out += fmt::format("  {:>10} in {:>7} gaps  {}\n", duration(row.ns), count(row.gaps),
+                           row.found);
+      }
+    }
+    if (!r.hostWaitAfterSync.empty()) {
+      out += "Host wait that began while the host was in a synchronisation\n";
+      for (const FoundRow& row : r.hostWaitAfterSync) {
+        out += fmt::format("  {:>10} in {:>7} gaps  {}\n", duration(row.ns), count(row.gaps),
+                           row.found);
       }
     }
     if (!r.ncclCalls.empty()) {
@@ -331,7 +518,12 @@ std::string reportJson(const AnalysisReport& report) {
     rank["kinds"] = kinds;
     rank["kernels"] = kernels;
     Json issuers = Json::array();
-    for (const auto& [name, n] : r.tiny.issuers) issuers.push_back({{"range", name}, {"count", n}});
+    for (const auto& [name, n] : r.tiny.issuers) {
+      issuers.push_back(
+          {{"range", name},
+           {"count", n},
+           {"share", r.tiny.count > 0 ? static_cast<double>(n) / r.tiny.count : 0.0}});
+    }
     rank["tiny_kernels"] = {{"threshold_ns", r.tiny.thresholdNs},
                             {"count", r.tiny.count},
                             {"kernel_ns", r.tiny.kernelNs},
@@ -350,10 +542,24 @@ std::string reportJson(const AnalysisReport& report) {
                       {"start_ns", g.startNs},
                       {"duration_ns", g.durationNs},
                       {"cause", g.cause},
+                      {"evidence", g.evidence},
                       {"ended_by", g.endedBy},
                       {"host_was_in", g.hostWas}});
     }
     rank["longest_gaps"] = gaps;
+    Json otherWork = Json::array();
+    for (const FoundRow& row : r.otherWork) {
+      otherWork.push_back({{"found", row.found}, {"gaps", row.gaps}, {"ns", row.ns}});
+    }
+    rank["other_work_waits"] = otherWork;
+    Json afterSync = Json::array();
+    for (const FoundRow& row : r.hostWaitAfterSync) {
+      afterSync.push_back({{"found", row.found}, {"gaps", row.gaps}, {"ns", row.ns}});
+    }
+    rank["host_wait_after_sync"] = afterSync;
+    rank["gpu_operations"] = r.gpuOps;
+    rank["operations_with_host_range"] = r.opsWithHostRange;
+    rank["sync_records"] = r.syncRecords;
     Json nccl = Json::array();
     for (const NcclCallRow& row : r.ncclCalls) {
       nccl.push_back({{"call", row.call},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -97,8 +98,11 @@ void add(TimeBreakdown& to, const TimeBreakdown& from) {
   to.communicationNs += from.communicationNs;
   to.memoryNs += from.memoryNs;
   to.idleNs += from.idleNs;
+  to.beforeFirstOpNs += from.beforeFirstOpNs;
   to.hostWaitNs += from.hostWaitNs;
   to.launchNs += from.launchNs;
+  to.launchQueuedNs += from.launchQueuedNs;
+  to.launchPreviousNs += from.launchPreviousNs;
   to.kernelWaitNs += from.kernelWaitNs;
   to.otherWorkWaitNs += from.otherWorkWaitNs;
   to.otherIdleNs += from.otherIdleNs;
@@ -154,7 +158,78 @@ struct ByStreamThenTime {
   }
 };
 
-enum class Cause { HostWait, KernelWait, OtherWork, Other };
+enum class Cause { BeforeFirstOp, HostWait, Launch, KernelWait, OtherWork, Other };
+
+// A kernel's name for a sentence: a C++ signature up to its arguments, at most 60 letters.
+std::string shortName(const std::string& name) {
+  // A signature's arguments, not a copy's "(Device -> Pinned)".
+  const std::size_t paren = name.find('(');
+  std::string out = paren != std::string::npos && paren > 0 && name[paren - 1] != ' '
+                        ? name.substr(0, paren)
+                        : name;
+  return out.size() <= 60 ? out : out.substr(0, 57) + "...";
+}
+
+std::string shortDuration(int64_t ns) {
+  char text[32];
+  if (ns >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.2f ms", static_cast<double>(ns) / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+  }
+  return text;
+}
+
+const char* causeName(Cause cause) {
+  switch (cause) {
+    case Cause::BeforeFirstOp:
+      return "before the first GPU operation";
+    case Cause::HostWait:
+      return "host wait";
+    case Cause::Launch:
+      return "launch";
+    case Cause::KernelWait:
+      return "kernel wait";
+    case Cause::OtherWork:
+      return "waiting on other work";
+    case Cause::Other:
+      return "other";
+  }
+  return "other";
+}
+
+// What a queued operation was found waiting on: a synchronisation record.
+struct Found {
+  bool any = false;
+  SyncKind kind = SyncKind::Other;
+  uint32_t device = 0;
+  int32_t stream = -1;
+  int32_t waitOnStream = -1;
+  bool operator<(const Found& o) const {
+    return std::tie(any, kind, device, stream, waitOnStream) <
+           std::tie(o.any, o.kind, o.device, o.stream, o.waitOnStream);
+  }
+};
+
+// "Stream Wait Event on stream 7 (for stream 12's work)", "Context Sync on GPU 1".
+std::string describe(const Found& found, bool severalDevices) {
+  const char* kind = found.kind == SyncKind::StreamWaitEvent ? "Stream Wait Event"
+                     : found.kind == SyncKind::EventSync     ? "Event Sync"
+                     : found.kind == SyncKind::StreamSync    ? "Stream Sync"
+                     : found.kind == SyncKind::ContextSync   ? "Context Sync"
+                                                             : "a synchronisation";
+  std::string text = kind;
+  const std::string gpu = severalDevices ? "GPU " + std::to_string(found.device) + " " : "";
+  if (found.stream >= 0) {
+    text += " on " + gpu + "stream " + std::to_string(found.stream);
+  } else if (severalDevices) {
+    text += " on GPU " + std::to_string(found.device);
+  }
+  if (found.waitOnStream >= 0) {
+    text += " (for stream " + std::to_string(found.waitOnStream) + "'s work)";
+  }
+  return text;
+}
 
 // A stretch of a device's idle time, and the operation that ended it (none: the stretch
 // after the last one).
@@ -162,10 +237,20 @@ struct Gap {
   int64_t start = 0;
   int64_t end = 0;
   bool endedByOp = false;
+  bool first = false;    // before the device's first operation
   uint32_t endedBy = 0;  // its name
   bool hasCall = false;  // whether that operation's launch call is known
   int64_t callStartNs = 0;
+  int64_t callEndNs = 0;
   int64_t callTid = 0;
+  Found found;     // what a queued operation was found waiting on
+  Found hostSync;  // for host wait: the sync the host was in when the gap opened
+  // For host wait: the launch call (of an operation that already ran) the launching thread
+  // was still in when the gap opened; inCallUntil 0: none.
+  int64_t inCallStart = 0;
+  int64_t inCallUntil = 0;
+  uint32_t inCallOf = 0;
+  Cause cause = Cause::Other;
 };
 
 // The longest gaps of the trace, with why.
@@ -180,6 +265,27 @@ struct StreamState {
   bool open = false;  // a busy interval being merged
   int64_t busyStart = 0;
   int64_t busyEnd = 0;
+};
+// Stream Wait Events a stream keeps until the launch after them, at most: few (a wait
+// precedes a launch).
+constexpr std::size_t kMaxWaits = 16;
+// Synchronisations that may still meet a gap, at most: those running at one time.
+constexpr std::size_t kMaxOpenSyncs = 64;
+
+// An operation's External id, to join to the host range that issued it.
+struct IssuedBy {
+  uint64_t externalId = 0;
+  bool tiny = false;
+};
+struct ByIssuer {
+  bool operator()(const IssuedBy& a, const IssuedBy& b) const {
+    return a.externalId != b.externalId ? a.externalId < b.externalId : a.tiny < b.tiny;
+  }
+};
+
+struct FoundTally {
+  uint64_t gaps = 0;
+  int64_t ns = 0;
 };
 
 // What the kernel table needs of each name, and of each kind.
@@ -203,7 +309,7 @@ class Analyzer {
         durations_(trace.listBytes),
         latencies_(trace.listBytes),
         queueChanges_(trace.listBytes),
-        tinyExternalIds_(trace.listBytes),
+        issuedBy_(trace.listBytes),
         collectiveStarts_(trace.listBytes) {
     Intervals loading;
     for (const CollectedRange& r : trace.dataLoading) loading.emplace_back(r.startNs, r.endNs);
@@ -223,6 +329,9 @@ class Analyzer {
 
     join(report);
     sweepDevices(report);
+    severalDevices_ = report.devices.size() > 1;
+    report.otherWork = foundRows(otherWork_);
+    report.hostWaitAfterSync = foundRows(hostSyncs_);
     for (std::size_t i = 0; i < report.steps.size(); ++i) {
       StepReport& step = report.steps[i];
       TimeBreakdown& t = stepTimes_[i];
@@ -290,6 +399,7 @@ class Analyzer {
     }
     ++kinds_[op.kind].count;
     totalNs_ += duration;
+    ++report.gpuOps;
     if (op.kind != GpuOpKind::Memory) {
       ++report.kernelCount;
       report.kernelNs += duration;
@@ -299,7 +409,13 @@ class Analyzer {
       collectiveStarts_.add({op.startNs, op.sequence, op.name});
     }
 
-    if (op.kind != GpuOpKind::Memory && duration < options_.tinyKernelNs) {
+    const bool isTiny = op.kind != GpuOpKind::Memory && duration < options_.tinyKernelNs;
+    if (op.externalId != 0) {
+      issuedBy_.add({op.externalId, isTiny});
+    } else if (isTiny) {
+      ++issuers_[kNoRange];
+    }
+    if (isTiny) {
       TinyKernelReport& tiny = report.tiny;
       ++tiny.count;
       tiny.kernelNs += duration;
@@ -308,14 +424,13 @@ class Analyzer {
         tiny.launchNs += launch;
         if (launch > duration) ++tiny.launchLongerCount;
       }
-      if (op.externalId != 0) {
-        tinyExternalIds_.add(op.externalId);
-      } else {
-        ++issuers_[kNoRange];
-      }
     }
 
     if (op.hasCall) {
+      if (op.callEndNs - op.callStartNs > report.slowestCallNs) {
+        report.slowestCallNs = op.callEndNs - op.callStartNs;
+        report.slowestCallOf = trace_.name(op.name);
+      }
       const int64_t latency = op.startNs - op.callStartNs;
       latencies_.add(latency);
       int bucket = 0;
@@ -363,6 +478,16 @@ class Analyzer {
     int64_t at = 0;
     int64_t busyStart = 0;
     std::map<uint32_t, StreamState> streams;
+    bool sawOp = false;                    // an operation that takes time has started
+    // Of the operations started so far, the launch call that ended last.
+    bool lastCall = false;
+    int64_t lastCallStart = 0;
+    int64_t lastCallEnd = 0;
+    int64_t lastCallTid = 0;
+    uint32_t lastCallOf = 0;
+    std::vector<CollectedSync> openSyncs;  // begun, and not ended before `at`
+    // By stream, the Stream Wait Events not yet matched to the launch after them, by time.
+    std::map<uint32_t, std::vector<CollectedSync>> waits;
     // The steps that [from, to) may still meet: those begun (by start, up to nextStep) and
     // not ended before `from`, which never goes back within a device. A segment visits
     // only these, so a long step overlapping thousands of short ones costs a visit each,
@@ -374,6 +499,8 @@ class Analyzer {
   void sweepDevices(RankReport& report) {
     std::optional<Sweep> sweep;
     byDevice_.sort();
+    report.syncRecords = trace_.syncs.size();
+    trace_.syncs.sort();
     for (; !byDevice_.done(); byDevice_.pop()) {
       const JoinedOp& op = byDevice_.front();
       if (!sweep || sweep->report.device != op.device) {
@@ -384,6 +511,7 @@ class Analyzer {
       addOp(*sweep, op);
     }
     if (sweep) endDevice(*sweep, report);
+    while (!trace_.syncs.done()) trace_.syncs.pop();
   }
 
   void beginDevice(Sweep& s, uint32_t device) {
@@ -401,7 +529,21 @@ class Analyzer {
   void addOp(Sweep& s, const JoinedOp& op) {
     StreamState& stream = s.streams[op.stream];
     ++stream.report.operations;
-    if (op.endNs <= op.startNs) return;  // takes no time: neither busy nor ending a gap
+    takeSyncs(s, op.startNs);
+    // The Stream Wait Events issued on its stream before its launch (and after the
+    // previous launch's, which took those before it): what it was made to wait on.
+    Found waitedOn;
+    if (op.hasCall) {
+      auto& waits = s.waits[op.stream];
+      auto upTo = std::find_if(waits.begin(), waits.end(),
+                               [&](const CollectedSync& w) { return w.startNs > op.callStartNs; });
+      if (upTo != waits.begin()) waitedOn = foundOf(*(upTo - 1));
+      waits.erase(waits.begin(), upTo);
+    }
+    if (op.endNs <= op.startNs) {  // takes no time: neither busy nor ending a gap
+      noteCall(s, op);
+      return;
+    }
     if (stream.open && op.startNs <= stream.busyEnd) {
       stream.busyEnd = std::max(stream.busyEnd, op.endNs);
     } else {
@@ -419,9 +561,21 @@ class Analyzer {
         gap.end = op.startNs;
         gap.endedByOp = true;
         gap.endedBy = op.name;
+        gap.first = !s.sawOp;
         gap.hasCall = op.hasCall;
         gap.callStartNs = op.callStartNs;
+        gap.callEndNs = op.callEndNs;
         gap.callTid = op.callTid;
+        gap.found = waitedOn;
+        gap.cause = causeOf(gap);
+        if (gap.cause == Cause::HostWait) {
+          gap.hostSync = hostSyncAt(s, gap.start, gap.end);
+          if (s.lastCall && s.lastCallTid == op.callTid && s.lastCallEnd > gap.start) {
+            gap.inCallStart = s.lastCallStart;
+            gap.inCallUntil = s.lastCallEnd;
+            gap.inCallOf = s.lastCallOf;
+          }
+        }
         idle(s, gap);
       }
       s.busyStart = op.startNs;
@@ -429,9 +583,20 @@ class Analyzer {
       busy(s, s.at, op.startNs);
     }
     s.at = std::max(s.at, op.startNs);
+    s.sawOp = true;
     s.running.emplace(op.endNs, op.kind);
     ++s.counts[static_cast<std::size_t>(op.kind)];
     ++s.active;
+    noteCall(s, op);
+  }
+
+  static void noteCall(Sweep& s, const JoinedOp& op) {
+    if (!op.hasCall || (s.lastCall && op.callEndNs <= s.lastCallEnd)) return;
+    s.lastCall = true;
+    s.lastCallStart = op.callStartNs;
+    s.lastCallEnd = op.callEndNs;
+    s.lastCallTid = op.callTid;
+    s.lastCallOf = op.name;
   }
 
   // Ends the operations that end by `until`, in order, and the busy time up to each end.
@@ -448,12 +613,65 @@ class Analyzer {
     }
   }
 
+  // Reads the device's synchronisations that begin before `until`: Stream Wait Events
+  // wait on their stream for the next launch; every one may meet a gap while it runs.
+  void takeSyncs(Sweep& s, int64_t until) {
+    auto& syncs = trace_.syncs;
+    while (!syncs.done() && syncs.front().device < s.report.device) syncs.pop();
+    for (;
+         !syncs.done() && syncs.front().device == s.report.device && syncs.front().startNs < until;
+         syncs.pop()) {
+      const CollectedSync& sync = syncs.front();
+      if (sync.kind == SyncKind::StreamWaitEvent && sync.stream >= 0) {
+        auto& waits = s.waits[static_cast<uint32_t>(sync.stream)];
+        if (waits.size() == kMaxWaits) waits.erase(waits.begin());
+        waits.push_back(sync);
+      }
+      if (s.openSyncs.size() == kMaxOpenSyncs) {
+        s.openSyncs.erase(std::min_element(
+            s.openSyncs.begin(), s.openSyncs.end(),
+            [](const CollectedSync& a, const CollectedSync& b) { return a.endNs < b.endNs; }));
+      }
+      s.openSyncs.push_back(sync);
+    }
+    // Those over before where the sweep has got to meet no later gap (a sync of no
+    // length counts as one nanosecond, so one at a gap's start is in it).
+    s.openSyncs.erase(std::remove_if(s.openSyncs.begin(), s.openSyncs.end(),
+                                     [&](const CollectedSync& sync) {
+                                       return std::max(sync.endNs, sync.startNs + 1) <= s.at;
+                                     }),
+                      s.openSyncs.end());
+  }
+
+  Found foundOf(const CollectedSync& sync) const {
+    Found found;
+    found.any = true;
+    found.kind = sync.kind;
+    found.device = sync.device;
+    found.stream = sync.stream;
+    found.waitOnStream = sync.waitOnStream;
+    return found;
+  }
+
+  // The host's sync on the device that was running when the gap [from, to) opened and
+  // ended within it: the host waited for the GPU to drain, and launched again only after.
+  Found hostSyncAt(const Sweep& s, int64_t from, int64_t to) const {
+    const CollectedSync* first = nullptr;
+    for (const CollectedSync& sync : s.openSyncs) {
+      if (sync.kind == SyncKind::StreamWaitEvent || sync.kind == SyncKind::Other) continue;
+      if (sync.startNs > from || sync.endNs < from || sync.endNs > to) continue;
+      if (first == nullptr || sync.endNs < first->endNs) first = &sync;
+    }
+    return first != nullptr ? foundOf(*first) : Found{};
+  }
+
   void endDevice(Sweep& s, RankReport& report) {
     advance(s, INT64_MAX);
     if (s.at < trace_.lastNs) {
       Gap gap;
       gap.start = s.at;
       gap.end = trace_.lastNs;
+      gap.cause = causeOf(gap);
       idle(s, gap);
     }
     for (auto& [id, stream] : s.streams) {
@@ -490,7 +708,13 @@ class Analyzer {
     auto addTo = [&](TimeBreakdown& t, int64_t a, int64_t b) { addIdle(t, gap, a, b); };
     if (trace_.lastNs > trace_.firstNs) {
       addTo(s.report.time, gap.start, gap.end);
-      if (gap.endedByOp) keepLongestGap({s.report.device, gap, causeOf(gap, gap.start, gap.end)});
+      if (gap.endedByOp) keepLongestGap({s.report.device, gap, gap.cause});
+      if (gap.cause == Cause::OtherWork || gap.hostSync.any) {
+        FoundTally& tally =
+            gap.cause == Cause::OtherWork ? otherWork_[gap.found] : hostSyncs_[gap.hostSync];
+        ++tally.gaps;
+        tally.ns += gap.end - gap.start;
+      }
     }
     forStepsIn(s, gap.start, gap.end, addTo);
   }
@@ -517,25 +741,44 @@ class Analyzer {
     }
   }
 
-  // Why the device was idle over [from, to), the part of `gap` within a window: by the
-  // operation that ended it, if it ends within the window.
-  Cause causeOf(const Gap& gap, int64_t from, int64_t to) const {
-    if (!gap.endedByOp || gap.end > to || !gap.hasCall) return Cause::Other;
-    if (gap.callStartNs >= from) return Cause::HostWait;
-    if (to - from < options_.consecutiveKernelNs) return Cause::KernelWait;
-    return Cause::OtherWork;
+  // Why the device was idle in `gap` (the definitions in trace_analysis.h).
+  Cause causeOf(const Gap& gap) const {
+    if (gap.endedByOp && gap.first) return Cause::BeforeFirstOp;
+    if (!gap.endedByOp || !gap.hasCall) return Cause::Other;
+    if (gap.callStartNs >= gap.start) return Cause::HostWait;
+    if (gap.end - gap.start < options_.consecutiveKernelNs) return Cause::KernelWait;
+    if (gap.callEndNs > gap.start) return Cause::Launch;
+    if (gap.found.any) return Cause::OtherWork;
+    return Cause::Other;
   }
 
+  // The part [from, to) of `gap` within a window: by the operation that ended the gap, if
+  // it ends within the window; the time before the first operation whatever the window.
   void addIdle(TimeBreakdown& t, const Gap& gap, int64_t from, int64_t to) const {
     const int64_t length = to - from;
     t.dataLoadingIdleNs += overlapWith(dataLoading_, from, to);
-    switch (causeOf(gap, from, to)) {
+    const Cause cause =
+        gap.cause != Cause::BeforeFirstOp && gap.end > to ? Cause::Other : gap.cause;
+    switch (cause) {
+      case Cause::BeforeFirstOp:
+        t.beforeFirstOpNs += length;
+        break;
       case Cause::HostWait: {
-        const int64_t hostWait = std::min(gap.callStartNs, to) - from;
-        t.hostWaitNs += hostWait;
-        t.launchNs += length - hostWait;
+        // [gap start, in call) the host was still in an earlier launch call, [in call,
+        // call start) host wait, [call start, end) launching.
+        const int64_t callStart = std::clamp(gap.callStartNs, from, to);
+        const int64_t inCall = std::clamp(
+            gap.inCallUntil > gap.start ? std::min(gap.inCallUntil, gap.callStartNs) : gap.start,
+            from, callStart);
+        t.launchPreviousNs += inCall - from;
+        t.hostWaitNs += callStart - inCall;
+        t.launchNs += (inCall - from) + (to - callStart);
         break;
       }
+      case Cause::Launch:
+        t.launchNs += length;
+        t.launchQueuedNs += length;
+        break;
       case Cause::KernelWait:
         t.kernelWaitNs += length;
         break;
@@ -705,10 +948,11 @@ class Analyzer {
         report.kernelCount > 0 ? static_cast<double>(tiny.count) / report.kernelCount : 0;
     ExternalSorter<ExternalIdRange, ByExternalId>& ranges = trace_.rangeOfExternalId;
     ranges.sort();
-    tinyExternalIds_.drain([&](uint64_t id) {
-      while (!ranges.done() && ranges.front().externalId < id) ranges.pop();
-      const bool found = !ranges.done() && ranges.front().externalId == id;
-      ++issuers_[found ? ranges.front().name : kNoRange];
+    issuedBy_.drain([&](const IssuedBy& op) {
+      while (!ranges.done() && ranges.front().externalId < op.externalId) ranges.pop();
+      const bool found = !ranges.done() && ranges.front().externalId == op.externalId;
+      if (found) ++report.opsWithHostRange;
+      if (op.tiny) ++issuers_[found ? ranges.front().name : kNoRange];
     });
     while (!ranges.done()) ranges.pop();
     for (const auto& [name, count] : issuers_) {
@@ -718,6 +962,18 @@ class Analyzer {
       return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
     if (tiny.issuers.size() > options_.top) tiny.issuers.resize(options_.top);
+  }
+
+  // Gaps by what was found in them, longest first.
+  std::vector<FoundRow> foundRows(const std::map<Found, FoundTally>& tallies) const {
+    std::vector<FoundRow> rows;
+    for (const auto& [found, tally] : tallies) {
+      rows.push_back({describe(found, severalDevices_), tally.gaps, tally.ns});
+    }
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const FoundRow& a, const FoundRow& b) { return a.ns > b.ns; });
+    if (rows.size() > options_.top) rows.resize(options_.top);
+    return rows;
   }
 
   // The longest gaps, each with the innermost host range open on the launching thread at
@@ -746,10 +1002,20 @@ class Analyzer {
       g.device = kept.device;
       g.startNs = kept.gap.start;
       g.durationNs = kept.gap.end - kept.gap.start;
-      g.cause = kept.cause == Cause::HostWait     ? "host wait"
-                : kept.cause == Cause::KernelWait ? "kernel wait"
-                : kept.cause == Cause::OtherWork  ? "waiting on other work"
-                                                  : "other";
+      g.cause = causeName(kept.cause);
+      const Gap& gap = kept.gap;
+      if (gap.inCallUntil > gap.start) {
+        // Mostly spent in an earlier launch call: a launch that took long.
+        const int64_t inCall = std::min(gap.inCallUntil, gap.callStartNs) - gap.start;
+        if (2 * inCall >= gap.callStartNs - gap.start) g.cause = causeName(Cause::Launch);
+        g.evidence = "the host was still in the launch call of " +
+                     shortName(trace_.name(gap.inCallOf)) + " (it took " +
+                     shortDuration(gap.inCallUntil - gap.inCallStart) + ")";
+      }
+      if (kept.cause == Cause::OtherWork) g.evidence = describe(kept.gap.found, severalDevices_);
+      if (kept.gap.hostSync.any) {
+        g.evidence = "the host was in " + describe(kept.gap.hostSync, severalDevices_);
+      }
       g.endedBy = trace_.name(kept.gap.endedBy);
       if (found[i]) g.hostWas = trace_.name(innermost[i].name);
       out.push_back(std::move(g));
@@ -857,7 +1123,7 @@ class Analyzer {
   ExternalSorter<KeyedDuration, ByKeyThenDuration> durations_;
   ExternalSorter<int64_t, std::less<>> latencies_;
   ExternalSorter<QueueChange, ByStreamThenTime> queueChanges_;
-  ExternalSorter<uint64_t, std::less<>> tinyExternalIds_;
+  ExternalSorter<IssuedBy, ByIssuer> issuedBy_;
   ExternalSorter<CollectiveStart, ByStart> collectiveStarts_;
 
   std::unordered_map<uint32_t, Tally> names_;
@@ -866,6 +1132,10 @@ class Analyzer {
   std::unordered_map<uint32_t, uint64_t> issuers_;  // range name (or kNoRange) -> count
   std::vector<LaunchOutlier> outliers_;
   std::vector<KeptGap> gaps_;
+  // Gaps by what was found: a few kinds and streams.
+  std::map<Found, FoundTally> otherWork_;
+  std::map<Found, FoundTally> hostSyncs_;
+  bool severalDevices_ = false;
 };
 // The Nth collective of each name across ranks: the rank that started it last kept the
 // others waiting (on one host, ranks share a clock; across hosts the skew adds). NCCL

@@ -18,18 +18,37 @@
 //   compute / communication / memory
 //                busy time split by what ran: compute when a non-NCCL kernel ran, else
 //                communication when an NCCL kernel ran, else memory (copies, memsets)
-//   idle causes  for each gap in the device's busy time (the time before its first
-//                operation included), by the operation that ended it: if its launch call
-//                began after the gap opened, the GPU waited for the host ("host wait", up
-//                to the call's start; the rest, from the call to the operation's start,
-//                "launch"); if the call came before the gap, the operation was queued:
-//                a gap shorter than the consecutive-kernel delay (30 ns) is the GPU
-//                moving from one kernel to the next ("kernel wait"), a longer one the
-//                operation waiting on other work ("waiting on other work": a sync, an
-//                event, another stream); a gap with no known call, and the time after the
-//                last operation, "other". HTA's breakdown has the same host wait (with
-//                launch in it) and kernel wait; its "other" is waiting on other work plus
-//                other
+//   idle causes  for each gap in the device's busy time, by the operation that ended it:
+//                  before the first GPU operation   the time from the window's start to the
+//                                   device's first operation: the program starting, the
+//                                   profiler warming up; no launch was late
+//                  host wait        its launch call began after the gap opened: the GPU
+//                                   waited for the host, up to the call's start; the rest,
+//                                   from the call to the operation's start, is "launch",
+//                                   and so is the time the launching thread was still in
+//                                   an earlier operation's launch call
+//                the call came before the gap (the operation was queued):
+//                  kernel wait      the gap is shorter than the consecutive-kernel delay:
+//                                   the GPU moving from one kernel to the next
+//                  launch           the launch call was still running when the gap opened:
+//                                   the host was inside it (lazy module loading makes a
+//                                   first launch take milliseconds)
+//                  waiting on other work   the trace shows what it waited on: a Stream Wait
+//                                   Event on its stream issued after the stream's previous
+//                                   launch and before its own (each gap names it). Event,
+//                                   stream and context syncs block the host, not queued
+//                                   work: they explain host wait instead (a host-wait gap
+//                                   that opened while the host was in one says so)
+//                  other            nothing in the trace says why (and any gap without a
+//                                   known launch call, and the time after the last
+//                                   operation)
+//                HTA's breakdown (per stream, from each stream's first kernel) has the same
+//                host wait (with launch in it, but for launchQueuedNs) and kernel wait; its
+//                "other" is waiting on other work, other, and launchQueuedNs
+//   consecutive-kernel delay   30 us by default, as HTA computes it: its
+//                consecutive_kernel_delay defaults to 30 and is compared with gaps in the
+//                trace's microseconds (its docstring says nanoseconds); real gaps between
+//                queued kernels are 1-3 us, so a threshold of 30 ns would never be met
 //   launch latency   an operation's start minus its launch call's start
 //   queue depth  per stream, operations launched and not yet started (HTA's queue length)
 //   tiny kernels     kernels shorter than a threshold (default 10 us)
@@ -43,8 +62,9 @@ namespace kinetrace::detail {
 struct AnalysisOptions {
   int64_t tinyKernelNs = 10'000;
   // A queued operation's gap shorter than this is "kernel wait" (HTA's
-  // consecutive_kernel_delay), a longer one "waiting on other work".
-  int64_t consecutiveKernelNs = 30;
+  // consecutive_kernel_delay: 30 us in effect, see above); `kinetrace analyze
+  // --kernel-wait-us`.
+  int64_t consecutiveKernelNs = 30'000;
   std::size_t top = 10;  // rows of each table
   // Steps shown in the text and HTML reports (the JSON has them all): a long run has
   // thousands.
@@ -68,8 +88,14 @@ struct TimeBreakdown {
   int64_t communicationNs = 0;
   int64_t memoryNs = 0;
   int64_t idleNs = 0;
+  int64_t beforeFirstOpNs = 0;  // before the device's first operation
   int64_t hostWaitNs = 0;
   int64_t launchNs = 0;
+  // Of launchNs, the host still in a launch call when the GPU ran out of work (a first
+  // launch loading its module takes milliseconds): of a queued operation's own call (HTA:
+  // other), or of an operation that already ran (HTA: host wait).
+  int64_t launchQueuedNs = 0;
+  int64_t launchPreviousNs = 0;
   int64_t kernelWaitNs = 0;
   int64_t otherWorkWaitNs = 0;
   int64_t otherIdleNs = 0;
@@ -116,7 +142,12 @@ struct GapReport {
   uint32_t device = 0;
   int64_t startNs = 0;
   int64_t durationNs = 0;
-  std::string cause;    // host wait, kernel wait, waiting on other work, other
+  // before the first GPU operation, host wait, launch, kernel wait, waiting on other work,
+  // other
+  std::string cause;
+  // What was found: for waiting on other work, what it waited on ("Stream Wait Event on
+  // stream 7"); for host wait, the sync the host was in when the gap opened.
+  std::string evidence;
   std::string endedBy;  // the operation that ended it
   std::string hostWas;  // the innermost host range open on the launching thread, or ""
 };
@@ -129,6 +160,13 @@ struct TinyKernelReport {
   uint64_t launchLongerCount = 0;  // whose launch call took longer than the kernel
   double shareOfKernels = 0;       // count over all kernels
   std::vector<std::pair<std::string, uint64_t>> issuers;  // host range -> count, most first
+};
+
+// Gaps by the synchronisation found in them ("Stream Wait Event on stream 7").
+struct FoundRow {
+  std::string found;
+  uint64_t gaps = 0;
+  int64_t ns = 0;
 };
 
 struct LaunchOutlier {
@@ -171,6 +209,14 @@ struct RankReport {
   Distribution launchLatency;
   std::vector<LaunchOutlier> launchOutliers;
   std::vector<GapReport> gaps;  // longest first (top N)
+  std::vector<FoundRow> otherWork;  // waiting on other work, by what it waited on (top N)
+  // Host-wait gaps that opened while the host was in a sync (Stream Sync, ...), by it.
+  std::vector<FoundRow> hostWaitAfterSync;
+  uint64_t gpuOps = 0;            // kernels, copies, memsets
+  uint64_t opsWithHostRange = 0;  // of them, tied to the host range that issued them
+  uint64_t syncRecords = 0;       // cuda_sync records in the trace
+  int64_t slowestCallNs = 0;      // the longest launch call of a GPU operation
+  std::string slowestCallOf;      // that operation
   MemoryReport memory;
   // Launch latencies by power-of-two bucket: [0] under 1 us, [k] from 2^(k-1) to 2^k us,
   // the last everything from 2^(kLatencyBuckets-2) us up.

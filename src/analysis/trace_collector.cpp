@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <optional>
 
 namespace kinetrace::detail {
@@ -39,6 +40,27 @@ bool containsNoCase(std::string_view text, std::string_view part) {
 bool isDataLoading(std::string_view name) {
   return containsNoCase(name, "dataloader") || containsNoCase(name, "data_loader") ||
          containsNoCase(name, "data loader");
+}
+
+// A step's range: torch.profiler's and kinetrace's "ProfilerStep#N", or a range named
+// "step" and its number ("step 12", "Step#3", "step_4"), as `kinetrace run`'s NVTX step
+// marks are named. The number keeps "step" in other names (optimizer.step) out.
+bool isStep(std::string_view name) {
+  if (name.rfind("ProfilerStep#", 0) == 0) return true;
+  if (name.size() < 5 || !containsNoCase(name.substr(0, 4), "step")) return false;
+  std::size_t at = 4;
+  while (at < name.size() && (name[at] == ' ' || name[at] == '#' || name[at] == '_' ||
+                              name[at] == ':' || name[at] == '-'))
+    ++at;
+  return at < name.size() && std::isdigit(static_cast<unsigned char>(name[at]));
+}
+
+SyncKind syncKindOf(std::string_view name) {
+  if (name == "Stream Wait Event") return SyncKind::StreamWaitEvent;
+  if (name == "Event Sync") return SyncKind::EventSync;
+  if (name == "Stream Sync") return SyncKind::StreamSync;
+  if (name == "Context Sync") return SyncKind::ContextSync;
+  return SyncKind::Other;
 }
 
 }  // namespace
@@ -98,7 +120,25 @@ void TraceCollector::write(const Event& event) {
     noteNcclCall(event);
     return;
   }
-  if (cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "overhead") return;
+  if (cat == "cuda_sync") {
+    CollectedSync sync;
+    sync.startNs = event.timestampNs;
+    sync.endNs = end;
+    sync.sequence = trace_.syncs.size();
+    sync.device = static_cast<uint32_t>(intArg(event, "device").value_or(event.pid));
+    sync.kind = syncKindOf(event.name);
+    // Context and event syncs are on no stream: torch.profiler writes -1, kinetrace 0.
+    const int64_t stream = intArg(event, "stream").value_or(-1);
+    sync.stream = sync.kind == SyncKind::ContextSync || sync.kind == SyncKind::EventSync ||
+                          stream < 0 || stream > INT32_MAX
+                      ? -1
+                      : static_cast<int32_t>(stream);
+    const int64_t waitOn = intArg(event, "wait_on_stream").value_or(-1);
+    sync.waitOnStream = waitOn < 0 || waitOn > INT32_MAX ? -1 : static_cast<int32_t>(waitOn);
+    trace_.syncs.add(sync);
+    return;
+  }
+  if (cat == "gpu_user_annotation" || cat == "overhead") return;
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
     if (auto correlation = intArg(event, "correlation")) {
       trace_.calls.add(
@@ -107,7 +147,7 @@ void TraceCollector::write(const Event& event) {
     return;
   }
   CollectedRange range{event.timestampNs, end, event.tid, intern(event.name)};
-  if (event.name.rfind("ProfilerStep#", 0) == 0) trace_.steps.push_back(range);
+  if (isStep(event.name)) trace_.steps.push_back(range);
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
   if (event.name.rfind("c10d::", 0) == 0) {
     trace_.collectiveCalls.add({event.timestampNs, trace_.collectiveCalls.size(), range.name});

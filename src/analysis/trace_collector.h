@@ -19,7 +19,11 @@
 //                    "device" argument (else pid), stream from "stream" (else tid),
 //                    "correlation", "External id"
 //   launch calls     "X" of category cuda_runtime or cuda_driver with a "correlation"
-//   host ranges      "X" of any other category on a host process: steps (ProfilerStep#N),
+//   synchronisation  "X" of category cuda_sync (Stream Wait Event, Event Sync, Stream Sync,
+//                    Context Sync): device and stream as for GPU operations, and the
+//                    stream a Stream Wait Event waits on ("wait_on_stream", torch.profiler's)
+//   host ranges      "X" of any other category on a host process: steps (ProfilerStep#N,
+//                    or a range named "step" and a number: "step 12", NVTX step marks),
 //                    data-loading ranges (a name containing "DataLoader", "dataloader",
 //                    "data_loader" or "data loader"), and the names of ranges with an
 //                    "External id" (what issued a kernel)
@@ -50,6 +54,24 @@ struct CollectedGpuOp {
   uint32_t device = 0;
   uint32_t stream = 0;
   GpuOpKind kind = GpuOpKind::Compute;
+};
+
+enum class SyncKind : uint8_t { StreamWaitEvent, EventSync, StreamSync, ContextSync, Other };
+
+struct CollectedSync {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint64_t sequence = 0;  // syncs starting together keep the trace's order
+  uint32_t device = 0;
+  int32_t stream = -1;        // -1: none (a context-wide sync)
+  int32_t waitOnStream = -1;  // a Stream Wait Event's event's stream, where the trace says
+  SyncKind kind = SyncKind::Other;
+};
+struct ByDeviceThenStartTime {
+  bool operator()(const CollectedSync& a, const CollectedSync& b) const {
+    if (a.device != b.device) return a.device < b.device;
+    return a.startNs != b.startNs ? a.startNs < b.startNs : a.sequence < b.sequence;
+  }
 };
 
 struct CollectedCall {
@@ -135,6 +157,7 @@ struct CollectedTrace {
       : listBytes(bytesPerList),
         gpuOps(bytesPerList),
         calls(bytesPerList),
+        syncs(bytesPerList),
         hostRanges(bytesPerList),
         rangeOfExternalId(bytesPerList),
         memory(bytesPerList),
@@ -151,6 +174,7 @@ struct CollectedTrace {
   // correlation id: CUPTI's ids are unique within a process, and a trace holds one).
   ExternalSorter<CollectedGpuOp, ByCorrelation> gpuOps;
   ExternalSorter<CollectedCall, ByCorrelation> calls;
+  ExternalSorter<CollectedSync, ByDeviceThenStartTime> syncs;
   std::vector<CollectedRange> steps;
   std::vector<CollectedRange> dataLoading;
   SpilledList<CollectedRange> hostRanges;  // every host range, for "what the host was doing"

@@ -15,152 +15,206 @@
 
 #include "analysis/trace_collector.h"
 #include "analysis/trace_reader.h"
+#include "analysis_trace_builder.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::detail {
 namespace {
 
-constexpr int64_t kBase = 1'700'000'000'000'000'000;
-constexpr int64_t kUs = 1'000;
-constexpr int64_t kHostPid = 77;
+// TraceBuilder, analyze() and one(): analysis_trace_builder.h.
 
-// Builds a trace's events in microseconds from kBase, as kinetrace and libkineto lay them
-// out, straight into the collector.
-class TraceBuilder {
- public:
-  // `memoryBytes`: the analysis's budget (spill.h); a tiny one sends every list to its file.
-  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultAnalysisMemoryBytes)
-      : collector_("t.json", memoryBytes) {
-    TraceHeader header{"t.json", kBase, {}};
-    if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
-    collector_.begin(header);
-  }
-
-  // A host range on the main thread; externalId 0: none.
-  TraceBuilder& range(const std::string& name, int64_t startUs, int64_t endUs,
-                      int64_t externalId = 0, const std::string& category = "user_annotation",
-                      int64_t tid = 1) {
-    Arg args[] = {{"External id", externalId}};
-    write(Phase::Complete, name, category, kHostPid, tid, startUs, endUs, args,
-          externalId != 0 ? 1 : 0);
-    return *this;
-  }
-
-  // A launch call and the GPU operation it queued.
-  TraceBuilder& op(const std::string& name, int64_t callUs, int64_t callEndUs, int64_t startUs,
-                   int64_t endUs, const std::string& category = "kernel", uint32_t stream = 7,
-                   int64_t externalId = 0, int64_t device = 0) {
-    const int64_t correlation = ++correlation_;
-    Arg callArgs[] = {{"cbid", int64_t{211}}, {"correlation", correlation}};
-    write(Phase::Complete, "cudaLaunchKernel", "cuda_runtime", kHostPid, 1, callUs, callEndUs,
-          callArgs, 2);
-    Arg opArgs[] = {{"device", device},
-                    {"stream", int64_t{stream}},
-                    {"correlation", correlation},
-                    {"External id", externalId}};
-    write(Phase::Complete, name, category, device, stream, startUs, endUs, opArgs, 4);
-    return *this;
-  }
-
-  // A GPU operation launched inside an NCCL call, as kinetrace writes it from NCCL's NVTX
-  // payload: "nccl call" and "nccl bytes".
-  TraceBuilder& ncclOp(const std::string& name, const std::string& category,
-                       const std::string& call, int64_t bytes, int64_t startUs, int64_t endUs) {
-    Arg args[] = {{"device", int64_t{0}},
-                  {"stream", int64_t{9}},
-                  {"nccl call", std::string_view(call)},
-                  {"nccl bytes", bytes}};
-    write(Phase::Complete, name, category, 0, 9, startUs, endUs, args, 4);
-    return *this;
-  }
-
-  TraceBuilder& memory(int64_t atUs, int64_t allocated) {
-    Arg args[] = {{"Total Allocated", allocated}, {"Bytes", int64_t{1}}};
-    write(Phase::Instant, "[memory]", "cpu_instant_event", kHostPid, 1, atUs, atUs, args, 2);
-    return *this;
-  }
-
-  CollectedTrace take() {
-    collector_.end({});
-    return collector_.take();
-  }
-
- private:
-  void write(Phase phase, const std::string& name, const std::string& category, int64_t pid,
-             int64_t tid, int64_t startUs, int64_t endUs, const Arg* args, std::size_t argCount) {
-    Event e;
-    e.phase = phase;
-    e.name = name;
-    e.category = category;
-    e.pid = pid;
-    e.tid = tid;
-    e.timestampNs = kBase + startUs * kUs;
-    e.durationNs = (endUs - startUs) * kUs;
-    e.args = args;
-    e.argCount = argCount;
-    collector_.write(e);
-  }
-
-  TraceCollector collector_;
-  int64_t correlation_ = 0;
-};
-
-RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {
-  return analyzeTrace(std::move(trace), options);
-}
-
-std::vector<CollectedTrace> one(CollectedTrace trace) {
-  std::vector<CollectedTrace> traces;
-  traces.push_back(std::move(trace));
-  return traces;
-}
-
-// One GPU, 100 us: a compute kernel whose launch began 5 us into the window, an NCCL kernel
-// queued behind it, a gap while the host was busy, a copy that waited on other work (it was
-// launched long before the GPU ran it, after a 10 us gap).
+// One GPU, 200 us, one of each idle cause: the time before the first kernel; a gap while
+// the host was busy (host wait, then launch); a queued kernel 10 us after the one before
+// it (kernel wait, under HTA's 30 us); a queued copy made to wait by a Stream Wait Event
+// (waiting on other work); a queued kernel that waited 40 us for nothing the trace shows
+// (other); the time after the last operation (other).
 CollectedTrace idleCauses() {
   TraceBuilder b;
-  b.range("ProfilerStep#1", 0, 100);
-  b.op("gemm", 5, 8, 10, 20);                  // idle 0-10: host 0-5, launch 5-10
+  b.range("ProfilerStep#1", 0, 200);
+  b.op("gemm", 5, 8, 10, 20);                  // idle 0-10: before the first GPU operation
   b.op("ncclKernel_AllReduce", 8, 9, 20, 30);  // queued: no gap
   b.range("optimizer.step", 30, 45);
   b.op("gemm", 40, 42, 50, 60);                       // idle 30-50: host 30-40, launch 40-50
-  b.op("Memcpy HtoD", 55, 56, 70, 80, "gpu_memcpy");  // idle 60-70, queued at 55: other work
-  return b.take();                                    // idle 80-100: other
+  b.op("relu", 45, 46, 70, 80);                       // idle 60-70, queued: kernel wait
+  b.sync("Stream Wait Event", 47, 48, 7, 12);         // stream 7 waits for stream 12's event
+  b.op("Memcpy HtoD", 55, 56, 120, 130, "gpu_memcpy");  // idle 80-120: other work
+  b.op("softmax", 57, 58, 170, 180);                    // idle 130-170: other
+  b.sync("Stream Wait Event", 150, 151, 12);            // on a stream with no work: no stream row
+  return b.take();                                      // idle 180-200: other
 }
 
 TEST(TraceAnalysisTest, BusyTimeSplitsByWhatRanAndIdleTimeByWhyTheGpuWaited) {
   const RankReport r = analyze(idleCauses());
   ASSERT_EQ(r.devices.size(), 1u);
   const TimeBreakdown& t = r.devices[0].time;
-  EXPECT_EQ(t.windowNs, 100 * kUs);
-  EXPECT_EQ(t.busyNs, 40 * kUs);
-  EXPECT_EQ(t.computeNs, 20 * kUs);
+  EXPECT_EQ(t.windowNs, 200 * kUs);
+  EXPECT_EQ(t.busyNs, 60 * kUs);
+  EXPECT_EQ(t.computeNs, 40 * kUs);
   EXPECT_EQ(t.communicationNs, 10 * kUs);
   EXPECT_EQ(t.memoryNs, 10 * kUs);
-  EXPECT_EQ(t.idleNs, 60 * kUs);
-  EXPECT_EQ(t.hostWaitNs, 15 * kUs);
-  EXPECT_EQ(t.launchNs, 15 * kUs);
-  EXPECT_EQ(t.kernelWaitNs, 0);
-  EXPECT_EQ(t.otherWorkWaitNs, 10 * kUs);
-  EXPECT_EQ(t.otherIdleNs, 20 * kUs);
+  EXPECT_EQ(t.idleNs, 140 * kUs);
+  EXPECT_EQ(t.beforeFirstOpNs, 10 * kUs);
+  EXPECT_EQ(t.hostWaitNs, 10 * kUs);
+  EXPECT_EQ(t.launchNs, 10 * kUs);
+  EXPECT_EQ(t.launchQueuedNs, 0);
+  EXPECT_EQ(t.kernelWaitNs, 10 * kUs);
+  EXPECT_EQ(t.otherWorkWaitNs, 40 * kUs);
+  EXPECT_EQ(t.otherIdleNs, 60 * kUs);
   EXPECT_EQ(r.time.busyNs, t.busyNs) << "one device: the trace's total is the device's";
 }
 
 // HTA's split of a queued operation's gap: shorter than the consecutive-kernel delay, the
-// GPU moving on to the next kernel ("kernel wait"); longer, waiting on other work.
-TEST(TraceAnalysisTest, AQueuedGapShorterThanTheConsecutiveKernelDelayIsKernelWait) {
-  AnalysisOptions options;
-  options.consecutiveKernelNs = 15 * kUs;
-  const TimeBreakdown t = analyze(idleCauses(), options).devices[0].time;
-  EXPECT_EQ(t.kernelWaitNs, 10 * kUs);
+// GPU moving on to the next kernel ("kernel wait"). HTA compares its default, 30, with
+// gaps in microseconds: 30 us is the default here too.
+TEST(TraceAnalysisTest, AQueuedGapShorterThanThirtyMicrosecondsIsKernelWaitAsInHta) {
+  TraceBuilder b;
+  b.op("a", 0, 1, 10, 20);
+  b.op("b", 2, 3, 22, 30);    // queued, 2 us after a: kernel wait
+  b.op("c", 4, 5, 59, 70);    // queued, 29 us after b: kernel wait
+  b.op("d", 6, 7, 100, 110);  // queued, 30 us after c: not (HTA's test is "shorter than")
+  const TimeBreakdown t = analyze(b.take()).devices[0].time;
+  EXPECT_EQ(t.kernelWaitNs, 31 * kUs);
+  EXPECT_EQ(t.otherIdleNs, 30 * kUs) << "nothing in the trace says why d waited";
   EXPECT_EQ(t.otherWorkWaitNs, 0);
-  EXPECT_EQ(t.hostWaitNs, 15 * kUs) << "host wait does not depend on it";
-  const RankReport r = analyze(idleCauses());
+
+  AnalysisOptions options;
+  options.consecutiveKernelNs = 5 * kUs;
+  const TimeBreakdown narrow = analyze(idleCauses(), options).devices[0].time;
+  EXPECT_EQ(narrow.kernelWaitNs, 0);
+  EXPECT_EQ(narrow.otherIdleNs, 70 * kUs) << "relu's 10 us gap is no longer kernel wait";
+  EXPECT_EQ(narrow.hostWaitNs, 10 * kUs) << "host wait does not depend on it";
+}
+
+// The time before the first GPU operation is the program starting or the profiler warming
+// up, whatever launched that operation: never "host wait", never sent to tiny kernels.
+TEST(TraceAnalysisTest, TheTimeBeforeTheFirstGpuOperationIsItsOwnCause) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 30'000);
+  b.range("aten::copy_", 23'990, 24'010, 1, "cpu_op");
+  b.op("Memcpy HtoD", 24'000, 24'005, 24'010, 24'100, "gpu_memcpy", 7, 1);
+  for (int i = 0; i < 50; ++i) {
+    b.op("gemm", 24'100 + i * 100, 24'101 + i * 100, 24'102 + i * 100, 24'200 + i * 100);
+  }
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
+  const RankReport& r = report.ranks[0];
+  EXPECT_EQ(r.time.beforeFirstOpNs, 24'010 * kUs);
+  EXPECT_LT(r.time.hostWaitNs, 1'000 * kUs);
+  ASSERT_FALSE(r.gaps.empty());
+  EXPECT_EQ(r.gaps[0].cause, "before the first GPU operation");
+  EXPECT_EQ(r.steps[0].time.beforeFirstOpNs, 24'010 * kUs) << "in the step's view too";
+  const std::string text = ::testing::PrintToString(report.findings);
+  EXPECT_NE(text.find("24.01 ms (80.0% of the window) passed before the first GPU operation"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("start tracing later"), std::string::npos) << text;
+  EXPECT_EQ(text.find("host wait in"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tiny kernels"), std::string::npos) << "there are none: " << text;
+  EXPECT_EQ(text.find("waits for the host"), std::string::npos) << text;
+}
+
+// A queued operation whose launch call had not returned when the GPU ran out of work was
+// being launched (a first launch loading its module takes milliseconds).
+TEST(TraceAnalysisTest, AGapWhileTheQueuedOperationsLaunchCallStillRanIsLaunchTime) {
+  TraceBuilder b;
+  b.op("a", 0, 1, 2, 10);
+  b.op("first_use", 5, 2'000, 2'010, 2'020);  // the call began while a ran, ended long after
+  const RankReport r = analyze(b.take());
+  const TimeBreakdown& t = r.devices[0].time;
+  EXPECT_EQ(t.launchNs, 2'000 * kUs);
+  EXPECT_EQ(t.launchQueuedNs, 2'000 * kUs) << "HTA counts this as other";
+  EXPECT_EQ(t.otherIdleNs + t.otherWorkWaitNs + t.hostWaitNs, 0);
+  ASSERT_FALSE(r.gaps.empty());
+  EXPECT_EQ(r.gaps[0].cause, "launch");
+}
+
+// The launching thread still inside an earlier launch call (a first launch loading its
+// module) when the GPU ran out of work: launch time, not host wait, and said so.
+TEST(TraceAnalysisTest, AGapWhileTheHostWasStillInAnEarlierLaunchCallIsLaunchTime) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 3'100);
+  b.op("first", 0, 2'800, 10, 11);             // ran at once; its call returned at 2,800
+  b.op("second", 2'810, 2'820, 2'830, 2'840);  // launched once the first call returned
+  b.op("third", 2'850, 2'860, 3'000, 3'100);   // a host wait of its own, no call before it
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
+  const RankReport& r = report.ranks[0];
+  const TimeBreakdown& t = r.devices[0].time;
+  EXPECT_EQ(t.launchPreviousNs, (2'800 - 11) * kUs);
+  EXPECT_EQ(t.hostWaitNs, 10 * kUs + 10 * kUs) << "2,800-2,810 and 2,840-2,850";
+  EXPECT_EQ(t.launchNs, (2'800 - 11 + 20 + 150) * kUs);
+  ASSERT_FALSE(r.gaps.empty());
+  EXPECT_EQ(r.gaps[0].cause, "launch");
+  EXPECT_EQ(r.gaps[0].evidence, "the host was still in the launch call of first (it took 2.80 ms)");
+  EXPECT_EQ(r.slowestCallNs, 2'800 * kUs);
+  const std::string findings = ::testing::PrintToString(report.findings);
+  EXPECT_NE(findings.find("still inside a launch call (the slowest: 2.80 ms, first)"),
+            std::string::npos)
+      << findings;
+  EXPECT_NE(findings.find("CUDA_MODULE_LOADING=EAGER"), std::string::npos);
+}
+
+// "Waiting on other work" only where the trace shows what: a Stream Wait Event on the
+// operation's stream since the stream's previous launch, named in the gap and the finding.
+TEST(TraceAnalysisTest, WaitingOnOtherWorkNamesTheStreamWaitEventFound) {
+  const AnalysisReport report = analyzeTraces(one(idleCauses()), {});
+  const RankReport& r = report.ranks[0];
   const auto copyGap = std::find_if(r.gaps.begin(), r.gaps.end(),
                                     [](const GapReport& g) { return g.endedBy == "Memcpy HtoD"; });
   ASSERT_NE(copyGap, r.gaps.end());
   EXPECT_EQ(copyGap->cause, "waiting on other work");
+  EXPECT_EQ(copyGap->evidence, "Stream Wait Event on stream 7 (for stream 12's work)");
+  const auto softmaxGap = std::find_if(r.gaps.begin(), r.gaps.end(),
+                                       [](const GapReport& g) { return g.endedBy == "softmax"; });
+  ASSERT_NE(softmaxGap, r.gaps.end());
+  EXPECT_EQ(softmaxGap->cause, "other")
+      << "the wait came between relu's launch and the copy's: the copy's to wait on";
+  EXPECT_EQ(softmaxGap->evidence, "");
+  ASSERT_EQ(r.devices[0].streams.size(), 1u) << "stream 12 has a wait, and no work: no row";
+  ASSERT_EQ(r.otherWork.size(), 1u);
+  EXPECT_EQ(r.otherWork[0].gaps, 1u);
+  EXPECT_EQ(r.otherWork[0].ns, 40 * kUs);
+  const std::string findings = ::testing::PrintToString(report.findings);
+  EXPECT_NE(findings.find("20.0% waiting on other work (Stream Wait Event on stream 7 (for "
+                          "stream 12's work))"),
+            std::string::npos)
+      << findings;
+  const nlohmann::json json = nlohmann::json::parse(reportJson(report));
+  EXPECT_EQ(json["ranks"][0]["other_work_waits"][0]["found"],
+            "Stream Wait Event on stream 7 (for stream 12's work)");
+}
+
+// One stream, no events, two syncs of the host: the syncs made the host wait, not the
+// queued kernels. Long gaps with nothing in the trace to say why are "other".
+TEST(TraceAnalysisTest, ASingleStreamWithTwoSyncsAndNoEventsNeverWaitsOnOtherWork) {
+  TraceBuilder b;
+  b.range("ProfilerStep#1", 0, 1'000);
+  for (int i = 0; i < 10; ++i) b.op("k", i * 3, i * 3 + 1, 100 + i * 10, 108 + i * 10);
+  b.sync("Stream Sync", 31, 200, 7);       // waits for the kernels; ends as the GPU drains
+  b.op("after_sync", 260, 262, 270, 300);  // host wait: launched after the sync returned
+  b.op("queued", 263, 264, 400, 410);      // queued, waits 100 us for nothing shown
+  b.sync("Context Sync", 265, 412, -1);
+  b.op("last", 420, 422, 430, 440);
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
+  const RankReport& r = report.ranks[0];
+  EXPECT_EQ(r.time.otherWorkWaitNs, 0);
+  EXPECT_EQ(r.time.otherIdleNs, (100 + 560) * kUs);
+  EXPECT_EQ(r.syncRecords, 2u);
+  const std::string text = formatReport(report, {});
+  EXPECT_EQ(text.find("waiting on other work"), std::string::npos) << text;
+  // The host-wait gaps that opened while the host was in a sync say so.
+  const auto afterSync = std::find_if(r.gaps.begin(), r.gaps.end(),
+                                      [](const GapReport& g) { return g.endedBy == "after_sync"; });
+  ASSERT_NE(afterSync, r.gaps.end());
+  EXPECT_EQ(afterSync->cause, "host wait");
+  EXPECT_EQ(afterSync->evidence, "the host was in Stream Sync on stream 7");
+  const auto last = std::find_if(r.gaps.begin(), r.gaps.end(),
+                                 [](const GapReport& g) { return g.endedBy == "last"; });
+  ASSERT_NE(last, r.gaps.end());
+  EXPECT_EQ(last->evidence, "the host was in Context Sync");
+  ASSERT_EQ(r.hostWaitAfterSync.size(), 2u);
+  const std::string findings = ::testing::PrintToString(report.findings);
+  EXPECT_NE(findings.find("opened while the host was in a synchronisation"), std::string::npos)
+      << findings;
+  EXPECT_NE(findings.find("Take syncs out of the loop"), std::string::npos) << findings;
 }
 
 // A trace taken at graph level: each launch's run is one "cuda_graph" slice, busy computing
@@ -183,28 +237,32 @@ TEST(TraceAnalysisTest, WholeGraphRunsCountAsComputeTime) {
 
 TEST(TraceAnalysisTest, TheLongestGapsSayWhatEndedThemAndWhatTheHostWasDoing) {
   const RankReport r = analyze(idleCauses());
-  ASSERT_GE(r.gaps.size(), 3u);
-  EXPECT_EQ(r.gaps[0].durationNs, 20 * kUs);
-  EXPECT_EQ(r.gaps[0].cause, "host wait");
-  EXPECT_EQ(r.gaps[0].endedBy, "gemm");
-  EXPECT_EQ(r.gaps[0].hostWas, "optimizer.step")
+  ASSERT_EQ(r.gaps.size(), 5u) << "the time after the last operation ends no gap";
+  EXPECT_EQ(r.gaps[0].durationNs, 40 * kUs);
+  EXPECT_EQ(r.gaps[0].endedBy, "Memcpy HtoD") << "of equal gaps, the earlier first";
+  EXPECT_EQ(r.gaps[1].endedBy, "softmax");
+  EXPECT_EQ(r.gaps[2].durationNs, 20 * kUs);
+  EXPECT_EQ(r.gaps[2].cause, "host wait");
+  EXPECT_EQ(r.gaps[2].endedBy, "gemm");
+  EXPECT_EQ(r.gaps[2].hostWas, "optimizer.step")
       << "the innermost range open mid-gap on the launching thread";
-  EXPECT_EQ(r.gaps[0].startNs, kBase + 30 * kUs);
-  EXPECT_EQ(r.gaps[1].durationNs, 10 * kUs);
+  EXPECT_EQ(r.gaps[2].startNs, kBase + 30 * kUs);
+  EXPECT_EQ(r.gaps[3].cause, "before the first GPU operation");
+  EXPECT_EQ(r.gaps[4].cause, "kernel wait");
 }
 
 TEST(TraceAnalysisTest, KernelTablesByNameAndKind) {
   const RankReport r = analyze(idleCauses());
-  EXPECT_EQ(r.kernelCount, 3u) << "kernels, not copies";
-  EXPECT_EQ(r.kernelNs, 30 * kUs);
+  EXPECT_EQ(r.kernelCount, 5u) << "kernels, not copies";
+  EXPECT_EQ(r.kernelNs, 50 * kUs);
   EXPECT_EQ(r.communicationKernels, 1u);
-  ASSERT_EQ(r.kernels.size(), 3u);
+  ASSERT_EQ(r.kernels.size(), 5u);
   EXPECT_EQ(r.kernels[0].name, "gemm");
   EXPECT_EQ(r.kernels[0].kind, "compute");
   EXPECT_EQ(r.kernels[0].duration.count, 2u);
   EXPECT_EQ(r.kernels[0].duration.totalNs, 20 * kUs);
   EXPECT_EQ(r.kernels[0].duration.p50Ns, 10 * kUs);
-  EXPECT_DOUBLE_EQ(r.kernels[0].share, 0.5);
+  EXPECT_DOUBLE_EQ(r.kernels[0].share, 20.0 / 60.0) << "of every operation's time";
   ASSERT_EQ(r.kinds.size(), 3u);
   EXPECT_EQ(r.kinds[1].kind, "communication");
   EXPECT_EQ(r.kinds[1].duration.totalNs, 10 * kUs);
@@ -463,7 +521,9 @@ CollectedTrace manySteps(std::size_t memoryBytes) {
       b.op(names[k % names.size()], call, call + 3, start, start + length, "kernel",
            static_cast<uint32_t>(k % 3), step * 100 + k + 1, k % 2);
     }
+    b.sync("Stream Wait Event", at + 899, at + 900, 4, 5);
     b.op("Memcpy HtoD", at + 900, at + 901, at + 905, at + 930, "gpu_memcpy", 4);
+    b.sync("Stream Sync", at + 902, at + 995, 5);
     b.op("ncclKernel_AllReduce", at + 910, at + 911, at + 940, at + 990, "kernel", 5);
     b.memory(at + 999, 1'000'000 + step * 1'000);
   }
@@ -480,20 +540,31 @@ TEST(TraceAnalysisTest, ATraceAnalysedInTinyMemoryGivesTheSameReport) {
   EXPECT_EQ(json["ranks"][0]["devices"].size(), 2u);
   EXPECT_GT(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"].get<int64_t>(), 0);
   EXPECT_GT(json["ranks"][0]["tiny_kernels"]["count"].get<int64_t>(), 0);
+  EXPECT_EQ(json["ranks"][0]["sync_records"], 80);
+  EXPECT_EQ(json["ranks"][0]["host_wait_after_sync"][0]["found"], "Stream Sync on GPU 0 stream 5");
 }
 
 TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
   const AnalysisReport report = analyzeTraces(one(idleCauses()), {});
   const nlohmann::json json = nlohmann::json::parse(reportJson(report));
   EXPECT_EQ(json["findings"].size(), report.findings.size());
-  EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"], 15 * kUs);
+  const nlohmann::json& time = json["ranks"][0]["devices"][0]["time"];
+  EXPECT_EQ(time["host_wait_ns"], 10 * kUs);
+  EXPECT_EQ(time["before_first_op_ns"], 10 * kUs);
+  EXPECT_EQ(time["launch_queued_ns"], 0);
   EXPECT_EQ(json["ranks"][0]["kernels"][0]["name"], "gemm");
-  EXPECT_EQ(json["ranks"][0]["longest_gaps"][0]["cause"], "host wait");
+  EXPECT_EQ(json["ranks"][0]["longest_gaps"][0]["cause"], "waiting on other work");
+  EXPECT_EQ(json["ranks"][0]["longest_gaps"][0]["evidence"],
+            "Stream Wait Event on stream 7 (for stream 12's work)");
+  EXPECT_EQ(json["ranks"][0]["gpu_operations"], 6);
+  EXPECT_EQ(json["ranks"][0]["sync_records"], 2);
   const std::string text = formatReport(report, {});
-  EXPECT_NE(
-      text.find("idle  60.0% = host wait  15.0% + launch  15.0% + kernel wait   0.0% + other work  "
-                "10.0% + other  20.0%"),
-      std::string::npos)
+  EXPECT_NE(text.find("idle  70.0% = before first op   5.0% + host wait   5.0% + launch   5.0% + "
+                      "kernel wait   5.0% + other work  20.0% + other  30.0%"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("before Memcpy HtoD; waited on Stream Wait Event on stream 7"),
+            std::string::npos)
       << text;
 }
 
@@ -518,7 +589,8 @@ TEST(TraceAnalysisTest, ATorchProfilerTraceIsAnalysedByItsCategoriesAndArguments
   ASSERT_EQ(r.devices.size(), 1u);
   EXPECT_EQ(r.devices[0].time.windowNs, 100 * kUs);
   EXPECT_EQ(r.devices[0].time.busyNs, 40 * kUs);
-  EXPECT_EQ(r.devices[0].time.hostWaitNs, 2'500) << "the launch began 2.5 us into the step";
+  EXPECT_EQ(r.devices[0].time.beforeFirstOpNs, 30 * kUs) << "the step's first kernel began at 30";
+  EXPECT_EQ(r.devices[0].time.hostWaitNs, 0);
   EXPECT_EQ(r.launchLatency.maxNs, 27'500);
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.steps[0].name, "ProfilerStep#7");

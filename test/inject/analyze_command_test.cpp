@@ -68,6 +68,12 @@ TEST(AnalyzeOptionsTest, ReadsItsOptionsAndNeedsATrace) {
   EXPECT_EQ(c.analyze.rank, 1);
   EXPECT_EQ(c.analyze.top, 3u);
   EXPECT_EQ(c.analyze.tinyKernelNs, 5'000);
+  EXPECT_EQ(c.analyze.kernelWaitNs, 30'000) << "HTA's threshold by default";
+  EXPECT_EQ(parseCommandLine({"analyze", "--kernel-wait-us", "2", "t"}).analyze.kernelWaitNs,
+            2'000);
+  EXPECT_EQ(usageErrorOf({"analyze", "--kernel-wait-us", "-1", "t"}),
+            "kinetrace analyze: --kernel-wait-us needs a whole number 0..1000, got '-1'");
+  EXPECT_NE(analyzeHelp().find("--kernel-wait-us N"), std::string::npos);
   EXPECT_TRUE(c.analyze.quiet);
   EXPECT_EQ(usageErrorOf({"analyze"}),
             "kinetrace analyze: no trace given: kinetrace analyze TRACE|DIRECTORY...");
@@ -106,8 +112,9 @@ TEST_F(AnalyzeCommandTest, ADirectoryIsItsTracesOnePerRank) {
   const nlohmann::json json = nlohmann::json::parse(std::ifstream(path("analysis.json")));
   EXPECT_EQ(json["ranks"].size(), 2u);
   EXPECT_EQ(json["stragglers"][0]["slow_rank"], 1);
-  EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"], 10'000)
-      << "idle until the launch at 10 us: host wait";
+  EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["before_first_op_ns"], 20'000)
+      << "idle until the first kernel at 20 us: before the first GPU operation";
+  EXPECT_EQ(json["ranks"][0]["devices"][0]["time"]["host_wait_ns"], 0);
 
   options.rank = 1;
   options.jsonOutput.clear();

@@ -52,6 +52,7 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
   detail::AnalysisOptions analysis;
   analysis.top = options.top;
   analysis.tinyKernelNs = options.tinyKernelNs;
+  analysis.consecutiveKernelNs = options.kernelWaitNs;
 
   // Each rank's trace is analysed and let go before the next is read: memory holds one
   // rank's records at a time (within options.memoryBytes, the rest in temporary files),

@@ -43,7 +43,7 @@ constexpr OptionSpec kTriggerOptions[] = {
 constexpr OptionSpec kAnalyzeOptions[] = {
     {"--help", "-h", false},        {"--json", nullptr, true}, {"--html", nullptr, true},
     {"--rank", nullptr, true},      {"--top", nullptr, true},  {"--tiny-us", nullptr, true},
-    {"--memory-mb", nullptr, true}, {"--quiet", "-q", false},
+    {"--memory-mb", nullptr, true}, {"--quiet", "-q", false},  {"--kernel-wait-us", nullptr, true},
 };
 
 constexpr OptionSpec kMergeOptions[] = {
@@ -381,6 +381,9 @@ Command parseAnalyze(const std::vector<std::string>& args) {
     } else if (name == "--tiny-us") {
       a.tinyKernelNs =
           static_cast<int64_t>(parseCount("analyze", "--tiny-us", option.value)) * 1000;
+    } else if (name == "--kernel-wait-us") {
+      a.kernelWaitNs =
+          static_cast<int64_t>(parseCount("analyze", "--kernel-wait-us", option.value)) * 1000;
     } else if (name == "--memory-mb") {
       std::size_t megabytes = 0;
       const std::string& v = option.value;
@@ -679,10 +682,12 @@ std::string analyzeHelp() {
 
 Answers "why is my GPU idle?" from traces kinetrace or torch.profiler wrote (.json, .json.gz,
 .pftrace; a directory: every trace in it, one per rank): findings in plain sentences, then
-per trace the GPU time (busy: compute, communication, memory; idle: waiting for the host,
-launching, waiting on other work) per GPU, stream and step, the kernels that took the time,
-tiny kernels and what issued them, launch latency, the longest idle gaps and what the host
-was doing, memory over the steps; across ranks, collectives one rank started late.
+per trace the GPU time (busy: compute, communication, memory; idle: before the first GPU
+operation, waiting for the host, launching, kernel wait, waiting on other work (what it
+waited on, where the trace shows it), other) per GPU, stream and step, the kernels that
+took the time, tiny kernels and what issued them, launch latency, the longest idle gaps and
+what the host was doing, memory over the steps; across ranks, collectives one rank started
+late.
 
 options:
       --html FILE      a report to open in a browser: the findings, charts (timeline,
@@ -692,6 +697,12 @@ options:
       --rank N         only the traces of rank N
       --top N          rows per table (default 10)
       --tiny-us N      a kernel shorter than N microseconds is tiny (default 10)
+      --kernel-wait-us N
+                       an idle gap shorter than N microseconds before an operation that was
+                       already queued is "kernel wait", the GPU moving on to the next one
+                       (default 30: what HTA's idle-time breakdown counts, its
+                       consecutive_kernel_delay of 30 compared with gaps in microseconds;
+                       0: none)
       --memory-mb N    the memory a trace's analysis may hold (default 256); what is more
                        goes to temporary files in $TMPDIR (else /tmp), so a trace of any
                        length is analysed in this much memory

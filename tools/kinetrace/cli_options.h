@@ -12,7 +12,7 @@
 //   kinetrace summary [--top N] PATH...
 //   kinetrace convert [--quiet] IN OUT
 //   kinetrace analyze [--html FILE] [--json FILE] [--rank N] [--top N] [--tiny-us N]
-//                     [--memory-mb N] TRACE|DIR...
+//                     [--kernel-wait-us N] [--memory-mb N] TRACE|DIR...
 //   kinetrace trigger (--pid PID | --job NAME) [--duration T] [--output PATH] [--config F]
 //   kinetrace help [COMMAND] | --help | --version
 //
@@ -84,6 +84,7 @@ struct AnalyzeOptions {
   int64_t rank = -1;               // --rank: only that rank's traces
   std::size_t top = 10;            // rows of each table
   int64_t tinyKernelNs = 10'000;   // --tiny-us
+  int64_t kernelWaitNs = 30'000;   // --kernel-wait-us (HTA's threshold, trace_analysis.h)
   std::size_t memoryBytes = std::size_t{256} << 20;  // --memory-mb
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;

@@ -1,0 +1,125 @@
+#pragma once
+
+// Small traces for `kinetrace analyze`'s tests, built event by event as kinetrace and
+// libkineto lay them out, straight into the collector.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/trace_analysis.h"
+#include "analysis/trace_collector.h"
+
+namespace kinetrace::detail {
+
+inline constexpr int64_t kBase = 1'700'000'000'000'000'000;
+inline constexpr int64_t kUs = 1'000;
+inline constexpr int64_t kHostPid = 77;
+
+// Builds a trace's events in microseconds from kBase, as kinetrace and libkineto lay them
+// out, straight into the collector.
+class TraceBuilder {
+ public:
+  // `memoryBytes`: the analysis's budget (spill.h); a tiny one sends every list to its file.
+  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultAnalysisMemoryBytes)
+      : collector_("t.json", memoryBytes) {
+    TraceHeader header{"t.json", kBase, {}};
+    if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
+    collector_.begin(header);
+  }
+
+  // A host range on the main thread; externalId 0: none.
+  TraceBuilder& range(const std::string& name, int64_t startUs, int64_t endUs,
+                      int64_t externalId = 0, const std::string& category = "user_annotation",
+                      int64_t tid = 1) {
+    Arg args[] = {{"External id", externalId}};
+    write(Phase::Complete, name, category, kHostPid, tid, startUs, endUs, args,
+          externalId != 0 ? 1 : 0);
+    return *this;
+  }
+
+  // A launch call and the GPU operation it queued.
+  TraceBuilder& op(const std::string& name, int64_t callUs, int64_t callEndUs, int64_t startUs,
+                   int64_t endUs, const std::string& category = "kernel", uint32_t stream = 7,
+                   int64_t externalId = 0, int64_t device = 0) {
+    const int64_t correlation = ++correlation_;
+    Arg callArgs[] = {{"cbid", int64_t{211}}, {"correlation", correlation}};
+    write(Phase::Complete, "cudaLaunchKernel", "cuda_runtime", kHostPid, 1, callUs, callEndUs,
+          callArgs, 2);
+    Arg opArgs[] = {{"device", device},
+                    {"stream", int64_t{stream}},
+                    {"correlation", correlation},
+                    {"External id", externalId}};
+    write(Phase::Complete, name, category, device, stream, startUs, endUs, opArgs, 4);
+    return *this;
+  }
+
+  // A GPU operation launched inside an NCCL call, as kinetrace writes it from NCCL's NVTX
+  // payload: "nccl call" and "nccl bytes".
+  TraceBuilder& ncclOp(const std::string& name, const std::string& category,
+                       const std::string& call, int64_t bytes, int64_t startUs, int64_t endUs) {
+    Arg args[] = {{"device", int64_t{0}},
+                  {"stream", int64_t{9}},
+                  {"nccl call", std::string_view(call)},
+                  {"nccl bytes", bytes}};
+    write(Phase::Complete, name, category, 0, 9, startUs, endUs, args, 4);
+    return *this;
+  }
+
+  // A synchronisation record (cuda_sync), as kinetrace and torch.profiler write it on the
+  // device's track; waitOnStream: torch.profiler's "wait_on_stream", -1: none.
+  TraceBuilder& sync(const std::string& name, int64_t startUs, int64_t endUs, int64_t stream,
+                     int64_t waitOnStream = -1, int64_t device = 0) {
+    Arg args[] = {{"device", device},
+                  {"stream", stream},
+                  {"correlation", ++correlation_},
+                  {"wait_on_stream", waitOnStream}};
+    write(Phase::Complete, name, "cuda_sync", device, stream, startUs, endUs, args,
+          waitOnStream >= 0 ? 4 : 3);
+    return *this;
+  }
+
+  TraceBuilder& memory(int64_t atUs, int64_t allocated) {
+    Arg args[] = {{"Total Allocated", allocated}, {"Bytes", int64_t{1}}};
+    write(Phase::Instant, "[memory]", "cpu_instant_event", kHostPid, 1, atUs, atUs, args, 2);
+    return *this;
+  }
+
+  CollectedTrace take() {
+    collector_.end({});
+    return collector_.take();
+  }
+
+ private:
+  void write(Phase phase, const std::string& name, const std::string& category, int64_t pid,
+             int64_t tid, int64_t startUs, int64_t endUs, const Arg* args, std::size_t argCount) {
+    Event e;
+    e.phase = phase;
+    e.name = name;
+    e.category = category;
+    e.pid = pid;
+    e.tid = tid;
+    e.timestampNs = kBase + startUs * kUs;
+    e.durationNs = (endUs - startUs) * kUs;
+    e.args = args;
+    e.argCount = argCount;
+    collector_.write(e);
+  }
+
+  TraceCollector collector_;
+  int64_t correlation_ = 0;
+};
+
+inline RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {
+  return analyzeTrace(std::move(trace), options);
+}
+
+inline std::vector<CollectedTrace> one(CollectedTrace trace) {
+  std::vector<CollectedTrace> traces;
+  traces.push_back(std::move(trace));
+  return traces;
+}
+
+}  // namespace kinetrace::detail
