@@ -124,6 +124,8 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
           ? fmt::format("; the first {} of {} steps, all of them in <code>--json</code>", shown,
                         r.steps.size())
           : "");
+  const bool memory = std::any_of(r.steps.begin(), r.steps.end(),
+                                  [](const StepReport& s) { return s.allocatedAtEndBytes >= 0; });
   std::vector<std::pair<std::string, TimeBreakdown>> bars;
   std::vector<std::vector<Cell>> rows;
   for (std::size_t k = 0; k < shown; ++k) {
@@ -135,25 +137,37 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
                              number(percent(t.busyNs, t.windowNs))};
     for (const html::Part& p : html::kParts) row.push_back(number(percent(t.*p.field, t.windowNs)));
     row.push_back(number(percent(t.dataLoadingIdleNs, t.windowNs)));
-    row.push_back(number(s.allocatedAtEndBytes >= 0 ? bytes(s.allocatedAtEndBytes) : "-"));
+    if (memory)
+      row.push_back(number(s.allocatedAtEndBytes >= 0 ? bytes(s.allocatedAtEndBytes) : "-"));
     rows.push_back(std::move(row));
   }
   std::vector<std::string> header = {"step", "length", "busy"};
   for (const html::Part& p : html::kParts) header.emplace_back(p.name);
   header.emplace_back("idle in data loading");
-  header.emplace_back("allocated at end");
+  if (memory) header.emplace_back("allocated at end");
   return out + html::breakdownBars("steps", bars) + table(header, rows, "steps");
 }
 
 std::string overTime(const RankReport& r, const AnalysisOptions& options) {
-  std::string out =
-      "<h3>Over time</h3>\n<p>The window on one time axis: how busy each GPU was, how many "
-      "operations waited in each stream's queue (launched, not yet started: the most in each "
-      "slice), and the allocated GPU memory.</p>\n" +
-      html::timelineChart(r);
   const std::string queue = html::queueDepthChart(r, options.top);
+  std::string out = fmt::format(
+      "<h3>Over time</h3>\n<p>The window on one time axis: how busy each GPU was{}{}.</p>\n",
+      queue.empty() ? ""
+                    : ", how many operations waited in each stream's queue (launched, "
+                      "not yet started: the most in each slice)",
+      r.memoryCurve.empty() ? "" : ", the allocated GPU memory");
+  out += html::timelineChart(r);
   if (!queue.empty()) {
-    out += "<h4>Queue depth per stream</h4>\n" + queue;
+    std::size_t streams = 0;
+    for (const QueueDepthTimeline& q : r.queueDepthTimelines) {
+      streams += std::any_of(q.maxDepth.begin(), q.maxDepth.end(), [](int d) { return d > 0; });
+    }
+    out += "<h4>Queue depth per stream</h4>\n";
+    if (streams > options.top) {
+      out += fmt::format("<p>The {} streams with the most operations, of {}.</p>\n", options.top,
+                         streams);
+    }
+    out += queue;
   }
   if (!r.memoryCurve.empty()) {
     out += fmt::format(
@@ -216,6 +230,12 @@ std::string tinySection(const RankReport& r) {
   for (const auto& [name, n] : tiny.issuers) {
     const double share = tiny.count > 0 ? static_cast<double>(n) / tiny.count : 0.0;
     rows.push_back({raw(nameHtml(name, 70, false)), number(count(n)), raw(shareBar(share))});
+  }
+  uint64_t listed = 0;
+  for (const auto& issuer : tiny.issuers) listed += issuer.second;
+  if (listed < tiny.count) {
+    out += fmt::format("<p>The {} host ranges below issued {} of them.</p>\n", tiny.issuers.size(),
+                       percent(static_cast<int64_t>(listed), static_cast<int64_t>(tiny.count)));
   }
   return out + table({"issued from (host range)", "tiny kernels", "share of them"}, rows);
 }
@@ -286,8 +306,8 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
       duration(window), r.devices.size(), r.devices.size() > 1 ? "s" : "",
       percent(r.time.busyNs, r.time.windowNs), percent(r.time.idleNs, r.time.windowNs));
   out += gpuTime(r);
-  out += stepsSection(r, options);
   out += overTime(r, options);
+  out += stepsSection(r, options);
   out += kernelsSection(r);
   out += tinySection(r);
   out += streamsTable(r);

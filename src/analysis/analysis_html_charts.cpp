@@ -164,6 +164,13 @@ const Part kParts[8] = {
 
 namespace {
 
+std::string thousands(uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
+    digits.insert(static_cast<std::size_t>(at), ",");
+  return digits;
+}
+
 // Room for a label of `chars` characters in the charts' 11 px font, generously: a label is
 // only drawn where it fits.
 double textWidth(std::size_t chars) {
@@ -328,15 +335,15 @@ std::string breakdownBars(std::string_view chart,
 std::string timelineChart(const RankReport& r) {
   const Window w = windowOf(r);
   if (w.lengthNs <= 0) return "";
-  constexpr int kRow = 30, kBar = 22;
+  constexpr int kRow = 36, kBar = 28;
   const int rows = static_cast<int>(r.devices.size());
   Svg svg("timeline", kTimeWidth, rows * kRow + 30);
   for (int i = 0; i < rows; ++i) {
     const DeviceReport& d = r.devices[static_cast<std::size_t>(i)];
     const double y = i * kRow + 4;
-    svg.text(kTimeLeft - 8, y + 15,
-             fmt::format("GPU {} ({} busy)", d.device, percent(d.time.busyNs, d.time.windowNs)),
-             "end", "label");
+    svg.text(kTimeLeft - 8, y + 12, fmt::format("GPU {}", d.device), "end", "label");
+    svg.text(kTimeLeft - 8, y + 25, percent(d.time.busyNs, d.time.windowNs) + " busy", "end",
+             "label");
     svg.rect(kTimeLeft, y, kTimePlot, kBar, "#eeeeee");
     const double binWidth = static_cast<double>(kTimePlot) /
                             static_cast<double>(std::max<std::size_t>(1, d.busyTimeline.size()));
@@ -384,8 +391,9 @@ std::string queueDepthChart(const RankReport& r, std::size_t maxStreams) {
     const QueueDepthTimeline& q = *shown[static_cast<std::size_t>(i)].first;
     const int most = *std::max_element(q.maxDepth.begin(), q.maxDepth.end());
     const double y = i * kRow + 6;
-    svg.text(kTimeLeft - 8, y + 12, fmt::format("GPU {} stream {}", q.device, q.stream), "end",
-             "label");
+    const std::string label = fmt::format("GPU {} stream {}", q.device, q.stream);
+    svg.text(kTimeLeft - 8, y + 12, clip(label, kLabelChars), "end", "label",
+             label.size() > kLabelChars ? label : "");
     svg.text(kTimeLeft - 8, y + 27, fmt::format("up to {} queued", most), "end", "label");
     svg.line(kTimeLeft, y + kBar, kTimeLeft + kTimePlot, y + kBar, "#ccc");
     const DeviceReport* device = nullptr;
@@ -471,13 +479,15 @@ std::string latencyHistogram(const RankReport& r) {
   auto y = [&](double n) { return kTop + kHeight - kHeight * n / axisTop; };
   for (double v = 0; v <= axisTop + 1e-9; v += step) {
     svg.line(kTimeLeft - 4, y(v), kTimeLeft + kTimePlot, y(v), v == 0 ? "#888" : "#eee");
-    svg.text(kTimeLeft - 8, y(v) + 4, fmt::format("{:.0f}", v), "end", "tick");
+    svg.text(kTimeLeft - 8, y(v) + 4, thousands(static_cast<uint64_t>(v)), "end", "tick");
   }
   svg.text(kTimeLeft - 48, kTop + kHeight / 2.0, "operations", "end", "label");
   const double w = static_cast<double>(kTimePlot) / static_cast<double>(shown);
   // The edge of bucket b (b >= 1) is 2^(b-1) us.
   auto edge = [](std::size_t b) {
-    return b == 0 ? std::string("0") : duration(int64_t{1000} << (b - 1));
+    if (b == 0) return std::string("0");
+    const int64_t us = int64_t{1} << (b - 1);
+    return us < 1000 ? fmt::format("{} us", us) : duration(us * 1000);
   };
   std::size_t every = 1;
   while (w * static_cast<double>(every) < textWidth(8)) ++every;
@@ -489,7 +499,7 @@ std::string latencyHistogram(const RankReport& r) {
     if (buckets[b] > 0) {
       svg.rect(x + 1, y(static_cast<double>(buckets[b])), w - 2, h, "#4e79a7",
                fmt::format("{}: {} operations", range, buckets[b]));
-      const std::string value = std::to_string(buckets[b]);
+      const std::string value = thousands(buckets[b]);
       if (textWidth(value.size()) <= w)
         svg.text(x + w / 2, y(static_cast<double>(buckets[b])) - 3, value, "middle", "value");
     }
