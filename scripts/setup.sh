@@ -46,7 +46,9 @@ if [[ $want_bench == 1 ]]; then
 fi
 if [[ $want_browser == 1 ]]; then
   probe[chromium]=cmd:chromium
-  order+=(chromium)
+  # The font the report's labels are measured in (the browser test checks none is cut off).
+  probe[fonts-dejavu-core]=file:/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+  order+=(chromium fonts-dejavu-core)
 fi
 
 present() {

@@ -569,6 +569,17 @@ std::string reportJson(const AnalysisReport& report) {
                       {"gigabytes_per_second", row.gigabytesPerSecond}});
     }
     rank["nccl_calls"] = nccl;
+    Json queues = Json::array();
+    for (const QueueDepthTimeline& q : r.queueDepthTimelines) {
+      const auto d = std::find_if(r.devices.begin(), r.devices.end(),
+                                  [&q](const DeviceReport& x) { return x.device == q.device; });
+      queues.push_back({{"device", q.device},
+                        {"stream", q.stream},
+                        {"start_ns", d != r.devices.end() ? d->timelineStartNs : 0},
+                        {"bin_ns", d != r.devices.end() ? d->timelineBinNs : 0},
+                        {"max_depth", q.maxDepth}});
+    }
+    rank["queue_depth_timeline"] = queues;  // the most queued per bin, per stream
     rank["memory"] = {{"samples", r.memory.samples},
                       {"first_bytes", r.memory.firstBytes},
                       {"last_bytes", r.memory.lastBytes},

@@ -918,20 +918,49 @@ class Analyzer {
     report.launchOutliers = std::move(outliers_);
   }
 
-  // The most operations launched and not yet started, per stream.
+  // The most operations launched and not yet started, per stream, and per bin of the
+  // device's timeline: a depth counts in every bin it held in, from its change to the next.
   void queueDepths(RankReport& report) {
     std::map<std::pair<uint32_t, uint32_t>, int> deepest;
     std::pair<uint32_t, uint32_t> stream;
     int depth = 0;
+    int64_t since = 0;
     int* most = nullptr;
+    QueueDepthTimeline* timeline = nullptr;
+    const DeviceReport* streamDevice = nullptr;
+    auto binOf = [&streamDevice](int64_t ns) {
+      const int64_t bin = (ns - streamDevice->timelineStartNs) / streamDevice->timelineBinNs;
+      return std::clamp<int64_t>(bin, 0, DeviceReport::kTimelineBins - 1);
+    };
+    auto held = [&](int64_t until) {  // `depth` held from `since` to `until`
+      if (timeline == nullptr || depth <= 0) return;
+      for (int64_t b = binOf(since), last = binOf(std::max(since, until - 1)); b <= last; ++b) {
+        int& slot = timeline->maxDepth[static_cast<std::size_t>(b)];
+        slot = std::max(slot, depth);
+      }
+    };
     queueChanges_.drain([&](const QueueChange& change) {
       if (most == nullptr || stream != std::make_pair(change.device, change.stream)) {
         stream = {change.device, change.stream};
         most = &deepest[stream];
         depth = 0;
+        timeline = nullptr;
+        streamDevice = nullptr;
+        for (const DeviceReport& d : report.devices) {
+          if (d.device == change.device && !d.busyTimeline.empty()) streamDevice = &d;
+        }
+        if (streamDevice != nullptr) {
+          timeline = &report.queueDepthTimelines.emplace_back();
+          timeline->device = change.device;
+          timeline->stream = change.stream;
+          timeline->maxDepth.assign(DeviceReport::kTimelineBins, 0);
+        }
       }
+      held(change.timeNs);
       depth += change.delta;
+      since = change.timeNs;
       *most = std::max(*most, depth);
+      held(change.timeNs + 1);  // a depth reached for an instant counts in its bin
     });
     for (DeviceReport& device : report.devices) {
       for (StreamBreakdown& s : device.streams) {

@@ -110,6 +110,15 @@ struct StreamBreakdown {
   int maxQueueDepth = 0;  // operations launched and not yet started, at most
 };
 
+// How many operations waited in one stream's queue over the window: the most launched and not
+// yet started in each bin of its device's timeline (DeviceReport::timelineStartNs and
+// timelineBinNs), so a burst shorter than a bin still shows. Bounded: kTimelineBins a stream.
+struct QueueDepthTimeline {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  std::vector<int> maxDepth;
+};
+
 struct DeviceReport {
   uint32_t device = 0;
   TimeBreakdown time;
@@ -228,6 +237,8 @@ struct RankReport {
   std::vector<MemorySample> memoryCurve;
   uint64_t communicationKernels = 0;
   std::vector<NcclCallRow> ncclCalls;  // by GPU time, longest first
+  // By device, then stream: those with a launch call to count.
+  std::vector<QueueDepthTimeline> queueDepthTimelines;
 };
 
 // A collective that started much later on one rank than on the others.

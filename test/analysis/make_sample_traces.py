@@ -3,10 +3,13 @@
 of every problem `kinetrace analyze` looks for: a data loader that stalls each step, swarms
 of tiny kernels, a memory leak, and an all-reduce that rank 1 joins late.
 
-    make_sample_traces.py OUT_DIR [--steps N] [--ranks R]   -> OUT_DIR/rank0.json, ...
+    make_sample_traces.py OUT_DIR [--steps N] [--ranks R] [--no-steps]
+                          [--alloc-start BYTES] [--alloc-step BYTES]   -> OUT_DIR/rank0.json, ...
 
 (6 steps and 2 ranks by default; bench/analyze_speed.sh asks for thousands of steps to make
-a trace of a gigabyte.) The file is written event by event, so any size takes little memory.
+a trace of a gigabyte. --no-steps leaves the ProfilerStep ranges out, as a trace recorded
+without a schedule has none; allocated memory starts at --alloc-start and grows by
+--alloc-step a step.) The file is written event by event, so any size takes little memory.
 """
 import argparse
 import json
@@ -15,7 +18,7 @@ import os
 BASE = 1_700_000_000_000_000_000
 
 
-def trace(rank, steps, out):
+def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_step=3_000_000):
     """Writes the trace of `rank` to the open file `out`."""
     first = True
 
@@ -30,7 +33,7 @@ def trace(rank, steps, out):
                           "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}})[:-1])
     out.write(', "traceEvents": [\n')
     correlation = 0
-    allocated = 100_000_000
+    allocated = alloc_start
 
     def host(name, ts, dur, cat="user_annotation", ext=0):
         args = {"External id": ext} if ext else {}
@@ -49,7 +52,8 @@ def trace(rank, steps, out):
     ext = 0
     for step in range(steps):
         t = step * 10_000
-        host(f"ProfilerStep#{step}", t, 10_000)
+        if step_ranges:
+            host(f"ProfilerStep#{step}", t, 10_000)
         host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, 2_000)
         ext += 1
         host("aten::linear", t + 2_000, 3_000, "cpu_op", ext)
@@ -62,10 +66,10 @@ def trace(rank, steps, out):
         start = t + 8_200 + (1_200 if rank == 1 else 0)
         launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", t + 8_100, start,
                9_900 - (start - t), stream=20)
-        allocated += 3_000_000
+        allocated += alloc_step
         events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
                        "tid": 100 + rank, "ts": t + 9_500, "s": "t",
-                       "args": {"Total Allocated": allocated, "Bytes": 3_000_000, "Device Id": 0}})
+                       "args": {"Total Allocated": allocated, "Bytes": alloc_step, "Device Id": 0}})
     out.write("\n]}\n")
 
 
@@ -74,11 +78,14 @@ def main():
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--no-steps", action="store_true")
+    p.add_argument("--alloc-start", type=int, default=100_000_000)
+    p.add_argument("--alloc-step", type=int, default=3_000_000)
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for rank in range(args.ranks):
         with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
-            trace(rank, args.steps, f)
+            trace(rank, args.steps, f, not args.no_steps, args.alloc_start, args.alloc_step)
 
 
 if __name__ == "__main__":

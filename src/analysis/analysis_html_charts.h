@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/trace_analysis.h"
+
+// The pieces of `kinetrace analyze --html`'s page: text helpers and the charts, each drawn
+// as inline SVG with its numbers written on it (axes with units, value labels), so nothing
+// needs a hover or a script to be read. Charts over time share one horizontal layout
+// (kTimeLeft, kTimePlot), so the GPU timeline, queue depth and memory line up bin for bin.
+
+namespace kinetrace::detail::html {
+
+std::string escape(std::string_view text);
+// Durations in the unit that fits them ("3.00 us", "12.5 ms"), as the text report writes.
+std::string duration(int64_t ns);
+// Bytes in the unit that fits them: kB, MB or GB.
+std::string bytes(int64_t b);
+std::string percent(int64_t part, int64_t whole);
+
+// A kernel's name for display: template arguments and argument lists left out, and the
+// namespaces ("void at::native::vectorized_elementwise_kernel<4, ...>(...)" ->
+// "vectorized_elementwise_kernel"); a generic wrapper keeps its first template argument
+// ("cutlass::Kernel2<cutlass_80_..._align8>(...)" -> "Kernel2<cutlass_80_..._align8>").
+// Names that are not C++ declarations ("Memcpy HtoD (Pageable -> Device)") are kept.
+std::string shortKernelName(std::string_view name);
+// `text` cut to `width` characters, with an ellipsis.
+std::string clip(std::string_view text, std::size_t width);
+// HTML: the short form of a name shown, the full name on hover.
+std::string nameHtml(std::string_view full, std::size_t width = 80, bool kernel = true);
+
+// The parts of a time breakdown, in the order and colours every chart and table uses.
+struct Part {
+  const char* name;
+  const char* colour;
+  const char* textColour;  // for a value written on a bar of that colour
+  int64_t TimeBreakdown::*field;
+};
+extern const Part kParts[8];
+
+// One stacked horizontal bar per row, each part's share of the row's window written on it
+// where it fits, with a 0-100% axis.
+std::string breakdownBars(std::string_view chart,
+                          const std::vector<std::pair<std::string, TimeBreakdown>>& rows);
+// How busy each GPU was, bin by bin, on the window's time axis.
+std::string timelineChart(const RankReport& r);
+// Queue depth over time, a row per stream (at most `maxStreams`, the busiest), on the same
+// axis; "" when no stream had a launch call to count.
+std::string queueDepthChart(const RankReport& r, std::size_t maxStreams);
+// Allocated memory on the same axis, with a y axis in the unit that fits.
+std::string memoryChart(const RankReport& r);
+// Launch latencies by power-of-two bucket, counts on the bars and on a y axis.
+std::string latencyHistogram(const RankReport& r);
+
+}  // namespace kinetrace::detail::html
