@@ -510,12 +510,13 @@ def table(comparison):
 def find_hta(argument):
     """The directory holding HTA's `hta` package, or "" for an importable one, or None."""
     candidates = [argument, os.environ.get("HTA_DIR"),
-                  os.path.join(os.path.dirname(REPO), "shared", "refs", "hta")]
-    for candidate in candidates:
+                  os.path.join(os.path.dirname(REPO), "shared", "refs", "hta"),
+                  os.path.join(REPO, "shared", "refs", "hta")]
+    for i, candidate in enumerate(candidates):
         if candidate and os.path.isfile(os.path.join(candidate, "hta", "trace_analysis.py")):
             return os.path.abspath(candidate)
-        if candidate == argument and argument:
-            return None  # named, but not there: say so rather than fall back
+        if candidate and i < 2:  # named, but not there: an error, not a fallback
+            raise ValueError(f"no HTA in {candidate} (no hta/trace_analysis.py there)")
     try:
         import importlib.util
         return "" if importlib.util.find_spec("hta") else None
@@ -542,7 +543,11 @@ def main(argv):
         print(f"hta_referee: SKIP: pandas is not installed for {sys.executable} "
               "(Debian: apt-get install python3-pandas python3-yaml)")
         return SKIP
-    hta_dir = find_hta(args.hta_dir)
+    try:
+        hta_dir = find_hta(args.hta_dir)
+    except ValueError as error:
+        print(f"hta_referee: {error}", file=sys.stderr)
+        return 2
     if hta_dir is None:
         print("hta_referee: SKIP: HTA not found (--hta-dir, $HTA_DIR, ../shared/refs/hta beside "
               "the repository, or an installed hta)")
@@ -563,11 +568,21 @@ def main(argv):
                     raise RuntimeError(f"kinetrace analyze {path} failed: {process.stderr}")
                 with open(out) as f:
                     reports[path] = json.load(f)
-        specs = [(os.path.abspath(path), facts[path].rank) for path in args.traces]
-        hta_default = run_hta(hta_dir, specs, no_rounding=False)
-        hta_exact = run_hta(hta_dir, specs, no_rounding=True)
-        comparisons = [compare(path, facts[path], reports[path], hta_default[spec],
-                               hta_exact[spec]) for path, (spec, _) in zip(args.traces, specs)]
+        # A trace without GPU operations (a host-only run) has nothing to compare.
+        gpu_traces = [path for path in args.traces if facts[path].devices]
+        specs = [(os.path.abspath(path), facts[path].rank) for path in gpu_traces]
+        hta_default = run_hta(hta_dir, specs, no_rounding=False) if specs else {}
+        hta_exact = run_hta(hta_dir, specs, no_rounding=True) if specs else {}
+        comparisons = []
+        for path in args.traces:
+            if path in gpu_traces:
+                spec = os.path.abspath(path)
+                comparisons.append(compare(path, facts[path], reports[path], hta_default[spec],
+                                           hta_exact[spec]))
+            else:
+                comparisons.append(Comparison(path, facts[path]))
+                comparisons[-1].rows.append(Row("GPU operations", 0, None, None,
+                                                "none in the trace: nothing to compare", ""))
     except (OSError, ValueError, RuntimeError, KeyError) as error:
         print(f"hta_referee: {error}", file=sys.stderr)
         return 2
