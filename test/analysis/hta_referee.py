@@ -29,6 +29,7 @@ import decimal
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,10 @@ NAMED = {
     "truncation": "HTA's kernel-type split (get_gpu_kernel_breakdown) cuts each interval "
                   "between two changes of what runs to whole microseconds (astype(int)), "
                   "rounding or not: under 1 us lost per interval",
+    "queue-calls": "HTA's queue length counts only the operations of cudaLaunchKernel(ExC), "
+                   "cuLaunchKernel(Ex), cudaMemcpyAsync and cudaMemsetAsync; kinetrace's every "
+                   "launch call's (cudaGraphLaunch with each node it runs, cooperative "
+                   "launches, synchronous copies)",
     "devices": "HTA's temporal breakdown takes a rank's devices together (time when any "
                "device is busy); kinetrace sums each device's figures",
     "launch": "kinetrace's launch latency runs start to start for every launch call; HTA's "
@@ -61,6 +66,9 @@ NAMED = {
 GPU_OP_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")
 CALL_CATEGORIES = ("cuda_runtime", "cuda_driver")
 WINDOW_PHASES = ("X", "i", "I", "C", "s", "f")  # what kinetrace's reader counts in a window
+# The launch calls HTA's queue length counts (TraceSymbolTable.get_runtime_launch_events_mask).
+QUEUE_CALLS = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+               "cudaMemcpyAsync", "cudaMemsetAsync"}
 
 
 # ---- HTA, in a process of its own per setting ---------------------------------------------
@@ -170,7 +178,9 @@ def hta_worker(hta_dir, traces):
     result = {}
     for path, rank in traces:
         try:
-            # Every step: kinetrace uses every event (HTA's default leaves out the last step).
+            # {rank: file} points HTA at one trace (given a directory, HTA reads each file's
+            # rank from its distributedInfo). Every step: kinetrace uses every event (HTA's
+            # default leaves out the last step's).
             ta = TraceAnalysis(trace_files={rank: path}, include_last_profiler_step=True)
             result[path] = hta_figures(ta, rank)
         except Exception as error:
@@ -199,6 +209,34 @@ def micros_to_ns(value):
     return int((decimal.Decimal(str(value)) * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
 
 
+# An integer as C's strtoll reads it whole (base 0: decimal, 0x hex, 0 octal).
+C_INTEGER = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def read_by_kinetrace(event):
+    """Whether kinetrace's JSON reader (src/analysis/chrome_trace_reader.cpp) takes the event
+    into its window: a phase it knows, a pid and tid that are numbers (or absent), a numeric
+    ts, and a flow's numeric id. torch.profiler's "Spans" and "Record Window End" markers,
+    whose pids are names, are not taken."""
+    def number(key, absent_ok):
+        if key not in event:
+            return absent_ok
+        value = event[key]
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, str):
+            return bool(C_INTEGER.fullmatch(value))
+        return isinstance(value, int)
+
+    phase = event.get("ph")
+    if phase not in WINDOW_PHASES or not number("pid", True) or not number("tid", True):
+        return False
+    ts = event.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, (int, decimal.Decimal)):
+        return False
+    return phase not in ("s", "f") or number("id", False)
+
+
 class TraceFacts:
     """What the comparison needs besides the two analyses: kinetrace's window, each device's
     first and last operation (the time outside HTA's span), the streams, the syncs."""
@@ -213,11 +251,12 @@ class TraceFacts:
         self.devices = {}  # device -> {"first": (start, correlation), "last_end", "streams"}
         calls = {}
         self.syncs_on_streams = 0
+        self.launched_on = {}  # stream -> its operations' correlation ids
         self.profiler_steps = 0
         for event in document.get("traceEvents", []):
-            phase = event.get("ph")
-            if phase not in WINDOW_PHASES or "ts" not in event:
+            if not read_by_kinetrace(event):
                 continue
+            phase = event["ph"]
             start = micros_to_ns(event["ts"])
             end = start + (micros_to_ns(event.get("dur", 0)) if phase == "X" else 0)
             self.window = [min(self.window[0], start), max(self.window[1], end)] \
@@ -229,12 +268,14 @@ class TraceFacts:
                 device = args.get("device", event.get("pid"))
                 d = self.devices.setdefault(device, {"first": None, "last_end": end,
                                                      "streams": set()})
-                d["streams"].add(args.get("stream", event.get("tid")))
+                stream = args.get("stream", event.get("tid"))
+                d["streams"].add(stream)
+                self.launched_on.setdefault(stream, []).append(args.get("correlation"))
                 if d["first"] is None or start < d["first"][0]:
                     d["first"] = (start, args.get("correlation"))
                 d["last_end"] = max(d["last_end"], end)
             elif category in CALL_CATEGORIES and "correlation" in args:
-                calls[args["correlation"]] = start
+                calls[args["correlation"]] = (start, event.get("name"))
             elif category == "cuda_sync" and isinstance(args.get("stream"), int) \
                     and args["stream"] >= 0:
                 self.syncs_on_streams += 1
@@ -242,6 +283,10 @@ class TraceFacts:
                 self.profiler_steps += 1
         for d in self.devices.values():
             d["first_has_call"] = d["first"][1] in calls
+        # Each stream's launch calls that HTA's queue length leaves out.
+        self.other_launches = {
+            stream: sorted({calls[c][1] for c in correlations if c in calls} - QUEUE_CALLS)
+            for stream, correlations in self.launched_on.items()}
 
     def outside_span(self, device):
         """kinetrace's idle before the device's first operation and after its last."""
@@ -444,6 +489,15 @@ def compare(path, facts, report, hta_default, hta_exact):
                 return None
             return ns(sum(figures.get(str(s), {}).get(category, 0.0) for s in streams))
 
+        # The causes this check knows must make up the device's idle time, or a cause was
+        # added that it does not map onto HTA's.
+        known = ("before_first_op_ns", "host_wait_ns", "launch_ns", "kernel_wait_ns",
+                 "other_work_wait_ns", "other_idle_ns")
+        causes = sum(t.get(key, 0) for key in known)
+        if causes != t["idle_ns"]:
+            comparison.rows.append(Row(f"{prefix} idle causes (kinetrace)", causes, None,
+                                       t["idle_ns"], "DIFFERS: kinetrace's causes do not make "
+                                       "up its idle time (a cause this check does not know)"))
         launch_queued = t.get("launch_queued_ns", 0)
         host = t["host_wait_ns"] + t["launch_ns"] - launch_queued
         other = t["other_work_wait_ns"] + t["other_idle_ns"] + launch_queued - trailing
@@ -466,11 +520,15 @@ def compare(path, facts, report, hta_default, hta_exact):
         kt_streams = {str(s["stream"]): s for s in d.get("streams", [])}
         for stream in streams:
             s = kt_streams.get(str(stream))
-            if s is None or not (qd or qe):
+            if s is None or (qd is None and qe is None):
                 continue
+            others = facts.other_launches.get(stream)
+            # A stream none of whose launches HTA counts has no queue in HTA's answer: 0.
             add(f"{prefix} stream {stream} queue length, max", s["max_queue_depth"],
-                qd.get(str(stream)) if qd else None, qe.get(str(stream)) if qe else None,
-                unit="")
+                None if qd is None else qd.get(str(stream), 0),
+                None if qe is None else qe.get(str(stream), 0),
+                unit="", named="queue-calls" if others else None,
+                explains=lambda kinetrace, h: kinetrace > h)
 
     # Launches: counted and timed differently; shown.
     ld, le = section(hta_default, "launches"), section(hta_exact, "launches")
