@@ -57,6 +57,9 @@ NAMED = {
                    "cuLaunchKernel(Ex), cudaMemcpyAsync and cudaMemsetAsync; kinetrace's every "
                    "launch call's (cudaGraphLaunch with each node it runs, cooperative "
                    "launches, synchronous copies)",
+    "overlap": "operations that overlap on one stream (a kernel starting before the previous "
+               "one ended, in torch.profiler's timestamps): HTA's idle-time breakdown takes "
+               "the negative gap as kernel wait, so its kernel wait is lower by the overlap",
     "devices": "HTA's temporal breakdown takes a rank's devices together (time when any "
                "device is busy); kinetrace sums each device's figures",
     "launch": "kinetrace's launch latency runs start to start for every launch call; HTA's "
@@ -270,6 +273,8 @@ class TraceFacts:
                                                      "streams": set()})
                 stream = args.get("stream", event.get("tid"))
                 d["streams"].add(stream)
+                if category != "cuda_graph":  # what HTA's idle-time breakdown reads
+                    d.setdefault("intervals", {}).setdefault(stream, []).append((start, end))
                 self.launched_on.setdefault(stream, []).append(args.get("correlation"))
                 if d["first"] is None or start < d["first"][0]:
                     d["first"] = (start, args.get("correlation"))
@@ -283,6 +288,14 @@ class TraceFacts:
                 self.profiler_steps += 1
         for d in self.devices.values():
             d["first_has_call"] = d["first"][1] in calls
+            # Operations that overlap on one stream (torch.profiler's timestamps have them):
+            # HTA takes each one's start minus the previous one's end, below 0 here, as kernel
+            # wait.
+            d["overlap"] = 0
+            for intervals in d.pop("intervals", {}).values():
+                intervals.sort()
+                for (_, previous_end), (start, _) in zip(intervals, intervals[1:]):
+                    d["overlap"] += min(0, start - previous_end)
         # Each stream's launch calls that HTA's queue length leaves out.
         self.other_launches = {
             stream: sorted({calls[c][1] for c in correlations if c in calls} - QUEUE_CALLS)
@@ -324,6 +337,7 @@ def diff_pct(kinetrace, hta):
 class Comparison:
     def __init__(self, name, facts):
         self.name, self.facts, self.rows = name, facts, []
+        self.left_out = None  # the cause of operations HTA left out, if it left some out
 
     def add(self, figure, kinetrace, default, no_rounding, named=None, unit="ns", absolute=None,
             explains=None):
@@ -335,11 +349,13 @@ class Comparison:
         if no_rounding is None:
             verdict = "HTA gave none"
             if kinetrace not in (None, 0):
-                verdict = "DIFFERS (HTA gave none)"
+                verdict = f"named: {self.left_out}" if self.left_out else "DIFFERS (HTA gave none)"
         elif not differs(kinetrace, no_rounding, absolute):
             verdict = "agree"
         elif named and (explains is None or explains(kinetrace, no_rounding)):
             verdict = f"named: {named}"
+        elif self.left_out:
+            verdict = f"named: {self.left_out}"  # every figure of the operations HTA kept
         elif named:
             verdict = f"DIFFERS (more than {named} explains)"
         else:
@@ -391,6 +407,16 @@ def compare(path, facts, report, hta_default, hta_exact):
     # Temporal breakdown: the span, busy, compute, non-compute.
     td, te = section(hta_default, "temporal"), section(hta_exact, "temporal")
     kd, ke = section(hta_default, "kernels"), section(hta_exact, "kernels")
+
+    # Operations HTA left out (its step filter) change every figure; how many, first.
+    if step_filter and ke:
+        kept = sum(r["count"] for r in ke["kernels"].values())
+        operations = sum(k["duration"]["count"] for k in rank.get("kinds", []))
+        if kept < operations:
+            add("operations (HTA: those it kept)", operations,
+                kd and sum(r["count"] for r in kd["kernels"].values()), kept,
+                named="step-filter", unit="")
+            comparison.left_out = "step-filter"
 
     def hta(part_default, part_exact, get):
         return (ns(get(part_default)) if part_default else None,
@@ -510,8 +536,11 @@ def compare(path, facts, report, hta_default, hta_exact):
         named = "per-stream" if len(streams) > 1 else None
         add(f"{prefix} host wait", host, per_stream(idd, "host_wait"),
             per_stream(ide, "host_wait"), named=named)
+        overlap = facts.devices[device]["overlap"]
         add(f"{prefix} kernel wait", t["kernel_wait_ns"], per_stream(idd, "kernel_wait"),
-            per_stream(ide, "kernel_wait"), named=named)
+            per_stream(ide, "kernel_wait"), named=named or ("overlap" if overlap else None),
+            explains=None if named else
+            lambda kinetrace, h: not differs(kinetrace + overlap, h, 10))
         add(f"{prefix} other", other, per_stream(idd, "other"), per_stream(ide, "other"),
             named=named)
 

@@ -2,18 +2,22 @@
 """Writes small hand-made traces, in torch.profiler's layout, for hta_referee.py to run
 kinetrace analyze and real HTA on: each holds the cases where the two could part ways.
 
-    make_hta_traces.py OUT_DIR   -> OUT_DIR/one_stream.json, syncs.json, streams_nccl.json
+    make_hta_traces.py OUT_DIR   -> OUT_DIR/one_stream.json, syncs.json, streams_nccl.json,
+                                   after_steps.json
 
 - one_stream.json: one stream of kernels, copies and memsets in three ProfilerSteps; host
   waits; queued operations whose gaps are below 30 us (1.3, 2.7, 29.4: HTA's kernel wait)
   and above (30.6, 120); a queued kernel whose launch call was still running when its gap
-  opened; time before the first and after the last GPU operation.
+  opened; a kernel starting before the previous one ended; time before the first and
+  after the last GPU operation.
 - syncs.json: one stream with synchronisation records that carry the stream (Stream Sync
   reaching past the kernels it waited for, Stream Wait Event in a gap) and an Event Sync,
   no steps (so HTA keeps every record).
 - streams_nccl.json: a compute stream, a copy stream (copies, memsets) and an NCCL stream
   (NCCL 2.19+'s ncclDevKernel_* and the older ncclKernel_*), overlapping one another, in two
-  ProfilerSteps.
+  ProfilerSteps; a cooperative launch.
+- after_steps.json: two ProfilerSteps and a kernel launched after the last one, which HTA
+  leaves out.
 
 Timestamps carry nanoseconds (three decimals of microseconds), as real traces do, so HTA's
 rounding to whole microseconds shows.
@@ -82,6 +86,8 @@ def one_stream(path):
         calls = end - 30.0
         for i, gap in enumerate((1.313, 2.707, 29.403, 30.611, 120.029)):
             end = t.kernel(calls + i * 0.5, end + gap, 10.333 + i, name=f"elementwise_{i}")
+        # One that starts before the previous one ended, as torch.profiler's timestamps show.
+        end = max(end, t.kernel(calls + 3.0, end - 0.613, 4.25, name="overlapping"))
         # A queued copy and memset.
         end = t.launch("cudaMemcpyAsync", end - 8.0, 3.0, "gpu_memcpy",
                        "Memcpy HtoD (Pageable -> Device)", end + 3.217, 12.501, 7)
@@ -142,8 +148,27 @@ def streams_nccl(path):
         comm_end = t.kernel(comm_start - 10.0, comm_end + 25.0, 44.125, stream=20,
                             call="cudaLaunchKernelExC",
                             name="ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)")
+        # A cooperative launch, which HTA's queue length does not count.
+        compute_end = t.kernel(compute_end + 2.0, compute_end + 9.75, 20.5, stream=7,
+                               call="cudaLaunchCooperativeKernel", name="cooperative")
         compute_end = max(compute_end, comm_end, copy_end)
         t.host(f"ProfilerStep#{step}", step_start, compute_end + 1.0 - step_start)
+    t.write(path)
+
+
+def after_steps(path):
+    t = Trace()
+    end = 100.0
+    for step in range(2):
+        step_start = end + 1.5
+        for i in range(3):
+            call = end + 5.25
+            end = t.kernel(call, call + 4.125, 50.5 + i)
+        t.host(f"ProfilerStep#{step}", step_start, end + 1.0 - step_start)
+    # Launched after the last step: HTA, keeping what the steps launched, leaves it out. (HTA
+    # compares the launch's start, shifted to the trace's first event, with the last step's
+    # end, not shifted: so the launch must come later than the first event's time, 100 us.)
+    t.kernel(end + 150.0, end + 155.5, 30.125, name="after_the_steps")
     t.write(path)
 
 
@@ -156,6 +181,7 @@ def main():
     one_stream(os.path.join(out, "one_stream.json"))
     syncs(os.path.join(out, "syncs.json"))
     streams_nccl(os.path.join(out, "streams_nccl.json"))
+    after_steps(os.path.join(out, "after_steps.json"))
     return 0
 
 
