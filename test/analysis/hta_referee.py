@@ -27,6 +27,7 @@ difference, 2 when a trace or a run fails, 77 (ctest's skip) when pandas or HTA 
 import argparse
 import decimal
 import gzip
+import importlib.util
 import json
 import os
 import re
@@ -82,6 +83,7 @@ def stand_in_modules():
     installed, an empty module of that name stands in, so Debian's python3-pandas is all
     HTA needs."""
     import importlib.machinery
+    import importlib.util
     import types
 
     def stub(name, **attrs):
@@ -91,22 +93,16 @@ def stand_in_modules():
         sys.modules[name] = module
         return module
 
-    try:
-        import plotly  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("plotly") is None:
         plotly = stub("plotly")
         plotly.express = stub("plotly.express")
         plotly.graph_objects = stub("plotly.graph_objects")
         plotly.subplots = stub("plotly.subplots", make_subplots=None)
         plotly.io = stub("plotly.io", to_html=None)
-    try:
-        import networkx  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("networkx") is None:
         # critical_path_analysis subclasses networkx.DiGraph at import.
         stub("networkx", DiGraph=type("DiGraph", (), {}))
-    try:
-        import psutil  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("psutil") is None:
         stub("psutil")
 
 
@@ -382,16 +378,35 @@ def section(figures, key):
     return None if value is None or "error" in value else value
 
 
+class Context:
+    """One trace's two answers and what the comparisons share."""
+
+    def __init__(self, comparison, facts, rank, hta_default, hta_exact):
+        self.comparison, self.facts, self.rank = comparison, facts, rank
+        self.add = comparison.add
+        self.default, self.exact = hta_default, hta_exact
+        self.kt = rank["gpu_time"]
+        self.device_ids = sorted(facts.devices, key=str)
+        self.devices = {str(d["device"]): d for d in rank.get("devices", [])}
+        self.several_devices = len(self.device_ids) > 1
+        self.step_filter = facts.profiler_steps >= 2
+        self.devices_named = "devices" if self.several_devices else None
+
+    def parts(self, key):
+        """HTA's answer of one analysis at each setting (None where it raised)."""
+        return section(self.default, key), section(self.exact, key)
+
+    @staticmethod
+    def hta(parts, get):
+        """A figure of HTA's at each setting, in ns."""
+        return tuple(ns(get(part)) if part else None for part in parts)
+
+
 def compare(path, facts, report, hta_default, hta_exact):
     comparison = Comparison(path, facts)
     ranks = report.get("ranks", [])
     if not ranks:
         raise RuntimeError("kinetrace analyze reported no rank")
-    rank = ranks[0]
-    kt = rank["gpu_time"]
-    device_ids = sorted(facts.devices, key=str)
-    devices = {str(d["device"]): d for d in rank.get("devices", [])}
-
     for label, figures in (("default", hta_default), ("no rounding", hta_exact)):
         if "error" in figures:
             raise RuntimeError(f"HTA ({label}) could not analyse the trace: {figures['error']}")
@@ -399,175 +414,185 @@ def compare(path, facts, report, hta_default, hta_exact):
             if isinstance(value, dict) and "error" in value:
                 comparison.rows.append(Row(f"HTA {key} ({label})", None, None, None,
                                            f"HTA raised {value['error']}"))
-
-    several_devices = len(device_ids) > 1
-    step_filter = facts.profiler_steps >= 2
-    add = comparison.add
-
-    # Temporal breakdown: the span, busy, compute, non-compute.
-    td, te = section(hta_default, "temporal"), section(hta_exact, "temporal")
-    kd, ke = section(hta_default, "kernels"), section(hta_exact, "kernels")
-
-    # Operations HTA left out (its step filter) change every figure; how many, first.
-    if step_filter and ke:
-        kept = sum(r["count"] for r in ke["kernels"].values())
-        operations = sum(k["duration"]["count"] for k in rank.get("kinds", []))
-        if kept < operations:
-            add("operations (HTA: those it kept)", operations,
-                kd and sum(r["count"] for r in kd["kernels"].values()), kept,
-                named="step-filter", unit="")
-            comparison.left_out = "step-filter"
-
-    def hta(part_default, part_exact, get):
-        return (ns(get(part_default)) if part_default else None,
-                ns(get(part_exact)) if part_exact else None)
-
-    def busy(t):
-        return t["span"] - t["idle"]
-
-    def kernel_union(k):  # the kernel types' time, every overlap counted once: no syncs
-        return sum(k["type_time"].values())
-
-    syncs = "syncs" if facts.syncs_on_streams and not step_filter else None
-    devices_named = "devices" if several_devices else None
-    # The kernel-type split loses under 1 us per interval; there are at most two intervals
-    # per operation.
-    truncation = None
-    if ke:
-        bound = 2000.0 * sum(r["count"] for r in ke["kernels"].values())
-        truncation = lambda kinetrace, h: 0 <= kinetrace - h < bound  # noqa: E731
-    cut = devices_named or "truncation"
-    gains = lambda kinetrace, h: h > kinetrace  # noqa: E731  (syncs only add time)
-    if td or te:
-        add("busy (temporal breakdown)", kt["busy_ns"], *hta(td, te, busy),
-            named=syncs or devices_named, explains=gains if syncs else None)
-    if kd or ke:
-        add("busy (kernels, copies, memsets)", kt["busy_ns"], *hta(kd, ke, kernel_union),
-            named=cut, explains=None if several_devices else truncation)
-    if td or te:
-        add("compute", kt["compute_ns"], *hta(td, te, lambda t: t["compute"]),
-            named=devices_named)
-        add("non-compute (communication + memory)", kt["communication_ns"] + kt["memory_ns"],
-            *hta(td, te, lambda t: t["non_compute"]), named=syncs or devices_named,
-            explains=gains if syncs else None)
-        outside = sum(sum(facts.outside_span(d)) for d in device_ids)
-        comparison.note("idle (kinetrace's window)", kt["idle_ns"], *hta(td, te, lambda t: t["idle"]),
-                        "window")
-        add("idle within the GPU span", kt["idle_ns"] - outside,
-            *hta(td, te, lambda t: t["idle"]), named=syncs or devices_named)
-
-    # Kernel types: HTA splits busy time by which types ran together.
-    def split(k, *labels):
-        return sum(k["type_time"].get(label, 0.0) for label in labels)
-
-    if kd or ke:
-        overlap = ("COMPUTATION overlapping COMMUNICATION",
-                   "COMPUTATION overlapping COMMUNICATION overlapping MEMORY")
-        explains = None if several_devices else truncation
-        add("communication (alone, or with memory)", kt["communication_ns"],
-            *hta(kd, ke, lambda k: split(k, "COMMUNICATION", "COMMUNICATION overlapping MEMORY")),
-            named=cut, explains=explains)
-        add("memory (alone)", kt["memory_ns"], *hta(kd, ke, lambda k: split(k, "MEMORY")),
-            named=cut, explains=explains)
-        kt_overlap = sum(d.get("communication_overlap_ns", 0) for d in devices.values())
-        add("communication overlapping compute", kt_overlap,
-            *hta(kd, ke, lambda k: split(k, *overlap)), named=cut, explains=explains)
-        # Each kind's operations and their summed durations.
-        kinds = {"compute": "COMPUTATION", "communication": "COMMUNICATION", "memory": "MEMORY"}
-        kt_kinds = {k["kind"]: k["duration"] for k in rank.get("kinds", [])}
-        filtered = "step-filter" if step_filter else None
-        drops = lambda kinetrace, h: h < kinetrace  # noqa: E731  (the filter only removes)
-        for kind, hta_type in kinds.items():
-            def of_type(k, field, hta_type=hta_type):
-                return sum(r[field] for r in k["kernels"].values() if r["type"] == hta_type)
-
-            ktk = kt_kinds.get(kind, {"count": 0, "total_ns": 0})
-            add(f"{kind} operations", ktk["count"],
-                kd and of_type(kd, "count"), ke and of_type(ke, "count"), named=filtered,
-                unit="", explains=drops)
-            add(f"{kind} time, summed", ktk["total_ns"], *hta(kd, ke, lambda k: of_type(k, "sum")),
-                named=filtered, explains=drops)
-        # The top kernels, by name.
-        for row in rank.get("kernels", []):
-            name = row["name"]
-            short = name if len(name) <= 48 else name[:45] + "..."
-            rd = kd["kernels"].get(name) if kd else None
-            re_ = ke["kernels"].get(name) if ke else None
-            add(f"{short}: count", row["duration"]["count"], rd and rd["count"],
-                re_ and re_["count"], named=filtered, unit="", explains=drops)
-            add(f"{short}: time", row["duration"]["total_ns"], ns(rd and rd["sum"]),
-                ns(re_ and re_["sum"]), named=filtered, explains=drops)
-
-    # Idle-time breakdown: per stream in HTA, per device in kinetrace; alike on a device
-    # with one stream.
-    idd, ide = section(hta_default, "idle"), section(hta_exact, "idle")
-    for device in device_ids:
-        d = devices.get(str(device))
-        streams = sorted(facts.devices[device]["streams"], key=str)
-        if d is None:
-            continue
-        t = d["time"]
-        leading, trailing = facts.outside_span(device)
-        prefix = f"device {device}"
-
-        def per_stream(figures, category, streams=streams):
-            if not figures:
-                return None
-            return ns(sum(figures.get(str(s), {}).get(category, 0.0) for s in streams))
-
-        # The causes this check knows must make up the device's idle time, or a cause was
-        # added that it does not map onto HTA's.
-        known = ("before_first_op_ns", "host_wait_ns", "launch_ns", "kernel_wait_ns",
-                 "other_work_wait_ns", "other_idle_ns")
-        causes = sum(t.get(key, 0) for key in known)
-        if causes != t["idle_ns"]:
-            comparison.rows.append(Row(f"{prefix} idle causes (kinetrace)", causes, None,
-                                       t["idle_ns"], "DIFFERS: kinetrace's causes do not make "
-                                       "up its idle time (a cause this check does not know)"))
-        launch_queued = t.get("launch_queued_ns", 0)
-        host = t["host_wait_ns"] + t["launch_ns"] - launch_queued
-        other = t["other_work_wait_ns"] + t["other_idle_ns"] + launch_queued - trailing
-        if "before_first_op_ns" in t:
-            pass  # the time before the first operation is a cause of its own
-        elif facts.devices[device]["first_has_call"]:
-            host -= leading  # counted as host wait and launch, up to the first operation
-        else:
-            other -= leading
-        named = "per-stream" if len(streams) > 1 else None
-        add(f"{prefix} host wait", host, per_stream(idd, "host_wait"),
-            per_stream(ide, "host_wait"), named=named)
-        overlap = facts.devices[device]["overlap"]
-        add(f"{prefix} kernel wait", t["kernel_wait_ns"], per_stream(idd, "kernel_wait"),
-            per_stream(ide, "kernel_wait"), named=named or ("overlap" if overlap else None),
-            explains=None if named else
-            lambda kinetrace, h: not differs(kinetrace + overlap, h, 10))
-        add(f"{prefix} other", other, per_stream(idd, "other"), per_stream(ide, "other"),
-            named=named)
-
-        # Queue length: operations launched and not yet started, at most, per stream.
-        qd, qe = section(hta_default, "queue"), section(hta_exact, "queue")
-        kt_streams = {str(s["stream"]): s for s in d.get("streams", [])}
-        for stream in streams:
-            s = kt_streams.get(str(stream))
-            if s is None or (qd is None and qe is None):
-                continue
-            others = facts.other_launches.get(stream)
-            # A stream none of whose launches HTA counts has no queue in HTA's answer: 0.
-            add(f"{prefix} stream {stream} queue length, max", s["max_queue_depth"],
-                None if qd is None else qd.get(str(stream), 0),
-                None if qe is None else qe.get(str(stream), 0),
-                unit="", named="queue-calls" if others else None,
-                explains=lambda kinetrace, h: kinetrace > h)
-
-    # Launches: counted and timed differently; shown.
-    ld, le = section(hta_default, "launches"), section(hta_exact, "launches")
-    latency = rank.get("launch_latency", {}).get("distribution", {})
-    if ld or le:
-        comparison.note("launches timed", latency.get("count"), ld and ld["count"],
-                        le and le["count"], "launch", unit="")
-        comparison.note("launch latency, mean", latency.get("mean_ns"),
-                        ns(ld and ld["delay_mean"]), ns(le and le["delay_mean"]), "launch")
+    c = Context(comparison, facts, ranks[0], hta_default, hta_exact)
+    note_left_out(c)
+    compare_time(c)
+    compare_kinds(c)
+    for device in c.device_ids:
+        if str(device) in c.devices:
+            compare_idle(c, device)
+    note_launches(c)
     return comparison
+
+
+def note_left_out(c):
+    """Operations HTA left out (its step filter) change every figure: how many, first."""
+    kd, ke = c.parts("kernels")
+    if not (c.step_filter and ke):
+        return
+    kept = sum(r["count"] for r in ke["kernels"].values())
+    operations = sum(k["duration"]["count"] for k in c.rank.get("kinds", []))
+    if kept < operations:
+        c.add("operations (HTA: those it kept)", operations,
+              kd and sum(r["count"] for r in kd["kernels"].values()), kept,
+              named="step-filter", unit="")
+        c.comparison.left_out = "step-filter"
+
+
+def truncation_bound(c):
+    """HTA's kernel-type split loses under 1 us per interval, and there are at most two
+    intervals per operation: whether that accounts for a difference."""
+    _, ke = c.parts("kernels")
+    if not ke or c.several_devices:
+        return None
+    bound = 2000.0 * sum(r["count"] for r in ke["kernels"].values())
+    return lambda kinetrace, h: 0 <= kinetrace - h < bound
+
+
+def compare_time(c):
+    """The temporal breakdown (busy, compute, non-compute, idle) and the kernel-type split."""
+    kt, add = c.kt, c.add
+    temporal, kernels = c.parts("temporal"), c.parts("kernels")
+    syncs = "syncs" if c.facts.syncs_on_streams else None
+    gains = (lambda kinetrace, h: h > kinetrace) if syncs else None  # syncs only add time
+    truncation = truncation_bound(c)
+    cut = c.devices_named or "truncation"
+    if any(temporal):
+        add("busy (temporal breakdown)", kt["busy_ns"],
+            *c.hta(temporal, lambda t: t["span"] - t["idle"]),
+            named=syncs or c.devices_named, explains=gains)
+    if any(kernels):
+        # The kernel types' time, every overlap counted once: no syncs.
+        add("busy (kernels, copies, memsets)", kt["busy_ns"],
+            *c.hta(kernels, lambda k: sum(k["type_time"].values())),
+            named=cut, explains=truncation)
+    if any(temporal):
+        add("compute", kt["compute_ns"], *c.hta(temporal, lambda t: t["compute"]),
+            named=c.devices_named)
+        add("non-compute (communication + memory)", kt["communication_ns"] + kt["memory_ns"],
+            *c.hta(temporal, lambda t: t["non_compute"]), named=syncs or c.devices_named,
+            explains=gains)
+        outside = sum(sum(c.facts.outside_span(d)) for d in c.device_ids)
+        c.comparison.note("idle (kinetrace's window)", kt["idle_ns"],
+                          *c.hta(temporal, lambda t: t["idle"]), "window")
+        add("idle within the GPU span", kt["idle_ns"] - outside,
+            *c.hta(temporal, lambda t: t["idle"]), named=syncs or c.devices_named)
+    if not any(kernels):
+        return
+
+    # HTA splits busy time by which types ran together.
+    def split(*labels):
+        return lambda k: sum(k["type_time"].get(label, 0.0) for label in labels)
+
+    add("communication (alone, or with memory)", kt["communication_ns"],
+        *c.hta(kernels, split("COMMUNICATION", "COMMUNICATION overlapping MEMORY")),
+        named=cut, explains=truncation)
+    add("memory (alone)", kt["memory_ns"], *c.hta(kernels, split("MEMORY")),
+        named=cut, explains=truncation)
+    add("communication overlapping compute",
+        sum(d.get("communication_overlap_ns", 0) for d in c.devices.values()),
+        *c.hta(kernels, split("COMPUTATION overlapping COMMUNICATION",
+                              "COMPUTATION overlapping COMMUNICATION overlapping MEMORY")),
+        named=cut, explains=truncation)
+
+
+def compare_kinds(c):
+    """Each kind's and each top kernel's count and summed time."""
+    kd, ke = kernels = c.parts("kernels")
+    if not any(kernels):
+        return
+    filtered = "step-filter" if c.step_filter else None
+    drops = lambda kinetrace, h: h < kinetrace  # noqa: E731  (the filter only removes)
+    kt_kinds = {k["kind"]: k["duration"] for k in c.rank.get("kinds", [])}
+    for kind, hta_type in (("compute", "COMPUTATION"), ("communication", "COMMUNICATION"),
+                           ("memory", "MEMORY")):
+        def of_type(k, field, hta_type=hta_type):
+            return sum(r[field] for r in k["kernels"].values() if r["type"] == hta_type)
+
+        row = kt_kinds.get(kind, {"count": 0, "total_ns": 0})
+        c.add(f"{kind} operations", row["count"], kd and of_type(kd, "count"),
+              ke and of_type(ke, "count"), named=filtered, unit="", explains=drops)
+        c.add(f"{kind} time, summed", row["total_ns"], *c.hta(kernels, lambda k: of_type(k, "sum")),
+              named=filtered, explains=drops)
+    for row in c.rank.get("kernels", []):
+        name = row["name"]
+        short = name if len(name) <= 48 else name[:45] + "..."
+        rd, re_ = (part["kernels"].get(name) if part else None for part in kernels)
+        c.add(f"{short}: count", row["duration"]["count"], rd and rd["count"],
+              re_ and re_["count"], named=filtered, unit="", explains=drops)
+        c.add(f"{short}: time", row["duration"]["total_ns"], ns(rd and rd["sum"]),
+              ns(re_ and re_["sum"]), named=filtered, explains=drops)
+
+
+def compare_idle(c, device):
+    """HTA's idle-time breakdown (per stream; alike on a device with one stream) and its
+    queue length (per stream)."""
+    d, facts = c.devices[str(device)], c.facts
+    t, prefix = d["time"], f"device {device}"
+    streams = sorted(facts.devices[device]["streams"], key=str)
+    leading, trailing = facts.outside_span(device)
+
+    def per_stream(part, category):
+        if not part:
+            return None
+        return ns(sum(part.get(str(s), {}).get(category, 0.0) for s in streams))
+
+    # The causes this check knows must make up the device's idle time, or a cause was
+    # added that it does not map onto HTA's.
+    known = ("before_first_op_ns", "host_wait_ns", "launch_ns", "kernel_wait_ns",
+             "other_work_wait_ns", "other_idle_ns")
+    causes = sum(t.get(key, 0) for key in known)
+    if causes != t["idle_ns"]:
+        c.comparison.rows.append(Row(f"{prefix} idle causes (kinetrace)", causes, None,
+                                     t["idle_ns"], "DIFFERS: kinetrace's causes do not make "
+                                     "up its idle time (a cause this check does not know)"))
+    # HTA's host wait: the launch call came after the gap opened (kinetrace's host wait and
+    # launch); its other: everything else above the threshold (kinetrace's waiting on other
+    # work, other, and the launch time of operations queued before the gap).
+    launch_queued = t.get("launch_queued_ns", 0)
+    host = t["host_wait_ns"] + t["launch_ns"] - launch_queued
+    other = t["other_work_wait_ns"] + t["other_idle_ns"] + launch_queued - trailing
+    if "before_first_op_ns" in t:
+        pass  # the time before the first operation is a cause of its own
+    elif facts.devices[device]["first_has_call"]:
+        host -= leading  # counted as host wait and launch, up to the first operation
+    else:
+        other -= leading
+    idle = c.parts("idle")
+    named = "per-stream" if len(streams) > 1 else None
+    overlap = facts.devices[device]["overlap"]
+    c.add(f"{prefix} host wait", host, *(per_stream(p, "host_wait") for p in idle), named=named)
+    c.add(f"{prefix} kernel wait", t["kernel_wait_ns"],
+          *(per_stream(p, "kernel_wait") for p in idle),
+          named=named or ("overlap" if overlap else None),
+          explains=None if named else lambda kinetrace, h: not differs(kinetrace + overlap, h, 10))
+    c.add(f"{prefix} other", other, *(per_stream(p, "other") for p in idle), named=named)
+
+    # Queue length: operations launched and not yet started, at most, per stream.
+    queue = c.parts("queue")
+    if not any(part is not None for part in queue):
+        return
+    kt_streams = {str(s["stream"]): s for s in d.get("streams", [])}
+    for stream in streams:
+        s = kt_streams.get(str(stream))
+        if s is None:
+            continue
+        # A stream none of whose launches HTA counts has no queue in HTA's answer: 0.
+        c.add(f"{prefix} stream {stream} queue length, max", s["max_queue_depth"],
+              *(None if part is None else part.get(str(stream), 0) for part in queue),
+              unit="", named="queue-calls" if facts.other_launches.get(stream) else None,
+              explains=lambda kinetrace, h: kinetrace > h)
+
+
+def note_launches(c):
+    """Launches, counted and timed differently: shown, not compared."""
+    ld, le = c.parts("launches")
+    latency = c.rank.get("launch_latency", {}).get("distribution", {})
+    if ld or le:
+        c.comparison.note("launches timed", latency.get("count"), ld and ld["count"],
+                          le and le["count"], "launch", unit="")
+        c.comparison.note("launch latency, mean", latency.get("mean_ns"),
+                          ns(ld and ld["delay_mean"]), ns(le and le["delay_mean"]), "launch")
 
 
 def fmt(value, unit):
@@ -604,11 +629,7 @@ def find_hta(argument):
             return os.path.abspath(candidate)
         if candidate and i < 2:  # named, but not there: an error, not a fallback
             raise ValueError(f"no HTA in {candidate} (no hta/trace_analysis.py there)")
-    try:
-        import importlib.util
-        return "" if importlib.util.find_spec("hta") else None
-    except (ImportError, ValueError):
-        return None
+    return "" if importlib.util.find_spec("hta") else None
 
 
 def main(argv):
@@ -624,11 +645,10 @@ def main(argv):
         traces = [(spec.split(":", 1)[1], int(spec.split(":", 1)[0])) for spec in args.traces]
         return hta_worker(args.hta_dir, traces)
 
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        print(f"hta_referee: SKIP: pandas is not installed for {sys.executable} "
-              "(Debian: apt-get install python3-pandas python3-yaml)")
+    missing = [module for module in ("pandas", "yaml") if importlib.util.find_spec(module) is None]
+    if missing:
+        print(f"hta_referee: SKIP: HTA needs {' and '.join(missing)}, not installed for "
+              f"{sys.executable} (Debian: apt-get install python3-pandas python3-yaml)")
         return SKIP
     try:
         hta_dir = find_hta(args.hta_dir)
