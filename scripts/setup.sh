@@ -40,11 +40,6 @@ declare -A probe=(
   [libdeflate-dev]=file:/usr/include/libdeflate.h
 )
 order=(cmake g++ make python3 libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev libdeflate-dev)
-# The test that runs the real HTA beside `kinetrace analyze` (test/analysis/hta_referee.py):
-# HTA needs pandas and PyYAML; without them that test is skipped.
-probe[python3-pandas]=file:/usr/lib/python3/dist-packages/pandas/__init__.py
-probe[python3-yaml]=file:/usr/lib/python3/dist-packages/yaml/__init__.py
-order+=(python3-pandas python3-yaml)
 if [[ $want_bench == 1 ]]; then
   probe[libbenchmark-dev]=file:/usr/include/benchmark/benchmark.h
   order+=(libbenchmark-dev)
@@ -58,6 +53,12 @@ present() {
   local how=${1%%:*} what=${1#*:}
   if [[ $how == cmd ]]; then command -v "$what" >/dev/null 2>&1; else [[ -e $what ]]; fi
 }
+
+# The test that runs the real HTA beside `kinetrace analyze` (test/analysis/hta_referee.py):
+# HTA needs pandas and PyYAML; without them that test is skipped.
+probe[python3-pandas]=file:/usr/lib/python3/dist-packages/pandas/__init__.py
+probe[python3-yaml]=file:/usr/lib/python3/dist-packages/yaml/__init__.py
+order+=(python3-pandas python3-yaml)
 
 missing=()
 for package in "${order[@]}"; do
