@@ -56,6 +56,12 @@ present() {
   if [[ $how == cmd ]]; then command -v "$what" >/dev/null 2>&1; else [[ -e $what ]]; fi
 }
 
+# The test that runs the real HTA beside `kinetrace analyze` (test/analysis/hta_referee.py):
+# HTA needs pandas and PyYAML; without them that test is skipped.
+probe[python3-pandas]=file:/usr/lib/python3/dist-packages/pandas/__init__.py
+probe[python3-yaml]=file:/usr/lib/python3/dist-packages/yaml/__init__.py
+order+=(python3-pandas python3-yaml)
+
 missing=()
 for package in "${order[@]}"; do
   present "${probe[$package]}" || missing+=("$package")

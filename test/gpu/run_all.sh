@@ -17,7 +17,7 @@
 # save_formats.md, graphs.md, graphs_graph_level.md, torch_graphs_node.md,
 # torch_graphs_graph.md, torch_graphs_overhead.md,
 # torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
-# analyze-CASE.txt, .html and .json, hta-CASE.txt, torch_backend.md, kineto_abi_facts.json,
+# analyze-CASE.txt, .html and .json, hta.txt, torch_backend.md, kineto_abi_facts.json,
 # overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
 # training-step traces gzipped. The flood trace (large) stays in the build directory.
 #
@@ -353,21 +353,38 @@ nccl() {
 
 # PyTorch programs that each idle the GPU for one known reason (bench/gpu/idle_causes.py),
 # traced by torch.profiler, then `kinetrace analyze` on each: findings in
-# OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html and .json; HTA's figures
-# recomputed from the same trace beside kinetrace's in OUT_DIR/hta-CASE.txt
-# (bench/gpu/hta_reference.py: fails when a figure both define alike differs).
+# OUT_DIR/analyze-CASE.txt, reports in OUT_DIR/analyze-CASE.html and .json. Then the real
+# Holistic Trace Analysis on the same traces, on kinetrace's own traces kept by the steps
+# before (census, CUDA graphs, NCCL, training step) and on any named in HTA_TRACES, at its
+# defaults and with its rounding off, beside kinetrace's figures (test/analysis/hta_referee.py:
+# OUT_DIR/hta.txt; fails on a figure that differs for no named cause). HTA's source: HTA_DIR,
+# else ../shared/refs/hta beside the source, else an installed hta; it needs pandas and PyYAML
+# in HTA_PYTHON (python3). Without them the comparison is skipped and says why.
 analyze() {
-  local kt case rc=0
+  local kt case kept status rc=0 traces=()
   kt=$(binary kinetrace) || return 1
   for case in tiny loader leak healthy; do
     run python3 "$SRC_DIR/bench/gpu/idle_causes.py" "$case" --out "$WORK_DIR/idle_causes" || { rc=1; continue; }
     run "$kt" analyze -q "$WORK_DIR/idle_causes/$case.json" --html "$OUT_DIR/analyze-$case.html" \
       --json "$OUT_DIR/analyze-$case.json" > "$OUT_DIR/analyze-$case.txt" || rc=1
     sed -n '1,12p' "$OUT_DIR/analyze-$case.txt"
-    run python3 "$SRC_DIR/bench/gpu/hta_reference.py" "$WORK_DIR/idle_causes/$case.json" \
-      --analyze-json "$OUT_DIR/analyze-$case.json" > "$OUT_DIR/hta-$case.txt" || rc=1
-    tail -n 3 "$OUT_DIR/hta-$case.txt"
+    traces+=("$WORK_DIR/idle_causes/$case.json")
   done
+  for kept in census_trace graphs_trace nccl_trace training_step_trace; do
+    [[ -f $OUT_DIR/$kept.json.gz ]] && traces+=("$OUT_DIR/$kept.json.gz")
+  done
+  # shellcheck disable=SC2206  # HTA_TRACES: paths separated by spaces
+  traces+=(${HTA_TRACES:-})
+  echo "+ hta_referee.py ${traces[*]}"
+  timeout 1800 "${HTA_PYTHON:-python3}" "$SRC_DIR/test/analysis/hta_referee.py" --kinetrace "$kt" \
+    --out "$OUT_DIR/hta.txt" "${traces[@]}" > "$WORK_DIR/hta.log" 2>&1
+  status=$?
+  grep -E '^==|DIFFERS|named differences|^  [a-z-]+:|^hta_referee' "$WORK_DIR/hta.log"
+  if [[ $status -eq 77 ]]; then
+    echo "the comparison with HTA was skipped (the reason is above)"
+  elif [[ $status -ne 0 ]]; then
+    rc=1
+  fi
   return $rc
 }
 
