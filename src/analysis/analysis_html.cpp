@@ -98,10 +98,10 @@ std::string gpuTime(const RankReport& r) {
   };
   row("window", &TimeBreakdown::windowNs, true);
   row("busy", &TimeBreakdown::busyNs, true);
-  for (std::size_t i = 0; i < 3; ++i)
+  for (std::size_t i = 0; i < html::kBusyParts; ++i)
     row(swatch(html::kParts[i].colour) + escape(html::kParts[i].name), html::kParts[i].field);
   row("idle", &TimeBreakdown::idleNs, true);
-  for (std::size_t i = 3; i < 8; ++i)
+  for (std::size_t i = html::kBusyParts; i < html::kPartCount; ++i)
     row(swatch(html::kParts[i].colour) + escape(html::kParts[i].name), html::kParts[i].field);
   row("idle while data loading ran", &TimeBreakdown::dataLoadingIdleNs);
   return html::breakdownBars("gpu-time", bars) + table(header, rows, "parts");
@@ -257,11 +257,26 @@ std::string gapsSection(const RankReport& r) {
   std::vector<std::vector<Cell>> rows;
   for (const GapReport& g : r.gaps) {
     rows.push_back({text(fmt::format("GPU {}", g.device)), number(duration(g.startNs - start)),
-                    number(duration(g.durationNs)), text(g.cause), raw(nameHtml(g.endedBy, 50)),
-                    raw(nameHtml(g.hostWas, 50, false))});
+                    number(duration(g.durationNs)), text(g.cause), text(g.evidence),
+                    raw(nameHtml(g.endedBy, 50)), raw(nameHtml(g.hostWas, 50, false))});
   }
-  return "<h3>Longest idle gaps</h3>\n" +
-         table({"device", "at", "length", "cause", "ended by", "the host was in"}, rows);
+  std::string out =
+      "<h3>Longest idle gaps</h3>\n" +
+      table({"device", "at", "length", "cause", "found in the trace", "ended by", "the host was in"},
+            rows);
+  // What the trace shows the idle time waited on: a Stream Wait Event on a queued
+  // operation's stream; a sync the host was in when the GPU ran out of work.
+  auto found = [&out](const char* heading, const char* what, const std::vector<FoundRow>& found) {
+    if (found.empty()) return;
+    std::vector<std::vector<Cell>> rows;
+    for (const FoundRow& f : found) {
+      rows.push_back({text(f.found), number(count(f.gaps)), number(duration(f.ns))});
+    }
+    out += fmt::format("<h3>{}</h3>\n", heading) + table({what, "gaps", "idle time"}, rows);
+  };
+  found("Waiting on other work", "what the queued work waited on", r.otherWork);
+  found("Host wait that began in a sync", "the sync", r.hostWaitAfterSync);
+  return out;
 }
 
 std::string communicationSection(const RankReport& r) {

@@ -151,10 +151,11 @@ std::string nameHtml(std::string_view full, std::size_t width, bool kernel) {
   return "<span class=\"name\" title=\"" + escape(full) + "\">" + escape(shown) + "</span>";
 }
 
-const Part kParts[8] = {
+const Part kParts[kPartCount] = {
     {"compute", "#4e79a7", "#fff", &TimeBreakdown::computeNs},
     {"communication", "#f28e2b", "#222", &TimeBreakdown::communicationNs},
     {"memory", "#59a14f", "#fff", &TimeBreakdown::memoryNs},
+    {"before the first GPU operation", "#9c755f", "#fff", &TimeBreakdown::beforeFirstOpNs},
     {"host wait", "#e15759", "#fff", &TimeBreakdown::hostWaitNs},
     {"launch", "#edc948", "#222", &TimeBreakdown::launchNs},
     {"kernel wait", "#b07aa1", "#fff", &TimeBreakdown::kernelWaitNs},

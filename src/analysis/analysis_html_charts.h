@@ -41,7 +41,10 @@ struct Part {
   const char* textColour;  // for a value written on a bar of that colour
   int64_t TimeBreakdown::*field;
 };
-extern const Part kParts[8];
+// The first kBusyParts are busy time, the rest idle time.
+constexpr std::size_t kBusyParts = 3;
+constexpr std::size_t kPartCount = 9;
+extern const Part kParts[kPartCount];
 
 // One stacked horizontal bar per row, each part's share of the row's window written on it
 // where it fits, with a 0-100% axis.
