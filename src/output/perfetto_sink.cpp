@@ -18,6 +18,7 @@
 #include "kinetrace/error.h"
 #include "output/gzip_output.h"
 #include "output/perfetto_compression.h"
+#include "output/perfetto_lanes.h"
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
@@ -209,17 +210,11 @@ class PerfettoSink::Encoder {
     w_.endMessage(track);
     w_.endMessage(packet);
 
-    openInstant(metadata_, header.baseTimeNs, kHeaderEventName, kLayoutCategory);
-    stringAnnotation("traceName", header.traceName);
-    intAnnotation("baseTimeNanoseconds", header.baseTimeNs);
-    intAnnotation("timebaseNanoseconds", timebaseNs_);
-    stringAnnotation("format", kFormatName);
-    for (const Value::Member& member : header.metadata) {
-      if (isKeyTheSinkWrites(member.key)) continue;
-      valueAnnotation(member.key, member.value);
-    }
-    closeEvent();
-    flushIfFull();
+    // The header instant waits for the first event, whose time it takes: at the base time
+    // it could lie far outside the events (torch.profiler's base time is not on its events'
+    // clock), and Perfetto's timeline would span both.
+    header_ = header;
+    headerPending_ = true;
   }
 
   void write(const Event& event) {
@@ -236,7 +231,8 @@ class PerfettoSink::Encoder {
     expectState(State::Writing, "end");
     try {
       closePendingSlice();
-      openInstant(metadata_, timebaseNs_ + kTimebaseLeadNs, kFooterEventName, kLayoutCategory);
+      if (headerPending_) writeHeader(header_.baseTimeNs);
+      openInstant(metadata_, headerTimeNs_, kFooterEventName, kLayoutCategory);
       for (const Value::Member& member : footer) {
         if (isKeyTheSinkWrites(member.key)) continue;
         valueAnnotation(member.key, member.value);
@@ -265,6 +261,17 @@ class PerfettoSink::Encoder {
   struct ThreadTrack {
     std::size_t sequence = 0;
     uint64_t processUuid = 0;
+    int64_t tid = 0;
+    std::string name;                        // from its thread_name event, once known
+    std::vector<std::size_t> laneSequences;  // lanes 1, 2, ...: child tracks
+    std::unique_ptr<SliceLanes> lanes;
+  };
+
+  // A naming event met before the header was written, with its strings kept.
+  struct KeptEvent {
+    Event event;
+    std::deque<std::string> strings;
+    std::vector<Arg> args;
   };
 
   // A slice whose BEGIN packet is still open: a launch arrow that follows it on its track
@@ -291,25 +298,29 @@ class PerfettoSink::Encoder {
   }
 
   void writeEvent(const Event& event) {
-    if (event.phase == Phase::FlowStart || event.phase == Phase::FlowEnd) {
-      if (attachFlow(event)) return;
-    }
     closePendingSlice(&event);
     flushIfFull();
+    if (event.phase == Phase::Metadata) {
+      writeNaming(event);
+      return;
+    }
+    if (headerPending_) writeHeader(std::max(event.timestampNs, timebaseNs_));
+    spanFirstNs_ = std::min(spanFirstNs_, event.timestampNs);
+    spanLastNs_ = std::max(spanLastNs_, event.timestampNs + event.durationNs);
     switch (event.phase) {
       case Phase::Complete: {
-        const std::size_t track = threadTrack(event.pid, event.tid).sequence;
+        ThreadTrack& thread = threadTrack(event.pid, event.tid);
+        const int64_t endNs = event.timestampNs + event.durationNs;
+        const std::size_t track =
+            laneSequence(thread, thread.lanes->place(event.timestampNs, endNs));
         if (!openTrackEvent(track, event.timestampNs, kTypeSliceBegin)) return;
         eventNames(event.name, event.category);
         annotations(event);
-        slice_ = {
-            true, event.pid, event.tid, event.timestampNs, event.timestampNs + event.durationNs,
-            track};
+        slice_ = {true, event.pid, event.tid, event.timestampNs, endNs, track};
         return;
       }
       case Phase::Instant:
-        if (!openInstant(threadTrack(event.pid, event.tid).sequence, event.timestampNs, event.name,
-                         event.category)) {
+        if (!openInstant(pointSequence(event), event.timestampNs, event.name, event.category)) {
           return;
         }
         annotations(event);
@@ -317,42 +328,79 @@ class PerfettoSink::Encoder {
         return;
       case Phase::FlowStart:
       case Phase::FlowEnd:
-        // Not at the start of the slice before it: an instant that carries the arrow.
-        if (!openInstant(threadTrack(event.pid, event.tid).sequence, event.timestampNs, event.name,
-                         event.category)) {
-          return;
-        }
-        flowId(event);
-        closeEvent();
+        writeFlow(event);
         return;
       case Phase::Counter:
         writeCounter(event);
         return;
       case Phase::Metadata:
-        writeNaming(event);
         return;
     }
   }
 
-  // A launch arrow at the start of the slice just written, on its track: a flow id on it.
-  bool attachFlow(const Event& event) {
-    if (!slice_.open || event.pid != slice_.pid || event.tid != slice_.tid ||
-        event.timestampNs != slice_.startNs || event.name != kLaunchFlowName ||
-        event.category != kLaunchFlowName) {
-      return false;
-    }
-    flowId(event);
-    return true;
+  // The sequence of the lane that holds an instant's or a flow event's time.
+  std::size_t pointSequence(const Event& event) {
+    ThreadTrack& thread = threadTrack(event.pid, event.tid);
+    return laneSequence(thread, thread.lanes->laneAt(event.timestampNs));
   }
 
-  // Flow ids as varints (flow_ids_old, terminating_flow_ids_old): about five bytes for a
-  // correlation id where the fixed64 fields (flow_ids, terminating_flow_ids) take ten.
-  // Perfetto marks the varint fields deprecated but reads both (the fixed64 ones win when
-  // an event has both; kinetrace writes one); fixed64 suits its own hashed 64-bit ids,
-  // which take ten bytes as varints.
-  void flowId(const Event& event) {
-    w_.varint(event.phase == Phase::FlowStart ? kEventFlowIdsOld : kEventTerminatingFlowIdsOld,
-              event.flowId);
+  // A flow event as Chrome's legacy flow event (perfetto_layout.h): Perfetto binds it, as
+  // it binds the JSON's, to the slice open on its track at its time, and draws an arrow
+  // for every 'f' of an id (a launch that started several kernels), flows of other names
+  // and categories being other flows even with the same id.
+  void writeFlow(const Event& event) {
+    if (!openTrackEvent(pointSequence(event), event.timestampNs, 0)) return;
+    eventNames(event.name, event.category);
+    const std::size_t legacy = w_.beginMessage(kEventLegacyEvent);
+    w_.varint(kLegacyPhase, event.phase == Phase::FlowStart ? 's' : 'f');
+    w_.varint(kLegacyUnscopedId, event.flowId);
+    if (event.phase == Phase::FlowEnd) w_.boolean(kLegacyBindToEnclosing, true);
+    w_.endMessage(legacy);
+    closeEvent();
+  }
+
+  // The header instant, at `timeNs`, then the naming events kept until then.
+  void writeHeader(int64_t timeNs) {
+    headerPending_ = false;
+    headerTimeNs_ = timeNs;
+    openInstant(metadata_, timeNs, kHeaderEventName, kLayoutCategory);
+    stringAnnotation("traceName", header_.traceName);
+    intAnnotation("baseTimeNanoseconds", header_.baseTimeNs);
+    intAnnotation("timebaseNanoseconds", timebaseNs_);
+    stringAnnotation("format", kFormatName);
+    for (const Value::Member& member : header_.metadata) {
+      if (isKeyTheSinkWrites(member.key)) continue;
+      valueAnnotation(member.key, member.value);
+    }
+    closeEvent();
+    header_.metadata.clear();
+    for (KeptEvent& kept : keptNamings_) {
+      kept.event.args = kept.args.data();
+      writeNamingInstant(kept.event);
+    }
+    keptNamings_.clear();
+  }
+
+  static KeptEvent keep(const Event& event) {
+    KeptEvent k;
+    k.event = event;
+    auto own = [&k](std::string_view text) {
+      return std::string_view(k.strings.emplace_back(text));
+    };
+    k.event.name = own(event.name);
+    k.event.category = own(event.category);
+    for (std::size_t i = 0; i < event.argCount; ++i) {
+      Arg arg = event.args[i];
+      arg.key = own(arg.key);
+      if (const auto* text = std::get_if<std::string_view>(&arg.value)) {
+        arg.value = own(*text);
+      } else if (const auto* json = std::get_if<JsonText>(&arg.value)) {
+        arg.value = JsonText{own(json->text)};
+      }
+      k.args.push_back(arg);
+    }
+    k.event.args = k.args.data();
+    return k;
   }
 
   void writeCounter(const Event& event) {
@@ -390,13 +438,36 @@ class PerfettoSink::Encoder {
     if (text != nullptr && event.name == "process_name") {
       describeProcess(processTrack(event.pid), event.pid, *text);
     } else if (text != nullptr && event.name == "thread_name") {
-      const ThreadTrack& track = threadTrack(event.pid, event.tid);
+      ThreadTrack& track = threadTrack(event.pid, event.tid);
+      track.name = std::string(*text);
       describeThread(track, event.pid, event.tid, *text);
+      for (std::size_t lane = 1; lane <= track.laneSequences.size(); ++lane) {
+        describeLane(track, lane);
+      }
     }
-    if (!openInstant(metadata_, event.timestampNs, event.name, kNamingCategory)) return;
+    if (headerPending_) {
+      keptNamings_.push_back(keep(event));
+      return;
+    }
+    writeNamingInstant(event);
+  }
+
+  // The naming event as an instant on the metadata track, inside the span of the events
+  // written so far (at the header's time when none is); its own time, when elsewhere, is
+  // an annotation, so a reader gets the event back as it was.
+  void writeNamingInstant(const Event& event) {
+    int64_t timeNs = event.timestampNs;
+    if (spanFirstNs_ > spanLastNs_) {
+      timeNs = headerTimeNs_;
+    } else {
+      timeNs = std::clamp(timeNs, spanFirstNs_, spanLastNs_);
+    }
+    timeNs = std::max(timeNs, timebaseNs_);
+    if (!openInstant(metadata_, timeNs, event.name, kNamingCategory)) return;
     annotations(event);
     intAnnotation("pid", event.pid);
     intAnnotation("tid", event.tid);
+    if (timeNs != event.timestampNs) intAnnotation(kNamingTimeAnnotation, event.timestampNs);
     closeEvent();
   }
 
@@ -452,14 +523,16 @@ class PerfettoSink::Encoder {
     return uuid;
   }
 
-  const ThreadTrack& threadTrack(int64_t pid, int64_t tid) {
+  ThreadTrack& threadTrack(int64_t pid, int64_t tid) {
     if (lastThread_ != nullptr && lastThreadKey_ == std::make_pair(pid, tid)) return *lastThread_;
     auto found = threads_.find({pid, tid});
     if (found == threads_.end()) {
       ThreadTrack track;
       track.processUuid = processTrack(pid);
       track.sequence = newSequence(nextUuid_++);
-      found = threads_.emplace(std::make_pair(pid, tid), track).first;
+      track.tid = tid;
+      track.lanes = std::make_unique<SliceLanes>(&laneBudget_);
+      found = threads_.emplace(std::make_pair(pid, tid), std::move(track)).first;
       describeThread(track, pid, tid, {});
     }
     lastThreadKey_ = {pid, tid};
@@ -514,6 +587,30 @@ class PerfettoSink::Encoder {
     w_.endMessage(packet);
   }
 
+  // A lane of a thread track (1, 2, ...): its sequence, described when first used.
+  std::size_t laneSequence(ThreadTrack& t, std::size_t lane) {
+    if (lane == 0) return t.sequence;
+    while (t.laneSequences.size() < lane) {
+      t.laneSequences.push_back(newSequence(nextUuid_++));
+      describeLane(t, t.laneSequences.size());
+    }
+    return t.laneSequences[lane - 1];
+  }
+
+  // A child track of the thread's track (a thread descriptor of its own would merge with
+  // the thread's track in Perfetto), named as kinetrace names a stream's lanes.
+  void describeLane(const ThreadTrack& t, std::size_t lane) {
+    const std::size_t packet = w_.beginMessage(kTracePacket);
+    w_.varint(kPacketSequenceId, kMetadataSequenceId);
+    const std::size_t track = w_.beginMessage(kPacketTrackDescriptor);
+    w_.varint(kTrackUuid, sequence(t.laneSequences[lane - 1]).trackUuid);
+    w_.varint(kTrackParentUuid, sequence(t.sequence).trackUuid);
+    w_.bytes(kTrackName, t.name.empty() ? fmt::format("{} ({})", t.tid, lane + 1)
+                                        : fmt::format("{} ({})", t.name, lane + 1));
+    w_.endMessage(track);
+    w_.endMessage(packet);
+  }
+
   // ---- events --------------------------------------------------------------------------
 
   // Opens a packet and its TrackEvent on the track's sequence; false (and the event counted
@@ -537,7 +634,7 @@ class PerfettoSink::Encoder {
     // clear their state first and lose none after, and two bytes per event add up. The
     // track is the sequence's default, so no track_uuid.
     eventMark_ = w_.beginMessage(kPacketTrackEvent);
-    w_.varint(kEventType, type);
+    if (type != 0) w_.varint(kEventType, type);  // 0: a legacy event, its phase says what
     return true;
   }
 
@@ -813,7 +910,7 @@ class PerfettoSink::Encoder {
   std::unordered_map<int64_t, uint64_t> processes_;
   std::unordered_map<std::pair<int64_t, int64_t>, ThreadTrack, PairHash> threads_;
   std::pair<int64_t, int64_t> lastThreadKey_;
-  const ThreadTrack* lastThread_ = nullptr;
+  ThreadTrack* lastThread_ = nullptr;
   std::map<std::tuple<int64_t, int64_t, std::string, std::string>, std::size_t> counters_;
 
   InternTable names_;
@@ -822,6 +919,14 @@ class PerfettoSink::Encoder {
   InternTable jsonValues_{2, 1};    // ids 1, 3, 5, ...
   InternTable stringValues_{2, 2};  // ids 2, 4, 6, ...
   std::size_t internBudgetBytes_;
+
+  TraceHeader header_;  // until the header is written
+  bool headerPending_ = false;
+  int64_t headerTimeNs_ = 0;
+  std::vector<KeptEvent> keptNamings_;
+  int64_t spanFirstNs_ = INT64_MAX;  // of the events written so far
+  int64_t spanLastNs_ = INT64_MIN;
+  SliceLanes::Budget laneBudget_;
 
   int64_t eventsBeforeTimebase_ = 0;
   int64_t skippedCounterValues_ = 0;
