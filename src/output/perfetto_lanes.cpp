@@ -11,8 +11,7 @@ std::size_t SliceLanes::place(int64_t startNs, int64_t endNs) {
     Lane& lane = lanes_[i];
     if (startNs < lane.forgottenUntil) continue;
     if (!tryPlace(lane.roots, startNs, endNs)) continue;
-    if (budget_->remaining == 0) forgetOldest(lane);
-    if (budget_->remaining > 0) --budget_->remaining;
+    if (++remembered_ > budget_) forgetOlderHalf();
     return i;
   }
 }
@@ -26,7 +25,7 @@ bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) 
     Node& before = *std::prev(after);
     if ((before.start <= start && end <= before.end && before.end > start) ||
         (before.start == start && before.end == start && end == start)) {  // both empty
-      return !before.opaque && tryPlace(before.children, start, end);
+      return tryPlace(before.children, start, end);
     }
     // It started first and ends inside the new one: they cross.
     if (before.end > start && !(before.start == start && before.end == start)) return false;
@@ -59,6 +58,7 @@ bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) 
 }
 
 std::size_t SliceLanes::laneAt(int64_t timeNs) const {
+  if (lanes_.size() <= 1) return 0;  // most tracks: nothing to choose from
   std::size_t lane = 0;
   const Node* best = nullptr;
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
@@ -87,30 +87,49 @@ void SliceLanes::innermost(const std::vector<Node>& level, int64_t timeNs, const
   }
 }
 
-// Frees room: what is inside the lane's oldest top-level slice that still holds anything,
-// or, when none does, that slice itself.
-void SliceLanes::forgetOldest(Lane& lane) {
-  for (Node& root : lane.roots) {
-    if (root.children.empty()) continue;
-    std::size_t count = 0;
-    std::vector<const Node*> stack;
-    for (const Node& c : root.children) stack.push_back(&c);
-    while (!stack.empty()) {
-      const Node* n = stack.back();
-      stack.pop_back();
-      ++count;
-      for (const Node& c : n->children) stack.push_back(&c);
-    }
-    root.children.clear();
-    root.children.shrink_to_fit();
-    root.opaque = true;
-    budget_->remaining += count;
-    return;
+void SliceLanes::collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends) {
+  for (const Node& n : level) {
+    ends->push_back(n.end);
+    collectEnds(n.children, ends);
   }
-  if (lane.roots.empty()) return;
-  lane.forgottenUntil = std::max(lane.forgottenUntil, lane.roots.front().end);
-  lane.roots.erase(lane.roots.begin());
-  ++budget_->remaining;
+}
+
+// Drops the slices that end before the horizon (with what is inside them, which ends no
+// later); returns how many.
+std::size_t SliceLanes::forgetBefore(std::vector<Node>& level, int64_t horizonNs) {
+  std::size_t dropped = 0;
+  std::vector<Node> kept;
+  kept.reserve(level.size());
+  for (Node& n : level) {
+    if (n.end < horizonNs) {
+      std::vector<int64_t> inside;
+      collectEnds(n.children, &inside);
+      dropped += 1 + inside.size();
+      continue;
+    }
+    dropped += forgetBefore(n.children, horizonNs);
+    kept.push_back(std::move(n));
+  }
+  level = std::move(kept);
+  return dropped;
+}
+
+// Forgets about half of what is remembered, the slices that ended first: once per half a
+// budget of slices placed, so placing stays constant time on average.
+void SliceLanes::forgetOlderHalf() {
+  std::vector<int64_t> ends;
+  for (const Lane& lane : lanes_) collectEnds(lane.roots, &ends);
+  if (ends.empty()) return;
+  auto middle = ends.begin() + static_cast<std::ptrdiff_t>(ends.size() / 2);
+  std::nth_element(ends.begin(), middle, ends.end());
+  // Past the median end: slices ending before it, and at it when that is all of them (many
+  // equal ends), so something is always forgotten.
+  int64_t horizon = *middle;
+  if (*std::min_element(ends.begin(), ends.end()) == horizon) ++horizon;
+  for (Lane& lane : lanes_) {
+    remembered_ -= std::min(remembered_, forgetBefore(lane.roots, horizon));
+    lane.forgottenUntil = std::max(lane.forgottenUntil, horizon);
+  }
 }
 
 }  // namespace kinetrace::detail

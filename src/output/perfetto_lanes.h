@@ -24,20 +24,18 @@ namespace kinetrace::detail {
 
 class SliceLanes {
  public:
-  // Slices remembered over all lanes before the oldest are forgotten (see place()).
-  // (about 40 bytes each): shared by the tracks of one trace.
-  static constexpr std::size_t kDefaultBudget = std::size_t{1} << 20;
-  struct Budget {
-    std::size_t remaining = kDefaultBudget;
-  };
+  // Slices remembered over the track's lanes (about 40 bytes each) before the older half is
+  // forgotten.
+  static constexpr std::size_t kDefaultBudget = std::size_t{1} << 18;
 
-  explicit SliceLanes(Budget* budget) : budget_(budget) {}
+  explicit SliceLanes(std::size_t budget = kDefaultBudget) : budget_(budget) {}
 
   // The lane for a slice [startNs, endNs], written after every slice placed before.
-  // Memory: every slice placed, up to the budget; past it what is inside the lane's oldest
-  // top-level slices is forgotten first (a later slice inside one of those goes on another
-  // lane), then those slices themselves (a later slice that starts before them goes on
-  // another lane), so lanes always nest; a very long trace may get more lanes than it needs.
+  // Memory: every slice placed, up to the budget; past it the slices that ended before a
+  // horizon (the median end of those remembered) are forgotten, and a slice that starts
+  // before a lane's horizon goes on another lane (none of the forgotten can touch one that
+  // starts after it): lanes always nest; a very long trace may get more lanes than it needs
+  // (a range written after a quarter of a million slices inside it, say).
   std::size_t place(int64_t startNs, int64_t endNs);
 
   // The lane of the innermost slice placed so far that holds the time (the latest start,
@@ -50,7 +48,6 @@ class SliceLanes {
   struct Node {
     int64_t start = 0;
     int64_t end = 0;
-    bool opaque = false;         // what was inside is forgotten
     std::vector<Node> children;  // apart from each other, by start
   };
   struct Lane {
@@ -60,10 +57,13 @@ class SliceLanes {
 
   static bool tryPlace(std::vector<Node>& level, int64_t start, int64_t end);
   static void innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best);
-  void forgetOldest(Lane& lane);
+  static void collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends);
+  static std::size_t forgetBefore(std::vector<Node>& level, int64_t horizonNs);
+  void forgetOlderHalf();
 
   std::vector<Lane> lanes_;
-  Budget* budget_;
+  std::size_t budget_;
+  std::size_t remembered_ = 0;
 };
 
 }  // namespace kinetrace::detail

@@ -413,7 +413,7 @@ class PerfettoSink::Encoder {
       track.processUuid = processTrack(pid);
       track.sequence = newSequence(nextUuid_++);
       track.tid = tid;
-      track.lanes = std::make_unique<SliceLanes>(&laneBudget_);
+      track.lanes = std::make_unique<SliceLanes>();
       found = threads_.emplace(std::make_pair(pid, tid), std::move(track)).first;
       describeThread(track, pid, tid, {});
     }
@@ -808,7 +808,6 @@ class PerfettoSink::Encoder {
   std::vector<KeptEvent> keptNamings_;
   int64_t spanFirstNs_ = INT64_MAX;  // of the events written so far
   int64_t spanLastNs_ = INT64_MIN;
-  SliceLanes::Budget laneBudget_;
 
   int64_t eventsBeforeTimebase_ = 0;
   int64_t skippedCounterValues_ = 0;

@@ -48,8 +48,7 @@ std::vector<int64_t> replay(const std::vector<Slice>& slices) {
 
 // Places the slices and checks that every lane replays to the slices' own durations.
 std::vector<std::size_t> placeAndCheck(const std::vector<Slice>& slices) {
-  SliceLanes::Budget budget;
-  SliceLanes lanes(&budget);
+  SliceLanes lanes;
   std::vector<std::size_t> placed;
   for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
   for (std::size_t lane = 0; lane < lanes.laneCount(); ++lane) {
@@ -106,23 +105,24 @@ TEST(SliceLanesTest, ManyRandomSlicesReplayToTheirDurations) {
 }
 
 TEST(SliceLanesTest, PastTheBudgetLanesStillNest) {
-  SliceLanes::Budget budget;
-  budget.remaining = 8;
-  SliceLanes lanes(&budget);
-  std::vector<Slice> slices;
-  for (int64_t i = 0; i < 40; ++i) slices.push_back({i * 10, i * 10 + 5});
-  slices.push_back({0, 1000});   // holds what was forgotten: its lane cannot tell
-  slices.push_back({395, 396});  // inside the last, still remembered
+  SliceLanes lanes(/*budget=*/8);
   std::vector<std::size_t> placed;
-  for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
-  EXPECT_EQ(placed[40], 1u);
-  EXPECT_EQ(placed[41], 0u);
-  EXPECT_LE(budget.remaining, 8u);
+  for (int64_t i = 0; i < 40; ++i) placed.push_back(lanes.place(i * 10, i * 10 + 5));
+  EXPECT_EQ(placed, std::vector<std::size_t>(40, 0));
+  EXPECT_EQ(lanes.place(0, 1000), 1u);   // holds what lane 0 forgot: it cannot tell
+  EXPECT_EQ(lanes.place(395, 396), 0u);  // after lane 0's horizon
+  EXPECT_EQ(lanes.place(392, 393), 0u);  // inside the last slice, still remembered
+
+  // A stream's kernels in time order, far past the budget: one lane, each placed once.
+  SliceLanes stream(/*budget=*/64);
+  std::size_t lanesUsed = 0;
+  for (int64_t i = 0; i < 100'000; ++i) lanesUsed = std::max(lanesUsed, stream.place(i, i + 1));
+  EXPECT_EQ(lanesUsed, 0u);
+  EXPECT_EQ(stream.laneCount(), 1u);
 }
 
 TEST(SliceLanesTest, APointBelongsToTheLaneOfItsInnermostSlice) {
-  SliceLanes::Budget budget;
-  SliceLanes lanes(&budget);
+  SliceLanes lanes;
   lanes.place(0, 100);   // lane 0
   lanes.place(50, 150);  // lane 1
   lanes.place(60, 70);   // lane 0, inside the first
