@@ -19,8 +19,11 @@ std::size_t SliceLanes::place(int64_t startNs, int64_t endNs) {
 // Places [start, end] in a level of slices that are apart, or says it does not nest.
 bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) {
   // The last slice that starts at or before the new one: the only one that can hold it.
-  auto after = std::upper_bound(level.begin(), level.end(), start,
-                                [](int64_t t, const Node& n) { return t < n.start; });
+  // Most slices come in time order: after the last one, found without a search.
+  auto after = !level.empty() && level.back().start <= start
+                   ? level.end()
+                   : std::upper_bound(level.begin(), level.end(), start,
+                                      [](int64_t t, const Node& n) { return t < n.start; });
   if (after != level.begin()) {
     Node& before = *std::prev(after);
     if ((before.start <= start && end <= before.end && before.end > start) ||
