@@ -38,8 +38,12 @@ declare -A probe=(
   [libgmock-dev]=file:/usr/include/gmock/gmock.h
   [zlib1g-dev]=file:/usr/include/zlib.h
   [libdeflate-dev]=file:/usr/include/libdeflate.h
+  # the .pftrace check decodes with Perfetto's .proto files (test/output/perfetto_import_check.py)
+  [protobuf-compiler]=cmd:protoc
+  [python3-protobuf]=file:/usr/lib/python3/dist-packages/google/protobuf/__init__.py
 )
 order=(cmake g++ make python3 libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev zlib1g-dev libdeflate-dev)
+order+=(protobuf-compiler python3-protobuf)
 if [[ $want_bench == 1 ]]; then
   probe[libbenchmark-dev]=file:/usr/include/benchmark/benchmark.h
   order+=(libbenchmark-dev)

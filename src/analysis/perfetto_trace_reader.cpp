@@ -62,6 +62,8 @@ struct DecodedEvent {
   std::vector<Annotation> annotations;
   std::vector<uint64_t> flowIds;
   std::vector<uint64_t> terminatingFlowIds;
+  int64_t legacyPhase = 0;  // a flow event's 's' or 'f' (layout 3)
+  uint64_t legacyId = 0;
   bool hasCounter = false;
   bool counterIsDouble = false;
   int64_t counterInt = 0;
@@ -386,6 +388,16 @@ class PerfettoReader {
           break;
       }
     }
+    // A lane of a thread track (a child track with no descriptor of its own): its events
+    // are the thread's.
+    if (info.kind == TrackInfo::Kind::Other && info.parent != 0) {
+      auto parent = tracks_.find(info.parent);
+      if (parent != tracks_.end() && parent->second.kind == TrackInfo::Kind::Thread) {
+        info.kind = TrackInfo::Kind::Thread;
+        info.pid = parent->second.pid;
+        info.tid = parent->second.tid;
+      }
+    }
     tracks_[uuid] = std::move(info);
   }
 
@@ -499,6 +511,15 @@ class PerfettoReader {
         case kEventTerminatingFlowIdsOld:
           e.terminatingFlowIds.push_back(field.value);
           break;
+        case kEventLegacyEvent: {
+          ProtoReader legacy(field.bytes);
+          ProtoField part;
+          while (legacy.next(part)) {
+            if (part.number == kLegacyPhase) e.legacyPhase = part.asInt64();
+            if (part.number == kLegacyUnscopedId) e.legacyId = part.value;
+          }
+          break;
+        }
         case kEventCounterValue:
           e.hasCounter = true;
           e.counterInt = field.asInt64();
@@ -557,6 +578,13 @@ class PerfettoReader {
       case kTypeCounter:
         counter(e);
         return;
+      case 0:
+        if (e.legacyPhase == 's' || e.legacyPhase == 'f') {
+          emitFlow(e.legacyPhase == 's' ? Phase::FlowStart : Phase::FlowEnd, e, track(e.track),
+                   e.legacyId);
+          return;
+        }
+        fail(fmt::format("a legacy track event of phase {}", e.legacyPhase));
       default:
         fail(fmt::format("a track event of type {}", e.type));
     }
@@ -566,7 +594,8 @@ class PerfettoReader {
     if (e.annotations.size() < static_cast<std::size_t>(kHeaderFixedAnnotations) ||
         e.annotations[1].kind != Annotation::Kind::Int ||
         e.annotations[2].kind != Annotation::Kind::Int ||
-        (e.annotations[3].text != kFormatName && e.annotations[3].text != kFormatNameLayout1)) {
+        (e.annotations[3].text != kFormatName && e.annotations[3].text != kFormatNameLayout2 &&
+         e.annotations[3].text != kFormatNameLayout1)) {
       fail(fmt::format("the trace header is not in the layout \"{}\"", kFormatName));
     }
     header_.baseTimeNs = e.annotations[1].i;
@@ -589,6 +618,10 @@ class PerfettoReader {
         if (e.annotations.size() < 2) fail("a naming event without its pid and tid");
         DecodedEvent naming = e;
         naming.category.clear();  // Chrome metadata events have no category
+        if (naming.annotations.back().name == kNamingTimeAnnotation) {
+          naming.timeNs = naming.annotations.back().i;  // it stood inside the events' span
+          naming.annotations.pop_back();
+        }
         const int64_t tid = naming.annotations.back().i;
         naming.annotations.pop_back();
         const int64_t pid = naming.annotations.back().i;

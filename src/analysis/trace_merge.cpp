@@ -42,6 +42,7 @@ class RankScan final : public Sink {
   std::optional<int64_t> rank;
   int64_t baseTimeNs = 0;
   std::vector<CollectiveEnd> collectives;
+  Value deviceProperties;
 
   void begin(const TraceHeader& header) override {
     baseTimeNs = header.baseTimeNs;
@@ -60,6 +61,7 @@ class RankScan final : public Sink {
  private:
   void readRank(const Metadata& metadata) {
     for (const Value::Member& member : metadata) {
+      if (member.key == "deviceProperties") deviceProperties = member.value;
       if (member.key != "distributedInfo") continue;
       if (const Value* value = member.value.find("rank")) {
         if (std::optional<int64_t> found = integerValue(*value)) rank = found;
@@ -236,6 +238,7 @@ std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
     std::sort(scan.collectives.begin(), scan.collectives.end(),
               [](const CollectiveEnd& a, const CollectiveEnd& b) { return a.endNs < b.endNs; });
     placement.collectives = std::move(scan.collectives);
+    placement.deviceProperties = std::move(scan.deviceProperties);
     plan.push_back(std::move(placement));
   }
   std::sort(plan.begin(), plan.end(),
@@ -286,6 +289,22 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
        Value::object({{"rank", plan.front().rank},
                       {"world_size", static_cast<int64_t>(plan.size())},
                       {"kinetrace_merged_ranks", static_cast<int64_t>(plan.size())}})});
+  // Every rank's GPUs, as HTA and Perfetto look for them: one list, each GPU saying its rank
+  // (its "id" stays the rank's device index; its process is rank * stride + id).
+  Value::Array devices;
+  for (const RankPlacement& placement : plan) {
+    if (placement.deviceProperties.kind() != Value::Kind::Array) continue;
+    for (const Value& device : placement.deviceProperties.asArray()) {
+      if (device.kind() != Value::Kind::Object) {
+        devices.push_back(device);
+        continue;
+      }
+      Value::Object members = device.asObject();
+      members.push_back({"rank", placement.rank});
+      devices.push_back(Value(std::move(members)));
+    }
+  }
+  if (!devices.empty()) header.metadata.push_back({"deviceProperties", Value(std::move(devices))});
   out.begin(header);
 
   MergeReport report;

@@ -62,6 +62,7 @@ struct RankPlacement {
   bool rankFromTrace = false;  // distributedInfo.rank; otherwise the input's position
   int64_t baseTimeNs = 0;      // the trace's own base time (its window start)
   std::vector<CollectiveEnd> collectives;
+  Value deviceProperties;  // the trace's own list of GPUs (null when it has none)
   int64_t offsetNs = 0;
   std::size_t collectivesMatched = 0;  // 0: not aligned (see note)
   int64_t residualMedianNs = 0;
@@ -85,9 +86,10 @@ struct MergeReport {
   std::map<std::string, uint64_t> skipped;  // as ReadReport, over all inputs
 };
 
-// Pass 2: the inputs as one trace into `out` (begin, every rank's events, end). The footer
-// holds "kinetrace_merge": per rank its path, offset, residual skew, and the header and
-// footer metadata of its own trace.
+// Pass 2: the inputs as one trace into `out` (begin, every rank's events, end). The header
+// holds "deviceProperties": every rank's GPUs in rank order, each with its "rank" added.
+// The footer holds "kinetrace_merge": per rank its path, offset, residual skew, and the
+// header and footer metadata of its own trace.
 MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
                         const std::string& traceName, const ReadProgress& progress = {});
 

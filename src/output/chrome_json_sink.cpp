@@ -81,6 +81,8 @@ inline char* writeMicros(char* out, int64_t nanoseconds) {
   return writeFixedPoint(out, magnitude, 3, 1000);
 }
 
+// A double always reads back as a double: a whole value gets ".0" ("blocks per SM": 2.0 is
+// written "2.0", not "2", which every JSON reader takes for an integer).
 char* writeDouble(char* out, double value) {
   if (!std::isfinite(value)) {
     std::memcpy(out, "null", 4);  // JSON has no NaN or Infinity
@@ -97,9 +99,21 @@ char* writeDouble(char* out, double value) {
     if (micro < 0) *out++ = '-';
     const uint64_t magnitude =
         micro < 0 ? 0 - static_cast<uint64_t>(micro) : static_cast<uint64_t>(micro);
-    return writeFixedPoint(out, magnitude, 6, 1'000'000);
+    char* end = writeFixedPoint(out, magnitude, 6, 1'000'000);
+    if (magnitude % 1'000'000 == 0) {
+      std::memcpy(end, ".0", 2);
+      end += 2;
+    }
+    return end;
   }
-  return fmt::format_to(out, FMT_COMPILE("{}"), value);
+  char* const start = out;
+  char* end = fmt::format_to(out, FMT_COMPILE("{}"), value);
+  // fmt prints 1e+20 or 123456789012345680 (no '.', no 'e') for large whole values.
+  if (std::find_if(start, end, [](char c) { return c == '.' || c == 'e'; }) == end) {
+    std::memcpy(end, ".0", 2);
+    end += 2;
+  }
+  return end;
 }
 
 // ---- the event layout, once, over two writers ------------------------------------------

@@ -46,19 +46,31 @@ constexpr std::string_view kMetadataTrackName = "kinetrace trace metadata";
 constexpr std::string_view kLayoutCategory = "__kinetrace";
 constexpr std::string_view kHeaderEventName = "trace header";
 constexpr std::string_view kFooterEventName = "trace footer";
-// Layout 2 (packet sequences per track, incremental clocks, varint flow ids); the reader
-// also reads layout 1 (one sequence, absolute times, a track uuid on every event).
-constexpr std::string_view kFormatName = "kinetrace pftrace 2";
+// Layout 3: as layout 2, with flow events as Chrome's legacy flow events (below), slices
+// that would overlap on a track moved to lanes (child tracks of the thread's track), and
+// the metadata track's instants inside the events' span. Layout 2 (packet sequences per
+// track, incremental clocks, flow ids on slices and instants) and layout 1 (one sequence,
+// absolute times, a track uuid on every event) are still read.
+constexpr std::string_view kFormatName = "kinetrace pftrace 3";
+constexpr std::string_view kFormatNameLayout2 = "kinetrace pftrace 2";
 constexpr std::string_view kFormatNameLayout1 = "kinetrace pftrace 1";
 constexpr int kHeaderFixedAnnotations = 4;
 // A naming metadata event ('M': process_name, thread_name, sort indexes, labels): an
 // instant of this category named like the event, whose annotations are the event's args
-// followed by "pid" and "tid".
+// followed by "pid" and "tid", and by kNamingTimeAnnotation (the event's own time, in ns
+// since the Unix epoch) when the instant stands elsewhere: no instant on the metadata track
+// lies outside the span of the trace's events, which Perfetto's timeline would stretch to.
 constexpr std::string_view kNamingCategory = "__metadata";
+constexpr std::string_view kNamingTimeAnnotation = "kinetrace ts ns";
 
-// Launch-to-GPU arrows as PyTorch and kinetrace name them: a flow event of this name and
-// category at the start of the slice just written on its track becomes a flow id on that
-// slice; any other flow event becomes an instant that carries the flow id.
+// Flow events ('s', 'f') are TrackEvents with no type and a LegacyEvent of that phase, the
+// flow's id as unscoped_id and, on an 'f', bind_to_enclosing: Perfetto's trace processor
+// reads them as its JSON importer reads the JSON's, an arrow per 'f' from the slice
+// enclosing the 's' to the one enclosing the 'f', flows told apart by id, name and category.
+
+// Layout 2's launch arrows: flow ids on the slice of this name and category (read only).
 constexpr std::string_view kLaunchFlowName = "ac2g";
 
+// Lanes of a thread track: TrackDescriptors with the thread's track as parent, named
+// "NAME (2)", "NAME (3)", ... as kinetrace names the lanes of a stream.
 }  // namespace kinetrace::detail::pftrace

@@ -76,6 +76,11 @@ constexpr uint32_t kEventFlowIdsOld = 36;             // repeated uint64 flow_id
 constexpr uint32_t kEventTerminatingFlowIdsOld = 42;  // repeated uint64 terminating_flow_ids_old
 constexpr uint32_t kEventFlowIds = 47;                // repeated fixed64 flow_ids
 constexpr uint32_t kEventTerminatingFlowIds = 48;     // repeated fixed64 terminating_flow_ids
+constexpr uint32_t kEventLegacyEvent = 6;             // LegacyEvent legacy_event
+// TrackEvent.LegacyEvent
+constexpr uint32_t kLegacyPhase = 2;             // int32 phase ('s', 'f', ...)
+constexpr uint32_t kLegacyUnscopedId = 6;        // uint64 unscoped_id
+constexpr uint32_t kLegacyBindToEnclosing = 12;  // bool bind_to_enclosing
 // TrackEvent.Type
 constexpr uint64_t kTypeSliceBegin = 1;
 constexpr uint64_t kTypeSliceEnd = 2;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "kinetrace/error.h"
-#include "output/gzip_output.h"
-#include "output/perfetto_compression.h"
+#include "output/perfetto_intern.h"
+#include "output/perfetto_lanes.h"
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
@@ -37,123 +37,6 @@ constexpr std::size_t kMaxInternedValueBytes = 1024;
 // trace touches (and pays page faults for) a small buffer, not a megabyte.
 constexpr std::size_t kFirstBufferBytes = std::size_t{64} << 10;
 using namespace pftrace;
-
-bool endsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Strings of one kind (event names, categories, annotation names) with their interning ids:
-// the same id for a string on every sequence (each sequence defines it once, see
-// Encoder::intern). Most strings come again and again from the same address (a trace's
-// string table, a literal): a slot per address remembers the string's number, checked
-// against the interned text, so a repeat costs one comparison, and an address reused for
-// other text only misses the slot. Other strings (a trace read back from a file, whose
-// strings move every event) are found by their content (StringIndex).
-class InternTable {
- public:
-  static constexpr std::size_t kNone = StringIndex::kNone;
-
-  // Ids are first, first + stride, first + 2 * stride, ...
-  explicit InternTable(uint64_t stride = 1, uint64_t first = 1) : stride_(stride), first_(first) {
-    grow();
-  }
-
-  // The string's index (0, 1, 2, ... in order of first use), or kNone when the budget is
-  // spent and the string is not already interned (the caller writes it in place).
-  std::size_t find(std::string_view text, std::size_t* budgetBytes) {
-    Slot* const pair = slotsOf(text);
-    // Two slots an address, the one used last first: a string that shares its slots with
-    // one other keeps its place (with one slot each, two such strings met in turn missed
-    // every time: a quarter of the lookups of a 64-kernel trace). A slot holds the interned
-    // copy and its size, so a hit compares the text without looking the string up.
-    for (int way = 0; way < 2; ++way) {
-      const Slot& slot = pair[way];
-      if (slot.data == text.data() && slot.size == text.size() && slot.index != kNone &&
-          sameBytes(slot.kept, text.data(), text.size())) {
-        return slot.index;
-      }
-    }
-    return findByContent(text, budgetBytes, pair);
-  }
-  uint64_t id(std::size_t index) const { return first_ + stride_ * index; }
-
- private:
-  struct Slot {
-    const char* data = nullptr;  // where the string was met
-    const char* kept = nullptr;  // the interned copy
-    std::size_t size = 0;
-    std::size_t index = kNone;
-  };
-  // Fibonacci hashing of the address and size: literals are packed byte by byte, so
-  // neighbouring strings must not share a slot (they did with address / 8, and a
-  // torch.profiler-shaped trace missed its slots on every event for "grid" and "block").
-  Slot* slotsOf(std::string_view text) {
-    const uint64_t key = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(text.data())) ^
-                         (static_cast<uint64_t>(text.size()) << 48);
-    return &slots_[((key * 0x9E3779B97F4A7C15ull) >> (64 - slotBits_)) & ~std::size_t{1}];
-  }
-
-  // A miss on the address slots: the string found by its content, or added. Out of line,
-  // so that the hits (most lookups) stay a few instructions in their callers.
-  [[gnu::noinline]] std::size_t findByContent(std::string_view text, std::size_t* budgetBytes,
-                                              Slot* pair) {
-    const uint64_t hash = StringIndex::hashOf(text);
-    std::size_t index = strings_.find(text, hash);
-    if (index == kNone) {
-      const std::size_t cost = text.size() + StringIndex::kBytesPerString;
-      if (*budgetBytes < cost) return kNone;
-      *budgetBytes -= cost;
-      index = strings_.add(text, hash);
-      if (strings_.size() > slotCount() / 4 && slotBits_ < kMaxSlotBits) {
-        grow();
-        return index;
-      }
-    }
-    pair[1] = pair[0];
-    pair[0] = Slot{text.data(), strings_.text(index).data(), text.size(), index};
-    return index;
-  }
-
-  // Names and argument keys are mostly short: compared inline, without a call to memcmp.
-  static bool sameBytes(const char* a, const char* b, std::size_t size) {
-    if (size > 16) return std::memcmp(a, b, size) == 0;
-    if (size >= 8) {
-      return load<uint64_t>(a) == load<uint64_t>(b) &&
-             load<uint64_t>(a + size - 8) == load<uint64_t>(b + size - 8);
-    }
-    if (size >= 4) {
-      return load<uint32_t>(a) == load<uint32_t>(b) &&
-             load<uint32_t>(a + size - 4) == load<uint32_t>(b + size - 4);
-    }
-    for (std::size_t i = 0; i < size; ++i) {
-      if (a[i] != b[i]) return false;
-    }
-    return true;
-  }
-  template <typename Word>
-  static Word load(const char* at) {
-    Word v;
-    std::memcpy(&v, at, sizeof v);
-    return v;
-  }
-  // The slots grow with the strings interned, from 64 up to 4,096, four for each string:
-  // a short trace (a few dozen names) zeroes a few pages instead of 320 KB over five
-  // tables (a fifth of the instructions of writing a 200-event trace). Growing forgets the
-  // slots; the index still knows every string.
-  static constexpr int kFirstSlotBits = 6;
-  static constexpr int kMaxSlotBits = 12;
-  std::size_t slotCount() const { return slotBits_ == 0 ? 0 : std::size_t{1} << slotBits_; }
-  void grow() {
-    slotBits_ = slotBits_ == 0 ? kFirstSlotBits : slotBits_ + 2;
-    slots_ = std::make_unique<Slot[]>(slotCount());
-  }
-  uint64_t stride_;
-  uint64_t first_;
-  StringIndex strings_;
-  std::unique_ptr<Slot[]> slots_;
-  int slotBits_ = 0;
-};
 
 // The kinds of interned strings, one InternTable each.
 enum InternKind { kNames, kCategories, kAnnotationNames, kJsonValues, kStringValues, kKinds };
@@ -209,17 +92,11 @@ class PerfettoSink::Encoder {
     w_.endMessage(track);
     w_.endMessage(packet);
 
-    openInstant(metadata_, header.baseTimeNs, kHeaderEventName, kLayoutCategory);
-    stringAnnotation("traceName", header.traceName);
-    intAnnotation("baseTimeNanoseconds", header.baseTimeNs);
-    intAnnotation("timebaseNanoseconds", timebaseNs_);
-    stringAnnotation("format", kFormatName);
-    for (const Value::Member& member : header.metadata) {
-      if (isKeyTheSinkWrites(member.key)) continue;
-      valueAnnotation(member.key, member.value);
-    }
-    closeEvent();
-    flushIfFull();
+    // The header instant waits for the first event, whose time it takes: at the base time
+    // it could lie far outside the events (torch.profiler's base time is not on its events'
+    // clock), and Perfetto's timeline would span both.
+    header_ = header;
+    headerPending_ = true;
   }
 
   void write(const Event& event) {
@@ -236,7 +113,8 @@ class PerfettoSink::Encoder {
     expectState(State::Writing, "end");
     try {
       closePendingSlice();
-      openInstant(metadata_, timebaseNs_ + kTimebaseLeadNs, kFooterEventName, kLayoutCategory);
+      if (headerPending_) writeHeader(header_.baseTimeNs);
+      openInstant(metadata_, headerTimeNs_, kFooterEventName, kLayoutCategory);
       for (const Value::Member& member : footer) {
         if (isKeyTheSinkWrites(member.key)) continue;
         valueAnnotation(member.key, member.value);
@@ -265,6 +143,17 @@ class PerfettoSink::Encoder {
   struct ThreadTrack {
     std::size_t sequence = 0;
     uint64_t processUuid = 0;
+    int64_t tid = 0;
+    std::string name;                        // from its thread_name event, once known
+    std::vector<std::size_t> laneSequences;  // lanes 1, 2, ...: child tracks
+    std::unique_ptr<SliceLanes> lanes;
+  };
+
+  // A naming event met before the header was written, with its strings kept.
+  struct KeptEvent {
+    Event event;
+    std::deque<std::string> strings;
+    std::vector<Arg> args;
   };
 
   // A slice whose BEGIN packet is still open: a launch arrow that follows it on its track
@@ -291,25 +180,29 @@ class PerfettoSink::Encoder {
   }
 
   void writeEvent(const Event& event) {
-    if (event.phase == Phase::FlowStart || event.phase == Phase::FlowEnd) {
-      if (attachFlow(event)) return;
-    }
     closePendingSlice(&event);
     flushIfFull();
+    if (event.phase == Phase::Metadata) {
+      writeNaming(event);
+      return;
+    }
+    if (headerPending_) writeHeader(std::max(event.timestampNs, timebaseNs_));
+    spanFirstNs_ = std::min(spanFirstNs_, event.timestampNs);
+    spanLastNs_ = std::max(spanLastNs_, event.timestampNs + event.durationNs);
     switch (event.phase) {
       case Phase::Complete: {
-        const std::size_t track = threadTrack(event.pid, event.tid).sequence;
+        ThreadTrack& thread = threadTrack(event.pid, event.tid);
+        const int64_t endNs = event.timestampNs + event.durationNs;
+        const std::size_t track =
+            laneSequence(thread, thread.lanes->place(event.timestampNs, endNs));
         if (!openTrackEvent(track, event.timestampNs, kTypeSliceBegin)) return;
         eventNames(event.name, event.category);
         annotations(event);
-        slice_ = {
-            true, event.pid, event.tid, event.timestampNs, event.timestampNs + event.durationNs,
-            track};
+        slice_ = {true, event.pid, event.tid, event.timestampNs, endNs, track};
         return;
       }
       case Phase::Instant:
-        if (!openInstant(threadTrack(event.pid, event.tid).sequence, event.timestampNs, event.name,
-                         event.category)) {
+        if (!openInstant(pointSequence(event), event.timestampNs, event.name, event.category)) {
           return;
         }
         annotations(event);
@@ -317,42 +210,79 @@ class PerfettoSink::Encoder {
         return;
       case Phase::FlowStart:
       case Phase::FlowEnd:
-        // Not at the start of the slice before it: an instant that carries the arrow.
-        if (!openInstant(threadTrack(event.pid, event.tid).sequence, event.timestampNs, event.name,
-                         event.category)) {
-          return;
-        }
-        flowId(event);
-        closeEvent();
+        writeFlow(event);
         return;
       case Phase::Counter:
         writeCounter(event);
         return;
       case Phase::Metadata:
-        writeNaming(event);
         return;
     }
   }
 
-  // A launch arrow at the start of the slice just written, on its track: a flow id on it.
-  bool attachFlow(const Event& event) {
-    if (!slice_.open || event.pid != slice_.pid || event.tid != slice_.tid ||
-        event.timestampNs != slice_.startNs || event.name != kLaunchFlowName ||
-        event.category != kLaunchFlowName) {
-      return false;
-    }
-    flowId(event);
-    return true;
+  // The sequence of the lane that holds an instant's or a flow event's time.
+  std::size_t pointSequence(const Event& event) {
+    ThreadTrack& thread = threadTrack(event.pid, event.tid);
+    return laneSequence(thread, thread.lanes->laneAt(event.timestampNs));
   }
 
-  // Flow ids as varints (flow_ids_old, terminating_flow_ids_old): about five bytes for a
-  // correlation id where the fixed64 fields (flow_ids, terminating_flow_ids) take ten.
-  // Perfetto marks the varint fields deprecated but reads both (the fixed64 ones win when
-  // an event has both; kinetrace writes one); fixed64 suits its own hashed 64-bit ids,
-  // which take ten bytes as varints.
-  void flowId(const Event& event) {
-    w_.varint(event.phase == Phase::FlowStart ? kEventFlowIdsOld : kEventTerminatingFlowIdsOld,
-              event.flowId);
+  // A flow event as Chrome's legacy flow event (perfetto_layout.h): Perfetto binds it, as
+  // it binds the JSON's, to the slice open on its track at its time, and draws an arrow
+  // for every 'f' of an id (a launch that started several kernels), flows of other names
+  // and categories being other flows even with the same id.
+  void writeFlow(const Event& event) {
+    if (!openTrackEvent(pointSequence(event), event.timestampNs, 0)) return;
+    eventNames(event.name, event.category);
+    const std::size_t legacy = w_.beginMessage(kEventLegacyEvent);
+    w_.varint(kLegacyPhase, event.phase == Phase::FlowStart ? 's' : 'f');
+    w_.varint(kLegacyUnscopedId, event.flowId);
+    if (event.phase == Phase::FlowEnd) w_.boolean(kLegacyBindToEnclosing, true);
+    w_.endMessage(legacy);
+    closeEvent();
+  }
+
+  // The header instant, at `timeNs`, then the naming events kept until then.
+  void writeHeader(int64_t timeNs) {
+    headerPending_ = false;
+    headerTimeNs_ = timeNs;
+    openInstant(metadata_, timeNs, kHeaderEventName, kLayoutCategory);
+    stringAnnotation("traceName", header_.traceName);
+    intAnnotation("baseTimeNanoseconds", header_.baseTimeNs);
+    intAnnotation("timebaseNanoseconds", timebaseNs_);
+    stringAnnotation("format", kFormatName);
+    for (const Value::Member& member : header_.metadata) {
+      if (isKeyTheSinkWrites(member.key)) continue;
+      valueAnnotation(member.key, member.value);
+    }
+    closeEvent();
+    header_.metadata.clear();
+    for (KeptEvent& kept : keptNamings_) {
+      kept.event.args = kept.args.data();
+      writeNamingInstant(kept.event);
+    }
+    keptNamings_.clear();
+  }
+
+  static KeptEvent keep(const Event& event) {
+    KeptEvent k;
+    k.event = event;
+    auto own = [&k](std::string_view text) {
+      return std::string_view(k.strings.emplace_back(text));
+    };
+    k.event.name = own(event.name);
+    k.event.category = own(event.category);
+    for (std::size_t i = 0; i < event.argCount; ++i) {
+      Arg arg = event.args[i];
+      arg.key = own(arg.key);
+      if (const auto* text = std::get_if<std::string_view>(&arg.value)) {
+        arg.value = own(*text);
+      } else if (const auto* json = std::get_if<JsonText>(&arg.value)) {
+        arg.value = JsonText{own(json->text)};
+      }
+      k.args.push_back(arg);
+    }
+    k.event.args = k.args.data();
+    return k;
   }
 
   void writeCounter(const Event& event) {
@@ -390,13 +320,36 @@ class PerfettoSink::Encoder {
     if (text != nullptr && event.name == "process_name") {
       describeProcess(processTrack(event.pid), event.pid, *text);
     } else if (text != nullptr && event.name == "thread_name") {
-      const ThreadTrack& track = threadTrack(event.pid, event.tid);
+      ThreadTrack& track = threadTrack(event.pid, event.tid);
+      track.name = std::string(*text);
       describeThread(track, event.pid, event.tid, *text);
+      for (std::size_t lane = 1; lane <= track.laneSequences.size(); ++lane) {
+        describeLane(track, lane);
+      }
     }
-    if (!openInstant(metadata_, event.timestampNs, event.name, kNamingCategory)) return;
+    if (headerPending_) {
+      keptNamings_.push_back(keep(event));
+      return;
+    }
+    writeNamingInstant(event);
+  }
+
+  // The naming event as an instant on the metadata track, inside the span of the events
+  // written so far (at the header's time when none is); its own time, when elsewhere, is
+  // an annotation, so a reader gets the event back as it was.
+  void writeNamingInstant(const Event& event) {
+    int64_t timeNs = event.timestampNs;
+    if (spanFirstNs_ > spanLastNs_) {
+      timeNs = headerTimeNs_;
+    } else {
+      timeNs = std::clamp(timeNs, spanFirstNs_, spanLastNs_);
+    }
+    timeNs = std::max(timeNs, timebaseNs_);
+    if (!openInstant(metadata_, timeNs, event.name, kNamingCategory)) return;
     annotations(event);
     intAnnotation("pid", event.pid);
     intAnnotation("tid", event.tid);
+    if (timeNs != event.timestampNs) intAnnotation(kNamingTimeAnnotation, event.timestampNs);
     closeEvent();
   }
 
@@ -452,14 +405,16 @@ class PerfettoSink::Encoder {
     return uuid;
   }
 
-  const ThreadTrack& threadTrack(int64_t pid, int64_t tid) {
+  ThreadTrack& threadTrack(int64_t pid, int64_t tid) {
     if (lastThread_ != nullptr && lastThreadKey_ == std::make_pair(pid, tid)) return *lastThread_;
     auto found = threads_.find({pid, tid});
     if (found == threads_.end()) {
       ThreadTrack track;
       track.processUuid = processTrack(pid);
       track.sequence = newSequence(nextUuid_++);
-      found = threads_.emplace(std::make_pair(pid, tid), track).first;
+      track.tid = tid;
+      track.lanes = std::make_unique<SliceLanes>();
+      found = threads_.emplace(std::make_pair(pid, tid), std::move(track)).first;
       describeThread(track, pid, tid, {});
     }
     lastThreadKey_ = {pid, tid};
@@ -514,6 +469,30 @@ class PerfettoSink::Encoder {
     w_.endMessage(packet);
   }
 
+  // A lane of a thread track (1, 2, ...): its sequence, described when first used.
+  std::size_t laneSequence(ThreadTrack& t, std::size_t lane) {
+    if (lane == 0) return t.sequence;
+    while (t.laneSequences.size() < lane) {
+      t.laneSequences.push_back(newSequence(nextUuid_++));
+      describeLane(t, t.laneSequences.size());
+    }
+    return t.laneSequences[lane - 1];
+  }
+
+  // A child track of the thread's track (a thread descriptor of its own would merge with
+  // the thread's track in Perfetto), named as kinetrace names a stream's lanes.
+  void describeLane(const ThreadTrack& t, std::size_t lane) {
+    const std::size_t packet = w_.beginMessage(kTracePacket);
+    w_.varint(kPacketSequenceId, kMetadataSequenceId);
+    const std::size_t track = w_.beginMessage(kPacketTrackDescriptor);
+    w_.varint(kTrackUuid, sequence(t.laneSequences[lane - 1]).trackUuid);
+    w_.varint(kTrackParentUuid, sequence(t.sequence).trackUuid);
+    w_.bytes(kTrackName, t.name.empty() ? fmt::format("{} ({})", t.tid, lane + 1)
+                                        : fmt::format("{} ({})", t.name, lane + 1));
+    w_.endMessage(track);
+    w_.endMessage(packet);
+  }
+
   // ---- events --------------------------------------------------------------------------
 
   // Opens a packet and its TrackEvent on the track's sequence; false (and the event counted
@@ -537,7 +516,7 @@ class PerfettoSink::Encoder {
     // clear their state first and lose none after, and two bytes per event add up. The
     // track is the sequence's default, so no track_uuid.
     eventMark_ = w_.beginMessage(kPacketTrackEvent);
-    w_.varint(kEventType, type);
+    if (type != 0) w_.varint(kEventType, type);  // 0: a legacy event, its phase says what
     return true;
   }
 
@@ -813,7 +792,7 @@ class PerfettoSink::Encoder {
   std::unordered_map<int64_t, uint64_t> processes_;
   std::unordered_map<std::pair<int64_t, int64_t>, ThreadTrack, PairHash> threads_;
   std::pair<int64_t, int64_t> lastThreadKey_;
-  const ThreadTrack* lastThread_ = nullptr;
+  ThreadTrack* lastThread_ = nullptr;
   std::map<std::tuple<int64_t, int64_t, std::string, std::string>, std::size_t> counters_;
 
   InternTable names_;
@@ -822,6 +801,13 @@ class PerfettoSink::Encoder {
   InternTable jsonValues_{2, 1};    // ids 1, 3, 5, ...
   InternTable stringValues_{2, 2};  // ids 2, 4, 6, ...
   std::size_t internBudgetBytes_;
+
+  TraceHeader header_;  // until the header is written
+  bool headerPending_ = false;
+  int64_t headerTimeNs_ = 0;
+  std::vector<KeptEvent> keptNamings_;
+  int64_t spanFirstNs_ = INT64_MAX;  // of the events written so far
+  int64_t spanLastNs_ = INT64_MIN;
 
   int64_t eventsBeforeTimebase_ = 0;
   int64_t skippedCounterValues_ = 0;
@@ -841,30 +827,6 @@ void PerfettoSink::write(const Event& event) {
 }
 void PerfettoSink::end(const Metadata& footer) {
   encoder_->end(footer);
-}
-
-bool isPerfettoPath(std::string_view path) {
-  if (endsWith(path, ".gz")) path.remove_suffix(3);
-  return endsWith(path, ".pftrace") || endsWith(path, ".perfetto-trace");
-}
-
-std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl) {
-  constexpr std::string_view kScheme = "perfetto://";
-  std::string path = pathOrUrl;
-  if (path.size() >= kScheme.size() &&
-      std::equal(kScheme.begin(), kScheme.end(), path.begin(),
-                 [](char a, char b) { return a == (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b); })) {
-    path.erase(0, kScheme.size());
-    if (path.empty()) throw Error("trace URL \"" + pathOrUrl + "\" has no path");
-  }
-  std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path);
-  if (endsWith(path, ".gz")) {
-    file = std::make_unique<GzipOutput>(std::move(file));
-  } else if (packetCompressionAvailable()) {
-    // Packets compressed inside the file: a quarter of the size again, still a .pftrace.
-    file = std::make_unique<CompressedPacketsOutput>(std::move(file));
-  }
-  return std::make_unique<PerfettoSink>(std::move(file));
 }
 
 }  // namespace kinetrace::detail

@@ -26,14 +26,19 @@ namespace kinetrace::detail {
 //   - event names, categories, argument names and short string values are interned;
 //     arguments are debug annotations (Dim3 as an array of three; JSON text as an interned
 //     string with an odd id, or a legacy JSON value when long);
-//   - launch arrows ("ac2g" flow events at the start of the slice just written) are flow
-//     ids on that slice; other flow events are instants carrying the flow id (varints);
+//   - slices of a track that would not nest as Perfetto reads them go on lanes, child
+//     tracks of the thread's track (perfetto_lanes.h);
+//   - flow events are Chrome's legacy flow events ('s' / 'f' with the flow's id), which
+//     Perfetto reads as it reads the JSON's: every 'f' an arrow, flows told apart by id,
+//     name and category;
 //   - the header and footer metadata, and every naming event, are instants on a
-//     "kinetrace trace metadata" track, so the file holds everything the JSON holds.
+//     "kinetrace trace metadata" track inside the events' span, so the file holds
+//     everything the JSON holds.
 //
-// Memory: the buffer, one open slice, a small record per track, and the interned strings
-// with a bit per string and sequence that defined it (up to kInternBudgetBytes; past it
-// strings are written in place, uninterned).
+// Memory: the buffer, one open slice, a small record per track, the slices each track's
+// lanes remember (SliceLanes's budget), and the interned strings with a bit per string and
+// sequence that defined it (up to kInternBudgetBytes; past it strings are written in place,
+// uninterned).
 class PerfettoSink final : public Sink {
  public:
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;

@@ -118,8 +118,9 @@ std::string rankTrace(int64_t rank, int64_t clockUs, int firstStep, bool withRan
     add(R"({"ph":"f","cat":"ac2g","name":"ac2g","id":)" + std::to_string(id) +
         R"(,"pid":0,"tid":7,"ts":)" + start + R"(,"bp":"e"})");
   }
-  std::string header =
-      R"("schemaVersion": 1, "kinetrace_version": "test-)" + std::to_string(rank) + "\", ";
+  std::string header = R"("schemaVersion": 1, "kinetrace_version": "test-)" + std::to_string(rank) +
+                       "\", " + R"("deviceProperties": [{"id": 0, "name": "GPU of rank )" +
+                       std::to_string(rank) + R"(", "numSms": 132}], )";
   if (withRank) {
     header += R"("distributedInfo": {"rank": )" + std::to_string(rank) + R"(, "world_size": 2}, )";
   }
@@ -185,6 +186,17 @@ TEST_F(MergeTest, RanksBecomeProcessesOfTheirOwnOnOneClockWithTheirArrowsAndMeta
   EXPECT_EQ(*second.find("offset_ns"), Value(-2'000'000));
   EXPECT_EQ(*second.find("path"), Value(rank1));
   EXPECT_EQ(*second.find("header")->find("kinetrace_version"), Value("test-1"));
+
+  // Each rank's GPUs, in the header where tools look for them.
+  const Value* devices = merged.metadata("deviceProperties");
+  ASSERT_NE(devices, nullptr);
+  ASSERT_EQ(devices->asArray().size(), 2u);
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    const Value& device = devices->asArray()[static_cast<std::size_t>(rank)];
+    EXPECT_EQ(*device.find("rank"), Value(rank));
+    EXPECT_EQ(*device.find("name"), Value("GPU of rank " + std::to_string(rank)));
+    EXPECT_EQ(*device.find("numSms"), Value(132));
+  }
 }
 
 TEST_F(MergeTest, TracesWithoutRanksOrCollectivesAreMergedAsTheyAreAndSaySo) {

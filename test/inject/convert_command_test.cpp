@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,34 @@ TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {
       report_.find("kinetrace: left out 1 events of phase 'B' (the output has no place for them)"),
       std::string::npos)
       << report_;
+}
+
+// What torch.profiler's traces hold and the .pftrace once got wrong: kernels that overlap on
+// a stream, a launch that started two kernels, flow ids shared by two categories, whole
+// doubles. Each comes back from the .pftrace as the JSON had it, argument types included
+// (test/output/perfetto_import_check.py replays how Perfetto itself reads the .pftrace).
+TEST_F(ConvertCommandTest, ATorchShapedTraceComesBackFromAPftraceAsItWas) {
+  std::ofstream(path("torch.json")) << R"({"baseTimeNanoseconds": 1700000000000000000,
+    "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 5000000, "dur": 50},
+    {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 5, "pid": 10, "tid": 10, "ts": 5000000},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 5000010, "dur": 5},
+    {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 10, "tid": 10, "ts": 5000010},
+    {"ph": "X", "cat": "kernel", "name": "k0", "pid": 0, "tid": 7, "ts": 5000030, "dur": 16.0, "args": {"blocks per SM": 2.0, "grid": [4, 1, 1]}},
+    {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 0, "tid": 7, "ts": 5000030, "bp": "e"},
+    {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 5000040, "dur": 16.0, "args": {"blocks per SM": 2.5}},
+    {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 5, "pid": 0, "tid": 7, "ts": 5000040, "bp": "e"},
+    {"ph": "X", "cat": "cpu_op", "name": "MmBackward0", "pid": 10, "tid": 10, "ts": 5000100, "dur": 40},
+    {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 5, "pid": 10, "tid": 10, "ts": 5000100, "bp": "e"}]})";
+  ASSERT_EQ(convert("torch.json", "torch.pftrace"), 0);
+  ASSERT_EQ(convert("torch.pftrace", "back.json"), 0);
+  const std::vector<std::string> original = events("torch.json");
+  EXPECT_EQ(events("back.json"), original);
+  EXPECT_EQ(events("torch.pftrace"), original);
+  std::ifstream back(path("back.json"));
+  const std::string text((std::istreambuf_iterator<char>(back)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(R"("blocks per SM":2.0)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("blocks per SM":2.5)"), std::string::npos) << text;
 }
 
 TEST_F(ConvertCommandTest, BadInputIsAnErrorAndLeavesNoOutput) {

@@ -191,8 +191,26 @@ TEST(ChromeJsonSinkTest, WritesDoublesThatParseBackToExactlyTheSameValue) {
   ASSERT_EQ(parsed.size(), values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(parsed[i]["args"]["v"].get<double>(), values[i]) << std::hexfloat << values[i];
+    // A double reads back as a double, whole values included ("blocks per SM": 2.0).
+    EXPECT_TRUE(parsed[i]["args"]["v"].is_number_float()) << std::hexfloat << values[i];
   }
   EXPECT_NE(writeAll({events[1]}).find(R"("v":0.1})"), std::string::npos);
+}
+
+TEST(ChromeJsonSinkTest, WritesWholeDoublesWithAFractionOrAnExponent) {
+  for (const auto& [value, text] :
+       std::vector<std::pair<double, std::string>>{{2.0, "2.0"},
+                                                   {0.0, "0.0"},
+                                                   {-500.0, "-500.0"},
+                                                   {1e20, "1e+20"},
+                                                   {1e15, "1000000000000000.0"}}) {
+    const Arg arg{"v", value};
+    Event e = complete("d", 0, 1);
+    e.args = &arg;
+    e.argCount = 1;
+    const std::string written = writeAll({e});
+    EXPECT_NE(written.find(R"("v":)" + text + "}"), std::string::npos) << written;
+  }
 }
 
 TEST(ChromeJsonSinkTest, WritesOneEventPerLine) {

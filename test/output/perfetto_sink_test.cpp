@@ -72,6 +72,9 @@ struct DecodedEvent {
   std::string name, category;
   std::vector<std::pair<std::string, std::string>> annotations;  // name, value as text
   std::vector<uint64_t> flowIds, terminatingFlowIds;
+  int64_t legacyPhase = 0;  // TrackEvent.LegacyEvent: phase, unscoped_id, bind_to_enclosing
+  uint64_t legacyId = 0;
+  bool bindToEnclosing = false;
   double counter = 0;
 };
 
@@ -238,7 +241,13 @@ Decoded decode(const std::string& file) {
       d.rawTimestamp = one(packet, 8)->value;
       d.clock = one(packet, 58) ? static_cast<uint32_t>(one(packet, 58)->value) : 0;
       d.timestamp = packetTime(state, d.clock, d.rawTimestamp);
-      d.type = one(e, 9)->value;
+      if (auto* type = one(e, 9)) d.type = type->value;
+      if (auto* legacy = one(e, 6)) {
+        const Fields l = fieldsOf(legacy->bytes);
+        if (auto* v = one(l, 2)) d.legacyPhase = v->asInt64();
+        if (auto* v = one(l, 6)) d.legacyId = v->value;
+        if (auto* v = one(l, 12)) d.bindToEnclosing = v->value != 0;
+      }
       d.packetNamesTrack = one(e, 11) != nullptr;
       EXPECT_TRUE(d.packetNamesTrack || state.hasDefaultTrack) << "an event with no track";
       d.track = d.packetNamesTrack ? one(e, 11)->value : state.defaultTrack;
@@ -311,6 +320,7 @@ class PerfettoSinkTest : public ::testing::Test {
 };
 
 TEST_F(PerfettoSinkTest, OpensWithTheMetadataTrackAndTheHeaderOnSequenceOne) {
+  // No event: the header stands at the base time, the footer with it.
   const Decoded d = finish({{"kinetrace_cupti_dropped_records", 0}});
   EXPECT_TRUE(d.firstPacketClearsState);
   EXPECT_TRUE(d.everyPacketHasASequence);
@@ -332,7 +342,7 @@ TEST_F(PerfettoSinkTest, OpensWithTheMetadataTrackAndTheHeaderOnSequenceOne) {
             (std::vector<A>{{"traceName", "string:out.pftrace"},
                             {"baseTimeNanoseconds", "int:" + std::to_string(kBase)},
                             {"timebaseNanoseconds", "int:" + std::to_string(kBase - kLead)},
-                            {"format", "string:kinetrace pftrace 2"},
+                            {"format", "string:kinetrace pftrace 3"},
                             {"schemaVersion", "int:1"}}));
   EXPECT_EQ(d.events[1].name, "trace footer");
   EXPECT_EQ(d.events[1].annotations,
@@ -525,40 +535,106 @@ TEST_F(PerfettoSinkTest, RepeatedStringValuesAreInternedAndLongOnesWrittenInPlac
   EXPECT_EQ(count(longJson), 2u);
 }
 
-TEST_F(PerfettoSinkTest, ALaunchArrowAtTheStartOfTheSliceBeforeItIsAFlowIdOnThatSlice) {
+TEST_F(PerfettoSinkTest, FlowEventsAreLegacyFlowEventsOnTheirTrack) {
   sink_->write(event(Phase::Complete, "kernel", "kernel", 0, 7, kBase + 5'000, 100));
   Event arrowEnd = event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + 5'000);
   arrowEnd.flowId = 70;
   sink_->write(arrowEnd);
-  // The arrow's start at its launch call, written later: an instant that carries the id.
   Event arrowStart = event(Phase::FlowStart, "ac2g", "ac2g", 4242, 4242, kBase + 1'000);
   arrowStart.flowId = 70;
   sink_->write(arrowStart);
   const Decoded d = finish();
 
-  ASSERT_EQ(d.events.size(), 5u);
+  ASSERT_EQ(d.events.size(), 6u);  // header, kernel begin and end, two flow events, footer
   EXPECT_EQ(d.events[1].name, "kernel");
-  EXPECT_EQ(d.events[1].terminatingFlowIds, std::vector<uint64_t>{70});
-  EXPECT_TRUE(d.events[1].flowIds.empty());
-  EXPECT_EQ(d.events[2].type, 2u);
-  const DecodedEvent& carrier = d.events[3];
-  EXPECT_EQ(carrier.type, 3u);
-  EXPECT_EQ(carrier.name, "ac2g");
-  EXPECT_EQ(carrier.flowIds, std::vector<uint64_t>{70});
-  EXPECT_EQ(carrier.timestamp, static_cast<uint64_t>(kLead + 1'000));
+  EXPECT_TRUE(d.events[1].terminatingFlowIds.empty());
+  const DecodedEvent& end = d.events[3];
+  EXPECT_EQ(end.type, 0u);  // no type: the legacy phase says what it is
+  EXPECT_EQ(end.legacyPhase, 'f');
+  EXPECT_EQ(end.legacyId, 70u);
+  EXPECT_TRUE(end.bindToEnclosing);
+  EXPECT_EQ(end.track, d.events[1].track);
+  EXPECT_EQ(end.name, "ac2g");
+  EXPECT_EQ(end.category, "ac2g");
+  const DecodedEvent& start = d.events[4];
+  EXPECT_EQ(start.legacyPhase, 's');
+  EXPECT_EQ(start.legacyId, 70u);
+  EXPECT_FALSE(start.bindToEnclosing);
+  EXPECT_EQ(start.timestamp, static_cast<uint64_t>(kLead + 1'000));
 }
 
-TEST_F(PerfettoSinkTest, AFlowAnywhereElseStaysAnEventOfItsOwn) {
-  sink_->write(event(Phase::Complete, "kernel", "kernel", 0, 7, kBase + 5'000, 100));
-  Event other =
-      event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + 5'050);  // inside, not at the start
-  other.flowId = 9;
-  sink_->write(other);
+TEST_F(PerfettoSinkTest, EveryFlowEndOfAnIdIsWrittenAndFlowsOfOtherCategoriesKeepTheirNames) {
+  for (int64_t k = 0; k < 3; ++k) {
+    sink_->write(event(Phase::Complete, "kernel", "kernel", 0, 7, kBase + 5'000 + k * 200, 100));
+    Event arrowEnd = event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + 5'000 + k * 200);
+    arrowEnd.flowId = 70;
+    sink_->write(arrowEnd);
+  }
+  Event fwdbwd = event(Phase::FlowStart, "fwdbwd", "fwdbwd", 4242, 4242, kBase + 1'000);
+  fwdbwd.flowId = 70;  // the same id in another category: another flow
+  sink_->write(fwdbwd);
+  const Decoded d = finish();
+  int ends = 0;
+  for (const DecodedEvent& e : d.events) {
+    if (e.legacyPhase == 'f') {
+      ++ends;
+      EXPECT_EQ(e.category, "ac2g");
+    }
+    if (e.legacyPhase == 's') {
+      EXPECT_EQ(e.category, "fwdbwd");
+    }
+  }
+  EXPECT_EQ(ends, 3);
+}
+
+TEST_F(PerfettoSinkTest, OverlappingSlicesOfATrackGoOnLanesNamedAfterIt) {
+  sink_->write(event(Phase::Complete, "a", "kernel", 0, 7, kBase + 1'000, 20'000));
+  sink_->write(event(Phase::Complete, "b", "kernel", 0, 7, kBase + 5'000, 20'000));  // overlaps a
+  sink_->write(event(Phase::Complete, "c", "kernel", 0, 7, kBase + 6'000, 1'000));   // inside a
+  Event arrowEnd = event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + 22'000);
+  arrowEnd.flowId = 3;  // after a's end, inside b: b's lane
+  sink_->write(arrowEnd);
+  const Arg threadName[] = {{"name", std::string_view("stream 7")}};
+  Event t = event(Phase::Metadata, "thread_name", "", 0, 7, kBase);
+  t.args = threadName;
+  t.argCount = 1;
+  sink_->write(t);
+  const Decoded d = finish();
+
+  std::map<std::string, uint64_t> trackOf;
+  for (const DecodedEvent& e : d.events) {
+    if (e.type == 1) trackOf[e.name] = e.track;
+    if (e.legacyPhase == 'f') trackOf["flow"] = e.track;
+  }
+  EXPECT_EQ(trackOf["a"], trackOf["c"]);
+  EXPECT_NE(trackOf["a"], trackOf["b"]);
+  EXPECT_EQ(trackOf["flow"], trackOf["b"]);
+  const Descriptor* lane = descriptor(d, trackOf["b"], /*lastOne=*/true);
+  ASSERT_NE(lane, nullptr);
+  EXPECT_FALSE(lane->thread);  // a thread descriptor of its own would merge with the thread's
+  EXPECT_EQ(lane->parent, trackOf["a"]);
+  EXPECT_EQ(lane->name, "stream 7 (2)");
+}
+
+TEST_F(PerfettoSinkTest, TheMetadataTracksInstantsStayInsideTheEventsSpan) {
+  const int64_t far = kBase + 59LL * 24 * 3600 * 1'000'000'000;  // a torch.profiler clock
+  const Arg processName[] = {{"name", std::string_view("python")}};
+  Event m = event(Phase::Metadata, "process_name", "", 4242, 0, kBase);  // before any event
+  m.args = processName;
+  m.argCount = 1;
+  sink_->write(m);
+  sink_->write(event(Phase::Complete, "step", "user_annotation", 4242, 4242, far, 1'000));
   const Decoded d = finish();
   ASSERT_EQ(d.events.size(), 5u);
-  EXPECT_TRUE(d.events[1].terminatingFlowIds.empty());
-  EXPECT_EQ(d.events[3].type, 3u);
-  EXPECT_EQ(d.events[3].terminatingFlowIds, std::vector<uint64_t>{9});
+  EXPECT_EQ(d.events[0].name, "trace header");
+  EXPECT_EQ(d.events[0].timestamp, static_cast<uint64_t>(far - kBase + kLead));
+  const DecodedEvent& naming = d.events[1];
+  EXPECT_EQ(naming.name, "process_name");
+  EXPECT_EQ(naming.timestamp, d.events[0].timestamp);
+  EXPECT_EQ(naming.annotations.back(),
+            std::make_pair(std::string("kinetrace ts ns"), "int:" + std::to_string(kBase)));
+  EXPECT_EQ(d.events[4].name, "trace footer");
+  EXPECT_EQ(d.events[4].timestamp, d.events[0].timestamp);
 }
 
 TEST_F(PerfettoSinkTest, CounterSeriesAreCounterTracksUnderTheirThread) {
@@ -598,7 +674,7 @@ TEST_F(PerfettoSinkTest, NamingEventsNameTheTracksAndAreKept) {
   const Descriptor* thread = descriptor(d, track, /*lastOne=*/true);
   EXPECT_EQ(thread->processOrThreadName, "stream 7");
   EXPECT_EQ(descriptor(d, thread->parent, true)->processOrThreadName, "GPU 0");
-  const DecodedEvent& kept = d.events[4];
+  const DecodedEvent& kept = d.events[4];  // at its own time, inside the kernel's span
   EXPECT_EQ(kept.track, 1u);
   EXPECT_EQ(kept.name, "thread_name");
   EXPECT_EQ(kept.category, "__metadata");

@@ -1,0 +1,138 @@
+#include "output/perfetto_lanes.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace kinetrace::detail {
+
+std::size_t SliceLanes::place(int64_t startNs, int64_t endNs) {
+  for (std::size_t i = 0;; ++i) {
+    if (i == lanes_.size()) lanes_.emplace_back();
+    Lane& lane = lanes_[i];
+    if (startNs < lane.forgottenUntil) continue;
+    if (!tryPlace(lane.roots, startNs, endNs)) continue;
+    if (++remembered_ > budget_) forgetOlderHalf();
+    return i;
+  }
+}
+
+// Places [start, end] in a level of slices that are apart, or says it does not nest.
+bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) {
+  // The last slice that starts at or before the new one: the only one that can hold it.
+  // Most slices come in time order: after the last one, found without a search.
+  auto after = !level.empty() && level.back().start <= start
+                   ? level.end()
+                   : std::upper_bound(level.begin(), level.end(), start,
+                                      [](int64_t t, const Node& n) { return t < n.start; });
+  if (after != level.begin()) {
+    Node& before = *std::prev(after);
+    if ((before.start <= start && end <= before.end && before.end > start) ||
+        (before.start == start && before.end == start && end == start)) {  // both empty
+      return tryPlace(before.children, start, end);
+    }
+    // It started first and ends inside the new one: they cross.
+    if (before.end > start && !(before.start == start && before.end == start)) return false;
+  }
+  // Those that start inside the new one must end inside it, and start after its start
+  // unless they are empty or cover the same span.
+  auto first = after;
+  while (first != level.begin() && std::prev(first)->start == start) --first;
+  auto last = first;
+  for (; last != level.end() && last->start <= end; ++last) {
+    const Node& n = *last;
+    if (n.start == end && n.start != start) {
+      if (n.end != n.start) return false;  // opens before the new one's END, which closes it
+      continue;
+    }
+    if (n.end > end) return false;
+    if (n.start == start && n.end != start && n.end != end) return false;
+  }
+  // The slices from `first` that lie inside become its children; an empty one at its end
+  // stays beside it.
+  auto inside = first;
+  while (inside != last && (inside->start < end || inside->start == start)) ++inside;
+  Node node;
+  node.start = start;
+  node.end = end;
+  node.children.assign(std::make_move_iterator(first), std::make_move_iterator(inside));
+  const auto at = level.erase(first, inside);
+  level.insert(at, std::move(node));
+  return true;
+}
+
+std::size_t SliceLanes::laneAt(int64_t timeNs) const {
+  if (lanes_.size() <= 1) return 0;  // most tracks: nothing to choose from
+  std::size_t lane = 0;
+  const Node* best = nullptr;
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    const Node* found = nullptr;
+    innermost(lanes_[i].roots, timeNs, &found);
+    if (found == nullptr) continue;
+    if (best == nullptr || found->start > best->start ||
+        (found->start == best->start && found->end - found->start < best->end - best->start)) {
+      best = found;
+      lane = i;
+    }
+  }
+  return lane;
+}
+
+// A slice holds a time from its start until before its end: at its end its SLICE_END,
+// written before whatever comes at that time, has closed it already.
+void SliceLanes::innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best) {
+  auto after = std::upper_bound(level.begin(), level.end(), timeNs,
+                                [](int64_t t, const Node& n) { return t < n.start; });
+  if (after == level.begin()) return;
+  const Node& n = *std::prev(after);
+  if (timeNs < n.end || n.start == timeNs) {
+    *best = &n;
+    innermost(n.children, timeNs, best);
+  }
+}
+
+void SliceLanes::collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends) {
+  for (const Node& n : level) {
+    ends->push_back(n.end);
+    collectEnds(n.children, ends);
+  }
+}
+
+// Drops the slices that end before the horizon (with what is inside them, which ends no
+// later); returns how many.
+std::size_t SliceLanes::forgetBefore(std::vector<Node>& level, int64_t horizonNs) {
+  std::size_t dropped = 0;
+  std::vector<Node> kept;
+  kept.reserve(level.size());
+  for (Node& n : level) {
+    if (n.end < horizonNs) {
+      std::vector<int64_t> inside;
+      collectEnds(n.children, &inside);
+      dropped += 1 + inside.size();
+      continue;
+    }
+    dropped += forgetBefore(n.children, horizonNs);
+    kept.push_back(std::move(n));
+  }
+  level = std::move(kept);
+  return dropped;
+}
+
+// Forgets about half of what is remembered, the slices that ended first: once per half a
+// budget of slices placed, so placing stays constant time on average.
+void SliceLanes::forgetOlderHalf() {
+  std::vector<int64_t> ends;
+  for (const Lane& lane : lanes_) collectEnds(lane.roots, &ends);
+  if (ends.empty()) return;
+  auto middle = ends.begin() + static_cast<std::ptrdiff_t>(ends.size() / 2);
+  std::nth_element(ends.begin(), middle, ends.end());
+  // Past the median end: slices ending before it, and at it when that is all of them (many
+  // equal ends), so something is always forgotten.
+  int64_t horizon = *middle;
+  if (*std::min_element(ends.begin(), ends.end()) == horizon) ++horizon;
+  for (Lane& lane : lanes_) {
+    remembered_ -= std::min(remembered_, forgetBefore(lane.roots, horizon));
+    lane.forgottenUntil = std::max(lane.forgottenUntil, horizon);
+  }
+}
+
+}  // namespace kinetrace::detail

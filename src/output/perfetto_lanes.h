@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+// Lanes for the slices of one thread track of a .pftrace, so that every lane's slices nest
+// as Perfetto's trace processor reads them. It sorts packets by time, keeping file order
+// between equal times, and closes the innermost open slice of a track at each SLICE_END:
+// two slices that overlap without nesting (kernels on one stream in a torch.profiler
+// trace) would end each other's slices, showing wrong durations. PerfettoSink writes each
+// slice's BEGIN and END one after the other, so a slice placed on a lane nests with those
+// already there when, for every slice already there (earlier in the file):
+//   - they are apart (the earlier ends at or before the new one starts, or the new one
+//     ends before the earlier starts);
+//   - the new one is inside it (same start allowed: the earlier BEGIN opens first);
+//   - it is inside the new one with a later start (with the same start it would open first
+//     and the new one would close it), or both cover the same span;
+//   - it is empty and sits at the new one's start or end (it opens and closes before the
+//     new one opens, or, after, before the new one's END, which closes the new one).
+// A slice goes on the first lane where it nests: lane 0 is the track itself.
+
+namespace kinetrace::detail {
+
+class SliceLanes {
+ public:
+  // Slices remembered over the track's lanes (about 40 bytes each) before the older half is
+  // forgotten.
+  static constexpr std::size_t kDefaultBudget = std::size_t{1} << 18;
+
+  explicit SliceLanes(std::size_t budget = kDefaultBudget) : budget_(budget) {}
+
+  // The lane for a slice [startNs, endNs], written after every slice placed before.
+  // Memory: every slice placed, up to the budget; past it the slices that ended before a
+  // horizon (the median end of those remembered) are forgotten, and a slice that starts
+  // before a lane's horizon goes on another lane (none of the forgotten can touch one that
+  // starts after it): lanes always nest; a very long trace may get more lanes than it needs
+  // (a range written after a quarter of a million slices inside it, say).
+  std::size_t place(int64_t startNs, int64_t endNs);
+
+  // The lane of the innermost slice placed so far that holds the time (the latest start,
+  // then the shortest), where an instant or a flow event at that time belongs; 0 when none.
+  std::size_t laneAt(int64_t timeNs) const;
+
+  std::size_t laneCount() const { return lanes_.size(); }
+
+ private:
+  struct Node {
+    int64_t start = 0;
+    int64_t end = 0;
+    std::vector<Node> children;  // apart from each other, by start
+  };
+  struct Lane {
+    std::vector<Node> roots;  // apart from each other, by start
+    int64_t forgottenUntil = INT64_MIN;
+  };
+
+  static bool tryPlace(std::vector<Node>& level, int64_t start, int64_t end);
+  static void innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best);
+  static void collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends);
+  static std::size_t forgetBefore(std::vector<Node>& level, int64_t horizonNs);
+  void forgetOlderHalf();
+
+  std::vector<Lane> lanes_;
+  std::size_t budget_;
+  std::size_t remembered_ = 0;
+};
+
+}  // namespace kinetrace::detail
