@@ -142,8 +142,8 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
     rows.push_back(std::move(row));
   }
   std::vector<std::string> header = {"step", "length", "busy"};
-  for (const html::Part& p : html::kParts) header.emplace_back(p.name);
-  header.emplace_back("idle in data loading");
+  for (const html::Part& p : html::kParts) header.emplace_back(p.heading);
+  header.emplace_back("in data loading");
   if (memory) header.emplace_back("allocated at end");
   return out + html::breakdownBars("steps", bars) + table(header, rows, "steps");
 }
@@ -261,21 +261,22 @@ std::string gapsSection(const RankReport& r) {
                     raw(nameHtml(g.endedBy, 50)), raw(nameHtml(g.hostWas, 50, false))});
   }
   std::string out =
-      "<h3>Longest idle gaps</h3>\n" +
-      table({"device", "at", "length", "cause", "found in the trace", "ended by", "the host was in"},
-            rows);
+      "<h3>Longest idle gaps</h3>\n" + table({"device", "at", "length", "cause",
+                                              "found in the trace", "ended by", "the host was in"},
+                                             rows);
   // What the trace shows the idle time waited on: a Stream Wait Event on a queued
   // operation's stream; a sync the host was in when the GPU ran out of work.
-  auto found = [&out](const char* heading, const char* what, const std::vector<FoundRow>& found) {
+  auto foundTable = [&out](const char* heading, const char* what,
+                           const std::vector<FoundRow>& found) {
     if (found.empty()) return;
-    std::vector<std::vector<Cell>> rows;
+    std::vector<std::vector<Cell>> foundRows;
     for (const FoundRow& f : found) {
-      rows.push_back({text(f.found), number(count(f.gaps)), number(duration(f.ns))});
+      foundRows.push_back({text(f.found), number(count(f.gaps)), number(duration(f.ns))});
     }
-    out += fmt::format("<h3>{}</h3>\n", heading) + table({what, "gaps", "idle time"}, rows);
+    out += fmt::format("<h3>{}</h3>\n", heading) + table({what, "gaps", "idle time"}, foundRows);
   };
-  found("Waiting on other work", "what the queued work waited on", r.otherWork);
-  found("Host wait that began in a sync", "the sync", r.hostWaitAfterSync);
+  foundTable("Waiting on other work", "what the queued work waited on", r.otherWork);
+  foundTable("Host wait that began in a sync", "the sync", r.hostWaitAfterSync);
   return out;
 }
 

@@ -152,15 +152,16 @@ std::string nameHtml(std::string_view full, std::size_t width, bool kernel) {
 }
 
 const Part kParts[kPartCount] = {
-    {"compute", "#4e79a7", "#fff", &TimeBreakdown::computeNs},
-    {"communication", "#f28e2b", "#222", &TimeBreakdown::communicationNs},
-    {"memory", "#59a14f", "#fff", &TimeBreakdown::memoryNs},
-    {"before the first GPU operation", "#9c755f", "#fff", &TimeBreakdown::beforeFirstOpNs},
-    {"host wait", "#e15759", "#fff", &TimeBreakdown::hostWaitNs},
-    {"launch", "#edc948", "#222", &TimeBreakdown::launchNs},
-    {"kernel wait", "#b07aa1", "#fff", &TimeBreakdown::kernelWaitNs},
-    {"waiting on other work", "#ff9da7", "#222", &TimeBreakdown::otherWorkWaitNs},
-    {"other idle", "#bab0ac", "#222", &TimeBreakdown::otherIdleNs},
+    {"compute", "compute", "#4e79a7", "#fff", &TimeBreakdown::computeNs},
+    {"communication", "communication", "#f28e2b", "#222", &TimeBreakdown::communicationNs},
+    {"memory", "memory", "#59a14f", "#fff", &TimeBreakdown::memoryNs},
+    {"before the first GPU operation", "before 1st op", "#9c755f", "#fff",
+     &TimeBreakdown::beforeFirstOpNs},
+    {"host wait", "host wait", "#e15759", "#fff", &TimeBreakdown::hostWaitNs},
+    {"launch", "launch", "#edc948", "#222", &TimeBreakdown::launchNs},
+    {"kernel wait", "kernel wait", "#b07aa1", "#fff", &TimeBreakdown::kernelWaitNs},
+    {"waiting on other work", "other work", "#ff9da7", "#222", &TimeBreakdown::otherWorkWaitNs},
+    {"other idle", "other idle", "#bab0ac", "#222", &TimeBreakdown::otherIdleNs},
 };
 
 namespace {

@@ -37,6 +37,7 @@ std::string nameHtml(std::string_view full, std::size_t width = 80, bool kernel 
 // The parts of a time breakdown, in the order and colours every chart and table uses.
 struct Part {
   const char* name;
+  const char* heading;  // short, for a table's column
   const char* colour;
   const char* textColour;  // for a value written on a bar of that colour
   int64_t TimeBreakdown::*field;
