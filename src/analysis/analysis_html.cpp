@@ -318,7 +318,8 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
   out += fmt::format(
       "<h3>Where the GPU's time went</h3><p>A {} window on {} GPU{}: busy {}, idle {}. Busy "
       "time is compute, communication or memory work; idle time is split by what ended it "
-      "(the host launching late, the launch itself, a queued kernel's wait, other work).</p>\n",
+      "(before the first GPU operation, the host launching late, the launch itself, a queued "
+      "kernel's wait, other work the trace shows).</p>\n",
       duration(window), r.devices.size(), r.devices.size() > 1 ? "s" : "",
       percent(r.time.busyNs, r.time.windowNs), percent(r.time.idleNs, r.time.windowNs));
   out += gpuTime(r);
