@@ -67,8 +67,10 @@ std::string idleAdvice(const RankReport& r) {
   const std::pair<int64_t, std::string> parts[] = {
       {t.beforeFirstOpNs, "most of it passed before the first GPU operation (see below)"},
       {t.hostWaitNs,
-       "most of it the GPU waited for the host to launch work: see the longest gaps below for "
-       "what the host was doing"},
+       t.dataLoadingIdleNs * 2 > t.hostWaitNs
+           ? "most of it the GPU waited for the host while data loading ran"
+           : "most of it the GPU waited for the host to launch work: see the longest gaps below "
+             "for what the host was doing"},
       {t.launchNs,
        "most of it went to launching: see the launch latency and the longest gaps below"},
       {t.kernelWaitNs,
@@ -209,7 +211,15 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
     }
     const TinyKernelReport& tiny = r.tiny;
     const bool tinyFinding = tiny.count >= 100 && tiny.shareOfKernels >= 0.3;
-    if (t.windowNs > 0 && t.hostWaitNs * 5 > t.windowNs) {
+    // Host wait spent mostly in data loading is the input pipeline's, said by its own
+    // finding below: faster launching would not shorten it.
+    const bool waitIsLoading = t.dataLoadingIdleNs * 2 > t.hostWaitNs;
+    if (t.windowNs > 0 && t.hostWaitNs * 5 > t.windowNs && waitIsLoading) {
+      out.push_back(fmt::format(
+          "{}{} of the time the GPU waits for the host, most of it while data loading ran "
+          "(below): the host is busy getting the next batch, not launching.",
+          prefix, percent(t.hostWaitNs, t.windowNs)));
+    } else if (t.windowNs > 0 && t.hostWaitNs * 5 > t.windowNs) {
       out.push_back(fmt::format(
           "{}{} of the time the GPU waits for the host: the CPU does not launch work fast "
           "enough. See the longest gaps below for what the host was doing{}; a CUDA graph "

@@ -149,5 +149,25 @@ TEST(TraceAnalysisFindingsTest, ABusyGpuIsSentToItsKernels) {
       << report.findings[0];
 }
 
+// A GPU waiting while the host loads the next batch is sent to the input pipeline, not told
+// to launch faster.
+TEST(TraceAnalysisFindingsTest, HostWaitDuringDataLoadingIsBlamedOnTheLoaderNotOnLaunching) {
+  TraceBuilder b;
+  for (int step = 0; step < 3; ++step) {
+    const int64_t at = step * 100;
+    b.range("ProfilerStep#" + std::to_string(step), at, at + 100);
+    b.range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", at, at + 90);
+    b.op("k", at + 91, at + 92, at + 93, at + 99);
+  }
+  const AnalysisReport report = analyzeTraces(one(b.take()), {});
+  bool loader = false;
+  for (const std::string& f : report.findings) {
+    EXPECT_EQ(f.find("does not launch work fast enough"), std::string::npos) << f;
+    EXPECT_EQ(f.find("CUDA graph"), std::string::npos) << f;
+    loader = loader || f.find("most of it while data loading ran") != std::string::npos;
+  }
+  EXPECT_TRUE(loader) << ::testing::PrintToString(report.findings);
+}
+
 }  // namespace
 }  // namespace kinetrace::detail
