@@ -17,9 +17,10 @@
 # save_formats.md, graphs.md, graphs_graph_level.md, torch_graphs_node.md,
 # torch_graphs_graph.md, torch_graphs_overhead.md,
 # torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
-# analyze-CASE.txt, .html and .json, hta.txt, torch_backend.md, kineto_abi_facts.json,
-# overhead-launch_cost.md, census_manifest.json, bench_*.json, and the census, host and
-# training-step traces gzipped. The flood trace (large) stays in the build directory.
+# analyze-CASE.txt, .html and .json, idle_CASE.json.gz, hta.txt, torch_backend.md,
+# kineto_abi_facts.json, overhead-launch_cost.md, census_manifest.json, bench_*.json, the
+# reference traces (tp_*.json.gz, kt_*.json.gz), and the census, host and training-step
+# traces gzipped. The flood trace (large) stays in the build directory.
 #
 # Environment (defaults): ONLY (every step; else the step functions to run, e.g.
 # ONLY="configure build census flood"), GPU_BUILD_DIR (/tmp/kinetrace-gpu-build), OVERHEAD_ROUNDS (5),
@@ -359,7 +360,10 @@ nccl() {
 # defaults and with its rounding off, beside kinetrace's figures (test/analysis/hta_referee.py:
 # OUT_DIR/hta.txt; fails on a figure that differs for no named cause). HTA's source: HTA_DIR,
 # else ../shared/refs/hta beside the source, else an installed hta; it needs pandas and PyYAML
-# in HTA_PYTHON (python3). Without them the comparison is skipped and says why.
+# in HTA_PYTHON (python3). Without them the comparison is skipped and says why. HTA's source
+# as of 2026-12 fails in its trace parser under pandas 3 (TypeError: Invalid value ... for
+# dtype 'int8'); the idle-cause traces are kept (OUT_DIR/idle_CASE.json.gz) for a check where
+# pandas is older: test/analysis/hta_referee.py --kinetrace KINETRACE OUT_DIR/*.json.gz.
 analyze() {
   local kt case kept status rc=0 traces=()
   kt=$(binary kinetrace) || return 1
@@ -368,6 +372,8 @@ analyze() {
     run "$kt" analyze -q "$WORK_DIR/idle_causes/$case.json" --html "$OUT_DIR/analyze-$case.html" \
       --json "$OUT_DIR/analyze-$case.json" > "$OUT_DIR/analyze-$case.txt" || rc=1
     sed -n '1,12p' "$OUT_DIR/analyze-$case.txt"
+    # Kept, so that HTA can referee them elsewhere too (it fails under pandas 3).
+    keep "$WORK_DIR/idle_causes/$case.json" "idle_$case.json.gz"
     traces+=("$WORK_DIR/idle_causes/$case.json")
   done
   for kept in census_trace graphs_trace nccl_trace training_step_trace; do
