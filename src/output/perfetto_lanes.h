@@ -43,6 +43,11 @@ class SliceLanes {
   std::size_t laneAt(int64_t timeNs) const;
 
   std::size_t laneCount() const { return lanes_.size(); }
+  // Slices remembered now.
+  std::size_t remembered() const { return remembered_; }
+  // Forgets about half of what is remembered, the slices that ended first (as when the
+  // budget is reached): how a writer with many tracks bounds their lanes' memory together.
+  void forgetOlderHalf();
 
  private:
   struct Node {
@@ -59,7 +64,6 @@ class SliceLanes {
   static void innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best);
   static void collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends);
   static std::size_t forgetBefore(std::vector<Node>& level, int64_t horizonNs);
-  void forgetOlderHalf();
 
   std::vector<Lane> lanes_;
   std::size_t budget_;

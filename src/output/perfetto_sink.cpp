@@ -195,6 +195,7 @@ class PerfettoSink::Encoder {
         const int64_t endNs = event.timestampNs + event.durationNs;
         const std::size_t track =
             laneSequence(thread, thread.lanes->place(event.timestampNs, endNs));
+        if (++lanesRemembered_ > SliceLanes::kDefaultBudget) forgetLanesOlderHalf();
         if (!openTrackEvent(track, event.timestampNs, kTypeSliceBegin)) return;
         eventNames(event.name, event.category);
         annotations(event);
@@ -217,6 +218,17 @@ class PerfettoSink::Encoder {
         return;
       case Phase::Metadata:
         return;
+    }
+  }
+
+  // The slices the tracks' lanes remember are bounded together, not per track (a trace has
+  // as many tracks as threads and streams): past the budget every track forgets the older
+  // half of its own.
+  void forgetLanesOlderHalf() {
+    lanesRemembered_ = 0;
+    for (auto& [key, thread] : threads_) {
+      thread.lanes->forgetOlderHalf();
+      lanesRemembered_ += thread.lanes->remembered();
     }
   }
 
@@ -793,6 +805,7 @@ class PerfettoSink::Encoder {
   std::unordered_map<std::pair<int64_t, int64_t>, ThreadTrack, PairHash> threads_;
   std::pair<int64_t, int64_t> lastThreadKey_;
   ThreadTrack* lastThread_ = nullptr;
+  std::size_t lanesRemembered_ = 0;  // slices remembered by every track's lanes together
   std::map<std::tuple<int64_t, int64_t, std::string, std::string>, std::size_t> counters_;
 
   InternTable names_;

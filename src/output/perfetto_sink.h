@@ -35,8 +35,9 @@ namespace kinetrace::detail {
 //     "kinetrace trace metadata" track inside the events' span, so the file holds
 //     everything the JSON holds.
 //
-// Memory: the buffer, one open slice, a small record per track, the slices each track's
-// lanes remember (SliceLanes's budget), and the interned strings with a bit per string and
+// Memory: the buffer, one open slice, a small record per track, the slices the tracks'
+// lanes remember (SliceLanes::kDefaultBudget for all tracks together, however many there
+// are), and the interned strings with a bit per string and
 // sequence that defined it (up to kInternBudgetBytes; past it strings are written in place,
 // uninterned).
 class PerfettoSink final : public Sink {

@@ -121,6 +121,19 @@ TEST(SliceLanesTest, PastTheBudgetLanesStillNest) {
   EXPECT_EQ(stream.laneCount(), 1u);
 }
 
+// A writer with many tracks bounds their lanes together: told to forget, a track keeps the
+// later half of what it remembers, and what it places afterwards still nests.
+TEST(SliceLanesTest, ForgettingOnRequestKeepsTheLaterHalfAndLanesStillNest) {
+  SliceLanes lanes;
+  for (int64_t i = 0; i < 100; ++i) lanes.place(i * 10, i * 10 + 5);
+  EXPECT_EQ(lanes.remembered(), 100u);
+  lanes.forgetOlderHalf();
+  EXPECT_EQ(lanes.remembered(), 50u);
+  EXPECT_EQ(lanes.place(992, 993), 0u);  // inside the last slice, still remembered
+  EXPECT_EQ(lanes.place(0, 2000), 1u);   // holds what lane 0 forgot: another lane
+  EXPECT_EQ(lanes.place(1000, 1005), 0u);
+}
+
 TEST(SliceLanesTest, APointBelongsToTheLaneOfItsInnermostSlice) {
   SliceLanes lanes;
   lanes.place(0, 100);   // lane 0
