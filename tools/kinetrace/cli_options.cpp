@@ -690,9 +690,9 @@ what the host was doing, memory over the steps; across ranks, collectives one ra
 late.
 
 options:
-      --html FILE      a report to open in a browser: the findings, charts (timeline,
-                       busy and idle per GPU and step, kernel time, launch latency, memory)
-                       and tables, in one self-contained file
+      --html FILE      a report to open in a browser: the findings, charts (busy and idle
+                       per GPU and step; busy time, queue depth per stream and memory over
+                       the window; launch latency) and tables, in one self-contained file
       --json FILE      the analysis as JSON too
       --rank N         only the traces of rank N
       --top N          rows per table (default 10)
