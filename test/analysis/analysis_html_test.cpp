@@ -11,13 +11,10 @@
 
 #include "analysis/analysis_html_charts.h"
 #include "analysis/trace_analysis.h"
-#include "analysis/trace_collector.h"
+#include "analysis_trace_builder.h"
 
 namespace kinetrace::detail {
 namespace {
-
-constexpr int64_t kBase = 1'700'000'000'000'000'000;
-constexpr int64_t kUs = 1'000;
 
 TEST(ShortKernelNameTest, DropsTemplateArgumentsArgumentListsAndNamespaces) {
   const std::pair<const char*, const char*> cases[] = {
@@ -65,70 +62,20 @@ TEST(HtmlTextTest, BytesAndDurationsTakeTheUnitThatFits) {
             "<span class=\"name\" title=\"void k&lt;int&gt;(int)\">k</span>");
 }
 
-// Events in microseconds from kBase, straight into the collector, in torch.profiler's layout.
-class Trace {
- public:
-  Trace() : collector_("t.json") { collector_.begin(TraceHeader{"t.json", kBase, {}}); }
-
-  Trace& range(const std::string& name, int64_t startUs, int64_t endUs) {
-    write(Phase::Complete, name, "user_annotation", 77, 1, startUs, endUs, nullptr, 0);
-    return *this;
-  }
-  Trace& op(const std::string& name, int64_t callUs, int64_t startUs, int64_t endUs,
-            uint32_t stream = 7) {
-    const int64_t correlation = ++correlation_;
-    Arg call[] = {{"cbid", int64_t{211}}, {"correlation", correlation}};
-    write(Phase::Complete, "cudaLaunchKernel", "cuda_runtime", 77, 1, callUs, callUs + 1, call, 2);
-    Arg op[] = {{"device", int64_t{0}}, {"stream", int64_t{stream}}, {"correlation", correlation}};
-    write(Phase::Complete, name, "kernel", 0, stream, startUs, endUs, op, 3);
-    return *this;
-  }
-  Trace& memory(int64_t atUs, int64_t allocated) {
-    Arg args[] = {{"Total Allocated", allocated}, {"Bytes", int64_t{1}}};
-    write(Phase::Instant, "[memory]", "cpu_instant_event", 77, 1, atUs, atUs, args, 2);
-    return *this;
-  }
-  AnalysisReport analyze() {
-    collector_.end({});
-    std::vector<CollectedTrace> traces;
-    traces.push_back(collector_.take());
-    return analyzeTraces(std::move(traces), AnalysisOptions{});
-  }
-
- private:
-  void write(Phase phase, const std::string& name, const std::string& category, int64_t pid,
-             int64_t tid, int64_t startUs, int64_t endUs, const Arg* args, std::size_t argCount) {
-    Event e;
-    e.phase = phase;
-    e.name = name;
-    e.category = category;
-    e.pid = pid;
-    e.tid = tid;
-    e.timestampNs = kBase + startUs * kUs;
-    e.durationNs = (endUs - startUs) * kUs;
-    e.args = args;
-    e.argCount = argCount;
-    collector_.write(e);
-  }
-
-  TraceCollector collector_;
-  int64_t correlation_ = 0;
-};
-
 // A 240 us window (one bin a microsecond): three kernels queued at 10, 11 and 12 us on
 // stream 7, started at 20, 30 and 40 us; one on stream 9 waiting from 100 to 105 us. No
 // step ranges; 400 bytes allocated at 60 us, 2,400 at 200 us.
 AnalysisReport queuedTrace() {
-  Trace t;
+  const std::string add =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>";
+  TraceBuilder t;
   t.range("main", 0, 240);
-  t.op("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", 10, 20,
-       30);
-  t.op("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", 11, 30,
-       40);
-  t.op("gemm", 12, 40, 50);
-  t.op("gemm", 100, 105, 110, 9);
+  t.op(add, 10, 11, 20, 30);
+  t.op(add, 11, 12, 30, 40);
+  t.op("gemm", 12, 13, 40, 50);
+  t.op("gemm", 100, 101, 105, 110, "kernel", 9);
   t.memory(60, 400).memory(200, 2'400);
-  return t.analyze();
+  return analyzeTraces(one(t.take()), AnalysisOptions{});
 }
 
 TEST(QueueDepthTimelineTest, HoldsTheMostQueuedInEachBinPerStream) {
