@@ -149,8 +149,13 @@ class PerfettoSink::Encoder {
     std::unique_ptr<SliceLanes> lanes;
   };
 
-  // A naming event met before the header was written, with its strings kept.
+  // A naming event met before the header was written, with its strings kept. Its event's
+  // views point into its own strings and args: it is built in place and never moved or
+  // copied (keptNamings_ is a deque, whose elements stay where they are).
   struct KeptEvent {
+    KeptEvent() = default;
+    KeptEvent(const KeptEvent&) = delete;
+    KeptEvent& operator=(const KeptEvent&) = delete;
     Event event;
     std::deque<std::string> strings;
     std::vector<Arg> args;
@@ -275,8 +280,7 @@ class PerfettoSink::Encoder {
     keptNamings_.clear();
   }
 
-  static KeptEvent keep(const Event& event) {
-    KeptEvent k;
+  static void keep(const Event& event, KeptEvent& k) {
     k.event = event;
     auto own = [&k](std::string_view text) {
       return std::string_view(k.strings.emplace_back(text));
@@ -294,7 +298,6 @@ class PerfettoSink::Encoder {
       k.args.push_back(arg);
     }
     k.event.args = k.args.data();
-    return k;
   }
 
   void writeCounter(const Event& event) {
@@ -340,7 +343,7 @@ class PerfettoSink::Encoder {
       }
     }
     if (headerPending_) {
-      keptNamings_.push_back(keep(event));
+      keep(event, keptNamings_.emplace_back());
       return;
     }
     writeNamingInstant(event);
@@ -818,7 +821,7 @@ class PerfettoSink::Encoder {
   TraceHeader header_;  // until the header is written
   bool headerPending_ = false;
   int64_t headerTimeNs_ = 0;
-  std::vector<KeptEvent> keptNamings_;
+  std::deque<KeptEvent> keptNamings_;
   int64_t spanFirstNs_ = INT64_MAX;  // of the events written so far
   int64_t spanLastNs_ = INT64_MIN;
 

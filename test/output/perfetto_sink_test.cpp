@@ -637,6 +637,30 @@ TEST_F(PerfettoSinkTest, TheMetadataTracksInstantsStayInsideTheEventsSpan) {
   EXPECT_EQ(d.events[4].timestamp, d.events[0].timestamp);
 }
 
+// Naming events before the first event wait for the header with copies of their strings: as
+// torch.profiler's traces begin, dozens of them (the caller's strings are gone by then).
+TEST_F(PerfettoSinkTest, ManyNamingEventsBeforeTheFirstEventKeepTheirNames) {
+  constexpr int kThreads = 40;
+  for (int tid = 0; tid < kThreads; ++tid) {
+    const std::string name = "worker thread number " + std::to_string(tid);
+    const Arg threadName[] = {{"name", std::string_view(name)}};
+    Event t = event(Phase::Metadata, "thread_name", "", 4242, tid, kBase);
+    t.args = threadName;
+    t.argCount = 1;
+    sink_->write(t);
+  }
+  sink_->write(event(Phase::Complete, "step", "user_annotation", 4242, 0, kBase, 1'000));
+  const Decoded d = finish();
+  int kept = 0;
+  for (const DecodedEvent& e : d.events) {
+    if (e.name != "thread_name") continue;
+    ASSERT_FALSE(e.annotations.empty());
+    EXPECT_EQ(e.annotations.front().second, "string:worker thread number " + std::to_string(kept));
+    ++kept;
+  }
+  EXPECT_EQ(kept, kThreads);
+}
+
 TEST_F(PerfettoSinkTest, CounterSeriesAreCounterTracksUnderTheirThread) {
   const Arg args[] = {{"loss", 17.5}};
   Event c = event(Phase::Counter, "loss", "counter", 4242, 4300, kBase + 10);
