@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kinetrace/export.h"
+#include "kinetrace/log_level.h"
 
 namespace kinetrace {
 
@@ -55,8 +56,6 @@ class KINETRACE_API ActivitySet {
  private:
   uint32_t bits_ = 0;
 };
-
-enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
 
 // When a program traced through CUDA injection (`kinetrace run`) records.
 enum class CaptureRange {

@@ -14,6 +14,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/event.h"
 #include "kinetrace/sink.h"
+#include "output/trace_vocabulary.h"
 #include "session/seam.h"
 
 namespace kinetrace::kineto {
@@ -27,6 +28,7 @@ struct ActivityMetadata {
 
 using libkineto::ActivityType;
 using libkineto::GenericTraceActivity;
+namespace chrome = detail::chrome;
 
 void SharedMetadata::add(const std::string& key, const std::string& json) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -100,7 +102,7 @@ class FrameworkArgs {
   std::vector<Arg> args(int64_t externalId) const {
     std::vector<Arg> out;
     out.reserve(values_.size() + 1);
-    out.push_back(Arg{"External id", externalId});
+    out.push_back(Arg{chrome::kArgExternalId, externalId});
     for (const Entry& entry : values_) {
       if (entry.asString) {
         out.push_back(Arg{*entry.key, std::string_view(entry.text)});
@@ -169,10 +171,10 @@ class FrameworkMergingSink final : public Sink {
  private:
   void writeFrameworkActivities() {
     for (const auto& [tid, name] : recording_.threadNames) {
-      const Arg arg{"name", std::string_view(name)};
+      const Arg arg{chrome::kNamingName, std::string_view(name)};
       Event e;
       e.phase = Phase::Metadata;
-      e.name = "thread_name";
+      e.name = chrome::kThreadName;
       e.pid = libkineto::processId();
       e.tid = tid;
       e.args = &arg;
@@ -193,10 +195,10 @@ class FrameworkMergingSink final : public Sink {
       const int64_t tid = internal::gpuAnnotationTrackTid(static_cast<uint32_t>(a->resource));
       if (tracks.insert({a->device, a->resource}).second) {
         const std::string name = "stream " + std::to_string(a->resource) + " annotations";
-        const Arg arg{"name", std::string_view(name)};
+        const Arg arg{chrome::kNamingName, std::string_view(name)};
         Event m;
         m.phase = Phase::Metadata;
-        m.name = "thread_name";
+        m.name = chrome::kThreadName;
         m.pid = a->device;
         m.tid = tid;
         m.args = &arg;
@@ -204,9 +206,9 @@ class FrameworkMergingSink final : public Sink {
         out_.write(m);
       }
       const std::string name = a->name();
-      const Arg arg{"External id", int64_t{a->id}};
+      const Arg arg{chrome::kArgExternalId, int64_t{a->id}};
       Event e;
-      e.category = "gpu_user_annotation";
+      e.category = chrome::kCatGpuAnnotation;
       e.name = name;
       e.pid = a->device;
       e.tid = tid;
@@ -237,8 +239,8 @@ class FrameworkMergingSink final : public Sink {
       // The forward op starts the arrow; its backward op ends it.
       Event flow;
       flow.phase = activity.flow.start ? Phase::FlowStart : Phase::FlowEnd;
-      flow.category = "fwdbwd";
-      flow.name = "fwdbwd";
+      flow.category = chrome::kFlowForwardBackward;
+      flow.name = chrome::kFlowForwardBackward;
       flow.pid = activity.device;
       flow.tid = activity.resource;
       flow.timestampNs = activity.startTime;
@@ -357,12 +359,12 @@ void ActivityTrace::addGpuActivities() {
       activity.flow.type = libkineto::kLinkAsyncCpuGpu;
       activity.flow.start = call ? 1 : 0;
     }
-    if (op.externalId != 0) activity.addMetadata("External id", op.externalId);
+    if (op.externalId != 0) activity.addMetadata(chrome::kArgExternalId, op.externalId);
     if (!call) {
-      activity.addMetadata("device", op.device);
-      activity.addMetadata("stream", op.stream);
+      activity.addMetadata(chrome::kArgDevice, op.device);
+      activity.addMetadata(chrome::kArgStream, op.stream);
     }
-    activity.addMetadata("correlation", op.correlationId);
+    activity.addMetadata(chrome::kArgCorrelation, op.correlationId);
     all_.push_back(&activity);
     if (call || type == ActivityType::CUDA_SYNC) return;
     auto annotation = annotationOfLaunch.find(op.correlationId);
@@ -386,7 +388,7 @@ void ActivityTrace::addGpuActivities() {
     activity.resource = static_cast<int32_t>(stream);
     // Not linked, as libkineto leaves it: PyTorch then lists the span as a device event of
     // its own in key_averages() instead of adding it to the annotation's own device time.
-    activity.addMetadata("External id", annotation->id);
+    activity.addMetadata(chrome::kArgExternalId, annotation->id);
     all_.push_back(&activity);
     gpuAnnotations_.push_back(&activity);
   }

@@ -19,6 +19,7 @@
 #include "analysis/byte_source.h"
 #include "analysis/trace_reader.h"
 #include "kinetrace/error.h"
+#include "output/trace_vocabulary.h"
 #include "output/value_json.h"
 
 namespace kinetrace::detail {
@@ -209,7 +210,7 @@ class TraceSax {
           beginSink();
           return true;
         case Where::TopObject:
-          if (topKey_ == "traceEvents") {
+          if (topKey_ == chrome::kTraceEvents) {
             if (sawEvents_) return fail("a second traceEvents array");
             where_ = Where::Events;
             sawEvents_ = true;
@@ -330,9 +331,9 @@ class TraceSax {
   }
 
   void metadataValue(Value value) {
-    if (topKey_ == "traceName" || topKey_ == "traceEvents")
+    if (topKey_ == chrome::kTraceName || topKey_ == chrome::kTraceEvents)
       return;  // the new trace has its own name
-    if (topKey_ == "baseTimeNanoseconds") {
+    if (topKey_ == chrome::kBaseTimeNanoseconds) {
       if (begun_) {
         throw Error(fmt::format(
             "{}: baseTimeNanoseconds comes after traceEvents, so the events' times (relative "

@@ -5,6 +5,8 @@
 #include <climits>
 #include <optional>
 
+#include "output/trace_vocabulary.h"
+
 namespace kinetrace::detail {
 namespace {
 
@@ -46,7 +48,7 @@ bool isDataLoading(std::string_view name) {
 // "step" and its number ("step 12", "Step#3", "step_4"), as `kinetrace run`'s NVTX step
 // marks are named. The number keeps "step" in other names (optimizer.step) out.
 bool isStep(std::string_view name) {
-  if (name.rfind("ProfilerStep#", 0) == 0) return true;
+  if (name.rfind(chrome::kProfilerStepPrefix, 0) == 0) return true;
   if (name.size() < 5 || !containsNoCase(name.substr(0, 4), "step")) return false;
   std::size_t at = 4;
   while (at < name.size() && (name[at] == ' ' || name[at] == '#' || name[at] == '_' ||
@@ -77,8 +79,8 @@ uint32_t TraceCollector::intern(std::string_view name) {
 
 void TraceCollector::begin(const TraceHeader& header) {
   for (const Value::Member& member : header.metadata) {
-    if (member.key != "distributedInfo") continue;
-    if (const Value* rank = member.value.find("rank")) {
+    if (member.key != chrome::kDistributedInfo) continue;
+    if (const Value* rank = member.value.find(chrome::kRank)) {
       if (rank->kind() == Value::Kind::Int) trace_.rank = rank->asInt();
     }
   }
@@ -92,43 +94,44 @@ void TraceCollector::write(const Event& event) {
   if (!any_ || end > trace_.lastNs) trace_.lastNs = end;
   any_ = true;
 
-  if (event.phase == Phase::Instant && event.name == "[memory]") {
-    if (auto allocated = intArg(event, "Total Allocated")) {
+  if (event.phase == Phase::Instant && event.name == chrome::kMemoryEventName) {
+    if (auto allocated = intArg(event, chrome::kArgTotalAllocated)) {
       trace_.memory.add({{event.timestampNs, *allocated}, trace_.memory.size()});
     }
     return;
   }
   if (event.phase != Phase::Complete) return;
   const std::string_view cat = event.category;
-  if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_graph") {
+  if (cat == chrome::kCatKernel || cat == chrome::kCatMemcpy || cat == chrome::kCatMemset ||
+      cat == chrome::kCatCudaGraph) {
     CollectedGpuOp op;
     op.startNs = event.timestampNs;
     op.endNs = end;
-    op.device = static_cast<uint32_t>(intArg(event, "device").value_or(event.pid));
-    op.stream = static_cast<uint32_t>(intArg(event, "stream").value_or(event.tid));
-    op.correlation = static_cast<uint64_t>(intArg(event, "correlation").value_or(0));
-    op.externalId = static_cast<uint64_t>(intArg(event, "External id").value_or(0));
+    op.device = static_cast<uint32_t>(intArg(event, chrome::kArgDevice).value_or(event.pid));
+    op.stream = static_cast<uint32_t>(intArg(event, chrome::kArgStream).value_or(event.tid));
+    op.correlation = static_cast<uint64_t>(intArg(event, chrome::kArgCorrelation).value_or(0));
+    op.externalId = static_cast<uint64_t>(intArg(event, chrome::kArgExternalId).value_or(0));
     op.name = intern(event.name);
     op.sequence = trace_.gpuOps.size();
     // A whole graph's run (graph-level tracing) counts as compute: what ran inside is not
     // in the trace.
-    op.kind = cat == "cuda_graph"                  ? GpuOpKind::Compute
-              : cat != "kernel"                    ? GpuOpKind::Memory
+    op.kind = cat == chrome::kCatCudaGraph         ? GpuOpKind::Compute
+              : cat != chrome::kCatKernel          ? GpuOpKind::Memory
               : containsNoCase(event.name, "nccl") ? GpuOpKind::Communication
                                                    : GpuOpKind::Compute;
     trace_.gpuOps.add(op);
     noteNcclCall(event);
     return;
   }
-  if (cat == "cuda_sync") {
+  if (cat == chrome::kCatCudaSync) {
     CollectedSync sync;
     sync.startNs = event.timestampNs;
     sync.endNs = end;
     sync.sequence = trace_.syncs.size();
-    sync.device = static_cast<uint32_t>(intArg(event, "device").value_or(event.pid));
+    sync.device = static_cast<uint32_t>(intArg(event, chrome::kArgDevice).value_or(event.pid));
     sync.kind = syncKindOf(event.name);
     // Context and event syncs are on no stream: torch.profiler writes -1, kinetrace 0.
-    const int64_t stream = intArg(event, "stream").value_or(-1);
+    const int64_t stream = intArg(event, chrome::kArgStream).value_or(-1);
     sync.stream = sync.kind == SyncKind::ContextSync || sync.kind == SyncKind::EventSync ||
                           stream < 0 || stream > INT32_MAX
                       ? -1
@@ -138,9 +141,9 @@ void TraceCollector::write(const Event& event) {
     trace_.syncs.add(sync);
     return;
   }
-  if (cat == "gpu_user_annotation" || cat == "overhead") return;
-  if (cat == "cuda_runtime" || cat == "cuda_driver") {
-    if (auto correlation = intArg(event, "correlation")) {
+  if (cat == chrome::kCatGpuAnnotation || cat == chrome::kCatOverhead) return;
+  if (cat == chrome::kCatCudaRuntime || cat == chrome::kCatCudaDriver) {
+    if (auto correlation = intArg(event, chrome::kArgCorrelation)) {
       trace_.calls.add(
           CollectedCall{static_cast<uint64_t>(*correlation), event.timestampNs, end, event.tid});
     }
@@ -152,7 +155,7 @@ void TraceCollector::write(const Event& event) {
   if (event.name.rfind("c10d::", 0) == 0) {
     trace_.collectiveCalls.add({event.timestampNs, trace_.collectiveCalls.size(), range.name});
   }
-  if (auto externalId = intArg(event, "External id"); externalId && *externalId != 0) {
+  if (auto externalId = intArg(event, chrome::kArgExternalId); externalId && *externalId != 0) {
     // Ids are unique per range in kinetrace's traces; torch.profiler may give a cpu_op and
     // its record_function one id, and either name serves to say what issued a kernel: the
     // first in the trace is kept.
@@ -163,7 +166,7 @@ void TraceCollector::write(const Event& event) {
 }
 
 void TraceCollector::noteNcclCall(const Event& event) {
-  const std::optional<std::string_view> call = textArg(event, "nccl call");
+  const std::optional<std::string_view> call = textArg(event, chrome::kArgNcclCall);
   // A communicator's creation and destruction launch set-up work, not transfers.
   if (!call || call->rfind("ncclComm", 0) == 0) return;
   auto found = std::find_if(trace_.ncclCalls.begin(), trace_.ncclCalls.end(),
@@ -175,7 +178,7 @@ void TraceCollector::noteNcclCall(const Event& event) {
   NcclCallTotals& totals = found->second;
   ++totals.operations;
   totals.bytes +=
-      static_cast<uint64_t>(std::max<int64_t>(intArg(event, "nccl bytes").value_or(0), 0));
+      static_cast<uint64_t>(std::max<int64_t>(intArg(event, chrome::kArgNcclBytes).value_or(0), 0));
   totals.gpuNs += event.durationNs;
 }
 

@@ -11,6 +11,7 @@
 
 #include "kinetrace/error.h"
 #include "output/nccl_kernel_name.h"
+#include "output/trace_vocabulary.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -49,7 +50,7 @@ class RankScan final : public Sink {
     readRank(header.metadata);
   }
   void write(const Event& event) override {
-    if (event.phase != Phase::Complete || event.category != "kernel") return;
+    if (event.phase != Phase::Complete || event.category != chrome::kCatKernel) return;
     if (std::optional<std::string> kind = ncclCollectiveKind(event.name)) {
       collectives.push_back({std::move(*kind), event.timestampNs + event.durationNs});
     }
@@ -61,9 +62,9 @@ class RankScan final : public Sink {
  private:
   void readRank(const Metadata& metadata) {
     for (const Value::Member& member : metadata) {
-      if (member.key == "deviceProperties") deviceProperties = member.value;
-      if (member.key != "distributedInfo") continue;
-      if (const Value* value = member.value.find("rank")) {
+      if (member.key == chrome::kDeviceProperties) deviceProperties = member.value;
+      if (member.key != chrome::kDistributedInfo) continue;
+      if (const Value* value = member.value.find(chrome::kRank)) {
         if (std::optional<int64_t> found = integerValue(*value)) rank = found;
       }
     }
@@ -92,7 +93,7 @@ class RankWriter final : public Sink {
     if (event.phase == Phase::FlowStart || event.phase == Phase::FlowEnd) {
       moved.flowId = flowIdOf(event.flowId);
     }
-    if (event.phase == Phase::Metadata && event.name == "process_name") {
+    if (event.phase == Phase::Metadata && event.name == chrome::kProcessName) {
       writeProcessName(moved, event.pid);
       return;
     }
@@ -130,7 +131,7 @@ class RankWriter final : public Sink {
     std::vector<Arg> args(event.args, event.args + event.argCount);
     std::string name;
     for (Arg& arg : args) {
-      if (arg.key != "name") continue;
+      if (arg.key != chrome::kNamingName) continue;
       const auto* text = std::get_if<std::string_view>(&arg.value);
       name = fmt::format("rank {}: {}", placement_.rank,
                          text != nullptr ? *text : std::string_view("?"));
@@ -147,10 +148,10 @@ class RankWriter final : public Sink {
     for (const auto& [pid, merged] : pids_) {
       if (named_.count(pid) != 0) continue;
       const std::string name = fmt::format("rank {}: pid {}", placement_.rank, pid);
-      const Arg arg{"name", std::string_view(name)};
+      const Arg arg{chrome::kNamingName, std::string_view(name)};
       Event event;
       event.phase = Phase::Metadata;
-      event.name = "process_name";
+      event.name = chrome::kProcessName;
       event.pid = merged;
       event.args = &arg;
       event.argCount = 1;
@@ -282,12 +283,12 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
   for (const RankPlacement& placement : plan) {
     header.baseTimeNs = std::min(header.baseTimeNs, placement.baseTimeNs + placement.offsetNs);
   }
-  header.metadata.push_back({"schemaVersion", 1});
+  header.metadata.push_back({chrome::kSchemaVersion, 1});
   // HTA reads a trace's rank from here; the ranks themselves are in the footer.
   header.metadata.push_back(
-      {"distributedInfo",
-       Value::object({{"rank", plan.front().rank},
-                      {"world_size", static_cast<int64_t>(plan.size())},
+      {chrome::kDistributedInfo,
+       Value::object({{chrome::kRank, plan.front().rank},
+                      {chrome::kWorldSize, static_cast<int64_t>(plan.size())},
                       {"kinetrace_merged_ranks", static_cast<int64_t>(plan.size())}})});
   // Every rank's GPUs, as HTA and Perfetto look for them: one list, each GPU saying its rank
   // (its "id" stays the rank's device index; its process is rank * stride + id).
@@ -300,11 +301,12 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
         continue;
       }
       Value::Object members = device.asObject();
-      members.push_back({"rank", placement.rank});
+      members.push_back({chrome::kRank, placement.rank});
       devices.push_back(Value(std::move(members)));
     }
   }
-  if (!devices.empty()) header.metadata.push_back({"deviceProperties", Value(std::move(devices))});
+  if (!devices.empty())
+    header.metadata.push_back({chrome::kDeviceProperties, Value(std::move(devices))});
   out.begin(header);
 
   MergeReport report;
@@ -315,9 +317,10 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
     report.events += read.events;
     for (const auto& [why, count] : read.skipped) report.skipped[why] += count;
     ranks.push_back(Value::object({
-        {"rank", placement.rank},
+        {chrome::kRank, placement.rank},
         {"path", placement.path},
-        {"rank_from", placement.rankFromTrace ? "distributedInfo" : "position on the command line"},
+        {"rank_from",
+         placement.rankFromTrace ? chrome::kDistributedInfo : "position on the command line"},
         {"offset_ns", placement.offsetNs},
         {"collectives_matched", static_cast<int64_t>(placement.collectivesMatched)},
         {"residual_skew_median_ns", placement.residualMedianNs},

@@ -66,15 +66,15 @@ std::string describeCuptiResult(CUptiResult result) {
   return text;
 }
 
-std::string cuptiFailure(CUptiResult result, std::string_view call) {
-  if (result == CUPTI_SUCCESS) return "";
-  return std::string(call) + ": " + describeCuptiResult(result);
+Status cuptiStatus(CUptiResult result, std::string_view call) {
+  if (result == CUPTI_SUCCESS) return {};
+  return Failure{std::string(call) + ": " + describeCuptiResult(result)};
 }
 
 bool cuptiSucceeded(CUptiResult result, std::string_view call) noexcept {
   if (result == CUPTI_SUCCESS) return true;
   try {
-    log(LogLevel::Warning, "{}", cuptiFailure(result, call));
+    log(LogLevel::Warning, "{}", cuptiStatus(result, call).why());
   } catch (...) {
     // Logging itself failed (out of memory): the result still says what happened.
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "support/result.h"
+
 // The narrow seam between kinetrace and libcupti: every CUPTI call the session makes goes
 // through this interface, so tests can run the session logic against a fake that refuses,
 // drops or succeeds on demand. Record decoding (cuptiActivityGetNextRecord) is not behind
@@ -46,9 +48,9 @@ CuptiApi& realCuptiApi();
 // CUPTI's name and text for a result: "CUPTI_ERROR_NOT_INITIALIZED (...)".
 std::string describeCuptiResult(CUptiResult result);
 
-// The one check every CUPTI call goes through. Returns "" when the call succeeded, else
-// which call failed and why: "cuptiActivityEnable(MEMCPY): CUPTI_ERROR_NOT_INITIALIZED".
-std::string cuptiFailure(CUptiResult result, std::string_view call);
+// The one check every CUPTI call goes through: succeeded, or which call failed and why
+// ("cuptiActivityEnable(MEMCPY): CUPTI_ERROR_NOT_INITIALIZED").
+Status cuptiStatus(CUptiResult result, std::string_view call);
 // For calls whose failure does not stop tracing (disabling, flushing, counting drops):
 // logs a warning naming the call and CUPTI's reason; returns whether the call succeeded.
 bool cuptiSucceeded(CUptiResult result, std::string_view call) noexcept;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "cupti/make_cupti_source.h"
 #include "model/clock.h"
 #include "support/log.h"
 
@@ -88,27 +89,28 @@ CuptiSource::~CuptiSource() {
   disable();
 }
 
-std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
-  if (enabled_) return "";
+Status CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
+  if (enabled_) return {};
   CuptiSource* expected = nullptr;
   if (!gLiveSource.compare_exchange_strong(expected, this)) {
-    return "another kinetrace session already holds CUPTI in this process";
+    return Failure{"another kinetrace session already holds CUPTI in this process"};
   }
   options_ = options;
-  auto refuse = [&](std::string why) {
+  auto refuse = [&](std::string why) -> Status {
     gLiveSource.store(nullptr);
-    return why;
+    return Failure{std::move(why)};
   };
   if (env_.useDriver) {
     // Inside the driver's own initialisation (CUDA injection) the driver must not be
     // re-entered to start it.
-    std::string why = driver_.open(!options.insideDriverInit);
-    if (!why.empty()) return refuse(why);
+    if (Status opened = driver_.open(!options.insideDriverInit); !opened.ok()) {
+      return refuse(opened.why());
+    }
   }
   CuptiApi& cupti = *env_.cupti;
-  if (std::string why = cuptiFailure(cupti.getVersion(&cuptiVersion_), "cuptiGetVersion");
-      !why.empty()) {
-    return refuse("CUPTI could not be queried (libcupti unusable): " + why);
+  if (Status queried = cuptiStatus(cupti.getVersion(&cuptiVersion_), "cuptiGetVersion");
+      !queried.ok()) {
+    return refuse("CUPTI could not be queried (libcupti unusable): " + queried.why());
   }
 
   // The table is built before subscribing and never changes while subscribed: CUPTI reads
@@ -141,8 +143,8 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
         "CUPTI is already in use by another profiler in this process (Nsight Systems, "
         "torch.profiler or another CUPTI tool); only one can trace GPU activity at a time");
   }
-  if (std::string why = cuptiFailure(subscribed, "cuptiSubscribe"); !why.empty()) {
-    return refuse("CUPTI refused to start: " + why);
+  if (Status started = cuptiStatus(subscribed, "cuptiSubscribe"); !started.ok()) {
+    return refuse("CUPTI refused to start: " + started.why());
   }
   // Must precede every activity kind's enabling, or early records keep CUPTI's own clock.
   // Refused, records keep CUPTI's clock and are shifted by a measured offset (said once).
@@ -150,12 +152,12 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
       cuptiSucceeded(cupti.activityRegisterTimestampCallback(&kinetraceTimestamp),
                      "cuptiActivityRegisterTimestampCallback (GPU times will be shifted by a "
                      "measured offset instead)");
-  if (std::string why =
-          cuptiFailure(cupti.activityRegisterCallbacks(&bufferRequested, &bufferCompleted),
-                       "cuptiActivityRegisterCallbacks");
-      !why.empty()) {
+  if (Status registered =
+          cuptiStatus(cupti.activityRegisterCallbacks(&bufferRequested, &bufferCompleted),
+                      "cuptiActivityRegisterCallbacks");
+      !registered.ok()) {
     cuptiSucceeded(cupti.unsubscribe(subscriber_), "cuptiUnsubscribe");
-    return refuse("CUPTI refused activity buffers: " + why);
+    return refuse("CUPTI refused activity buffers: " + registered.why());
   }
   if (options.flushPeriodMs > 0) {
     cuptiSucceeded(cupti.activityFlushPeriod(options.flushPeriodMs),
@@ -164,36 +166,36 @@ std::string CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget)
   enabled_ = true;
 
   for (uint32_t cbid : callbacks_.control(CUPTI_CB_DOMAIN_DRIVER_API)) {
-    std::string why =
-        cuptiFailure(cupti.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid),
-                     fmt::format("cuptiEnableCallback(driver, {})", cbid));
-    if (!why.empty()) {
+    Status enabled =
+        cuptiStatus(cupti.enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid),
+                    fmt::format("cuptiEnableCallback(driver, {})", cbid));
+    if (!enabled.ok()) {
       disable();
-      return "CUPTI refused the cudaProfilerStart/Stop callbacks: " + why;
+      return Failure{"CUPTI refused the cudaProfilerStart/Stop callbacks: " + enabled.why()};
     }
   }
-  if (options_.deferCollection) return "";
+  if (options_.deferCollection) return {};
 
-  std::string why = enableCallbacks();
-  if (why.empty()) why = enableActivities();
-  if (!why.empty()) {
+  Status collecting = enableCallbacks();
+  if (collecting.ok()) collecting = enableActivities();
+  if (!collecting.ok()) {
     disable();
-    return why;
+    return collecting;
   }
   collecting_ = true;
-  return "";
+  return {};
 }
 
-std::string CuptiSource::enableCallbacks() {
+Status CuptiSource::enableCallbacks() {
   CuptiApi& cupti = *env_.cupti;
   collection_.fetch_add(1, std::memory_order_relaxed);
   for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
     for (uint32_t cbid : callbacks_.recorded(domain)) {
-      std::string why = cuptiFailure(
+      Status enabled = cuptiStatus(
           cupti.enableCallback(1, subscriber_, domain, cbid),
           fmt::format("cuptiEnableCallback({}, {})",
                       domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver" : "runtime", cbid));
-      if (!why.empty()) return "CUPTI refused a launch callback: " + why;
+      if (!enabled.ok()) return Failure{"CUPTI refused a launch callback: " + enabled.why()};
     }
   }
   if (callbacks_.graphNodeIds != nullptr) {
@@ -203,10 +205,10 @@ std::string CuptiSource::enableCallbacks() {
                      fmt::format("cuptiEnableCallback(resource, {})", cbid));
     }
   }
-  return "";
+  return {};
 }
 
-std::string CuptiSource::enableActivities() {
+Status CuptiSource::enableActivities() {
   std::vector<CUpti_ActivityKind> kinds;
   if (options_.kernels) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (options_.memcpy) {
@@ -227,13 +229,13 @@ std::string CuptiSource::enableActivities() {
   for (CUpti_ActivityKind kind : kinds) {
     CUptiResult result = env_.cupti->activityEnable(kind);
     if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-      return "CUPTI is already in use by another profiler in this process";
+      return Failure{"CUPTI is already in use by another profiler in this process"};
     }
-    std::string why = cuptiFailure(result, fmt::format("cuptiActivityEnable({})", kindName(kind)));
-    if (!why.empty()) return "CUPTI refused an activity kind: " + why;
+    Status enabled = cuptiStatus(result, fmt::format("cuptiActivityEnable({})", kindName(kind)));
+    if (!enabled.ok()) return Failure{"CUPTI refused an activity kind: " + enabled.why()};
     enabledKinds_.push_back(kind);
   }
-  return "";
+  return {};
 }
 
 void CuptiSource::stopCollecting() noexcept {
@@ -261,13 +263,13 @@ void CuptiSource::stopCollecting() noexcept {
 void CuptiSource::start(int64_t) {
   if (!enabled_) return;
   if (!collecting_) {
-    std::string why = enableCallbacks();
-    if (why.empty()) why = enableActivities();
-    if (!why.empty()) {
-      log(LogLevel::Warning, "GPU collection could not restart: {}", why);
+    Status restarted = enableCallbacks();
+    if (restarted.ok()) restarted = enableActivities();
+    if (!restarted.ok()) {
+      log(LogLevel::Warning, "GPU collection could not restart: {}", restarted.why());
       stopCollecting();
     }
-    collecting_ = why.empty();
+    collecting_ = restarted.ok();
   }
   if (!ownClock_) {
     // CUPTI keeps its own clock (CLOCK_REALTIME on Linux): measure the offset to ours.
@@ -453,9 +455,8 @@ std::size_t CuptiSource::knownContexts() {
   return contexts_.size();
 }
 
-std::unique_ptr<GpuSource> makeCuptiSource(std::string& whyNot) {
-  whyNot.clear();
-  return std::make_unique<CuptiSource>(CuptiSource::Environment{});
+Result<std::unique_ptr<GpuSource>> makeCuptiSource() {
+  return std::unique_ptr<GpuSource>(std::make_unique<CuptiSource>(CuptiSource::Environment{}));
 }
 
 }  // namespace kinetrace::detail

@@ -35,7 +35,7 @@ class CuptiSource final : public GpuSource {
   explicit CuptiSource(Environment environment);
   ~CuptiSource() override;
 
-  std::string enable(const GpuOptions& options, MemoryBudget& budget) override;
+  Status enable(const GpuOptions& options, MemoryBudget& budget) override;
   void start(int64_t startNs) override;
   bool poll(GpuBatch& out, StringTable& strings, bool requestFlush) override;
   int64_t finishWindow() override;
@@ -62,8 +62,8 @@ class CuptiSource final : public GpuSource {
     size_t validSize;
   };
 
-  std::string enableActivities();
-  std::string enableCallbacks();
+  Status enableActivities();
+  Status enableCallbacks();
   void noteNewDevices(GpuBatch& out, StringTable& strings);
 
   Environment env_;

@@ -6,12 +6,12 @@
 
 namespace kinetrace::detail {
 
-std::string DriverApi::open(bool initialize) {
+Status DriverApi::open(bool initialize) {
   // The driver is normally loaded already (by the CUDA runtime); dlopen then just returns it.
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (library == nullptr) {
     const char* error = dlerror();
-    return std::string("no NVIDIA driver: ") + (error ? error : "libcuda.so.1 not found");
+    return Failure{std::string("no NVIDIA driver: ") + (error ? error : "libcuda.so.1 not found")};
   }
   auto find = [&](auto& slot, const char* name) {
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(library, name));
@@ -28,21 +28,22 @@ std::string DriverApi::open(bool initialize) {
                   find(cuGetErrorString_, "cuGetErrorString");
   if (!complete) {
     cuInit_ = nullptr;
-    return "the NVIDIA driver's libcuda.so.1 lacks functions kinetrace needs (driver too old?)";
+    return Failure{
+        "the NVIDIA driver's libcuda.so.1 lacks functions kinetrace needs (driver too old?)"};
   }
-  if (!initialize) return "";
+  if (!initialize) return {};
   CUresult result = cuInit_(0);
   if (result != CUDA_SUCCESS) {
     std::string why = "the CUDA driver could not start: " + errorText(result);
     cuInit_ = nullptr;
-    return why;
+    return Failure{std::move(why)};
   }
   int count = 0;
   if (cuDeviceGetCount_(&count) != CUDA_SUCCESS || count == 0) {
     cuInit_ = nullptr;
-    return "no CUDA device is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi)";
+    return Failure{"no CUDA device is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi)"};
   }
-  return "";
+  return {};
 }
 
 std::string DriverApi::errorText(CUresult result) const {

@@ -7,6 +7,7 @@
 
 #include "model/records.h"
 #include "model/string_table.h"
+#include "support/result.h"
 
 // The few CUDA driver calls kinetrace makes itself: device properties for the trace
 // header, and synchronising contexts at stop so GPU work still running is collected.
@@ -21,7 +22,7 @@ class DriverApi {
   // is visible. Returns "" or why it could not ("no NVIDIA driver: libcuda.so.1: cannot
   // open shared object file"). Inside the driver's own initialisation (CUDA injection) the
   // driver must not be re-entered: pass initialize = false.
-  std::string open(bool initialize);
+  Status open(bool initialize);
   bool isOpen() const { return cuInit_ != nullptr; }
 
   int driverVersion() const;

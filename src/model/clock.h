@@ -7,12 +7,12 @@ namespace kinetrace::detail {
 
 // The one clock of kinetrace: nanoseconds since the Unix epoch.
 //
-// Reading CLOCK_REALTIME costs ~20 ns through the vDSO (itself a TSC read plus
-// arithmetic), so the hot path reads the CPU's invariant time-stamp counter directly
-// (7 ns on bare metal, 12-16 ns measured in VMs: bench/HISTORY.md) and converts ticks to epoch nanoseconds
-// later, off the application's thread. The conversion is a line fitted through
-// (ticks, CLOCK_REALTIME) pairs taken when the clock is calibrated. Without an invariant
-// TSC, or with KINETRACE_CLOCK=monotonic, ticks are CLOCK_MONOTONIC nanoseconds.
+// Reading CLOCK_REALTIME goes through the vDSO (itself a TSC read plus arithmetic), so the
+// hot path reads the CPU's invariant time-stamp counter directly and converts ticks to epoch
+// nanoseconds later, off the application's thread (what each costs: bench/README.md). The
+// conversion is a line fitted through (ticks, CLOCK_REALTIME) pairs taken when the clock is
+// calibrated. Without an invariant TSC, or with KINETRACE_CLOCK=monotonic, ticks are
+// CLOCK_MONOTONIC nanoseconds.
 class Clock {
  public:
   // Raw ticks, for the hot path.

@@ -11,6 +11,7 @@
 #include "model/memory_budget.h"
 #include "model/records.h"
 #include "model/string_table.h"
+#include "support/result.h"
 
 namespace kinetrace::detail {
 
@@ -73,7 +74,7 @@ class GpuSource {
   // in `budget`, which outlives the source. Returns "" on success, else why GPU activity
   // cannot be recorded (no GPU, no driver, CUPTI held by another tool...), in words for
   // the user.
-  virtual std::string enable(const GpuOptions& options, MemoryBudget& budget) = 0;
+  virtual Status enable(const GpuOptions& options, MemoryBudget& budget) = 0;
   // A recording window starts (epoch ns): collection on, loss counters from zero.
   virtual void start(int64_t startNs) = 0;
   // Decodes the oldest buffer CUPTI has handed over into `out`, interning names in
@@ -102,8 +103,5 @@ class GpuSource {
   // The name of a CUDA API function by its callback id ("cudaLaunchKernel").
   virtual std::string apiName(ApiDomain domain, uint32_t callbackId) const = 0;
 };
-
-// The CUPTI source when kinetrace was built with CUDA; otherwise nullptr and `whyNot` says so.
-std::unique_ptr<GpuSource> makeCuptiSource(std::string& whyNot);
 
 }  // namespace kinetrace::detail

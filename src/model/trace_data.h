@@ -111,7 +111,7 @@ struct TraceData {
   // what is known only at the end (written after them).
   Metadata header;
   Metadata footer;
-  // The trace's digest (analysis/summary.h, as a typed value), built as records streamed by.
+  // The trace's digest (output/trace_summary.h, as a typed value), built as records streamed by.
   Value summary;
   std::string outputPath;  // where the events were written while recording
   std::string saveError;   // why that failed

@@ -12,6 +12,7 @@
 #include "kinetrace/error.h"
 #include "output/gzip_output.h"
 #include "output/json_escape.h"
+#include "output/trace_vocabulary.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -290,7 +291,8 @@ void writeEvent(Writer& out, const Event& event, int64_t baseTimeNs) {
 }
 
 bool isKeyTheSinkWrites(std::string_view key) {
-  return key == "traceEvents" || key == "traceName" || key == "baseTimeNanoseconds";
+  return key == chrome::kTraceEvents || key == chrome::kTraceName ||
+         key == chrome::kBaseTimeNanoseconds;
 }
 
 // A metadata value as JSON on one line (", " and ": " between items, no line break): each
@@ -461,7 +463,7 @@ void ChromeJsonSink::writeMetadataLines(const Metadata& metadata, bool* sawDispl
   CheckedWriter out(*this);
   for (const Value::Member& member : metadata) {
     if (isKeyTheSinkWrites(member.key)) continue;
-    if (member.key == "displayTimeUnit") *sawDisplayTimeUnit = true;
+    if (member.key == chrome::kDisplayTimeUnit) *sawDisplayTimeUnit = true;
     out.literal("\n  ");
     out.string(member.key);
     out.literal(": ");

@@ -44,9 +44,8 @@ constexpr std::size_t kSmallChunkBytes = kSmallDeflateMaxInput;
 // stream may take, deflate() writes it at `out`, with that room.
 
 #if KINETRACE_HAVE_LIBDEFLATE
-// libdeflate, when the build has it: about three times zlib's speed at level 1 (a chunk of
-// 1 MB of packets in 1.8 ms against 5.6 ms), and the same format, so readers see no
-// difference.
+// libdeflate, when the build has it: faster than zlib at level 1 (bench/README.md), and the
+// same format, so readers see no difference.
 class Deflater {
  public:
   Deflater() : compressor_(libdeflate_alloc_compressor(kLevel)) {

@@ -22,6 +22,7 @@
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
 #include "output/string_index.h"
+#include "output/trace_vocabulary.h"
 #include "output/value_json.h"
 
 namespace kinetrace::detail {
@@ -173,7 +174,8 @@ class PerfettoSink::Encoder {
   };
 
   static bool isKeyTheSinkWrites(std::string_view key) {
-    return key == "traceEvents" || key == "traceName" || key == "baseTimeNanoseconds";
+    return key == chrome::kTraceEvents || key == chrome::kTraceName ||
+           key == chrome::kBaseTimeNanoseconds;
   }
 
   void expectState(State expected, const char* call) const {
@@ -263,8 +265,8 @@ class PerfettoSink::Encoder {
     headerPending_ = false;
     headerTimeNs_ = timeNs;
     openInstant(metadata_, timeNs, kHeaderEventName, kLayoutCategory);
-    stringAnnotation("traceName", header_.traceName);
-    intAnnotation("baseTimeNanoseconds", header_.baseTimeNs);
+    stringAnnotation(chrome::kTraceName, header_.traceName);
+    intAnnotation(chrome::kBaseTimeNanoseconds, header_.baseTimeNs);
     intAnnotation("timebaseNanoseconds", timebaseNs_);
     stringAnnotation("format", kFormatName);
     for (const Value::Member& member : header_.metadata) {
@@ -332,9 +334,9 @@ class PerfettoSink::Encoder {
     for (std::size_t i = 0; i < event.argCount; ++i) {
       if (event.args[i].key == "name") text = std::get_if<std::string_view>(&event.args[i].value);
     }
-    if (text != nullptr && event.name == "process_name") {
+    if (text != nullptr && event.name == chrome::kProcessName) {
       describeProcess(processTrack(event.pid), event.pid, *text);
-    } else if (text != nullptr && event.name == "thread_name") {
+    } else if (text != nullptr && event.name == chrome::kThreadName) {
       ThreadTrack& track = threadTrack(event.pid, event.tid);
       track.name = std::string(*text);
       describeThread(track, event.pid, event.tid, *text);

@@ -9,15 +9,12 @@
 // Huffman codes fitted to it, or deflate's fixed codes where those come out shorter (a
 // tiny block, whose header of codes would cost more than they save).
 //
-// Why not zlib or libdeflate, which the larger chunks of a .pftrace go through: at level 1
-// they allocate 268 KB and 205 KB of state, and clear its tables for each stream; a process
-// that writes one short trace touches those pages for the first time. On the 31 KB of
-// packets of a 200-event trace (dev machine): about 320,000 instructions here against
-// libdeflate's 650,000, 20-30 us against 40-60 us when warm, and in a fresh process about
-// 300 us against 700-900 us; 3,766 bytes against libdeflate's 3,720 (deflate's fixed codes
-// alone gave 4,147, in 176,000 instructions; the JSON is 51,680 bytes). On the H200's host
-// the census program's trace had taken longer to deflate with libdeflate than to write
-// whole as JSON.
+// Why not zlib or libdeflate, which the larger chunks of a .pftrace go through: they
+// allocate hundreds of kilobytes of state and clear its tables for each stream, so a process
+// that writes one short trace touches those pages for the first time, and deflating a short
+// trace that way had cost more than writing it whole as JSON. This needs no state beyond
+// its stack and compresses a short trace's packets about as well (the figures:
+// bench/HISTORY.md, "Short .pftrace traces").
 
 namespace kinetrace::detail {
 

@@ -18,6 +18,7 @@
 
 #include "output/kind_names.h"
 #include "output/nccl_kernel_name.h"
+#include "output/trace_vocabulary.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -29,7 +30,7 @@ constexpr int64_t kOverheadPid = -1;
 constexpr int64_t kOverheadSortIndex = 2 * kGpuSortIndexBase;
 // c10::DeviceType::CUDA, which PyTorch's memory view expects in "[memory]" events.
 constexpr int64_t kCudaDeviceType = 1;
-constexpr std::string_view kFlowName = "ac2g";
+constexpr std::string_view kFlowName = chrome::kFlowLaunch;
 // Lanes past this share the last track (gpuTrackTid's lane field is 8 bits wide).
 constexpr uint16_t kMaxLane = 255;
 // Overhead lanes other than 0 go above any thread id (pid_max <= 2^22); device tracks go
@@ -199,11 +200,11 @@ class EventWriter::Impl {
   }
   // What every GPU operation carries: its range link, where it ran, its launch's id.
   void addPlacementArgs(const GpuPlacement& at) {
-    if (at.externalId != 0) args_.add("External id", at.externalId);
-    args_.add("device", int64_t{at.deviceId});
-    args_.add("context", int64_t{at.contextId});
-    args_.add("stream", int64_t{at.streamId});
-    args_.add("correlation", int64_t{at.correlationId});
+    if (at.externalId != 0) args_.add(chrome::kArgExternalId, at.externalId);
+    args_.add(chrome::kArgDevice, int64_t{at.deviceId});
+    args_.add(chrome::kArgContext, int64_t{at.contextId});
+    args_.add(chrome::kArgStream, int64_t{at.streamId});
+    args_.add(chrome::kArgCorrelation, int64_t{at.correlationId});
     if (at.externalId != 0 && !tables_.argsOfRange.empty()) addNcclCallArgs(at.externalId);
   }
   // An event's own arguments (an NVTX payload), under their own names; of a key given twice
@@ -222,7 +223,8 @@ class EventWriter::Impl {
     if (found == tables_.argsOfRange.end() || found->second > tables_.eventArgs.size()) return;
     const StoredArgs& call = tables_.eventArgs[found->second - 1];
     if (!call.nccl) return;
-    args_.add("nccl call", tables_.strings.get(call.event).substr(kNcclRangePrefix.size()));
+    args_.add(chrome::kArgNcclCall,
+              tables_.strings.get(call.event).substr(kNcclRangePrefix.size()));
     for (const StoredArg& arg : call.values) {
       const std::string_view name = ncclPayloadArgName(tables_.strings.get(arg.key));
       if (!name.empty() && !args_.has(name)) addStoredArg(name, arg);
@@ -261,33 +263,33 @@ class EventWriter::Impl {
   void addNcclArgs(std::string_view kernelName) {
     const std::optional<NcclKernelName> nccl = parseNcclKernelName(kernelName);
     if (!nccl) return;
-    args_.add("nccl operation", nccl->operation);
-    args_.add("nccl collective", nccl->collective);
+    args_.add(chrome::kArgNcclOperation, nccl->operation);
+    args_.add(chrome::kArgNcclCollective, nccl->collective);
     // The call's payload may have named the reduction already.
-    if (!nccl->reduction.empty() && !args_.has("nccl reduction")) {
-      args_.add("nccl reduction", nccl->reduction);
+    if (!nccl->reduction.empty() && !args_.has(chrome::kArgNcclReduction)) {
+      args_.add(chrome::kArgNcclReduction, nccl->reduction);
     }
-    if (!nccl->datatype.empty()) args_.add("nccl datatype", nccl->datatype);
-    if (!nccl->algorithm.empty()) args_.add("nccl algorithm", nccl->algorithm);
-    if (!nccl->protocol.empty()) args_.add("nccl protocol", nccl->protocol);
+    if (!nccl->datatype.empty()) args_.add(chrome::kArgNcclDatatype, nccl->datatype);
+    if (!nccl->algorithm.empty()) args_.add(chrome::kArgNcclAlgorithm, nccl->algorithm);
+    if (!nccl->protocol.empty()) args_.add(chrome::kArgNcclProtocol, nccl->protocol);
   }
   // Which graph, and which of its nodes, a replayed kernel, copy or memset came from, and
   // where that node was created: the call that captured or added it (by name and
   // correlation id, so it can be found in the trace) and the host range open then.
   void addGraphArgs(uint32_t graphId, uint64_t graphNodeId, uint32_t site) {
     if (graphId == 0) return;
-    args_.add("graph id", int64_t{graphId});
-    args_.add("graph node id", graphNodeId);
+    args_.add(chrome::kArgGraphId, int64_t{graphId});
+    args_.add(chrome::kArgGraphNodeId, graphNodeId);
     if (site == 0 || site > tables_.graphNodeSites.size()) return;
     const GraphNodeSite& created = tables_.graphNodeSites[site - 1];
     if (created.call != StringTable::kEmpty) {
-      args_.add("graph node created by", tables_.strings.get(created.call));
-      args_.add("graph node creation correlation", int64_t{created.correlationId});
+      args_.add(chrome::kArgGraphNodeCreatedBy, tables_.strings.get(created.call));
+      args_.add(chrome::kArgGraphNodeCreationCorrelation, int64_t{created.correlationId});
     }
     if (created.range != StringTable::kEmpty) {
-      args_.add("graph node created in", tables_.strings.get(created.range));
+      args_.add(chrome::kArgGraphNodeCreatedIn, tables_.strings.get(created.range));
     } else if (created.externalId != 0) {
-      args_.add("graph node creation External id", created.externalId);
+      args_.add(chrome::kArgGraphNodeCreationExternalId, created.externalId);
     }
   }
 
@@ -310,7 +312,7 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
   const int64_t pid = tables_.pid;
   for (const RangeRecord& range : r.ranges) {
     const std::string_view category =
-        range.category == RangeCategory::CpuOp ? "cpu_op" : "user_annotation";
+        range.category == RangeCategory::CpuOp ? chrome::kCatCpuOp : chrome::kCatUserAnnotation;
     int64_t tid = 0;
     if (range.async) {
       // Async ranges begin and end on any thread: they get tracks of their own, one per lane
@@ -323,8 +325,8 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
     }
     start(Phase::Complete, category, tables_.strings.get(range.name), pid, tid, range.startNs,
           range.endNs - range.startNs);
-    args_.add("External id", range.externalId);
-    if (range.unfinished) args_.add("unfinished", true);
+    args_.add(chrome::kArgExternalId, range.externalId);
+    if (range.unfinished) args_.add(chrome::kArgUnfinished, true);
     if (!tables_.argsOfRange.empty()) {
       const auto args = tables_.argsOfRange.find(range.externalId);
       if (args != tables_.argsOfRange.end()) addEventArgs(args->second);
@@ -333,12 +335,12 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
   }
   for (const ApiCallRecord& call : r.apiCalls) {
     const std::string_view category =
-        call.domain == ApiDomain::Driver ? "cuda_driver" : "cuda_runtime";
+        call.domain == ApiDomain::Driver ? chrome::kCatCudaDriver : chrome::kCatCudaRuntime;
     start(Phase::Complete, category, tables_.strings.get(call.name), pid, hostTid(call.thread),
           call.startNs, call.endNs - call.startNs);
-    args_.add("cbid", int64_t{call.callbackId});
-    args_.add("correlation", int64_t{call.correlationId});
-    if (call.externalId != 0) args_.add("External id", call.externalId);
+    args_.add(chrome::kArgCallbackId, int64_t{call.callbackId});
+    args_.add(chrome::kArgCorrelation, int64_t{call.correlationId});
+    if (call.externalId != 0) args_.add(chrome::kArgExternalId, call.externalId);
     send();
   }
   for (const FlowRecord& flow : r.flows) {
@@ -347,26 +349,27 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
     send();
   }
   for (const InstantRecord& instant : r.instants) {
-    start(Phase::Instant, "user_instant", tables_.strings.get(instant.name), pid,
+    start(Phase::Instant, chrome::kCatUserInstant, tables_.strings.get(instant.name), pid,
           hostTid(instant.thread), instant.timeNs);
     addEventArgs(instant.args);
     send();
   }
   for (const CounterRecord& counter : r.counters) {
     const std::string_view name = tables_.strings.get(counter.name);
-    start(Phase::Counter, "counter", name, pid, hostTid(counter.thread), counter.timeNs);
+    start(Phase::Counter, chrome::kCatCounter, name, pid, hostTid(counter.thread), counter.timeNs);
     args_.add(name, counter.value);
     send();
   }
   for (const MemoryRecord& m : r.memory) {
     // PyTorch's own "[memory]" events use this category; its memory view looks for them.
-    start(Phase::Instant, "cpu_instant_event", "[memory]", pid, hostTid(m.thread), m.timeNs);
-    args_.add("Total Allocated", m.totalAllocated);
-    args_.add("Total Reserved", m.totalReserved);
-    args_.add("Bytes", m.bytes);
-    args_.add("Addr", m.address);
-    args_.add("Device Type", kCudaDeviceType);
-    args_.add("Device Id", int64_t{m.deviceId});
+    start(Phase::Instant, chrome::kCatCpuInstant, chrome::kMemoryEventName, pid, hostTid(m.thread),
+          m.timeNs);
+    args_.add(chrome::kArgTotalAllocated, m.totalAllocated);
+    args_.add(chrome::kArgTotalReserved, m.totalReserved);
+    args_.add(chrome::kArgMemoryBytes, m.bytes);
+    args_.add(chrome::kArgAddress, m.address);
+    args_.add(chrome::kArgDeviceType, kCudaDeviceType);
+    args_.add(chrome::kArgDeviceId, int64_t{m.deviceId});
     send();
   }
   hostProcessUsed_ = hostProcessUsed_ || !r.ranges.empty() || !r.apiCalls.empty() ||
@@ -375,8 +378,8 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
   for (const OverheadRecord& o : r.overheads) {
     const OverheadTrack track{o.object, o.objectId, static_cast<uint8_t>(cappedLane(o.lane))};
     insertSorted(overheadTracks_, track);
-    start(Phase::Complete, "overhead", overheadKindName(o.kind), kOverheadPid, track.tid(),
-          o.startNs, o.endNs - o.startNs);
+    start(Phase::Complete, chrome::kCatOverhead, overheadKindName(o.kind), kOverheadPid,
+          track.tid(), o.startNs, o.endNs - o.startNs);
     send();
   }
 }
@@ -404,17 +407,18 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
   };
 
   for (const KernelRecord& k : r.kernels) {
-    writeGpuOp(k.at, kGpuOpsTrack, "kernel", tables_.strings.get(k.name));
-    args_.add("queued", k.queuedNs == 0 ? int64_t{0} : k.at.startNs - k.queuedNs);
+    writeGpuOp(k.at, kGpuOpsTrack, chrome::kCatKernel, tables_.strings.get(k.name));
+    args_.add(chrome::kArgQueued, k.queuedNs == 0 ? int64_t{0} : k.at.startNs - k.queuedNs);
     addPlacementArgs(k.at);
-    args_.add("registers per thread", int64_t{k.registersPerThread});
-    args_.add("shared memory", int64_t{k.staticSharedBytes} + int64_t{k.dynamicSharedBytes});
-    args_.add("blocks per SM", displayFloat(k.blocksPerSm));
-    args_.add("warps per SM", displayFloat(k.warpsPerSm));
-    args_.add("grid", Dim3{k.grid[0], k.grid[1], k.grid[2]});
-    args_.add("block", Dim3{k.block[0], k.block[1], k.block[2]});
+    args_.add(chrome::kArgRegistersPerThread, int64_t{k.registersPerThread});
+    args_.add(chrome::kArgSharedMemory,
+              int64_t{k.staticSharedBytes} + int64_t{k.dynamicSharedBytes});
+    args_.add(chrome::kArgBlocksPerSm, displayFloat(k.blocksPerSm));
+    args_.add(chrome::kArgWarpsPerSm, displayFloat(k.warpsPerSm));
+    args_.add(chrome::kArgGrid, Dim3{k.grid[0], k.grid[1], k.grid[2]});
+    args_.add(chrome::kArgBlock, Dim3{k.block[0], k.block[1], k.block[2]});
     if (k.occupancyPercent >= 0) {
-      args_.add("est. achieved occupancy %", displayFloat(k.occupancyPercent));
+      args_.add(chrome::kArgOccupancy, displayFloat(k.occupancyPercent));
     }
     addGraphArgs(k.graphId, k.graphNodeId, k.graphNodeSite);
     addNcclArgs(tables_.strings.get(k.name));
@@ -422,46 +426,47 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     writeFlowEnd(k.at, kGpuOpsTrack);
   }
   for (const MemcpyRecord& m : r.memcpys) {
-    writeGpuOp(m.at, kGpuOpsTrack, "gpu_memcpy", memcpyEventName(m.copyKind, m.srcKind, m.dstKind));
+    writeGpuOp(m.at, kGpuOpsTrack, chrome::kCatMemcpy,
+               memcpyEventName(m.copyKind, m.srcKind, m.dstKind));
     addPlacementArgs(m.at);
-    args_.add("bytes", m.bytes);
-    args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
+    args_.add(chrome::kArgBytes, m.bytes);
+    args_.add(chrome::kArgBandwidth, bandwidth(m.bytes, m.at));
     if (m.peer) {
-      args_.add("src device", int64_t{m.srcDeviceId});
-      args_.add("dst device", int64_t{m.dstDeviceId});
+      args_.add(chrome::kArgSrcDevice, int64_t{m.srcDeviceId});
+      args_.add(chrome::kArgDstDevice, int64_t{m.dstDeviceId});
     }
     addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }
   for (const MemsetRecord& m : r.memsets) {
-    writeGpuOp(m.at, kGpuOpsTrack, "gpu_memset", memsetEventName(m.memoryKind));
+    writeGpuOp(m.at, kGpuOpsTrack, chrome::kCatMemset, memsetEventName(m.memoryKind));
     addPlacementArgs(m.at);
-    args_.add("bytes", m.bytes);
-    args_.add("memory bandwidth (GB/s)", bandwidth(m.bytes, m.at));
+    args_.add(chrome::kArgBytes, m.bytes);
+    args_.add(chrome::kArgBandwidth, bandwidth(m.bytes, m.at));
     addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }
   for (const GraphRecord& g : r.graphs) {
-    writeGpuOp(g.at, kGpuOpsTrack, "cuda_graph", tables_.strings.get(g.name));
+    writeGpuOp(g.at, kGpuOpsTrack, chrome::kCatCudaGraph, tables_.strings.get(g.name));
     addPlacementArgs(g.at);
-    args_.add("graph id", int64_t{g.graphId});
+    args_.add(chrome::kArgGraphId, int64_t{g.graphId});
     send();
     writeFlowEnd(g.at, kGpuOpsTrack);
   }
   for (const SyncRecord& s : r.syncs) {
-    writeGpuOp(s.at, kGpuSyncTrack, "cuda_sync", syncKindName(s.kind));
+    writeGpuOp(s.at, kGpuSyncTrack, chrome::kCatCudaSync, syncKindName(s.kind));
     addPlacementArgs(s.at);
-    if (s.eventId != 0) args_.add("event", int64_t{s.eventId});
+    if (s.eventId != 0) args_.add(chrome::kArgEvent, int64_t{s.eventId});
     send();
     writeFlowEnd(s.at, kGpuSyncTrack);
   }
   for (const GpuSpanRecord& g : r.gpuSpans) {
     const int64_t tid = noteGpuTrack(g.deviceId, g.streamId, kGpuSpanTrack, g.lane);
-    start(Phase::Complete, "gpu_user_annotation", tables_.strings.get(g.name), g.deviceId, tid,
+    start(Phase::Complete, chrome::kCatGpuAnnotation, tables_.strings.get(g.name), g.deviceId, tid,
           g.startNs, g.endNs - g.startNs);
-    args_.add("External id", g.externalId);
+    args_.add(chrome::kArgExternalId, g.externalId);
     send();
   }
 }
@@ -488,9 +493,9 @@ void EventWriter::Impl::nameHost() {
   const int64_t pid = tables_.pid;
   const std::string_view processName =
       tables_.processName.empty() ? std::string_view("host") : tables_.processName;
-  writeMetadata("process_name", pid, 0, "name", processName);
-  writeMetadata("process_labels", pid, 0, "labels", std::string_view("CPU"));
-  writeMetadata("process_sort_index", pid, 0, "sort_index", pid);
+  writeMetadata(chrome::kProcessName, pid, 0, chrome::kNamingName, processName);
+  writeMetadata(chrome::kProcessLabels, pid, 0, chrome::kNamingLabels, std::string_view("CPU"));
+  writeMetadata(chrome::kProcessSortIndex, pid, 0, chrome::kNamingSortIndex, pid);
 
   // Sorted by tid, one name per tid even if two thread-table entries share it (the one
   // with a name wins). Names are read now: a thread may have been named after its events.
@@ -504,33 +509,37 @@ void EventWriter::Impl::nameHost() {
   for (const auto& [tid, given] : threadNames) {
     const std::string name =
         given.empty() ? fmt::format("thread {}", tid) : fmt::format("thread {} ({})", tid, given);
-    writeMetadata("thread_name", pid, tid, "name", std::string_view(name));
-    writeMetadata("thread_sort_index", pid, tid, "sort_index", tid);
+    writeMetadata(chrome::kThreadName, pid, tid, chrome::kNamingName, std::string_view(name));
+    writeMetadata(chrome::kThreadSortIndex, pid, tid, chrome::kNamingSortIndex, tid);
   }
   for (std::size_t lane = 0; lane < usedAsyncLanes_.size(); ++lane) {
     if (!usedAsyncLanes_[lane]) continue;
     const int64_t tid = kAsyncLaneTidBase + static_cast<int64_t>(lane);
     const std::string name =
         lane == 0 ? std::string("async ranges") : fmt::format("async ranges {}", lane + 1);
-    writeMetadata("thread_name", pid, tid, "name", std::string_view(name));
-    writeMetadata("thread_sort_index", pid, tid, "sort_index", tid);
+    writeMetadata(chrome::kThreadName, pid, tid, chrome::kNamingName, std::string_view(name));
+    writeMetadata(chrome::kThreadSortIndex, pid, tid, chrome::kNamingSortIndex, tid);
   }
 }
 
 void EventWriter::Impl::nameOverheads() {
   if (overheadTracks_.empty()) return;
-  writeMetadata("process_name", kOverheadPid, 0, "name", std::string_view("CUPTI overhead"));
-  writeMetadata("process_sort_index", kOverheadPid, 0, "sort_index", kOverheadSortIndex);
+  writeMetadata(chrome::kProcessName, kOverheadPid, 0, chrome::kNamingName,
+                std::string_view(chrome::kOverheadProcessName));
+  writeMetadata(chrome::kProcessSortIndex, kOverheadPid, 0, chrome::kNamingSortIndex,
+                kOverheadSortIndex);
   for (const OverheadTrack& track : overheadTracks_) {
-    std::string name = "CUPTI overhead";
+    std::string name = chrome::kOverheadProcessName;
     if (track.object == OverheadObject::Thread) {
       name = fmt::format("CUPTI overhead (thread {})", track.objectId);
     } else if (track.object == OverheadObject::Device) {
       name = fmt::format("CUPTI overhead (device {})", track.objectId);
     }
     name += laneSuffix(track.lane);
-    writeMetadata("thread_name", kOverheadPid, track.tid(), "name", std::string_view(name));
-    writeMetadata("thread_sort_index", kOverheadPid, track.tid(), "sort_index", track.tid());
+    writeMetadata(chrome::kThreadName, kOverheadPid, track.tid(), chrome::kNamingName,
+                  std::string_view(name));
+    writeMetadata(chrome::kThreadSortIndex, kOverheadPid, track.tid(), chrome::kNamingSortIndex,
+                  track.tid());
   }
 }
 
@@ -541,19 +550,22 @@ void EventWriter::Impl::nameGpus() {
     if (device != namedDevice) {
       namedDevice = device;
       const std::string label = fmt::format("GPU {}", device);
-      writeMetadata("process_name", device, 0, "name", std::string_view(label));
-      writeMetadata("process_labels", device, 0, "labels", std::string_view(label));
-      writeMetadata("process_sort_index", device, 0, "sort_index", kGpuSortIndexBase + device);
+      writeMetadata(chrome::kProcessName, device, 0, chrome::kNamingName, std::string_view(label));
+      writeMetadata(chrome::kProcessLabels, device, 0, chrome::kNamingLabels,
+                    std::string_view(label));
+      writeMetadata(chrome::kProcessSortIndex, device, 0, chrome::kNamingSortIndex,
+                    kGpuSortIndexBase + device);
     }
     std::string name = fmt::format("stream {}", track.stream);
     if (track.kind == kGpuSyncTrack) name += " sync";
     if (track.kind == kGpuSpanTrack) name += " annotations";
     name += laneSuffix(track.lane);
     const int64_t tid = gpuTrackTid(track.stream, track.kind, track.lane);
-    writeMetadata("thread_name", device, tid, "name", std::string_view(name));
+    writeMetadata(chrome::kThreadName, device, tid, chrome::kNamingName, std::string_view(name));
     // Every track of a stream shares the stream's sort index, so they stay together
     // (viewers order tracks of equal index by name).
-    writeMetadata("thread_sort_index", device, tid, "sort_index", int64_t{track.stream});
+    writeMetadata(chrome::kThreadSortIndex, device, tid, chrome::kNamingSortIndex,
+                  int64_t{track.stream});
   }
 }
 

@@ -8,7 +8,8 @@
 namespace kinetrace::detail {
 
 // Turns assembled records into Chrome-trace events in the layout of PyTorch's profiler
-// (libkineto), so Perfetto, TensorBoard and HTA read them unchanged (shared/TRACE_FORMAT.md).
+// (libkineto), so Perfetto, TensorBoard and HTA read them unchanged (the names and keys:
+// output/trace_vocabulary.h).
 // This is where kinds get their display names ("Memcpy HtoD (Pinned -> Device)", "Stream
 // Sync") and records their tracks:
 //   host ranges, API calls, instants, counters, [memory] events: pid = the process, tid =

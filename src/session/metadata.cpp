@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "output/trace_vocabulary.h"
+
 namespace kinetrace::detail {
 namespace {
 
@@ -63,13 +65,14 @@ void setMetadata(Metadata& metadata, std::string key, Value value) {
 
 Metadata headerMetadata(const Config& config, bool usesTsc, const Metadata& user) {
   Metadata out;
-  out.push_back({"schemaVersion", 1});
+  out.push_back({chrome::kSchemaVersion, 1});
   // HTA refuses a trace without a rank; launchers such as torchrun set these variables. The
   // backend is the process group's, which only the program knows: torch.profiler adds its own
   // distributedInfo (backend included) through the libkineto API, replacing this one.
-  out.push_back({"distributedInfo", Value::object({{"rank", envInteger("RANK", 0)},
-                                                   {"world_size", envInteger("WORLD_SIZE", 1)},
-                                                   {"local_rank", envInteger("LOCAL_RANK", 0)}})});
+  out.push_back(
+      {chrome::kDistributedInfo, Value::object({{chrome::kRank, envInteger("RANK", 0)},
+                                                {chrome::kWorldSize, envInteger("WORLD_SIZE", 1)},
+                                                {"local_rank", envInteger("LOCAL_RANK", 0)}})});
   out.push_back({"kinetrace_version", KINETRACE_VERSION_STRING});
   out.push_back({"kinetrace_activities", config.activities.toString()});
   out.push_back({"kinetrace_host_clock", usesTsc ? "tsc" : "clock_monotonic"});
@@ -79,9 +82,9 @@ Metadata headerMetadata(const Config& config, bool usesTsc, const Metadata& user
 
 Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const Metadata& user) {
   Metadata out;
-  out.push_back({"deviceProperties", devicePropertiesOf(trace)});
+  out.push_back({chrome::kDeviceProperties, devicePropertiesOf(trace)});
   for (const Value::Member& member : facts.gpuMetadata) out.push_back(member);
-  out.push_back({"kinetrace_gpu_status", facts.gpuStatus});
+  out.push_back({chrome::kGpuStatus, facts.gpuStatus});
   const LossCounters& l = trace.losses;
   out.push_back({"kinetrace_dropped_host_events", l.droppedHostEvents});
   out.push_back({"kinetrace_cupti_dropped_records", l.cuptiDroppedRecords});

@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "analysis/summary.h"
 #include "correlate/assembler.h"
 #include "kinetrace/sink.h"
 #include "model/gpu_source.h"
 #include "model/memory_budget.h"
 #include "model/trace_data.h"
+#include "output/summary_builder.h"
 #include "output/trace_events.h"
 
 namespace kinetrace::detail {

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "analysis/summary.h"
 #include "host/host_recorder.h"
 #include "model/clock.h"
 #include "model/trace_data.h"
 #include "output/atomic_file.h"
 #include "output/kind_names.h"
 #include "output/trace_events.h"
+#include "output/trace_summary.h"
 #include "output/value_json.h"
 #include "session/session.h"
 

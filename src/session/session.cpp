@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "cupti/make_cupti_source.h"
 #include "host/host_recorder.h"
 #include "kinetrace/error.h"
 #include "model/clock.h"
@@ -136,20 +137,26 @@ void Session::enableGpu() {
     return;
   }
   if (!gpu_) {
-    std::string whyNot;
-    gpu_ = options_.gpuSourceFactory ? options_.gpuSourceFactory() : makeCuptiSource(whyNot);
+    std::string whyNot = "no GPU backend";
+    if (options_.gpuSourceFactory) {
+      gpu_ = options_.gpuSourceFactory();
+    } else if (Result<std::unique_ptr<GpuSource>> cupti = makeCuptiSource(); cupti.ok()) {
+      gpu_ = std::move(cupti).value();
+    } else {
+      whyNot = cupti.why();
+    }
     if (!gpu_) {
-      gpuStatus_ = whyNot.empty() ? "no GPU backend" : whyNot;
+      gpuStatus_ = whyNot;
       log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is",
           gpuStatus_);
       return;
     }
   }
-  std::string refusal = gpu_->enable(gpuOptionsFor(config_, options_), Core::instance().budget());
-  if (!refusal.empty()) {
-    gpuStatus_ = refusal;
+  Status enabled = gpu_->enable(gpuOptionsFor(config_, options_), Core::instance().budget());
+  if (!enabled.ok()) {
+    gpuStatus_ = enabled.why();
     log(LogLevel::Warning, "GPU activity will not be recorded: {}; host activity still is",
-        refusal);
+        gpuStatus_);
     return;
   }
   gpuEnabled_ = true;

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdio>
 
-#include "kinetrace/config.h"
+#include "kinetrace/log_level.h"
 
 // Messages to stderr, prefixed "kinetrace:", filtered by the configured level.
 // Not for hot paths.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kinetrace/error.h"
+#include "output/summary_builder.h"
 
 namespace kinetrace::detail {
 namespace {

@@ -88,7 +88,7 @@ SyntheticBuffer oneKernel(const char* name, uint64_t start, uint64_t end, uint32
 TEST_F(CuptiSourceTest, EnableRefusesClearlyWhenAnotherProfilerHoldsCupti) {
   fake_.failing[Call::Subscribe] = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   CuptiSource source(environment(fake_));
-  std::string why = source.enable(everything(), budget_);
+  std::string why = source.enable(everything(), budget_).why();
   EXPECT_TRUE(contains(why, "already in use by another profiler"));
   EXPECT_TRUE(contains(why, "only one can trace GPU activity at a time"));
   EXPECT_TRUE(fake_.enabledKinds.empty());
@@ -97,7 +97,7 @@ TEST_F(CuptiSourceTest, EnableRefusesClearlyWhenAnotherProfilerHoldsCupti) {
 
   FakeCuptiApi other;
   CuptiSource next(environment(other));
-  EXPECT_EQ(next.enable(kernelsOnly(), budget_), "");
+  EXPECT_TRUE(next.enable(kernelsOnly(), budget_).ok());
 }
 
 // CUPTI's timestamp callback is process-wide: a refused enable must not leave kinetrace's
@@ -105,14 +105,14 @@ TEST_F(CuptiSourceTest, EnableRefusesClearlyWhenAnotherProfilerHoldsCupti) {
 TEST_F(CuptiSourceTest, RefusedSubscribeLeavesNoTimestampCallbackBehind) {
   fake_.failing[Call::Subscribe] = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   CuptiSource source(environment(fake_));
-  EXPECT_FALSE(source.enable(kernelsOnly(), budget_).empty());
+  EXPECT_FALSE(source.enable(kernelsOnly(), budget_).ok());
   EXPECT_EQ(fake_.timestampCallback, nullptr);
 }
 
 TEST_F(CuptiSourceTest, RefusedActivityKindIsReportedNamingTheCallAndCuptisReason) {
   fake_.activityEnableResults[CUPTI_ACTIVITY_KIND_MEMCPY] = CUPTI_ERROR_NOT_INITIALIZED;
   CuptiSource source(environment(fake_));
-  std::string why = source.enable(everything(), budget_);
+  std::string why = source.enable(everything(), budget_).why();
   EXPECT_TRUE(contains(why, "cuptiActivityEnable(MEMCPY): "));
   EXPECT_TRUE(contains(why, describeCuptiResult(CUPTI_ERROR_NOT_INITIALIZED)));
   EXPECT_TRUE(contains(why, "CUPTI_ERROR_NOT_INITIALIZED"));
@@ -121,14 +121,14 @@ TEST_F(CuptiSourceTest, RefusedActivityKindIsReportedNamingTheCallAndCuptisReaso
 
   FakeCuptiApi other;
   CuptiSource next(environment(other));
-  EXPECT_EQ(next.enable(kernelsOnly(), budget_), "");
+  EXPECT_TRUE(next.enable(kernelsOnly(), budget_).ok());
 }
 
 TEST_F(CuptiSourceTest, RefusedActivityKindLeavesNoKindEnabled) {
   // CONCURRENT_KERNEL is enabled before MEMCPY is refused; it must not stay on.
   fake_.activityEnableResults[CUPTI_ACTIVITY_KIND_MEMCPY] = CUPTI_ERROR_NOT_INITIALIZED;
   CuptiSource source(environment(fake_));
-  EXPECT_FALSE(source.enable(everything(), budget_).empty());
+  EXPECT_FALSE(source.enable(everything(), budget_).ok());
   EXPECT_TRUE(fake_.enabledKinds.empty()) << fake_.enabledKinds.size() << " kinds still enabled";
 }
 
@@ -174,7 +174,7 @@ TEST_F(CuptiSourceTest, EveryCallThatStopsEnablingIsNamedInTheRefusal) {
     GpuOptions options = everything();
     options.profilerControl = &noteControl;
     CuptiSource source(environment(fake));
-    std::string why = source.enable(options, budget_);
+    std::string why = source.enable(options, budget_).why();
     EXPECT_TRUE(contains(why, c.call));
     EXPECT_TRUE(contains(why, describeCuptiResult(kError)));
     EXPECT_FALSE(fake.subscribed);
@@ -183,20 +183,20 @@ TEST_F(CuptiSourceTest, EveryCallThatStopsEnablingIsNamedInTheRefusal) {
 
     FakeCuptiApi other;
     CuptiSource next(environment(other));
-    EXPECT_EQ(next.enable(kernelsOnly(), budget_), "") << "a refused enable holds nothing";
+    EXPECT_TRUE(next.enable(kernelsOnly(), budget_).ok()) << "a refused enable holds nothing";
   }
 }
 
 TEST_F(CuptiSourceTest, SecondSourceIsRefusedWhileTheFirstIsEnabled) {
   CuptiSource first(environment(fake_));
-  ASSERT_EQ(first.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(first.enable(kernelsOnly(), budget_).ok());
   FakeCuptiApi other;
   CuptiSource second(environment(other));
-  EXPECT_TRUE(contains(second.enable(kernelsOnly(), budget_), "another kinetrace session"));
+  EXPECT_TRUE(contains(second.enable(kernelsOnly(), budget_).why(), "another kinetrace session"));
   EXPECT_FALSE(other.subscribed);
 
   first.disable();
-  EXPECT_EQ(second.enable(kernelsOnly(), budget_), "");
+  EXPECT_TRUE(second.enable(kernelsOnly(), budget_).ok());
 }
 
 TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
@@ -219,7 +219,7 @@ TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
     CuptiSource source(environment(fake));
     GpuOptions options;
     options.*c.option = true;
-    ASSERT_EQ(source.enable(options, budget_), "");
+    ASSERT_TRUE(source.enable(options, budget_).ok());
     EXPECT_EQ(fake.enabledKinds, c.kinds);
   }
 }
@@ -228,7 +228,7 @@ TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
 // work came from).
 TEST_F(CuptiSourceTest, LaunchCallbacksAreExactlyTheLaunchSideEntryPoints) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   std::set<CallbackKey> expected = {
       {kRuntime, kLaunchKernel},
       {kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020},
@@ -242,7 +242,7 @@ TEST_F(CuptiSourceTest, LaunchCallbacksAreExactlyTheLaunchSideEntryPoints) {
 
 TEST_F(CuptiSourceTest, NoCallbackIsEnabledWithoutLaunchCalls) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   EXPECT_TRUE(fake_.enabledCallbacks.empty());
 }
 
@@ -253,7 +253,7 @@ TEST_F(CuptiSourceTest, AllCallsOfADomainEnablesEveryNamedCallbackOfIt) {
     GpuOptions options = kernelsOnly();
     (domain == kRuntime ? options.allRuntimeCalls : options.allDriverCalls) = true;
     CuptiSource source(environment(fake));
-    ASSERT_EQ(source.enable(options, budget_), "");
+    ASSERT_TRUE(source.enable(options, budget_).ok());
     std::set<CallbackKey> expected = {
         {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED},
         {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}};
@@ -271,7 +271,7 @@ TEST_F(CuptiSourceTest, DeferredCollectionWatchesOnlyProfilerControlUntilStart) 
   options.profilerControl = &noteControl;
   options.deferCollection = true;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   const std::set<CallbackKey> control = {{kDriver, kCuProfilerStart}, {kDriver, kCuProfilerStop}};
   EXPECT_TRUE(fake_.subscribed);
   EXPECT_NE(fake_.request, nullptr) << "buffers are registered";
@@ -289,7 +289,7 @@ TEST_F(CuptiSourceTest, DeferredCollectionWatchesOnlyProfilerControlUntilStart) 
 
 TEST_F(CuptiSourceTest, StopCollectingTurnsCollectionOffAndStartTurnsItOnAgain) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   const auto kinds = fake_.enabledKinds;
   const auto callbacks = fake_.enabledCallbacks;
   ASSERT_FALSE(kinds.empty());
@@ -310,7 +310,7 @@ TEST_F(CuptiSourceTest, StopCollectingTurnsCollectionOffAndStartTurnsItOnAgain) 
 
 TEST_F(CuptiSourceTest, CollectionThatCannotRestartIsReportedAndStaysOff) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   source.start(1000);
   source.stopCollecting();
   fake_.activityEnableResults[CUPTI_ACTIVITY_KIND_MEMSET] = CUPTI_ERROR_NOT_INITIALIZED;
@@ -330,7 +330,7 @@ TEST_F(CuptiSourceTest, CollectionThatCannotRestartIsReportedAndStaysOff) {
 
 TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   source.disable();
   EXPECT_FALSE(fake_.subscribed);
   EXPECT_TRUE(fake_.enabledKinds.empty());
@@ -344,13 +344,13 @@ TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
 TEST_F(CuptiSourceTest, FlushPeriodIsSetOnlyWhenAskedAndResetAtDisable) {
   {
     CuptiSource source(environment(fake_));
-    ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+    ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
     EXPECT_EQ(fake_.flushPeriodMs, 0u) << "CUPTI's heuristics unless a period is configured";
   }
   GpuOptions options = kernelsOnly();
   options.flushPeriodMs = 250;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   EXPECT_EQ(fake_.flushPeriodMs, 250u);
   source.disable();
   EXPECT_EQ(fake_.flushPeriodMs, 0u) << "a later CUPTI client starts from CUPTI's defaults";
@@ -391,7 +391,7 @@ TEST_F(CuptiSourceTest, FailedCallsThatDoNotStopTracingAreLoggedNamingTheCall) {
     CuptiSource source(environment(fake));
     ::testing::internal::CaptureStderr();
     if (c.failing != Call::EnableCallback) fake.failing[c.failing] = kError;
-    const std::string why = source.enable(options, budget_);
+    const std::string why = source.enable(options, budget_).why();
     fake.failing[c.failing] = kError;
     if (why.empty()) {
       source.start(1000);
@@ -408,7 +408,7 @@ TEST_F(CuptiSourceTest, FailedCallsThatDoNotStopTracingAreLoggedNamingTheCall) {
 
 TEST_F(CuptiSourceTest, PollDecodesWhatTheCompletionCallbackQueued) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   source.start(1000);
   SyntheticBuffer records;
   records.add(synthetic::kernelRecord("_Z6kernelPfi", 2000, 3000, 10));
@@ -439,7 +439,7 @@ TEST_F(CuptiSourceTest, PolledBuffersGoBackToThePoolAndAreLentAgain) {
   GpuOptions options = kernelsOnly();
   options.maxBufferBytes = options.bufferBytes;  // one buffer, reused every time
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   source.start(1000);
   uint8_t* first = nullptr;
   for (uint32_t i = 1; i <= 10; ++i) {
@@ -457,7 +457,7 @@ TEST_F(CuptiSourceTest, PolledBuffersGoBackToThePoolAndAreLentAgain) {
 
 TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   uint8_t* buffer = nullptr;
   size_t size = 0, maxRecords = 7;
   fake_.request(&buffer, &size, &maxRecords);
@@ -471,7 +471,7 @@ TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
 
 TEST_F(CuptiSourceTest, PollAskedToFlushHandsOverBuffersCuptiStillHolds) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   source.start(1000);
   fake_.hold(oneKernel("k", 2000, 3000, 1));
 
@@ -487,7 +487,7 @@ TEST_F(CuptiSourceTest, PollDoesNotFlushWhileNotCollecting) {
   options.profilerControl = &noteControl;
   options.deferCollection = true;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   pollOnce(source, strings_, /*requestFlush=*/true);
   EXPECT_TRUE(fake_.flushes().empty()) << "before the first start()";
 
@@ -502,7 +502,7 @@ TEST_F(CuptiSourceTest, PollDoesNotFlushWhileNotCollecting) {
 
 TEST_F(CuptiSourceTest, FinishWindowForcesCuptiToHandOverEveryBuffer) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   source.start(1000);
   fake_.hold(oneKernel("k", 2000, 3000, 1));
   EXPECT_EQ(source.finishWindow(), 0) << "no driver: nothing synchronised, no bound claimed";
@@ -513,7 +513,7 @@ TEST_F(CuptiSourceTest, FinishWindowForcesCuptiToHandOverEveryBuffer) {
 TEST_F(CuptiSourceTest, DestroyingTheSourceGivesTheBudgetBackEveryBuffer) {
   {
     CuptiSource source(environment(fake_));
-    ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+    ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
     source.start(1000);
     fake_.deliver(oneKernel("k", 2000, 3000, 1));  // queued, never polled
     fake_.hold(oneKernel("k", 3000, 4000, 2));     // still CUPTI's
@@ -529,7 +529,7 @@ TEST_F(CuptiSourceTest, BuffersCompletedWhilePollingAreEachDecodedOnce) {
   GpuOptions options = kernelsOnly();
   options.maxBufferBytes = 2 * options.bufferBytes;  // CUPTI waits for buffers to come back
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   source.start(0);
   constexpr uint32_t kBuffers = 300;
   using Clock = std::chrono::steady_clock;
@@ -559,7 +559,7 @@ TEST_F(CuptiSourceTest, BuffersCompletedWhilePollingAreEachDecodedOnce) {
 // buffer at a time, into the room the pipeline sets aside (decodeRoomBytes).
 TEST_F(CuptiSourceTest, PollDecodesOneBufferAtATime) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   EXPECT_EQ(source.decodeRoomBytes(), kBufferBytes);
   source.start(1000);
   fake_.deliver(oneKernel("k", 2000, 3000, 1));
@@ -576,7 +576,7 @@ TEST_F(CuptiSourceTest, PollDecodesOneBufferAtATime) {
 TEST_F(CuptiSourceTest, EachWindowInternsKernelNamesIntoItsOwnTable) {
   static const char kMangled[] = "_Z6kernelPfi";
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   std::optional<StringTable> table;
 
   table.emplace();
@@ -611,7 +611,7 @@ std::string gpuClock(const Metadata& metadata) {
 TEST_F(CuptiSourceTest, WithTheTimestampCallbackCuptiStampsRecordsWithKinetracesClock) {
   fake_.cuptiNowNs = 1'000'000;  // not asked: no offset to measure
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   ASSERT_NE(fake_.timestampCallback, nullptr);
   EXPECT_TRUE(contains(source.describe(), "timestamp callback"));
   EXPECT_EQ(gpuClock(source.metadata()), "cupti_timestamp_callback");
@@ -632,7 +632,7 @@ TEST_F(CuptiSourceTest, WithoutTheTimestampCallbackGpuTimesAreShiftedByTheMeasur
   fake_.failing[Call::RegisterTimestampCallback] = CUPTI_ERROR_NOT_SUPPORTED;
   fake_.cuptiNowNs = 1'000'000;  // CUPTI's clock reads 1 ms when ours reads "now"
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   EXPECT_TRUE(contains(source.describe(), "measured offset"));
   EXPECT_EQ(gpuClock(source.metadata()), "measured_offset");
   const int64_t before = Clock::instance().nowNs();
@@ -652,7 +652,7 @@ TEST_F(CuptiSourceTest, RefusedBufferRequestsReachTheBatch) {
   GpuOptions options = kernelsOnly();
   options.maxBufferBytes = options.bufferBytes;  // exactly one buffer
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   source.start(1000);
   uint8_t* first = nullptr;
   size_t firstSize = 0, maxRecords = 0;
@@ -671,7 +671,7 @@ TEST_F(CuptiSourceTest, RefusedBufferRequestsReachTheBatch) {
 
 TEST_F(CuptiSourceTest, RecordsCuptiDroppedAreAddedWhenTheWindowFinishes) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   source.start(1000);
   fake_.droppedOnNextQuery = 17;
   source.finishWindow();
@@ -681,7 +681,7 @@ TEST_F(CuptiSourceTest, RecordsCuptiDroppedAreAddedWhenTheWindowFinishes) {
 
 TEST_F(CuptiSourceTest, DropsReportedWhenABufferCompletesReachTheBatch) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   source.start(1000);
   fake_.droppedOnNextQuery = 3;
   fake_.deliver(oneKernel("k", 2000, 3000, 1));
@@ -693,7 +693,7 @@ TEST_F(CuptiSourceTest, DropsReportedWhenABufferCompletesReachTheBatch) {
 
 TEST_F(CuptiSourceTest, DropsBeforeStartAreNotCounted) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(kernelsOnly(), budget_), "");
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
   fake_.droppedOnNextQuery = 5;
   source.start(1000);
   source.finishWindow();
@@ -704,7 +704,7 @@ TEST_F(CuptiSourceTest, LossCountersStartFromZeroInEachWindow) {
   GpuOptions options = kernelsOnly();
   options.maxBufferBytes = options.bufferBytes;  // one buffer
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   source.start(1000);
   source.finishWindow();
   pollOnce(source, strings_);
@@ -726,7 +726,7 @@ TEST_F(CuptiSourceTest, LossCountersStartFromZeroInEachWindow) {
 
 TEST_F(CuptiSourceTest, ApiNamesDropTheVersionSuffix) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   EXPECT_EQ(source.apiName(ApiDomain::Runtime, kLaunchKernel), "cudaLaunchKernel");
   EXPECT_EQ(source.apiName(ApiDomain::Driver, kCuLaunchKernel), "cuLaunchKernel");
   EXPECT_EQ(source.apiName(ApiDomain::Runtime, 401), "CUDA API 401") << "CUPTI has no name";
@@ -736,7 +736,7 @@ TEST_F(CuptiSourceTest, ApiNamesDropTheVersionSuffix) {
 // keeps the call, with the innermost range's External id and what it starts on the GPU.
 TEST_F(CuptiSourceTest, LaunchThroughTheSubscribedCallbackIsRecordedWithItsRange) {
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(everything(), budget_), "");
+  ASSERT_TRUE(source.enable(everything(), budget_).ok());
   source.start(Clock::instance().nowNs());
   synthetic::HostCalls host = synthetic::recordHost([&] {
     kinetrace::Range range("step");
@@ -765,7 +765,7 @@ TEST_F(CuptiSourceTest, ContextSeenUnderAnEarlierSourceIsReportedToTheNextOne) {
     FakeCuptiApi fake;
     nameCallbacks(fake);
     CuptiSource source(environment(fake));
-    ASSERT_EQ(source.enable(everything(), budget_), "");
+    ASSERT_TRUE(source.enable(everything(), budget_).ok());
     source.start(1000);
     SimulatedCall(kRuntime, kLaunchKernel, 1, context).run(fake.callback, fake.callbackUserData);
     SimulatedCall(kRuntime, kLaunchKernel, 2, context).run(fake.callback, fake.callbackUserData);
@@ -779,7 +779,7 @@ TEST_F(CuptiSourceTest, ProfilerControlHandlerHearsCudaProfilerStartAndStop) {
   options.profilerControl = &noteControl;
   options.deferCollection = true;
   CuptiSource source(environment(fake_));
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
 
   SimulatedCall start(kDriver, kCuProfilerStart, 1);
   start.enter(fake_.callback, fake_.callbackUserData);

@@ -123,7 +123,7 @@ constexpr uint32_t kStop = CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
 
 TEST_F(ProfilerControlTest, EnableSubscribesToProfilerCallsButCollectsNothingYet) {
   CuptiSource source(environment());
-  ASSERT_EQ(source.enable(profilerApiOptions(), budget_), "");
+  ASSERT_TRUE(source.enable(profilerApiOptions(), budget_).ok());
   EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart));
   EXPECT_TRUE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStop));
   EXPECT_TRUE(cupti_.enabledKinds.empty()) << "no activity before cudaProfilerStart";
@@ -132,7 +132,7 @@ TEST_F(ProfilerControlTest, EnableSubscribesToProfilerCallsButCollectsNothingYet
 
 TEST_F(ProfilerControlTest, StartCollectsAndStopTurnsCollectionOffButKeepsTheControlCallbacks) {
   CuptiSource source(environment());
-  ASSERT_EQ(source.enable(profilerApiOptions(), budget_), "");
+  ASSERT_TRUE(source.enable(profilerApiOptions(), budget_).ok());
   source.start(1000);
   EXPECT_EQ(cupti_.enabledKinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 1u);
   EXPECT_GT(cupti_.enabledCallbacks.size(), 2u) << "launch callbacks on";
@@ -147,7 +147,7 @@ TEST_F(ProfilerControlTest, StartCollectsAndStopTurnsCollectionOffButKeepsTheCon
 
 TEST_F(ProfilerControlTest, StartIsReportedAfterTheCallAndStopBeforeIt) {
   CuptiSource source(environment());
-  ASSERT_EQ(source.enable(profilerApiOptions(), budget_), "");
+  ASSERT_TRUE(source.enable(profilerApiOptions(), budget_).ok());
   driverCall(kStart, CUPTI_API_ENTER);
   EXPECT_TRUE(gControlCalls.empty()) << "cuProfilerStart has not run yet";
   driverCall(kStart, CUPTI_API_EXIT);
@@ -161,7 +161,7 @@ TEST_F(ProfilerControlTest, WithoutTheOptionNothingIsWatched) {
   GpuOptions options = profilerApiOptions();
   options.profilerControl = nullptr;
   options.deferCollection = false;
-  ASSERT_EQ(source.enable(options, budget_), "");
+  ASSERT_TRUE(source.enable(options, budget_).ok());
   EXPECT_FALSE(cupti_.has(CUPTI_CB_DOMAIN_DRIVER_API, kStart));
   EXPECT_FALSE(cupti_.enabledKinds.empty()) << "collects from enable(), as before";
 }

@@ -189,10 +189,11 @@ class FakeGpuSource final : public detail::GpuSource {
 
   explicit FakeGpuSource(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-  std::string enable(const detail::GpuOptions& options, detail::MemoryBudget&) override {
+  detail::Status enable(const detail::GpuOptions& options, detail::MemoryBudget&) override {
     ++state_->enables;
     state_->seenOptions = options;
-    return state_->refusal;
+    if (state_->refusal.empty()) return {};
+    return detail::Failure{state_->refusal};
   }
   void start(int64_t) override {
     ++state_->starts;

@@ -43,9 +43,9 @@ class FakeGpuSource final : public detail::GpuSource {
  public:
   explicit FakeGpuSource(FakeGpuCalls& calls) : calls_(calls) {}
 
-  std::string enable(const detail::GpuOptions& options, detail::MemoryBudget&) override {
+  detail::Status enable(const detail::GpuOptions& options, detail::MemoryBudget&) override {
     calls_.noteEnable(options);
-    return "";
+    return {};
   }
   void start(int64_t) override { ++calls_.starts; }
   bool poll(detail::GpuBatch&, detail::StringTable&, bool) override { return false; }

@@ -1,0 +1,122 @@
+#pragma once
+
+// The Chrome trace's vocabulary: every category, argument key, naming event and trace-level
+// key that kinetrace writes and reads back, spelled once. The writer (trace_events.cpp,
+// chrome_json_sink.cpp, session/metadata.cpp), the Perfetto writer, the readers and analysis
+// (src/analysis) and PyTorch's backend (libkineto_api) all use these names, so a key renamed
+// here is renamed everywhere, and a key the readers look for is one the writer writes.
+//
+// The names are PyTorch's profiler's (libkineto's) where it has them, so that Perfetto,
+// TensorBoard and Holistic Trace Analysis read kinetrace's traces as they read PyTorch's:
+// they search for these exact strings ("kernel", "External id", "ProfilerStep#3"). Those
+// that are kinetrace's own begin with "kinetrace_" (trace-level keys) or name what they hold
+// in words (argument keys).
+//
+// char arrays rather than string_views: they convert to both `const char*` and
+// `std::string_view`, which the writer's and readers' interfaces take.
+
+namespace kinetrace::detail::chrome {
+
+// ---- categories ("cat") --------------------------------------------------------------------
+// GPU operations, on the GPU's process (pid = device).
+inline constexpr char kCatKernel[] = "kernel";
+inline constexpr char kCatMemcpy[] = "gpu_memcpy";
+inline constexpr char kCatMemset[] = "gpu_memset";
+inline constexpr char kCatCudaGraph[] = "cuda_graph";  // a graph launch traced whole
+inline constexpr char kCatCudaSync[] = "cuda_sync";
+// A host range's span over the GPU work it launched.
+inline constexpr char kCatGpuAnnotation[] = "gpu_user_annotation";
+// Host side, on the process's own pid.
+inline constexpr char kCatCudaRuntime[] = "cuda_runtime";
+inline constexpr char kCatCudaDriver[] = "cuda_driver";
+inline constexpr char kCatCpuOp[] = "cpu_op";                    // a framework operator
+inline constexpr char kCatUserAnnotation[] = "user_annotation";  // a user's range
+inline constexpr char kCatUserInstant[] = "user_instant";
+inline constexpr char kCatCounter[] = "counter";
+inline constexpr char kCatCpuInstant[] = "cpu_instant_event";  // [memory] events
+inline constexpr char kCatOverhead[] = "overhead";             // CUPTI's own overhead
+// Flow categories: a launch call to its GPU work, a forward op to its backward.
+inline constexpr char kFlowLaunch[] = "ac2g";
+inline constexpr char kFlowForwardBackward[] = "fwdbwd";
+
+// ---- event names with a meaning -----------------------------------------------------------
+inline constexpr char kMemoryEventName[] = "[memory]";
+inline constexpr char kProfilerStepPrefix[] = "ProfilerStep#";  // "ProfilerStep#3"
+inline constexpr char kOverheadProcessName[] = "CUPTI overhead";
+
+// ---- argument keys ("args") ---------------------------------------------------------------
+// Linking.
+inline constexpr char kArgExternalId[] = "External id";   // the host range that issued it
+inline constexpr char kArgCorrelation[] = "correlation";  // CUPTI's launch correlation id
+inline constexpr char kArgCallbackId[] = "cbid";
+// Where a GPU operation ran.
+inline constexpr char kArgDevice[] = "device";
+inline constexpr char kArgContext[] = "context";
+inline constexpr char kArgStream[] = "stream";
+// Kernels.
+inline constexpr char kArgQueued[] = "queued";  // ns from its launch call's end to its start
+inline constexpr char kArgRegistersPerThread[] = "registers per thread";
+inline constexpr char kArgSharedMemory[] = "shared memory";
+inline constexpr char kArgBlocksPerSm[] = "blocks per SM";
+inline constexpr char kArgWarpsPerSm[] = "warps per SM";
+inline constexpr char kArgGrid[] = "grid";
+inline constexpr char kArgBlock[] = "block";
+inline constexpr char kArgOccupancy[] = "est. achieved occupancy %";
+// Copies and sets.
+inline constexpr char kArgBytes[] = "bytes";
+inline constexpr char kArgBandwidth[] = "memory bandwidth (GB/s)";
+inline constexpr char kArgSrcDevice[] = "src device";
+inline constexpr char kArgDstDevice[] = "dst device";
+// Syncs.
+inline constexpr char kArgEvent[] = "event";
+// CUDA graphs.
+inline constexpr char kArgGraphId[] = "graph id";
+inline constexpr char kArgGraphNodeId[] = "graph node id";
+inline constexpr char kArgGraphNodeCreatedBy[] = "graph node created by";
+inline constexpr char kArgGraphNodeCreationCorrelation[] = "graph node creation correlation";
+inline constexpr char kArgGraphNodeCreatedIn[] = "graph node created in";
+inline constexpr char kArgGraphNodeCreationExternalId[] = "graph node creation External id";
+// NCCL, from its NVTX payloads and kernel names.
+inline constexpr char kArgNcclCall[] = "nccl call";
+inline constexpr char kArgNcclBytes[] = "nccl bytes";
+inline constexpr char kArgNcclCommunicator[] = "nccl communicator";
+inline constexpr char kArgNcclOperation[] = "nccl operation";
+inline constexpr char kArgNcclCollective[] = "nccl collective";
+inline constexpr char kArgNcclReduction[] = "nccl reduction";
+inline constexpr char kArgNcclDatatype[] = "nccl datatype";
+inline constexpr char kArgNcclAlgorithm[] = "nccl algorithm";
+inline constexpr char kArgNcclProtocol[] = "nccl protocol";
+// Host ranges.
+inline constexpr char kArgUnfinished[] = "unfinished";  // still open when the window closed
+// [memory] events, as PyTorch's allocator reports them.
+inline constexpr char kArgTotalAllocated[] = "Total Allocated";
+inline constexpr char kArgTotalReserved[] = "Total Reserved";
+inline constexpr char kArgMemoryBytes[] = "Bytes";
+inline constexpr char kArgAddress[] = "Addr";
+inline constexpr char kArgDeviceType[] = "Device Type";
+inline constexpr char kArgDeviceId[] = "Device Id";
+
+// ---- naming events (phase "M") and their one argument ------------------------------------
+inline constexpr char kProcessName[] = "process_name";
+inline constexpr char kProcessLabels[] = "process_labels";
+inline constexpr char kProcessSortIndex[] = "process_sort_index";
+inline constexpr char kThreadName[] = "thread_name";
+inline constexpr char kThreadSortIndex[] = "thread_sort_index";
+inline constexpr char kNamingName[] = "name";
+inline constexpr char kNamingLabels[] = "labels";
+inline constexpr char kNamingSortIndex[] = "sort_index";
+
+// ---- the trace object's keys, and its metadata ---------------------------------------------
+inline constexpr char kTraceEvents[] = "traceEvents";
+inline constexpr char kTraceName[] = "traceName";
+inline constexpr char kDisplayTimeUnit[] = "displayTimeUnit";
+inline constexpr char kBaseTimeNanoseconds[] = "baseTimeNanoseconds";  // epoch ns of ts 0
+inline constexpr char kSchemaVersion[] = "schemaVersion";
+inline constexpr char kDeviceProperties[] = "deviceProperties";
+inline constexpr char kDistributedInfo[] = "distributedInfo";  // {"rank", "world_size", ...}
+inline constexpr char kRank[] = "rank";
+inline constexpr char kWorldSize[] = "world_size";
+// kinetrace's own: how it was recorded and what was lost.
+inline constexpr char kGpuStatus[] = "kinetrace_gpu_status";
+
+}  // namespace kinetrace::detail::chrome
