@@ -73,7 +73,7 @@ TEST(AnalyzeOptionsTest, ReadsItsOptionsAndNeedsATrace) {
             2'000);
   EXPECT_EQ(usageErrorOf({"analyze", "--kernel-wait-us", "-1", "t"}),
             "kinetrace analyze: --kernel-wait-us needs a whole number 0..1000, got '-1'");
-  EXPECT_NE(analyzeHelp().find("--kernel-wait-us N"), std::string::npos);
+  EXPECT_NE(helpFor("analyze").find("--kernel-wait-us N"), std::string::npos);
   EXPECT_TRUE(c.analyze.quiet);
   EXPECT_EQ(usageErrorOf({"analyze"}),
             "kinetrace analyze: no trace given: kinetrace analyze TRACE|DIRECTORY...");
