@@ -13,7 +13,7 @@
 
 #include "cli_options.h"
 #include "kinetrace/error.h"
-#include "run_command.h"
+#include "summary_command.h"
 #include "support/temp_dir.h"
 #include "support/usage_error.h"
 
@@ -160,7 +160,7 @@ TEST_F(AnalyzeCommandTest, SummaryOfATraceWithoutASummaryFileAnalysesTheTrace) {
   SummaryOptions options;
   options.paths = {path("api.json")};
   ::testing::internal::CaptureStdout();
-  const int status = summaryCommand(options);
+  const int status = summaryCommand(options, stdout, stderr);
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(status, 0);
   EXPECT_NE(out.find("Findings"), std::string::npos) << out;

@@ -10,8 +10,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "analysis/summary.h"
-#include "analyze_command.h"
 #include "error_text.h"
 #include "files.h"
 #include "inject/run_manifest.h"
@@ -219,7 +217,7 @@ std::string resolveProgram(const std::string& program) {
   throw UsageError("kinetrace run: cannot run '" + program + "': not found in PATH", 127);
 }
 
-int runCommand(const RunOptions& options) {
+int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   std::string library;
   if (options.torch) {
     const std::vector<std::string> candidates = kinetoApiLibraryCandidates();
@@ -246,7 +244,7 @@ int runCommand(const RunOptions& options) {
   exportConfiguration(options, outputDir, runId, library);
   if (options.torch) exportTorchBackend(library);
   if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
-    std::fprintf(stderr,
+    std::fprintf(err,
                  "kinetrace run: on demand: nothing is recorded until asked: kinetrace trigger "
                  "--job %s --duration 10s (or --steps 20)\n",
                  runId.c_str());
@@ -257,14 +255,14 @@ int runCommand(const RunOptions& options) {
   std::string name = baseName(options.program[0]);
   if (WIFEXITED(status)) {
     exitCode = WEXITSTATUS(status);
-    std::fprintf(stderr, "\nkinetrace: %s exited with status %d\n", name.c_str(), exitCode);
+    std::fprintf(err, "\nkinetrace: %s exited with status %d\n", name.c_str(), exitCode);
   } else if (WIFSIGNALED(status)) {
     exitCode = 128 + WTERMSIG(status);
-    std::fprintf(stderr, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
+    std::fprintf(err, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
                  signalName(WTERMSIG(status)).c_str());
   }
   if (options.torch) {
-    std::fprintf(stderr,
+    std::fprintf(err,
                  "kinetrace: the program's torch.profiler recorded with kinetrace; its traces are "
                  "where the program saved them\n");
     return exitCode;
@@ -272,69 +270,10 @@ int runCommand(const RunOptions& options) {
   std::fputs(runReport(tracesOfRun(outputDir, runId), inject::readManifest(outputDir, runId),
                        outputDir, options)
                  .c_str(),
-             stderr);
+             err);
   // The manifest is the run's scratch: what it said is in the report now.
   ::unlink(inject::manifestPath(outputDir, runId).c_str());
   return exitCode;
-}
-
-int summaryCommand(const SummaryOptions& options) {
-  std::vector<std::string> files;
-  std::vector<std::string> tracesWithoutSummary;  // analysed instead
-  bool missing = false;
-  for (const std::string& path : options.paths) {
-    if (isDirectory(path)) {
-      std::size_t before = files.size();
-      for (const std::string& name : listDirectory(path)) {
-        if (inject::isSummaryOfRun(name, "")) files.push_back(path + "/" + name);
-      }
-      if (files.size() == before) {
-        std::fprintf(stderr, "kinetrace summary: no kinetrace summaries in %s\n", path.c_str());
-        missing = true;
-      }
-    } else if (endsWith(path, ".summary.json")) {
-      files.push_back(path);
-    } else if (isRegularFile(inject::summaryPathFor(path)) || !isRegularFile(path)) {
-      files.push_back(inject::summaryPathFor(path));
-    } else {
-      // A trace saved through the API or by torch.profiler has no summary file: the trace
-      // itself is the input.
-      tracesWithoutSummary.push_back(path);
-    }
-  }
-  bool first = true;
-  for (const std::string& file : files) {
-    std::string text = readFile(file);
-    if (text.empty()) {
-      std::fprintf(stderr, "kinetrace summary: cannot read %s\n", file.c_str());
-      missing = true;
-      continue;
-    }
-    try {
-      detail::Summary summary = detail::summaryFromJson(text);
-      std::printf("%s%s", first ? "" : "\n",
-                  detail::formatSummary(summary, options.topKernels).c_str());
-      first = false;
-    } catch (const Error& error) {
-      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(),
-                   withoutKinetracePrefix(error.what()).c_str());
-      missing = true;
-    }
-  }
-  for (const std::string& trace : tracesWithoutSummary) {
-    AnalyzeOptions analyze;
-    analyze.paths = {trace};
-    analyze.top = options.topKernels;
-    std::printf("%s", first ? "" : "\n");
-    try {
-      analyzeCommand(analyze, stdout, stderr);
-      first = false;
-    } catch (const Error& error) {
-      std::fprintf(stderr, "kinetrace summary: %s\n", withoutKinetracePrefix(error.what()).c_str());
-      missing = true;
-    }
-  }
-  return missing || first ? 1 : 0;
 }
 
 }  // namespace kinetrace::cli
