@@ -105,6 +105,32 @@ int64_t parsePid(const std::string& value) {
 
 using Value = const std::string&;
 
+// Where a value goes, for the table's common cases.
+template <typename Options>
+auto stored(std::string Options::*member) {
+  return [member](Options& options, const char*, Value value) { options.*member = value; };
+}
+
+template <typename Options>
+auto setTo(bool Options::*member, bool flag) {
+  return [member, flag](Options& options, const char*, Value) { options.*member = flag; };
+}
+
+template <typename Options>
+auto counted(const char* command, std::size_t Options::*member) {
+  return [command, member](Options& options, const char* option, Value value) {
+    options.*member = parseCount(command, option, value);
+  };
+}
+
+// A setting of the traced process: checked here as the process will check it, passed on as
+// given.
+auto configured(const char* key, std::string RunOptions::*member) {
+  return [key, member](RunOptions& options, const char* option, Value value) {
+    options.*member = checkConfigValue(option, key, value);
+  };
+}
+
 // run ----------------------------------------------------------------------------------
 
 void finishRun(RunOptions& run, std::vector<std::string> operands) {
@@ -145,88 +171,72 @@ const CommandSpec<RunOptions>& runSpec() {
            "named kinetrace-RUN[-rankR][-localL]-HOST-pidP.json (or .json.gz, .pftrace: see "
            "--format), with RANK and LOCAL_RANK as launchers like torchrun set them, plus a "
            ".summary.json beside each",
-           [](RunOptions& o, Value v) {
+           [](RunOptions& o, const char*, Value v) {
              if (v.empty()) throw UsageError("kinetrace run: --output needs a directory");
              o.outputDir = v;
            }},
           {"--activities", "-a", "LIST",
            "what to record, comma-separated (default: default): host, kernel, memcpy, memset, "
            "sync, memory, overhead, launch, cuda_runtime, cuda_driver, default, all",
-           [](RunOptions& o, Value v) {
-             o.activities = checkConfigValue("--activities", "activities", v);
-           }},
+           configured("activities", &RunOptions::activities)},
           {"--delay", nullptr, "DURATION",
            "start recording DURATION after each process starts (5s, 200ms, 1m)",
-           [](RunOptions& o, Value v) { o.delay = checkConfigValue("--delay", "delay", v); }},
+           configured("delay", &RunOptions::delay)},
           {"--duration", nullptr, "DURATION",
            "record for DURATION, then stop (default: until the process exits)",
-           [](RunOptions& o, Value v) {
-             o.duration = checkConfigValue("--duration", "duration", v);
-           }},
+           configured("duration", &RunOptions::duration)},
           {"--format", nullptr, "FORMAT",
            "json (default), json.gz, or pftrace: Perfetto's protobuf format, a fraction of the "
            "JSON's size (open it in ui.perfetto.dev; 'kinetrace convert' turns it into JSON "
            "and back)",
-           [](RunOptions& o, Value v) {
-             o.format = checkConfigValue("--format", "trace_format", v);
-           }},
+           configured("trace_format", &RunOptions::format)},
           {"--cuda-graph-trace", nullptr, "LEVEL",
            "node (default): every kernel, copy and memset a CUDA graph launch ran, each linked "
            "to the launch; graph: one slice per launch instead (cheaper with many small nodes; "
            "what ran inside is not seen)",
-           [](RunOptions& o, Value v) {
-             o.cudaGraphTrace = checkConfigValue("--cuda-graph-trace", "cuda_graph_trace", v);
-           }},
+           configured("cuda_graph_trace", &RunOptions::cudaGraphTrace)},
           {"--capture-range", nullptr, "RANGE",
            "none (default: the whole run); cudaProfilerApi: record between the program's own "
            "cudaProfilerStart() and cudaProfilerStop() calls, each such window a trace of its "
            "own; onDemand: record nothing (CUPTI untouched) until `kinetrace trigger` asks",
-           [](RunOptions& o, Value v) {
-             o.captureRange = checkConfigValue("--capture-range", "capture_range", v);
-           }},
+           configured("capture_range", &RunOptions::captureRange)},
           {"--schedule", nullptr, "SPEC",
            "record by the program's steps, as torch.profiler's schedule: "
            "wait=1,warmup=1,active=3,repeat=2[,skip_first=N] (repeat=0: forever), one trace "
            "per cycle; warm-up steps set CUPTI up and record nothing. Steps are the program's "
            "NVTX ranges named by --step-marks, counted from CUDA's start",
-           [](RunOptions& o, Value v) {
-             o.schedule = checkConfigValue("--schedule", "schedule", v);
-           }},
+           configured("schedule", &RunOptions::schedule)},
           {"--step-marks", nullptr, "NAMES",
            "comma list of NVTX range names that start a step (default ProfilerStep#,step: "
            "\"step 12\", \"Step_3\", \"ProfilerStep#7\"; compared without case). Used by "
            "--schedule and by `kinetrace trigger --steps`",
-           [](RunOptions& o, Value v) {
-             o.stepMarks = checkConfigValue("--step-marks", "step_marks", v);
-           }},
+           configured("step_marks", &RunOptions::stepMarks)},
           {"--log-level", nullptr, "LEVEL",
            "error, warning (default), info or debug: kinetrace's messages from inside the "
            "traced processes, on their stderr",
-           [](RunOptions& o, Value v) {
-             o.logLevel = checkConfigValue("--log-level", "log_level", v);
-           }},
+           configured("log_level", &RunOptions::logLevel)},
           {"--memory-mb", nullptr, "N",
            "cap on the tracer's own memory in each traced process, in MB (1..1048576): host "
            "events and CUPTI's buffers together. When it is reached, events are dropped and "
            "the trace counts them",
-           [](RunOptions& o, Value v) { o.memoryMb = checkMemoryMb(v); }},
+           [](RunOptions& o, const char*, Value v) { o.memoryMb = checkMemoryMb(v); }},
           {"--nvtx", nullptr, nullptr,
            "record NVTX ranges (nvtxRangePush, torch.cuda.nvtx, NCCL's) as host ranges, or not "
            "(default: --nvtx)",
-           [](RunOptions& o, Value) { o.nvtx = true; }},
-          {"--no-nvtx", nullptr, nullptr, nullptr, [](RunOptions& o, Value) { o.nvtx = false; }},
+           setTo(&RunOptions::nvtx, true)},
+          {"--no-nvtx", nullptr, nullptr, nullptr, setTo(&RunOptions::nvtx, false)},
           {"--no-summary", nullptr, nullptr, "print where the traces went, without their summaries",
-           [](RunOptions& o, Value) { o.printSummary = false; }},
+           setTo(&RunOptions::printSummary, false)},
           {"--top", nullptr, "N", "kernels listed per summary (default 5)",
-           [](RunOptions& o, Value v) { o.topKernels = parseCount("run", "--top", v); }},
+           counted("run", &RunOptions::topKernels)},
           {"--injection-library", nullptr, "PATH", "use this libkinetrace_injection.so",
-           [](RunOptions& o, Value v) { o.injectionLibrary = v; }},
+           stored(&RunOptions::injectionLibrary)},
           {"--torch", nullptr, nullptr,
            "make kinetrace the profiler backend of the program's PyTorch (torch.profiler, "
            "key_averages(), tensorboard_trace_handler keep working and record with kinetrace; "
            "traces are written where the program saves them) instead of tracing the whole "
            "run. Loads libkineto_api.so first (LD_PRELOAD) and injects nothing else.",
-           [](RunOptions& o, Value) { o.torch = true; }},
+           setTo(&RunOptions::torch, true)},
       },
       Operands::ProgramAfter,
       finishRun,
@@ -266,7 +276,7 @@ const CommandSpec<SummaryOptions>& summarySpec() {
       Command::Kind::Summary,
       &Command::summary,
       {{"--top", nullptr, "N", "kernels listed per summary (default 5)",
-        [](SummaryOptions& o, Value v) { o.topKernels = parseCount("summary", "--top", v); }}},
+        counted("summary", &SummaryOptions::topKernels)}},
       Operands::Anywhere,
       [](SummaryOptions& summary, std::vector<std::string> operands) {
         summary.paths = std::move(operands);
@@ -293,7 +303,7 @@ const CommandSpec<ConvertOptions>& convertSpec() {
       Command::Kind::Convert,
       &Command::convert,
       {{"--quiet", "-q", nullptr, "no progress and no report, errors only",
-        [](ConvertOptions& o, Value) { o.quiet = true; }}},
+        setTo(&ConvertOptions::quiet, true)}},
       Operands::Anywhere,
       [](ConvertOptions& convert, std::vector<std::string> paths) {
         if (paths.size() != 2) {
@@ -333,11 +343,11 @@ const CommandSpec<MergeOptions>& mergeSpec() {
       {
           {"--output", "-o", "OUT",
            "the merged trace; its name chooses the format (.json, .json.gz, .pftrace)",
-           [](MergeOptions& o, Value v) { o.output = v; }},
+           stored(&MergeOptions::output)},
           {"--no-align", nullptr, nullptr, "keep every trace's times as recorded",
-           [](MergeOptions& o, Value) { o.align = false; }},
+           setTo(&MergeOptions::align, false)},
           {"--quiet", "-q", nullptr, "no progress and no report, errors only",
-           [](MergeOptions& o, Value) { o.quiet = true; }},
+           setTo(&MergeOptions::quiet, true)},
       },
       Operands::Anywhere,
       [](MergeOptions& merge, std::vector<std::string> paths) {
@@ -383,35 +393,33 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
            "a report to open in a browser: the findings, charts (busy and idle per GPU and "
            "step; busy time, queue depth per stream and memory over the window; launch "
            "latency) and tables, in one self-contained file",
-           [](AnalyzeOptions& o, Value v) { o.htmlOutput = v; }},
+           stored(&AnalyzeOptions::htmlOutput)},
           {"--json", nullptr, "FILE", "the analysis as JSON too",
-           [](AnalyzeOptions& o, Value v) { o.jsonOutput = v; }},
+           stored(&AnalyzeOptions::jsonOutput)},
           {"--rank", nullptr, "N", "only the traces of rank N",
-           [](AnalyzeOptions& o, Value v) {
-             o.rank = static_cast<int64_t>(parseCount("analyze", "--rank", v));
+           [](AnalyzeOptions& o, const char* option, Value v) {
+             o.rank = static_cast<int64_t>(parseCount("analyze", option, v));
            }},
           {"--top", nullptr, "N", "rows per table (default 10)",
-           [](AnalyzeOptions& o, Value v) { o.top = parseCount("analyze", "--top", v); }},
+           counted("analyze", &AnalyzeOptions::top)},
           {"--tiny-us", nullptr, "N", "a kernel shorter than N microseconds is tiny (default 10)",
-           [](AnalyzeOptions& o, Value v) {
-             o.tinyKernelNs = static_cast<int64_t>(parseCount("analyze", "--tiny-us", v)) * 1000;
+           [](AnalyzeOptions& o, const char* option, Value v) {
+             o.tinyKernelNs = static_cast<int64_t>(parseCount("analyze", option, v)) * 1000;
            }},
           {"--kernel-wait-us", nullptr, "N",
            "an idle gap shorter than N microseconds before an operation that was already "
            "queued is \"kernel wait\", the GPU moving on to the next one (default 30: what "
            "HTA's idle-time breakdown counts, its consecutive_kernel_delay of 30 compared with "
            "gaps in microseconds; 0: none)",
-           [](AnalyzeOptions& o, Value v) {
-             o.kernelWaitNs =
-                 static_cast<int64_t>(parseCount("analyze", "--kernel-wait-us", v)) * 1000;
+           [](AnalyzeOptions& o, const char* option, Value v) {
+             o.kernelWaitNs = static_cast<int64_t>(parseCount("analyze", option, v)) * 1000;
            }},
           {"--memory-mb", nullptr, "N",
            "the memory a trace's analysis may hold (default 256); what is more goes to "
            "temporary files in $TMPDIR (else /tmp), so a trace of any length is analysed in "
            "this much memory",
-           [](AnalyzeOptions& o, Value v) { o.memoryBytes = parseAnalyzeMemory(v); }},
-          {"--quiet", "-q", nullptr, "no progress",
-           [](AnalyzeOptions& o, Value) { o.quiet = true; }},
+           [](AnalyzeOptions& o, const char*, Value v) { o.memoryBytes = parseAnalyzeMemory(v); }},
+          {"--quiet", "-q", nullptr, "no progress", setTo(&AnalyzeOptions::quiet, true)},
       },
       Operands::Anywhere,
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {
@@ -466,39 +474,45 @@ const CommandSpec<TriggerOptions>& triggerSpec() {
       &Command::trigger,
       {
           {"--pid", nullptr, "PID", "the process to record",
-           [](TriggerOptions& o, Value v) { o.pid = parsePid(v); }},
+           [](TriggerOptions& o, const char*, Value v) { o.pid = parsePid(v); }},
           {"--job", nullptr, "NAME",
            "every process of the run NAME (`kinetrace run` prints its run id; "
            "KINETRACE_RUN_ID), all starting at the same moment",
-           [](TriggerOptions& o, Value v) { o.job = v; }},
+           stored(&TriggerOptions::job)},
           {"--duration", nullptr, "T", "how long to record (5s, 500ms, 2m)",
-           [](TriggerOptions& o, Value v) { o.durationNs = parseDurationOption("--duration", v); }},
+           [](TriggerOptions& o, const char* option, Value v) {
+             o.durationNs = parseDurationOption(option, v);
+           }},
           {"--steps", nullptr, "N",
            "record N steps of the program's loop instead: from the start of one step (an NVTX "
            "range named as `kinetrace run --step-marks` says) to the start of the step N "
            "later. With --job every process starts at the same step number: one that all of "
            "them have still ahead, about a second away at the pace they go",
-           [](TriggerOptions& o, Value v) {
-             o.steps = parseStepNumber("--steps", v);
+           [](TriggerOptions& o, const char* option, Value v) {
+             o.steps = parseStepNumber(option, v);
              if (o.steps <= 0) throw UsageError("kinetrace trigger: --steps needs at least 1 step");
            }},
           {"--start-step", nullptr, "S",
            "with --steps: start at step S (counted from CUDA's start) instead",
-           [](TriggerOptions& o, Value v) { o.startStep = parseStepNumber("--start-step", v); }},
+           [](TriggerOptions& o, const char* option, Value v) {
+             o.startStep = parseStepNumber(option, v);
+           }},
           {"--output", "-o", "PATH",
            "where the trace goes: a file (with --pid) or a directory (the run's naming in it); "
            "default: the run's output directory",
-           [](TriggerOptions& o, Value v) { o.output = v; }},
+           stored(&TriggerOptions::output)},
           {"--config", nullptr, "FILE",
            "libkineto's on-demand keys: ACTIVITIES_DURATION_SECS, ACTIVITIES_DURATION_MSECS, "
            "ACTIVITIES_ITERATIONS (steps), ACTIVITIES_LOG_FILE, PROFILE_START_TIME "
            "(milliseconds since the epoch), PROFILE_START_ITERATION (a step); the options "
            "above win",
-           [](TriggerOptions& o, Value v) { o.configFile = v; }},
+           stored(&TriggerOptions::configFile)},
           {"--start-in", nullptr, "T",
            "start T from now (default: now with --pid, 1s with --job, so every process has the "
            "request before it starts)",
-           [](TriggerOptions& o, Value v) { o.startInNs = parseDurationOption("--start-in", v); }},
+           [](TriggerOptions& o, const char* option, Value v) {
+             o.startInNs = parseDurationOption(option, v);
+           }},
       },
       Operands::None,
       finishTrigger,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +24,8 @@ struct OptionSpec {
   const char* valueName;  // "DIR"; nullptr: a flag
   // nullptr: shares the help line of the option before it (a pair: --nvtx, --no-nvtx).
   const char* help;
-  void (*apply)(Options& options, const std::string& value);
+  // Takes the option as its long name, for messages.
+  std::function<void(Options& options, const char* option, const std::string& value)> apply;
 };
 
 // Where the words of a command line that are not options go.
@@ -115,7 +117,7 @@ Command parseWith(const CommandSpec<Options>& spec, const std::vector<std::strin
       }
       value = args[++i];
     }
-    option->apply(options, value);
+    option->apply(options, option->longName, value);
   }
   spec.finish(options, std::move(operands));
   return command;
