@@ -55,8 +55,8 @@ std::string newRunId() {
   return std::string(stamp) + "-" + std::to_string(::getpid());
 }
 
-void warn(const std::string& message) {
-  std::fprintf(stderr, "kinetrace run: %s\n", message.c_str());
+void warn(std::FILE* err, const std::string& message) {
+  std::fprintf(err, "kinetrace run: %s\n", message.c_str());
 }
 
 void setVariable(const char* name, const std::string& value) {
@@ -66,7 +66,7 @@ void setVariable(const char* name, const std::string& value) {
 // Sets the variables the injected processes read. Options given on the command line win
 // over KINETRACE_* variables already set; the others are passed on.
 void exportConfiguration(const RunOptions& options, const std::string& outputDir,
-                         const std::string& runId, const std::string& library) {
+                         const std::string& runId, const std::string& library, std::FILE* err) {
   setVariable("KINETRACE_OUTPUT", outputDir);
   setVariable("KINETRACE_RUN_ID", runId);
   const std::pair<const char*, const std::string*> values[] = {
@@ -96,8 +96,8 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
     const char* existing = std::getenv(name);
     if (existing != nullptr && *existing != '\0' && library != existing) {
-      warn(std::string("replacing ") + name + "=" + existing +
-           " (another tool's injection) with kinetrace's");
+      warn(err, std::string("replacing ") + name + "=" + existing +
+                    " (another tool's injection) with kinetrace's");
     }
     setVariable(name, library);
   }
@@ -105,16 +105,17 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
 
 // --torch: libkineto_api.so loaded ahead of PyTorch makes kinetrace its profiler backend.
 // One CUPTI subscriber per process: kinetrace's own injection must not run beside it.
-void exportTorchBackend(const std::string& library) {
+void exportTorchBackend(const std::string& library, std::FILE* err) {
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
     const char* existing = std::getenv(name);
     if (existing == nullptr || *existing == '\0') continue;
     if (std::string(existing).find(kLibraryName) != std::string::npos) {
       ::unsetenv(name);
     } else if (std::string(name) == "CUDA_INJECTION64_PATH") {
-      warn(std::string("CUDA_INJECTION64_PATH=") + existing +
-           " (another tool's injection) stays set: that tool will hold CUPTI first, and the "
-           "program's traces will hold CPU activity only");
+      warn(err,
+           std::string("CUDA_INJECTION64_PATH=") + existing +
+               " (another tool's injection) stays set: that tool will hold CUPTI first, and the "
+               "program's traces will hold CPU activity only");
     }
   }
   const char* preload = std::getenv("LD_PRELOAD");
@@ -241,8 +242,8 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   std::string program = resolveProgram(options.program[0]);
   std::string outputDir = prepareOutputDirectory(options.outputDir);
   std::string runId = newRunId();
-  exportConfiguration(options, outputDir, runId, library);
-  if (options.torch) exportTorchBackend(library);
+  exportConfiguration(options, outputDir, runId, library, err);
+  if (options.torch) exportTorchBackend(library, err);
   if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
     std::fprintf(err,
                  "kinetrace run: on demand: nothing is recorded until asked: kinetrace trigger "
