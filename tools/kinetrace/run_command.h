@@ -24,7 +24,9 @@ std::string prepareOutputDirectory(const std::string& dir);
 std::string resolveProgram(const std::string& program);
 
 // `kinetrace run`: sets up the environment, runs the program, waits for it, prints where
-// the traces went and their summaries on `err` (the program keeps `out`). Returns the exit status to use.
+// the traces went and their summaries on `err` (the program keeps the process's stdout).
+// Only program_runner's notice of a signal passed on to the program goes to stderr itself.
+// Returns the exit status to use.
 int runCommand(const RunOptions& options, std::FILE* out, std::FILE* err);
 
 }  // namespace kinetrace::cli
