@@ -11,13 +11,14 @@
 //   kinetrace run [options] [--] PROGRAM [ARGS...]
 //   kinetrace summary [--top N] PATH...
 //   kinetrace convert [--quiet] IN OUT
-//   kinetrace analyze [--html FILE] [--json FILE] [--rank N] [--top N] [--tiny-us N]
-//                     [--kernel-wait-us N] [--memory-mb N] TRACE|DIR...
-//   kinetrace trigger (--pid PID | --job NAME) [--duration T] [--output PATH] [--config F]
+//   kinetrace merge [options] TRACE... -o OUT
+//   kinetrace analyze [options] TRACE|DIR...
+//   kinetrace trigger (--pid PID | --job NAME) (--duration T | --steps N) [options]
 //   kinetrace help [COMMAND] | --help | --version
 //
-// Parsing only: nothing here touches the file system or the environment, so every error
-// case is a unit test.
+// Each command's options are one table (option_table.h), read by the parser and printed by
+// `kinetrace help COMMAND`. Parsing only: nothing here touches the file system or the
+// environment, so every error case is a unit test.
 
 namespace kinetrace::cli {
 
@@ -41,11 +42,11 @@ struct RunOptions {
   std::string duration;
   std::string captureRange;
   std::string logLevel;
-  std::string memoryMb;   // KINETRACE_MEMORY_MB: the tracer's whole memory per process
-  std::string format;     // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
+  std::string memoryMb;        // KINETRACE_MEMORY_MB: the tracer's whole memory per process
+  std::string format;          // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
   std::string cudaGraphTrace;  // KINETRACE_CUDA_GRAPH_TRACE: node or graph
-  std::string schedule;   // KINETRACE_SCHEDULE: record by steps
-  std::string stepMarks;  // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
+  std::string schedule;        // KINETRACE_SCHEDULE: record by steps
+  std::string stepMarks;       // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
   bool nvtx = true;
   // --torch: kinetrace becomes the profiler backend of the program's PyTorch (libkineto_api.so
   // preloaded) instead of tracing the whole run through CUDA injection.
@@ -116,12 +117,12 @@ struct Command {
 // `args` excludes argv[0]. Throws UsageError.
 Command parseCommandLine(const std::vector<std::string>& args);
 
+// The commands, in the order the help lists them ("help" itself not among them).
+std::vector<std::string> commandNames();
+// Every spelling a command accepts (long and short, --help included); empty for no command.
+std::vector<std::string> optionNamesOf(const std::string& command);
+
 std::string mainHelp();
-std::string runHelp();
-std::string summaryHelp();
-std::string convertHelp();
-std::string mergeHelp();
-std::string analyzeHelp();
-std::string helpFor(const std::string& topic);  // "" -> mainHelp()
+std::string helpFor(const std::string& topic);  // a command's name, else mainHelp()
 
 }  // namespace kinetrace::cli

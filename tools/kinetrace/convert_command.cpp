@@ -23,7 +23,7 @@ uint64_t fileSize(const std::string& path) {
 
 }  // namespace
 
-int convertCommand(const ConvertOptions& options, std::FILE* messages) {
+int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE* messages) {
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,

@@ -1,6 +1,12 @@
-// The kinetrace command: `kinetrace run -- PROGRAM` traces an unmodified CUDA program;
-// `kinetrace convert IN OUT` rewrites a trace in another format; `kinetrace merge` puts one
-// job's traces on one timeline.
+// The kinetrace command: `run` traces an unmodified CUDA program, `trigger` asks a running
+// one to record now, `analyze` says why the GPU was idle, `convert` rewrites a trace in
+// another format, `merge` puts one job's traces on one timeline, `summary` prints the
+// summaries `run` wrote, `help` prints a command's options (and `--version` the version).
+//
+// Every command has one shape, `int xCommand(const XOptions&, std::FILE* out, std::FILE* err)`:
+// its results on `out`, progress and reports on `err`, a mistake thrown (UsageError, exit
+// status 2, or kinetrace::Error, 1), else the exit status returned. main dispatches them from
+// the table below.
 
 #include <cstdio>
 #include <string>
@@ -10,35 +16,57 @@
 #include "cli_options.h"
 #include "convert_command.h"
 #include "error_text.h"
-#include "merge_command.h"
 #include "kinetrace/error.h"
+#include "merge_command.h"
 #include "run_command.h"
+#include "summary_command.h"
 #include "trigger_command.h"
+
+namespace kinetrace::cli {
+namespace {
+
+int printHelp(const Command& command, std::FILE* out, std::FILE*) {
+  std::fputs(helpFor(command.helpTopic).c_str(), out);
+  return 0;
+}
+
+int printVersion(const Command&, std::FILE* out, std::FILE*) {
+  std::fprintf(out, "kinetrace %s\n", KINETRACE_VERSION_STRING);
+  return 0;
+}
+
+struct Dispatch {
+  Command::Kind kind;
+  int (*run)(const Command& command, std::FILE* out, std::FILE* err);
+};
+
+constexpr Dispatch kCommands[] = {
+    {Command::Kind::Help, printHelp},
+    {Command::Kind::Version, printVersion},
+    {Command::Kind::Run,
+     [](const Command& c, std::FILE* out, std::FILE* err) { return runCommand(c.run, out, err); }},
+    {Command::Kind::Trigger, [](const Command& c, std::FILE* out,
+                                std::FILE* err) { return triggerCommand(c.trigger, out, err); }},
+    {Command::Kind::Analyze, [](const Command& c, std::FILE* out,
+                                std::FILE* err) { return analyzeCommand(c.analyze, out, err); }},
+    {Command::Kind::Convert, [](const Command& c, std::FILE* out,
+                                std::FILE* err) { return convertCommand(c.convert, out, err); }},
+    {Command::Kind::Merge, [](const Command& c, std::FILE* out,
+                              std::FILE* err) { return mergeCommand(c.merge, out, err); }},
+    {Command::Kind::Summary, [](const Command& c, std::FILE* out,
+                                std::FILE* err) { return summaryCommand(c.summary, out, err); }},
+};
+
+}  // namespace
+}  // namespace kinetrace::cli
 
 int main(int argc, char** argv) {
   using namespace kinetrace::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    Command command = parseCommandLine(args);
-    switch (command.kind) {
-      case Command::Kind::Help:
-        std::fputs(helpFor(command.helpTopic).c_str(), stdout);
-        return 0;
-      case Command::Kind::Version:
-        std::printf("kinetrace %s\n", KINETRACE_VERSION_STRING);
-        return 0;
-      case Command::Kind::Run:
-        return runCommand(command.run);
-      case Command::Kind::Summary:
-        return summaryCommand(command.summary);
-      case Command::Kind::Convert:
-        return convertCommand(command.convert, stderr);
-      case Command::Kind::Merge:
-        return mergeCommand(command.merge, stdout, stderr);
-      case Command::Kind::Analyze:
-        return analyzeCommand(command.analyze, stdout, stderr);
-      case Command::Kind::Trigger:
-        return triggerCommand(command.trigger, stdout);
+    const Command command = parseCommandLine(args);
+    for (const Dispatch& entry : kCommands) {
+      if (entry.kind == command.kind) return entry.run(command, stdout, stderr);
     }
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.what());

@@ -10,8 +10,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "analysis/summary.h"
-#include "analyze_command.h"
 #include "error_text.h"
 #include "files.h"
 #include "inject/run_manifest.h"
@@ -57,8 +55,8 @@ std::string newRunId() {
   return std::string(stamp) + "-" + std::to_string(::getpid());
 }
 
-void warn(const std::string& message) {
-  std::fprintf(stderr, "kinetrace run: %s\n", message.c_str());
+void warn(std::FILE* err, const std::string& message) {
+  std::fprintf(err, "kinetrace run: %s\n", message.c_str());
 }
 
 void setVariable(const char* name, const std::string& value) {
@@ -68,7 +66,7 @@ void setVariable(const char* name, const std::string& value) {
 // Sets the variables the injected processes read. Options given on the command line win
 // over KINETRACE_* variables already set; the others are passed on.
 void exportConfiguration(const RunOptions& options, const std::string& outputDir,
-                         const std::string& runId, const std::string& library) {
+                         const std::string& runId, const std::string& library, std::FILE* err) {
   setVariable("KINETRACE_OUTPUT", outputDir);
   setVariable("KINETRACE_RUN_ID", runId);
   const std::pair<const char*, const std::string*> values[] = {
@@ -98,8 +96,8 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
     const char* existing = std::getenv(name);
     if (existing != nullptr && *existing != '\0' && library != existing) {
-      warn(std::string("replacing ") + name + "=" + existing +
-           " (another tool's injection) with kinetrace's");
+      warn(err, std::string("replacing ") + name + "=" + existing +
+                    " (another tool's injection) with kinetrace's");
     }
     setVariable(name, library);
   }
@@ -107,16 +105,17 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
 
 // --torch: libkineto_api.so loaded ahead of PyTorch makes kinetrace its profiler backend.
 // One CUPTI subscriber per process: kinetrace's own injection must not run beside it.
-void exportTorchBackend(const std::string& library) {
+void exportTorchBackend(const std::string& library, std::FILE* err) {
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
     const char* existing = std::getenv(name);
     if (existing == nullptr || *existing == '\0') continue;
     if (std::string(existing).find(kLibraryName) != std::string::npos) {
       ::unsetenv(name);
     } else if (std::string(name) == "CUDA_INJECTION64_PATH") {
-      warn(std::string("CUDA_INJECTION64_PATH=") + existing +
-           " (another tool's injection) stays set: that tool will hold CUPTI first, and the "
-           "program's traces will hold CPU activity only");
+      warn(err,
+           std::string("CUDA_INJECTION64_PATH=") + existing +
+               " (another tool's injection) stays set: that tool will hold CUPTI first, and the "
+               "program's traces will hold CPU activity only");
     }
   }
   const char* preload = std::getenv("LD_PRELOAD");
@@ -219,7 +218,7 @@ std::string resolveProgram(const std::string& program) {
   throw UsageError("kinetrace run: cannot run '" + program + "': not found in PATH", 127);
 }
 
-int runCommand(const RunOptions& options) {
+int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   std::string library;
   if (options.torch) {
     const std::vector<std::string> candidates = kinetoApiLibraryCandidates();
@@ -243,10 +242,10 @@ int runCommand(const RunOptions& options) {
   std::string program = resolveProgram(options.program[0]);
   std::string outputDir = prepareOutputDirectory(options.outputDir);
   std::string runId = newRunId();
-  exportConfiguration(options, outputDir, runId, library);
-  if (options.torch) exportTorchBackend(library);
+  exportConfiguration(options, outputDir, runId, library, err);
+  if (options.torch) exportTorchBackend(library, err);
   if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
-    std::fprintf(stderr,
+    std::fprintf(err,
                  "kinetrace run: on demand: nothing is recorded until asked: kinetrace trigger "
                  "--job %s --duration 10s (or --steps 20)\n",
                  runId.c_str());
@@ -257,14 +256,14 @@ int runCommand(const RunOptions& options) {
   std::string name = baseName(options.program[0]);
   if (WIFEXITED(status)) {
     exitCode = WEXITSTATUS(status);
-    std::fprintf(stderr, "\nkinetrace: %s exited with status %d\n", name.c_str(), exitCode);
+    std::fprintf(err, "\nkinetrace: %s exited with status %d\n", name.c_str(), exitCode);
   } else if (WIFSIGNALED(status)) {
     exitCode = 128 + WTERMSIG(status);
-    std::fprintf(stderr, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
+    std::fprintf(err, "\nkinetrace: %s was ended by signal %s\n", name.c_str(),
                  signalName(WTERMSIG(status)).c_str());
   }
   if (options.torch) {
-    std::fprintf(stderr,
+    std::fprintf(err,
                  "kinetrace: the program's torch.profiler recorded with kinetrace; its traces are "
                  "where the program saved them\n");
     return exitCode;
@@ -272,69 +271,10 @@ int runCommand(const RunOptions& options) {
   std::fputs(runReport(tracesOfRun(outputDir, runId), inject::readManifest(outputDir, runId),
                        outputDir, options)
                  .c_str(),
-             stderr);
+             err);
   // The manifest is the run's scratch: what it said is in the report now.
   ::unlink(inject::manifestPath(outputDir, runId).c_str());
   return exitCode;
-}
-
-int summaryCommand(const SummaryOptions& options) {
-  std::vector<std::string> files;
-  std::vector<std::string> tracesWithoutSummary;  // analysed instead
-  bool missing = false;
-  for (const std::string& path : options.paths) {
-    if (isDirectory(path)) {
-      std::size_t before = files.size();
-      for (const std::string& name : listDirectory(path)) {
-        if (inject::isSummaryOfRun(name, "")) files.push_back(path + "/" + name);
-      }
-      if (files.size() == before) {
-        std::fprintf(stderr, "kinetrace summary: no kinetrace summaries in %s\n", path.c_str());
-        missing = true;
-      }
-    } else if (endsWith(path, ".summary.json")) {
-      files.push_back(path);
-    } else if (isRegularFile(inject::summaryPathFor(path)) || !isRegularFile(path)) {
-      files.push_back(inject::summaryPathFor(path));
-    } else {
-      // A trace saved through the API or by torch.profiler has no summary file: the trace
-      // itself is the input.
-      tracesWithoutSummary.push_back(path);
-    }
-  }
-  bool first = true;
-  for (const std::string& file : files) {
-    std::string text = readFile(file);
-    if (text.empty()) {
-      std::fprintf(stderr, "kinetrace summary: cannot read %s\n", file.c_str());
-      missing = true;
-      continue;
-    }
-    try {
-      detail::Summary summary = detail::summaryFromJson(text);
-      std::printf("%s%s", first ? "" : "\n",
-                  detail::formatSummary(summary, options.topKernels).c_str());
-      first = false;
-    } catch (const Error& error) {
-      std::fprintf(stderr, "kinetrace summary: %s: %s\n", file.c_str(),
-                   withoutKinetracePrefix(error.what()).c_str());
-      missing = true;
-    }
-  }
-  for (const std::string& trace : tracesWithoutSummary) {
-    AnalyzeOptions analyze;
-    analyze.paths = {trace};
-    analyze.top = options.topKernels;
-    std::printf("%s", first ? "" : "\n");
-    try {
-      analyzeCommand(analyze, stdout, stderr);
-      first = false;
-    } catch (const Error& error) {
-      std::fprintf(stderr, "kinetrace summary: %s\n", withoutKinetracePrefix(error.what()).c_str());
-      missing = true;
-    }
-  }
-  return missing || first ? 1 : 0;
 }
 
 }  // namespace kinetrace::cli

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,9 @@ std::string prepareOutputDirectory(const std::string& dir);
 std::string resolveProgram(const std::string& program);
 
 // `kinetrace run`: sets up the environment, runs the program, waits for it, prints where
-// the traces went and their summaries on stderr. Returns the exit status to use.
-int runCommand(const RunOptions& options);
-
-// `kinetrace summary`: prints the summaries of the traces named. Returns 0, or 1 when none
-// was found.
-int summaryCommand(const SummaryOptions& options);
+// the traces went and their summaries on `err` (the program keeps the process's stdout).
+// Only program_runner's notice of a signal passed on to the program goes to stderr itself.
+// Returns the exit status to use.
+int runCommand(const RunOptions& options, std::FILE* out, std::FILE* err);
 
 }  // namespace kinetrace::cli

@@ -123,7 +123,7 @@ void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int6
   }
 }
 
-int triggerCommand(const TriggerOptions& given, std::FILE* out) {
+int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err*/) {
   TriggerOptions options = given;
   int64_t startAtNs = 0;
   if (!options.configFile.empty()) {

@@ -8,9 +8,10 @@
 namespace kinetrace::cli {
 
 // `kinetrace trigger`: asks the processes named to record now (inject/trigger_channel.h).
-// Prints each process's answer to `out`. Returns 0 when every process accepted, 1 when one
-// refused or could not be reached; throws UsageError for a bad --config file.
-int triggerCommand(const TriggerOptions& options, std::FILE* out);
+// Prints each process's answer to `out`; `err` stays unused (a refusal is an answer).
+// Returns 0 when every process accepted, 1 when one refused or could not be reached; throws
+// UsageError for a bad --config file.
+int triggerCommand(const TriggerOptions& options, std::FILE* out, std::FILE* err);
 
 // libkineto's on-demand configuration keys in `text` applied to `options` where the
 // command line left them unset: ACTIVITIES_DURATION_SECS, ACTIVITIES_DURATION_MSECS,

@@ -57,7 +57,7 @@ class ConvertCommandTest : public ::testing::Test {
     options.output = path(out);
     options.progressFromBytes = progressFromBytes;
     std::FILE* messages = std::tmpfile();
-    const int status = convertCommand(options, messages);
+    const int status = convertCommand(options, stdout, messages);
     std::rewind(messages);
     char line[512];
     report_.clear();

@@ -13,7 +13,7 @@
 
 #include "cli_options.h"
 #include "kinetrace/error.h"
-#include "run_command.h"
+#include "summary_command.h"
 #include "support/temp_dir.h"
 #include "support/usage_error.h"
 
@@ -73,7 +73,7 @@ TEST(AnalyzeOptionsTest, ReadsItsOptionsAndNeedsATrace) {
             2'000);
   EXPECT_EQ(usageErrorOf({"analyze", "--kernel-wait-us", "-1", "t"}),
             "kinetrace analyze: --kernel-wait-us needs a whole number 0..1000, got '-1'");
-  EXPECT_NE(analyzeHelp().find("--kernel-wait-us N"), std::string::npos);
+  EXPECT_NE(helpFor("analyze").find("--kernel-wait-us N"), std::string::npos);
   EXPECT_TRUE(c.analyze.quiet);
   EXPECT_EQ(usageErrorOf({"analyze"}),
             "kinetrace analyze: no trace given: kinetrace analyze TRACE|DIRECTORY...");
@@ -160,7 +160,7 @@ TEST_F(AnalyzeCommandTest, SummaryOfATraceWithoutASummaryFileAnalysesTheTrace) {
   SummaryOptions options;
   options.paths = {path("api.json")};
   ::testing::internal::CaptureStdout();
-  const int status = summaryCommand(options);
+  const int status = summaryCommand(options, stdout, stderr);
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(status, 0);
   EXPECT_NE(out.find("Findings"), std::string::npos) << out;

@@ -1,0 +1,74 @@
+#include "summary_command.h"
+
+#include <string>
+#include <vector>
+
+#include "analysis/summary.h"
+#include "analyze_command.h"
+#include "error_text.h"
+#include "files.h"
+#include "inject/trace_naming.h"
+#include "kinetrace/error.h"
+
+namespace kinetrace::cli {
+
+int summaryCommand(const SummaryOptions& options, std::FILE* out, std::FILE* err) {
+  std::vector<std::string> files;
+  std::vector<std::string> tracesWithoutSummary;  // analysed instead
+  bool missing = false;
+  for (const std::string& path : options.paths) {
+    if (isDirectory(path)) {
+      std::size_t before = files.size();
+      for (const std::string& name : listDirectory(path)) {
+        if (inject::isSummaryOfRun(name, "")) files.push_back(path + "/" + name);
+      }
+      if (files.size() == before) {
+        std::fprintf(err, "kinetrace summary: no kinetrace summaries in %s\n", path.c_str());
+        missing = true;
+      }
+    } else if (endsWith(path, ".summary.json")) {
+      files.push_back(path);
+    } else if (isRegularFile(inject::summaryPathFor(path)) || !isRegularFile(path)) {
+      files.push_back(inject::summaryPathFor(path));
+    } else {
+      // A trace saved through the API or by torch.profiler has no summary file: the trace
+      // itself is the input.
+      tracesWithoutSummary.push_back(path);
+    }
+  }
+  bool first = true;
+  for (const std::string& file : files) {
+    std::string text = readFile(file);
+    if (text.empty()) {
+      std::fprintf(err, "kinetrace summary: cannot read %s\n", file.c_str());
+      missing = true;
+      continue;
+    }
+    try {
+      detail::Summary summary = detail::summaryFromJson(text);
+      std::fprintf(out, "%s%s", first ? "" : "\n",
+                   detail::formatSummary(summary, options.topKernels).c_str());
+      first = false;
+    } catch (const Error& error) {
+      std::fprintf(err, "kinetrace summary: %s: %s\n", file.c_str(),
+                   withoutKinetracePrefix(error.what()).c_str());
+      missing = true;
+    }
+  }
+  for (const std::string& trace : tracesWithoutSummary) {
+    AnalyzeOptions analyze;
+    analyze.paths = {trace};
+    analyze.top = options.topKernels;
+    std::fprintf(out, "%s", first ? "" : "\n");
+    try {
+      analyzeCommand(analyze, out, err);
+      first = false;
+    } catch (const Error& error) {
+      std::fprintf(err, "kinetrace summary: %s\n", withoutKinetracePrefix(error.what()).c_str());
+      missing = true;
+    }
+  }
+  return missing || first ? 1 : 0;
+}
+
+}  // namespace kinetrace::cli
