@@ -344,8 +344,8 @@ void ActivityTrace::addGpuActivities() {
       activity.resource = static_cast<int32_t>(op.tid);
       activity.threadId = static_cast<int32_t>(op.tid);
     } else {
-      activity.device = static_cast<int32_t>(op.device);
-      activity.resource = static_cast<int32_t>(op.stream);
+      activity.device = static_cast<int32_t>(op.deviceId);
+      activity.resource = static_cast<int32_t>(op.streamId);
     }
     if (op.externalId != 0 && op.externalId < kFirstRangeId) {
       auto found = opsById.find(static_cast<int32_t>(op.externalId));
@@ -359,15 +359,15 @@ void ActivityTrace::addGpuActivities() {
     }
     if (op.externalId != 0) activity.addMetadata("External id", op.externalId);
     if (!call) {
-      activity.addMetadata("device", op.device);
-      activity.addMetadata("stream", op.stream);
+      activity.addMetadata("device", op.deviceId);
+      activity.addMetadata("stream", op.streamId);
     }
     activity.addMetadata("correlation", op.correlationId);
     all_.push_back(&activity);
     if (call || type == ActivityType::CUDA_SYNC) return;
     auto annotation = annotationOfLaunch.find(op.correlationId);
     if (annotation == annotationOfLaunch.end()) return;
-    auto [span, added] = spans.try_emplace({annotation->second, op.device, op.stream},
+    auto [span, added] = spans.try_emplace({annotation->second, op.deviceId, op.streamId},
                                            AnnotationSpan{activity.startTime, activity.endTime});
     if (!added) {
       span->second.startNs = std::min(span->second.startNs, activity.startTime);
