@@ -61,6 +61,8 @@ Assembler::Assembler(TraceTables& tables, AssemblerOptions options)
     : tables_(tables),
       options_(std::move(options)),
       ncclGroups_(tables, kEventArgsKept),
+      // Launches are kept as long as a call is, an older launch's call being gone anyway.
+      graphLaunches_(kGraphLaunchesKept, kPendingExpiryNs),
       graphSites_(tables, kGraphNodeSitesKept) {}
 
 // ---- host side ------------------------------------------------------------------------
@@ -402,8 +404,8 @@ bool Assembler::tryJoin(Record& record) {
       !std::is_same_v<Record, SyncRecord> && !std::is_same_v<Record, GraphRecord>;
   if constexpr (kGraphNode) {
     if (call == nullptr && id == 0 && record.graphId != 0) {
-      // A node of a conditional's body: its launch is known by its graph (graphLaunches_).
-      id = graphLaunchAt(record.graphId, at.startNs);
+      // A node of a conditional's body: its launch is known by its graph.
+      id = graphLaunches_.launchAt(record.graphId, at.startNs);
       call = findCall(id);
     }
   }
@@ -411,7 +413,7 @@ bool Assembler::tryJoin(Record& record) {
   constexpr bool kGpuWork = !std::is_same_v<Record, SyncRecord>;
   if constexpr (kGraphNode) {
     if (call->effect == CallEffect::Graph && record.graphId != 0) {
-      noteGraphLaunch(record.graphId, at.startNs, id);
+      graphLaunches_.onJoined(record.graphId, at.startNs, id);
     }
   }
   join(at, id, *call, kGpuWork);
@@ -424,36 +426,6 @@ bool Assembler::tryJoin(Record& record) {
   }
   emit(record);
   return true;
-}
-
-void Assembler::noteGraphLaunch(uint32_t graphId, int64_t startNs, uint32_t correlationId) {
-  auto& launches = graphLaunches_[graphId];
-  auto same = std::find_if(launches.rbegin(), launches.rend(),
-                           [correlationId](const auto& l) { return l.second == correlationId; });
-  if (same != launches.rend()) {
-    same->first = std::min(same->first, startNs);
-  } else {
-    // Nodes arrive about in the order they ran: a new launch goes at or near the back.
-    auto at =
-        std::upper_bound(launches.begin(), launches.end(), std::make_pair(startNs, correlationId));
-    launches.insert(at, {startNs, correlationId});
-  }
-  // Kept as long as a call is (kPendingExpiryNs), an older launch's call being gone anyway,
-  // and the last kGraphLaunchesKept only: a body's nodes arrive a few buffers after the node
-  // that joined their launch, not thousands of launches later.
-  while (!launches.empty() && (launches.size() > kGraphLaunchesKept ||
-                               launches.front().first < launches.back().first - kPendingExpiryNs)) {
-    launches.pop_front();
-  }
-}
-
-uint32_t Assembler::graphLaunchAt(uint32_t graphId, int64_t startNs) const {
-  auto found = graphLaunches_.find(graphId);
-  if (found == graphLaunches_.end()) return 0;
-  const auto& launches = found->second;
-  auto after = std::upper_bound(launches.begin(), launches.end(), startNs,
-                                [](int64_t t, const auto& l) { return t < l.first; });
-  return after == launches.begin() ? 0 : std::prev(after)->second;
 }
 
 template <typename Record>
@@ -801,7 +773,7 @@ std::size_t Assembler::heldBytes() const {
            waitingGraphs_.capacity() * sizeof(Waiting<GraphRecord>) +
            waitingSyncs_.capacity() * sizeof(Waiting<SyncRecord>) +
            waitingMemory_.capacity() * sizeof(Waiting<MemoryRecord>);
-  for (const auto& [graph, launches] : graphLaunches_) bytes += kNode + launches.size() * 16;
+  bytes += graphLaunches_.heldBytes();
   bytes += graphSites_.heldBytes() + ncclGroups_.heldBytes();
   bytes += clock_.heldBytes();
   bytes += (streamLanes_.size() + overheadLanes_.size()) * LaneAllocator::kKeep * 16;

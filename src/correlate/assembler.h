@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "correlate/clock_bounds.h"
+#include "correlate/graph_launches.h"
 #include "correlate/graph_sites.h"
 #include "correlate/lane_allocator.h"
 #include "correlate/nccl_groups.h"
@@ -174,9 +175,6 @@ class Assembler final : public HostEventVisitor {
   template <typename Record>
   void retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpAll);
   void join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call, bool gpuWork);
-  // Graph launches, learnt from the operations that joined them: see graphLaunches_.
-  void noteGraphLaunch(uint32_t graphId, int64_t startNs, uint32_t correlationId);
-  uint32_t graphLaunchAt(uint32_t graphId, int64_t startNs) const;
   void emit(KernelRecord& record);
   void emit(MemcpyRecord& record);
   void emit(MemsetRecord& record);
@@ -217,14 +215,7 @@ class Assembler final : public HostEventVisitor {
                       std::greater<>>
       pendingByStart_;
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
-  // Kernels, copies and memsets in the bodies of a graph's conditional nodes (IF, WHILE,
-  // SWITCH) come from CUPTI with correlation id 0, but with the id of the graph that ran
-  // them: the same id as the graph's other nodes, which carry their launch's correlation id.
-  // Launches of one executable graph run one after another, so such an operation belongs to
-  // the launch whose first joined node started last before it. Per graph id, (start of the
-  // launch's first joined node, launch correlation id), oldest first; entries older than a
-  // call is kept are dropped.
-  std::unordered_map<uint32_t, std::deque<std::pair<int64_t, uint32_t>>> graphLaunches_;
+  GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
   GraphSites graphSites_;  // where graph nodes were created, for the work replayed from them
 
   std::vector<Waiting<KernelRecord>> waitingKernels_;
