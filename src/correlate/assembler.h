@@ -216,7 +216,7 @@ class Assembler final : public HostEventVisitor {
       pendingByStart_;
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
   GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
-  GraphSites graphSites_;  // where graph nodes were created, for the work replayed from them
+  GraphSites graphSites_;        // where graph nodes were created, for the work replayed from them
 
   std::vector<Waiting<KernelRecord>> waitingKernels_;
   std::vector<Waiting<MemcpyRecord>> waitingMemcpys_;
