@@ -346,8 +346,8 @@ void ActivityTrace::addGpuActivities() {
       activity.resource = static_cast<int32_t>(op.tid);
       activity.threadId = static_cast<int32_t>(op.tid);
     } else {
-      activity.device = static_cast<int32_t>(op.device);
-      activity.resource = static_cast<int32_t>(op.stream);
+      activity.device = static_cast<int32_t>(op.deviceId);
+      activity.resource = static_cast<int32_t>(op.streamId);
     }
     if (op.externalId != 0 && op.externalId < kFirstRangeId) {
       auto found = opsById.find(static_cast<int32_t>(op.externalId));
@@ -361,15 +361,15 @@ void ActivityTrace::addGpuActivities() {
     }
     if (op.externalId != 0) activity.addMetadata(chrome::kArgExternalId, op.externalId);
     if (!call) {
-      activity.addMetadata(chrome::kArgDevice, op.device);
-      activity.addMetadata(chrome::kArgStream, op.stream);
+      activity.addMetadata(chrome::kArgDevice, op.deviceId);
+      activity.addMetadata(chrome::kArgStream, op.streamId);
     }
     activity.addMetadata(chrome::kArgCorrelation, op.correlationId);
     all_.push_back(&activity);
     if (call || type == ActivityType::CUDA_SYNC) return;
     auto annotation = annotationOfLaunch.find(op.correlationId);
     if (annotation == annotationOfLaunch.end()) return;
-    auto [span, added] = spans.try_emplace({annotation->second, op.device, op.stream},
+    auto [span, added] = spans.try_emplace({annotation->second, op.deviceId, op.streamId},
                                            AnnotationSpan{activity.startTime, activity.endTime});
     if (!added) {
       span->second.startNs = std::min(span->second.startNs, activity.startTime);

@@ -110,24 +110,17 @@ void add(TimeBreakdown& to, const TimeBreakdown& from) {
 }
 
 // A GPU operation joined to its launch call.
-struct JoinedOp {
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  uint64_t externalId = 0;
-  uint64_t sequence = 0;
+struct JoinedOp : CollectedGpuOp {
   int64_t callStartNs = 0;
   int64_t callEndNs = 0;
   int64_t callTid = 0;
-  uint32_t name = 0;
-  uint32_t device = 0;
-  uint32_t stream = 0;
-  GpuOpKind kind = GpuOpKind::Compute;
   bool hasCall = false;
 };
 
 struct ByDeviceThenStart {
   bool operator()(const JoinedOp& a, const JoinedOp& b) const {
-    return std::tie(a.device, a.startNs, a.sequence) < std::tie(b.device, b.startNs, b.sequence);
+    return std::tie(a.deviceId, a.startNs, a.sequence) <
+           std::tie(b.deviceId, b.startNs, b.sequence);
   }
 };
 
@@ -361,18 +354,11 @@ class Analyzer {
     for (; !ops.done(); ops.pop()) {
       const CollectedGpuOp& op = ops.front();
       JoinedOp j;
-      j.startNs = op.startNs;
-      j.endNs = op.endNs;
-      j.externalId = op.externalId;
-      j.sequence = op.sequence;
-      j.name = op.name;
-      j.device = op.device;
-      j.stream = op.stream;
-      j.kind = op.kind;
-      if (op.correlation != 0) {
-        while (!calls.done() && calls.front().correlation < op.correlation) calls.pop();
+      static_cast<CollectedGpuOp&>(j) = op;
+      if (op.correlationId != 0) {
+        while (!calls.done() && calls.front().correlationId < op.correlationId) calls.pop();
         // Of calls with one id (never, in practice), the first sorted is taken.
-        if (!calls.done() && calls.front().correlation == op.correlation) {
+        if (!calls.done() && calls.front().correlationId == op.correlationId) {
           const CollectedCall& call = calls.front();
           j.hasCall = true;
           j.callStartNs = call.startNs;
@@ -439,8 +425,8 @@ class Analyzer {
         ++bucket;
       ++report.launchLatencyHistogram[static_cast<std::size_t>(bucket)];
       keepLongestLatency(op, latency);
-      queueChanges_.add({op.device, op.stream, op.callStartNs, +1});
-      queueChanges_.add({op.device, op.stream, op.startNs, -1});
+      queueChanges_.add({op.deviceId, op.streamId, op.callStartNs, +1});
+      queueChanges_.add({op.deviceId, op.streamId, op.startNs, -1});
     }
   }
 
@@ -503,10 +489,10 @@ class Analyzer {
     trace_.syncs.sort();
     for (; !byDevice_.done(); byDevice_.pop()) {
       const JoinedOp& op = byDevice_.front();
-      if (!sweep || sweep->report.device != op.device) {
+      if (!sweep || sweep->report.device != op.deviceId) {
         if (sweep) endDevice(*sweep, report);
         sweep.emplace();
-        beginDevice(*sweep, op.device);
+        beginDevice(*sweep, op.deviceId);
       }
       addOp(*sweep, op);
     }
@@ -527,14 +513,14 @@ class Analyzer {
   }
 
   void addOp(Sweep& s, const JoinedOp& op) {
-    StreamState& stream = s.streams[op.stream];
+    StreamState& stream = s.streams[op.streamId];
     ++stream.report.operations;
     takeSyncs(s, op.startNs);
     // The Stream Wait Events issued on its stream before its launch (and after the
     // previous launch's, which took those before it): what it was made to wait on.
     Found waitedOn;
     if (op.hasCall) {
-      auto& waits = s.waits[op.stream];
+      auto& waits = s.waits[op.streamId];
       auto upTo = std::find_if(waits.begin(), waits.end(),
                                [&](const CollectedSync& w) { return w.startNs > op.callStartNs; });
       if (upTo != waits.begin()) waitedOn = foundOf(*(upTo - 1));

@@ -107,9 +107,12 @@ void TraceCollector::write(const Event& event) {
     CollectedGpuOp op;
     op.startNs = event.timestampNs;
     op.endNs = end;
-    op.device = static_cast<uint32_t>(intArg(event, chrome::kArgDevice).value_or(event.pid));
-    op.stream = static_cast<uint32_t>(intArg(event, chrome::kArgStream).value_or(event.tid));
-    op.correlation = static_cast<uint64_t>(intArg(event, chrome::kArgCorrelation).value_or(0));
+    op.deviceId = static_cast<uint32_t>(intArg(event, chrome::kArgDevice).value_or(event.pid));
+    op.streamId = static_cast<uint32_t>(intArg(event, chrome::kArgStream).value_or(event.tid));
+    // CUPTI's ids are 32-bit: a number outside them is not one, and joins no call.
+    const int64_t correlation = intArg(event, chrome::kArgCorrelation).value_or(0);
+    op.correlationId =
+        correlation > 0 && correlation <= UINT32_MAX ? static_cast<uint32_t>(correlation) : 0;
     op.externalId = static_cast<uint64_t>(intArg(event, chrome::kArgExternalId).value_or(0));
     op.name = intern(event.name);
     op.sequence = trace_.gpuOps.size();

@@ -9,6 +9,7 @@
 
 #include "analysis/spill.h"
 #include "kinetrace/sink.h"
+#include "model/gpu_op.h"
 
 // What `kinetrace analyze` keeps of a trace while reading it: compact records of the events
 // its analyses use, taken from any Chrome trace's events (kinetrace's, torch.profiler's) by
@@ -44,15 +45,9 @@ namespace kinetrace::detail {
 
 enum class GpuOpKind : uint8_t { Compute, Communication, Memory };
 
-struct CollectedGpuOp {
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  uint64_t externalId = 0;
-  uint64_t correlation = 0;  // 0: none
-  uint64_t sequence = 0;     // its place among the trace's GPU operations: ties go by it
+struct CollectedGpuOp : GpuOp {
+  uint64_t sequence = 0;  // its place among the trace's GPU operations: ties go by it
   uint32_t name = 0;
-  uint32_t device = 0;
-  uint32_t stream = 0;
   GpuOpKind kind = GpuOpKind::Compute;
 };
 
@@ -75,7 +70,7 @@ struct ByDeviceThenStartTime {
 };
 
 struct CollectedCall {
-  uint64_t correlation = 0;
+  uint64_t correlationId = 0;
   int64_t startNs = 0;
   int64_t endNs = 0;
   int64_t tid = 0;
@@ -128,7 +123,7 @@ struct ByStart {
 struct ByCorrelation {
   template <typename T>
   bool operator()(const T& a, const T& b) const {
-    return a.correlation < b.correlation;
+    return a.correlationId < b.correlationId;
   }
 };
 struct ByExternalId {

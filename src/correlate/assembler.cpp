@@ -1,9 +1,6 @@
 #include "correlate/assembler.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <optional>
 
 #include "correlate/occupancy.h"
 
@@ -61,7 +58,12 @@ GpuPlacement& placementOf(SyncRecord& r) {
 }  // namespace
 
 Assembler::Assembler(TraceTables& tables, AssemblerOptions options)
-    : tables_(tables), options_(std::move(options)) {}
+    : tables_(tables),
+      options_(std::move(options)),
+      ncclGroups_(tables, kEventArgsKept),
+      // Launches are kept as long as a call is, an older launch's call being gone anyway.
+      graphLaunches_(kGraphLaunchesKept, kPendingExpiryNs),
+      graphSites_(tables, kGraphNodeSitesKept) {}
 
 // ---- host side ------------------------------------------------------------------------
 
@@ -154,81 +156,6 @@ uint32_t Assembler::keepArgs(std::string_view event, std::string_view encoded, u
   return index;
 }
 
-void Assembler::noteNcclRange(uint32_t instance, std::string_view call, uint64_t rangeId,
-                              uint32_t args) {
-  if (call == "ncclGroupStart") {
-    NcclGroup& group = ncclGroups_[instance];
-    if (group.depth++ == 0) group.calls.clear();
-    return;
-  }
-  auto found = ncclGroups_.find(instance);
-  if (found == ncclGroups_.end() || found->second.depth == 0) return;
-  NcclGroup& group = found->second;
-  if (call != "ncclGroupEnd") {
-    if (args != 0) group.calls.push_back(args);
-    return;
-  }
-  if (--group.depth > 0 || group.calls.empty() || tables_.eventArgs.size() >= kEventArgsKept) {
-    return;
-  }
-  // The group's calls, summed: their count by name, the bytes they move, and the
-  // communicator and peer when they all share one.
-  std::vector<std::pair<std::string_view, int>> counts;
-  uint64_t bytes = 0;
-  std::optional<StoredArg> communicator;
-  std::optional<StoredArg> peer;
-  bool oneCommunicator = true;
-  bool onePeer = true;
-  auto same = [](const std::optional<StoredArg>& seen, const StoredArg& arg) {
-    return !seen || (seen->type == arg.type && seen->number == arg.number);
-  };
-  for (const uint32_t index : group.calls) {
-    const StoredArgs& member = tables_.eventArgs[index - 1];
-    const std::string_view name = tables_.strings.get(member.event).substr(kNcclRangePrefix.size());
-    auto counted = std::find_if(counts.begin(), counts.end(),
-                                [&](const auto& entry) { return entry.first == name; });
-    if (counted == counts.end()) {
-      counts.emplace_back(name, 1);
-    } else {
-      ++counted->second;
-    }
-    for (const StoredArg& arg : member.values) {
-      const std::string_view key = tables_.strings.get(arg.key);
-      if (key == "Message size [bytes]" || key == "Bytes") bytes += arg.number;
-      if (key == "NCCL communicator ID") {
-        oneCommunicator = oneCommunicator && same(communicator, arg);
-        communicator = arg;
-      }
-      if (key == "Peer rank") {
-        onePeer = onePeer && same(peer, arg);
-        peer = arg;
-      }
-    }
-  }
-  std::string summary;
-  for (const auto& [name, count] : counts) {
-    if (!summary.empty()) summary += ", ";
-    summary += count == 1 ? std::string(name) : fmt::format("{} x{}", name, count);
-  }
-  StoredArgs grouped;
-  grouped.event = tables_.strings.intern(fmt::format("{}ncclGroupEnd", kNcclRangePrefix));
-  grouped.nccl = true;
-  StoredArg calls;
-  calls.key = tables_.strings.intern("Calls in the group");
-  calls.type = ArgType::Text;
-  calls.text = tables_.strings.intern(summary);
-  grouped.values.push_back(calls);
-  StoredArg size;
-  size.key = tables_.strings.intern("Message size [bytes]");
-  size.number = bytes;
-  grouped.values.push_back(size);
-  if (communicator && oneCommunicator) grouped.values.push_back(*communicator);
-  if (peer && onePeer) grouped.values.push_back(*peer);
-  tables_.eventArgs.push_back(std::move(grouped));
-  tables_.argsOfRange[rangeId] = static_cast<uint32_t>(tables_.eventArgs.size());
-  group.calls.clear();
-}
-
 void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, HostName name) {
   if (!inWindow(timeNs)) {
     ++losses_.outOfWindowEvents;
@@ -240,7 +167,7 @@ void Assembler::onRangeBegin(uint32_t instance, int64_t timeNs, uint64_t id, Hos
   stack.push_back(OpenRange{timeNs, id, nameId});
   const uint32_t args = keepArgs(name.text, name.args, id);
   if (isNcclRange(name.text)) {
-    noteNcclRange(instance, name.text.substr(kNcclRangePrefix.size()), id, args);
+    ncclGroups_.onRange(instance, name.text.substr(kNcclRangePrefix.size()), id, args);
   }
   if (!collectsSpans()) return;
   RangeState& state = ranges_[id];
@@ -330,72 +257,25 @@ bool Assembler::keepsPending(CallEffect effect) const {
 
 void Assembler::onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId, uint64_t externalId,
                             uint64_t clonedFrom) {
-  if (graphNodeSites_.size() + graphNodeClones_.size() >= kGraphNodeSitesKept) {
-    ++losses_.graphNodeSitesNotKept;
-    return;
-  }
-  if (clonedFrom != 0) {
-    // Resolved when replayed work asks (graphNodeSiteOf): the original may have been created
-    // on another thread whose events are drained after this one's (PyTorch captures the
-    // backward pass on its autograd thread and instantiates on the main thread).
-    graphNodeClones_[nodeId] = clonedFrom;
-    return;
-  }
-  if (graphNodeSites_.count(nodeId) != 0) return;  // node ids are never reused
-  GraphNodeSite site;
-  site.externalId = externalId;
   // The range is known by name when it is one of kinetrace's own, open on this thread (a
   // framework's pushed correlation id is only an id).
+  StringId range = StringTable::kEmpty;
   auto open = openRanges_.find(instance);
-  if (externalId != 0 && open != openRanges_.end() && !open->second.empty() &&
+  if (clonedFrom == 0 && externalId != 0 && open != openRanges_.end() && !open->second.empty() &&
       open->second.back().id == externalId) {
-    site.range = open->second.back().name;
+    range = open->second.back().name;
   }
-  tables_.graphNodeSites.push_back(site);
-  const auto index = static_cast<uint32_t>(tables_.graphNodeSites.size());
-  graphNodeSites_[nodeId] = index;
-  sitesAwaitingCall_[instance].emplace_back(timeNs, index);
-}
-
-// The sites created on the call's thread since its previous call: those created while this
-// call ran were created by it; earlier ones by a call kinetrace does not record. Returns
-// whether the call created any: a launch into a stream being captured.
-bool Assembler::noteCallOfGraphNodes(const ApiCallRecord& call) {
-  auto awaiting = sitesAwaitingCall_.find(call.thread);
-  if (awaiting == sitesAwaitingCall_.end()) return false;
-  bool created = false;
-  for (const auto& [timeNs, index] : awaiting->second) {
-    if (timeNs < call.startNs || timeNs > call.endNs) continue;
-    GraphNodeSite& site = tables_.graphNodeSites[index - 1];
-    site.correlationId = call.correlationId;
-    site.call = apiNameOf(call.domain, call.callbackId);
-    created = true;
+  if (!graphSites_.onNode(instance, timeNs, nodeId, externalId, range, clonedFrom)) {
+    ++losses_.graphNodeSitesNotKept;
   }
-  sitesAwaitingCall_.erase(awaiting);
-  return created;
-}
-
-// A clone is also announced as created (by the instantiating call): its original's site is
-// the one that says where the work came from. A clone whose original kinetrace did not see
-// created has no site.
-uint32_t Assembler::graphNodeSiteOf(uint64_t graphNodeId) const {
-  uint64_t node = graphNodeId;
-  for (int hops = 0; node != 0 && hops < 16; ++hops) {
-    auto clone = graphNodeClones_.find(node);
-    if (clone != graphNodeClones_.end()) {
-      node = clone->second;
-      continue;
-    }
-    auto found = graphNodeSites_.find(node);
-    return found == graphNodeSites_.end() ? 0 : found->second;
-  }
-  return 0;
 }
 
 void Assembler::onApiCall(const ApiCallRecord& recorded) {
   // `thread` is the instance. A launch that created a graph node was captured into a graph:
   // it ran nothing, and waiting for its GPU work would hold every later span back.
-  const bool captured = !sitesAwaitingCall_.empty() && noteCallOfGraphNodes(recorded);
+  const bool captured =
+      graphSites_.onCall(recorded.thread, recorded.startNs, recorded.endNs, recorded.correlationId,
+                         [&] { return apiNameOf(recorded.domain, recorded.callbackId); });
   if (!inWindow(recorded.startNs) || !inWindow(recorded.endNs)) {
     ++losses_.outOfWindowEvents;
     return;
@@ -524,8 +404,8 @@ bool Assembler::tryJoin(Record& record) {
       !std::is_same_v<Record, SyncRecord> && !std::is_same_v<Record, GraphRecord>;
   if constexpr (kGraphNode) {
     if (call == nullptr && id == 0 && record.graphId != 0) {
-      // A node of a conditional's body: its launch is known by its graph (graphLaunches_).
-      id = graphLaunchAt(record.graphId, at.startNs);
+      // A node of a conditional's body: its launch is known by its graph.
+      id = graphLaunches_.launchAt(record.graphId, at.startNs);
       call = findCall(id);
     }
   }
@@ -533,7 +413,7 @@ bool Assembler::tryJoin(Record& record) {
   constexpr bool kGpuWork = !std::is_same_v<Record, SyncRecord>;
   if constexpr (kGraphNode) {
     if (call->effect == CallEffect::Graph && record.graphId != 0) {
-      noteGraphLaunch(record.graphId, at.startNs, id);
+      graphLaunches_.onJoined(record.graphId, at.startNs, id);
     }
   }
   join(at, id, *call, kGpuWork);
@@ -546,36 +426,6 @@ bool Assembler::tryJoin(Record& record) {
   }
   emit(record);
   return true;
-}
-
-void Assembler::noteGraphLaunch(uint32_t graphId, int64_t startNs, uint32_t correlationId) {
-  auto& launches = graphLaunches_[graphId];
-  auto same = std::find_if(launches.rbegin(), launches.rend(),
-                           [correlationId](const auto& l) { return l.second == correlationId; });
-  if (same != launches.rend()) {
-    same->first = std::min(same->first, startNs);
-  } else {
-    // Nodes arrive about in the order they ran: a new launch goes at or near the back.
-    auto at =
-        std::upper_bound(launches.begin(), launches.end(), std::make_pair(startNs, correlationId));
-    launches.insert(at, {startNs, correlationId});
-  }
-  // Kept as long as a call is (kPendingExpiryNs), an older launch's call being gone anyway,
-  // and the last kGraphLaunchesKept only: a body's nodes arrive a few buffers after the node
-  // that joined their launch, not thousands of launches later.
-  while (!launches.empty() && (launches.size() > kGraphLaunchesKept ||
-                               launches.front().first < launches.back().first - kPendingExpiryNs)) {
-    launches.pop_front();
-  }
-}
-
-uint32_t Assembler::graphLaunchAt(uint32_t graphId, int64_t startNs) const {
-  auto found = graphLaunches_.find(graphId);
-  if (found == graphLaunches_.end()) return 0;
-  const auto& launches = found->second;
-  auto after = std::upper_bound(launches.begin(), launches.end(), startNs,
-                                [](int64_t t, const auto& l) { return t < l.first; });
-  return after == launches.begin() ? 0 : std::prev(after)->second;
 }
 
 template <typename Record>
@@ -680,19 +530,19 @@ void Assembler::emit(KernelRecord& k) {
     k.warpsPerSm = estimate.warpsPerSm;
     k.occupancyPercent = estimate.occupancyPercent;
   }
-  k.graphNodeSite = graphNodeSiteOf(k.graphNodeId);
+  k.graphNodeSite = graphSites_.siteOf(k.graphNodeId);
   placeOnStream(k.at, kOpsTrack);
   ready_.kernels.push_back(k);
 }
 
 void Assembler::emit(MemcpyRecord& m) {
-  m.graphNodeSite = graphNodeSiteOf(m.graphNodeId);
+  m.graphNodeSite = graphSites_.siteOf(m.graphNodeId);
   placeOnStream(m.at, kOpsTrack);
   ready_.memcpys.push_back(m);
 }
 
 void Assembler::emit(MemsetRecord& m) {
-  m.graphNodeSite = graphNodeSiteOf(m.graphNodeId);
+  m.graphNodeSite = graphSites_.siteOf(m.graphNodeId);
   placeOnStream(m.at, kOpsTrack);
   ready_.memsets.push_back(m);
 }
@@ -865,9 +715,7 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   closedRanges_.clear();
   pending_.clear();
   graphLaunches_.clear();
-  graphNodeSites_.clear();
-  graphNodeClones_.clear();
-  sitesAwaitingCall_.clear();
+  graphSites_.clear();
   clockBounds_ = clock_.finish(syncReturnNs);
   out.append(std::move(ready_));
 }
@@ -925,10 +773,8 @@ std::size_t Assembler::heldBytes() const {
            waitingGraphs_.capacity() * sizeof(Waiting<GraphRecord>) +
            waitingSyncs_.capacity() * sizeof(Waiting<SyncRecord>) +
            waitingMemory_.capacity() * sizeof(Waiting<MemoryRecord>);
-  for (const auto& [graph, launches] : graphLaunches_) bytes += kNode + launches.size() * 16;
-  bytes += (graphNodeSites_.size() + graphNodeClones_.size()) * (16 + kNode) +
-           tables_.graphNodeSites.capacity() * sizeof(GraphNodeSite);
-  for (const auto& [instance, sites] : sitesAwaitingCall_) bytes += kNode + sites.capacity() * 16;
+  bytes += graphLaunches_.heldBytes();
+  bytes += graphSites_.heldBytes() + ncclGroups_.heldBytes();
   bytes += clock_.heldBytes();
   bytes += (streamLanes_.size() + overheadLanes_.size()) * LaneAllocator::kKeep * 16;
   return bytes;

@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "correlate/clock_bounds.h"
+#include "correlate/graph_launches.h"
+#include "correlate/graph_sites.h"
 #include "correlate/lane_allocator.h"
+#include "correlate/nccl_groups.h"
 #include "host/host_recorder.h"
 #include "model/gpu_source.h"
 #include "model/trace_data.h"
@@ -55,6 +58,9 @@ struct AssemblerOptions {
 //  - lanes: operations that overlap on one stream, synchronisations and spans each go on
 //    a track where they nest;
 //  - the clock offset bound (ClockBoundsTracker).
+// It feeds two units that keep what is not correlation: NcclGroups (the sum of an NCCL
+// group's calls, given to its ncclGroupEnd) and GraphSites (where graph nodes were created,
+// named by the work replayed from them).
 // What it holds while waiting (pending calls, open ranges, spans, lanes) is bounded by
 // what is in flight, not by the length of the window.
 //
@@ -156,9 +162,6 @@ class Assembler final : public HostEventVisitor {
   // GPU work launched inside it find them; arguments added at its end join those of its
   // begin. `event`: the event's name.
   uint32_t keepArgs(std::string_view event, std::string_view encoded, uint64_t rangeId);
-  // An NCCL range ("NCCL: <call>") began: follows the thread's NCCL groups, and gives the
-  // outermost ncclGroupEnd the sum of its calls (the GPU work launched there carries it).
-  void noteNcclRange(uint32_t instance, std::string_view call, uint64_t rangeId, uint32_t args);
   bool keepsPending(CallEffect effect) const;
   PendingCall* findCall(uint32_t correlationId);
   void forgetCall(uint32_t correlationId, const PendingCall& call);
@@ -172,12 +175,6 @@ class Assembler final : public HostEventVisitor {
   template <typename Record>
   void retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpAll);
   void join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call, bool gpuWork);
-  // Graph launches, learnt from the operations that joined them: see graphLaunches_.
-  void noteGraphLaunch(uint32_t graphId, int64_t startNs, uint32_t correlationId);
-  uint32_t graphLaunchAt(uint32_t graphId, int64_t startNs) const;
-  // Where the graph node that ran a replayed operation was created (0: not known).
-  uint32_t graphNodeSiteOf(uint64_t graphNodeId) const;
-  bool noteCallOfGraphNodes(const ApiCallRecord& call);
   void emit(KernelRecord& record);
   void emit(MemcpyRecord& record);
   void emit(MemsetRecord& record);
@@ -210,14 +207,7 @@ class Assembler final : public HostEventVisitor {
   std::deque<uint64_t> closedRanges_;                                // in the order they ended
   std::unordered_map<uint64_t, AsyncOpen> asyncOpen_;
   std::unordered_map<uint64_t, int64_t> asyncEndedEarly_;  // end drained before its begin
-  // NCCL groups open on each thread (ncclGroupStart ... ncclGroupEnd): NCCL launches the
-  // work of the calls made inside a group in ncclGroupEnd, so that range is given what its
-  // calls said (noteNcclRange).
-  struct NcclGroup {
-    int depth = 0;
-    std::vector<uint32_t> calls;  // the calls' arguments (TraceTables::eventArgs index + 1)
-  };
-  std::unordered_map<uint32_t, NcclGroup> ncclGroups_;  // by thread instance
+  NcclGroups ncclGroups_;
 
   std::unordered_map<uint32_t, PendingCall> pending_;
   // (start, correlation id), oldest first: the watermark below which every call is joined.
@@ -225,21 +215,8 @@ class Assembler final : public HostEventVisitor {
                       std::greater<>>
       pendingByStart_;
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
-  // Kernels, copies and memsets in the bodies of a graph's conditional nodes (IF, WHILE,
-  // SWITCH) come from CUPTI with correlation id 0, but with the id of the graph that ran
-  // them: the same id as the graph's other nodes, which carry their launch's correlation id.
-  // Launches of one executable graph run one after another, so such an operation belongs to
-  // the launch whose first joined node started last before it. Per graph id, (start of the
-  // launch's first joined node, launch correlation id), oldest first; entries older than a
-  // call is kept are dropped.
-  std::unordered_map<uint32_t, std::deque<std::pair<int64_t, uint32_t>>> graphLaunches_;
-  // Where each graph node was created: node id -> its site in tables_.graphNodeSites, and
-  // clone -> the node it was cloned from. A node is created inside a call whose record comes
-  // when the call returns: per thread instance, the sites created since that thread's last
-  // call, (time, site), waiting for it.
-  std::unordered_map<uint64_t, uint32_t> graphNodeSites_;
-  std::unordered_map<uint64_t, uint64_t> graphNodeClones_;
-  std::unordered_map<uint32_t, std::vector<std::pair<int64_t, uint32_t>>> sitesAwaitingCall_;
+  GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
+  GraphSites graphSites_;        // where graph nodes were created, for the work replayed from them
 
   std::vector<Waiting<KernelRecord>> waitingKernels_;
   std::vector<Waiting<MemcpyRecord>> waitingMemcpys_;

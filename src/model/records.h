@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/gpu_op.h"
 #include "model/string_table.h"
 
 // The trace model: compact plain records, kinds as enums, strings interned in the trace's
@@ -120,15 +121,9 @@ struct FlowRecord {
 
 // ---- GPU side ---------------------------------------------------------------------------
 
-// Where a GPU operation ran and which launch it belongs to.
-struct GpuPlacement {
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  uint64_t externalId = 0;  // innermost host range at launch; 0 when none
-  uint32_t correlationId = 0;
-  uint32_t deviceId = 0;
+// A GPU operation as the tracer records it: the operation, and where it goes in the trace.
+struct GpuPlacement : GpuOp {
   uint32_t contextId = 0;
-  uint32_t streamId = 0;
   uint16_t lane = 0;           // 0: the stream's own track; others where ops overlap on it
   bool hasLaunchCall = false;  // its launch call is in the trace (an arrow ends here)
 };

@@ -81,12 +81,7 @@ void visitOperations(const Trace& trace, const std::function<void(const TraceOpe
     TraceOperation op;
     op.kind = kind;
     op.name = name;
-    op.startNs = at.startNs;
-    op.endNs = at.endNs;
-    op.device = at.deviceId;
-    op.stream = at.streamId;
-    op.correlationId = at.correlationId;
-    op.externalId = at.externalId;
+    static_cast<detail::GpuOp&>(op) = at;
     op.paired = at.hasLaunchCall;
     visit(op);
   };

@@ -13,6 +13,7 @@
 #include "kinetrace/trace.h"
 #include "kinetrace/value.h"
 #include "model/event_args.h"
+#include "model/gpu_op.h"
 
 // The internal seam: what front-ends built on kinetrace's core -- the CUDA injection
 // (src/inject), the libkineto-compatible API -- need beyond the public API. Exported from
@@ -57,19 +58,14 @@ KINETRACE_API std::optional<Value> parseJson(const std::string& text);
 
 // One GPU operation or launch-side CUDA call of a trace, typed: what a front-end that hands
 // operations to a framework (the libkineto-compatible API) reads instead of parsing the
-// events a sink would write.
-struct TraceOperation {
+// events a sink would write. A call has the operation's times, correlation and External id
+// (the pushed correlation id or host range open at the call), and no device or stream.
+struct TraceOperation : detail::GpuOp {
   enum class Kind : uint8_t { Kernel, Memcpy, Memset, Graph, Sync, RuntimeCall, DriverCall };
   Kind kind = Kind::Kernel;
   std::string_view name;  // as traces show it; valid during the visit only
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  int64_t pid = 0;  // calls: the process and the OS thread that made the call
+  int64_t pid = 0;        // calls: the process and the OS thread that made the call
   int64_t tid = 0;
-  uint32_t device = 0;  // GPU operations: where they ran
-  uint32_t stream = 0;
-  uint32_t correlationId = 0;
-  uint64_t externalId = 0;  // the pushed correlation id or host range at launch; 0: none
   // GPU operations: their launch call is in the trace; calls: GPU work they started is. An
   // arrow joins the two exactly when both say so.
   bool paired = false;

@@ -596,5 +596,27 @@ TEST(TraceAnalysisTest, ATorchProfilerTraceIsAnalysedByItsCategoriesAndArguments
   EXPECT_EQ(r.steps[0].name, "ProfilerStep#7");
 }
 
+// CUPTI's correlation ids are 32-bit: a larger number is not one, and a kernel carrying it
+// is joined to no call (it would otherwise be to a call whose id shares its low 32 bits).
+TEST(TraceAnalysisTest, ACorrelationBeyondThirtyTwoBitsJoinsNoCall) {
+  testing::TempDir dir;
+  const std::string path = (dir / "wide.json").string();
+  std::ofstream(path) << R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 1, "dur": 2,
+     "args": {"correlation": 44}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 4, "dur": 2,
+     "args": {"correlation": 4294967340}},
+    {"ph": "X", "cat": "kernel", "name": "joined", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+     "args": {"device": 0, "stream": 7, "correlation": 44}},
+    {"ph": "X", "cat": "kernel", "name": "wide", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+     "args": {"device": 0, "stream": 7, "correlation": 4294967340}}
+    ]})";
+  TraceCollector collector(path);
+  readTraceFile(path, collector, path);
+  const RankReport r = analyze(collector.take());
+  EXPECT_EQ(r.launchLatency.count, 1u) << "only the kernel of id 44 has its call";
+  EXPECT_EQ(r.launchLatency.maxNs, 9 * kUs);
+}
+
 }  // namespace
 }  // namespace kinetrace::detail

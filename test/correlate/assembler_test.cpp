@@ -229,45 +229,6 @@ TEST_F(AssemblerTest, ReplayedWorkNamesTheCallAndRangeThatCreatedItsNode) {
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
 }
 
-// PyTorch captures the backward pass on its autograd thread and instantiates on the main
-// thread: the clones' events may be drained before their originals'. The clone still names
-// its original's site, not the instantiating call; a clone of a node never seen has none.
-TEST_F(AssemblerTest, AClonesSiteIsItsOriginalsWhicheverThreadIsDrainedFirst) {
-  make();
-  constexpr uint32_t kAutograd = 2;
-  assembler->onThread(kAutograd, 1002, "autograd");
-  assembler->onGraphNode(kThread, kStart + 80, 0x200000005, 0, 0);  // main: instantiate
-  assembler->onGraphNode(kThread, kStart + 80, 0x200000005, 0, 0x100000005);
-  assembler->onGraphNode(kThread, kStart + 81, 0x200000006, 0, 0);
-  assembler->onGraphNode(kThread, kStart + 81, 0x200000006, 0, 0x100000006);  // never seen
-  call(12, kStart + 75, kStart + 90, CallEffect::None);
-  assembler->onGraphNode(kAutograd, kStart + 25, 0x100000005, 0, 0);  // drained later
-  ApiCallRecord backward;
-  backward.startNs = kStart + 20;
-  backward.endNs = kStart + 30;
-  backward.correlationId = 9;
-  backward.callbackId = 211;
-  backward.thread = kAutograd;
-  backward.effect = CallEffect::Kernel;
-  assembler->onApiCall(backward);
-  call(11, kStart + 100, kStart + 110, CallEffect::Graph);
-  KernelRecord first = kernel(11, kStart + 200, kStart + 210);
-  first.graphId = 2;
-  first.graphNodeId = 0x200000005;
-  KernelRecord second = kernel(11, kStart + 220, kStart + 230);
-  second.graphId = 2;
-  second.graphNodeId = 0x200000006;
-  gpu({first, second});
-  assemble(kStart + 2 * kSecond);
-
-  ASSERT_EQ(out.kernels.size(), 2u);
-  ASSERT_NE(out.kernels[0].graphNodeSite, 0u);
-  const GraphNodeSite& site = tables.graphNodeSites.at(out.kernels[0].graphNodeSite - 1);
-  EXPECT_EQ(site.correlationId, 9u) << "the backward launch, not the instantiation (12)";
-  EXPECT_EQ(name(site.call), "api211");
-  EXPECT_EQ(out.kernels[1].graphNodeSite, 0u) << "its original's creation was not seen";
-}
-
 // A launch into a stream being captured runs nothing: it is not kept waiting for GPU work,
 // which would hold back, for as long as a call is kept, the GPU time of every range after it.
 TEST_F(AssemblerTest, ACapturedLaunchDoesNotHoldBackLaterRanges) {
