@@ -53,6 +53,14 @@ void stepMarkTrampoline() noexcept {
 
 constexpr int64_t kNoStepEvent = INT64_MAX;
 
+// A time plus a duration, at most INT64_MAX: a duration asked for as "forever" must not wrap
+// into the past and end the window at once.
+int64_t saturatingAdd(int64_t time, int64_t duration) {
+  if (duration > 0 && time > INT64_MAX - duration) return INT64_MAX;
+  if (duration < 0 && time < INT64_MIN - duration) return INT64_MIN;
+  return time + duration;
+}
+
 bool isAbsolute(const std::string& path) {
   return !path.empty() && path[0] == '/';
 }
@@ -161,6 +169,7 @@ Controller::~Controller() {
 void Controller::openTriggerChannel() {
   std::string why;
   triggerFd_ = listenForTriggers(options_.config.runId, options_.naming.pid, &triggerSocket_, &why);
+  if (triggerFd_ >= 0) requests_ = std::make_unique<RequestReader>(triggerFd_);
   if (triggerFd_ < 0) {
     triggerSocket_.clear();
     log(options_.config.captureRange == CaptureRange::OnDemand ? LogLevel::Error : LogLevel::Info,
@@ -225,7 +234,7 @@ void Controller::begin() {
       state_ = State::WaitingForTrigger;
     } else if (config.delayNs > 0) {
       int64_t from = options_.processStartBootNs > 0 ? options_.processStartBootNs : bootTimeNs();
-      startAtNs_ = from + config.delayNs;
+      startAtNs_ = saturatingAdd(from, config.delayNs);
       state_ = State::WaitingForDelay;
       if (startAtNs_ <= bootTimeNs()) startLocked("the delay had passed when CUDA started");
     } else {
@@ -277,7 +286,8 @@ void Controller::startLocked(const char* why, const std::string& requestedPath) 
   windows_ = window;
   state_ = State::Recording;
   recordingPath_ = path;
-  stopAtNs_ = options_.config.durationNs > 0 ? bootTimeNs() + options_.config.durationNs : 0;
+  stopAtNs_ =
+      options_.config.durationNs > 0 ? saturatingAdd(bootTimeNs(), options_.config.durationNs) : 0;
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
 }
 
@@ -467,7 +477,8 @@ void Controller::abandonInForkedChild() noexcept {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
-  // The socket is the parent's: closed here, never removed.
+  // The socket and its connections are the parent's: closed here, never removed or answered.
+  if (requests_) requests_->abandon();
   if (triggerFd_ >= 0) ::close(triggerFd_);
   triggerFd_ = -1;
   // The parent's control thread does not exist here; its std::thread object must never be
@@ -497,7 +508,7 @@ int Controller::runDueTimers() {
   if (state_ == State::TriggerPending && triggerSteps_ == 0 && now >= startAtNs_) {
     startLocked("kinetrace trigger", triggerPath_);
     if (state_ == State::Recording) {
-      stopAtNs_ = bootTimeNs() + triggerDurationNs_;
+      stopAtNs_ = saturatingAdd(bootTimeNs(), triggerDurationNs_);
     } else {
       // It could not start (logged): the next trigger may try again.
       state_ = State::WaitingForTrigger;
@@ -516,24 +527,39 @@ int Controller::runDueTimers() {
     next = startAtNs_;
   if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
   if (next == 0) return -1;
-  return static_cast<int>(std::min<int64_t>((next - now + 999999) / 1000000, 60 * 60 * 1000));
+  return static_cast<int>(
+      std::min<int64_t>(saturatingAdd(next - now, 999999) / 1000000, 60 * 60 * 1000));
 }
 
 void Controller::controlLoop() {
+  std::vector<pollfd> waits;
   while (true) {
     int timeoutMs = runDueTimers();
     drainSaves();
-    pollfd waits[2] = {{wakeFds_[0], POLLIN, 0}, {triggerFd_, POLLIN, 0}};
-    int ready = ::poll(waits, triggerFd_ >= 0 ? 2 : 1, timeoutMs);
+    waits.assign(1, pollfd{wakeFds_[0], POLLIN, 0});
+    if (requests_) {
+      requests_->addPollFds(&waits);
+      const int64_t deadline = requests_->nextDeadlineNs();
+      if (deadline != INT64_MAX) {
+        const int64_t untilMs = std::max<int64_t>(0, (deadline - bootTimeNs() + 999999) / 1000000);
+        if (timeoutMs < 0 || untilMs < timeoutMs) timeoutMs = static_cast<int>(untilMs);
+      }
+    }
+    const int ready = ::poll(waits.data(), waits.size(), timeoutMs);
     if (ready < 0 && errno != EINTR) return;
-    if (ready <= 0) continue;
-    if (triggerFd_ >= 0 && (waits[1].revents & POLLIN) != 0) handleTrigger();
-    if ((waits[0].revents & POLLIN) == 0) continue;
-    unsigned char bytes[64];
-    ssize_t count = ::read(wakeFds_[0], bytes, sizeof bytes);
-    for (ssize_t i = 0; i < count; ++i) {
-      if (bytes[i] == kQuit) return;
-      if (bytes[i] != kWake) handleSignal(bytes[i]);
+    // Signals and quitting first; no request is ever waited for, so they act at once.
+    if (ready > 0 && (waits[0].revents & POLLIN) != 0) {
+      unsigned char bytes[64];
+      const ssize_t count = ::read(wakeFds_[0], bytes, sizeof bytes);
+      for (ssize_t i = 0; i < count; ++i) {
+        if (bytes[i] == kQuit) return;
+        if (bytes[i] != kWake) handleSignal(bytes[i]);
+      }
+    }
+    if (requests_) {
+      for (RequestReader::Request& request : requests_->service(bootTimeNs())) {
+        handleRequest(std::move(request));
+      }
     }
   }
 }
@@ -551,12 +577,10 @@ std::string Controller::triggeredPath(const std::string& requested, int window) 
   return dir + "/" + traceFileName(options_.naming, window);
 }
 
-void Controller::handleTrigger() {
-  std::string line;
-  bool owner = false;
-  const int fd = acceptRequest(triggerFd_, &line, &owner);
-  if (fd < 0) return;
-  if (!owner) {
+void Controller::handleRequest(RequestReader::Request received) {
+  const int fd = received.fd;
+  const std::string& line = received.line;
+  if (!received.peerAllowed) {
     answer(fd, "refused only the process's owner may trigger it");
     return;
   }
@@ -605,9 +629,9 @@ void Controller::handleTrigger() {
   const std::string path = triggeredPath(request->output, window);
   const std::size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
-    const std::string why = makeDirectories(path.substr(0, slash));
-    if (!why.empty()) {
-      answer(fd, "refused the trace cannot be written there: " + why);
+    const std::string unusable = makeDirectories(path.substr(0, slash));
+    if (!unusable.empty()) {
+      answer(fd, "refused the trace cannot be written there: " + unusable);
       return;
     }
   }
@@ -625,16 +649,35 @@ void Controller::handleTrigger() {
       note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks +
              ", or kinetrace::step() calls)";
     }
-    answer(fd, fmt::format("ok {}\tfrom step {}{}", triggerPath_, startStep_, note));
+    if (!answer(fd, fmt::format("ok {}\tfrom step {}{}", triggerPath_, startStep_, note))) {
+      undoTriggerLocked();
+      return;
+    }
     log(LogLevel::Info, "triggered: window {} records {} steps from step {} to {}", window,
         triggerSteps_, startStep_, triggerPath_);
     return;
   }
-  const int64_t untilStart = request->startAtNs == 0 ? 0 : request->startAtNs - realTimeNs();
-  startAtNs_ = bootTimeNs() + std::max<int64_t>(0, untilStart);
-  answer(fd, "ok " + triggerPath_);
+  const int64_t untilStart =
+      request->startAtNs == 0 ? 0 : saturatingAdd(request->startAtNs, -realTimeNs());
+  startAtNs_ = saturatingAdd(bootTimeNs(), std::max<int64_t>(0, untilStart));
+  if (!answer(fd, "ok " + triggerPath_)) {
+    undoTriggerLocked();
+    return;
+  }
   log(LogLevel::Info, "triggered: window {} records {} ms to {}", window,
       triggerDurationNs_ / 1000000, triggerPath_);
+}
+
+// The client asking for the window left before it heard "ok" (and told its user there was no
+// answer): the window, not yet started (the lock is held), is not recorded.
+void Controller::undoTriggerLocked() {
+  log(LogLevel::Warning,
+      "a trigger's client left before its answer; its window ({}) is not recorded", triggerPath_);
+  state_ = State::WaitingForTrigger;
+  triggered_ = false;
+  triggerSteps_ = 0;
+  triggerPath_.clear();
+  updateNextStepEventLocked();
 }
 
 void Controller::handleSignal(int signal) {

@@ -124,7 +124,8 @@ class Controller {
   void save(PendingSave& pending);
   void wake();
   void openTriggerChannel();
-  void handleTrigger();
+  void handleRequest(RequestReader::Request request);
+  void undoTriggerLocked();
   std::string triggeredPath(const std::string& requested, int window) const;
 
   ControllerOptions options_;
@@ -163,6 +164,7 @@ class Controller {
 
   int wakeFds_[2] = {-1, -1};
   int triggerFd_ = -1;
+  std::unique_ptr<RequestReader> requests_;  // the trigger socket's waiting connections
   std::string triggerSocket_;
   std::thread controlThread_;
 };

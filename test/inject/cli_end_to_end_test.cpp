@@ -302,6 +302,18 @@ TEST(KinetraceRunTest, AnUnknownKinetraceVariableIsNamedAndTheProgramStillRuns) 
                   "ignored");
 }
 
+// The trigger channel's directory is read by the injection, not by Config: setting it is
+// not a typo.
+TEST(KinetraceRunTest, TheControlDirectoryVariableIsNotCalledUnknown) {
+  RunDir dir;
+  const std::string control = dir.path() + "/control";
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "exit", "0"}),
+                 {{"KINETRACE_CONTROL_DIR", control}});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find("KINETRACE_CONTROL_DIR is not a kinetrace setting"), std::string::npos)
+      << r.err;
+}
+
 // Library messages carry no prefix of their own (or lose it on the way out): the command
 // adds exactly one.
 TEST(KinetraceRunTest, ErrorsFromTheLibraryArePrintedWithOnePrefix) {

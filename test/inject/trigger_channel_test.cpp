@@ -3,6 +3,8 @@
 // never starve a real request, an answer the client did not stay for is reported, and the
 // sockets of killed processes are cleared away. Times are given to the reader, never waited.
 
+#include "inject/trigger_channel.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "inject/trigger_channel.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::inject {
@@ -38,8 +39,7 @@ int connectTo(const std::string& path) {
 }
 
 void sendText(int fd, const std::string& text) {
-  ASSERT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(text.size()));
+  ASSERT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
 }
 
 // What the server said before closing (blocks until it closes: call only once it has).

@@ -1,6 +1,8 @@
 // `kinetrace trigger` itself: what it sends for the caller's arguments (a relative --output
 // means the caller's directory), and libkineto's keys refused when they overflow.
 
+#include "trigger_command.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -12,7 +14,6 @@
 
 #include "inject/trigger_channel.h"
 #include "support/temp_dir.h"
-#include "trigger_command.h"
 
 namespace kinetrace::cli {
 namespace {

@@ -189,6 +189,48 @@ TEST_F(TriggerTest, AStartTimeLetsTheProcessesOfAJobStartTogether) {
   controller.finish();
 }
 
+TEST_F(TriggerTest, TheLongestDurationRecordsInsteadOfWrappingIntoAnEndAtOnce) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = INT64_MAX;
+  request.output = dir_.path() + "/forever.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  // Without saturation the window's end wrapped into the past: it started and stopped in
+  // one round of the timers, never to be seen recording.
+  ASSERT_TRUE(eventually([&] { return controller.recording(); }));
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=0 state=recording");
+  controller.finish();
+  EXPECT_EQ(controller.savedTraces(), std::vector<std::string>{request.output});
+}
+
+TEST_F(TriggerTest, AnOutputPathWithASpaceIsWrittenThere) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 50'000'000;
+  request.output = dir_.path() + "/my traces/a trace.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  EXPECT_EQ(controller.savedTraces()[0], request.output);
+  controller.finish();
+}
+
+TEST_F(TriggerTest, ATriggeredWindowInADirectoryHasTheExtensionOfTheTraceFormat) {
+  ControllerOptions o = options(CaptureRange::OnDemand);
+  o.config.traceFormat = "pftrace";
+  Controller controller(o);
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 50'000'000;
+  request.output = dir_.path() + "/asked/";
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_EQ(answer, "ok " + dir_.path() + "/asked/kinetrace-job7-testhost-pid4242.pftrace");
+  controller.finish();
+}
+
 TEST_F(TriggerTest, AControlDirectoryOthersCanEnterIsNeverUsed) {
   ASSERT_EQ(::mkdir(controlDir_.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(controlDir_.c_str(), 0755), 0);
