@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ using kinetrace::testing::TempDir;
 
 class ControllerManifestTest : public ::testing::Test {
  protected:
+  // `kinetrace run` makes the manifest before it starts the program.
+  void SetUp() override { ASSERT_TRUE(createManifest(dir_.path(), "t1")); }
   ControllerOptions options(const std::string& runId = "t1") {
     ControllerOptions o;
     o.config.activities = ActivitySet::parse("host");
@@ -137,6 +140,7 @@ TEST_F(ControllerManifestTest, AWindowThatRecordedNothingIsEnteredAsSuch) {
 }
 
 TEST_F(ControllerManifestTest, WithoutARunIdNoManifestIsWritten) {
+  ASSERT_EQ(::unlink(manifestPath(dir_.path(), "t1").c_str()), 0);
   Controller controller(options(""));
   controller.begin();
   instant("something happened");
