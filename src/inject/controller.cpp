@@ -169,11 +169,18 @@ Controller::~Controller() {
 void Controller::openTriggerChannel() {
   std::string why;
   triggerFd_ = listenForTriggers(options_.config.runId, options_.naming.pid, &triggerSocket_, &why);
-  if (triggerFd_ >= 0) requests_ = std::make_unique<RequestReader>(triggerFd_);
-  if (triggerFd_ < 0) {
-    triggerSocket_.clear();
-    log(options_.config.captureRange == CaptureRange::OnDemand ? LogLevel::Error : LogLevel::Info,
-        "kinetrace trigger cannot reach this process: {}", why);
+  if (triggerFd_ >= 0) {
+    requests_ = std::make_unique<RequestReader>(triggerFd_, options_.triggerLimits);
+    return;
+  }
+  triggerSocket_.clear();
+  const bool onDemand = options_.config.captureRange == CaptureRange::OnDemand;
+  log(onDemand ? LogLevel::Error : LogLevel::Info,
+      "kinetrace trigger cannot reach this process: {}", why);
+  // On demand, nothing will ever be recorded: the report says why, not "no CUDA call".
+  if (onDemand) {
+    noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, 0, "",
+                "on demand, but kinetrace trigger cannot reach it: ", why);
   }
 }
 

@@ -38,6 +38,8 @@ struct ControllerOptions {
   // restore the signal's default action and raise it again, so the process ends as the
   // signal meant it to.
   std::function<void(int signal)> afterSignal;
+  // How long a trigger connection may take to send its request, and how many may wait.
+  RequestReader::Limits triggerLimits;
 };
 
 // Decides when the traced process's Profiler records: the whole run, a delayed window, the

@@ -3,6 +3,7 @@
 // only, so no GPU stand-in is needed.
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,31 @@ TEST_F(ControllerManifestTest, AWindowThatRecordedNothingIsEnteredAsSuch) {
   EXPECT_EQ(entries[0].window, 1);
   EXPECT_EQ(entries[0].path, "");
   EXPECT_EQ(dir_.entries(), std::vector<std::string>{"kinetrace-t1.manifest"});
+}
+
+// The report then says what is wrong with the directory, not that the program made no CUDA
+// call.
+TEST_F(ControllerManifestTest, OnDemandWithoutAUsableControlDirectoryIsEnteredSayingWhy) {
+  const std::string control = dir_.path() + "/control";
+  ASSERT_EQ(::mkdir(control.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(control.c_str(), 0755), 0);
+  ::setenv("KINETRACE_CONTROL_DIR", control.c_str(), 1);
+  ControllerOptions o = options();
+  o.config.captureRange = CaptureRange::OnDemand;
+  Controller controller(o);
+  controller.begin();
+  controller.finish();
+  ::unsetenv("KINETRACE_CONTROL_DIR");
+  std::vector<ManifestEntry> entries = manifest();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].event, ManifestEvent::TracingOff);
+  EXPECT_EQ(entries[0].message,
+            "on demand, but kinetrace trigger cannot reach it: the control "
+            "directory " +
+                control +
+                " is open to other users (mode 0755, "
+                "not 0700); triggers are off (remove it, or set "
+                "KINETRACE_CONTROL_DIR to a directory of your own)");
 }
 
 TEST_F(ControllerManifestTest, WithoutARunIdNoManifestIsWritten) {
