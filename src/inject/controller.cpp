@@ -53,14 +53,6 @@ void stepMarkTrampoline() noexcept {
 
 constexpr int64_t kNoStepEvent = INT64_MAX;
 
-// A time plus a duration, at most INT64_MAX: a duration asked for as "forever" must not wrap
-// into the past and end the window at once.
-int64_t saturatingAdd(int64_t time, int64_t duration) {
-  if (duration > 0 && time > INT64_MAX - duration) return INT64_MAX;
-  if (duration < 0 && time < INT64_MIN - duration) return INT64_MIN;
-  return time + duration;
-}
-
 bool isAbsolute(const std::string& path) {
   return !path.empty() && path[0] == '/';
 }
@@ -102,13 +94,6 @@ void noteOutcome(const ControllerOptions& options, const std::string& dir, Manif
   } catch (...) {
     // Out of memory copying the entry: the report will lack this outcome.
   }
-}
-
-const char* captureName(const Config& config) {
-  if (!config.schedule.empty()) return "step schedule";
-  if (config.captureRange == CaptureRange::CudaProfilerApi) return "cudaProfilerApi";
-  if (config.captureRange == CaptureRange::OnDemand) return "on demand";
-  return config.delayNs > 0 || config.durationNs > 0 ? "delay/duration" : "whole run";
 }
 
 }  // namespace
@@ -200,12 +185,11 @@ void Controller::begin() {
   Config profilerConfig = config;
   profilerConfig.output.clear();  // the controller names each window's file itself
   try {
-    if (!config.schedule.empty()) schedule_ = detail::parseSchedule(config.schedule);
+    policy_ = makeCapturePolicy(config, options_.processStartBootNs);
     internal::ProfilerOptions profilerOptions;
     profilerOptions.insideDriverInit = true;  // InitializeInjection runs inside cuInit
     profilerOptions.processName = options_.processName;
-    const bool profilerApi = !schedule_ && config.captureRange == CaptureRange::CudaProfilerApi;
-    if (profilerApi) {
+    if (policy_->usesProfilerApi()) {
       gProfilerApiTarget.store(this, std::memory_order_release);
       profilerOptions.profilerControl = &profilerApiTrampoline;
     }
@@ -214,46 +198,36 @@ void Controller::begin() {
     if (!options_.commandLine.empty())
       profiler_->addMetadata("kinetrace_command_line", options_.commandLine);
     if (!config.runId.empty()) profiler_->addMetadata("kinetrace_run_id", config.runId);
-    profiler_->addMetadata("kinetrace_capture", captureName(config));
+    profiler_->addMetadata("kinetrace_capture", policy_->name());
 
-    if (schedule_) {
-      if (config.delayNs > 0 || config.durationNs > 0 ||
-          config.captureRange != CaptureRange::Whole) {
+    const bool timed = config.delayNs > 0 || config.durationNs > 0;
+    if (!config.schedule.empty()) {
+      if (timed || config.captureRange != CaptureRange::Whole) {
         log(LogLevel::Warning,
             "delay, duration and capture_range are ignored with a schedule (steps decide)");
       }
       profiler_->addMetadata("kinetrace_schedule", config.schedule);
-      // Nothing until the first step mark: the schedule counts steps from there.
-      state_ = State::FollowingSchedule;
-    } else if (profilerApi) {
-      if (config.delayNs > 0 || config.durationNs > 0) {
-        log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
-      }
-      // Subscribes to CUPTI now, so the program's cudaProfilerStart() reaches us; nothing
-      // is collected until then.
-      profiler_->prepare();
-      state_ = State::WaitingForProfilerStart;
-    } else if (config.captureRange == CaptureRange::OnDemand) {
-      // Nothing until a trigger: not even CUPTI, so the program runs at its own speed.
-      if (config.delayNs > 0 || config.durationNs > 0) {
-        log(LogLevel::Warning, "delay and duration are ignored on demand (the trigger says)");
-      }
-      state_ = State::WaitingForTrigger;
-    } else if (config.delayNs > 0) {
-      int64_t from = options_.processStartBootNs > 0 ? options_.processStartBootNs : bootTimeNs();
-      startAtNs_ = saturatingAdd(from, config.delayNs);
-      state_ = State::WaitingForDelay;
-      if (startAtNs_ <= bootTimeNs()) startLocked("the delay had passed when CUDA started");
-    } else {
-      startLocked("CUDA initialised");
+    } else if (policy_->usesProfilerApi() && timed) {
+      log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
+    } else if (config.captureRange == CaptureRange::OnDemand && timed) {
+      log(LogLevel::Warning, "delay and duration are ignored on demand (the trigger says)");
     }
+    state_ = State::PolicyWaits;
+    CaptureStep first = policy_->begin(bootTimeNs());
+    if (first.prepare) {
+      // With cudaProfilerApi: subscribes to CUPTI now, so the program's cudaProfilerStart()
+      // reaches us; nothing is collected until then. A failure here turns tracing off.
+      profiler_->prepare();
+      first.prepare = false;
+    }
+    applyLocked(first);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "tracing is off for this process: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, 0, "", "", error.what());
     state_ = State::Done;
   }
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
-      captureName(config), outputDir_);
+      policy_ ? policy_->name() : "no policy", outputDir_);
   if (state_ != State::Done) {
     // Step marks are followed in every mode: a trigger may ask for steps at any time.
     updateNextStepEventLocked();
@@ -293,8 +267,7 @@ void Controller::startLocked(const char* why, const std::string& requestedPath) 
   windows_ = window;
   state_ = State::Recording;
   recordingPath_ = path;
-  stopAtNs_ =
-      options_.config.durationNs > 0 ? saturatingAdd(bootTimeNs(), options_.config.durationNs) : 0;
+  stopAtNs_ = 0;  // the caller says when the window ends
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
 }
 
@@ -340,13 +313,9 @@ void Controller::onProfilerApi(bool start) noexcept {
   // still calling cudaProfilerStart/Stop must not wait for it inside a CUDA call.
   if (finishing_.load() || abandoned_.load()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (start && state_ == State::WaitingForProfilerStart) {
-    startLocked("cudaProfilerStart()");
-  } else if (!start && state_ == State::Recording) {
-    stopLocked();
-    state_ = State::WaitingForProfilerStart;
-    wake();  // the control thread writes the file; cudaProfilerStop() returns now
-  }
+  if (!policy_ || (state_ != State::PolicyWaits && !policyRecordingLocked())) return;
+  // A window it stops is written by the control thread: cudaProfilerStop() returns now.
+  applyLocked(policy_->onProfilerApi(start, policyRecordingLocked(), bootTimeNs()));
 }
 
 void Controller::onStepMark() noexcept {
@@ -355,8 +324,9 @@ void Controller::onStepMark() noexcept {
   // Exiting: as in onProfilerApi, a program thread must not wait for the exit path.
   if (finishing_.load() || abandoned_.load()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (schedule_ && (state_ == State::FollowingSchedule || recordingCycle_ != 0)) {
-    followScheduleLocked(step);
+  if (policy_ && policy_->followsSteps() &&
+      (state_ == State::PolicyWaits || policyRecordingLocked())) {
+    applyLocked(policy_->onStep(step, policyRecordingLocked()), step);
   } else if (state_ == State::TriggerPending && triggerSteps_ > 0 && step >= startStep_) {
     startLocked("kinetrace trigger", triggerPath_);
     if (state_ == State::Recording) {
@@ -376,49 +346,47 @@ void Controller::onStepMark() noexcept {
   updateNextStepEventLocked();
 }
 
-// At the mark of step `step`, as StepScheduler does at kinetrace::step(): a cycle's trace
-// holds exactly its active steps; warm-up sets CUPTI up without recording.
-void Controller::followScheduleLocked(int64_t step) {
-  int64_t cycle = 0;
-  const detail::SchedulePhase phase = detail::schedulePhase(*schedule_, step, &cycle);
-  if (state_ == State::Recording &&
-      (phase != detail::SchedulePhase::Active || cycle != recordingCycle_)) {
-    stopLocked(step);
-    state_ = State::FollowingSchedule;
-    wake();
+void Controller::applyLocked(const CaptureStep& step, int64_t atStep) {
+  if (step.stop && policyRecordingLocked()) {
+    stopLocked(atStep);
+    state_ = State::PolicyWaits;
+    wake();  // the control thread writes the file; the program goes on now
   }
-  if (phase == detail::SchedulePhase::Warmup && state_ != State::Recording) {
+  if (step.prepare && state_ != State::Recording) {
     try {
       profiler_->prepare();  // once subscribed, CUPTI stays so: later calls are cheap
     } catch (const std::exception& error) {
-      log(LogLevel::Warning, "schedule: warm-up could not set up GPU recording: {}", error.what());
+      log(LogLevel::Warning, "{}: could not set up GPU recording ahead: {}", policy_->name(),
+          error.what());
     }
   }
-  if (phase == detail::SchedulePhase::Active && state_ == State::FollowingSchedule) {
-    startLocked("step schedule");
+  if (step.start && state_ == State::PolicyWaits) {
+    startLocked(step.why);
     if (state_ == State::Recording) {
-      stopAtNs_ = 0;  // the cycle's steps end it, never a configured duration
-      recordingCycle_ = cycle;
-      windowFirstStep_ = step;
+      stopAtNs_ = step.stopAtNs;
+      windowFirstStep_ = step.firstStep;
+      recordingCycle_ = step.cycle;
     } else {
-      state_ = State::FollowingSchedule;  // this cycle is lost (logged); the next may start
+      // Not started (logged): the policy may try again at its next window, or tracing is off.
+      state_ = policy_->startFailed() ? State::PolicyWaits : State::Done;
     }
   }
-  const int64_t period = schedule_->wait + schedule_->warmup + schedule_->active;
-  const bool over =
-      schedule_->repeat != 0 && step + 1 >= schedule_->skipFirst + schedule_->repeat * period;
-  if (over && state_ == State::FollowingSchedule) {
-    // Every cycle was recorded: from now on the process records when triggered.
+  if (step.released && state_ == State::PolicyWaits) {
     state_ = State::WaitingForTrigger;
-    log(LogLevel::Info, "schedule: the last cycle ended at step {}", step);
+    log(LogLevel::Info,
+        "{}: the last window has ended{}; from now on the process records when "
+        "triggered",
+        policy_->name(), atStep >= 0 ? fmt::format(" at step {}", atStep) : "");
   }
+  updateNextStepEventLocked();
 }
 
 // Which step's mark must take the lock: every one while a schedule runs, the first or last
 // step of a triggered window of steps, none otherwise.
 void Controller::updateNextStepEventLocked() {
   int64_t next = kNoStepEvent;
-  if (schedule_ && (state_ == State::FollowingSchedule || recordingCycle_ != 0)) {
+  if (policy_ && policy_->followsSteps() &&
+      (state_ == State::PolicyWaits || policyRecordingLocked())) {
     next = 0;
   } else if (state_ == State::TriggerPending && triggerSteps_ > 0) {
     next = startStep_;
@@ -432,16 +400,12 @@ const char* Controller::stateName() const {
   switch (state_) {
     case State::Created:
       return "created";
-    case State::WaitingForDelay:
-      return "waiting-for-delay";
-    case State::WaitingForProfilerStart:
-      return "waiting-for-cudaProfilerStart";
+    case State::PolicyWaits:
+      return policy_->waitingState();
     case State::WaitingForTrigger:
       return "idle";
     case State::TriggerPending:
       return "triggered";
-    case State::FollowingSchedule:
-      return "following-schedule";
     case State::Recording:
       return "recording";
     case State::Done:
@@ -511,7 +475,10 @@ void Controller::wake() {
 int Controller::runDueTimers() {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t now = bootTimeNs();
-  if (state_ == State::WaitingForDelay && now >= startAtNs_) startLocked("the delay passed");
+  if (state_ == State::PolicyWaits && policy_->nextTimerNs() != 0 &&
+      now >= policy_->nextTimerNs()) {
+    applyLocked(policy_->onTimer(now));
+  }
   if (state_ == State::TriggerPending && triggerSteps_ == 0 && now >= startAtNs_) {
     startLocked("kinetrace trigger", triggerPath_);
     if (state_ == State::Recording) {
@@ -530,8 +497,8 @@ int Controller::runDueTimers() {
     updateNextStepEventLocked();
   }
   int64_t next = 0;
-  if (state_ == State::WaitingForDelay || (state_ == State::TriggerPending && triggerSteps_ == 0))
-    next = startAtNs_;
+  if (state_ == State::PolicyWaits) next = policy_->nextTimerNs();
+  if (state_ == State::TriggerPending && triggerSteps_ == 0) next = startAtNs_;
   if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
   if (next == 0) return -1;
   return static_cast<int>(
@@ -617,19 +584,8 @@ void Controller::handleRequest(RequestReader::Request received) {
     answer(fd, "refused a triggered recording is already about to start (to " + triggerPath_ + ")");
     return;
   }
-  if (state_ == State::WaitingForProfilerStart) {
-    answer(fd,
-           "refused this process records between its own cudaProfilerStart() and "
-           "cudaProfilerStop() calls");
-    return;
-  }
-  if (state_ == State::WaitingForDelay) {
-    answer(fd, "refused this process starts recording after its configured delay");
-    return;
-  }
-  if (state_ == State::FollowingSchedule) {
-    answer(fd, "refused this process records by its step schedule (" + options_.config.schedule +
-                   "); it can be triggered once the schedule's last cycle has ended");
+  if (state_ == State::PolicyWaits) {
+    answer(fd, "refused " + policy_->refusal());
     return;
   }
   const int window = windows_ + 1;

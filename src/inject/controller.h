@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "inject/capture_policy.h"
 #include "inject/trace_naming.h"
 #include "inject/trigger_channel.h"
 #include "kinetrace/config.h"
@@ -42,11 +43,13 @@ struct ControllerOptions {
   RequestReader::Limits triggerLimits;
 };
 
-// Decides when the traced process's Profiler records: the whole run, a delayed window, the
-// windows between the program's own cudaProfilerStart/Stop calls, or the windows
-// `kinetrace trigger` asks for (through the trigger channel, trigger_channel.h, which the
-// control thread listens on in every mode: a request that overlaps a recording is refused
-// with a message). Each window is
+// Runs the traced process's Profiler: when to record is the capture mode's policy
+// (capture_policy.h: the whole run, a delayed window, the windows between the program's own
+// cudaProfilerStart/Stop calls, a step schedule, on demand), and the windows `kinetrace
+// trigger` asks for once the policy lets go (through the trigger channel, trigger_channel.h,
+// which the control thread listens on in every mode: a request that overlaps a recording or
+// comes while the policy waits is refused with a message). The controller carries out what
+// the policy decides: it starts and stops the Profiler, saves and reports. Each window is
 // written, while it is recorded, to a per-process name; a summary follows next to it
 // ("<trace>.summary.json"); a window that recorded nothing at all leaves no file. Built on
 // the public Profiler and the internal seam only.
@@ -98,11 +101,9 @@ class Controller {
  private:
   enum class State {
     Created,
-    WaitingForDelay,
-    WaitingForProfilerStart,
-    WaitingForTrigger,  // on demand, or a window (delay/duration, triggered) has ended
+    PolicyWaits,        // before or between the capture policy's windows: it decides
+    WaitingForTrigger,  // the policy let go: only a trigger records
     TriggerPending,     // a triggered window starts at startAtNs_, or at step startStep_
-    FollowingSchedule,  // between the cycles of the step schedule
     Recording,
     Done,
   };
@@ -119,7 +120,9 @@ class Controller {
   void startLocked(const char* why, const std::string& path = "");
   // `atStep`: the step whose mark ends the window (it is not in it); -1: not a step mark.
   void stopLocked(int64_t atStep = -1);
-  void followScheduleLocked(int64_t step);
+  // Carries out what the policy decided; `atStep`: the step mark it came at (-1: none).
+  void applyLocked(const CaptureStep& step, int64_t atStep = -1);
+  bool policyRecordingLocked() const { return state_ == State::Recording && !triggered_; }
   void updateNextStepEventLocked();
   const char* stateName() const;
   void drainSaves();
@@ -137,15 +140,15 @@ class Controller {
   std::unique_ptr<Profiler> profiler_;
   State state_ = State::Created;
   int windows_ = 0;
-  int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; WaitingForDelay
+  std::unique_ptr<CapturePolicy> policy_;
+  int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; TriggerPending by time
   int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
   // The triggered window: pending or recording (then its end goes back to waiting).
   bool triggered_ = false;
   std::string triggerPath_;
   int64_t triggerDurationNs_ = 0;
   std::string recordingPath_;  // the window being recorded
-  // Steps (step marks): the step schedule, and a triggered window of steps.
-  std::optional<Schedule> schedule_;
+  // Steps (step marks): the schedule's cycle, and a triggered window of steps.
   int64_t recordingCycle_ = 0;    // the schedule's cycle being recorded; 0: none
   int64_t triggerSteps_ = 0;      // a triggered window of this many steps (0: a duration)
   int64_t startStep_ = 0;         // TriggerPending by steps: the window's first step
