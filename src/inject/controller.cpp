@@ -296,7 +296,7 @@ void Controller::stopLocked(int64_t atStep) {
     }
     Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
-    pending_.push_back(PendingSave{std::move(trace), windows_, "", triggered_});
+    pending_.push_back(PendingSave{std::move(trace), windows_, "", trigger_.has_value()});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, windows_, "",
@@ -327,20 +327,12 @@ void Controller::onStepMark() noexcept {
   if (policy_ && policy_->followsSteps() &&
       (state_ == State::PolicyWaits || policyRecordingLocked())) {
     applyLocked(policy_->onStep(step, policyRecordingLocked()), step);
-  } else if (state_ == State::TriggerPending && triggerSteps_ > 0 && step >= startStep_) {
-    startLocked("kinetrace trigger", triggerPath_);
-    if (state_ == State::Recording) {
-      stopAtNs_ = 0;  // steps end this window, never the configured duration
-      stopAtStep_ = step + triggerSteps_;
-      windowFirstStep_ = step;
-    } else {
-      state_ = State::WaitingForTrigger;  // could not start (logged): a trigger may retry
-      triggered_ = false;
-    }
+  } else if (state_ == State::TriggerPending && trigger_->dueAtStep(step)) {
+    startTriggerLocked(step);
   } else if (state_ == State::Recording && stopAtStep_ != 0 && step >= stopAtStep_) {
     stopLocked(step);
     state_ = State::WaitingForTrigger;
-    triggered_ = false;
+    trigger_.reset();
     wake();  // the control thread writes the file; the program's step goes on now
   }
   updateNextStepEventLocked();
@@ -388,8 +380,8 @@ void Controller::updateNextStepEventLocked() {
   if (policy_ && policy_->followsSteps() &&
       (state_ == State::PolicyWaits || policyRecordingLocked())) {
     next = 0;
-  } else if (state_ == State::TriggerPending && triggerSteps_ > 0) {
-    next = startStep_;
+  } else if (state_ == State::TriggerPending && trigger_->bySteps()) {
+    next = trigger_->startStep();
   } else if (state_ == State::Recording && stopAtStep_ != 0) {
     next = stopAtStep_;
   }
@@ -420,11 +412,11 @@ void Controller::finish() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ == State::Recording) stopLocked();
-    if (state_ == State::TriggerPending && triggerSteps_ > 0) {
+    if (state_ == State::TriggerPending && trigger_->bySteps()) {
       log(LogLevel::Warning,
           "the triggered window of {} steps never started: step {} was not reached ({} step "
           "marks seen; NVTX ranges named {})",
-          triggerSteps_, startStep_, steps_.load(), options_.config.stepMarks);
+          trigger_->steps(), trigger_->startStep(), steps_.load(), options_.config.stepMarks);
     }
     state_ = State::Done;
     // The hook may still be called (CUPTI stays subscribed until the process ends); with no
@@ -479,26 +471,17 @@ int Controller::runDueTimers() {
       now >= policy_->nextTimerNs()) {
     applyLocked(policy_->onTimer(now));
   }
-  if (state_ == State::TriggerPending && triggerSteps_ == 0 && now >= startAtNs_) {
-    startLocked("kinetrace trigger", triggerPath_);
-    if (state_ == State::Recording) {
-      stopAtNs_ = saturatingAdd(bootTimeNs(), triggerDurationNs_);
-    } else {
-      // It could not start (logged): the next trigger may try again.
-      state_ = State::WaitingForTrigger;
-      triggered_ = false;
-    }
-  }
+  if (state_ == State::TriggerPending && trigger_->dueAtTime(now)) startTriggerLocked(-1);
   if (state_ == State::Recording && stopAtNs_ != 0 && now >= stopAtNs_) {
     stopLocked();
     // The configured window (or a triggered one) is over: only a trigger records again.
     state_ = State::WaitingForTrigger;
-    triggered_ = false;
+    trigger_.reset();
     updateNextStepEventLocked();
   }
   int64_t next = 0;
   if (state_ == State::PolicyWaits) next = policy_->nextTimerNs();
-  if (state_ == State::TriggerPending && triggerSteps_ == 0) next = startAtNs_;
+  if (state_ == State::TriggerPending && !trigger_->bySteps()) next = trigger_->startAtNs();
   if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
   if (next == 0) return -1;
   return static_cast<int>(
@@ -581,7 +564,8 @@ void Controller::handleRequest(RequestReader::Request received) {
     return;
   }
   if (state_ == State::TriggerPending) {
-    answer(fd, "refused a triggered recording is already about to start (to " + triggerPath_ + ")");
+    answer(fd,
+           "refused a triggered recording is already about to start (to " + trigger_->path() + ")");
     return;
   }
   if (state_ == State::PolicyWaits) {
@@ -598,49 +582,58 @@ void Controller::handleRequest(RequestReader::Request received) {
       return;
     }
   }
-  triggered_ = true;
-  triggerPath_ = path;
-  triggerDurationNs_ = request->durationNs;
-  triggerSteps_ = request->steps;
+  trigger_.emplace(*request, path, bootTimeNs(), realTimeNs(),
+                   steps_.load(std::memory_order_relaxed));
   state_ = State::TriggerPending;
-  if (triggerSteps_ > 0) {
-    // The step the next mark starts, or the one asked for if it is still ahead.
-    startStep_ = std::max(request->startStep, steps_.load(std::memory_order_relaxed));
-    updateNextStepEventLocked();
+  updateNextStepEventLocked();
+  if (trigger_->bySteps()) {
     std::string note;
     if (steps_.load(std::memory_order_relaxed) == 0) {
       note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks +
              ", or kinetrace::step() calls)";
     }
-    if (!answer(fd, fmt::format("ok {}\tfrom step {}{}", triggerPath_, startStep_, note))) {
+    if (!answer(fd, fmt::format("ok {}\tfrom step {}{}", path, trigger_->startStep(), note))) {
       undoTriggerLocked();
       return;
     }
     log(LogLevel::Info, "triggered: window {} records {} steps from step {} to {}", window,
-        triggerSteps_, startStep_, triggerPath_);
+        trigger_->steps(), trigger_->startStep(), path);
     return;
   }
-  const int64_t untilStart =
-      request->startAtNs == 0 ? 0 : saturatingAdd(request->startAtNs, -realTimeNs());
-  startAtNs_ = saturatingAdd(bootTimeNs(), std::max<int64_t>(0, untilStart));
-  if (!answer(fd, "ok " + triggerPath_)) {
+  if (!answer(fd, "ok " + path)) {
     undoTriggerLocked();
     return;
   }
   log(LogLevel::Info, "triggered: window {} records {} ms to {}", window,
-      triggerDurationNs_ / 1000000, triggerPath_);
+      trigger_->durationNs() / 1000000, path);
 }
 
 // The client asking for the window left before it heard "ok" (and told its user there was no
 // answer): the window, not yet started (the lock is held), is not recorded.
 void Controller::undoTriggerLocked() {
   log(LogLevel::Warning,
-      "a trigger's client left before its answer; its window ({}) is not recorded", triggerPath_);
+      "a trigger's client left before its answer; its window ({}) is not recorded",
+      trigger_->path());
   state_ = State::WaitingForTrigger;
-  triggered_ = false;
-  triggerSteps_ = 0;
-  triggerPath_.clear();
+  trigger_.reset();
   updateNextStepEventLocked();
+}
+
+void Controller::startTriggerLocked(int64_t atStep) {
+  startLocked("kinetrace trigger", trigger_->path());
+  if (state_ != State::Recording) {
+    // It could not start (logged): the next trigger may try again.
+    state_ = State::WaitingForTrigger;
+    trigger_.reset();
+    return;
+  }
+  if (trigger_->bySteps()) {
+    stopAtNs_ = 0;  // steps end this window, never a duration
+    stopAtStep_ = trigger_->endAtStep(atStep);
+    windowFirstStep_ = atStep;
+  } else {
+    stopAtNs_ = trigger_->endAtNs(bootTimeNs());
+  }
 }
 
 void Controller::handleSignal(int signal) {

@@ -15,6 +15,7 @@
 #include "inject/capture_policy.h"
 #include "inject/trace_naming.h"
 #include "inject/trigger_channel.h"
+#include "inject/trigger_window.h"
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/schedule.h"
@@ -103,7 +104,7 @@ class Controller {
     Created,
     PolicyWaits,        // before or between the capture policy's windows: it decides
     WaitingForTrigger,  // the policy let go: only a trigger records
-    TriggerPending,     // a triggered window starts at startAtNs_, or at step startStep_
+    TriggerPending,     // a triggered window (trigger_) waits for its start time or step
     Recording,
     Done,
   };
@@ -122,7 +123,9 @@ class Controller {
   void stopLocked(int64_t atStep = -1);
   // Carries out what the policy decided; `atStep`: the step mark it came at (-1: none).
   void applyLocked(const CaptureStep& step, int64_t atStep = -1);
-  bool policyRecordingLocked() const { return state_ == State::Recording && !triggered_; }
+  bool policyRecordingLocked() const { return state_ == State::Recording && !trigger_; }
+  // The triggered window started, or could not (then a later trigger may try again).
+  void startTriggerLocked(int64_t atStep);
   void updateNextStepEventLocked();
   const char* stateName() const;
   void drainSaves();
@@ -141,17 +144,12 @@ class Controller {
   State state_ = State::Created;
   int windows_ = 0;
   std::unique_ptr<CapturePolicy> policy_;
-  int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; TriggerPending by time
   int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
   // The triggered window: pending or recording (then its end goes back to waiting).
-  bool triggered_ = false;
-  std::string triggerPath_;
-  int64_t triggerDurationNs_ = 0;
+  std::optional<TriggerWindow> trigger_;
   std::string recordingPath_;  // the window being recorded
   // Steps (step marks): the schedule's cycle, and a triggered window of steps.
   int64_t recordingCycle_ = 0;    // the schedule's cycle being recorded; 0: none
-  int64_t triggerSteps_ = 0;      // a triggered window of this many steps (0: a duration)
-  int64_t startStep_ = 0;         // TriggerPending by steps: the window's first step
   int64_t stopAtStep_ = 0;        // Recording: the step whose mark ends the window; 0 = none
   int64_t windowFirstStep_ = -1;  // the step the recording window started at; -1: not by steps
   std::atomic<int64_t> steps_{0};
