@@ -365,10 +365,12 @@ void Controller::applyLocked(const CaptureStep& step, int64_t atStep) {
   }
   if (step.released && state_ == State::PolicyWaits) {
     state_ = State::WaitingForTrigger;
-    log(LogLevel::Info,
-        "{}: the last window has ended{}; from now on the process records when "
-        "triggered",
-        policy_->name(), atStep >= 0 ? fmt::format(" at step {}", atStep) : "");
+    // On demand lets go at once: nothing has ended then.
+    if (atStep >= 0) {
+      log(LogLevel::Info,
+          "{}: the last window ended at step {}; from now on the process records when triggered",
+          policy_->name(), atStep);
+    }
   }
   updateNextStepEventLocked();
 }
