@@ -96,13 +96,6 @@ void noteOutcome(const ControllerOptions& options, const std::string& dir, Manif
   }
 }
 
-const char* captureName(const Config& config) {
-  if (!config.schedule.empty()) return "step schedule";
-  if (config.captureRange == CaptureRange::CudaProfilerApi) return "cudaProfilerApi";
-  if (config.captureRange == CaptureRange::OnDemand) return "on demand";
-  return config.delayNs > 0 || config.durationNs > 0 ? "delay/duration" : "whole run";
-}
-
 }  // namespace
 
 int64_t bootTimeNs() {
@@ -161,10 +154,18 @@ Controller::~Controller() {
 void Controller::openTriggerChannel() {
   std::string why;
   triggerFd_ = listenForTriggers(options_.config.runId, options_.naming.pid, &triggerSocket_, &why);
-  if (triggerFd_ < 0) {
-    triggerSocket_.clear();
-    log(options_.config.captureRange == CaptureRange::OnDemand ? LogLevel::Error : LogLevel::Info,
-        "kinetrace trigger cannot reach this process: {}", why);
+  if (triggerFd_ >= 0) {
+    requests_ = std::make_unique<RequestReader>(triggerFd_, options_.triggerLimits);
+    return;
+  }
+  triggerSocket_.clear();
+  const bool onDemand = options_.config.captureRange == CaptureRange::OnDemand;
+  log(onDemand ? LogLevel::Error : LogLevel::Info,
+      "kinetrace trigger cannot reach this process: {}", why);
+  // On demand, nothing will ever be recorded: the report says why, not "no CUDA call".
+  if (onDemand) {
+    noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, 0, "",
+                "on demand, but kinetrace trigger cannot reach it: ", why);
   }
 }
 
@@ -184,12 +185,11 @@ void Controller::begin() {
   Config profilerConfig = config;
   profilerConfig.output.clear();  // the controller names each window's file itself
   try {
-    if (!config.schedule.empty()) schedule_ = detail::parseSchedule(config.schedule);
+    policy_ = makeCapturePolicy(config, options_.processStartBootNs);
     internal::ProfilerOptions profilerOptions;
     profilerOptions.insideDriverInit = true;  // InitializeInjection runs inside cuInit
     profilerOptions.processName = options_.processName;
-    const bool profilerApi = !schedule_ && config.captureRange == CaptureRange::CudaProfilerApi;
-    if (profilerApi) {
+    if (policy_->usesProfilerApi()) {
       gProfilerApiTarget.store(this, std::memory_order_release);
       profilerOptions.profilerControl = &profilerApiTrampoline;
     }
@@ -198,46 +198,36 @@ void Controller::begin() {
     if (!options_.commandLine.empty())
       profiler_->addMetadata("kinetrace_command_line", options_.commandLine);
     if (!config.runId.empty()) profiler_->addMetadata("kinetrace_run_id", config.runId);
-    profiler_->addMetadata("kinetrace_capture", captureName(config));
+    profiler_->addMetadata("kinetrace_capture", policy_->name());
 
-    if (schedule_) {
-      if (config.delayNs > 0 || config.durationNs > 0 ||
-          config.captureRange != CaptureRange::Whole) {
+    const bool timed = config.delayNs > 0 || config.durationNs > 0;
+    if (!config.schedule.empty()) {
+      if (timed || config.captureRange != CaptureRange::Whole) {
         log(LogLevel::Warning,
             "delay, duration and capture_range are ignored with a schedule (steps decide)");
       }
       profiler_->addMetadata("kinetrace_schedule", config.schedule);
-      // Nothing until the first step mark: the schedule counts steps from there.
-      state_ = State::FollowingSchedule;
-    } else if (profilerApi) {
-      if (config.delayNs > 0 || config.durationNs > 0) {
-        log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
-      }
-      // Subscribes to CUPTI now, so the program's cudaProfilerStart() reaches us; nothing
-      // is collected until then.
-      profiler_->prepare();
-      state_ = State::WaitingForProfilerStart;
-    } else if (config.captureRange == CaptureRange::OnDemand) {
-      // Nothing until a trigger: not even CUPTI, so the program runs at its own speed.
-      if (config.delayNs > 0 || config.durationNs > 0) {
-        log(LogLevel::Warning, "delay and duration are ignored on demand (the trigger says)");
-      }
-      state_ = State::WaitingForTrigger;
-    } else if (config.delayNs > 0) {
-      int64_t from = options_.processStartBootNs > 0 ? options_.processStartBootNs : bootTimeNs();
-      startAtNs_ = from + config.delayNs;
-      state_ = State::WaitingForDelay;
-      if (startAtNs_ <= bootTimeNs()) startLocked("the delay had passed when CUDA started");
-    } else {
-      startLocked("CUDA initialised");
+    } else if (policy_->usesProfilerApi() && timed) {
+      log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
+    } else if (config.captureRange == CaptureRange::OnDemand && timed) {
+      log(LogLevel::Warning, "delay and duration are ignored on demand (the trigger says)");
     }
+    state_ = State::PolicyWaits;
+    CaptureStep first = policy_->begin(bootTimeNs());
+    if (first.prepare) {
+      // With cudaProfilerApi: subscribes to CUPTI now, so the program's cudaProfilerStart()
+      // reaches us; nothing is collected until then. A failure here turns tracing off.
+      profiler_->prepare();
+      first.prepare = false;
+    }
+    applyLocked(first);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "tracing is off for this process: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, 0, "", "", error.what());
     state_ = State::Done;
   }
   log(LogLevel::Debug, "controller for pid {} ready ({}); traces go to {}", options_.naming.pid,
-      captureName(config), outputDir_);
+      policy_ ? policy_->name() : "no policy", outputDir_);
   if (state_ != State::Done) {
     // Step marks are followed in every mode: a trigger may ask for steps at any time.
     updateNextStepEventLocked();
@@ -277,7 +267,7 @@ void Controller::startLocked(const char* why, const std::string& requestedPath) 
   windows_ = window;
   state_ = State::Recording;
   recordingPath_ = path;
-  stopAtNs_ = options_.config.durationNs > 0 ? bootTimeNs() + options_.config.durationNs : 0;
+  stopAtNs_ = 0;  // the caller says when the window ends
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
 }
 
@@ -306,7 +296,7 @@ void Controller::stopLocked(int64_t atStep) {
     }
     Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
-    pending_.push_back(PendingSave{std::move(trace), windows_, "", triggered_});
+    pending_.push_back(PendingSave{std::move(trace), windows_, "", trigger_.has_value()});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, windows_, "",
@@ -323,13 +313,9 @@ void Controller::onProfilerApi(bool start) noexcept {
   // still calling cudaProfilerStart/Stop must not wait for it inside a CUDA call.
   if (finishing_.load() || abandoned_.load()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (start && state_ == State::WaitingForProfilerStart) {
-    startLocked("cudaProfilerStart()");
-  } else if (!start && state_ == State::Recording) {
-    stopLocked();
-    state_ = State::WaitingForProfilerStart;
-    wake();  // the control thread writes the file; cudaProfilerStop() returns now
-  }
+  if (!policy_ || (state_ != State::PolicyWaits && !policyRecordingLocked())) return;
+  // A window it stops is written by the control thread: cudaProfilerStop() returns now.
+  applyLocked(policy_->onProfilerApi(start, policyRecordingLocked(), bootTimeNs()));
 }
 
 void Controller::onStepMark() noexcept {
@@ -338,73 +324,66 @@ void Controller::onStepMark() noexcept {
   // Exiting: as in onProfilerApi, a program thread must not wait for the exit path.
   if (finishing_.load() || abandoned_.load()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (schedule_ && (state_ == State::FollowingSchedule || recordingCycle_ != 0)) {
-    followScheduleLocked(step);
-  } else if (state_ == State::TriggerPending && triggerSteps_ > 0 && step >= startStep_) {
-    startLocked("kinetrace trigger", triggerPath_);
-    if (state_ == State::Recording) {
-      stopAtNs_ = 0;  // steps end this window, never the configured duration
-      stopAtStep_ = step + triggerSteps_;
-      windowFirstStep_ = step;
-    } else {
-      state_ = State::WaitingForTrigger;  // could not start (logged): a trigger may retry
-      triggered_ = false;
-    }
+  if (policy_ && policy_->followsSteps() &&
+      (state_ == State::PolicyWaits || policyRecordingLocked())) {
+    applyLocked(policy_->onStep(step, policyRecordingLocked()), step);
+  } else if (state_ == State::TriggerPending && trigger_->dueAtStep(step)) {
+    startTriggerLocked(step);
   } else if (state_ == State::Recording && stopAtStep_ != 0 && step >= stopAtStep_) {
     stopLocked(step);
     state_ = State::WaitingForTrigger;
-    triggered_ = false;
+    trigger_.reset();
     wake();  // the control thread writes the file; the program's step goes on now
   }
   updateNextStepEventLocked();
 }
 
-// At the mark of step `step`, as StepScheduler does at kinetrace::step(): a cycle's trace
-// holds exactly its active steps; warm-up sets CUPTI up without recording.
-void Controller::followScheduleLocked(int64_t step) {
-  int64_t cycle = 0;
-  const detail::SchedulePhase phase = detail::schedulePhase(*schedule_, step, &cycle);
-  if (state_ == State::Recording &&
-      (phase != detail::SchedulePhase::Active || cycle != recordingCycle_)) {
-    stopLocked(step);
-    state_ = State::FollowingSchedule;
-    wake();
+void Controller::applyLocked(const CaptureStep& step, int64_t atStep) {
+  if (step.stop && policyRecordingLocked()) {
+    stopLocked(atStep);
+    state_ = State::PolicyWaits;
+    wake();  // the control thread writes the file; the program goes on now
   }
-  if (phase == detail::SchedulePhase::Warmup && state_ != State::Recording) {
+  if (step.prepare && state_ != State::Recording) {
     try {
       profiler_->prepare();  // once subscribed, CUPTI stays so: later calls are cheap
     } catch (const std::exception& error) {
-      log(LogLevel::Warning, "schedule: warm-up could not set up GPU recording: {}", error.what());
+      log(LogLevel::Warning, "{}: could not set up GPU recording ahead: {}", policy_->name(),
+          error.what());
     }
   }
-  if (phase == detail::SchedulePhase::Active && state_ == State::FollowingSchedule) {
-    startLocked("step schedule");
+  if (step.start && state_ == State::PolicyWaits) {
+    startLocked(step.why);
     if (state_ == State::Recording) {
-      stopAtNs_ = 0;  // the cycle's steps end it, never a configured duration
-      recordingCycle_ = cycle;
-      windowFirstStep_ = step;
+      stopAtNs_ = step.stopAtNs;
+      windowFirstStep_ = step.firstStep;
+      recordingCycle_ = step.cycle;
     } else {
-      state_ = State::FollowingSchedule;  // this cycle is lost (logged); the next may start
+      // Not started (logged): the policy may try again at its next window, or tracing is off.
+      state_ = policy_->startFailed() ? State::PolicyWaits : State::Done;
     }
   }
-  const int64_t period = schedule_->wait + schedule_->warmup + schedule_->active;
-  const bool over =
-      schedule_->repeat != 0 && step + 1 >= schedule_->skipFirst + schedule_->repeat * period;
-  if (over && state_ == State::FollowingSchedule) {
-    // Every cycle was recorded: from now on the process records when triggered.
+  if (step.released && state_ == State::PolicyWaits) {
     state_ = State::WaitingForTrigger;
-    log(LogLevel::Info, "schedule: the last cycle ended at step {}", step);
+    // On demand lets go at once: nothing has ended then.
+    if (atStep >= 0) {
+      log(LogLevel::Info,
+          "{}: the last window ended at step {}; from now on the process records when triggered",
+          policy_->name(), atStep);
+    }
   }
+  updateNextStepEventLocked();
 }
 
 // Which step's mark must take the lock: every one while a schedule runs, the first or last
 // step of a triggered window of steps, none otherwise.
 void Controller::updateNextStepEventLocked() {
   int64_t next = kNoStepEvent;
-  if (schedule_ && (state_ == State::FollowingSchedule || recordingCycle_ != 0)) {
+  if (policy_ && policy_->followsSteps() &&
+      (state_ == State::PolicyWaits || policyRecordingLocked())) {
     next = 0;
-  } else if (state_ == State::TriggerPending && triggerSteps_ > 0) {
-    next = startStep_;
+  } else if (state_ == State::TriggerPending && trigger_->bySteps()) {
+    next = trigger_->startStep();
   } else if (state_ == State::Recording && stopAtStep_ != 0) {
     next = stopAtStep_;
   }
@@ -415,16 +394,12 @@ const char* Controller::stateName() const {
   switch (state_) {
     case State::Created:
       return "created";
-    case State::WaitingForDelay:
-      return "waiting-for-delay";
-    case State::WaitingForProfilerStart:
-      return "waiting-for-cudaProfilerStart";
+    case State::PolicyWaits:
+      return policy_->waitingState();
     case State::WaitingForTrigger:
       return "idle";
     case State::TriggerPending:
       return "triggered";
-    case State::FollowingSchedule:
-      return "following-schedule";
     case State::Recording:
       return "recording";
     case State::Done:
@@ -439,11 +414,11 @@ void Controller::finish() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ == State::Recording) stopLocked();
-    if (state_ == State::TriggerPending && triggerSteps_ > 0) {
+    if (state_ == State::TriggerPending && trigger_->bySteps()) {
       log(LogLevel::Warning,
           "the triggered window of {} steps never started: step {} was not reached ({} step "
           "marks seen; NVTX ranges named {})",
-          triggerSteps_, startStep_, steps_.load(), options_.config.stepMarks);
+          trigger_->steps(), trigger_->startStep(), steps_.load(), options_.config.stepMarks);
     }
     state_ = State::Done;
     // The hook may still be called (CUPTI stays subscribed until the process ends); with no
@@ -467,7 +442,8 @@ void Controller::abandonInForkedChild() noexcept {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
-  // The socket is the parent's: closed here, never removed.
+  // The socket and its connections are the parent's: closed here, never removed or answered.
+  if (requests_) requests_->abandon();
   if (triggerFd_ >= 0) ::close(triggerFd_);
   triggerFd_ = -1;
   // The parent's control thread does not exist here; its std::thread object must never be
@@ -493,47 +469,56 @@ void Controller::wake() {
 int Controller::runDueTimers() {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t now = bootTimeNs();
-  if (state_ == State::WaitingForDelay && now >= startAtNs_) startLocked("the delay passed");
-  if (state_ == State::TriggerPending && triggerSteps_ == 0 && now >= startAtNs_) {
-    startLocked("kinetrace trigger", triggerPath_);
-    if (state_ == State::Recording) {
-      stopAtNs_ = bootTimeNs() + triggerDurationNs_;
-    } else {
-      // It could not start (logged): the next trigger may try again.
-      state_ = State::WaitingForTrigger;
-      triggered_ = false;
-    }
+  if (state_ == State::PolicyWaits && policy_->nextTimerNs() != 0 &&
+      now >= policy_->nextTimerNs()) {
+    applyLocked(policy_->onTimer(now));
   }
+  if (state_ == State::TriggerPending && trigger_->dueAtTime(now)) startTriggerLocked(-1);
   if (state_ == State::Recording && stopAtNs_ != 0 && now >= stopAtNs_) {
     stopLocked();
     // The configured window (or a triggered one) is over: only a trigger records again.
     state_ = State::WaitingForTrigger;
-    triggered_ = false;
+    trigger_.reset();
     updateNextStepEventLocked();
   }
   int64_t next = 0;
-  if (state_ == State::WaitingForDelay || (state_ == State::TriggerPending && triggerSteps_ == 0))
-    next = startAtNs_;
+  if (state_ == State::PolicyWaits) next = policy_->nextTimerNs();
+  if (state_ == State::TriggerPending && !trigger_->bySteps()) next = trigger_->startAtNs();
   if (state_ == State::Recording && stopAtNs_ != 0) next = stopAtNs_;
   if (next == 0) return -1;
-  return static_cast<int>(std::min<int64_t>((next - now + 999999) / 1000000, 60 * 60 * 1000));
+  return static_cast<int>(
+      std::min<int64_t>(saturatingAdd(next - now, 999999) / 1000000, 60 * 60 * 1000));
 }
 
 void Controller::controlLoop() {
+  std::vector<pollfd> waits;
   while (true) {
     int timeoutMs = runDueTimers();
     drainSaves();
-    pollfd waits[2] = {{wakeFds_[0], POLLIN, 0}, {triggerFd_, POLLIN, 0}};
-    int ready = ::poll(waits, triggerFd_ >= 0 ? 2 : 1, timeoutMs);
+    waits.assign(1, pollfd{wakeFds_[0], POLLIN, 0});
+    if (requests_) {
+      requests_->addPollFds(&waits);
+      const int64_t deadline = requests_->nextDeadlineNs();
+      if (deadline != INT64_MAX) {
+        const int64_t untilMs = std::max<int64_t>(0, (deadline - bootTimeNs() + 999999) / 1000000);
+        if (timeoutMs < 0 || untilMs < timeoutMs) timeoutMs = static_cast<int>(untilMs);
+      }
+    }
+    const int ready = ::poll(waits.data(), waits.size(), timeoutMs);
     if (ready < 0 && errno != EINTR) return;
-    if (ready <= 0) continue;
-    if (triggerFd_ >= 0 && (waits[1].revents & POLLIN) != 0) handleTrigger();
-    if ((waits[0].revents & POLLIN) == 0) continue;
-    unsigned char bytes[64];
-    ssize_t count = ::read(wakeFds_[0], bytes, sizeof bytes);
-    for (ssize_t i = 0; i < count; ++i) {
-      if (bytes[i] == kQuit) return;
-      if (bytes[i] != kWake) handleSignal(bytes[i]);
+    // Signals and quitting first; no request is ever waited for, so they act at once.
+    if (ready > 0 && (waits[0].revents & POLLIN) != 0) {
+      unsigned char bytes[64];
+      const ssize_t count = ::read(wakeFds_[0], bytes, sizeof bytes);
+      for (ssize_t i = 0; i < count; ++i) {
+        if (bytes[i] == kQuit) return;
+        if (bytes[i] != kWake) handleSignal(bytes[i]);
+      }
+    }
+    if (requests_) {
+      for (RequestReader::Request& request : requests_->service(bootTimeNs())) {
+        handleRequest(std::move(request));
+      }
     }
   }
 }
@@ -551,12 +536,10 @@ std::string Controller::triggeredPath(const std::string& requested, int window) 
   return dir + "/" + traceFileName(options_.naming, window);
 }
 
-void Controller::handleTrigger() {
-  std::string line;
-  bool owner = false;
-  const int fd = acceptRequest(triggerFd_, &line, &owner);
-  if (fd < 0) return;
-  if (!owner) {
+void Controller::handleRequest(RequestReader::Request received) {
+  const int fd = received.fd;
+  const std::string& line = received.line;
+  if (!received.peerAllowed) {
     answer(fd, "refused only the process's owner may trigger it");
     return;
   }
@@ -583,58 +566,76 @@ void Controller::handleTrigger() {
     return;
   }
   if (state_ == State::TriggerPending) {
-    answer(fd, "refused a triggered recording is already about to start (to " + triggerPath_ + ")");
-    return;
-  }
-  if (state_ == State::WaitingForProfilerStart) {
     answer(fd,
-           "refused this process records between its own cudaProfilerStart() and "
-           "cudaProfilerStop() calls");
+           "refused a triggered recording is already about to start (to " + trigger_->path() + ")");
     return;
   }
-  if (state_ == State::WaitingForDelay) {
-    answer(fd, "refused this process starts recording after its configured delay");
-    return;
-  }
-  if (state_ == State::FollowingSchedule) {
-    answer(fd, "refused this process records by its step schedule (" + options_.config.schedule +
-                   "); it can be triggered once the schedule's last cycle has ended");
+  if (state_ == State::PolicyWaits) {
+    answer(fd, "refused " + policy_->refusal());
     return;
   }
   const int window = windows_ + 1;
   const std::string path = triggeredPath(request->output, window);
   const std::size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
-    const std::string why = makeDirectories(path.substr(0, slash));
-    if (!why.empty()) {
-      answer(fd, "refused the trace cannot be written there: " + why);
+    const std::string unusable = makeDirectories(path.substr(0, slash));
+    if (!unusable.empty()) {
+      answer(fd, "refused the trace cannot be written there: " + unusable);
       return;
     }
   }
-  triggered_ = true;
-  triggerPath_ = path;
-  triggerDurationNs_ = request->durationNs;
-  triggerSteps_ = request->steps;
+  trigger_.emplace(*request, path, bootTimeNs(), realTimeNs(),
+                   steps_.load(std::memory_order_relaxed));
   state_ = State::TriggerPending;
-  if (triggerSteps_ > 0) {
-    // The step the next mark starts, or the one asked for if it is still ahead.
-    startStep_ = std::max(request->startStep, steps_.load(std::memory_order_relaxed));
-    updateNextStepEventLocked();
+  updateNextStepEventLocked();
+  if (trigger_->bySteps()) {
     std::string note;
     if (steps_.load(std::memory_order_relaxed) == 0) {
       note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks +
              ", or kinetrace::step() calls)";
     }
-    answer(fd, fmt::format("ok {}\tfrom step {}{}", triggerPath_, startStep_, note));
+    if (!answer(fd, fmt::format("ok {}\tfrom step {}{}", path, trigger_->startStep(), note))) {
+      undoTriggerLocked();
+      return;
+    }
     log(LogLevel::Info, "triggered: window {} records {} steps from step {} to {}", window,
-        triggerSteps_, startStep_, triggerPath_);
+        trigger_->steps(), trigger_->startStep(), path);
     return;
   }
-  const int64_t untilStart = request->startAtNs == 0 ? 0 : request->startAtNs - realTimeNs();
-  startAtNs_ = bootTimeNs() + std::max<int64_t>(0, untilStart);
-  answer(fd, "ok " + triggerPath_);
+  if (!answer(fd, "ok " + path)) {
+    undoTriggerLocked();
+    return;
+  }
   log(LogLevel::Info, "triggered: window {} records {} ms to {}", window,
-      triggerDurationNs_ / 1000000, triggerPath_);
+      trigger_->durationNs() / 1000000, path);
+}
+
+// The client asking for the window left before it heard "ok" (and told its user there was no
+// answer): the window, not yet started (the lock is held), is not recorded.
+void Controller::undoTriggerLocked() {
+  log(LogLevel::Warning,
+      "a trigger's client left before its answer; its window ({}) is not recorded",
+      trigger_->path());
+  state_ = State::WaitingForTrigger;
+  trigger_.reset();
+  updateNextStepEventLocked();
+}
+
+void Controller::startTriggerLocked(int64_t atStep) {
+  startLocked("kinetrace trigger", trigger_->path());
+  if (state_ != State::Recording) {
+    // It could not start (logged): the next trigger may try again.
+    state_ = State::WaitingForTrigger;
+    trigger_.reset();
+    return;
+  }
+  if (trigger_->bySteps()) {
+    stopAtNs_ = 0;  // steps end this window, never a duration
+    stopAtStep_ = trigger_->endAtStep(atStep);
+    windowFirstStep_ = atStep;
+  } else {
+    stopAtNs_ = trigger_->endAtNs(bootTimeNs());
+  }
 }
 
 void Controller::handleSignal(int signal) {

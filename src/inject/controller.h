@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "inject/capture_policy.h"
 #include "inject/trace_naming.h"
 #include "inject/trigger_channel.h"
+#include "inject/trigger_window.h"
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/schedule.h"
@@ -38,13 +40,17 @@ struct ControllerOptions {
   // restore the signal's default action and raise it again, so the process ends as the
   // signal meant it to.
   std::function<void(int signal)> afterSignal;
+  // How long a trigger connection may take to send its request, and how many may wait.
+  RequestReader::Limits triggerLimits;
 };
 
-// Decides when the traced process's Profiler records: the whole run, a delayed window, the
-// windows between the program's own cudaProfilerStart/Stop calls, or the windows
-// `kinetrace trigger` asks for (through the trigger channel, trigger_channel.h, which the
-// control thread listens on in every mode: a request that overlaps a recording is refused
-// with a message). Each window is
+// Runs the traced process's Profiler: when to record is the capture mode's policy
+// (capture_policy.h: the whole run, a delayed window, the windows between the program's own
+// cudaProfilerStart/Stop calls, a step schedule, on demand), and the windows `kinetrace
+// trigger` asks for once the policy lets go (through the trigger channel, trigger_channel.h,
+// which the control thread listens on in every mode: a request that overlaps a recording or
+// comes while the policy waits is refused with a message). The controller carries out what
+// the policy decides: it starts and stops the Profiler, saves and reports. Each window is
 // written, while it is recorded, to a per-process name; a summary follows next to it
 // ("<trace>.summary.json"); a window that recorded nothing at all leaves no file. Built on
 // the public Profiler and the internal seam only.
@@ -96,11 +102,9 @@ class Controller {
  private:
   enum class State {
     Created,
-    WaitingForDelay,
-    WaitingForProfilerStart,
-    WaitingForTrigger,  // on demand, or a window (delay/duration, triggered) has ended
-    TriggerPending,     // a triggered window starts at startAtNs_, or at step startStep_
-    FollowingSchedule,  // between the cycles of the step schedule
+    PolicyWaits,        // before or between the capture policy's windows: it decides
+    WaitingForTrigger,  // the policy let go: only a trigger records
+    TriggerPending,     // a triggered window (trigger_) waits for its start time or step
     Recording,
     Done,
   };
@@ -117,14 +121,19 @@ class Controller {
   void startLocked(const char* why, const std::string& path = "");
   // `atStep`: the step whose mark ends the window (it is not in it); -1: not a step mark.
   void stopLocked(int64_t atStep = -1);
-  void followScheduleLocked(int64_t step);
+  // Carries out what the policy decided; `atStep`: the step mark it came at (-1: none).
+  void applyLocked(const CaptureStep& step, int64_t atStep = -1);
+  bool policyRecordingLocked() const { return state_ == State::Recording && !trigger_; }
+  // The triggered window started, or could not (then a later trigger may try again).
+  void startTriggerLocked(int64_t atStep);
   void updateNextStepEventLocked();
   const char* stateName() const;
   void drainSaves();
   void save(PendingSave& pending);
   void wake();
   void openTriggerChannel();
-  void handleTrigger();
+  void handleRequest(RequestReader::Request request);
+  void undoTriggerLocked();
   std::string triggeredPath(const std::string& requested, int window) const;
 
   ControllerOptions options_;
@@ -134,18 +143,13 @@ class Controller {
   std::unique_ptr<Profiler> profiler_;
   State state_ = State::Created;
   int windows_ = 0;
-  int64_t startAtNs_ = 0;  // CLOCK_BOOTTIME; WaitingForDelay
+  std::unique_ptr<CapturePolicy> policy_;
   int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
   // The triggered window: pending or recording (then its end goes back to waiting).
-  bool triggered_ = false;
-  std::string triggerPath_;
-  int64_t triggerDurationNs_ = 0;
+  std::optional<TriggerWindow> trigger_;
   std::string recordingPath_;  // the window being recorded
-  // Steps (step marks): the step schedule, and a triggered window of steps.
-  std::optional<Schedule> schedule_;
+  // Steps (step marks): the schedule's cycle, and a triggered window of steps.
   int64_t recordingCycle_ = 0;    // the schedule's cycle being recorded; 0: none
-  int64_t triggerSteps_ = 0;      // a triggered window of this many steps (0: a duration)
-  int64_t startStep_ = 0;         // TriggerPending by steps: the window's first step
   int64_t stopAtStep_ = 0;        // Recording: the step whose mark ends the window; 0 = none
   int64_t windowFirstStep_ = -1;  // the step the recording window started at; -1: not by steps
   std::atomic<int64_t> steps_{0};
@@ -163,6 +167,7 @@ class Controller {
 
   int wakeFds_[2] = {-1, -1};
   int triggerFd_ = -1;
+  std::unique_ptr<RequestReader> requests_;  // the trigger socket's waiting connections
   std::string triggerSocket_;
   std::thread controlThread_;
 };

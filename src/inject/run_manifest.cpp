@@ -151,6 +151,18 @@ std::string manifestPath(const std::string& dir, const std::string& runId) {
   return dir + "/kinetrace-" + runId + ".manifest";
 }
 
+bool createManifest(const std::string& dir, const std::string& runId) noexcept {
+  if (dir.empty() || runId.empty() || runId.find('/') != std::string::npos) return false;
+  try {
+    const int fd = ::open(manifestPath(dir, runId).c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) return false;
+    return ::close(fd) == 0;
+  } catch (...) {
+    return false;  // out of memory building the path
+  }
+}
+
 bool appendManifest(const std::string& dir, const std::string& runId,
                     const ManifestEntry& entry) noexcept {
   if (dir.empty() || runId.empty() || runId.find('/') != std::string::npos) return false;
@@ -165,7 +177,8 @@ bool appendManifest(const std::string& dir, const std::string& runId,
     line += '\n';
 
     const std::string path = manifestPath(dir, runId);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    // Never created here: a manifest its command has already read and removed stays gone.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return false;
     ssize_t written;
     do {

@@ -10,9 +10,11 @@
 //
 //   <dir>/kinetrace-<run id>.manifest      one line per outcome, appended by every process
 //
-// The injected processes append (from their control or exit path); the command reads the
-// file after the program has exited, reports, and deletes it: it is the run's scratch. A
-// program traced with KINETRACE_RUN_ID set by hand, without `kinetrace run`, leaves it behind.
+// The command creates the file before it starts the program; the injected processes append
+// to it (from their control or exit path) while it exists; the command reads it after the
+// program has exited, reports, and deletes it: it is the run's scratch. Processes that
+// outlive the program then append nothing (no one would read it), so nothing is left
+// behind; nor is anything written for a program traced with KINETRACE_RUN_ID set by hand.
 //
 // A line is tab-separated: event, pid, window, path, message; in path and message a
 // backslash, tab, newline or carriage return is written as \\, \t, \n, \r.
@@ -37,10 +39,13 @@ struct ManifestEntry {
 // <dir>/kinetrace-<runId>.manifest
 std::string manifestPath(const std::string& dir, const std::string& runId);
 
-// Appends one line with a single write() on an O_APPEND descriptor: lines from processes
-// appending at once never interleave, because a line is kept to PIPE_BUF bytes at most (the
-// message is cut short first, then the path). Never throws; returns false when the line
-// could not be written (no such directory, disk full) or dir or runId is unusable.
+// Creates the run's manifest, empty. Returns false when it could not be made.
+bool createManifest(const std::string& dir, const std::string& runId) noexcept;
+
+// Appends one line, to a manifest createManifest made, with a single write() on an O_APPEND
+// descriptor: lines from processes appending at once never interleave, because a line is kept to
+// PIPE_BUF bytes at most (the message is cut short first, then the path). Never throws; returns
+// false when the line could not be written (no manifest, disk full) or dir or runId is unusable.
 bool appendManifest(const std::string& dir, const std::string& runId,
                     const ManifestEntry& entry) noexcept;
 

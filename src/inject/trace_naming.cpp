@@ -5,6 +5,9 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
+#include "model/trace_file_name.h"
 
 namespace kinetrace::inject {
 namespace {
@@ -52,14 +55,14 @@ TraceNaming namingFromEnvironment(std::string runId) {
 }
 
 std::string traceFileName(const TraceNaming& naming, int window) {
-  std::string name(kPrefix);
-  if (!naming.runId.empty()) name += "-" + naming.runId;
-  if (naming.rank) name += "-rank" + *naming.rank;
-  if (naming.localRank) name += "-local" + *naming.localRank;
-  name += "-" + (naming.host.empty() ? std::string("host") : naming.host);
-  name += "-pid" + std::to_string(naming.pid);
-  if (window > 1) name += "-w" + std::to_string(window);
-  return name + "." + (naming.format.empty() ? std::string("json") : naming.format);
+  std::vector<std::string> parts;
+  parts.push_back(naming.runId);
+  if (naming.rank) parts.push_back("rank" + *naming.rank);
+  if (naming.localRank) parts.push_back("local" + *naming.localRank);
+  parts.push_back(naming.host.empty() ? std::string("host") : naming.host);
+  parts.push_back("pid" + std::to_string(naming.pid));
+  if (window > 1) parts.push_back("w" + std::to_string(window));
+  return kinetrace::traceFileName(parts, naming.format);
 }
 
 std::string summaryPathFor(const std::string& tracePath) {

@@ -2,12 +2,17 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -18,8 +23,12 @@ namespace {
 
 // A request or answer is one short line: anything longer is not ours.
 constexpr std::size_t kMaxLine = 4096;
-// A client that connects and says nothing does not hold the control thread for long.
-constexpr int kReadTimeoutMs = 2000;
+
+int64_t monotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 std::string errorText() {
   return std::strerror(errno);
@@ -30,12 +39,17 @@ bool endsWith(const std::string& text, const std::string& suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Reads up to a newline (not kept), within the time limit.
-bool readLine(int fd, std::string* line) {
+// Reads up to a newline (not kept), all of it within `timeoutMs`: a deadline for the whole
+// line, not for each byte.
+bool readLine(int fd, std::string* line, int timeoutMs) {
   line->clear();
+  const int64_t deadline = monotonicNs() + static_cast<int64_t>(timeoutMs) * 1000000;
   while (line->size() < kMaxLine) {
+    const int64_t left = deadline - monotonicNs();
     pollfd wait{fd, POLLIN, 0};
-    if (::poll(&wait, 1, kReadTimeoutMs) <= 0) return false;
+    // The last wait is zero: what already arrived is read even when the time is up.
+    const int waitMs = left <= 0 ? 0 : static_cast<int>((left + 999999) / 1000000);
+    if (::poll(&wait, 1, waitMs) <= 0) return false;
     char c = 0;
     const ssize_t n = ::read(fd, &c, 1);
     if (n <= 0) return !line->empty();
@@ -43,6 +57,50 @@ bool readLine(int fd, std::string* line) {
     line->push_back(c);
   }
   return false;
+}
+
+// Percent-encoding for a path inside the space-separated request line.
+std::string encodePath(const std::string& path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (c <= ' ' || c == '%' || c >= 0x7f) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> decodePath(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const int high = hexDigit(text[i + 1]);
+    const int low = hexDigit(text[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+bool processIsGone(int64_t pid) {
+  return pid > 0 && pid <= INT_MAX && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 bool fillAddress(const std::string& path, sockaddr_un* address) {
@@ -73,7 +131,7 @@ std::string formatRequest(const TriggerRequest& request) {
   if (request.verb == TriggerRequest::Verb::Status) return "status";
   std::string line = request.steps > 0 ? "record steps=" + std::to_string(request.steps)
                                        : "record duration_ns=" + std::to_string(request.durationNs);
-  if (!request.output.empty()) line += " output=" + request.output;
+  if (!request.output.empty()) line += " output=" + encodePath(request.output);
   if (request.startAtNs != 0) line += " start_at_ns=" + std::to_string(request.startAtNs);
   if (request.startStep >= 0) line += " start_step=" + std::to_string(request.startStep);
   return line;
@@ -98,7 +156,7 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
     const std::string value = equals == std::string::npos ? "" : word.substr(equals + 1);
     try {
       if (key == "duration_ns") {
-        request.durationNs = std::stoll(value);
+        request.durationNs = std::stoll(value);  // out of range: refused below (catch)
       } else if (key == "steps") {
         request.steps = std::stoll(value);
       } else if (key == "start_at_ns") {
@@ -106,7 +164,12 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
       } else if (key == "start_step") {
         request.startStep = std::stoll(value);
       } else if (key == "output") {
-        request.output = value;
+        const std::optional<std::string> path = decodePath(value);
+        if (!path || path->empty()) {
+          *why = "\"output\" needs a percent-encoded path, got \"" + value + "\"";
+          return std::nullopt;
+        }
+        request.output = *path;
       } else {
         *why = "unknown field \"" + key + "\"";
         return std::nullopt;
@@ -145,10 +208,21 @@ std::string controlDirectory() {
   if (::lstat(dir.c_str(), &info) != 0) {
     throw std::runtime_error("cannot use the control directory " + dir + ": " + errorText());
   }
-  if (!S_ISDIR(info.st_mode) || info.st_uid != ::getuid() || (info.st_mode & 077) != 0) {
-    throw std::runtime_error("the control directory " + dir +
-                             " is not a directory of this user's alone (mode 0700); "
-                             "triggers are off");
+  const std::string remedy =
+      "; triggers are off (remove it, or set KINETRACE_CONTROL_DIR to a directory of your own)";
+  if (!S_ISDIR(info.st_mode)) {
+    throw std::runtime_error("the control directory " + dir + " is not a directory" + remedy);
+  }
+  if (info.st_uid != ::getuid()) {
+    throw std::runtime_error("the control directory " + dir + " belongs to another user (uid " +
+                             std::to_string(info.st_uid) + ", not " + std::to_string(::getuid()) +
+                             ")" + remedy);
+  }
+  if ((info.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+    throw std::runtime_error("the control directory " + dir + " is open to other users (mode " +
+                             mode + ", not 0700)" + remedy);
   }
   return dir;
 }
@@ -174,9 +248,10 @@ int listenForTriggers(const std::string& runId, int64_t pid, std::string* path, 
     *why = "socket: " + errorText();
     return -1;
   }
+  removeStaleSockets();     // those of killed processes, which could not remove their own
   ::unlink(path->c_str());  // a socket left by an earlier process of the same pid
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(fd, 8) != 0) {
+      ::listen(fd, 64) != 0) {
     *why = *path + ": " + errorText();
     ::close(fd);
     return -1;
@@ -185,29 +260,121 @@ int listenForTriggers(const std::string& runId, int64_t pid, std::string* path, 
   return fd;
 }
 
-int acceptRequest(int listenFd, std::string* line, bool* peerAllowed) {
-  const int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd < 0) return -1;
-  ucred peer{};
-  socklen_t size = sizeof peer;
-  *peerAllowed =
-      ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 && peer.uid == ::getuid();
-  if (!readLine(fd, line)) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+RequestReader::RequestReader(int listenFd, Limits limits) : listenFd_(listenFd), limits_(limits) {
+  limits_.maxConnections = std::max<std::size_t>(1, limits_.maxConnections);
 }
 
-void answer(int fd, const std::string& line) {
+RequestReader::~RequestReader() {
+  for (Connection& connection : connections_) ::close(connection.fd);
+}
+
+void RequestReader::abandon() {
+  for (Connection& connection : connections_) ::close(connection.fd);
+  connections_.clear();
+}
+
+void RequestReader::addPollFds(std::vector<pollfd>* fds) const {
+  if (listenFd_ >= 0) fds->push_back(pollfd{listenFd_, POLLIN, 0});
+  for (const Connection& connection : connections_) {
+    fds->push_back(pollfd{connection.fd, POLLIN, 0});
+  }
+}
+
+int64_t RequestReader::nextDeadlineNs() const {
+  int64_t next = INT64_MAX;
+  for (const Connection& connection : connections_) next = std::min(next, connection.deadlineNs);
+  return next;
+}
+
+bool RequestReader::read(Connection& connection, std::vector<Request>* complete) {
+  char chunk[512];
+  while (true) {
+    const ssize_t n = ::recv(connection.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // The client closed: a line without its newline still counts.
+      if (connection.buffer.empty()) {
+        ::close(connection.fd);
+      } else {
+        complete->push_back(Request{connection.fd, connection.buffer, connection.peerAllowed});
+      }
+      return true;
+    }
+    connection.buffer.append(chunk, static_cast<std::size_t>(n));
+    const std::size_t newline = connection.buffer.find('\n');
+    if (newline != std::string::npos) {
+      connection.buffer.resize(newline);
+      complete->push_back(Request{connection.fd, connection.buffer, connection.peerAllowed});
+      return true;
+    }
+    if (connection.buffer.size() > kMaxLine) {
+      answer(connection.fd,
+             "refused the request is longer than " + std::to_string(kMaxLine) + " bytes");
+      return true;
+    }
+  }
+}
+
+std::vector<RequestReader::Request> RequestReader::service(int64_t nowNs) {
+  std::vector<Request> complete;
+  // Those already waiting first: a connection that has sent its request is served before
+  // newcomers may push it out.
+  for (std::size_t i = 0; i < connections_.size();) {
+    if (read(connections_[i], &complete)) {
+      connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  while (listenFd_ >= 0) {
+    const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      break;  // EAGAIN: none left; EMFILE and the like: the next round tries again
+    }
+    ucred peer{};
+    socklen_t size = sizeof peer;
+    const bool allowed =
+        ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 && peer.uid == ::getuid();
+    Connection connection{fd, {}, nowNs + limits_.requestTimeoutNs, allowed};
+    if (read(connection, &complete)) continue;
+    if (connections_.size() >= limits_.maxConnections) {
+      answer(connections_.front().fd,
+             "refused too many connections waiting; this one sent no request in time");
+      connections_.erase(connections_.begin());
+    }
+    connections_.push_back(std::move(connection));
+  }
+  for (std::size_t i = 0; i < connections_.size();) {
+    if (nowNs >= connections_[i].deadlineNs) {
+      answer(connections_[i].fd, "refused the request did not arrive within " +
+                                     std::to_string(limits_.requestTimeoutNs / 1000000) +
+                                     " ms of connecting");
+      connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  return complete;
+}
+
+bool answer(int fd, const std::string& line) {
   const std::string text = line + "\n";
   std::size_t written = 0;
+  bool delivered = true;
   while (written < text.size()) {
-    const ssize_t n = ::send(fd, text.data() + written, text.size() - written, MSG_NOSIGNAL);
-    if (n <= 0) break;  // the client went away: nothing to tell it
+    const ssize_t n =
+        ::send(fd, text.data() + written, text.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      delivered = false;  // the client went away (or stopped reading): nothing to tell it
+      break;
+    }
     written += static_cast<std::size_t>(n);
   }
   ::close(fd);
+  return delivered;
 }
 
 std::vector<std::string> socketsOfPid(int64_t pid) {
@@ -226,7 +393,8 @@ std::vector<std::string> socketsOfJob(const std::string& job) {
       job);
 }
 
-std::string sendRequest(const std::string& socketPath, const TriggerRequest& request) {
+std::string sendRequest(const std::string& socketPath, const TriggerRequest& request,
+                        int timeoutMs) {
   sockaddr_un address;
   if (!fillAddress(socketPath, &address)) {
     throw std::runtime_error(socketPath + ": the path is too long");
@@ -246,10 +414,45 @@ std::string sendRequest(const std::string& socketPath, const TriggerRequest& req
     throw std::runtime_error(socketPath + ": " + why);
   }
   std::string reply;
-  const bool got = readLine(fd, &reply);
+  const bool got = readLine(fd, &reply, timeoutMs);
   ::close(fd);
-  if (!got) throw std::runtime_error(socketPath + ": no answer");
+  if (!got) {
+    throw std::runtime_error(socketPath + ": no answer within " + std::to_string(timeoutMs) +
+                             " ms (the request was not carried out)");
+  }
   return reply;
+}
+
+int64_t pidOfSocket(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  if (!endsWith(name, ".sock")) return -1;
+  name.resize(name.size() - 5);
+  const std::size_t dot = name.rfind('.');
+  const std::string digits = dot == std::string::npos ? name : name.substr(dot + 1);
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return -1;
+  }
+  return std::stoll(digits);
+}
+
+int removeStaleSockets() {
+  int removed = 0;
+  for (const std::string& socket :
+       socketsWhere([](const std::string&, const std::string&) { return true; }, "")) {
+    if (!processIsGone(pidOfSocket(socket))) continue;
+    // Its process is gone; a socket nobody listens on refuses a connection.
+    sockaddr_un address;
+    if (!fillAddress(socket, &address)) continue;
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const bool refused =
+        ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
+        errno == ECONNREFUSED;
+    ::close(fd);
+    if (refused && ::unlink(socket.c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace kinetrace::inject

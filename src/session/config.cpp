@@ -314,11 +314,17 @@ Config Config::fromEnvironment() {
   Config config;
   constexpr std::string_view kPrefix = "KINETRACE_";
   std::vector<std::string> unknown;
+  // Read by other parts (the trigger channel), not settings, and not to be called unknown.
+  constexpr std::string_view kReadElsewhere[] = {"KINETRACE_CONTROL_DIR"};
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view variable(*entry);
     if (variable.substr(0, kPrefix.size()) != kPrefix) continue;
     std::size_t equals = variable.find('=');
     std::string_view name = variable.substr(0, equals);
+    if (std::find(std::begin(kReadElsewhere), std::end(kReadElsewhere), name) !=
+        std::end(kReadElsewhere)) {
+      continue;
+    }
     std::string_view value = equals == std::string_view::npos ? "" : variable.substr(equals + 1);
     try {
       config.set(name.substr(kPrefix.size()), value);

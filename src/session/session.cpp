@@ -11,6 +11,7 @@
 #include "host/host_recorder.h"
 #include "kinetrace/error.h"
 #include "model/clock.h"
+#include "model/trace_file_name.h"
 #include "session/core.h"
 #include "session/metadata.h"
 #include "session/pipeline.h"
@@ -181,12 +182,14 @@ void Session::addMetadata(std::string key, Value value) {
 }
 
 // `output` may name a directory (as it does under `kinetrace run`): each session then gets
-// its own file in it, named by process and start time, so repeated sessions never collide.
+// its own file in it, named by process and start time, so repeated sessions never collide,
+// with the extension of the configured format.
 std::string Session::outputPathFor(const std::string& output, int64_t startNs) const {
   std::error_code error;
   if (!std::filesystem::is_directory(output, error)) return output;
-  return (std::filesystem::path(output) / fmt::format("kinetrace-pid{}-{}.json", pid_, startNs))
-      .string();
+  const std::string name =
+      traceFileName({"pid" + std::to_string(pid_), std::to_string(startNs)}, config_.traceFormat);
+  return (std::filesystem::path(output) / name).string();
 }
 
 void Session::start(const std::string& output) {

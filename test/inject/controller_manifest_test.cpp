@@ -3,7 +3,9 @@
 // only, so no GPU stand-in is needed.
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -23,6 +25,8 @@ using kinetrace::testing::TempDir;
 
 class ControllerManifestTest : public ::testing::Test {
  protected:
+  // `kinetrace run` makes the manifest before it starts the program.
+  void SetUp() override { ASSERT_TRUE(createManifest(dir_.path(), "t1")); }
   ControllerOptions options(const std::string& runId = "t1") {
     ControllerOptions o;
     o.config.activities = ActivitySet::parse("host");
@@ -136,7 +140,33 @@ TEST_F(ControllerManifestTest, AWindowThatRecordedNothingIsEnteredAsSuch) {
   EXPECT_EQ(dir_.entries(), std::vector<std::string>{"kinetrace-t1.manifest"});
 }
 
+// The report then says what is wrong with the directory, not that the program made no CUDA
+// call.
+TEST_F(ControllerManifestTest, OnDemandWithoutAUsableControlDirectoryIsEnteredSayingWhy) {
+  const std::string control = dir_.path() + "/control";
+  ASSERT_EQ(::mkdir(control.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(control.c_str(), 0755), 0);
+  ::setenv("KINETRACE_CONTROL_DIR", control.c_str(), 1);
+  ControllerOptions o = options();
+  o.config.captureRange = CaptureRange::OnDemand;
+  Controller controller(o);
+  controller.begin();
+  controller.finish();
+  ::unsetenv("KINETRACE_CONTROL_DIR");
+  std::vector<ManifestEntry> entries = manifest();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].event, ManifestEvent::TracingOff);
+  EXPECT_EQ(entries[0].message,
+            "on demand, but kinetrace trigger cannot reach it: the control "
+            "directory " +
+                control +
+                " is open to other users (mode 0755, "
+                "not 0700); triggers are off (remove it, or set "
+                "KINETRACE_CONTROL_DIR to a directory of your own)");
+}
+
 TEST_F(ControllerManifestTest, WithoutARunIdNoManifestIsWritten) {
+  ASSERT_EQ(::unlink(manifestPath(dir_.path(), "t1").c_str()), 0);
   Controller controller(options(""));
   controller.begin();
   instant("something happened");

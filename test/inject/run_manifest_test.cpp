@@ -49,6 +49,7 @@ TEST(RunManifestTest, IsNamedAfterTheRunInTheTraceDirectory) {
 
 TEST(RunManifestTest, EveryKindOfEntryIsReadBackAsWritten) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   const std::vector<ManifestEntry> written = {
       {ManifestEvent::Saved, 4242, 1, "/out/kinetrace-r-h-pid4242.json", ""},
       {ManifestEvent::SaveFailed, 4243, 2, "/out/kinetrace-r-h-pid4243-w2.json",
@@ -62,6 +63,7 @@ TEST(RunManifestTest, EveryKindOfEntryIsReadBackAsWritten) {
 
 TEST(RunManifestTest, TabsNewlinesAndBackslashesInFieldsSurvive) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   ManifestEntry entry{ManifestEvent::SaveFailed, 1, 1, "/odd\tdir\\/t.json",
                       "line one\nline two\r\n\tindented \\n not an escape"};
   ASSERT_TRUE(appendManifest(dir.path(), "r", entry));
@@ -78,6 +80,7 @@ TEST(RunManifestTest, NoFileMeansNoEntries) {
 
 TEST(RunManifestTest, TornUnknownAndMalformedLinesAreSkipped) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   const std::string path = manifestPath(dir.path(), "r");
   ASSERT_TRUE(appendManifest(dir.path(), "r", {ManifestEvent::Saved, 1, 1, "/a.json", ""}));
   appendRaw(path, "exploded\t2\t1\t\t\n");             // an event this reader does not know
@@ -95,6 +98,7 @@ TEST(RunManifestTest, TornUnknownAndMalformedLinesAreSkipped) {
 
 TEST(RunManifestTest, ALongMessageIsCutSoTheLineStaysUnderPipeBuf) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   const std::string path = "/out/kinetrace-r-h-pid9.json";
   ManifestEntry entry{ManifestEvent::SaveFailed, 9, 1, path, std::string(10000, 'x') + "\tend"};
   ASSERT_TRUE(appendManifest(dir.path(), "r", entry));
@@ -116,6 +120,7 @@ TEST(RunManifestTest, ACutNeverSplitsAnEscapeOrAUtf8Character) {
     const std::string runId = "r" + std::to_string(pad);
     std::string message(pad, 'p');
     for (int i = 0; i < 3000; ++i) message += i % 3 == 0 ? "\t" : i % 3 == 1 ? "é" : "€";
+    ASSERT_TRUE(createManifest(dir.path(), runId));
     ASSERT_TRUE(appendManifest(dir.path(), runId, {ManifestEvent::TracingOff, 1, 0, "", message}));
     std::vector<ManifestEntry> entries = readManifest(dir.path(), runId);
     ASSERT_EQ(entries.size(), 1u) << "pad " << pad;
@@ -132,6 +137,7 @@ TEST(RunManifestTest, ACutNeverSplitsAnEscapeOrAUtf8Character) {
 
 TEST(RunManifestTest, AnOverlongPathIsCutWhenNothingElseLeavesRoom) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   ManifestEntry entry{ManifestEvent::Saved, 1, 1, "/" + std::string(5000, 'd'), "why"};
   ASSERT_TRUE(appendManifest(dir.path(), "r", entry));
   EXPECT_LE(readFile(manifestPath(dir.path(), "r")).size(), static_cast<std::size_t>(PIPE_BUF));
@@ -143,6 +149,7 @@ TEST(RunManifestTest, AnOverlongPathIsCutWhenNothingElseLeavesRoom) {
 
 TEST(RunManifestTest, AFailedAppendReturnsFalseAndThrowsNothing) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   ManifestEntry entry{ManifestEvent::Saved, 1, 1, "/a.json", ""};
   EXPECT_FALSE(appendManifest(dir.path() + "/no/such/dir", "r", entry));
   EXPECT_FALSE(appendManifest(dir.path(), "", entry)) << "no run id: no manifest";
@@ -150,9 +157,21 @@ TEST(RunManifestTest, AFailedAppendReturnsFalseAndThrowsNothing) {
   EXPECT_FALSE(appendManifest("", "r", entry));
 }
 
+// A process that outlives its run's command (which read and removed the manifest) writes
+// nothing: no manifest is left behind in the trace directory.
+TEST(RunManifestTest, AnAppendAfterTheManifestWasRemovedLeavesNothing) {
+  TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
+  ASSERT_TRUE(appendManifest(dir.path(), "r", {ManifestEvent::Saved, 1, 1, "/a.json", ""}));
+  ASSERT_EQ(::unlink(manifestPath(dir.path(), "r").c_str()), 0);
+  EXPECT_FALSE(appendManifest(dir.path(), "r", {ManifestEvent::Saved, 2, 1, "/b.json", ""}));
+  EXPECT_TRUE(dir.entries().empty());
+}
+
 // Long lines (about 3 KB, most of PIPE_BUF) from many writers at once: every line whole.
 TEST(RunManifestTest, ConcurrentAppendsFromProcessesAndThreadsGiveWholeLines) {
   TempDir dir;
+  ASSERT_TRUE(createManifest(dir.path(), "r"));
   constexpr int kProcesses = 4, kThreads = 4, kLinesEach = 50;
   auto message = [](int64_t pid, int thread, int line) {
     return std::to_string(pid) + "/" + std::to_string(thread) + "/" + std::to_string(line) + ":" +

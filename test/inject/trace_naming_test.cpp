@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "model/trace_file_name.h"
 #include "support/test_support.h"
 
 namespace kinetrace::inject {
@@ -78,6 +79,9 @@ TEST(TraceNamingTest, TheFormatGivesTheExtension) {
   EXPECT_EQ(traceFileName(naming), "kinetrace-h-pid9.pftrace");
   naming.format = "json.gz";
   EXPECT_EQ(traceFileName(naming, 2), "kinetrace-h-pid9-w2.json.gz");
+  // The rule the library's sessions name files by too.
+  EXPECT_EQ(kinetrace::traceFileName({"pid9", "123"}, "pftrace"), "kinetrace-pid9-123.pftrace");
+  EXPECT_EQ(kinetrace::traceFileName({"pid9", "123"}, ""), "kinetrace-pid9-123.json");
 }
 
 TEST(TraceNamingTest, SummariesSitBesideTheirTraceAndAreFoundByRun) {

@@ -5,10 +5,16 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -187,6 +193,79 @@ TEST_F(TriggerTest, AStartTimeLetsTheProcessesOfAJobStartTogether) {
   ASSERT_TRUE(eventually([&] { return controller.recording(); }));
   ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
   controller.finish();
+}
+
+TEST_F(TriggerTest, TheLongestDurationRecordsInsteadOfWrappingIntoAnEndAtOnce) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = INT64_MAX;
+  request.output = dir_.path() + "/forever.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  // Without saturation the window's end wrapped into the past: it started and stopped in
+  // one round of the timers, never to be seen recording.
+  ASSERT_TRUE(eventually([&] { return controller.recording(); }));
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=0 state=recording");
+  controller.finish();
+  EXPECT_EQ(controller.savedTraces(), std::vector<std::string>{request.output});
+}
+
+TEST_F(TriggerTest, AnOutputPathWithASpaceIsWrittenThere) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 50'000'000;
+  request.output = dir_.path() + "/my traces/a trace.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  EXPECT_EQ(controller.savedTraces()[0], request.output);
+  controller.finish();
+}
+
+TEST_F(TriggerTest, ATriggeredWindowInADirectoryHasTheExtensionOfTheTraceFormat) {
+  ControllerOptions o = options(CaptureRange::OnDemand);
+  o.config.traceFormat = "pftrace";
+  Controller controller(o);
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 50'000'000;
+  request.output = dir_.path() + "/asked/";
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_EQ(answer, "ok " + dir_.path() + "/asked/kinetrace-job7-testhost-pid4242.pftrace");
+  controller.finish();
+}
+
+// A client that connects and says nothing (or a byte now and then) must not hold the control
+// thread: a termination signal is acted on while it still waits, unanswered.
+TEST_F(TriggerTest, ASignalActsAtOnceWhileAClientHoldsAConnectionOpen) {
+  ControllerOptions o = options(CaptureRange::OnDemand);
+  o.triggerLimits.requestTimeoutNs = int64_t{3600} * 1'000'000'000;  // never, in this test
+  std::atomic<int> signalled{0};
+  o.afterSignal = [&](int signal) { signalled.store(signal); };
+  Controller controller(o);
+  controller.begin();
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, controller.triggerSocket().c_str(),
+              controller.triggerSocket().size() + 1);
+  const int silent = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::send(silent, "r", 1, MSG_NOSIGNAL), 1) << "a request begun, never finished";
+  // Served beside it: the control thread is not waiting on the silent one.
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=0 state=idle");
+
+  const unsigned char sigterm = SIGTERM;
+  ASSERT_EQ(::write(controller.wakeFd(), &sigterm, 1), 1);
+  ASSERT_TRUE(eventually([&] { return signalled.load() == SIGTERM; }));
+  char byte = 0;
+  EXPECT_EQ(::recv(silent, &byte, 1, MSG_DONTWAIT), -1)
+      << "the silent client was not given up on to let the signal through";
+  EXPECT_EQ(errno, EAGAIN);
+  ::close(silent);
 }
 
 TEST_F(TriggerTest, AControlDirectoryOthersCanEnterIsNeverUsed) {

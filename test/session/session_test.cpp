@@ -157,6 +157,23 @@ TEST(SessionTest, OutputNamingADirectoryGetsOneFilePerSession) {
   EXPECT_EQ(first.outputPath().rfind(dir.path() + "/", 0), 0u) << first.outputPath();
 }
 
+TEST(SessionTest, AFileNamedInADirectoryOutputHasTheExtensionOfTheTraceFormat) {
+  for (const std::string format : {"pftrace", "json.gz"}) {
+    TempDir dir;
+    Config config = hostOnly();
+    config.output = dir.path();
+    config.traceFormat = format;
+    Profiler profiler(config);
+    profiler.start();
+    Trace trace = profiler.stop();
+    const std::string suffix = "." + format;
+    ASSERT_GT(trace.outputPath().size(), suffix.size());
+    EXPECT_EQ(trace.outputPath().substr(trace.outputPath().size() - suffix.size()), suffix)
+        << trace.outputPath();
+    EXPECT_EQ(dir.entries().size(), 1u);
+  }
+}
+
 TEST(SessionTest, DistributedInfoIsAlwaysPresentForHta) {
   Profiler profiler(hostOnly());
   profiler.start();

@@ -302,6 +302,18 @@ TEST(KinetraceRunTest, AnUnknownKinetraceVariableIsNamedAndTheProgramStillRuns) 
                   "ignored");
 }
 
+// The trigger channel's directory is read by the injection, not by Config: setting it is
+// not a typo.
+TEST(KinetraceRunTest, TheControlDirectoryVariableIsNotCalledUnknown) {
+  RunDir dir;
+  const std::string control = dir.path() + "/control";
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "exit", "0"}),
+                 {{"KINETRACE_CONTROL_DIR", control}});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find("KINETRACE_CONTROL_DIR is not a kinetrace setting"), std::string::npos)
+      << r.err;
+}
+
 // Library messages carry no prefix of their own (or lose it on the way out): the command
 // adds exactly one.
 TEST(KinetraceRunTest, ErrorsFromTheLibraryArePrintedWithOnePrefix) {
@@ -417,10 +429,29 @@ TEST(KinetraceRunTest, AnOnDemandProcessRecordsWhatTriggerAsksAndNothingElse) {
   EXPECT_TRUE(has(eventNames(trace, "user_annotation"), "train_step"));
   EXPECT_EQ(trace["kinetrace_capture"], "on demand");
   EXPECT_TRUE(dir.traces().empty()) << "on demand, nothing is written unasked";
+  // The report lists the trace where the trigger sent it.
+  EXPECT_CONTAINS(r.err, "kinetrace: 1 trace\n  " + asked);
+  EXPECT_EQ(r.err.find("no trace was written"), std::string::npos) << r.err;
 
   Result nobody = run({KINETRACE_CLI, "trigger", "--pid", pid, "--duration", "1s"}, env);
   EXPECT_EQ(nobody.exitCode, 1);
   EXPECT_CONTAINS(nobody.out, "no traced process with pid " + pid);
+}
+
+// `kinetrace run kinetrace run prog`: the inner run's traces are the outer run's too.
+TEST(KinetraceRunTest, ANestedRunReportsTheTracesOfTheRunInside) {
+  RunDir dir;
+  const std::string inner = dir.path() + "/inner";
+  Result r =
+      run({KINETRACE_CLI, "run", "--no-summary", "--output", dir.path() + "/outer", "--",
+           KINETRACE_CLI, "run", "--no-summary", "--output", inner, "--", FAKE_CUDA_APP, "nvtx"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  const std::size_t outerReport = r.err.rfind("exited with status");
+  ASSERT_NE(outerReport, std::string::npos) << r.err;
+  const std::string report = r.err.substr(outerReport);
+  EXPECT_CONTAINS(report, "kinetrace: 1 trace\n  " + inner + "/kinetrace-");
+  EXPECT_EQ(report.find("no trace was written"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/outer")) << "no manifest left behind";
 }
 
 // The numbers K of a trace's ranges named "<prefix>K", in order.

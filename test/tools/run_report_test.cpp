@@ -4,9 +4,14 @@
 #include "run_report.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "support/temp_dir.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -93,6 +98,65 @@ TEST(RunReportTest, ProblemsAreSetApartFromTheLastSummary) {
   std::vector<ManifestEntry> outcomes = {{ManifestEvent::TracingOff, 3, 0, "", "why"}};
   EXPECT_CONTAINS(runReport(traces, outcomes, "/x", options),
                   "(no summary)\n\nkinetrace: pid 3 was not traced: why\n");
+}
+
+void touch(const std::string& path) {
+  std::ofstream(path) << "{}";
+}
+
+// A pid that names no process: a child that has exited and been reaped.
+pid_t deadPid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+TEST(RunReportTest, ATriggeredTraceWrittenOutsideTheDirectoryIsListedWithItsPath) {
+  kinetrace::testing::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  const std::string asked = dir.path() + "/asked.json";
+  touch(asked);
+  std::vector<ManifestEntry> outcomes = {{ManifestEvent::Saved, 5, 1, asked, ""}};
+  EXPECT_EQ(runReport(tracesOfRun(traces, "r", outcomes), outcomes, traces, quiet()),
+            "kinetrace: 1 trace\n  " + asked + "   (no summary)\n");
+}
+
+TEST(RunReportTest, ProcessesStillRunningAreListedNotTakenForNoCudaCall) {
+  RunRemains remains;
+  remains.stillRunning = {321};
+  const std::string report = runReport({}, {}, "/x", quiet(), remains);
+  EXPECT_EQ(report,
+            "kinetrace: no trace was written to /x/\n"
+            "kinetrace: pid 321 is still running (started by the program, it outlives it); its "
+            "trace is written when it ends, and not reported here\n");
+  EXPECT_LACKS(report, kMadeNoCudaCall);
+}
+
+TEST(RunReportTest, TheTemporaryFileOfAKilledProcessIsFoundAndNamed) {
+  kinetrace::testing::TempDir dir;
+  const pid_t dead = deadPid();
+  const std::string trace = "kinetrace-r-h-pid" + std::to_string(dead) + ".json";
+  const std::string left = dir.path() + "/" + trace + ".tmp." + std::to_string(dead) + ".00c0ffee";
+  touch(left);
+  // One of a live process (this one) is being written: not a leftover.
+  touch(dir.path() + "/kinetrace-r-h-pid1.json.tmp." + std::to_string(::getpid()) + ".0abc");
+  // Another run's, and a name that only looks like one.
+  touch(dir.path() + "/kinetrace-other-h.json.tmp." + std::to_string(dead) + ".0abc");
+  touch(dir.path() + "/kinetrace-r-h.json.tmp." + std::to_string(dead) + ".xyz");
+  const std::vector<LeftoverFile> leftovers = leftoverFilesOfRun(dir.path(), "r");
+  ASSERT_EQ(leftovers.size(), 1u);
+  EXPECT_EQ(leftovers[0].pid, dead);
+  EXPECT_EQ(leftovers[0].path, left);
+  RunRemains remains;
+  remains.leftovers = leftovers;
+  EXPECT_EQ(runReport({}, {}, dir.path(), quiet(), remains),
+            "kinetrace: no trace was written to " + dir.path() + "/\nkinetrace: pid " +
+                std::to_string(dead) +
+                " was killed while writing its trace; the part it wrote "
+                "is left in " +
+                left + "\n");
 }
 
 }  // namespace

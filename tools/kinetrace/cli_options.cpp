@@ -256,7 +256,8 @@ way kinetrace waits for the program to end, then reports.
       R"(Recording begins when a process initialises CUDA (its first CUDA call). Traces are written
 when the process exits normally, calls exit() from any thread, or receives SIGINT or SIGTERM
 (unless it handles them itself, as Python does SIGINT: it then exits normally). A process
-that crashes or is killed with SIGKILL leaves no trace, never a partial one.
+that crashes or is killed with SIGKILL leaves no trace under the trace's name: what it had
+written stays in a temporary file beside it (NAME.tmp.PID.HEX), which the report names.
 
 exit status: the program's; 128+N if a signal N ended it; 127 if PROGRAM was not found,
 126 if it could not be run, 2 for a mistake on kinetrace's command line.

@@ -14,6 +14,7 @@
 #include "files.h"
 #include "inject/run_manifest.h"
 #include "inject/trace_naming.h"
+#include "inject/trigger_channel.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "program_runner.h"
@@ -122,6 +123,36 @@ void exportTorchBackend(const std::string& library, std::FILE* err) {
   std::string value = library;
   if (preload != nullptr && *preload != '\0') value += std::string(":") + preload;
   setVariable("LD_PRELOAD", value);
+}
+
+// The traced processes of the run still alive once the program has exited: its children
+// that outlive it (their sockets are still there).
+std::vector<int64_t> stillRunning(const std::string& runId) {
+  std::vector<int64_t> pids;
+  try {
+    inject::removeStaleSockets();
+    for (const std::string& socket : inject::socketsOfJob(runId)) {
+      const int64_t pid = inject::pidOfSocket(socket);
+      if (pid > 0) pids.push_back(pid);
+    }
+  } catch (const std::exception&) {
+    // No control directory: no process of the run could be reached, nor listed.
+  }
+  return pids;
+}
+
+// The run this `kinetrace run` runs inside (`kinetrace run kinetrace run prog`): its manifest
+// gets what this run's processes did, so the outer report lists their traces too.
+struct OuterRun {
+  std::string dir;
+  std::string runId;
+};
+
+OuterRun outerRun() {
+  const char* dir = std::getenv("KINETRACE_OUTPUT");
+  const char* runId = std::getenv("KINETRACE_RUN_ID");
+  if (dir == nullptr || runId == nullptr || *runId == '\0') return {};
+  return {dir, runId};
 }
 
 std::string firstRegularFile(const std::vector<std::string>& candidates) {
@@ -242,6 +273,7 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   std::string program = resolveProgram(options.program[0]);
   std::string outputDir = prepareOutputDirectory(options.outputDir);
   std::string runId = newRunId();
+  const OuterRun outer = outerRun();
   exportConfiguration(options, outputDir, runId, library, err);
   if (options.torch) exportTorchBackend(library, err);
   if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
@@ -251,6 +283,10 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
                  runId.c_str());
   }
 
+  if (!options.torch && !inject::createManifest(outputDir, runId)) {
+    warn("cannot create " + inject::manifestPath(outputDir, runId) + ": " + std::strerror(errno) +
+         "; the report will list the traces, not what went wrong");
+  }
   int status = runProgram(program, options.program);
   int exitCode = 0;
   std::string name = baseName(options.program[0]);
@@ -268,11 +304,19 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
                  "where the program saved them\n");
     return exitCode;
   }
-  std::fputs(runReport(tracesOfRun(outputDir, runId), inject::readManifest(outputDir, runId),
-                       outputDir, options)
-                 .c_str(),
-             err);
-  // The manifest is the run's scratch: what it said is in the report now.
+  const std::vector<inject::ManifestEntry> outcomes = inject::readManifest(outputDir, runId);
+  RunRemains remains;
+  remains.stillRunning = stillRunning(runId);
+  remains.leftovers = leftoverFilesOfRun(outputDir, runId);
+  std::fputs(
+      runReport(tracesOfRun(outputDir, runId, outcomes), outcomes, outputDir, options, remains)
+          .c_str(),
+      err);
+  // The manifest is the run's scratch: what it said is in the report now (and in the outer
+  // run's, when there is one). Processes still running append nothing once it is gone.
+  for (const inject::ManifestEntry& entry : outcomes) {
+    if (!outer.runId.empty()) inject::appendManifest(outer.dir, outer.runId, entry);
+  }
   ::unlink(inject::manifestPath(outputDir, runId).c_str());
   return exitCode;
 }

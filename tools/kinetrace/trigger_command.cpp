@@ -1,8 +1,12 @@
 #include "trigger_command.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -14,11 +18,27 @@ namespace kinetrace::cli {
 namespace {
 
 constexpr int64_t kJobStartDelayNs = 1'000'000'000;
+// The longest window, as for --duration: a year and a day.
+constexpr int64_t kMaxWindowNs = int64_t{366} * 24 * 3600 * 1'000'000'000;
 
 int64_t realTimeNs() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// `path` (relative) from the working directory; trailing slashes dropped.
+std::string absolutePath(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  std::string cwd(4096, '\0');
+  if (::getcwd(cwd.data(), cwd.size()) == nullptr) {
+    throw UsageError("kinetrace trigger: --output " + path +
+                     ": the working directory cannot be read: " + std::strerror(errno));
+  }
+  cwd.resize(std::strlen(cwd.c_str()));
+  if (path == ".") return cwd;
+  if (path.rfind("./", 0) == 0) path.erase(0, 2);
+  return cwd == "/" ? "/" + path : cwd + "/" + path;
 }
 
 std::string trim(const std::string& text) {
@@ -37,6 +57,17 @@ int64_t numberOf(const std::string& key, const std::string& value) {
   }
   throw UsageError("kinetrace trigger: --config: " + key + " needs a whole number, got \"" + value +
                    "\"");
+}
+
+// `count` of `unitNs` in nanoseconds; a window longer than --duration allows is refused rather
+// than wrapped around into a short one.
+int64_t windowNs(const std::string& key, const std::string& value, int64_t unitNs) {
+  const int64_t count = numberOf(key, value);
+  if (count > kMaxWindowNs / unitNs) {
+    throw UsageError("kinetrace trigger: --config: " + key + "=" + value +
+                     " is longer than the longest window (366 days)");
+  }
+  return count * unitNs;
 }
 
 // "RUN.PID.sock: recording to PATH from step 120" from the socket's name and answer.
@@ -101,10 +132,10 @@ void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int6
     const std::string value = trim(line.substr(equals + 1));
     // Values are checked whether or not the command line overrides them.
     if (key == "ACTIVITIES_DURATION_SECS") {
-      const int64_t ns = numberOf(key, value) * 1000000000;
+      const int64_t ns = windowNs(key, value, 1000000000);
       if (options->durationNs <= 0 && options->steps <= 0) options->durationNs = ns;
     } else if (key == "ACTIVITIES_DURATION_MSECS") {
-      const int64_t ns = numberOf(key, value) * 1000000;
+      const int64_t ns = windowNs(key, value, 1000000);
       if (options->durationNs <= 0 && options->steps <= 0) options->durationNs = ns;
     } else if (key == "ACTIVITIES_ITERATIONS") {
       const int64_t steps = numberOf(key, value);
@@ -116,6 +147,10 @@ void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int6
       if (options->output.empty()) options->output = value;
     } else if (key == "PROFILE_START_TIME") {
       const int64_t ms = numberOf(key, value);
+      if (ms > INT64_MAX / 1000000) {
+        throw UsageError("kinetrace trigger: --config: PROFILE_START_TIME=" + value +
+                         " is past the year 2262");
+      }
       if (ms > 0 && options->startInNs < 0) *startAtNs = ms * 1000000;
     } else {
       *ignored += (ignored->empty() ? "" : ", ") + key;
@@ -143,8 +178,16 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
         "kinetrace trigger: no duration or steps (--duration, --steps, or "
         "ACTIVITIES_DURATION_SECS, ACTIVITIES_ITERATIONS)");
   }
+  // A relative path means the caller's directory, not the traced process's.
+  if (!options.output.empty() && options.output[0] != '/') {
+    const bool directory = options.output.back() == '/';
+    options.output = absolutePath(options.output) + (directory ? "/" : "");
+  }
   std::vector<std::string> sockets;
   try {
+    // Killed processes could not remove their sockets: a stale one would only say "no
+    // answer" (or be taken for a live process of the job).
+    inject::removeStaleSockets();
     sockets =
         options.job.empty() ? inject::socketsOfPid(options.pid) : inject::socketsOfJob(options.job);
   } catch (const std::exception& error) {
