@@ -28,6 +28,9 @@ namespace kinetrace::inject {
 namespace {
 
 using detail::log;
+using detail::Result;
+using detail::Status;
+using detail::Failure;
 
 // Wake-up bytes: 1..64 are signal numbers.
 constexpr unsigned char kWake = 0;
@@ -64,8 +67,8 @@ std::string currentDirectory() {
   return buffer;
 }
 
-// mkdir -p. Returns "" or why not.
-std::string makeDirectories(const std::string& path) {
+// mkdir -p.
+Status makeDirectories(const std::string& path) {
   std::string partial;
   std::size_t position = 0;
   while (position != std::string::npos) {
@@ -73,12 +76,14 @@ std::string makeDirectories(const std::string& path) {
     partial = path.substr(0, position);
     if (partial.empty()) continue;
     if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
-      return partial + ": " + std::strerror(errno);
+      return Failure{partial + ": " + std::strerror(errno)};
     }
   }
   struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return path + ": not a directory";
-  return "";
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return Failure{path + ": not a directory"};
+  }
+  return {};
 }
 
 // Tells `kinetrace run` what became of this process's recording (run_manifest.h); the
@@ -152,12 +157,14 @@ Controller::~Controller() {
 // The control thread listens for `kinetrace trigger` in every mode; without the channel the
 // process is traced as configured and cannot be triggered.
 void Controller::openTriggerChannel() {
-  std::string why;
-  triggerFd_ = listenForTriggers(options_.config.runId, options_.naming.pid, &triggerSocket_, &why);
-  if (triggerFd_ >= 0) {
+  Result<TriggerListener> listener = listenForTriggers(options_.config.runId, options_.naming.pid);
+  if (listener.ok()) {
+    triggerFd_ = listener.value().fd;
+    triggerSocket_ = listener.value().path;
     requests_ = std::make_unique<RequestReader>(triggerFd_, options_.triggerLimits);
     return;
   }
+  const std::string& why = listener.why();
   triggerSocket_.clear();
   const bool onDemand = options_.config.captureRange == CaptureRange::OnDemand;
   log(onDemand ? LogLevel::Error : LogLevel::Info,
@@ -178,8 +185,9 @@ void Controller::begin() {
   outputDir_ = config.output.empty() ? currentDirectory() : config.output;
   if (!isAbsolute(outputDir_)) outputDir_ = currentDirectory() + "/" + outputDir_;
   while (outputDir_.size() > 1 && outputDir_.back() == '/') outputDir_.pop_back();
-  std::string why = makeDirectories(outputDir_);
-  if (!why.empty()) log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, why);
+  if (Status usable = makeDirectories(outputDir_); !usable.ok()) {
+    log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, usable.why());
+  }
 
   options_.naming.format = config.traceFormat;
   Config profilerConfig = config;
@@ -543,12 +551,12 @@ void Controller::handleRequest(RequestReader::Request received) {
     answer(fd, "refused only the process's owner may trigger it");
     return;
   }
-  std::string why;
-  const std::optional<TriggerRequest> request = parseRequest(line, &why);
-  if (!request) {
-    answer(fd, "refused " + why);
+  const Result<TriggerRequest> parsed = parseRequest(line);
+  if (!parsed.ok()) {
+    answer(fd, "refused " + parsed.why());
     return;
   }
+  const TriggerRequest* request = &parsed.value();
   std::lock_guard<std::mutex> lock(mutex_);
   if (request->verb == TriggerRequest::Verb::Status) {
     answer(fd, fmt::format("ok step={} state={}", steps_.load(std::memory_order_relaxed),
@@ -578,9 +586,8 @@ void Controller::handleRequest(RequestReader::Request received) {
   const std::string path = triggeredPath(request->output, window);
   const std::size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
-    const std::string unusable = makeDirectories(path.substr(0, slash));
-    if (!unusable.empty()) {
-      answer(fd, "refused the trace cannot be written there: " + unusable);
+    if (Status usable = makeDirectories(path.substr(0, slash)); !usable.ok()) {
+      answer(fd, "refused the trace cannot be written there: " + usable.why());
       return;
     }
   }

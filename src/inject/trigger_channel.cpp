@@ -19,6 +19,9 @@
 #include <stdexcept>
 
 namespace kinetrace::inject {
+
+using detail::Failure;
+using detail::Result;
 namespace {
 
 // A request or answer is one short line: anything longer is not ours.
@@ -137,7 +140,7 @@ std::string formatRequest(const TriggerRequest& request) {
   return line;
 }
 
-std::optional<TriggerRequest> parseRequest(const std::string& line, std::string* why) {
+Result<TriggerRequest> parseRequest(const std::string& line) {
   std::istringstream words(line);
   std::string verb;
   words >> verb;
@@ -147,8 +150,7 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
     return request;
   }
   if (verb != "record") {
-    *why = "unknown request \"" + verb + "\" (expected \"record\" or \"status\")";
-    return std::nullopt;
+    return Failure{"unknown request \"" + verb + "\" (expected \"record\" or \"status\")"};
   }
   for (std::string word; words >> word;) {
     const std::size_t equals = word.find('=');
@@ -166,32 +168,25 @@ std::optional<TriggerRequest> parseRequest(const std::string& line, std::string*
       } else if (key == "output") {
         const std::optional<std::string> path = decodePath(value);
         if (!path || path->empty()) {
-          *why = "\"output\" needs a percent-encoded path, got \"" + value + "\"";
-          return std::nullopt;
+          return Failure{"\"output\" needs a percent-encoded path, got \"" + value + "\""};
         }
         request.output = *path;
       } else {
-        *why = "unknown field \"" + key + "\"";
-        return std::nullopt;
+        return Failure{"unknown field \"" + key + "\""};
       }
     } catch (const std::exception&) {
-      *why = "\"" + key + "\" needs a number, got \"" + value + "\"";
-      return std::nullopt;
+      return Failure{"\"" + key + "\" needs a number, got \"" + value + "\""};
     }
   }
   if ((request.durationNs > 0) == (request.steps > 0)) {
-    *why =
-        "say how long to record: a duration (duration_ns > 0) or a number of steps "
-        "(steps > 0), one of the two";
-    return std::nullopt;
+    return Failure{"say how long to record: a duration (duration_ns > 0) or a number of steps "
+        "(steps > 0), one of the two"};
   }
   if (request.steps > 0 && request.startAtNs != 0) {
-    *why = "start_at_ns goes with a duration; a window of steps starts at start_step";
-    return std::nullopt;
+    return Failure{"start_at_ns goes with a duration; a window of steps starts at start_step"};
   }
   if (request.durationNs > 0 && request.startStep >= 0) {
-    *why = "start_step goes with steps; a window of a duration starts at start_at_ns";
-    return std::nullopt;
+    return Failure{"start_step goes with steps; a window of a duration starts at start_at_ns"};
   }
   return request;
 }
@@ -231,33 +226,30 @@ std::string socketName(const std::string& runId, int64_t pid) {
   return (runId.empty() ? "" : runId + ".") + std::to_string(pid) + ".sock";
 }
 
-int listenForTriggers(const std::string& runId, int64_t pid, std::string* path, std::string* why) {
+Result<TriggerListener> listenForTriggers(const std::string& runId, int64_t pid) {
+  TriggerListener listener;
   try {
-    *path = controlDirectory() + "/" + socketName(runId, pid);
+    listener.path = controlDirectory() + "/" + socketName(runId, pid);
   } catch (const std::exception& e) {
-    *why = e.what();
-    return -1;
+    return Failure{e.what()};
   }
   sockaddr_un address;
-  if (!fillAddress(*path, &address)) {
-    *why = "the socket path " + *path + " is too long";
-    return -1;
+  if (!fillAddress(listener.path, &address)) {
+    return Failure{"the socket path " + listener.path + " is too long"};
   }
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *why = "socket: " + errorText();
-    return -1;
-  }
-  removeStaleSockets();     // those of killed processes, which could not remove their own
-  ::unlink(path->c_str());  // a socket left by an earlier process of the same pid
+  if (fd < 0) return Failure{"socket: " + errorText()};
+  removeStaleSockets();             // those of killed processes, which could not remove their own
+  ::unlink(listener.path.c_str());  // a socket left by an earlier process of the same pid
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       ::listen(fd, 64) != 0) {
-    *why = *path + ": " + errorText();
+    std::string why = listener.path + ": " + errorText();
     ::close(fd);
-    return -1;
+    return Failure{std::move(why)};
   }
-  ::chmod(path->c_str(), 0600);
-  return fd;
+  ::chmod(listener.path.c_str(), 0600);
+  listener.fd = fd;
+  return listener;
 }
 
 RequestReader::RequestReader(int listenFd, Limits limits) : listenFd_(listenFd), limits_(limits) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "support/result.h"
+
 // The channel `kinetrace trigger` uses to ask a traced process to record: one Unix-domain
 // socket per process, in a directory only its owner can enter.
 //
@@ -42,17 +44,21 @@ struct TriggerRequest {
 };
 
 std::string formatRequest(const TriggerRequest& request);
-// nullopt and `why` for a line that is not a valid request.
-std::optional<TriggerRequest> parseRequest(const std::string& line, std::string* why);
+// The request, or why the line is not a valid one.
+detail::Result<TriggerRequest> parseRequest(const std::string& line);
 
 // The control directory for this user, created (0700) when missing. Throws std::runtime_error
 // naming the directory when it cannot be used safely (another owner, open to others).
 std::string controlDirectory();
 std::string socketName(const std::string& runId, int64_t pid);
 
-// The listening socket of this process (non-blocking); -1 and `why` when it could not be
+// The listening socket of this process (non-blocking) and its path, or why it could not be
 // made. A socket of the same name whose process has died is replaced.
-int listenForTriggers(const std::string& runId, int64_t pid, std::string* path, std::string* why);
+struct TriggerListener {
+  int fd = -1;
+  std::string path;
+};
+detail::Result<TriggerListener> listenForTriggers(const std::string& runId, int64_t pid);
 
 // The connections of a listening socket that have not yet sent their request line, read
 // without ever blocking: the control thread serves them between its other work (timers,

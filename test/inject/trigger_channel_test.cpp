@@ -24,6 +24,7 @@ namespace kinetrace::inject {
 namespace {
 
 using kinetrace::testing::TempDir;
+using detail::Result;
 
 constexpr int64_t kTimeoutNs = 1000;  // the reader's clock is the test's: any unit will do
 
@@ -57,9 +58,10 @@ class TriggerChannelTest : public ::testing::Test {
   void SetUp() override {
     controlDir_ = dir_.path() + "/control";
     ::setenv("KINETRACE_CONTROL_DIR", controlDir_.c_str(), 1);
-    std::string why;
-    listenFd_ = listenForTriggers("run1", ::getpid(), &socket_, &why);
-    ASSERT_GE(listenFd_, 0) << why;
+    Result<TriggerListener> listener = listenForTriggers("run1", ::getpid());
+    ASSERT_TRUE(listener.ok()) << listener.why();
+    listenFd_ = listener.value().fd;
+    socket_ = listener.value().path;
   }
   void TearDown() override {
     for (int fd : clients_) ::close(fd);
@@ -146,27 +148,26 @@ TEST_F(TriggerChannelTest, AnOutputPathWithSpacesTravelsWhole) {
   request.output = "/tmp/my traces/100%\tdone.json";
   const std::string line = formatRequest(request);
   EXPECT_EQ(line.find(' ', line.find("output=")), std::string::npos) << line;
-  std::string why;
-  const std::optional<TriggerRequest> back = parseRequest(line, &why);
-  ASSERT_TRUE(back) << why;
-  EXPECT_EQ(back->output, request.output);
-  EXPECT_FALSE(parseRequest("record duration_ns=5 output=/a%2", &why));
-  EXPECT_EQ(why, "\"output\" needs a percent-encoded path, got \"/a%2\"");
+  const Result<TriggerRequest> back = parseRequest(line);
+  ASSERT_TRUE(back.ok()) << back.why();
+  EXPECT_EQ(back.value().output, request.output);
+  const Result<TriggerRequest> bad = parseRequest("record duration_ns=5 output=/a%2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.why(), "\"output\" needs a percent-encoded path, got \"/a%2\"");
 }
 
 TEST_F(TriggerChannelTest, ADurationTooLargeForANumberIsRefusedSayingSo) {
-  std::string why;
-  EXPECT_FALSE(parseRequest("record duration_ns=99999999999999999999", &why));
-  EXPECT_EQ(why, "\"duration_ns\" needs a number, got \"99999999999999999999\"");
+  const Result<TriggerRequest> parsed = parseRequest("record duration_ns=99999999999999999999");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.why(), "\"duration_ns\" needs a number, got \"99999999999999999999\"");
 }
 
 TEST_F(TriggerChannelTest, TheSocketOfAKilledProcessIsRemovedAndALiveOneKept) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    std::string path, why;
     // The child's own socket, left behind when it is killed.
-    _exit(listenForTriggers("run1", ::getpid(), &path, &why) >= 0 ? 0 : 1);
+    _exit(listenForTriggers("run1", ::getpid()).ok() ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);

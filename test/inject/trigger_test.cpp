@@ -33,6 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using kinetrace::testing::TempDir;
+using detail::Result;
 
 template <typename Condition>
 bool eventually(Condition condition) {
@@ -283,40 +284,42 @@ TEST_F(TriggerTest, AControlDirectoryOthersCanEnterIsNeverUsed) {
   controller.finish();
 }
 
+// Why a request line is refused; "(accepted)" when it is not.
+std::string whyRefused(const std::string& line) {
+  const Result<TriggerRequest> parsed = parseRequest(line);
+  return parsed.ok() ? "(accepted)" : parsed.why();
+}
+
 TEST(TriggerRequestTest, RequestsReadBackAsWrittenAndBadOnesSayWhy) {
   TriggerRequest request;
   request.durationNs = 5'000'000'000;
   request.output = "/data/t.json";
   request.startAtNs = 1234;
-  std::string why;
-  const auto parsed = parseRequest(formatRequest(request), &why);
-  ASSERT_TRUE(parsed.has_value()) << why;
-  EXPECT_EQ(parsed->durationNs, request.durationNs);
-  EXPECT_EQ(parsed->output, request.output);
-  EXPECT_EQ(parsed->startAtNs, 1234);
-  EXPECT_FALSE(parseRequest("stop", &why));
-  EXPECT_EQ(why, "unknown request \"stop\" (expected \"record\" or \"status\")");
-  EXPECT_FALSE(parseRequest("record duration_ns=abc", &why));
-  EXPECT_EQ(why, "\"duration_ns\" needs a number, got \"abc\"");
-  EXPECT_FALSE(parseRequest("record duration_ns=5 color=red", &why));
-  EXPECT_EQ(why, "unknown field \"color\"");
+  const Result<TriggerRequest> parsed = parseRequest(formatRequest(request));
+  ASSERT_TRUE(parsed.ok()) << parsed.why();
+  EXPECT_EQ(parsed.value().durationNs, request.durationNs);
+  EXPECT_EQ(parsed.value().output, request.output);
+  EXPECT_EQ(parsed.value().startAtNs, 1234);
+  EXPECT_EQ(whyRefused("stop"), "unknown request \"stop\" (expected \"record\" or \"status\")");
+  EXPECT_EQ(whyRefused("record duration_ns=abc"), "\"duration_ns\" needs a number, got \"abc\"");
+  EXPECT_EQ(whyRefused("record duration_ns=5 color=red"), "unknown field \"color\"");
 
   TriggerRequest steps;
   steps.steps = 20;
   steps.startStep = 400;
-  const auto stepsParsed = parseRequest(formatRequest(steps), &why);
-  ASSERT_TRUE(stepsParsed.has_value()) << why;
-  EXPECT_EQ(stepsParsed->steps, 20);
-  EXPECT_EQ(stepsParsed->startStep, 400);
-  EXPECT_EQ(stepsParsed->durationNs, 0);
-  EXPECT_FALSE(parseRequest("record steps=5 duration_ns=5", &why)) << "one of the two";
-  EXPECT_FALSE(parseRequest("record steps=5 start_at_ns=5", &why));
-  EXPECT_EQ(why, "start_at_ns goes with a duration; a window of steps starts at start_step");
-  EXPECT_FALSE(parseRequest("record duration_ns=5 start_step=5", &why));
+  const Result<TriggerRequest> stepsParsed = parseRequest(formatRequest(steps));
+  ASSERT_TRUE(stepsParsed.ok()) << stepsParsed.why();
+  EXPECT_EQ(stepsParsed.value().steps, 20);
+  EXPECT_EQ(stepsParsed.value().startStep, 400);
+  EXPECT_EQ(stepsParsed.value().durationNs, 0);
+  EXPECT_FALSE(parseRequest("record steps=5 duration_ns=5").ok()) << "one of the two";
+  EXPECT_EQ(whyRefused("record steps=5 start_at_ns=5"),
+            "start_at_ns goes with a duration; a window of steps starts at start_step");
+  EXPECT_FALSE(parseRequest("record duration_ns=5 start_step=5").ok());
   TriggerRequest status;
   status.verb = TriggerRequest::Verb::Status;
-  ASSERT_TRUE(parseRequest(formatRequest(status), &why).has_value());
-  EXPECT_EQ(parseRequest("status", &why)->verb, TriggerRequest::Verb::Status);
+  ASSERT_TRUE(parseRequest(formatRequest(status)).ok());
+  EXPECT_EQ(parseRequest("status").value().verb, TriggerRequest::Verb::Status);
 }
 
 // ---- steps ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ namespace kinetrace::cli {
 namespace {
 
 using kinetrace::testing::TempDir;
+using detail::Result;
 
 std::string workingDirectory() {
   char buffer[4096];
@@ -45,9 +46,10 @@ TEST(TriggerCommandTest, ARelativeOutputIsTheCallersDirectoryNotTheTargets) {
   TempDir dir;
   const std::string controlDir = dir.path() + "/control";
   ::setenv("KINETRACE_CONTROL_DIR", controlDir.c_str(), 1);
-  std::string socket, why;
-  const int listenFd = inject::listenForTriggers("run9", 777001, &socket, &why);
-  ASSERT_GE(listenFd, 0) << why;
+  Result<inject::TriggerListener> listener = inject::listenForTriggers("run9", 777001);
+  ASSERT_TRUE(listener.ok()) << listener.why();
+  const int listenFd = listener.value().fd;
+  const std::string socket = listener.value().path;
 
   TriggerOptions options;
   options.job = "run9";
@@ -76,10 +78,9 @@ TEST(TriggerCommandTest, ARelativeOutputIsTheCallersDirectoryNotTheTargets) {
   ::unsetenv("KINETRACE_CONTROL_DIR");
 
   EXPECT_EQ(status, 0);
-  std::string parseWhy;
-  const std::optional<inject::TriggerRequest> request = inject::parseRequest(line, &parseWhy);
-  ASSERT_TRUE(request) << parseWhy;
-  EXPECT_EQ(request->output, workingDirectory() + "/relative dir/");
+  const Result<inject::TriggerRequest> request = inject::parseRequest(line);
+  ASSERT_TRUE(request.ok()) << request.why();
+  EXPECT_EQ(request.value().output, workingDirectory() + "/relative dir/");
 }
 
 }  // namespace
