@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/trace_reader.h"
 #include "kinetrace/error.h"
 #include "output/kind_names.h"
 #include "output/value_json.h"
@@ -372,6 +373,8 @@ std::string summaryToJson(const Summary& summary) {
 }
 
 Summary summaryFromJson(const std::string& text) {
+  // The parser and the values it builds recurse: a deep nesting would exhaust the stack.
+  checkJsonDepth(text, "not a kinetrace summary: it");
   std::optional<Value> parsed = parseJsonValue(text);
   if (!parsed) throw Error("not a kinetrace summary: not valid JSON");
   return summaryFromValue(*parsed);

@@ -151,7 +151,7 @@ TEST_F(AnalyzeCommandTest, MissingInputsAreErrorsNamingThem) {
     analyze(options);
     FAIL() << "no error";
   } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "no trace of rank 5 among the 1 traces given");
+    EXPECT_EQ(std::string(error.what()), "no trace of rank 5 among the 1 traces read");
   }
 }
 
