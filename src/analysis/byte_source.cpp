@@ -147,9 +147,12 @@ std::size_t ByteSource::read(char* data, std::size_t size) {
     const std::size_t n = std::min(size, lookahead_.size());
     std::memcpy(data, lookahead_.data(), n);
     lookahead_.erase(0, n);
+    contentRead_ += n;
     return n;
   }
-  return readContent(data, size);
+  const std::size_t got = readContent(data, size);
+  contentRead_ += got;
+  return got;
 }
 
 std::size_t ByteSource::readContent(char* data, std::size_t size) {

@@ -35,6 +35,8 @@ class ByteSource {
   // pipe).
   uint64_t consumedBytes() const;
   uint64_t fileBytes() const { return fileBytes_; }
+  // Content bytes read() has returned so far: the offset of the next one.
+  uint64_t contentOffset() const { return contentRead_; }
 
  private:
   struct Gzip;
@@ -44,6 +46,7 @@ class ByteSource {
   int fd_ = -1;
   uint64_t fileBytes_ = 0;
   uint64_t rawConsumed_ = 0;
+  uint64_t contentRead_ = 0;
   bool compressed_ = false;
   Gzip* gzip_ = nullptr;
   std::string rawHead_;    // raw bytes read to recognise gzip, not yet consumed

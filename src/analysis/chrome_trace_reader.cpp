@@ -39,7 +39,9 @@ class SourceBuffer : public std::streambuf {
         // The lexer holds a string twice, and the event holds it once more.
         maxStringBytes_(std::max<std::size_t>(memoryBytes / 4, 1)),
         raw_(new char[kBufferBytes]),
-        buffer_(new char[kBufferBytes]) {}
+        buffer_(new char[kBufferBytes]),
+        // Whitespace before the trace was read while telling the format.
+        rawOffset_(source.contentOffset()) {}
 
   // Whether the whole file has been read, and how many bytes were handed to the parser.
   bool atEnd() const { return atEnd_; }
@@ -146,7 +148,7 @@ class SourceBuffer : public std::streambuf {
   std::unique_ptr<char[]> raw_;
   std::unique_ptr<char[]> buffer_;
   std::vector<Anchor> anchors_;  // of buffer_: where its bytes were in the file
-  uint64_t rawOffset_ = 0;       // file bytes filtered so far
+  uint64_t rawOffset_;           // file bytes filtered so far
   uint64_t bufferStart_ = 0;     // of buffer_, among the bytes delivered
   uint64_t droppedBefore_ = 0;   // whitespace dropped before buffer_
   uint64_t delivered_ = 0;
@@ -376,7 +378,9 @@ class TraceSax {
   void startValue(Target target) {
     target_ = target;
     valueBytes_ = 0;
+    // The parser has taken the value's first byte.
     valueStart_ = input_.fileOffsetNow();
+    if (valueStart_ > 0) --valueStart_;
     stack_.clear();
     tsText_.clear();
     durText_.clear();

@@ -59,18 +59,19 @@ TraceFileFormat detectTraceFormat(ByteSource& source) {
   }
   // Otherwise the first byte that is not JSON whitespace decides. Whitespace is read and
   // let go (the JSON reader skips it again), so a file of whitespace takes no memory.
+  char skipped[4096];
   while (true) {
-    first = source.peek(1);
+    first = source.peek(sizeof skipped);
     if (first.empty()) {
       throw Error(fmt::format("{} is empty{}: not a trace", path,
                               source.compressed() ? " once decompressed" : ""));
     }
-    const char c = first[0];
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-      char skipped = 0;
-      source.read(&skipped, 1);
+    const std::size_t spaces = first.find_first_not_of(" \n\r\t");
+    if (spaces == std::string_view::npos || spaces > 0) {
+      source.read(skipped, spaces == std::string_view::npos ? first.size() : spaces);
       continue;
     }
+    const char c = first[0];
     if (c == '{' || c == '[') return TraceFileFormat::ChromeJson;
     const bool printable = std::isprint(static_cast<unsigned char>(c)) != 0;
     throw Error(fmt::format(
