@@ -252,6 +252,21 @@ std::optional<Phase> phaseOf(const std::string& ph) {
   return std::nullopt;
 }
 
+// The reason in one of nlohmann's messages, without its tag and place:
+// "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..." and
+// "[json.exception.out_of_range.406] number overflow parsing '1e400'" give what follows.
+std::string plainReason(std::string what) {
+  if (what.rfind("[json.exception.", 0) == 0) {
+    const std::size_t tagEnd = what.find("] ");
+    if (tagEnd != std::string::npos) what.erase(0, tagEnd + 2);
+  }
+  if (what.rfind("parse error", 0) == 0) {
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what.erase(0, colon + 2);
+  }
+  return what;
+}
+
 // nlohmann's SAX interface, routing the top level (metadata, the traceEvents array) and
 // building each event and each top-level value as a small JSON value.
 class TraceSax {
@@ -336,10 +351,7 @@ class TraceSax {
   }
   bool parse_error(std::size_t position, const std::string& /*token*/,
                    const nlohmann::detail::exception& error) {
-    std::string what = error.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> the reason.
-    const std::size_t colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
+    const std::string what = plainReason(error.what());
     // Failing at the last byte of the file: the file most likely stops mid-trace.
     const bool atEnd = input_.atEnd() && position + 1 >= input_.delivered();
     throw Error(fmt::format("{} is not valid JSON at byte {}: {}{}", path_,
@@ -642,7 +654,12 @@ ReadReport readChromeJsonTrace(ByteSource& source, Sink& sink, const std::string
   std::istream input(&buffer);
   ReadReport report;
   TraceSax sax(path, buffer, sink, traceName, report, memoryBytes);
-  Json::sax_parse(input, &sax);
+  try {
+    Json::sax_parse(input, &sax);
+  } catch (const nlohmann::json::exception& error) {
+    // Anything the JSON library throws past the handler: said in plain words, with the file.
+    throw Error(fmt::format("{} could not be read as JSON: {}", path, plainReason(error.what())));
+  }
   sax.finish();
   return report;
 }

@@ -483,6 +483,13 @@ TEST_F(HostileInputTest, ATimestampOutOfRangeIsAnErrorNamingTheEvent) {
   EXPECT_NE(errorReading(file).find("the event \"late\""), std::string::npos);
 }
 
+TEST_F(HostileInputTest, ErrorsSayWhatIsWrongInPlainWordsWithoutTheJsonLibrarysTag) {
+  const std::string file = path("overflow.json");
+  writeFile(file, R"({"traceEvents":[{"ph":"X","name":"k","pid":1,"tid":2,"ts":1e400}]})");
+  EXPECT_EQ(errorReading(file),
+            file + " is not valid JSON at byte 63: number overflow parsing '1e400'");
+}
+
 TEST_F(HostileInputTest, AnEventWithoutACategoryReachesTheSinkWithViewsThatPointSomewhere) {
   const std::string file = path("nocat.json");
   writeFile(file, R"({"traceEvents":[{"ph":"i","pid":1,"tid":2,"ts":1}]})");
