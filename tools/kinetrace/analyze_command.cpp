@@ -41,6 +41,14 @@ int traceSuffixOf(const std::string& name) {
   return best;
 }
 
+// An error met while reading or analysing `file` (a temporary file that could not be
+// written, say) names the trace it was about.
+Error namingFile(const std::string& file, const Error& error) {
+  const std::string what = error.what();
+  if (what.find(file) != std::string::npos) return error;
+  return Error(fmt::format("{}: {}", file, what));
+}
+
 }  // namespace
 
 std::vector<std::string> traceFilesIn(const std::string& path, std::vector<std::string>* skipped) {
@@ -117,9 +125,10 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
           file, collector, file,
           [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
           options.memoryBytes);
-    } catch (const Error& error) {
+    } catch (const Error& thrown) {
       progress.done();
-      if (!fromDirectory[f]) throw;
+      const Error error = namingFile(file, thrown);
+      if (!fromDirectory[f]) throw error;
       // Something else that a directory of traces holds (a report, a JSON config): said,
       // and left out.
       std::fprintf(messages, "kinetrace: skipped %s\n", error.what());
@@ -138,7 +147,13 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
       }
     }
     if (options.rank >= 0 && trace.rank != options.rank) continue;
-    detail::RankAnalysis rank = detail::analyzeRank(std::move(trace), analysis);
+    detail::RankAnalysis rank = [&] {
+      try {
+        return detail::analyzeRank(std::move(trace), analysis);
+      } catch (const Error& error) {
+        throw namingFile(file, error);
+      }
+    }();
     ranks.push_back({std::move(rank.report), std::move(rank.collectives)});
   }
   if (ranks.empty() && read == 0) {
