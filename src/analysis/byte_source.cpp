@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -52,10 +53,24 @@ ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
     ::close(fd_);
     throw Error(fmt::format("cannot read {}: it is a directory", path_));
   }
-  fileBytes_ = static_cast<uint64_t>(info.st_size);
+  if (S_ISREG(info.st_mode)) fileBytes_ = static_cast<uint64_t>(info.st_size);
 
+  // The magic bytes are read, not read at an offset: a pipe cannot be read twice. They are
+  // kept and consumed as the first bytes of the stream.
   unsigned char magic[2] = {0, 0};
-  const ssize_t got = ::pread(fd_, magic, sizeof magic, 0);
+  std::size_t got = 0;
+  try {
+    while (got < sizeof magic) {
+      const std::size_t n = readRaw(magic + got, sizeof magic - got);
+      if (n == 0) break;
+      got += n;
+    }
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  rawHead_.assign(reinterpret_cast<const char*>(magic), got);
+  rawConsumed_ = 0;
   compressed_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   if (!compressed_) return;
 #ifdef KINETRACE_HAVE_ZLIB
@@ -94,29 +109,61 @@ uint64_t ByteSource::consumedBytes() const {
   return rawConsumed_;
 }
 
-std::size_t ByteSource::read(char* data, std::size_t size) {
-  if (!compressed_) {
-    while (true) {
-      const ssize_t got = ::read(fd_, data, size);
-      if (got >= 0) {
-        rawConsumed_ += static_cast<uint64_t>(got);
-        return static_cast<std::size_t>(got);
-      }
-      if (errno != EINTR) failWithErrno(path_, "read");
-    }
+std::size_t ByteSource::readRaw(unsigned char* data, std::size_t size) {
+  if (size == 0) return 0;
+  if (!rawHead_.empty()) {
+    const std::size_t n = std::min(size, rawHead_.size());
+    std::memcpy(data, rawHead_.data(), n);
+    rawHead_.erase(0, n);
+    rawConsumed_ += n;
+    return n;
   }
+  while (true) {
+    const ssize_t got = ::read(fd_, data, size);
+    if (got >= 0) {
+      rawConsumed_ += static_cast<uint64_t>(got);
+      return static_cast<std::size_t>(got);
+    }
+    if (errno != EINTR) failWithErrno(path_, "read");
+  }
+}
+
+std::string_view ByteSource::peek(std::size_t size) {
+  std::size_t have = lookahead_.size();
+  if (have < size) {
+    lookahead_.resize(size);
+    while (have < size) {
+      const std::size_t got = readContent(lookahead_.data() + have, size - have);
+      if (got == 0) break;
+      have += got;
+    }
+    lookahead_.resize(have);
+  }
+  return std::string_view(lookahead_).substr(0, size);
+}
+
+std::size_t ByteSource::read(char* data, std::size_t size) {
+  if (!lookahead_.empty() && size > 0) {
+    const std::size_t n = std::min(size, lookahead_.size());
+    std::memcpy(data, lookahead_.data(), n);
+    lookahead_.erase(0, n);
+    contentRead_ += n;
+    return n;
+  }
+  const std::size_t got = readContent(data, size);
+  contentRead_ += got;
+  return got;
+}
+
+std::size_t ByteSource::readContent(char* data, std::size_t size) {
+  if (!compressed_) return readRaw(reinterpret_cast<unsigned char*>(data), size);
 #ifdef KINETRACE_HAVE_ZLIB
   z_stream& z = gzip_->stream;
   z.next_out = reinterpret_cast<Bytef*>(data);
   z.avail_out = static_cast<uInt>(size);
   while (z.avail_out == size) {
     if (z.avail_in == 0 && !gzip_->inputEnded) {
-      ssize_t got = 0;
-      do {
-        got = ::read(fd_, gzip_->input.get(), kReadChunkBytes);
-      } while (got < 0 && errno == EINTR);
-      if (got < 0) failWithErrno(path_, "read");
-      rawConsumed_ += static_cast<uint64_t>(got);
+      const std::size_t got = readRaw(gzip_->input.get(), kReadChunkBytes);
       gzip_->inputEnded = got == 0;
       z.next_in = gzip_->input.get();
       z.avail_in = static_cast<uInt>(got);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
@@ -28,36 +29,135 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The file's bytes as a streambuf for nlohmann's stream input, reporting progress.
+// nlohmann's lexer keeps every byte it reads between two strings or numbers (for its error
+// messages), whitespace included: long runs of whitespace outside strings are cut short
+// here, and a string longer than the memory allows is refused before the lexer holds it.
 class SourceBuffer : public std::streambuf {
  public:
-  SourceBuffer(ByteSource& source, const ReadProgress& progress)
-      : source_(source), progress_(progress), buffer_(new char[kBufferBytes]) {}
+  SourceBuffer(ByteSource& source, const ReadProgress& progress, std::size_t memoryBytes)
+      : source_(source),
+        progress_(progress),
+        // The lexer holds a string twice, and the event holds it once more.
+        maxStringBytes_(std::max<std::size_t>(memoryBytes / 4, 1)),
+        raw_(new char[kBufferBytes]),
+        buffer_(new char[kBufferBytes]),
+        // Whitespace before the trace was read while telling the format.
+        rawOffset_(source.contentOffset()) {}
 
-  // Whether the whole file has been read, and how many bytes it held.
+  // Whether the whole file has been read, and how many bytes were handed to the parser.
   bool atEnd() const { return atEnd_; }
   uint64_t delivered() const { return delivered_; }
 
+  // The offset in the (decompressed) file of the byte the parser counts as `position`.
+  uint64_t fileOffsetOf(uint64_t position) const {
+    if (anchors_.empty() || position < bufferStart_) return position + droppedBefore_;
+    const std::size_t k = static_cast<std::size_t>(position - bufferStart_);
+    const Anchor* at = &anchors_.front();
+    for (const Anchor& anchor : anchors_) {
+      if (anchor.filtered > k) break;
+      at = &anchor;
+    }
+    return at->raw + (k - at->filtered);
+  }
+  // The offset in the file of the next byte the parser will take.
+  uint64_t fileOffsetNow() const {
+    return fileOffsetOf(bufferStart_ + static_cast<uint64_t>(gptr() - eback()));
+  }
+
  protected:
   int_type underflow() override {
-    const std::size_t got = source_.read(buffer_.get(), kBufferBytes);
-    if (progress_) progress_(source_.consumedBytes(), source_.fileBytes());
-    delivered_ += got;
-    if (got == 0) {
-      atEnd_ = true;
-      return traits_type::eof();
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    bufferStart_ = delivered_;
+    droppedBefore_ = rawOffset_ - delivered_;
+    while (true) {
+      const std::size_t got = source_.read(raw_.get(), kBufferBytes);
+      if (progress_) progress_(source_.consumedBytes(), source_.fileBytes());
+      if (got == 0) {
+        atEnd_ = true;
+        anchors_.clear();
+        return traits_type::eof();
+      }
+      const std::size_t kept = filter(got);
+      if (kept == 0) continue;  // all of it whitespace let go
+      delivered_ += kept;
+      setg(buffer_.get(), buffer_.get(), buffer_.get() + kept);
+      return traits_type::to_int_type(buffer_[0]);
     }
-    setg(buffer_.get(), buffer_.get(), buffer_.get() + got);
-    return traits_type::to_int_type(buffer_[0]);
   }
 
  private:
+  struct Anchor {
+    std::size_t filtered;  // index in buffer_
+    uint64_t raw;          // offset in the file
+  };
+
+  // Copies raw_[0, size) to buffer_, dropping whitespace beyond kKeptWhitespace bytes of
+  // one run outside strings; returns the bytes kept.
+  std::size_t filter(std::size_t size) {
+    anchors_.clear();
+    bool anchorDue = true;
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < size; ++i) {
+      const char c = raw_[i];
+      if (inString_) {
+        if (++stringBytes_ > maxStringBytes_) {
+          throw Error(fmt::format(
+              "{}: the string at byte {} is longer than {} MB, more than the memory allowed "
+              "for reading (--memory-mb) can hold",
+              source_.path(), stringStart_, (maxStringBytes_ + (1 << 20) - 1) >> 20));
+        }
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+        } else if (c == '"') {
+          inString_ = false;
+        }
+        whitespaceRun_ = 0;
+      } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        if (++whitespaceRun_ > kKeptWhitespace) {
+          anchorDue = true;
+          continue;
+        }
+      } else {
+        whitespaceRun_ = 0;
+        if (c == '"') {
+          inString_ = true;
+          stringBytes_ = 0;
+          stringStart_ = rawOffset_ + i;
+        }
+      }
+      if (anchorDue) {
+        anchors_.push_back({out, rawOffset_ + i});
+        anchorDue = false;
+      }
+      buffer_[out++] = c;
+    }
+    rawOffset_ += size;
+    return out;
+  }
+
   ByteSource& source_;
   const ReadProgress& progress_;
   // Not zeroed: zeroing a fresh megabyte is 256 page faults, half of those of converting a
-  // 30 KB trace; not zeroing it took converting the census trace from 4.66 to 3.70 ms (H200).
+  // small trace.
   static constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
+  // Whitespace of one run passed on as it is: byte offsets in messages stay exact for any
+  // indentation, and the lexer keeps no more than this of a run.
+  static constexpr std::size_t kKeptWhitespace = 256;
+  const std::size_t maxStringBytes_;
+  std::unique_ptr<char[]> raw_;
   std::unique_ptr<char[]> buffer_;
+  std::vector<Anchor> anchors_;  // of buffer_: where its bytes were in the file
+  uint64_t rawOffset_;           // file bytes filtered so far
+  uint64_t bufferStart_ = 0;     // of buffer_, among the bytes delivered
+  uint64_t droppedBefore_ = 0;   // whitespace dropped before buffer_
   uint64_t delivered_ = 0;
+  uint64_t stringBytes_ = 0;
+  uint64_t stringStart_ = 0;
+  std::size_t whitespaceRun_ = 0;
+  bool inString_ = false;
+  bool escaped_ = false;
   bool atEnd_ = false;
 };
 
@@ -95,7 +195,10 @@ std::optional<int64_t> microsTextToNanos(const std::string& text) {
     char* end = nullptr;
     const double micros = std::strtod(text.c_str(), &end);
     if (end != text.c_str() + text.size() || !std::isfinite(micros)) return std::nullopt;
-    return static_cast<int64_t>(std::llround(micros * 1000.0));
+    const double nanos = std::round(micros * 1000.0);
+    // 2^63 is exact as a double; anything at or beyond it does not fit.
+    if (!(nanos > -9223372036854775808.0 && nanos < 9223372036854775808.0)) return std::nullopt;
+    return static_cast<int64_t>(nanos);
   }
   while (fractionDigits < 3) {
     fraction *= 10;
@@ -150,13 +253,28 @@ std::optional<Phase> phaseOf(const std::string& ph) {
   return std::nullopt;
 }
 
+// The reason in one of nlohmann's messages, without its tag and place:
+// "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..." and
+// "[json.exception.out_of_range.406] number overflow parsing '1e400'" give what follows.
+std::string plainReason(std::string what) {
+  if (what.rfind("[json.exception.", 0) == 0) {
+    const std::size_t tagEnd = what.find("] ");
+    if (tagEnd != std::string::npos) what.erase(0, tagEnd + 2);
+  }
+  if (what.rfind("parse error", 0) == 0) {
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what.erase(0, colon + 2);
+  }
+  return what;
+}
+
 // nlohmann's SAX interface, routing the top level (metadata, the traceEvents array) and
 // building each event and each top-level value as a small JSON value.
 class TraceSax {
  public:
   TraceSax(const std::string& path, const SourceBuffer& input, Sink& sink, std::string traceName,
-           ReadReport& report)
-      : path_(path), input_(input), sink_(sink), report_(report) {
+           ReadReport& report, std::size_t memoryBytes)
+      : path_(path), input_(input), sink_(sink), report_(report), memoryBytes_(memoryBytes) {
     header_.traceName = std::move(traceName);
   }
 
@@ -234,13 +352,11 @@ class TraceSax {
   }
   bool parse_error(std::size_t position, const std::string& /*token*/,
                    const nlohmann::detail::exception& error) {
-    std::string what = error.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> the reason.
-    const std::size_t colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
+    const std::string what = plainReason(error.what());
     // Failing at the last byte of the file: the file most likely stops mid-trace.
     const bool atEnd = input_.atEnd() && position + 1 >= input_.delivered();
-    throw Error(fmt::format("{} is not valid JSON at byte {}: {}{}", path_, position, what,
+    throw Error(fmt::format("{} is not valid JSON at byte {}: {}{}", path_,
+                            input_.fileOffsetOf(position), what,
                             atEnd ? " (is the file truncated?)" : ""));
   }
 
@@ -274,9 +390,27 @@ class TraceSax {
 
   void startValue(Target target) {
     target_ = target;
+    valueBytes_ = 0;
+    // The parser has taken the value's first byte.
+    valueStart_ = input_.fileOffsetNow();
+    if (valueStart_ > 0) --valueStart_;
     stack_.clear();
     tsText_.clear();
     durText_.clear();
+  }
+
+  // What the value being built holds in memory, roughly: one JSON node and its key each,
+  // and its text. An event or metadata value larger than the memory allowed is an error.
+  void account(std::size_t textBytes) {
+    valueBytes_ += sizeof(Json) + 32 + textBytes +
+                   (stack_.empty() || stack_.back()->is_object() ? key_.size() : 0);
+    if (valueBytes_ > memoryBytes_) {
+      throw Error(fmt::format(
+          "{}: the {} at byte {} needs more than {} MB of memory to read, more than allowed "
+          "(--memory-mb)",
+          path_, target_ == Target::Event ? "event" : "metadata value \"" + topKey_ + "\"",
+          valueStart_, (memoryBytes_ + (1 << 20) - 1) >> 20));
+    }
   }
 
   // A scalar: a whole top-level value, or part of the value being built.
@@ -289,6 +423,7 @@ class TraceSax {
       if (where_ == Where::Events) return fail("an element of traceEvents is not an object");
       return fail("the trace is a single value, not an object or array");
     }
+    account(value.is_string() ? value.get_ref<const std::string&>().size() : 0);
     Json& parent = *stack_.back();
     if (parent.is_object()) {
       parent[key_] = std::move(value);
@@ -299,6 +434,14 @@ class TraceSax {
   }
 
   bool open(Json container) {
+    // The value's own depth plus the trace's object and the traceEvents array.
+    if (stack_.size() + 2 >= kMaxJsonDepth) {
+      throw Error(fmt::format(
+          "{}: the {} at byte {} nests arrays and objects more than {} levels deep", path_,
+          target_ == Target::Event ? "event" : "metadata value \"" + topKey_ + "\"", valueStart_,
+          kMaxJsonDepth));
+    }
+    account(0);
     if (stack_.empty()) {
       root_ = std::move(container);
       stack_.push_back(&root_);
@@ -362,6 +505,9 @@ class TraceSax {
 
     Event out;
     out.phase = *phase;
+    // Never a null view, even when empty: sinks copy the bytes it points to.
+    out.name = std::string_view("", 0);
+    out.category = std::string_view("", 0);
     if (auto name = object.find("name"); name != object.end() && name->is_string()) {
       out.name = name->get_ref<const std::string&>();
     }
@@ -380,10 +526,17 @@ class TraceSax {
 
     const std::optional<int64_t> ts = timeOf(object, "ts", tsText_);
     if (!ts) return skip("events without a numeric timestamp (\"ts\")");
-    out.timestampNs = header_.baseTimeNs + *ts;
+    if (__builtin_add_overflow(header_.baseTimeNs, *ts, &out.timestampNs)) {
+      outOfRange(std::string(out.name), "ts", tsText_.empty() ? object.at("ts").dump() : tsText_);
+    }
     if (out.phase == Phase::Complete) {
       const std::optional<int64_t> dur = timeOf(object, "dur", durText_);
       out.durationNs = dur.value_or(0);
+      int64_t end = 0;
+      if (__builtin_add_overflow(out.timestampNs, out.durationNs, &end)) {
+        outOfRange(std::string(out.name), "dur",
+                   durText_.empty() ? object.at("dur").dump() : durText_);
+      }
     }
     if (out.phase == Phase::FlowStart || out.phase == Phase::FlowEnd) {
       const auto id = object.find("id");
@@ -405,19 +558,37 @@ class TraceSax {
     ++report_.events;
   }
 
+  [[noreturn]] void outOfRange(const std::string& name, const char* key,
+                               const std::string& text) const {
+    throw Error(fmt::format(
+        "{}: the event \"{}\" ending before byte {} has {} {}, out of the range of times in "
+        "nanoseconds (about 292 years either side of the trace's base time)",
+        path_, name, input_.fileOffsetNow(), key, text));
+  }
+
+  // A time in microseconds as nanoseconds; nullopt when absent or not a number. A number
+  // out of range is an error naming the event: dropping or wrapping it would move it.
   std::optional<int64_t> timeOf(const Json& object, const char* key, const std::string& text) {
     const auto found = object.find(key);
     if (found == object.end()) return std::nullopt;
-    if (found->is_number_float()) return microsTextToNanos(text);
-    if (found->is_number_integer() || found->is_number_unsigned()) {
+    std::optional<int64_t> nanos;
+    if (found->is_number_float()) {
+      nanos = microsTextToNanos(text);
+    } else if (found->is_number_integer() || found->is_number_unsigned()) {
       const std::optional<int64_t> micros = integerOf(*found);
-      if (!micros || *micros > std::numeric_limits<int64_t>::max() / 1000 ||
-          *micros < std::numeric_limits<int64_t>::min() / 1000) {
-        return std::nullopt;
+      if (micros && *micros <= std::numeric_limits<int64_t>::max() / 1000 &&
+          *micros >= std::numeric_limits<int64_t>::min() / 1000) {
+        nanos = *micros * 1000;
       }
-      return *micros * 1000;
+    } else {
+      return std::nullopt;
     }
-    return std::nullopt;
+    if (!nanos) {
+      const auto name = object.find("name");
+      outOfRange(name != object.end() && name->is_string() ? name->get<std::string>() : "", key,
+                 found->dump());
+    }
+    return nanos;
   }
 
   ArgValue argOf(const Json& value) {
@@ -455,6 +626,9 @@ class TraceSax {
   const SourceBuffer& input_;
   Sink& sink_;
   ReadReport& report_;
+  const std::size_t memoryBytes_;
+  std::size_t valueBytes_ = 0;  // of the value being built
+  uint64_t valueStart_ = 0;     // its offset in the file
   TraceHeader header_;
   Metadata footer_;
   Where where_ = Where::Start;
@@ -474,14 +648,19 @@ class TraceSax {
 
 }  // namespace
 
-ReadReport readChromeJsonTrace(const std::string& path, Sink& sink, const std::string& traceName,
-                               const ReadProgress& progress) {
-  ByteSource source(path);
-  SourceBuffer buffer(source, progress);
+ReadReport readChromeJsonTrace(ByteSource& source, Sink& sink, const std::string& traceName,
+                               const ReadProgress& progress, std::size_t memoryBytes) {
+  const std::string& path = source.path();
+  SourceBuffer buffer(source, progress, memoryBytes);
   std::istream input(&buffer);
   ReadReport report;
-  TraceSax sax(path, buffer, sink, traceName, report);
-  Json::sax_parse(input, &sax);
+  TraceSax sax(path, buffer, sink, traceName, report, memoryBytes);
+  try {
+    Json::sax_parse(input, &sax);
+  } catch (const nlohmann::json::exception& error) {
+    // Anything the JSON library throws past the handler: said in plain words, with the file.
+    throw Error(fmt::format("{} could not be read as JSON: {}", path, plainReason(error.what())));
+  }
   sax.finish();
   return report;
 }

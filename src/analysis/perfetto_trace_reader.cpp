@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -104,8 +106,9 @@ struct SequenceState {
 
 class PerfettoReader {
  public:
-  PerfettoReader(const std::string& path, Sink& sink, std::string traceName, ReadReport& report)
-      : path_(path), sink_(sink), report_(report) {
+  PerfettoReader(const std::string& path, Sink& sink, std::string traceName, ReadReport& report,
+                 std::size_t memoryBytes)
+      : path_(path), sink_(sink), report_(report), openBudgetBytes_(memoryBytes / 2) {
     header_.traceName = std::move(traceName);
   }
 
@@ -113,7 +116,7 @@ class PerfettoReader {
   void packet(std::string_view bytes, uint64_t offset) {
     offset_ = offset;
     try {
-      decodePacket(bytes);
+      decodePacket(bytes, 0);
     } catch (const Error& error) {
       throw Error(fmt::format("{}: packet at byte {}: {}", path_, offset_, error.what()));
     }
@@ -124,6 +127,16 @@ class PerfettoReader {
     if (!ended_) {
       throw Error(fmt::format("{} ends before the trace footer (is the file truncated?)", path_));
     }
+    // Slices begun and never ended have no duration: counted, in the report and in the
+    // trace written, never dropped silently.
+    uint64_t unended = 0;
+    for (const auto& [uuid, stack] : open_) {
+      for (const OpenSlice& slice : stack) unended += slice.leftOut + (slice.kept ? 1 : 0);
+    }
+    if (unended > 0) {
+      report_.skipped[kUnendedSlices] += unended;
+      footer_.push_back({"kinetrace_unended_slices", Value(static_cast<int64_t>(unended))});
+    }
     sink_.end(footer_);
   }
 
@@ -132,11 +145,30 @@ class PerfettoReader {
       "kinetrace reads the .pftrace files kinetrace writes (a trace recorded by Perfetto "
       "itself opens in Perfetto's UI or trace processor)";
 
+  static constexpr const char* kUnendedSlices = "slices that began and never ended";
+
   [[noreturn]] void fail(const std::string& what) const { throw Error(what); }
+
+  int64_t addTimes(int64_t a, int64_t b) const {
+    int64_t sum = 0;
+    if (__builtin_add_overflow(a, b, &sum)) {
+      fail(fmt::format("a time out of the range of nanoseconds ({} + {})", a, b));
+    }
+    return sum;
+  }
+  int64_t scaledTime(uint64_t timestamp, uint64_t unitNs) const {
+    uint64_t ns = 0;
+    if (__builtin_mul_overflow(timestamp, unitNs, &ns) ||
+        ns > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      fail(fmt::format("a time out of the range of nanoseconds ({} units of {} ns)", timestamp,
+                       unitNs));
+    }
+    return static_cast<int64_t>(ns);
+  }
 
   // In Perfetto's order: a cleared state, then the defaults, the interned data and a clock
   // snapshot; then the packet's time, which may depend on all of them.
-  void decodePacket(std::string_view bytes) {
+  void decodePacket(std::string_view bytes, std::size_t depth) {
     ProtoReader packet(bytes);
     ProtoField field;
     bool hasTimestamp = false;
@@ -191,7 +223,11 @@ class PerfettoReader {
       }
     }
     if (!compressed.empty()) {
-      compressedPackets(compressed);
+      if (depth >= kMaxCompressedDepth) {
+        fail(
+            fmt::format("compressed packets nested more than {} levels deep", kMaxCompressedDepth));
+      }
+      compressedPackets(compressed, depth + 1);
       return;
     }
     SequenceState& sequence = sequenceState(sequenceId);
@@ -209,8 +245,8 @@ class PerfettoReader {
   }
 
   // The packets a compressed_packets field holds, read in order as if they stood here.
-  void compressedPackets(std::string_view compressed) {
-    const std::string packets = inflatePackets(compressed, kMaxPacketBytes);
+  void compressedPackets(std::string_view compressed, std::size_t depth) {
+    const std::string packets = inflatePackets(compressed, maxPacketBytes());
     std::string_view rest = packets;
     while (!rest.empty()) {
       uint64_t key = 0;
@@ -222,7 +258,7 @@ class PerfettoReader {
           length > rest.size() - keyBytes - lengthBytes) {
         fail("compressed packets that are not whole trace packets");
       }
-      decodePacket(rest.substr(keyBytes + lengthBytes, static_cast<std::size_t>(length)));
+      decodePacket(rest.substr(keyBytes + lengthBytes, static_cast<std::size_t>(length)), depth);
       rest.remove_prefix(keyBytes + lengthBytes + static_cast<std::size_t>(length));
     }
   }
@@ -282,7 +318,7 @@ class PerfettoReader {
       }
       if (r.id == kClockBoottime) {
         hasBoottime = true;
-        bootNs = static_cast<int64_t>(r.timestamp * r.unitNs);
+        bootNs = scaledTime(r.timestamp, r.unitNs);
       } else {
         readings.push_back(r);
       }
@@ -298,7 +334,7 @@ class PerfettoReader {
       SequenceClock& clock = sequence.clocks[r.id];
       clock.incremental = r.incremental;
       clock.unitNs = r.unitNs;
-      clock.atSnapshotNs = static_cast<int64_t>(r.timestamp * r.unitNs);
+      clock.atSnapshotNs = scaledTime(r.timestamp, r.unitNs);
       clock.bootNs = bootNs;
       clock.lastNs = clock.atSnapshotNs;
     }
@@ -307,7 +343,7 @@ class PerfettoReader {
   // A packet's time on BOOTTIME, which for kinetrace is nanoseconds after the timebase.
   int64_t packetTime(SequenceState& sequence, uint32_t clockId, uint64_t timestamp) {
     if (clockId == 0) clockId = sequence.defaultClock;
-    if (clockId == 0 || clockId == kClockBoottime) return static_cast<int64_t>(timestamp);
+    if (clockId == 0 || clockId == kClockBoottime) return scaledTime(timestamp, 1);
     auto found = sequence.clocks.find(clockId);
     if (found == sequence.clocks.end()) {
       fail(
@@ -316,12 +352,12 @@ class PerfettoReader {
                       clockId));
     }
     SequenceClock& clock = found->second;
-    const int64_t ns = static_cast<int64_t>(timestamp * clock.unitNs);
+    const int64_t ns = scaledTime(timestamp, clock.unitNs);
     if (clock.incremental) {
-      clock.lastNs += ns;
-      return clock.lastNs - clock.atSnapshotNs + clock.bootNs;
+      clock.lastNs = addTimes(clock.lastNs, ns);
+      return addTimes(addTimes(clock.lastNs, -clock.atSnapshotNs), clock.bootNs);
     }
-    return ns - clock.atSnapshotNs + clock.bootNs;
+    return addTimes(addTimes(ns, -clock.atSnapshotNs), clock.bootNs);
   }
 
   void internedData(SequenceState& sequence, std::string_view bytes) {
@@ -408,7 +444,11 @@ class PerfettoReader {
     return found->second;
   }
 
-  Annotation annotation(const SequenceState& sequence, std::string_view bytes) const {
+  Annotation annotation(const SequenceState& sequence, std::string_view bytes,
+                        std::size_t depth = 0) const {
+    if (depth >= kMaxProtoDepth) {
+      fail(fmt::format("a debug annotation nested more than {} levels deep", kMaxProtoDepth));
+    }
     Annotation a;
     ProtoReader reader(bytes);
     ProtoField field;
@@ -451,7 +491,7 @@ class PerfettoReader {
           a.text = interned(sequence.stringValues, field.value, "string value");
           break;
         case kAnnotationArray: {
-          const Annotation item = annotation(sequence, field.bytes);
+          const Annotation item = annotation(sequence, field.bytes, depth + 1);
           if (item.kind == Annotation::Kind::Int) {
             array.push_back(item.i);
           } else {
@@ -476,7 +516,7 @@ class PerfettoReader {
   DecodedEvent decodeEvent(const SequenceState& sequence, std::string_view bytes,
                            int64_t timeNs) const {
     DecodedEvent e;
-    e.timeNs = timebaseNs_ + timeNs;
+    e.timeNs = addTimes(timebaseNs_, timeNs);
     e.track = sequence.hasDefaultTrack ? sequence.defaultTrack : 0;
     ProtoReader reader(bytes);
     ProtoField field;
@@ -558,16 +598,25 @@ class PerfettoReader {
       case kTypeSliceBegin: {
         const TrackInfo& t = track(e.track);
         if (t.kind != TrackInfo::Kind::Thread) fail("a slice on a track that is not a thread's");
-        open_[e.track].push_back(std::move(e));
+        beginSlice(std::move(e));
         return;
       }
       case kTypeSliceEnd: {
         auto found = open_.find(e.track);
         if (found == open_.end() || found->second.empty()) fail("a slice end without its begin");
-        DecodedEvent begin = std::move(found->second.back());
+        OpenSlice& top = found->second.back();
+        if (top.leftOut > 0) {
+          // Its begin was left out for want of memory: the slice is lost, and counted.
+          --top.leftOut;
+          ++report_.skipped[kLeftOutSlices];
+          if (top.leftOut == 0 && !top.kept) found->second.pop_back();
+          return;
+        }
+        DecodedEvent begin = std::move(top.begin);
         found->second.pop_back();
+        openBytes_ -= bytesOf(begin);
         const TrackInfo& t = track(begin.track);
-        emit(Phase::Complete, begin, t.pid, t.tid, e.timeNs - begin.timeNs);
+        emit(Phase::Complete, begin, t.pid, t.tid, addTimes(e.timeNs, -begin.timeNs));
         for (uint64_t id : begin.flowIds) flow(Phase::FlowStart, begin, t, id);
         for (uint64_t id : begin.terminatingFlowIds) flow(Phase::FlowEnd, begin, t, id);
         return;
@@ -588,6 +637,35 @@ class PerfettoReader {
       default:
         fail(fmt::format("a track event of type {}", e.type));
     }
+  }
+
+  static constexpr const char* kLeftOutSlices =
+      "slices whose begin was left out: the slices begun and not yet ended needed more than "
+      "half the memory allowed (--memory-mb)";
+
+  // What a begun slice holds in memory while it waits for its end, roughly.
+  static std::size_t bytesOf(const DecodedEvent& e) {
+    std::size_t bytes = sizeof(OpenSlice) + e.name.size() + e.category.size() +
+                        (e.flowIds.size() + e.terminatingFlowIds.size()) * sizeof(uint64_t);
+    for (const Annotation& a : e.annotations) {
+      bytes += sizeof(Annotation) + a.name.size() + a.text.size();
+    }
+    return bytes;
+  }
+
+  // A slice's begin waits for its end within half the memory allowed; beyond it, begins
+  // are counted (as runs on their track, so an endless nesting takes no memory) and their
+  // ends matched to them.
+  void beginSlice(DecodedEvent e) {
+    std::vector<OpenSlice>& stack = open_[e.track];
+    const std::size_t bytes = bytesOf(e);
+    if (openBytes_ + bytes > openBudgetBytes_) {
+      if (stack.empty()) stack.push_back(OpenSlice{});
+      ++stack.back().leftOut;
+      return;
+    }
+    openBytes_ += bytes;
+    stack.push_back(OpenSlice{std::move(e), true, 0});
   }
 
   void header(const DecodedEvent& e) {
@@ -736,6 +814,7 @@ class PerfettoReader {
       case Annotation::Kind::Dim3:
         return Value::array({a.dim.x, a.dim.y, a.dim.z});
       case Annotation::Kind::Json: {
+        checkJsonDepth(a.text, fmt::format("metadata \"{}\"", a.name));
         std::optional<Value> parsed = parseJsonValue(a.text);
         if (!parsed) fail(fmt::format("metadata \"{}\" holds invalid JSON", a.name));
         return std::move(*parsed);
@@ -744,6 +823,10 @@ class PerfettoReader {
         break;
     }
     return Value();
+  }
+
+  std::size_t maxPacketBytes() const {
+    return std::max<std::size_t>(std::min<std::size_t>(kMaxPacketBytes, openBudgetBytes_), 1);
   }
 
   const std::string& path_;
@@ -759,17 +842,26 @@ class PerfettoReader {
   SequenceState* lastSequence_ = nullptr;
   uint32_t lastSequenceId_ = 0;
   std::unordered_map<uint64_t, TrackInfo> tracks_;
-  std::unordered_map<uint64_t, std::vector<DecodedEvent>> open_;
+  // A begun slice, kept, with the begins left out (for want of memory) after it on its track.
+  struct OpenSlice {
+    DecodedEvent begin;
+    bool kept = false;
+    uint64_t leftOut = 0;
+  };
+  std::unordered_map<uint64_t, std::vector<OpenSlice>> open_;
+  const std::size_t openBudgetBytes_;
+  std::size_t openBytes_ = 0;
   std::vector<Arg> args_;
 };
 
 }  // namespace
 
-ReadReport readPerfettoTrace(const std::string& path, Sink& sink, const std::string& traceName,
-                             const ReadProgress& progress) {
-  ByteSource source(path);
+ReadReport readPerfettoTrace(ByteSource& source, Sink& sink, const std::string& traceName,
+                             const ReadProgress& progress, std::size_t memoryBytes) {
+  const std::string& path = source.path();
   ReadReport report;
-  PerfettoReader reader(path, sink, traceName, report);
+  PerfettoReader reader(path, sink, traceName, report, memoryBytes);
+  const uint64_t maxPacketBytes = std::min<uint64_t>(kMaxPacketBytes, memoryBytes / 2);
 
   // The file is a Trace message: field 1 (TracePacket) over and over. Packets are read
   // whole into a buffer that keeps what the last read left over.
@@ -792,9 +884,13 @@ ReadReport readPerfettoTrace(const std::string& path, Sink& sink, const std::str
             path, fileOffset, key >> 3, "kinetrace reads the .pftrace files kinetrace writes"));
       }
       lengthBytes = proto::readVarint(rest.substr(keyBytes), &length);
-      if (lengthBytes != 0 && length > kMaxPacketBytes) {
-        throw Error(fmt::format("{}: the packet at byte {} claims {} bytes; not a kinetrace trace",
-                                path, fileOffset, length));
+      if (lengthBytes != 0 && length > maxPacketBytes) {
+        throw Error(fmt::format(
+            "{}: the packet at byte {} claims {} bytes, more than {}", path, fileOffset, length,
+            length > kMaxPacketBytes ? std::string("a kinetrace trace's packets hold")
+                                     : fmt::format("the memory allowed for reading holds "
+                                                   "(--memory-mb: {} MB)",
+                                                   memoryBytes >> 20)));
       }
     }
     const bool whole =

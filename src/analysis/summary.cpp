@@ -4,7 +4,12 @@
 
 #include <algorithm>
 
+#include <optional>
+
+#include "analysis/trace_reader.h"
+#include "kinetrace/error.h"
 #include "output/summary_builder.h"
+#include "output/value_json.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -29,6 +34,14 @@ std::string grouped(uint64_t value) {
 }
 
 }  // namespace
+
+Summary summaryFromJson(const std::string& text) {
+  // The parser and the values it builds recurse: a deep nesting would exhaust the stack.
+  checkJsonDepth(text, "not a kinetrace summary: it");
+  std::optional<Value> parsed = parseJsonValue(text);
+  if (!parsed) throw Error("not a kinetrace summary: not valid JSON");
+  return summaryFromValue(*parsed);
+}
 
 Summary summarize(const TraceData& trace, std::size_t topKernels) {
   SummaryBuilder builder(trace.startNs);

@@ -12,6 +12,11 @@
 
 namespace kinetrace::detail {
 
+// A "<trace>.summary.json" read back. Throws kinetrace::Error for text that is not a summary
+// (or nests deeper than a summary can); keys it does not know are ignored, missing ones keep
+// their defaults.
+Summary summaryFromJson(const std::string& json);
+
 // The summary of a trace held in memory.
 Summary summarize(const TraceData& trace, std::size_t topKernels = 20);
 

@@ -88,8 +88,16 @@ void TraceCollector::begin(const TraceHeader& header) {
 
 void TraceCollector::write(const Event& event) {
   if (event.phase == Phase::Metadata) return;
+  if (event.phase == Phase::Complete && event.durationNs < 0) {
+    // A range that ends before it starts: summing it would take time away from the rest.
+    ++trace_.leftOut["events with a negative duration (\"dur\")"];
+    return;
+  }
   ++trace_.events;
-  const int64_t end = event.timestampNs + (event.phase == Phase::Complete ? event.durationNs : 0);
+  int64_t end = event.timestampNs;
+  if (event.phase == Phase::Complete && __builtin_add_overflow(end, event.durationNs, &end)) {
+    end = INT64_MAX;
+  }
   if (!any_ || event.timestampNs < trace_.firstNs) trace_.firstNs = event.timestampNs;
   if (!any_ || end > trace_.lastNs) trace_.lastNs = end;
   any_ = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -177,6 +178,9 @@ struct CollectedTrace {
   ExternalSorter<SequencedSample, BySampleTime> memory;
   ExternalSorter<CollectiveStart, ByStart> collectiveCalls;       // torch.distributed's calls
   std::vector<std::pair<std::string, NcclCallTotals>> ncclCalls;  // by call name, first seen first
+  // Events left out of the analysis, by reason ("events with a negative duration"): said,
+  // never summed in.
+  std::map<std::string, uint64_t> leftOut;
 
   const std::string& name(uint32_t id) const { return names[id]; }
 };

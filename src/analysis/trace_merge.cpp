@@ -1,6 +1,7 @@
 #include "analysis/trace_merge.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -21,6 +22,18 @@ constexpr int64_t kMaxPairingShift = 64;
 // Shifts whose differences spread by less than this are taken as agreeing equally well:
 // NCCL kernels end within microseconds of each other across ranks.
 constexpr int64_t kSpreadQuantumNs = 50'000;
+
+// Times from a hostile trace may sit at the ends of int64: differences and shifts saturate
+// rather than wrap (a wrapped shift moves a rank by centuries the other way).
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+int64_t saturatingAbs(int64_t a) {
+  return a == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
+                                                  : std::llabs(a);
+}
 
 int64_t medianOf(std::vector<int64_t> values) {
   const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
@@ -52,7 +65,7 @@ class RankScan final : public Sink {
   void write(const Event& event) override {
     if (event.phase != Phase::Complete || event.category != chrome::kCatKernel) return;
     if (std::optional<std::string> kind = ncclCollectiveKind(event.name)) {
-      collectives.push_back({std::move(*kind), event.timestampNs + event.durationNs});
+      collectives.push_back({std::move(*kind), saturatingAdd(event.timestampNs, event.durationNs)});
     }
   }
   // A footer's distributedInfo is the later word: torch.profiler adds its own while the trace
@@ -89,7 +102,12 @@ class RankWriter final : public Sink {
   void write(const Event& event) override {
     Event moved = event;
     moved.pid = pidOf(event.pid);
-    moved.timestampNs = event.timestampNs + placement_.offsetNs;
+    if (__builtin_add_overflow(event.timestampNs, placement_.offsetNs, &moved.timestampNs)) {
+      throw Error(fmt::format(
+          "{}: the event \"{}\" at {} ns, shifted by {} ns to align the rank, falls out of the "
+          "range of times in nanoseconds",
+          placement_.path, event.name, event.timestampNs, placement_.offsetNs));
+    }
     if (event.phase == Phase::FlowStart || event.phase == Phase::FlowEnd) {
       moved.flowId = flowIdOf(event.flowId);
     }
@@ -193,19 +211,23 @@ std::optional<Alignment> alignCollectives(const std::vector<CollectiveEnd>& refe
          ++i) {
       const CollectiveEnd& a = reference[static_cast<std::size_t>(i)];
       const CollectiveEnd& b = other[static_cast<std::size_t>(i + shift)];
-      if (a.kind == b.kind) differences.push_back(a.endNs - b.endNs);
+      int64_t difference = 0;
+      // Ends so far apart that their difference overflows pair with nothing.
+      if (a.kind == b.kind && !__builtin_sub_overflow(a.endNs, b.endNs, &difference)) {
+        differences.push_back(difference);
+      }
     }
     if (static_cast<int64_t>(differences.size()) < needed) continue;
     const int64_t offset = medianOf(differences);
     std::vector<int64_t> residuals;
     residuals.reserve(differences.size());
-    for (int64_t d : differences) residuals.push_back(std::llabs(d - offset));
+    for (int64_t d : differences) residuals.push_back(saturatingAbs(saturatingAdd(d, -offset)));
     // How well the pairs agree: the 90th percentile of the residuals. The median is not
     // enough: pairing each collective with its neighbour in a step of evenly spaced ones
     // leaves most pairs agreeing and only those across steps apart.
     std::sort(residuals.begin(), residuals.end());
     const int64_t spread = residuals[residuals.size() * 9 / 10];
-    const auto score = std::make_tuple(spread / kSpreadQuantumNs, std::llabs(offset),
+    const auto score = std::make_tuple(spread / kSpreadQuantumNs, saturatingAbs(offset),
                                        -static_cast<int64_t>(differences.size()));
     if (!best || score < bestScore) {
       bestScore = score;
@@ -222,6 +244,16 @@ std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
   if (static_cast<int64_t>(paths.size()) > kMaxMergedRanks) {
     throw Error(fmt::format("{} traces to merge; one merged trace takes at most {} ranks",
                             paths.size(), kMaxMergedRanks));
+  }
+  for (const std::string& path : paths) {
+    // Two passes: an input that cannot be read twice (a pipe) is refused before either.
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode)) {
+      throw Error(fmt::format(
+          "cannot merge {}: it is not a regular file (a pipe?), and merge reads each input "
+          "twice; save it to a file first",
+          path));
+    }
   }
   std::vector<RankPlacement> plan;
   for (std::size_t i = 0; i < paths.size(); ++i) {
@@ -281,7 +313,14 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
   header.traceName = traceName;
   header.baseTimeNs = std::numeric_limits<int64_t>::max();
   for (const RankPlacement& placement : plan) {
-    header.baseTimeNs = std::min(header.baseTimeNs, placement.baseTimeNs + placement.offsetNs);
+    int64_t shifted = 0;
+    if (__builtin_add_overflow(placement.baseTimeNs, placement.offsetNs, &shifted)) {
+      throw Error(fmt::format(
+          "{}: its base time {} ns, shifted by {} ns to align the rank, falls out of the range "
+          "of times in nanoseconds",
+          placement.path, placement.baseTimeNs, placement.offsetNs));
+    }
+    header.baseTimeNs = std::min(header.baseTimeNs, shifted);
   }
   header.metadata.push_back({chrome::kSchemaVersion, 1});
   // HTA reads a trace's rank from here; the ranks themselves are in the footer.

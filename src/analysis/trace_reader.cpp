@@ -10,12 +10,43 @@
 
 namespace kinetrace::detail {
 
+void checkJsonDepth(std::string_view text, const std::string& what) {
+  std::size_t depth = 0;
+  bool inString = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (inString) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        inString = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw Error(fmt::format("{} nests arrays and objects more than {} levels deep", what,
+                                kMaxJsonDepth));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 TraceFileFormat detectTraceFormat(const std::string& path) {
   ByteSource source(path);
-  char first[64];
-  std::size_t got = 0;
-  got = source.read(first, sizeof first);
-  if (got >= 3 && first[0] == '\x0a') {
+  return detectTraceFormat(source);
+}
+
+TraceFileFormat detectTraceFormat(ByteSource& source) {
+  const std::string& path = source.path();
+  std::string_view first = source.peek(3);
+  if (first.size() >= 3 && first[0] == '\x0a') {
     // A Trace message starts with field 1, length-delimited (the byte 0x0a, also a JSON
     // newline), then the first packet's length and its first field's tag. JSON would have
     // whitespace or an opening bracket followed by what may follow one.
@@ -26,23 +57,21 @@ TraceFileFormat detectTraceFormat(const std::string& path) {
                                   afterBracket.find(first[2]) != std::string_view::npos);
     if (!jsonAhead) return TraceFileFormat::Perfetto;
   }
-  // Otherwise the first byte that is not JSON whitespace decides.
+  // Otherwise the first byte that is not JSON whitespace decides. Whitespace is read and
+  // let go (the JSON reader skips it again), so a file of whitespace takes no memory.
+  char skipped[4096];
   while (true) {
-    if (got == 0) got = source.read(first, sizeof first);
-    if (got == 0) {
+    first = source.peek(sizeof skipped);
+    if (first.empty()) {
       throw Error(fmt::format("{} is empty{}: not a trace", path,
                               source.compressed() ? " once decompressed" : ""));
     }
-    std::size_t i = 0;
-    while (i < got &&
-           (first[i] == ' ' || first[i] == '\n' || first[i] == '\r' || first[i] == '\t')) {
-      ++i;
-    }
-    if (i == got) {
-      got = 0;
+    const std::size_t spaces = first.find_first_not_of(" \n\r\t");
+    if (spaces == std::string_view::npos || spaces > 0) {
+      source.read(skipped, spaces == std::string_view::npos ? first.size() : spaces);
       continue;
     }
-    const char c = first[i];
+    const char c = first[0];
     if (c == '{' || c == '[') return TraceFileFormat::ChromeJson;
     const bool printable = std::isprint(static_cast<unsigned char>(c)) != 0;
     throw Error(fmt::format(
@@ -55,12 +84,13 @@ TraceFileFormat detectTraceFormat(const std::string& path) {
 }
 
 ReadReport readTraceFile(const std::string& path, Sink& sink, const std::string& traceName,
-                         const ReadProgress& progress) {
-  switch (detectTraceFormat(path)) {
+                         const ReadProgress& progress, std::size_t memoryBytes) {
+  ByteSource source(path);
+  switch (detectTraceFormat(source)) {
     case TraceFileFormat::ChromeJson:
-      return readChromeJsonTrace(path, sink, traceName, progress);
+      return readChromeJsonTrace(source, sink, traceName, progress, memoryBytes);
     case TraceFileFormat::Perfetto:
-      return readPerfettoTrace(path, sink, traceName, progress);
+      return readPerfettoTrace(source, sink, traceName, progress, memoryBytes);
   }
   return {};
 }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -199,10 +198,5 @@ std::string summaryToJson(const Summary& summary) {
          "\n";
 }
 
-Summary summaryFromJson(const std::string& text) {
-  std::optional<Value> parsed = parseJsonValue(text);
-  if (!parsed) throw Error("not a kinetrace summary: not valid JSON");
-  return summaryFromValue(*parsed);
-}
 
 }  // namespace kinetrace::detail

@@ -78,9 +78,8 @@ struct Summary {
 Value summaryToValue(const Summary& summary);
 Summary summaryFromValue(const Value& value);
 
-// The summary as a JSON object, and back. fromJson throws kinetrace::Error for text that is
-// not a summary; keys it does not know are ignored, missing ones keep their defaults.
+// The summary as a JSON object (the "<trace>.summary.json" file); the command reads it back
+// with summaryFromJson (analysis/summary.h).
 std::string summaryToJson(const Summary& summary);
-Summary summaryFromJson(const std::string& json);
 
 }  // namespace kinetrace::detail

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -151,7 +152,7 @@ TEST_F(AnalyzeCommandTest, MissingInputsAreErrorsNamingThem) {
     analyze(options);
     FAIL() << "no error";
   } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "no trace of rank 5 among the 1 traces given");
+    EXPECT_EQ(std::string(error.what()), "no trace of rank 5 among the 1 traces read");
   }
 }
 
@@ -165,6 +166,100 @@ TEST_F(AnalyzeCommandTest, SummaryOfATraceWithoutASummaryFileAnalysesTheTrace) {
   EXPECT_EQ(status, 0);
   EXPECT_NE(out.find("Findings"), std::string::npos) << out;
   EXPECT_NE(out.find("gemm"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+std::string errorOf(const AnalyzeOptions& options) {
+  try {
+    analyzeCommand(options, std::tmpfile(), std::tmpfile());
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+std::string contentsOf(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(AnalyzeCommandTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
+  writeRankTrace(path("b.json"), 0);
+  const std::string before = contentsOf(path("b.json"));
+  AnalyzeOptions options;
+  options.quiet = true;
+  options.paths = {path("b.json")};
+  options.jsonOutput = path("b.json");
+  EXPECT_EQ(errorOf(options),
+            "kinetrace analyze: the output " + path("b.json") + " is the input " + path("b.json") +
+                ": writing it would destroy the trace being read; name another output");
+  options.jsonOutput.clear();
+  options.paths = {dir_.path()};
+  options.htmlOutput = dir_.path() + "/./b.json";
+  EXPECT_NE(errorOf(options).find("is the input " + path("b.json")), std::string::npos);
+  EXPECT_EQ(contentsOf(path("b.json")), before);
+}
+
+TEST_F(AnalyzeCommandTest, OneTraceInSeveralFormatsIsReadOnce) {
+  // The format is told by content: copies of one JSON trace under each name will do.
+  for (const char* name : {"t.json", "t.json.gz", "t.pftrace"}) writeRankTrace(path(name), 0);
+  writeRankTrace(path("u.pftrace"), 1);
+  std::vector<std::string> skipped;
+  EXPECT_EQ(traceFilesIn(dir_.path(), &skipped),
+            (std::vector<std::string>{path("t.json"), path("u.pftrace")}));
+  EXPECT_EQ(skipped,
+            (std::vector<std::string>{
+                path("t.json.gz") + ": the same trace as " + path("t.json") + ", read in its place",
+                path("t.pftrace") + ": the same trace as " + path("t.json") + ", read in its place",
+            }));
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  options.jsonOutput = path("analysis.json");
+  analyze(options);
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(path("analysis.json")));
+  EXPECT_EQ(json["ranks"].size(), 2u);
+}
+
+TEST_F(AnalyzeCommandTest, NegativeDurationsAreLeftOutAndCounted) {
+  std::ofstream(path("neg.json")) << R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 80,
+     "args": {"device": 0, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 200,
+     "dur": -1000000000000, "args": {"device": 0, "stream": 7}}]})";
+  AnalyzeOptions options;
+  options.paths = {path("neg.json")};
+  options.jsonOutput = path("analysis.json");
+  std::FILE* messages = std::tmpfile();
+  std::FILE* out = std::tmpfile();
+  analyzeCommand(options, out, messages);
+  std::rewind(messages);
+  char buffer[4096] = {};
+  const std::string said(buffer, std::fread(buffer, 1, sizeof buffer - 1, messages));
+  std::fclose(messages);
+  std::fclose(out);
+  EXPECT_NE(said.find(path("neg.json") + ": left out 1 events with a negative duration (\"dur\")"),
+            std::string::npos)
+      << said;
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(path("analysis.json")));
+  EXPECT_EQ(json["ranks"][0]["kernel_count"], 1);
+  EXPECT_EQ(json["ranks"][0]["kernel_ns"], 80'000) << "the other kernel's time is not summed";
+}
+
+TEST_F(AnalyzeCommandTest, ADirectoryOfUnreadableFilesSaysWhyForEach) {
+  std::ofstream(path("a.json")) << "not json";
+  std::ofstream(path("b.json")) << R"({"x": 1})";
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  EXPECT_EQ(errorOf(options),
+            "no trace could be read among the 2 files given:\n  " + path("a.json") +
+                " is not a trace: it starts with 'n' where Chrome trace JSON starts with '{' or "
+                "'[' and a Perfetto trace with the byte 0x0a\n  " +
+                path("b.json") + " is not a Chrome trace: it has no traceEvents array");
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 #include "convert_command.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/trace_reader.h"
@@ -178,6 +180,63 @@ TEST_F(ConvertCommandTest, AnOutputThatCannotBeWrittenIsNamedBeforeReading) {
     EXPECT_NE(std::string(error.what()).find(path("missing-dir/out.json")), std::string::npos)
         << error.what();
   }
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+TEST_F(ConvertCommandTest, AnOutputThatIsTheInputIsRefusedAndTheInputKept) {
+  const std::string text =
+      R"({"traceEvents":[{"ph":"X","name":"k","cat":"kernel","pid":1,"tid":2,"ts":1,"dur":5}]})";
+  std::ofstream(path("t.json")) << text;
+  ::symlink(path("t.json").c_str(), path("link.json").c_str());
+  for (const char* output : {"t.json", "link.json"}) {
+    try {
+      convert("t.json", output);
+      FAIL() << "no error for " << output;
+    } catch (const Error& error) {
+      EXPECT_EQ(std::string(error.what()),
+                "kinetrace convert: the output " + path(output) + " is the input " +
+                    path("t.json") +
+                    ": writing it would destroy the trace being read; name another output");
+    }
+    std::ifstream in(path("t.json"));
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);
+  }
+}
+
+// `cat t.json | kinetrace convert /dev/stdin out.json`: the input is read once, as a stream.
+TEST_F(ConvertCommandTest, APipeConvertsAsAFileDoes) {
+  const std::string text =
+      R"({"traceEvents":[{"ph":"X","name":"k","cat":"kernel","pid":1,"tid":2,"ts":1,"dur":5}]})";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fds[1]);
+  });
+  ConvertOptions options;
+  options.input = "/dev/fd/" + std::to_string(fds[0]);
+  options.output = path("out.json");
+  options.quiet = true;
+  int status = -1;
+  try {
+    status = convertCommand(options, stderr);
+  } catch (const Error& error) {
+    ADD_FAILURE() << error.what();
+  }
+  ::close(fds[0]);
+  writer.join();
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(events("out.json").size(), 1u);
 }
 
 }  // namespace

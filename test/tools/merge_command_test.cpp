@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,33 @@ TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
   // An output that cannot be written is named before any input is read.
   options.output = (dir / "missing" / "job.json").string();
   EXPECT_THROW(mergeCommand(options, stdout, stderr), Error);
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+TEST(MergeCommandTest, AnOutputThatIsOneOfTheInputsIsRefused) {
+  testing::TempDir dir;
+  const std::string a = (dir / "rank0.json").string();
+  const std::string b = (dir / "rank1.json").string();
+  std::ofstream(a) << rankTrace(0, 0);
+  std::ofstream(b) << rankTrace(1, 1'500);
+  MergeOptions options;
+  options.paths = {a, b};
+  options.output = b;
+  try {
+    mergeCommand(options, stdout, stderr);
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "kinetrace merge: the output " + b + " is the input " + b +
+                  ": writing it would destroy the trace being read; name another output");
+  }
+  std::ifstream in(b);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), rankTrace(1, 1'500));
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
@@ -17,22 +20,61 @@
 namespace kinetrace::cli {
 namespace {
 
-bool isTraceName(const std::string& name) {
-  for (const char* suffix : {".json", ".json.gz", ".pftrace", ".pftrace.gz", ".perfetto-trace"}) {
-    if (endsWith(name, suffix) && !endsWith(name, ".summary.json")) return true;
+// A trace's suffixes, in the order one is preferred when a directory holds one trace in
+// several formats (kinetrace run --format both, a converted copy): JSON first, as the
+// format every tool reads and the one a trace is recorded in by default.
+constexpr const char* kTraceSuffixes[] = {".json", ".json.gz", ".pftrace", ".pftrace.gz",
+                                          ".perfetto-trace"};
+
+// The suffix's rank in kTraceSuffixes, or -1 when the name is not a trace's.
+int traceSuffixOf(const std::string& name) {
+  if (endsWith(name, ".summary.json")) return -1;
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(std::size(kTraceSuffixes)); ++i) {
+    // The longest suffix that fits: ".json.gz" is not ".gz" of something else.
+    if (endsWith(name, kTraceSuffixes[i]) &&
+        (best < 0 || std::string_view(kTraceSuffixes[i]).size() >
+                         std::string_view(kTraceSuffixes[best]).size())) {
+      best = i;
+    }
   }
-  return false;
+  return best;
+}
+
+// An error met while reading or analysing `file` (a temporary file that could not be
+// written, say) names the trace it was about.
+Error namingFile(const std::string& file, const Error& error) {
+  const std::string what = error.what();
+  if (what.find(file) != std::string::npos) return error;
+  return Error(fmt::format("{}: {}", file, what));
 }
 
 }  // namespace
 
-std::vector<std::string> traceFilesIn(const std::string& path) {
-  if (isRegularFile(path)) return {path};
+std::vector<std::string> traceFilesIn(const std::string& path, std::vector<std::string>* skipped) {
+  if (isReadableStream(path)) return {path};  // a file, or a pipe: <(zcat t.json.gz)
   if (!isDirectory(path)) throw Error("cannot read " + path + ": no such file or directory");
-  std::vector<std::string> files;
+  // One file per trace: the same trace in two formats would count twice.
+  std::map<std::string, std::pair<int, std::string>> byStem;  // stem -> (suffix, name)
   for (const std::string& name : listDirectory(path)) {
-    if (isTraceName(name) && isRegularFile(path + "/" + name)) files.push_back(path + "/" + name);
+    const int suffix = traceSuffixOf(name);
+    if (suffix < 0 || !isRegularFile(path + "/" + name)) continue;
+    const std::string stem =
+        name.substr(0, name.size() - std::string_view(kTraceSuffixes[suffix]).size());
+    auto [at, added] = byStem.try_emplace(stem, suffix, name);
+    if (added) continue;
+    std::string other = name;
+    if (suffix < at->second.first) {
+      std::swap(other, at->second.second);
+      at->second.first = suffix;
+    }
+    if (skipped != nullptr) {
+      skipped->push_back(fmt::format("{}/{}: the same trace as {}/{}, read in its place", path,
+                                     other, path, at->second.second));
+    }
   }
+  std::vector<std::string> files;
+  for (const auto& [stem, found] : byStem) files.push_back(path + "/" + found.second);
   if (files.empty()) {
     throw Error(path + " holds no traces (.json, .json.gz, .pftrace)");
   }
@@ -42,11 +84,20 @@ std::vector<std::string> traceFilesIn(const std::string& path) {
 int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* messages) {
   std::vector<std::string> files;
   std::vector<bool> fromDirectory;  // a file a directory held, not one named: skipped if no trace
+  std::vector<std::string> duplicates;
   for (const std::string& path : options.paths) {
     const bool directory = isDirectory(path);
-    for (const std::string& file : traceFilesIn(path)) {
+    for (const std::string& file : traceFilesIn(path, &duplicates)) {
       files.push_back(file);
       fromDirectory.push_back(directory);
+    }
+  }
+  for (const std::string& output : {options.jsonOutput, options.htmlOutput}) {
+    refuseOutputOverInput(output, files, "kinetrace analyze");
+  }
+  if (!options.quiet) {
+    for (const std::string& line : duplicates) {
+      std::fprintf(messages, "kinetrace: skipped %s\n", line.c_str());
     }
   }
   detail::AnalysisOptions analysis;
@@ -62,38 +113,57 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
     detail::RankCollectives collectives;
   };
   std::vector<Rank> ranks;
+  std::vector<std::string> unread;  // why each file left out could not be read
+  std::size_t read = 0;             // traces read, of any rank
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     detail::TraceCollector collector(file, options.memoryBytes);
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
-    detail::ReadReport read;
+    detail::ReadReport readReport;
     try {
-      read = detail::readTraceFile(
+      readReport = detail::readTraceFile(
           file, collector, file,
-          [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
-    } catch (const Error& error) {
+          [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
+          options.memoryBytes);
+    } catch (const Error& thrown) {
       progress.done();
-      if (!fromDirectory[f]) throw;
+      const Error error = namingFile(file, thrown);
+      if (!fromDirectory[f]) throw error;
       // Something else that a directory of traces holds (a report, a JSON config): said,
       // and left out.
       std::fprintf(messages, "kinetrace: skipped %s\n", error.what());
+      unread.push_back(error.what());
       continue;
     }
     progress.done();
-    for (const auto& [why, count] : read.skipped) {
+    ++read;
+    auto skipped = readReport.skipped;
+    detail::CollectedTrace trace = collector.take();
+    for (const auto& [why, count] : trace.leftOut) skipped[why] += count;
+    for (const auto& [why, count] : skipped) {
       if (!options.quiet) {
         std::fprintf(messages, "kinetrace: %s: left out %llu %s\n", file.c_str(),
                      static_cast<unsigned long long>(count), why.c_str());
       }
     }
-    detail::CollectedTrace trace = collector.take();
     if (options.rank >= 0 && trace.rank != options.rank) continue;
-    detail::RankAnalysis rank = detail::analyzeRank(std::move(trace), analysis);
+    detail::RankAnalysis rank = [&] {
+      try {
+        return detail::analyzeRank(std::move(trace), analysis);
+      } catch (const Error& error) {
+        throw namingFile(file, error);
+      }
+    }();
     ranks.push_back({std::move(rank.report), std::move(rank.collectives)});
   }
-  if (ranks.empty()) {
+  if (ranks.empty() && read == 0) {
+    std::string why;
+    for (const std::string& line : unread) why += "\n  " + line;
     throw Error(
-        fmt::format("no trace of rank {} among the {} traces given", options.rank, files.size()));
+        fmt::format("no trace could be read among the {} files given:{}", files.size(), why));
+  }
+  if (ranks.empty()) {
+    throw Error(fmt::format("no trace of rank {} among the {} traces read", options.rank, read));
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const Rank& a, const Rank& b) { return a.report.rank < b.report.rank; });

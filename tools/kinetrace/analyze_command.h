@@ -8,10 +8,13 @@
 
 namespace kinetrace::cli {
 
-// The trace files a path names: the path itself, or a directory's traces (.json, .json.gz,
-// .pftrace, .pftrace.gz; not summaries or manifests), sorted. Throws kinetrace::Error when
+// The trace files a path names: the path itself (a file, or a pipe), or a directory's
+// traces (.json, .json.gz, .pftrace, .pftrace.gz; not summaries or manifests), one per
+// trace, sorted: of one trace in several formats (t.json, t.json.gz, t.pftrace) the first
+// in that order is read and the others are said in `skipped`. Throws kinetrace::Error when
 // the path does not exist or the directory holds none.
-std::vector<std::string> traceFilesIn(const std::string& path);
+std::vector<std::string> traceFilesIn(const std::string& path,
+                                      std::vector<std::string>* skipped = nullptr);
 
 // `kinetrace analyze`: reads the traces (any format kinetrace reads), prints the findings
 // and the tables on `out`, progress on `messages`, and writes --json. Throws

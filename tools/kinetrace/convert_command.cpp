@@ -10,20 +10,24 @@
 #include <string>
 
 #include "analysis/trace_reader.h"
+#include "files.h"
 #include "kinetrace/sink.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
 namespace {
 
-uint64_t fileSize(const std::string& path) {
+// A file's size, or "" for what has none (a pipe).
+std::string sizeOf(const std::string& path) {
   struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 ? static_cast<uint64_t>(info.st_size) : 0;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
+  return ", " + megabytes(static_cast<uint64_t>(info.st_size));
 }
 
 }  // namespace
 
 int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE* messages) {
+  refuseOutputOverInput(options.output, {options.input}, "kinetrace convert");
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,
@@ -40,10 +44,9 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   progress.done();
   sink.reset();
   if (options.quiet) return 0;
-  std::fprintf(messages, "kinetrace: wrote %s: %llu events, %s (from %s, %s)\n",
-               options.output.c_str(), static_cast<unsigned long long>(report.events),
-               megabytes(fileSize(options.output)).c_str(), options.input.c_str(),
-               megabytes(fileSize(options.input)).c_str());
+  std::fprintf(messages, "kinetrace: wrote %s: %llu events%s (from %s%s)\n", options.output.c_str(),
+               static_cast<unsigned long long>(report.events), sizeOf(options.output).c_str(),
+               options.input.c_str(), sizeOf(options.input).c_str());
   for (const auto& [why, count] : report.skipped) {
     std::fprintf(messages, "kinetrace: left out %llu %s (the output has no place for them)\n",
                  static_cast<unsigned long long>(count), why.c_str());

@@ -1,17 +1,42 @@
 #include "files.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 
+#include "kinetrace/error.h"
+
 namespace kinetrace::cli {
 
 bool isRegularFile(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+bool isReadableStream(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && !S_ISDIR(info.st_mode);
+}
+
+void refuseOutputOverInput(const std::string& output, const std::vector<std::string>& inputs,
+                           const char* command) {
+  if (output.empty()) return;
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // not there yet: nothing to destroy
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) != 0) continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      throw Error(fmt::format(
+          "{}: the output {} is the input {}: writing it would destroy the trace being read; "
+          "name another output",
+          command, output, input));
+    }
+  }
 }
 
 bool isDirectory(const std::string& path) {

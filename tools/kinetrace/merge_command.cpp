@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/trace_merge.h"
+#include "files.h"
 #include "kinetrace/sink.h"
 #include "progress.h"
 
@@ -16,7 +17,9 @@ namespace {
 // "+1.234 ms", "-12 us", "0 ns"
 std::string signedDuration(int64_t ns) {
   const char* sign = ns > 0 ? "+" : ns < 0 ? "-" : "";
-  const int64_t magnitude = std::llabs(ns);
+  // Unsigned: the magnitude of INT64_MIN does not fit an int64_t.
+  const uint64_t magnitude =
+      ns < 0 ? uint64_t{0} - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   if (magnitude >= 1'000'000) return fmt::format("{}{:.3f} ms", sign, magnitude / 1e6);
   if (magnitude >= 1'000) return fmt::format("{}{:.1f} us", sign, magnitude / 1e3);
   return fmt::format("{}{} ns", sign, magnitude);
@@ -32,6 +35,7 @@ std::string duration(int64_t ns) {
 
 int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* messages) {
   // Opening the output first names an unwritable OUT before reading every input twice.
+  refuseOutputOverInput(options.output, options.paths, "kinetrace merge");
   std::unique_ptr<Sink> sink = openSink(options.output);
   detail::MergeOptions mergeOptions;
   mergeOptions.alignOnCollectives = options.align;
