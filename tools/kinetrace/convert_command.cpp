@@ -11,6 +11,7 @@
 
 #include "analysis/trace_reader.h"
 #include "kinetrace/sink.h"
+#include "output/atomic_file.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -24,6 +25,8 @@ uint64_t fileSize(const std::string& path) {
 }  // namespace
 
 int convertCommand(const ConvertOptions& options, std::FILE* messages) {
+  // Ctrl-C, a hangup or a kill leaves no half-written OUT beside the real one.
+  detail::removeTemporaryFilesOnSignals();
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,
