@@ -487,7 +487,7 @@ pid_t childThatWaits(Body body) {
   const pid_t child = ::fork();
   if (child == 0) {
     ::close(ready[0]);
-    ::close(never[1]);
+    // never[1] stays open here: with a writer left, the read below waits for good.
     body();
     const char byte = 1;
     if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
@@ -501,7 +501,7 @@ pid_t childThatWaits(Body body) {
   char byte = 0;
   EXPECT_EQ(::read(ready[0], &byte, 1), 1) << "the child ran its part";
   ::close(ready[0]);
-  ::close(never[1]);  // the child keeps its own end of `never` open
+  ::close(never[1]);  // the child's copy keeps its read waiting
   return child;
 }
 
