@@ -1,20 +1,19 @@
 #include "output/atomic_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
-#include <string_view>
+#include <cstring>
+#include <memory>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -49,11 +48,6 @@ std::string directoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
-std::string baseNameOf(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // What a link points to, as stored; false with errno set when it cannot be read.
 bool readLink(const std::string& path, std::string& target) {
   std::vector<char> buffer(256);
@@ -79,60 +73,89 @@ const char* describeFileType(mode_t mode) {
   return "a special file";
 }
 
-bool allOf(std::string_view text, bool (*accept)(char)) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    if (!accept(c)) return false;
-  }
-  return true;
-}
-bool isDigit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool isHexDigit(char c) {
-  return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+// ---- temporary files removed on a signal ----------------------------------------------------
+// A fixed table that a signal handler reads without a lock or an allocation: each slot
+// holds the path of a temporary file being written, or null. The handler takes a path with
+// exchange(); its AtomicFile takes it back with a compare-exchange, which fails once the
+// handler has it (the handler may still be reading it, so it is then never freed: the
+// process is ending anyway). Past kSignalSlots files at once, the others are left on a
+// signal.
+constexpr std::size_t kSignalSlots = 128;
+std::atomic<char*> signalPaths[kSignalSlots];
+static_assert(std::atomic<char*>::is_always_lock_free, "read by a signal handler");
+
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+sigset_t cleanupSignalSet() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int signal : kCleanupSignals) ::sigaddset(&set, signal);
+  return set;
 }
 
-// The pid in "<base>.tmp.<pid>.<hex>", or 0 when the name is not a temporary file of ours.
-pid_t temporaryFileOwner(std::string_view name, std::string_view prefix) {
-  if (name.substr(0, prefix.size()) != prefix) return 0;
-  name.remove_prefix(prefix.size());
-  const std::size_t dot = name.find('.');
-  if (dot == std::string_view::npos) return 0;
-  const std::string_view pidText = name.substr(0, dot);
-  if (!allOf(pidText, isDigit) || !allOf(name.substr(dot + 1), isHexDigit)) return 0;
-  if (pidText.size() > 9) return 0;  // above any pid, and keeps the sum below from overflowing
-  long pid = 0;
-  for (char c : pidText) pid = pid * 10 + (c - '0');
-  return pid > 0 && pid <= INT_MAX ? static_cast<pid_t>(pid) : 0;
+// Blocks the cleanup signals on this thread while a temporary file comes into being or
+// goes, so that the handler finds a path registered exactly while its file exists (the
+// handler of another thread may still run: then at worst a file is left, or a name that
+// no longer exists is unlinked).
+class CleanupSignalsBlocked {
+ public:
+  CleanupSignalsBlocked() {
+    const sigset_t set = cleanupSignalSet();
+    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~CleanupSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  CleanupSignalsBlocked(const CleanupSignalsBlocked&) = delete;
+  CleanupSignalsBlocked& operator=(const CleanupSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+// The slot taken, or kSignalSlots when every slot is taken.
+std::size_t registerSignalPath(char* path) {
+  for (std::size_t slot = 0; slot < kSignalSlots; ++slot) {
+    char* expected = nullptr;
+    if (signalPaths[slot].compare_exchange_strong(expected, path)) return slot;
+  }
+  return kSignalSlots;
 }
 
-// Removes the temporary files that saves to `target` left when their process was killed.
-// A file is left alone unless its pid names no process here (kill(pid, 0) fails with
-// ESRCH) and no one holds its lock: a save from another pid namespace (a container writing
-// to a shared directory) has a pid this one cannot see, but it holds the lock while it
-// writes. Best effort: what cannot be read or removed stays.
-void removeStaleTemporaryFiles(const std::string& target) {
-  const std::string prefix = baseNameOf(target) + ".tmp.";
-  if (prefix.size() == std::string_view(".tmp.").size()) return;  // no base name
-  DIR* directory = ::opendir(directoryOf(target).c_str());
-  if (directory == nullptr) return;
-  const int directoryFd = ::dirfd(directory);
-  while (const dirent* entry = ::readdir(directory)) {
-    const pid_t owner = temporaryFileOwner(entry->d_name, prefix);
-    if (owner == 0) continue;
-    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;  // alive, or someone else's
-    const int fd = ::openat(directoryFd, entry->d_name,
-                            O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) continue;
-    struct stat info {};
-    const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
-    // A file system without locks (ENOLCK, EOPNOTSUPP) leaves the pid as the only sign.
-    const bool unlocked = ::flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK;
-    if (regular && unlocked) ::unlinkat(directoryFd, entry->d_name, 0);
-    ::close(fd);
+// False when the handler took the path first.
+bool unregisterSignalPath(std::size_t slot, char* path) {
+  char* expected = path;
+  return signalPaths[slot].compare_exchange_strong(expected, nullptr);
+}
+
+// Async-signal-safe: atomic exchanges, unlink() and raise() only.
+void removeTemporaryFilesAndRaise(int signal) {
+  const int savedErrno = errno;
+  for (std::atomic<char*>& slot : signalPaths) {
+    if (char* path = slot.exchange(nullptr)) ::unlink(path);
   }
-  ::closedir(directory);
+  // SA_RESETHAND put the default action back on entry: the signal, blocked while this
+  // handler runs, ends the process when the handler returns, and its status says so.
+  ::raise(signal);
+  errno = savedErrno;
+}
+
+// Following a link in a sticky world-writable directory (/tmp) is what the kernel's
+// fs.protected_symlinks allows only when the link's owner is the caller or the directory's
+// owner. Following links by hand bypasses the kernel's check, so it is made here.
+// Empty when the link may be followed, else why not.
+std::string whyNotFollow(const std::string& link, const struct stat& linkInfo) {
+  const std::string directory = directoryOf(link);
+  struct stat info {};
+  if (::stat(directory.c_str(), &info) != 0) {
+    return fmt::format("cannot check the directory of the link {}: {}", link,
+                       std::system_category().message(errno));
+  }
+  const bool shared = (info.st_mode & S_ISVTX) != 0 && (info.st_mode & S_IWOTH) != 0;
+  if (!shared || linkInfo.st_uid == info.st_uid || linkInfo.st_uid == ::geteuid()) return "";
+  return fmt::format(
+      "not following {}: it is a symbolic link of another user (uid {}) in the shared "
+      "directory {} (sticky and writable by all), so it may point anywhere; remove it or "
+      "write elsewhere",
+      link, linkInfo.st_uid, directory);
 }
 
 }  // namespace
@@ -147,6 +170,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     struct stat info {};
     if (::lstat(target_.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) break;
     if (hops == kMaxSymlinkHops) fail(ELOOP);
+    const std::string why = whyNotFollow(target_, info);
+    if (!why.empty()) throw Error(fmt::format("cannot write trace to {}: {}", path_, why));
     std::string link;
     if (!readLink(target_, link)) fail(errno);
     if (link.empty()) fail(ENOENT);
@@ -161,16 +186,22 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   // Say so now rather than after the whole trace was written, and never rename over a
   // directory, a FIFO or a device (as root, saving to /dev/null would replace it).
   refuseUnlessRegularFile();
-  removeStaleTemporaryFiles(target_);
+  struct stat replaced {};
+  const bool replacing = ::lstat(target_.c_str(), &replaced) == 0;
 
   constexpr int kAttempts = 16;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     tempPath_ = fmt::format("{}.tmp.{}.{:08x}", target_, ::getpid(), randomTag());
+    // The handler's copy, made first: nothing may throw between creating the file and
+    // registering it.
+    auto copy = std::make_unique<char[]>(tempPath_.size() + 1);
+    std::memcpy(copy.get(), tempPath_.c_str(), tempPath_.size() + 1);
+    const CleanupSignalsBlocked blocked;
     fd_ = ::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) {
-      // Held until commit or discard: tells a cleaning save in another pid namespace that
-      // this file is being written.
-      ::flock(fd_, LOCK_EX | LOCK_NB);
+      registeredSlot_ = registerSignalPath(copy.get());
+      if (registeredSlot_ < kSignalSlots) registeredPath_ = copy.release();
+      if (replacing) takeOverAttributes(replaced);
       return;
     }
     if (errno != EEXIST) {
@@ -210,8 +241,10 @@ void AtomicFile::commit() {
   if (::close(fd) != 0) fail(errno);  // deferred write errors (NFS, quota) surface here
   // A trace written while recording may take hours: the target may have changed since.
   refuseUnlessRegularFile();
+  const CleanupSignalsBlocked blocked;
   if (std::rename(tempPath_.c_str(), target_.c_str()) != 0) fail(errno);
   committed_ = true;
+  unregister();
 }
 
 void AtomicFile::refuseUnlessRegularFile() const {
@@ -232,7 +265,44 @@ void AtomicFile::fail(int error) const {
 
 void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  const CleanupSignalsBlocked blocked;
   if (!committed_ && !tempPath_.empty()) ::unlink(tempPath_.c_str());
+  unregister();
+}
+
+void AtomicFile::unregister() noexcept {
+  if (registeredPath_ == nullptr) return;
+  char* const path = std::exchange(registeredPath_, nullptr);
+  if (unregisterSignalPath(registeredSlot_, path)) delete[] path;
+}
+
+void AtomicFile::takeOverAttributes(const struct stat& replaced) noexcept {
+  struct stat mine {};
+  if (::fstat(fd_, &mine) != 0) return;
+  if ((mine.st_uid != replaced.st_uid || mine.st_gid != replaced.st_gid) &&
+      ::fchown(fd_, replaced.st_uid, replaced.st_gid) != 0) {
+    // Not root: the group at least, where the caller is a member of it.
+    if (::fchown(fd_, static_cast<uid_t>(-1), replaced.st_gid) != 0) {
+    }
+  }
+  // The permission bits only, after fchown (which clears them anyway): a set-user-ID or
+  // set-group-ID bit kept on bytes this process wrote would hand its rights to them.
+  if (::fchmod(fd_, replaced.st_mode & 0777) != 0) {
+  }
+}
+
+void removeTemporaryFilesOnSignals() {
+  for (int signal : kCleanupSignals) {
+    struct sigaction current {};
+    if (::sigaction(signal, nullptr, &current) != 0) continue;
+    // Ignored (nohup), or handled by the program: left as it is.
+    if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) continue;
+    struct sigaction action {};
+    action.sa_handler = removeTemporaryFilesAndRaise;
+    action.sa_mask = cleanupSignalSet();  // one cleanup at a time
+    action.sa_flags = SA_RESETHAND;
+    ::sigaction(signal, &action, nullptr);
+  }
 }
 
 }  // namespace kinetrace::detail

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <string>
 
@@ -27,18 +29,24 @@ class ByteOutput {
 // The target is the path with symbolic links followed to the end of the chain: saving to
 // a link replaces the file it points to (created if the link dangles) and leaves the link
 // a link. A path that exists and is not a regular file (a directory, a FIFO, a device such
-// as /dev/null, a socket) is refused: renaming over it would replace it.
+// as /dev/null, a socket) is refused: renaming over it would replace it. As the kernel's
+// fs.protected_symlinks does for open(), a link in a sticky world-writable directory
+// (/tmp) is followed only when its owner is the caller or the directory's owner: otherwise
+// another user could point it at /etc/passwd and have root's save replace that file.
 //
-// Creating an AtomicFile also removes temporary files that earlier saves to the same
-// target left when they were killed: "<target>.tmp.<pid>.<hex>" whose process is gone and
-// which no process holds locked. Nothing else in the directory is touched.
+// A file replaced keeps its permission bits (0600 stays 0600) and, where the caller may
+// set them (root, or the file's own owner for its group), its owner and group. A new file
+// gets 0666 less the umask, as open() gives.
+//
+// Only temporary files this object created are ever removed: a leftover of a killed save
+// stays until someone removes it (it may be the very file being salvaged).
 //
 // Every failure throws kinetrace::Error naming the path and the reason:
 //   "cannot write trace to /nope/x.json: No such file or directory"
 //   "cannot write trace to /dev/null: it is a character device, not a regular file"
 class AtomicFile final : public ByteOutput {
  public:
-  // Resolves the path, removes stale temporary files and creates the temporary file.
+  // Resolves the path and creates the temporary file.
   explicit AtomicFile(std::string path);
   ~AtomicFile() override;
   AtomicFile(const AtomicFile&) = delete;
@@ -58,12 +66,28 @@ class AtomicFile final : public ByteOutput {
   // Throws unless the target is missing or a regular file.
   void refuseUnlessRegularFile() const;
   void discard() noexcept;
+  // Gives the temporary file the mode, owner and group of the file it will replace.
+  void takeOverAttributes(const struct stat& replaced) noexcept;
+  // Takes the temporary path out of the signal handler's registry.
+  void unregister() noexcept;
 
   std::string path_;
   std::string target_;
   std::string tempPath_;
   int fd_ = -1;
   bool committed_ = false;
+  // The temporary path as the signal handler sees it (a copy it may read at any time), and
+  // its slot in the handler's registry; null when not registered.
+  char* registeredPath_ = nullptr;
+  std::size_t registeredSlot_ = 0;
 };
+
+// Makes SIGINT, SIGTERM and SIGHUP remove the temporary file of every AtomicFile of the
+// process still being written, then end the process as the signal would have (its exit
+// status says the signal). For a program that owns its signal handling, such as the
+// kinetrace command: a library never calls it, a traced program's signals being its own.
+// A signal the program ignores (started under nohup) stays ignored, and one with a handler
+// of its own keeps it. Call from the main thread before writing; calling again is harmless.
+void removeTemporaryFilesOnSignals();
 
 }  // namespace kinetrace::detail

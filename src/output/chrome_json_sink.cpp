@@ -82,6 +82,18 @@ inline char* writeMicros(char* out, int64_t nanoseconds) {
   return writeFixedPoint(out, magnitude, 3, 1000);
 }
 
+// `time - base` as microseconds, exactly, for any two int64 times: the difference may need
+// 65 bits (a base time near INT64_MIN and a time near INT64_MAX), which a decimal number
+// holds and int64 does not. In unsigned arithmetic, the larger less the smaller is the
+// difference's magnitude modulo 2^64, that is exactly.
+inline char* writeMicrosBetween(char* out, int64_t time, int64_t base) {
+  const auto t = static_cast<uint64_t>(time);
+  const auto b = static_cast<uint64_t>(base);
+  if (time >= base) return writeFixedPoint(out, t - b, 3, 1000);
+  *out++ = '-';
+  return writeFixedPoint(out, b - t, 3, 1000);
+}
+
 // A double always reads back as a double: a whole value gets ".0" ("blocks per SM": 2.0 is
 // written "2.0", not "2", which every JSON reader takes for an integer).
 char* writeDouble(char* out, double value) {
@@ -141,6 +153,7 @@ class DirectWriter {
   void integer(int64_t value) { out_ = writeInt(out_, value); }
   void unsignedInteger(uint64_t value) { out_ = writeUint(out_, value); }
   void micros(int64_t nanoseconds) { out_ = writeMicros(out_, nanoseconds); }
+  void microsBetween(int64_t time, int64_t base) { out_ = writeMicrosBetween(out_, time, base); }
   void number(double value) { out_ = writeDouble(out_, value); }
   char* end() const { return out_; }
 
@@ -254,9 +267,7 @@ void writeEvent(Writer& out, const Event& event, int64_t baseTimeNs) {
   out.literal(R"(,"tid":)");
   out.integer(event.tid);
   out.literal(R"(,"ts":)");
-  // Unsigned subtraction: wraps instead of overflowing on absurd inputs.
-  out.micros(static_cast<int64_t>(static_cast<uint64_t>(event.timestampNs) -
-                                  static_cast<uint64_t>(baseTimeNs)));
+  out.microsBetween(event.timestampNs, baseTimeNs);
   switch (event.phase) {
     case Phase::Complete:
       out.literal(R"(,"dur":)");
@@ -395,6 +406,10 @@ class ChromeJsonSink::CheckedWriter {
   void micros(int64_t nanoseconds) {
     sink_.reserve(kNumberBytes);
     moveTo(writeMicros(at(), nanoseconds));
+  }
+  void microsBetween(int64_t time, int64_t base) {
+    sink_.reserve(kNumberBytes);
+    moveTo(writeMicrosBetween(at(), time, base));
   }
   void number(double value) {
     sink_.reserve(kNumberBytes);

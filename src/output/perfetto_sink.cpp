@@ -22,8 +22,8 @@
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
 #include "output/string_index.h"
-#include "output/trace_vocabulary.h"
 #include "output/value_json.h"
+#include "output/trace_vocabulary.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -56,6 +56,21 @@ struct Sequence {
   std::array<std::vector<uint64_t>, kKinds> definedMore;
 };
 
+// Times from hostile inputs (INT64_MIN, INT64_MAX) stay defined: a result past the ends
+// of int64 sticks at the end it passed (and `clamped`, when given, says so).
+int64_t saturatingAdd(int64_t a, int64_t b, bool* clamped = nullptr) {
+  int64_t sum = 0;
+  const bool overflow = __builtin_add_overflow(a, b, &sum);
+  if (clamped != nullptr) *clamped = overflow;
+  if (!overflow) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+int64_t saturatingSubtract(int64_t a, int64_t b) {
+  int64_t difference = 0;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 struct PairHash {
   std::size_t operator()(const std::pair<int64_t, int64_t>& key) const {
     return std::hash<int64_t>()(key.first) * 31 + std::hash<int64_t>()(key.second);
@@ -81,7 +96,9 @@ class PerfettoSink::Encoder {
   void begin(const TraceHeader& header) {
     expectState(State::Created, "begin");
     state_ = State::Writing;
-    timebaseNs_ = header.baseTimeNs - kTimebaseLeadNs;
+    // A base time within a second of INT64_MIN puts the timebase at INT64_MIN: every time
+    // is still at or after it, and the header keeps the base time as it was.
+    timebaseNs_ = saturatingSubtract(header.baseTimeNs, kTimebaseLeadNs);
 
     // The metadata sequence starts first: it holds the track descriptors too.
     startSequence(sequence(metadata_));
@@ -115,18 +132,7 @@ class PerfettoSink::Encoder {
     try {
       closePendingSlice();
       if (headerPending_) writeHeader(header_.baseTimeNs);
-      openInstant(metadata_, headerTimeNs_, kFooterEventName, kLayoutCategory);
-      for (const Value::Member& member : footer) {
-        if (isKeyTheSinkWrites(member.key)) continue;
-        valueAnnotation(member.key, member.value);
-      }
-      if (eventsBeforeTimebase_ > 0) {
-        intAnnotation("kinetrace_pftrace_dropped_early_events", eventsBeforeTimebase_);
-      }
-      if (skippedCounterValues_ > 0) {
-        intAnnotation("kinetrace_pftrace_skipped_counter_values", skippedCounterValues_);
-      }
-      closeEvent();
+      writeFooter(footer);
       flush();
       output_->commit();
     } catch (...) {
@@ -174,8 +180,7 @@ class PerfettoSink::Encoder {
   };
 
   static bool isKeyTheSinkWrites(std::string_view key) {
-    return key == chrome::kTraceEvents || key == chrome::kTraceName ||
-           key == chrome::kBaseTimeNanoseconds;
+    return key == chrome::kTraceEvents || key == chrome::kTraceName || key == chrome::kBaseTimeNanoseconds;
   }
 
   void expectState(State expected, const char* call) const {
@@ -194,12 +199,15 @@ class PerfettoSink::Encoder {
       return;
     }
     if (headerPending_) writeHeader(std::max(event.timestampNs, timebaseNs_));
+    // A slice ending past INT64_MAX nanoseconds ends there, counted in the footer.
+    bool endClamped = false;
+    const int64_t endNs = saturatingAdd(event.timestampNs, event.durationNs, &endClamped);
     spanFirstNs_ = std::min(spanFirstNs_, event.timestampNs);
-    spanLastNs_ = std::max(spanLastNs_, event.timestampNs + event.durationNs);
+    spanLastNs_ = std::max(spanLastNs_, endNs);
     switch (event.phase) {
       case Phase::Complete: {
+        if (endClamped) ++clampedSliceEnds_;
         ThreadTrack& thread = threadTrack(event.pid, event.tid);
-        const int64_t endNs = event.timestampNs + event.durationNs;
         const std::size_t track =
             laneSequence(thread, thread.lanes->place(event.timestampNs, endNs));
         if (++lanesRemembered_ > SliceLanes::kDefaultBudget) forgetLanesOlderHalf();
@@ -260,20 +268,41 @@ class PerfettoSink::Encoder {
     closeEvent();
   }
 
-  // The header instant, at `timeNs`, then the naming events kept until then.
-  void writeHeader(int64_t timeNs) {
-    headerPending_ = false;
-    headerTimeNs_ = timeNs;
-    openInstant(metadata_, timeNs, kHeaderEventName, kLayoutCategory);
-    stringAnnotation(chrome::kTraceName, header_.traceName);
-    intAnnotation(chrome::kBaseTimeNanoseconds, header_.baseTimeNs);
-    intAnnotation("timebaseNanoseconds", timebaseNs_);
-    stringAnnotation("format", kFormatName);
-    for (const Value::Member& member : header_.metadata) {
+  // The footer instant, at the header's time (never before the timebase).
+  void writeFooter(const Metadata& footer) {
+    if (!openInstant(metadata_, headerTimeNs_, kFooterEventName, kLayoutCategory)) return;
+    for (const Value::Member& member : footer) {
       if (isKeyTheSinkWrites(member.key)) continue;
       valueAnnotation(member.key, member.value);
     }
+    if (eventsBeforeTimebase_ > 0) {
+      intAnnotation("kinetrace_pftrace_dropped_early_events", eventsBeforeTimebase_);
+    }
+    if (skippedCounterValues_ > 0) {
+      intAnnotation("kinetrace_pftrace_skipped_counter_values", skippedCounterValues_);
+    }
+    if (clampedSliceEnds_ > 0) {
+      intAnnotation("kinetrace_pftrace_clamped_slice_ends", clampedSliceEnds_);
+    }
     closeEvent();
+  }
+
+  // The header instant, at `timeNs` (never before the timebase), then the naming events
+  // kept until then.
+  void writeHeader(int64_t timeNs) {
+    headerPending_ = false;
+    headerTimeNs_ = timeNs;
+    if (openInstant(metadata_, timeNs, kHeaderEventName, kLayoutCategory)) {
+      stringAnnotation(chrome::kTraceName, header_.traceName);
+      intAnnotation(chrome::kBaseTimeNanoseconds, header_.baseTimeNs);
+      intAnnotation("timebaseNanoseconds", timebaseNs_);
+      stringAnnotation("format", kFormatName);
+      for (const Value::Member& member : header_.metadata) {
+        if (isKeyTheSinkWrites(member.key)) continue;
+        valueAnnotation(member.key, member.value);
+      }
+      closeEvent();
+    }
     header_.metadata.clear();
     for (KeptEvent& kept : keptNamings_) {
       kept.event.args = kept.args.data();
@@ -525,7 +554,8 @@ class PerfettoSink::Encoder {
     if (!s.started) startSequence(s);
     current_ = &s;
     packetMark_ = w_.beginMessage(kTracePacket);
-    timestamp(s, static_cast<uint64_t>(timeNs - timebaseNs_),
+    // In unsigned arithmetic: from a timebase at INT64_MIN the offset exceeds INT64_MAX.
+    timestamp(s, static_cast<uint64_t>(timeNs) - static_cast<uint64_t>(timebaseNs_),
               nextNs < timeNs && nextNs >= timebaseNs_);
     w_.varint(kPacketSequenceId, s.id);
     // No SEQ_NEEDS_INCREMENTAL_STATE flag: it only tells a reader to skip packets on a
@@ -829,6 +859,7 @@ class PerfettoSink::Encoder {
 
   int64_t eventsBeforeTimebase_ = 0;
   int64_t skippedCounterValues_ = 0;
+  int64_t clampedSliceEnds_ = 0;
 };
 
 PerfettoSink::PerfettoSink(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes,

@@ -46,6 +46,7 @@ class ByteBuffer {
   }
   void advance(std::size_t bytes) { size_ += bytes; }
   void append(const char* bytes, std::size_t count) {
+    if (count == 0) return;  // an empty view's data() may be null, which memcpy may not get
     std::memcpy(ensure(count), bytes, count);
     size_ += count;
   }
@@ -106,7 +107,9 @@ class ProtoWriter {
     char* at = out_.ensure(20 + value.size());
     at = putVarint(at, (uint64_t{field} << 3) | 2);
     at = putVarint(at, value.size());
-    std::memcpy(at, value.data(), value.size());
+    // An empty view (an event without a category, an empty name) may hold a null data(),
+    // which memcpy may not get even for no bytes.
+    if (!value.empty()) std::memcpy(at, value.data(), value.size());
     at += value.size();
     out_.advance(static_cast<std::size_t>(at - (out_.data() + out_.size())));
   }

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -323,58 +324,20 @@ TEST_F(AtomicFileTest, LinkLoopIsRefused) {
 
 // ---- temporary files left by killed saves --------------------------------------------------
 
-TEST_F(AtomicFileTest, RemovesTemporaryFilesOfADeadProcessOnly) {
+// Salvaging a leftover (`kinetrace convert X.json.tmp.<pid>.<hex> X.json`) used to remove
+// it before it was read: the cleanup of stale temporary files took the input for one.
+TEST_F(AtomicFileTest, LeavesTemporaryFilesItDidNotCreate) {
   const std::string dead = std::to_string(deadPid());
-  ASSERT_EQ(::kill(std::stoi(dead), 0), -1);
-  ASSERT_EQ(errno, ESRCH);
-  const std::string mine = std::to_string(::getpid());
-  const std::vector<std::string> stale = {"trace.json.tmp." + dead + ".0badf00d",
-                                          "trace.json.tmp." + dead + ".1"};
-  const std::vector<std::string> kept = {
-      "trace.json",
-      "trace.json.bak",
-      "trace.json.tmp." + mine + ".12345678",   // a live process: this one
-      "other.json.tmp." + dead + ".0badf00d",   // another file's
-      "trace.json.tmp." + dead,                 // not the whole pattern
-      "trace.json.tmp." + dead + ".notes",      // not hex
-      "trace.json.tmp.x" + dead + ".00",        // not a pid
-      "trace.json.tmp." + dead + ".",           // no tag
-      "xtrace.json.tmp." + dead + ".0badf00d",  // another base name
-  };
-  for (const std::string& name : stale) writeFile(dir_ / name, "stale");
-  for (const std::string& name : kept) writeFile(dir_ / name, "keep");
-  // Not regular files: never removed, whatever their name.
-  const std::string directory = "trace.json.tmp." + dead + ".00000000";
-  const std::string link = "trace.json.tmp." + dead + ".0000abcd";
-  const std::string fifo = "trace.json.tmp." + dead + ".0000beef";
-  fs::create_directory(dir_ / directory);
-  fs::create_symlink("trace.json.bak", dir_ / link);
-  ASSERT_EQ(::mkfifo((dir_ / fifo).c_str(), 0600), 0);
-
-  AtomicFile file(path("trace.json"));
-  std::vector<std::string> expected = kept;
-  expected.insert(expected.end(),
-                  {directory, link, fifo, fs::path(file.tempPath()).filename().string()});
+  const std::vector<std::string> leftovers = {"trace.json.tmp." + dead + ".0badf00d",
+                                              "trace.json.tmp." + dead + ".1"};
+  for (const std::string& name : leftovers) writeFile(dir_ / name, "salvage me");
+  save(path("trace.json"), "new");
+  std::vector<std::string> expected = leftovers;
+  expected.push_back("trace.json");
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(entries(), expected);
-  for (const std::string& name : kept) EXPECT_EQ(fileContents(dir_ / name), "keep") << name;
-}
-
-// A save in another pid namespace (a container sharing the directory) has a pid this
-// process cannot see; the lock it holds while writing keeps its file.
-TEST_F(AtomicFileTest, KeepsATemporaryFileSomeoneHoldsLocked) {
-  const std::string name = "trace.json.tmp." + std::to_string(deadPid()) + ".0badf00d";
-  writeFile(dir_ / name, "being written");
-  const int fd = ::open((dir_ / name).c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
-  {
-    AtomicFile file(path("trace.json"));
-    EXPECT_TRUE(fs::exists(dir_ / name));
-  }
-  ::close(fd);
-  AtomicFile file(path("trace.json"));
-  EXPECT_FALSE(fs::exists(dir_ / name)) << "removed once unlocked";
+  for (const std::string& name : leftovers) EXPECT_EQ(fileContents(dir_ / name), "salvage me");
+  EXPECT_EQ(fileContents(path("trace.json")), "new");
 }
 
 TEST_F(AtomicFileTest, ASaveInProgressKeepsItsTemporaryFileWhenAnotherStarts) {
@@ -389,14 +352,228 @@ TEST_F(AtomicFileTest, ASaveInProgressKeepsItsTemporaryFileWhenAnotherStarts) {
   EXPECT_EQ(fileContents(path("trace.json")), "second");
 }
 
-TEST_F(AtomicFileTest, RemovesStaleTemporaryFilesBesideALinksTarget) {
-  fs::create_directory(path("sub"));
-  fs::create_symlink("sub/real.json", path("link.json"));
-  const std::string stale = "real.json.tmp." + std::to_string(deadPid()) + ".abcdef01";
-  writeFile(dir_ / "sub" / stale, "stale");
+// ---- mode and owner of a file replaced --------------------------------------------------
+
+mode_t permissionsOf(const std::string& path) {
+  struct stat info {};
+  EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 07777;
+}
+
+TEST_F(AtomicFileTest, AReplacedFileKeepsItsMode) {
+  for (const mode_t mode : {mode_t{0600}, mode_t{0640}, mode_t{0444}, mode_t{0666}}) {
+    writeFile(path("trace.json"), "old");
+    ASSERT_EQ(::chmod(path("trace.json").c_str(), mode), 0);
+    AtomicFile file(path("trace.json"));
+    EXPECT_EQ(permissionsOf(file.tempPath()), mode) << "private from the first byte";
+    file.write("new", 3);
+    file.commit();
+    EXPECT_EQ(permissionsOf(path("trace.json")), mode) << std::oct << mode;
+    EXPECT_EQ(fileContents(path("trace.json")), "new");
+    ASSERT_EQ(::unlink(path("trace.json").c_str()), 0);
+  }
+}
+
+TEST_F(AtomicFileTest, AFileReplacedThroughALinkKeepsItsMode) {
+  writeFile(path("real.json"), "old");
+  ASSERT_EQ(::chmod(path("real.json").c_str(), 0600), 0);
+  fs::create_symlink("real.json", path("link.json"));
   save(path("link.json"), "new");
-  EXPECT_FALSE(fs::exists(dir_ / "sub" / stale));
-  EXPECT_EQ(fileContents(path("sub/real.json")), "new");
+  EXPECT_EQ(permissionsOf(path("real.json")), mode_t{0600});
+}
+
+TEST_F(AtomicFileTest, SetUserIdAndStickyBitsOfAReplacedFileAreNotKept) {
+  writeFile(path("trace.json"), "old");
+  ASSERT_EQ(::chmod(path("trace.json").c_str(), 06755), 0);
+  save(path("trace.json"), "new");
+  EXPECT_EQ(permissionsOf(path("trace.json")), mode_t{0755});
+}
+
+TEST_F(AtomicFileTest, ANewFileGetsTheModeTheUmaskLeaves) {
+  const mode_t umask = ::umask(027);
+  save(path("trace.json"), "new");
+  ::umask(umask);
+  EXPECT_EQ(permissionsOf(path("trace.json")), mode_t{0640});
+}
+
+constexpr uid_t kNobody = 65534;
+
+TEST_F(AtomicFileTest, AsRootAReplacedFileKeepsItsOwnerAndGroup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to give a file to another user";
+  writeFile(path("trace.json"), "old");
+  ASSERT_EQ(::chown(path("trace.json").c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chmod(path("trace.json").c_str(), 0600), 0);
+  save(path("trace.json"), "new");
+  struct stat info {};
+  ASSERT_EQ(::stat(path("trace.json").c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, kNobody);
+  EXPECT_EQ(info.st_gid, kNobody);
+  EXPECT_EQ(info.st_mode & 07777, mode_t{0600});
+}
+
+// ---- links of other users in shared directories ------------------------------------------
+
+// A directory like /tmp: sticky and writable by all, owned by root.
+class SharedDirectoryTest : public AtomicFileTest {
+ protected:
+  void SetUp() override {
+    AtomicFileTest::SetUp();
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root, to make a link owned by another user";
+    fs::create_directory(path("shared"));
+    ASSERT_EQ(::chmod(path("shared").c_str(), 01777), 0);
+    writeFile(path("victim"), "precious");
+  }
+  // A link in the shared directory to the victim, owned by `owner`.
+  std::string linkOwnedBy(uid_t owner) {
+    const std::string link = path("shared/x.json");
+    fs::create_symlink(path("victim"), link);
+    EXPECT_EQ(::lchown(link.c_str(), owner, owner), 0);
+    return link;
+  }
+};
+
+// As root, `convert in.json /tmp/x.json` replaced /etc/... through another user's link.
+TEST_F(SharedDirectoryTest, AnotherUsersLinkIsNotFollowed) {
+  const std::string link = linkOwnedBy(kNobody);
+  EXPECT_EQ(errorOf(link), "cannot write trace to " + link + ": not following " + link +
+                               ": it is a symbolic link of another user (uid 65534) in the "
+                               "shared directory " +
+                               path("shared") +
+                               " (sticky and writable by all), so it may point anywhere; "
+                               "remove it or write elsewhere");
+  EXPECT_EQ(fileContents(path("victim")), "precious");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"shared", "victim"}));
+}
+
+TEST_F(SharedDirectoryTest, AnotherUsersLinkFurtherDownAChainIsNotFollowed) {
+  const std::string link = linkOwnedBy(kNobody);
+  fs::create_symlink(link, path("mine.json"));
+  EXPECT_NE(errorOf(path("mine.json")).find(": not following " + link + ": it is a symbolic link"),
+            std::string::npos);
+  EXPECT_EQ(fileContents(path("victim")), "precious");
+}
+
+TEST_F(SharedDirectoryTest, TheCallersOwnLinkIsFollowed) {
+  const std::string link = linkOwnedBy(::geteuid());
+  EXPECT_EQ(errorOf(link), "no error");
+  EXPECT_EQ(fileContents(path("victim")), "x");
+}
+
+TEST_F(SharedDirectoryTest, ALinkOfTheDirectorysOwnerIsFollowed) {
+  ASSERT_EQ(::chown(path("shared").c_str(), kNobody, kNobody), 0);
+  const std::string link = linkOwnedBy(kNobody);
+  EXPECT_EQ(errorOf(link), "no error");
+  EXPECT_EQ(fileContents(path("victim")), "x");
+}
+
+TEST_F(SharedDirectoryTest, AnotherUsersLinkInADirectoryNotWritableByAllIsFollowed) {
+  ASSERT_EQ(::chmod(path("shared").c_str(), 01755), 0);
+  const std::string link = linkOwnedBy(kNobody);
+  EXPECT_EQ(errorOf(link), "no error");
+  EXPECT_EQ(fileContents(path("victim")), "x");
+}
+
+// ---- signals -------------------------------------------------------------------------------
+
+// Runs `body` in a child process that then waits (on a pipe no one writes) until killed;
+// returns once the child has run `body`. The child's pid.
+template <typename Body>
+pid_t childThatWaits(Body body) {
+  int ready[2];
+  int never[2];
+  EXPECT_EQ(::pipe(ready), 0);
+  EXPECT_EQ(::pipe(never), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(ready[0]);
+    // never[1] stays open here: with a writer left, the read below waits for good.
+    body();
+    const char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
+    char ignored;
+    while (::read(never[0], &ignored, 1) != 0) {
+    }
+    ::_exit(4);  // not reached: the parent kills this process first
+  }
+  ::close(ready[1]);
+  ::close(never[0]);
+  char byte = 0;
+  EXPECT_EQ(::read(ready[0], &byte, 1), 1) << "the child ran its part";
+  ::close(ready[0]);
+  ::close(never[1]);  // the child's copy keeps its read waiting
+  return child;
+}
+
+// The signal that ended the child, or -1 when it exited.
+int signalThatEnded(pid_t child) {
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, 0), child);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+}
+
+class AtomicFileSignalTest : public AtomicFileTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(AtomicFileSignalTest, RemovesTheTemporaryFilesBeingWrittenThenEndsBySignal) {
+  writeFile(path("b.json"), "old b");
+  const pid_t child = childThatWaits([this] {
+    removeTemporaryFilesOnSignals();
+    auto* a = new AtomicFile(path("a.json"));
+    a->write("partial", 7);
+    auto* b = new AtomicFile(path("b.json"));
+    b->write("partial", 7);
+    AtomicFile done(path("c.json"));
+    done.write("whole", 5);
+    done.commit();
+  });
+  EXPECT_EQ(entries().size(), 4u) << "a's and b's temporary files, b.json and c.json";
+  ASSERT_EQ(::kill(child, GetParam()), 0);
+  EXPECT_EQ(signalThatEnded(child), GetParam());
+  EXPECT_EQ(entries(), (std::vector<std::string>{"b.json", "c.json"}));
+  EXPECT_EQ(fileContents(path("b.json")), "old b");
+  EXPECT_EQ(fileContents(path("c.json")), "whole");
+}
+
+INSTANTIATE_TEST_SUITE_P(InterruptHangupTerminate, AtomicFileSignalTest,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP));
+
+TEST_F(AtomicFileTest, AnIgnoredSignalStaysIgnored) {
+  const pid_t child = childThatWaits([this] {
+    ::signal(SIGHUP, SIG_IGN);  // as under nohup
+    removeTemporaryFilesOnSignals();
+    auto* file = new AtomicFile(path("a.json"));
+    file->write("partial", 7);
+  });
+  ASSERT_EQ(::kill(child, SIGHUP), 0);
+  // Had SIGHUP not been ignored it would have ended the child: sent first, and when both
+  // are pending the lower-numbered signal is delivered first.
+  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  EXPECT_EQ(signalThatEnded(child), SIGTERM);
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(AtomicFileTest, WithoutTheHandlersASignalLeavesTheTemporaryFile) {
+  const pid_t child = childThatWaits([this] {
+    auto* file = new AtomicFile(path("a.json"));
+    file->write("partial", 7);
+  });
+  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  EXPECT_EQ(signalThatEnded(child), SIGTERM);
+  EXPECT_EQ(entries().size(), 1u) << "the library alone installs no handler";
+}
+
+TEST_F(AtomicFileTest, MoreFilesAtOnceThanTheSignalTableHoldsAreStillWritten) {
+  std::vector<std::unique_ptr<AtomicFile>> files;
+  for (int i = 0; i < 200; ++i) {
+    files.push_back(std::make_unique<AtomicFile>(path(std::to_string(i) + ".json")));
+  }
+  for (auto& file : files) {
+    file->write("x", 1);
+    file->commit();
+  }
+  files.clear();
+  EXPECT_EQ(entries().size(), 200u);
+  EXPECT_EQ(fileContents(path("199.json")), "x");
 }
 
 }  // namespace

@@ -81,6 +81,27 @@ TEST(ChromeJsonSinkTest, WritesTimesBeforeTheBaseAsExactNegativeNumbers) {
   EXPECT_NE(writeAll({complete("k", -2'000, 10)}).find(R"("ts":-2,"dur":0.01)"), std::string::npos);
 }
 
+// The difference of two int64 times needs 65 bits; it used to wrap (INT64_MAX after a base
+// time near INT64_MIN was written "ts":-1.809).
+TEST(ChromeJsonSinkTest, WritesTheExactTimeFromABaseAtTheOtherEndOfInt64) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  TraceHeader h = header();
+  h.baseTimeNs = -9'223'372'036'854'775'000;
+  Event e = complete("k", 0, kMax);
+  e.timestampNs = kMax;
+  EXPECT_NE(writeAll({e}, h).find(R"("ts":18446744073709550.807,"dur":9223372036854775.807)"),
+            std::string::npos);
+  h.baseTimeNs = kMax;
+  e.timestampNs = kMin;
+  e.durationNs = kMin;
+  EXPECT_NE(writeAll({e}, h).find(R"("ts":-18446744073709551.615,"dur":-9223372036854775.808)"),
+            std::string::npos);
+  h.baseTimeNs = kMin;
+  e.timestampNs = kMin;
+  EXPECT_NE(writeAll({e}, h).find(R"("ts":0,)"), std::string::npos);
+}
+
 TEST(ChromeJsonSinkTest, KeepsTheLastNanosecondOfHoursLongTraces) {
   const int64_t threeHoursPlusOne = 3LL * 3600 * 1'000'000'000 + 1;
   const json event = onlyEvent(writeAll({complete("k", threeHoursPlusOne, 999'999'999'999)}));

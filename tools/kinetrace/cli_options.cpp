@@ -433,7 +433,9 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
       R"(usage: kinetrace analyze [options] TRACE|DIRECTORY...
 
 Answers "why is my GPU idle?" from traces kinetrace or torch.profiler wrote (.json, .json.gz,
-.pftrace; a directory: every trace in it, one per rank): findings in plain sentences, then
+.pftrace; a directory: every trace in it, one per rank, a trace saved in several formats
+read once: .json first, then .json.gz, then .pftrace, the others named as skipped; a pipe or
+FIFO is read as a stream): findings in plain sentences, then
 per trace the GPU time (busy: compute, communication, memory; idle: before the first GPU
 operation, waiting for the host, launching, kernel wait, waiting on other work (what it
 waited on, where the trace shows it), other) per GPU, stream and step, the kernels that

@@ -12,6 +12,7 @@
 #include "analysis/trace_reader.h"
 #include "files.h"
 #include "kinetrace/sink.h"
+#include "output/atomic_file.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -28,6 +29,8 @@ std::string sizeOf(const std::string& path) {
 
 int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE* messages) {
   refuseOutputOverInput(options.output, {options.input}, "kinetrace convert");
+  // Ctrl-C, a hangup or a kill leaves no half-written OUT beside the real one.
+  detail::removeTemporaryFilesOnSignals();
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,

@@ -9,6 +9,7 @@
 #include "analysis/trace_merge.h"
 #include "files.h"
 #include "kinetrace/sink.h"
+#include "output/atomic_file.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -34,6 +35,8 @@ std::string duration(int64_t ns) {
 }  // namespace
 
 int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* messages) {
+  // Ctrl-C, a hangup or a kill leaves no half-written OUT beside the real one.
+  detail::removeTemporaryFilesOnSignals();
   // Opening the output first names an unwritable OUT before reading every input twice.
   refuseOutputOverInput(options.output, options.paths, "kinetrace merge");
   std::unique_ptr<Sink> sink = openSink(options.output);
