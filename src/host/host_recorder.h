@@ -201,7 +201,12 @@ class HostRecorder {
   // order, and recycles the chunks that are finished. Called by one collector at a time,
   // while recording and once after stopRecording(). Returns the events dropped so far in
   // that generation (the budget refused a chunk).
-  uint64_t drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock);
+  //
+  // A thread's events stamped after `untilNs` (epoch) stay where they are, with those
+  // after them, for a later drain: a collector that does not yet know where the window
+  // ends takes nothing a late writer stamped after it.
+  uint64_t drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock,
+                 int64_t untilNs = INT64_MAX);
   // After the last drain of a generation: frees pooled chunks beyond a small reserve.
   void trimPool();
   // Frees pooled chunks (counted in the budget, holding nothing) until about `bytes` went
@@ -261,8 +266,10 @@ class HostRecorder {
   RecordChunk* takeChunk() noexcept;
   void releaseThread(ThreadBuffer* buffer) noexcept;
   void resetInForkedChild() noexcept;
-  void decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from, uint32_t to,
-                   HostEventVisitor& visitor, const Clock& clock);
+  // Decodes slots [from, to) up to the first event stamped after `untilNs`; returns the slot
+  // it stopped at (`to` when it decoded them all).
+  uint32_t decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from, uint32_t to,
+                       HostEventVisitor& visitor, const Clock& clock, int64_t untilNs);
 
   friend struct ThreadExitHook;
   friend ThreadBuffer* slowThreadBuffer() noexcept;

@@ -212,6 +212,16 @@ void Session::start(const std::string& output) {
     setup.header.baseTimeNs = setup.startNs;
     setup.header.metadata = headerMetadata(config_, Clock::instance().usesTsc(), headerUser_);
     if (!output.empty()) {
+      // The output's write buffer counts against the cap: a cap that cannot hold it would
+      // be exceeded from the first moment, whatever is dropped.
+      if (config_.memoryCapBytes() < Pipeline::kLeastCapWithSinkBytes) {
+        throw Error(fmt::format(
+            "cannot record to \"{}\" with memory_mb={}: writing a trace holds a {} KiB buffer "
+            "within that cap, and records need room besides; set memory_mb to {} or more, or "
+            "record in memory (start() without an output)",
+            output, config_.memoryMb, Pipeline::kSinkBytes >> 10,
+            (Pipeline::kLeastCapWithSinkBytes + (std::size_t{1} << 20) - 1) >> 20));
+      }
       setup.outputPath = outputPathFor(output, setup.startNs);
       setup.header.traceName = setup.outputPath;
       setup.sink = openSink(setup.outputPath);  // an unwritable output: nothing is recorded
@@ -241,14 +251,18 @@ Trace Session::stop() {
   requireOwnProcess("stop");
   if (!recording()) throw Error("Profiler::stop() called without start()");
   Core& core = Core::instance();
-  // The pipeline thread ends first: a cycle still running after the stop time was read
-  // would take events a late writer stamped after it (a thread that passed the recording
-  // check just before stopRecording() and was descheduled) before the assembler knows
-  // the window's end. Everything after this is drained by finish(), which knows it.
-  pipeline_->stopThread();
-  core.recorder().stopRecording();
+  // The window ends when stop() is called, and recording right after: what threads record
+  // while the pipeline winds down is neither kept nor drained, so the stop's cost is the
+  // window's events, however many threads keep recording. The pipeline thread's cycle under
+  // way takes nothing stamped after the stop (a late writer's event, or one recorded
+  // between here and stopRecording()); finish() drains that, knowing the window's end, and
+  // counts it out of the window.
   const int64_t stopNs = Clock::instance().nowNs();
+  pipeline_->beginStop(stopNs);
+  if (options_.onStopping) options_.onStopping();
+  core.recorder().stopRecording();
   recording_.store(false, std::memory_order_release);
+  pipeline_->stopThread();
 
   const int64_t syncReturnNs = gpuEnabled_ ? gpu_->finishWindow() : 0;
   // How far the session's tick->epoch line has wandered from CLOCK_REALTIME.

@@ -30,6 +30,9 @@ struct SessionOptions {
   std::string processName;
   // Replaces the GPU backend (tests). Empty: CUPTI, or host only where it cannot run.
   std::function<std::unique_ptr<GpuSource>()> gpuSourceFactory;
+  // Called by stop() once the window's end is fixed and before recording ends (tests: what
+  // another thread records from then on lies outside the window).
+  std::function<void()> onStopping;
 };
 
 // A Profiler on a session with these options (the seam and tests build them this way).
