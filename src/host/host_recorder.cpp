@@ -118,6 +118,7 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   // not necessarily read yet.
   if (buffer->generation.load(std::memory_order_relaxed) != generation) {
     buffer->dropped.store(0, std::memory_order_relaxed);
+    buffer->namesCut.store(0, std::memory_order_relaxed);
   }
   for (auto& id : buffer->openAsync) id.store(0, std::memory_order_relaxed);
   buffer->generation.store(generation, std::memory_order_relaxed);
@@ -293,6 +294,17 @@ void HostRecorder::forgetAsyncRange(uint64_t id) noexcept {
     uint64_t expected = id;
     if (open.compare_exchange_strong(expected, 0, std::memory_order_relaxed)) return;
   }
+}
+
+uint64_t HostRecorder::namesCut(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t cut = 0;
+  for (const ThreadBuffer* buffer : buffers_) {
+    if (buffer->generation.load(std::memory_order_relaxed) == generation) {
+      cut += buffer->namesCut.load(std::memory_order_relaxed);
+    }
+  }
+  return cut;
 }
 
 std::size_t HostRecorder::bufferCount() {

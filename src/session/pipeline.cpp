@@ -215,6 +215,7 @@ std::shared_ptr<TraceData> Pipeline::finish(
   t.losses.droppedHostEvents += hostDropped_;
   t.losses.droppedAssembledRecords += droppedAssembled_;
   t.losses.droppedNames = t.tables.strings.dropped();
+  t.losses.namesCut = Core::instance().recorder().namesCut(setup_.generation);
   t.clockBounds = assembler_->clockBounds();
   if (setup_.gpu != nullptr) {
     t.devices = setup_.gpu->devices(t.tables.strings);

@@ -65,6 +65,44 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
   return options;
 }
 
+// Roughly what a value holds on the heap and in place.
+std::size_t bytesOf(const Value& value) {
+  std::size_t bytes = sizeof(Value);
+  switch (value.kind()) {
+    case Value::Kind::String:
+      bytes += value.asString().size();
+      break;
+    case Value::Kind::Array:
+      for (const Value& item : value.asArray()) bytes += bytesOf(item);
+      break;
+    case Value::Kind::Object:
+      for (const Value::Member& member : value.asObject())
+        bytes += member.key.size() + bytesOf(member.value);
+      break;
+    default:
+      break;
+  }
+  return bytes;
+}
+
+std::size_t entryBytes(std::string_view key, const Value& value) {
+  return sizeof(Value::Member) + key.size() + bytesOf(value);
+}
+
+// What the entry of `key` in `metadata` holds; 0 when there is none.
+std::size_t entryBytesOf(const Metadata& metadata, std::string_view key) {
+  for (const Value::Member& member : metadata) {
+    if (member.key == key) return entryBytes(member.key, member.value);
+  }
+  return 0;
+}
+
+std::size_t metadataBytesOf(const Metadata& metadata) {
+  std::size_t bytes = 0;
+  for (const Value::Member& member : metadata) bytes += entryBytes(member.key, member.value);
+  return bytes;
+}
+
 void eraseMetadata(Metadata& metadata, std::string_view key) {
   metadata.erase(std::remove_if(metadata.begin(), metadata.end(),
                                 [key](const Value::Member& member) { return member.key == key; }),
@@ -165,6 +203,31 @@ void Session::prepare() {
 
 void Session::addMetadata(std::string key, Value value) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // While recording an entry replaces the key's entry after the events (the one before
+  // them is written already), otherwise both.
+  const std::size_t replaced =
+      entryBytesOf(footerUser_, key) + (recording() ? 0 : entryBytesOf(headerUser_, key));
+  const std::size_t after = metadataBytes_ - replaced + entryBytes(key, value);
+  const std::size_t share = config_.memoryCapBytes() / 8;
+  bool fits = after <= share;
+  // While recording, growth is taken from the budget that records share.
+  if (fits && recording() && after > metadataBytes_) {
+    fits = Core::instance().budget().tryAcquire(after - metadataBytes_);
+    if (fits) metadataAccounted_ += after - metadataBytes_;
+  }
+  if (!fits) {
+    ++metadataRefused_;
+    if (!metadataWarned_) {
+      metadataWarned_ = true;
+      log(LogLevel::Warning,
+          "addMetadata(\"{}\"): refused, user metadata would pass its share of the memory cap "
+          "({} KiB of memory_mb={}); refusals are counted in the trace "
+          "(kinetrace_dropped_metadata)",
+          key.size() > 64 ? key.substr(0, 64) + "..." : key, share >> 10, config_.memoryMb);
+    }
+    return;
+  }
+  metadataBytes_ = after;
   if (recording()) {
     setMetadata(footerUser_, std::move(key), std::move(value));
     return;
@@ -228,6 +291,10 @@ void Session::start(const std::string& output) {
     }
     core.budget().setCap(config_.memoryCapBytes());
     core.budget().resetPeak();
+    // User metadata, the session's and the trace's copy of it, within the cap (addMetadata
+    // keeps it to an eighth).
+    metadataAccounted_ = metadataBytes_ + metadataBytesOf(headerUser_);
+    core.budget().forceAcquire(metadataAccounted_);
     pipeline_ = std::make_unique<Pipeline>(std::move(setup));  // an unwritable output throws here
     if (gpuEnabled_) gpu_->start(pipeline_->startNs());
     const uint64_t generation = recorder.startRecording(core.budget());
@@ -240,6 +307,8 @@ void Session::start(const std::string& output) {
     }
     pipeline_.reset();
     if (gpuEnabled_) gpu_->stopCollecting();
+    core.budget().release(metadataAccounted_);
+    metadataAccounted_ = 0;
     core.releaseRecording(this);
     throw;
   }
@@ -269,18 +338,24 @@ Trace Session::stop() {
   FooterFacts facts;
   facts.hostClockDriftNs = Clock::instance().toEpochNs(Clock::ticks()) - Clock::realtimeNs();
   facts.gpuStatus = gpuStatus_;
+  facts.droppedMetadata = metadataRefused_;
   if (gpuEnabled_) facts.gpuMetadata = gpu_->metadata();
   std::shared_ptr<TraceData> data = pipeline_->finish(
       stopNs, syncReturnNs,
       [&](const TraceData& trace) { return footerMetadata(trace, facts, footerUser_); });
+  data->losses.droppedMetadata = metadataRefused_;
+  metadataRefused_ = 0;
   if (gpuEnabled_) gpu_->stopCollecting();
   pipeline_.reset();
+  core.budget().release(metadataAccounted_);
+  metadataAccounted_ = 0;
   core.recorder().trimPool();
   core.releaseRecording(this);
   // Metadata given while recording stays for later traces, like that given before, and
   // after their events: dropped from the header, so that a later trace does not write the
   // key twice, first with this trace's old value.
   for (const Value::Member& member : footerUser_) eraseMetadata(headerUser_, member.key);
+  metadataBytes_ = metadataBytesOf(headerUser_) + metadataBytesOf(footerUser_);
 
   Trace trace(std::move(data));
   reportLosses(trace);
