@@ -169,6 +169,13 @@ bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
   }
   RecordChunk* chunk = slots <= kChunkSlots ? takeChunk() : nullptr;
   if (chunk == nullptr) {
+    // The full chunk goes to the collector now. Kept unsealed it could never be recycled:
+    // threads that each held a full one while the cap refused more would drop forever.
+    if (buffer.chunk != nullptr) {
+      buffer.chunk->sealed.store(true, std::memory_order_release);
+      buffer.chunk = nullptr;
+      buffer.cursor = buffer.limit = nullptr;
+    }
     buffer.retryAfterDrops = kDropsBeforeRetry;
     buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);

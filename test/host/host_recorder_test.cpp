@@ -208,6 +208,25 @@ TEST_F(HostRecorderTest, WhenTheBudgetRefusesEventsAreDroppedAndCounted) {
   EXPECT_GT(dropped, 0u);
 }
 
+// Under a cap of one chunk, a thread whose chunk is full and refused another hands the full
+// one over: the drain recycles it and the thread records again, instead of holding it
+// unsealed (never recycled) and dropping everything from then on.
+TEST_F(HostRecorderTest, AFullChunkRefusedASuccessorIsRecycledAndRecordingResumes) {
+  MemoryBudget budget(sizeof(RecordChunk));
+  const uint64_t generation = recorder.startRecording(budget);
+  Collected got;
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    for (std::size_t i = 0; i < kChunkSlots + 600; ++i) instant("round"_kt);
+    recorder.drain(generation, got, clock);
+  }
+  recorder.stopRecording();
+  const uint64_t dropped = recorder.drain(generation, got, clock);
+  recorder.trimPool();
+  EXPECT_GE(got.count('I'), 3 * kChunkSlots) << dropped << " dropped";
+  EXPECT_EQ(got.count('I') + dropped, kRounds * (kChunkSlots + 600));
+}
+
 TEST_F(HostRecorderTest, EventsAfterStopAreNeitherRecordedNorCountedAsDrops) {
   MemoryBudget budget(64 << 20);
   const uint64_t generation = recorder.startRecording(budget);
