@@ -54,13 +54,16 @@ Pipeline::~Pipeline() {
   trace_->tables.strings.releaseBudget();
 }
 
-void Pipeline::beginStop(int64_t stopNs) {
+int64_t Pipeline::beginStop() {
+  int64_t stopNs;
   {
+    // Read under the lock a cycle reads its horizon under: a horizon read before is earlier.
     std::lock_guard<std::mutex> lock(mutex_);
-    stopNs_ = stopNs;
+    stopNs = Clock::instance().nowNs();
     quit_ = true;
   }
   wake_.notify_all();
+  return stopNs;
 }
 
 void Pipeline::stopThread() {
@@ -87,7 +90,7 @@ void Pipeline::loop() {
     if (quit_) break;
     // Read under the lock that beginStop() takes: a cycle's horizon is never later than
     // the stop time, so it cannot take an event a late writer stamped after the window.
-    const int64_t horizon = std::min(Clock::instance().nowNs(), stopNs_);
+    const int64_t horizon = Clock::instance().nowNs();
     lock.unlock();
     try {
       cycle(horizon, horizon);

@@ -62,10 +62,10 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   int64_t startNs() const { return setup_.startNs; }
-  // The window ends at `stopNs`: the pipeline thread's cycle under way takes no host event
-  // stamped after it, and no other cycle starts. Call as soon as the stop time is taken,
-  // before recording ends, then stopThread().
-  void beginStop(int64_t stopNs);
+  // Ends the window now and returns its end: the pipeline thread's cycle under way takes no
+  // host event stamped after it, and no other cycle starts. Call before recording ends,
+  // then stopThread().
+  int64_t beginStop();
   // Ends the pipeline thread after its current cycle; what is recorded from then on waits
   // for finish().
   void stopThread();
@@ -102,7 +102,6 @@ class Pipeline {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool quit_ = false;
-  int64_t stopNs_ = INT64_MAX;  // beginStop()'s, under mutex_
   std::unique_ptr<std::thread> thread_;
 };
 

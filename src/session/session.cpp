@@ -326,8 +326,7 @@ Trace Session::stop() {
   // way takes nothing stamped after the stop (a late writer's event, or one recorded
   // between here and stopRecording()); finish() drains that, knowing the window's end, and
   // counts it out of the window.
-  const int64_t stopNs = Clock::instance().nowNs();
-  pipeline_->beginStop(stopNs);
+  const int64_t stopNs = pipeline_->beginStop();
   if (options_.onStopping) options_.onStopping();
   core.recorder().stopRecording();
   recording_.store(false, std::memory_order_release);
