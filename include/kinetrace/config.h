@@ -93,7 +93,9 @@ enum class GraphTrace {
 //                     buffer (about 1.3 MB) and, without an output, the trace itself.
 //                     Reached: records are dropped and counted in the trace, never an
 //                     out-of-memory. 1..1048576; a cap without room to decode a CUPTI
-//                     buffer records no GPU activity and says why
+//                     buffer records no GPU activity and says why; one without room for
+//                     an output's write buffer (memory_mb=1) refuses to start with an
+//                     output. Profiler::addMetadata() entries may take an eighth of it
 //   gpu_buffer_kb     size of one CUPTI activity buffer (16..1048576)
 //   gpu_flush_ms      how often CUPTI's worker thread hands completed buffers over
 //                     (cuptiActivityFlushPeriod), so records never wait long for their

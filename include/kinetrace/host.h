@@ -24,6 +24,10 @@
 // the copy by being marked as one, with the `_kt` suffix: only a true literal can carry it,
 // so a name stored by address can never point into a stack buffer.
 //
+// A name may be up to 4,096 bytes. A longer one is cut before the UTF-8 character that
+// crosses that limit (so what is kept stays valid UTF-8), and the trace counts it
+// (TraceStats::namesCut, metadata kinetrace_names_cut).
+//
 //   using namespace kinetrace::literals;
 //   kinetrace::Range step("train_step"_kt);            // stored by address
 

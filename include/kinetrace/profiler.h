@@ -60,7 +60,9 @@ class KINETRACE_API Profiler {
   Trace stop();
 
   // Top-level metadata for the trace being recorded (or the next one): written with it,
-  // also when it is written while recording. Replaces an earlier value of the key.
+  // also when it is written while recording. Replaces an earlier value of the key. Counts
+  // against the memory cap: past an eighth of it an entry is refused, counted in the next
+  // trace (TraceStats::droppedMetadata) and warned about once.
   void addMetadata(const std::string& key, Value value);
 
   bool recording() const;

@@ -36,6 +36,8 @@ struct TraceStats {
   uint64_t droppedAssembledRecords = 0;   // assembled records the cap left no room for
   uint64_t outOfWindowEvents = 0;         // recorded but outside [start, stop]
   uint64_t unfinishedRanges = 0;          // still open at stop, closed at the stop time
+  uint64_t namesCut = 0;                  // names longer than 4,096 bytes, cut (kinetrace/host.h)
+  uint64_t droppedMetadata = 0;           // addMetadata() entries refused (the memory cap)
   uint64_t peakMemoryBytes = 0;           // the most the tracer held at once
   uint64_t memoryCapBytes = 0;            // Config::memoryMb in bytes
 };

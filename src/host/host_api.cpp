@@ -15,13 +15,35 @@ struct Name {
   const char* data;
   uint32_t size;
   bool literal;
+  bool cut = false;  // longer than kMaxNameBytes: cut, and counted when recorded
 };
 
+// A name longer than kMaxNameBytes is cut before the character that crosses the limit: a
+// UTF-8 character's continuation bytes (10xxxxxx) never start the part cut off, so the name
+// kept stays valid UTF-8 (at most three bytes shorter than the limit).
+[[gnu::noinline]] uint32_t cutLength(const char* data) noexcept {
+  std::size_t cut = kMaxNameBytes;
+  while (cut > kMaxNameBytes - 3 && (static_cast<unsigned char>(data[cut]) & 0xC0) == 0x80) --cut;
+  return static_cast<uint32_t>(cut);
+}
+
+inline Name nameOf(const char* data, std::size_t size, bool literal) noexcept {
+  if (__builtin_expect(size <= kMaxNameBytes, 1))
+    return Name{data, static_cast<uint32_t>(size), literal};
+  return Name{data, cutLength(data), literal, true};
+}
 Name literalName(const char* data, std::size_t size) {
-  return Name{data, static_cast<uint32_t>(std::min(size, kMaxCopiedNameBytes)), true};
+  return nameOf(data, size, true);
 }
 Name copiedName(std::string_view name) {
-  return Name{name.data(), static_cast<uint32_t>(std::min(name.size(), kMaxCopiedNameBytes)), false};
+  return nameOf(name.data(), name.size(), false);
+}
+
+inline void countIfCut(ThreadBuffer& buffer, const Name& name) noexcept {
+  if (__builtin_expect(name.cut, 0)) {
+    buffer.namesCut.store(buffer.namesCut.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+  }
 }
 
 // Writes one record with its name: a literal by address, anything else copied into the
@@ -43,6 +65,7 @@ inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name na
     std::memcpy(r + 1, name.data, name.size);
   }
   HostRecorder::publish(buffer, 1 + extra);
+  countIfCut(buffer, name);
   return true;
 }
 
@@ -68,6 +91,7 @@ inline bool record(ThreadBuffer& buffer, HostEventKind kind, uint64_t a, Name na
   std::memcpy(inlineBytes, name.data, name.size);
   std::memcpy(inlineBytes + name.size, encoded, bytes);
   HostRecorder::publish(buffer, 1 + extra);
+  countIfCut(buffer, name);
   return true;
 }
 

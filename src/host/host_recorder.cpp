@@ -118,6 +118,7 @@ ThreadBuffer* HostRecorder::registerThread() noexcept {
   // not necessarily read yet.
   if (buffer->generation.load(std::memory_order_relaxed) != generation) {
     buffer->dropped.store(0, std::memory_order_relaxed);
+    buffer->namesCut.store(0, std::memory_order_relaxed);
   }
   for (auto& id : buffer->openAsync) id.store(0, std::memory_order_relaxed);
   buffer->generation.store(generation, std::memory_order_relaxed);
@@ -168,6 +169,13 @@ bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
   }
   RecordChunk* chunk = slots <= kChunkSlots ? takeChunk() : nullptr;
   if (chunk == nullptr) {
+    // The full chunk goes to the collector now. Kept unsealed it could never be recycled:
+    // threads that each held a full one while the cap refused more would drop forever.
+    if (buffer.chunk != nullptr) {
+      buffer.chunk->sealed.store(true, std::memory_order_release);
+      buffer.chunk = nullptr;
+      buffer.cursor = buffer.limit = nullptr;
+    }
     buffer.retryAfterDrops = kDropsBeforeRetry;
     buffer.dropped.store(buffer.dropped.load(std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);
@@ -195,10 +203,25 @@ bool HostRecorder::refill(ThreadBuffer& buffer, uint32_t slots) noexcept {
 uint64_t HostRecorder::startRecording(MemoryBudget& budget) {
   std::lock_guard<std::mutex> lock(mutex_);
   budget_ = &budget;
+  // Chunks an earlier recording left sealed in a buffer (its thread moved on or exited
+  // after the last drain) hold nothing any drain will read: back to the pool.
+  for (ThreadBuffer* buffer : buffers_) {
+    while (!buffer->chunks.empty() &&
+           buffer->chunks.front()->sealed.load(std::memory_order_acquire)) {
+      if (buffer->consumedChunk == buffer->chunks.front()) {
+        buffer->consumedChunk = nullptr;
+        buffer->consumedSlots = 0;
+      }
+      freeChunks_.push_back(buffer->chunks.front());
+      buffer->chunks.pop_front();
+    }
+  }
   // Chunks kept from earlier recordings (pooled, or still attached to a thread) are memory
-  // the tracer holds: they count from the start. Pooled ones beyond this recording's cap
-  // are freed, so a small cap after a larger one does not start out over it.
-  while (!freeChunks_.empty() && chunksAllocated_ * sizeof(RecordChunk) > budget.cap()) {
+  // the tracer holds: they count from the start, beside what the budget holds already (a
+  // sink's buffer). Pooled ones beyond this recording's cap are freed, so a small cap after
+  // a larger one does not start out over it.
+  while (!freeChunks_.empty() &&
+         budget.used() + chunksAllocated_ * sizeof(RecordChunk) > budget.cap()) {
     delete freeChunks_.back();
     freeChunks_.pop_back();
     --chunksAllocated_;
@@ -210,7 +233,9 @@ uint64_t HostRecorder::startRecording(MemoryBudget& budget) {
 }
 
 void HostRecorder::stopRecording() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  // Without the lock: threads that refill take it often, and a stop queued behind them
+  // (the lock is not fair) would let them record on. A refill or registration that read
+  // the generation before this store ends like a writer already past the recording check.
   recordingGeneration.store(0, std::memory_order_release);
 }
 
@@ -278,6 +303,17 @@ void HostRecorder::forgetAsyncRange(uint64_t id) noexcept {
   }
 }
 
+uint64_t HostRecorder::namesCut(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t cut = 0;
+  for (const ThreadBuffer* buffer : buffers_) {
+    if (buffer->generation.load(std::memory_order_relaxed) == generation) {
+      cut += buffer->namesCut.load(std::memory_order_relaxed);
+    }
+  }
+  return cut;
+}
+
 std::size_t HostRecorder::bufferCount() {
   std::lock_guard<std::mutex> lock(mutex_);
   return buffers_.size();
@@ -307,7 +343,8 @@ void HostRecorder::nameOsThread(int64_t tid, std::string_view name) {
   osThreadNames_.emplace_back(tid, std::string(name));
 }
 
-uint64_t HostRecorder::drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock) {
+uint64_t HostRecorder::drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock,
+                             int64_t untilNs) {
   // What each buffer holds, copied under the lock; decoding happens without it, so
   // threads that refill meanwhile are not held up.
   struct Work {
@@ -355,16 +392,17 @@ uint64_t HostRecorder::drain(uint64_t generation, HostEventVisitor& visitor, con
       }
       const uint32_t published = chunk->published.load(std::memory_order_acquire);
       const uint32_t from = buffer.consumedChunk == chunk ? buffer.consumedSlots : 0;
+      uint32_t reached = from;
       if (published > from) {
         if (!announced) {
           visitor.onThread(w.instance, w.tid, w.name);
           announced = true;
         }
-        decodeChunk(buffer, *chunk, from, published, visitor, clock);
+        reached = decodeChunk(buffer, *chunk, from, published, visitor, clock, untilNs);
       }
       buffer.consumedChunk = chunk;
-      buffer.consumedSlots = published;
-      if (!sealed) break;
+      buffer.consumedSlots = reached;
+      if (!sealed || reached < published) break;
       ++done;
     }
     if (done > 0) finished.emplace_back(w.buffer, done);
@@ -387,8 +425,9 @@ uint64_t HostRecorder::drain(uint64_t generation, HostEventVisitor& visitor, con
   return dropped;
 }
 
-void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from,
-                               uint32_t to, HostEventVisitor& visitor, const Clock& clock) {
+uint32_t HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from,
+                                   uint32_t to, HostEventVisitor& visitor, const Clock& clock,
+                                   int64_t untilNs) {
   const uint32_t instance = buffer.instance;
   auto nameOf = [&](const HostEventRecord& r) {
     if (r.flags & kNameStatic) {
@@ -406,8 +445,9 @@ void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, u
   uint32_t i = from;
   while (i < to) {
     const HostEventRecord& r = chunk.slots[i];
-    i += 1 + inlineSlots(r);
     const int64_t t = clock.toEpochNs(r.ticks);
+    if (t > untilNs) return i;
+    i += 1 + inlineSlots(r);
     switch (r.kind) {
       case HostEventKind::RangeBegin:
         visitor.onRangeBegin(instance, t, r.a, nameOf(r));
@@ -451,6 +491,7 @@ void HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, u
         break;
     }
   }
+  return to;
 }
 
 }  // namespace kinetrace::detail

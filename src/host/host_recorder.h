@@ -85,7 +85,9 @@ enum HostRecordFlags : uint8_t {
 };
 
 constexpr std::size_t kChunkSlots = 4096;          // 128 KiB of records
-constexpr std::size_t kMaxCopiedNameBytes = 4096;  // longer names are cut
+// Longer names are cut at a UTF-8 character boundary and counted (ThreadBuffer::namesCut):
+// a copied name must fit its chunk with its record.
+constexpr std::size_t kMaxNameBytes = 4096;
 constexpr uint32_t kMaxRangeDepth = 256;
 constexpr std::size_t kOpenAsyncSlots = 8;  // async ranges remembered per thread
 constexpr uint32_t kMaxPushedCorrelations = 64;
@@ -167,6 +169,7 @@ class ThreadBuffer {
   std::atomic<uint64_t> generation{0};
   // Counted by the owner, read by the collector (relaxed: a count, not a hand-off).
   std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> namesCut{0};  // names longer than kMaxNameBytes, cut
   // Async ranges started on this thread and not known to have ended: set by the owner,
   // cleared by whichever thread ends the range. The launch callback links GPU work to the
   // latest one still set.
@@ -201,7 +204,15 @@ class HostRecorder {
   // order, and recycles the chunks that are finished. Called by one collector at a time,
   // while recording and once after stopRecording(). Returns the events dropped so far in
   // that generation (the budget refused a chunk).
-  uint64_t drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock);
+  //
+  // A thread's events stamped after `untilNs` (epoch) stay where they are, with those
+  // after them, for a later drain: a collector that does not yet know where the window
+  // ends takes nothing a late writer stamped after it.
+  uint64_t drain(uint64_t generation, HostEventVisitor& visitor, const Clock& clock,
+                 int64_t untilNs = INT64_MAX);
+  // Names longer than kMaxNameBytes recorded in `generation`, cut (read after its last
+  // drain, with the threads' drop counts).
+  uint64_t namesCut(uint64_t generation);
   // After the last drain of a generation: frees pooled chunks beyond a small reserve.
   void trimPool();
   // Frees pooled chunks (counted in the budget, holding nothing) until about `bytes` went
@@ -261,8 +272,10 @@ class HostRecorder {
   RecordChunk* takeChunk() noexcept;
   void releaseThread(ThreadBuffer* buffer) noexcept;
   void resetInForkedChild() noexcept;
-  void decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from, uint32_t to,
-                   HostEventVisitor& visitor, const Clock& clock);
+  // Decodes slots [from, to) up to the first event stamped after `untilNs`; returns the slot
+  // it stopped at (`to` when it decoded them all).
+  uint32_t decodeChunk(ThreadBuffer& buffer, const RecordChunk& chunk, uint32_t from, uint32_t to,
+                       HostEventVisitor& visitor, const Clock& clock, int64_t untilNs);
 
   friend struct ThreadExitHook;
   friend ThreadBuffer* slowThreadBuffer() noexcept;

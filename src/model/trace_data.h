@@ -22,6 +22,8 @@ struct LossCounters {
   uint64_t cuptiRecordsUndecoded = 0;    // record kinds kinetrace does not decode
   uint64_t droppedAssembledRecords = 0;  // assembled records the memory cap left no room for
   uint64_t droppedNames = 0;             // names the memory cap left no room for
+  uint64_t namesCut = 0;                 // names longer than the limit, cut (host/host_recorder.h)
+  uint64_t droppedMetadata = 0;          // addMetadata() entries past their share of the cap
   uint64_t outOfWindowEvents = 0;        // outside [start, stop]
   uint64_t gpuOpsBeforeLaunch = 0;       // GPU op starting before its launch call (clock error)
   uint64_t gpuOpsWithoutLaunch = 0;      // GPU op whose launch call was not recorded

@@ -92,6 +92,8 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
   out.push_back({"kinetrace_cupti_records_undecoded", l.cuptiRecordsUndecoded});
   out.push_back({"kinetrace_dropped_assembled_records", l.droppedAssembledRecords});
   out.push_back({"kinetrace_dropped_names", l.droppedNames});
+  out.push_back({"kinetrace_names_cut", l.namesCut});
+  out.push_back({"kinetrace_dropped_metadata", facts.droppedMetadata});
   out.push_back({"kinetrace_out_of_window_events", l.outOfWindowEvents});
   out.push_back({"kinetrace_gpu_ops_before_launch", l.gpuOpsBeforeLaunch});
   out.push_back({"kinetrace_gpu_ops_without_launch", l.gpuOpsWithoutLaunch});

@@ -22,6 +22,7 @@ struct FooterFacts {
   std::string gpuStatus;
   Metadata gpuMetadata;  // versions and clock source from the GPU backend
   int64_t hostClockDriftNs = 0;
+  uint64_t droppedMetadata = 0;  // addMetadata() entries refused since the last trace
 };
 // From a finished trace's records, counts and losses; `user` is what addMetadata() was
 // given while recording (kinetrace's own keys replace user entries of the same name).

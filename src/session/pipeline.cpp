@@ -54,6 +54,18 @@ Pipeline::~Pipeline() {
   trace_->tables.strings.releaseBudget();
 }
 
+int64_t Pipeline::beginStop() {
+  int64_t stopNs;
+  {
+    // Read under the lock a cycle reads its horizon under: a horizon read before is earlier.
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopNs = Clock::instance().nowNs();
+    quit_ = true;
+  }
+  wake_.notify_all();
+  return stopNs;
+}
+
 void Pipeline::stopThread() {
   if (!thread_) return;
   {
@@ -76,9 +88,12 @@ void Pipeline::loop() {
   while (!quit_) {
     wake_.wait_for(lock, std::chrono::nanoseconds(setup_.periodNs), [this] { return quit_; });
     if (quit_) break;
+    // Read under the lock that beginStop() takes: a cycle's horizon is never later than
+    // the stop time, so it cannot take an event a late writer stamped after the window.
+    const int64_t horizon = Clock::instance().nowNs();
     lock.unlock();
     try {
-      cycle();
+      cycle(horizon, horizon);
     } catch (const std::exception& error) {
       // Out of memory in a vector, most likely: the next cycle tries again; what this one
       // held is lost and the losses say so where they can.
@@ -88,10 +103,9 @@ void Pipeline::loop() {
   }
 }
 
-void Pipeline::cycle() {
-  const int64_t horizon = Clock::instance().nowNs();
+void Pipeline::cycle(int64_t horizonNs, int64_t untilNs) {
   hostDropped_ =
-      Core::instance().recorder().drain(setup_.generation, *assembler_, Clock::instance());
+      Core::instance().recorder().drain(setup_.generation, *assembler_, Clock::instance(), untilNs);
   bool moreGpu = setup_.gpu != nullptr;
   do {
     if (moreGpu) {
@@ -102,7 +116,7 @@ void Pipeline::cycle() {
       moreGpu = setup_.gpu->poll(gpuBatch_, trace_->tables.strings, /*requestFlush=*/false);
       assembler_->addGpu(gpuBatch_);
     }
-    assembler_->assemble(horizon, ready_);
+    assembler_->assemble(horizonNs, ready_);
     consume(ready_);
     ready_.clear();
     account();
@@ -148,8 +162,6 @@ void Pipeline::consume(TraceRecords& records) {
 // links never come), what the assembler waits on gives way first, so the tracer stays
 // within its cap as far as anything can be given up.
 void Pipeline::account() {
-  // An open sink holds its write buffer (ChromeJsonSink: 1 MiB, plus zlib's state for gzip).
-  constexpr std::size_t kSinkBytes = (1u << 20) + (256u << 10);
   auto held = [&] {
     // The string table takes its room from the budget itself, as it grows.
     return decodeRoom_ + assembler_->heldBytes() +
@@ -190,7 +202,8 @@ std::shared_ptr<TraceData> Pipeline::finish(
   stopThread();
   assembler_->setStop(stopNs);
   try {
-    cycle();
+    // Everything left: what is stamped after the stop is counted out of the window.
+    cycle(Clock::instance().nowNs(), INT64_MAX);
     assembler_->finish(syncReturnNs, ready_);
     consume(ready_);
     ready_.clear();
@@ -205,6 +218,7 @@ std::shared_ptr<TraceData> Pipeline::finish(
   t.losses.droppedHostEvents += hostDropped_;
   t.losses.droppedAssembledRecords += droppedAssembled_;
   t.losses.droppedNames = t.tables.strings.dropped();
+  t.losses.namesCut = Core::instance().recorder().namesCut(setup_.generation);
   t.clockBounds = assembler_->clockBounds();
   if (setup_.gpu != nullptr) {
     t.devices = setup_.gpu->devices(t.tables.strings);

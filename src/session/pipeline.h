@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "correlate/assembler.h"
+#include "host/host_recorder.h"
 #include "kinetrace/sink.h"
 #include "model/gpu_source.h"
 #include "model/memory_budget.h"
@@ -44,6 +45,13 @@ struct PipelineSetup {
 // instead: the returned trace then has the rest and says what happened.
 class Pipeline {
  public:
+  // What an open sink holds, its write buffer (ChromeJsonSink: 1 MiB, plus zlib's state for
+  // gzip), counted against the cap while recording to an output.
+  static constexpr std::size_t kSinkBytes = (std::size_t{1} << 20) + (std::size_t{256} << 10);
+  // The least cap that holds a sink and room to record besides (a host chunk and names).
+  static constexpr std::size_t kLeastCapWithSinkBytes =
+      kSinkBytes + 2 * sizeof(RecordChunk) + (std::size_t{64} << 10);
+
   // Opens the output (begin()); throws what the sink throws. Nothing runs yet.
   explicit Pipeline(PipelineSetup setup);
   // Starts the pipeline thread on the host recorder's recording `generation`.
@@ -54,8 +62,12 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   int64_t startNs() const { return setup_.startNs; }
+  // Ends the window now and returns its end: the pipeline thread's cycle under way takes no
+  // host event stamped after it, and no other cycle starts. Call before recording ends,
+  // then stopThread().
+  int64_t beginStop();
   // Ends the pipeline thread after its current cycle; what is recorded from then on waits
-  // for finish(). Call before the stop time is taken.
+  // for finish().
   void stopThread();
   // After stopThread() and the GPU source's finishWindow(): the last drain and poll, the
   // assembler's finish, and the end of the output (with `footerFor(trace)` as the footer).
@@ -68,7 +80,9 @@ class Pipeline {
 
  private:
   void loop();
-  void cycle();
+  // Drains host events stamped up to `untilNs`, polls the GPU source and passes on what
+  // is complete by `horizonNs`.
+  void cycle(int64_t horizonNs, int64_t untilNs);
   void consume(TraceRecords& records);
   void account();
 

@@ -67,6 +67,44 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
   return options;
 }
 
+// Roughly what a value holds on the heap and in place.
+std::size_t bytesOf(const Value& value) {
+  std::size_t bytes = sizeof(Value);
+  switch (value.kind()) {
+    case Value::Kind::String:
+      bytes += value.asString().size();
+      break;
+    case Value::Kind::Array:
+      for (const Value& item : value.asArray()) bytes += bytesOf(item);
+      break;
+    case Value::Kind::Object:
+      for (const Value::Member& member : value.asObject())
+        bytes += member.key.size() + bytesOf(member.value);
+      break;
+    default:
+      break;
+  }
+  return bytes;
+}
+
+std::size_t entryBytes(std::string_view key, const Value& value) {
+  return sizeof(Value::Member) + key.size() + bytesOf(value);
+}
+
+// What the entry of `key` in `metadata` holds; 0 when there is none.
+std::size_t entryBytesOf(const Metadata& metadata, std::string_view key) {
+  for (const Value::Member& member : metadata) {
+    if (member.key == key) return entryBytes(member.key, member.value);
+  }
+  return 0;
+}
+
+std::size_t metadataBytesOf(const Metadata& metadata) {
+  std::size_t bytes = 0;
+  for (const Value::Member& member : metadata) bytes += entryBytes(member.key, member.value);
+  return bytes;
+}
+
 void eraseMetadata(Metadata& metadata, std::string_view key) {
   metadata.erase(std::remove_if(metadata.begin(), metadata.end(),
                                 [key](const Value::Member& member) { return member.key == key; }),
@@ -173,6 +211,31 @@ void Session::prepare() {
 
 void Session::addMetadata(std::string key, Value value) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // While recording an entry replaces the key's entry after the events (the one before
+  // them is written already), otherwise both.
+  const std::size_t replaced =
+      entryBytesOf(footerUser_, key) + (recording() ? 0 : entryBytesOf(headerUser_, key));
+  const std::size_t after = metadataBytes_ - replaced + entryBytes(key, value);
+  const std::size_t share = config_.memoryCapBytes() / 8;
+  bool fits = after <= share;
+  // While recording, growth is taken from the budget that records share.
+  if (fits && recording() && after > metadataBytes_) {
+    fits = Core::instance().budget().tryAcquire(after - metadataBytes_);
+    if (fits) metadataAccounted_ += after - metadataBytes_;
+  }
+  if (!fits) {
+    ++metadataRefused_;
+    if (!metadataWarned_) {
+      metadataWarned_ = true;
+      log(LogLevel::Warning,
+          "addMetadata(\"{}\"): refused, user metadata would pass its share of the memory cap "
+          "({} KiB of memory_mb={}); refusals are counted in the trace "
+          "(kinetrace_dropped_metadata)",
+          key.size() > 64 ? key.substr(0, 64) + "..." : key, share >> 10, config_.memoryMb);
+    }
+    return;
+  }
+  metadataBytes_ = after;
   if (recording()) {
     setMetadata(footerUser_, std::move(key), std::move(value));
     return;
@@ -222,12 +285,26 @@ void Session::start(const std::string& output) {
     setup.header.baseTimeNs = setup.startNs;
     setup.header.metadata = headerMetadata(config_, Clock::instance().usesTsc(), headerUser_);
     if (!output.empty()) {
+      // The output's write buffer counts against the cap: a cap that cannot hold it would
+      // be exceeded from the first moment, whatever is dropped.
+      if (config_.memoryCapBytes() < Pipeline::kLeastCapWithSinkBytes) {
+        throw Error(fmt::format(
+            "cannot record to \"{}\" with memory_mb={}: writing a trace holds a {} KiB buffer "
+            "within that cap, and records need room besides; set memory_mb to {} or more, or "
+            "record in memory (start() without an output)",
+            output, config_.memoryMb, Pipeline::kSinkBytes >> 10,
+            (Pipeline::kLeastCapWithSinkBytes + (std::size_t{1} << 20) - 1) >> 20));
+      }
       setup.outputPath = outputPathFor(output, setup.startNs);
       setup.header.traceName = setup.outputPath;
       setup.sink = openSink(setup.outputPath);  // an unwritable output: nothing is recorded
     }
     core.budget().setCap(config_.memoryCapBytes());
     core.budget().resetPeak();
+    // User metadata, the session's and the trace's copy of it, within the cap (addMetadata
+    // keeps it to an eighth).
+    metadataAccounted_ = metadataBytes_ + metadataBytesOf(headerUser_);
+    core.budget().forceAcquire(metadataAccounted_);
     pipeline_ = std::make_unique<Pipeline>(std::move(setup));  // an unwritable output throws here
     if (gpuEnabled_) gpu_->start(pipeline_->startNs());
     const uint64_t generation = recorder.startRecording(core.budget());
@@ -240,6 +317,8 @@ void Session::start(const std::string& output) {
     }
     pipeline_.reset();
     if (gpuEnabled_) gpu_->stopCollecting();
+    core.budget().release(metadataAccounted_);
+    metadataAccounted_ = 0;
     core.releaseRecording(this);
     throw;
   }
@@ -251,32 +330,41 @@ Trace Session::stop() {
   requireOwnProcess("stop");
   if (!recording()) throw Error("Profiler::stop() called without start()");
   Core& core = Core::instance();
-  // The pipeline thread ends first: a cycle still running after the stop time was read
-  // would take events a late writer stamped after it (a thread that passed the recording
-  // check just before stopRecording() and was descheduled) before the assembler knows
-  // the window's end. Everything after this is drained by finish(), which knows it.
-  pipeline_->stopThread();
+  // The window ends when stop() is called, and recording right after: what threads record
+  // while the pipeline winds down is neither kept nor drained, so the stop's cost is the
+  // window's events, however many threads keep recording. The pipeline thread's cycle under
+  // way takes nothing stamped after the stop (a late writer's event, or one recorded
+  // between here and stopRecording()); finish() drains that, knowing the window's end, and
+  // counts it out of the window.
+  const int64_t stopNs = pipeline_->beginStop();
+  if (options_.onStopping) options_.onStopping();
   core.recorder().stopRecording();
-  const int64_t stopNs = Clock::instance().nowNs();
   recording_.store(false, std::memory_order_release);
+  pipeline_->stopThread();
 
   const int64_t syncReturnNs = gpuEnabled_ ? gpu_->finishWindow() : 0;
   // How far the session's tick->epoch line has wandered from CLOCK_REALTIME.
   FooterFacts facts;
   facts.hostClockDriftNs = Clock::instance().toEpochNs(Clock::ticks()) - Clock::realtimeNs();
   facts.gpuStatus = gpuStatus_;
+  facts.droppedMetadata = metadataRefused_;
   if (gpuEnabled_) facts.gpuMetadata = gpu_->metadata();
   std::shared_ptr<TraceData> data = pipeline_->finish(
       stopNs, syncReturnNs,
       [&](const TraceData& trace) { return footerMetadata(trace, facts, footerUser_); });
+  data->losses.droppedMetadata = metadataRefused_;
+  metadataRefused_ = 0;
   if (gpuEnabled_) gpu_->stopCollecting();
   pipeline_.reset();
+  core.budget().release(metadataAccounted_);
+  metadataAccounted_ = 0;
   core.recorder().trimPool();
   core.releaseRecording(this);
   // Metadata given while recording stays for later traces, like that given before, and
   // after their events: dropped from the header, so that a later trace does not write the
   // key twice, first with this trace's old value.
   for (const Value::Member& member : footerUser_) eraseMetadata(headerUser_, member.key);
+  metadataBytes_ = metadataBytesOf(headerUser_) + metadataBytesOf(footerUser_);
 
   Trace trace(std::move(data));
   reportLosses(trace);

@@ -30,6 +30,9 @@ struct SessionOptions {
   std::string processName;
   // Replaces the GPU backend (tests). Empty: CUPTI, or host only where it cannot run.
   std::function<std::unique_ptr<GpuSource>()> gpuSourceFactory;
+  // Called by stop() once the window's end is fixed and before recording ends (tests: what
+  // another thread records from then on lies outside the window).
+  std::function<void()> onStopping;
 };
 
 // A Profiler on a session with these options (the seam and tests build them this way).
@@ -76,6 +79,12 @@ class Session {
   Metadata headerUser_;  // addMetadata() while not recording: this and later traces
   // addMetadata() while recording: this trace, then later ones, after their events
   Metadata footerUser_;
+  // User metadata counts against the cap: the session holds at most an eighth of it (the
+  // trace's copy as much again), taken from the budget while recording.
+  std::size_t metadataBytes_ = 0;      // headerUser_ and footerUser_
+  std::size_t metadataAccounted_ = 0;  // in the budget now, while recording
+  uint64_t metadataRefused_ = 0;       // since the last trace
+  bool metadataWarned_ = false;
   std::unique_ptr<Pipeline> pipeline_;
 };
 

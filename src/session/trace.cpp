@@ -65,6 +65,8 @@ TraceStats Trace::stats() const {
   s.droppedAssembledRecords = d.losses.droppedAssembledRecords;
   s.outOfWindowEvents = d.losses.outOfWindowEvents;
   s.unfinishedRanges = d.losses.unfinishedRanges;
+  s.namesCut = d.losses.namesCut;
+  s.droppedMetadata = d.losses.droppedMetadata;
   s.peakMemoryBytes = d.peakMemoryBytes;
   s.memoryCapBytes = d.memoryCapBytes;
   return s;

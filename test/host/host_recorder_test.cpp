@@ -208,6 +208,25 @@ TEST_F(HostRecorderTest, WhenTheBudgetRefusesEventsAreDroppedAndCounted) {
   EXPECT_GT(dropped, 0u);
 }
 
+// Under a cap of one chunk, a thread whose chunk is full and refused another hands the full
+// one over: the drain recycles it and the thread records again, instead of holding it
+// unsealed (never recycled) and dropping everything from then on.
+TEST_F(HostRecorderTest, AFullChunkRefusedASuccessorIsRecycledAndRecordingResumes) {
+  MemoryBudget budget(sizeof(RecordChunk));
+  const uint64_t generation = recorder.startRecording(budget);
+  Collected got;
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    for (std::size_t i = 0; i < kChunkSlots + 600; ++i) instant("round"_kt);
+    recorder.drain(generation, got, clock);
+  }
+  recorder.stopRecording();
+  const uint64_t dropped = recorder.drain(generation, got, clock);
+  recorder.trimPool();
+  EXPECT_GE(got.count('I'), 3 * kChunkSlots) << dropped << " dropped";
+  EXPECT_EQ(got.count('I') + dropped, kRounds * (kChunkSlots + 600));
+}
+
 TEST_F(HostRecorderTest, EventsAfterStopAreNeitherRecordedNorCountedAsDrops) {
   MemoryBudget budget(64 << 20);
   const uint64_t generation = recorder.startRecording(budget);
@@ -289,40 +308,86 @@ class CheckingVisitor : public HostEventVisitor {
 
 // 64 threads record while another cycles start/stop quickly: every drained name is one
 // that was written, every end follows its begin. Before chunks were sealed by their owners,
-// a chunk went back to the pool under a writer and names like "n8n652" came out.
+// a chunk went back to the pool under a writer and names like "n8n652" came out. Bounded by
+// work: each cycle the writers make a fixed number of ranges (the first half racing the
+// start, the rest racing the drain and the stop), meeting the cycling thread at atomics.
 TEST_F(HostRecorderTest, ConcurrentRecordingAcrossFastStartStopCyclesNeverCorruptsEvents) {
-  std::atomic<bool> done{false};
+  constexpr int kWriters = 64;
+  constexpr int kCycles = 40;
+  constexpr int kRangesPerHalf = 32;
+  std::atomic<int> released{-1};  // writers begin cycle n once this is n
+  std::atomic<int> halfDone{0};   // writers past the first half of this cycle
+  std::atomic<int> started{-1};   // recording of cycle n is on
+  std::atomic<int> done{0};       // writers done with this cycle
+  auto waitFor = [](const std::atomic<int>& value, int wanted) {
+    while (value.load() < wanted) std::this_thread::yield();
+  };
   std::vector<std::thread> writers;
-  for (int t = 0; t < 64; ++t) {
-    writers.emplace_back([t, &done] {
-      for (int i = 0; !done.load(std::memory_order_relaxed); ++i) {
-        // Only two cores here: idle writers step aside so the collector can run.
-        if (!kinetrace::recording()) std::this_thread::yield();
-        const std::string name = "n" + std::to_string(t) + "-" + std::to_string(i % 1000);
-        beginRange(std::string_view(name));
-        instant("tick"_kt);
-        endRange();
+  for (int t = 0; t < kWriters; ++t) {
+    writers.emplace_back([&, t] {
+      int made = 0;
+      auto makeRanges = [&](int count) {
+        for (int i = 0; i < count; ++i, ++made) {
+          const std::string name = "n" + std::to_string(t) + "-" + std::to_string(made % 1000);
+          beginRange(std::string_view(name));
+          instant("tick"_kt);
+          endRange();
+        }
+      };
+      for (int cycle = 0; cycle < kCycles; ++cycle) {
+        waitFor(released, cycle);
+        makeRanges(kRangesPerHalf);
+        ++halfDone;
+        waitFor(started, cycle);
+        makeRanges(kRangesPerHalf);
+        ++done;
       }
     });
   }
   std::size_t ranges = 0;
-  for (int cycle = 0; cycle < 40; ++cycle) {
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
     // Room for a chunk per thread and a few more: writers outrun the checks, drops are fine.
     MemoryBudget budget(72 * sizeof(RecordChunk));
-    const uint64_t generation = recorder.startRecording(budget);
     CheckingVisitor checked;
-    // A moment of recording for the writers to race (the checks hold whatever they did).
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    halfDone = 0;
+    done = 0;
+    released = cycle;
+    const uint64_t generation = recorder.startRecording(budget);
+    started = cycle;
+    waitFor(halfDone, kWriters);
     recorder.drain(generation, checked, clock);
     recorder.stopRecording();
     recorder.drain(generation, checked, clock);
     recorder.trimPool();
+    waitFor(done, kWriters);
     ASSERT_EQ(checked.firstProblem, "") << "in cycle " << cycle;
     ranges += checked.ranges;
   }
-  done = true;
   for (auto& w : writers) w.join();
   EXPECT_GT(ranges, 0u);
+}
+
+// A drain that does not know yet where the window ends takes nothing stamped after its
+// limit: those events, and the thread's events after them, wait for the next drain.
+TEST_F(HostRecorderTest, ADrainTakesNothingStampedAfterItsLimitAndTheNextDrainTakesTheRest) {
+  MemoryBudget budget(64 << 20);
+  const uint64_t generation = recorder.startRecording(budget);
+  instant("before"_kt);
+  const int64_t limit = clock.nowNs();
+  while (clock.nowNs() <= limit) {
+  }
+  instant("after"_kt);
+  Collected first;
+  recorder.drain(generation, first, clock, limit);
+  recorder.stopRecording();
+  Collected rest;
+  recorder.drain(generation, rest, clock);
+  recorder.trimPool();
+  ASSERT_EQ(first.count('I'), 1u);
+  EXPECT_EQ(first.events[0].name, "before");
+  ASSERT_EQ(rest.count('I'), 1u);
+  EXPECT_EQ(rest.events[0].name, "after");
+  EXPECT_GT(rest.events[0].timeNs, limit);
 }
 
 // fork() while threads record: the child inherited the recorder's lock held by a thread that

@@ -244,15 +244,29 @@ TEST(HostRecordingTest, ShortLivedThreadsReuseBuffersInsteadOfGrowingForever) {
   EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
 }
 
-TEST(HostRecordingTest, LongCopiedNamesAreTruncatedNotLost) {
+// Names longer than the limit are cut before the character that crosses it, so what is kept
+// is valid UTF-8, and the trace counts them (TraceStats::namesCut, kinetrace_names_cut).
+TEST(HostRecordingTest, LongNamesAreCutAtACharacterBoundaryAndCounted) {
+  constexpr std::size_t kLimit = detail::kMaxNameBytes;
+  // "é" (two bytes) across the limit, in a copied range name.
+  const std::string crossing = std::string(kLimit - 1, 'x') + "\xc3\xa9" + std::string(100, 'y');
+  // A four-byte character across it, in an instant.
+  const std::string emoji = std::string(kLimit - 2, 'z') + "\xf0\x9f\x98\x80" + "tail";
+  const std::string exact(kLimit, 'w');  // at the limit: whole, not counted
   Profiler profiler(hostOnly());
   profiler.start();
-  const std::string longName(10000, 'x');
-  { Range range(longName); }
+  { Range range(crossing); }
+  instant(emoji);
+  { Range range(exact); }
   Trace trace = profiler.stop();
-  ASSERT_EQ(dataOf(trace).records.ranges.size(), 1u);
-  EXPECT_EQ(nameOf(dataOf(trace), dataOf(trace).records.ranges[0].name),
-            std::string(detail::kMaxCopiedNameBytes, 'x'));
+  const auto& data = dataOf(trace);
+  EXPECT_NE(findRange(data, std::string(kLimit - 1, 'x')), nullptr);
+  EXPECT_NE(findRange(data, exact), nullptr);
+  ASSERT_EQ(data.records.instants.size(), 1u);
+  EXPECT_EQ(nameOf(data, data.records.instants[0].name), std::string(kLimit - 2, 'z'));
+  EXPECT_EQ(trace.stats().namesCut, 2u);
+  EXPECT_EQ(testing::unsignedOf(testing::metadataValue(trace.metadata(), "kinetrace_names_cut")),
+            2u);
 }
 
 }  // namespace

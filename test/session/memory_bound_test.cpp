@@ -216,6 +216,71 @@ TEST(MemoryBoundTest, DropsOfThreadsThatExitedAreStillCounted) {
             kThreads * kEventsPerThread);
 }
 
+// Threads of an earlier recording that exited after its stop left their last chunks in
+// their buffers: a recording under a 1 MiB cap takes those back into the pool and counts
+// no more of them than the cap holds, so its peak stays within the cap.
+TEST(MemoryBoundTest, UnderAOneMegabyteCapThePeakStaysWithinItAndDropsAreCounted) {
+  using namespace kinetrace::literals;
+  constexpr int kEarlierThreads = 12;  // a chunk each: 1.5 MiB
+  {
+    Config roomy = hostOnly();
+    roomy.memoryMb = 64;
+    Profiler profiler(roomy);
+    profiler.start();
+    std::atomic<int> recorded{0};
+    std::atomic<bool> exit{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kEarlierThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 1000; ++i) instant("earlier"_kt);
+        ++recorded;
+        while (!exit.load()) std::this_thread::yield();  // alive through the stop
+      });
+    }
+    while (recorded.load() < kEarlierThreads) std::this_thread::yield();
+    profiler.stop();
+    exit = true;
+    for (auto& thread : threads) thread.join();
+  }
+  Config config = hostOnly();
+  config.memoryMb = 1;
+  Profiler profiler(config);
+  profiler.start();
+  Recorders recorders(/*perThread=*/100000);  // 12 MiB of host records
+  const uint64_t made = recorders.join();
+  Trace trace = profiler.stop();
+  const TraceStats stats = trace.stats();
+  EXPECT_EQ(stats.memoryCapBytes, std::size_t{1} << 20);
+  EXPECT_LE(stats.peakMemoryBytes, stats.memoryCapBytes) << "the tracer held more than its cap";
+  EXPECT_GT(stats.droppedHostEvents, 0u);
+  EXPECT_EQ(stats.hostInstants + stats.counterSamples + stats.droppedHostEvents +
+                stats.droppedAssembledRecords,
+            made)
+      << "every event kept or counted";
+}
+
+// Writing a trace holds the sink's buffer within the cap; a cap smaller than that buffer
+// would be exceeded from the start, so such a start is refused and nothing is written.
+TEST(MemoryBoundTest, ACapTooSmallForTheOutputsWriteBufferIsRefusedAtStart) {
+  TempDir dir;
+  const std::string path = (dir / "trace.json").string();
+  Config config = hostOnly();
+  config.memoryMb = 1;
+  Profiler profiler(config);
+  const std::string error = testing::errorOf([&] { profiler.start(path); });
+  EXPECT_EQ(error.rfind("cannot record to \"" + path + "\" with memory_mb=1: ", 0), 0u) << error;
+  EXPECT_NE(error.find("set memory_mb to 2 or more, or record in memory"), std::string::npos)
+      << error;
+  EXPECT_FALSE(profiler.recording());
+  EXPECT_TRUE(dir.entries().empty()) << "no file, no temporary";
+  config.memoryMb = 2;
+  Profiler larger(config);
+  larger.start(path);
+  Trace trace = larger.stop();
+  EXPECT_EQ(trace.saveError(), "");
+  EXPECT_LE(trace.stats().peakMemoryBytes, trace.stats().memoryCapBytes);
+}
+
 // A name per event (a step number, a request id in the name) would grow the string table
 // with the window: past a quarter of the cap new names become one placeholder, counted.
 TEST(MemoryBoundTest, NamesPastTheirShareOfTheCapAreReplacedAndCounted) {

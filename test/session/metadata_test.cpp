@@ -143,5 +143,42 @@ TEST(MetadataTest, TheClockOffsetBoundIsGivenPerDeviceToo) {
   EXPECT_EQ(two.find("low"), nullptr) << "no synchronisation bounded device 1 from below";
 }
 
+// User metadata counts against the memory cap: past its share (an eighth of the cap) an
+// entry is refused, counted in the trace and warned about once; the next trace counts anew.
+TEST(MetadataTest, UserMetadataPastItsShareOfTheCapIsRefusedCountedAndWarnedOnce) {
+  Config config = hostOnly();
+  config.memoryMb = 1;  // a 128 KiB share
+  Profiler profiler(config);
+  const std::string big(64 << 10, 'm');
+  testing::StderrCapture err;
+  for (int i = 0; i < 100; ++i) profiler.addMetadata("key" + std::to_string(i), big);  // 6.4 MB
+  profiler.start();
+  profiler.addMetadata("while recording", big);
+  Trace trace = profiler.stop();
+  const std::string said = err.text();
+
+  const Metadata metadata = trace.metadata();
+  uint64_t kept = 0;
+  for (int i = 0; i < 100; ++i)
+    kept += metadataValue(metadata, "key" + std::to_string(i)).isNull() ? 0 : 1;
+  EXPECT_GE(kept, 1u) << "what fits is kept";
+  EXPECT_LE(kept * big.size(), (std::size_t{1} << 20) / 8);
+  EXPECT_TRUE(metadataValue(metadata, "while recording").isNull());
+  EXPECT_EQ(trace.stats().droppedMetadata, 101 - kept);
+  EXPECT_EQ(testing::unsignedOf(metadataValue(metadata, "kinetrace_dropped_metadata")), 101 - kept);
+  EXPECT_LE(trace.stats().peakMemoryBytes, trace.stats().memoryCapBytes);
+  EXPECT_EQ(said.find("addMetadata(\"key"), said.rfind("addMetadata(\"key")) << said;
+  EXPECT_NE(said.find("refused, user metadata would pass its share of the memory cap (128 KiB of "
+                      "memory_mb=1)"),
+            std::string::npos)
+      << said;
+
+  profiler.addMetadata("key0", "small");  // replacing a kept entry frees its room
+  profiler.start();
+  Trace next = profiler.stop();
+  EXPECT_EQ(next.stats().droppedMetadata, 0u);
+  EXPECT_EQ(metadataValue(next.metadata(), "key0").asString(), "small");
+}
+
 }  // namespace
 }  // namespace kinetrace
