@@ -14,7 +14,7 @@
 
 // What `kinetrace analyze` keeps of a trace while reading it: compact records of the events
 // its analyses use, taken from any Chrome trace's events (kinetrace's, torch.profiler's) by
-// their categories and arguments, as libkineto lays traces out (shared/TRACE_FORMAT.md):
+// their categories and arguments, as libkineto lays traces out (the names: output/trace_vocabulary.h):
 //
 //   GPU operations   "X" of category kernel, gpu_memcpy, gpu_memset, cuda_graph (a whole
 //                    graph's run, traced at graph level: compute); device from the

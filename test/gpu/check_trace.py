@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks a kinetrace trace against shared/TRACE_FORMAT.md and, optionally, a manifest.
+"""Checks a kinetrace trace against the layout kinetrace writes (src/output/trace_events.cpp,
+src/output/trace_vocabulary.h, src/session/metadata.cpp) and, optionally, a manifest.
 
     check_trace.py TRACE.json[.gz]                       format checks only
     check_trace.py TRACE.json[.gz] MANIFEST.json         format + what launch_census launched

@@ -2,8 +2,8 @@
 """Self-test of check_trace.py without a GPU.
 
 Builds, from a census manifest, the trace kinetrace is expected to write for it (the layout
-of shared/TRACE_FORMAT.md as src/output/trace_events.cpp and src/session/metadata.cpp write
-it: header metadata before traceEvents and footer metadata after it, the memory cap in
+src/output/trace_events.cpp and src/session/metadata.cpp write: header metadata before
+traceEvents and footer metadata after it, the memory cap in
 both; GPU operations, syncs and GPU spans on their stream's tracks and lanes; async-range
 and CUPTI-overhead lanes; one arrow start per launch call), checks that check_trace.py
 passes it, then breaks it one way at a time and checks that the matching check, and only

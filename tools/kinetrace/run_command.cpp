@@ -284,8 +284,8 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   }
 
   if (!options.torch && !inject::createManifest(outputDir, runId)) {
-    warn("cannot create " + inject::manifestPath(outputDir, runId) + ": " + std::strerror(errno) +
-         "; the report will list the traces, not what went wrong");
+    warn(err, "cannot create " + inject::manifestPath(outputDir, runId) + ": " +
+                  std::strerror(errno) + "; the report will list the traces, not what went wrong");
   }
   int status = runProgram(program, options.program);
   int exitCode = 0;
