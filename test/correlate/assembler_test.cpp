@@ -471,8 +471,12 @@ TEST_F(AssemblerTest, SheddingGivesUpOnTheOldestCallsFirstAndLateRecordsAreCount
   assemble(kStart + 10 * kSecond);
   ASSERT_EQ(out.kernels.size(), 2u);
   for (const KernelRecord& k : out.kernels) {
-    if (k.at.correlationId == 1) EXPECT_FALSE(k.at.hasLaunchCall) << "the oldest call was given up";
-    if (k.at.correlationId == 1000) EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
+    if (k.at.correlationId == 1) {
+      EXPECT_FALSE(k.at.hasLaunchCall) << "the oldest call was given up";
+    }
+    if (k.at.correlationId == 1000) {
+      EXPECT_TRUE(k.at.hasLaunchCall) << "the newest is still waited for";
+    }
   }
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
 }

@@ -42,7 +42,7 @@ class Collected : public HostEventVisitor {
                       std::string(name.args)});
   }
   void onRangeEnd(uint32_t instance, int64_t t, uint64_t id) override {
-    events.push_back({'E', instance, t, id, "", false});
+    events.push_back({'E', instance, t, id, "", false, ""});
   }
   void onInstant(uint32_t instance, int64_t t, HostName name) override {
     events.push_back({'I', instance, t, 0, std::string(name.text), name.literal != nullptr,
@@ -50,16 +50,16 @@ class Collected : public HostEventVisitor {
   }
   void onCounter(uint32_t instance, int64_t t, HostName name, double value) override {
     events.push_back(
-        {'C', instance, t, static_cast<uint64_t>(value), std::string(name.text), false});
+        {'C', instance, t, static_cast<uint64_t>(value), std::string(name.text), false, ""});
   }
   void onApiCall(const ApiCallRecord& call) override {
-    events.push_back({'a', call.thread, call.startNs, call.correlationId, "", false});
+    events.push_back({'a', call.thread, call.startNs, call.correlationId, "", false, ""});
   }
   void onAsyncBegin(uint32_t instance, int64_t t, uint64_t id, HostName name) override {
     events.push_back({'S', instance, t, id, std::string(name.text), false, std::string(name.args)});
   }
   void onAsyncEnd(uint32_t instance, int64_t t, uint64_t id) override {
-    events.push_back({'F', instance, t, id, "", false});
+    events.push_back({'F', instance, t, id, "", false, ""});
   }
   std::size_t count(char kind) const {
     return std::count_if(events.begin(), events.end(),
@@ -221,9 +221,9 @@ TEST_F(HostRecorderTest, AFullChunkRefusedASuccessorIsRecycledAndRecordingResume
     recorder.drain(generation, got, clock);
   }
   recorder.stopRecording();
-  const uint64_t dropped = recorder.drain(generation, got, clock);
+  const uint64_t droppedAtStop = recorder.drain(generation, got, clock);
   recorder.trimPool();
-  EXPECT_GE(got.count('I'), 3 * kChunkSlots) << dropped << " dropped";
+  EXPECT_GE(got.count('I'), 3 * kChunkSlots) << droppedAtStop << " dropped";
   EXPECT_EQ(got.count('I') + dropped, kRounds * (kChunkSlots + 600));
 }
 

@@ -106,7 +106,7 @@ TEST(ForkTest, AChildForkedWhileRecordingHasNoSessionAndRecordsOnlyItsOwnEvents)
       own.start();
       {
         Range range("child range");
-        std::thread([] { Range range("child thread range"); }).join();
+        std::thread([] { Range inThread("child thread range"); }).join();
       }
       Trace trace = own.stop();
       const std::string path = (dir / (name + ".json")).string();

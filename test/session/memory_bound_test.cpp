@@ -200,9 +200,9 @@ TEST(MemoryBoundTest, DropsOfThreadsThatExitedAreStillCounted) {
   config.memoryMb = 1;  // seven chunks: the first threads take them, later ones drop
   Profiler profiler(config);
   profiler.start();
-  constexpr uint64_t kThreads = 200;
+  constexpr uint64_t kManyThreads = 200;
   constexpr uint64_t kEventsPerThread = 100;
-  for (uint64_t t = 0; t < kThreads; ++t) {
+  for (uint64_t t = 0; t < kManyThreads; ++t) {
     std::thread([] {
       for (uint64_t i = 0; i < kEventsPerThread; ++i) instant("short-lived"_kt);
     }).join();
@@ -213,7 +213,7 @@ TEST(MemoryBoundTest, DropsOfThreadsThatExitedAreStillCounted) {
   // The trace is kept in memory under the same cap: what was drained may still be dropped
   // there, and is counted too.
   EXPECT_EQ(stats.hostInstants + stats.droppedHostEvents + stats.droppedAssembledRecords,
-            kThreads * kEventsPerThread);
+            kManyThreads * kEventsPerThread);
 }
 
 // Threads of an earlier recording that exited after its stop left their last chunks in

@@ -229,7 +229,7 @@ TEST_F(ConvertCommandTest, APipeConvertsAsAFileDoes) {
   options.quiet = true;
   int status = -1;
   try {
-    status = convertCommand(options, stderr);
+    status = convertCommand(options, stdout, stderr);
   } catch (const Error& error) {
     ADD_FAILURE() << error.what();
   }

@@ -75,7 +75,7 @@ TEST_P(InterruptedOutputTest, RemovesItsTemporaryFileAndEndsBySignal) {
         ConvertOptions options;
         options.input = fifo;
         options.output = output;
-        convertCommand(options, quiet);
+        convertCommand(options, quiet, quiet);
       } else {
         MergeOptions options;
         options.paths = {fifo};
@@ -135,7 +135,7 @@ TEST(SalvageTest, ConvertingATemporaryFileLeftByAKilledSaveKeepsIt) {
   options.input = leftover;
   options.output = (dir / "trace.json").string();
   options.quiet = true;
-  EXPECT_EQ(convertCommand(options, stderr), 0);
+  EXPECT_EQ(convertCommand(options, stdout, stderr), 0);
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"trace.json", name}));
   EXPECT_EQ(testing::fileContents(leftover), kTrace);
   EXPECT_NE(testing::fileContents(dir / "trace.json").find(R"("name":"a")"), std::string::npos);
@@ -146,7 +146,7 @@ int convertQuietly(const std::string& input, const std::string& output) {
   options.input = input;
   options.output = output;
   options.quiet = true;
-  return convertCommand(options, stderr);
+  return convertCommand(options, stdout, stderr);
 }
 
 void writeText(const std::string& path, const std::string& text) {

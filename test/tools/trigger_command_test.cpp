@@ -58,7 +58,7 @@ TEST(TriggerCommandTest, ARelativeOutputIsTheCallersDirectoryNotTheTargets) {
   options.output = "relative dir/";
   std::FILE* out = std::tmpfile();
   int status = -1;
-  std::thread command([&] { status = triggerCommand(options, out); });
+  std::thread command([&] { status = triggerCommand(options, out, stderr); });
 
   // Serve the one request the command sends, as a traced process would.
   inject::RequestReader reader(listenFd);
