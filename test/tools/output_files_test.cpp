@@ -114,10 +114,33 @@ std::string caseName(const ::testing::TestParamInfo<std::tuple<Which, int>>& par
   return std::string(command) + how;
 }
 
-INSTANTIATE_TEST_SUITE_P(ConvertAndMerge, InterruptedOutputTest,
-                         ::testing::Combine(::testing::Values(Which::Convert, Which::Merge),
+// Convert only: merge reads each input twice, so it refuses a FIFO before opening its output
+// (tested below), and no input can hold it up midway. Both commands install the same cleanup
+// (removeTemporaryFilesOnSignals), tested alone in atomic_file_test.cpp.
+INSTANTIATE_TEST_SUITE_P(Convert, InterruptedOutputTest,
+                         ::testing::Combine(::testing::Values(Which::Convert),
                                             ::testing::Values(SIGINT, SIGTERM, SIGHUP)),
                          caseName);
+
+TEST(MergeInputTest, AFifoIsRefusedNamingItAndNoOutputIsLeft) {
+  testing::TempDir dir("kinetrace_merge_fifo");
+  const std::string fifo = dir.path() + "/input.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  MergeOptions options;
+  options.paths = {fifo};
+  options.output = dir.path() + "/merged.json";
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  try {
+    mergeCommand(options, quiet, quiet);
+    ADD_FAILURE() << "a FIFO was merged";
+  } catch (const std::exception& error) {
+    EXPECT_NE(std::string(error.what()).find(fifo), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos)
+        << error.what();
+  }
+  std::fclose(quiet);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"input.json"});
+}
 
 // `kinetrace convert X.json.tmp.<pid>.<hex> X.json` used to remove its input before reading
 // it: the cleanup of stale temporary files for X.json took it for one.
