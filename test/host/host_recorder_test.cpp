@@ -224,7 +224,7 @@ TEST_F(HostRecorderTest, AFullChunkRefusedASuccessorIsRecycledAndRecordingResume
   const uint64_t droppedAtStop = recorder.drain(generation, got, clock);
   recorder.trimPool();
   EXPECT_GE(got.count('I'), 3 * kChunkSlots) << droppedAtStop << " dropped";
-  EXPECT_EQ(got.count('I') + dropped, kRounds * (kChunkSlots + 600));
+  EXPECT_EQ(got.count('I') + droppedAtStop, kRounds * (kChunkSlots + 600));
 }
 
 TEST_F(HostRecorderTest, EventsAfterStopAreNeitherRecordedNorCountedAsDrops) {
