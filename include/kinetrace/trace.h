@@ -55,9 +55,11 @@ class KINETRACE_API Trace {
 
   // Writes the trace to a path or URL: "trace.json", "trace.json.gz",
   // "file:///abs/trace.json", or a scheme registered with registerSink(). The file appears
-  // whole or not at all; a symbolic link is followed and its target replaced. Errors (an
-  // unwritable path, a path that is not a regular file, an unknown scheme) throw
-  // kinetrace::Error naming the path or scheme.
+  // whole or not at all; a symbolic link is followed and its target replaced, keeping its
+  // mode (and owner where allowed), except another user's link in a sticky, world-writable
+  // directory such as /tmp, which is refused as the kernel's protected_symlinks would. Errors
+  // (an unwritable path, a path that is not a regular file, a refused link, an unknown scheme)
+  // throw kinetrace::Error naming the path or scheme.
   void save(const std::string& url) const;
 
   // Streams the trace into any sink.
