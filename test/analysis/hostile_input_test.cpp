@@ -34,6 +34,7 @@
 #include "output/protobuf.h"
 #include "output/trace_events.h"
 #include "support/temp_dir.h"
+#include "pftrace_surgery.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -142,38 +143,10 @@ class HostileInputTest : public ::testing::Test {
       sink->end({});
     }
     const std::string original = readFile(file);
-    std::vector<std::string_view> packets;
-    proto::ProtoReader trace(original);
-    proto::ProtoField field;
-    while (trace.next(field)) packets.push_back(field.bytes);
-    uint64_t sequence = 0;
-    uint64_t track = 0;
-    for (std::string_view packet : packets) {
-      proto::ProtoReader reader(packet);
-      uint64_t id = 0;
-      std::string_view defaults;
-      while (reader.next(field)) {
-        if (field.number == kPacketSequenceId) id = field.value;
-        if (field.number == kPacketTracePacketDefaults) defaults = field.bytes;
-      }
-      if (id == kMetadataSequenceId || defaults.empty()) continue;
-      sequence = id;
-      proto::ProtoReader fields(defaults);
-      while (fields.next(field)) {
-        if (field.number != kDefaultsTrackEvent) continue;
-        proto::ProtoReader eventDefaults(field.bytes);
-        while (eventDefaults.next(field)) track = field.value;
-      }
-    }
-    EXPECT_NE(track, 0u);
-    const std::string added = make(sequence, track);
-    // The footer is the last packet: the added ones go before it.
-    const std::size_t footerAt = static_cast<std::size_t>(packets.back().data() - original.data());
-    std::size_t frameAt = footerAt - 1;
-    while (frameAt > 0 && (static_cast<unsigned char>(original[frameAt - 1]) & 0x80) != 0)
-      --frameAt;
-    --frameAt;  // the field's tag
-    writeFile(file, original.substr(0, frameAt) + added + original.substr(frameAt));
+    const testing::EventSequence events = testing::eventSequenceOf(original);
+    EXPECT_NE(events.track, 0u);
+    writeFile(file, testing::withPacketsBeforeTheFooter(original,
+                                                        make(events.sequence, events.track)));
     return file;
   }
 

@@ -26,6 +26,7 @@
 #include "output/trace_events.h"
 #include "support/sample_trace.h"
 #include "support/temp_dir.h"
+#include "pftrace_surgery.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -428,31 +429,9 @@ TEST_F(TraceReaderTest, APftraceSequenceThatClearsItsStateAgainReadsWithItsNewSt
     sink->write(slice);
     sink->end({});
   }
-  // The packets, and the slice's sequence and track (its sequence's default track).
+  // The slice's sequence and track (its sequence's default track).
   const std::string original = readFile(file);
-  std::vector<std::string_view> packets;
-  proto::ProtoReader trace(original);
-  proto::ProtoField field;
-  while (trace.next(field)) packets.push_back(field.bytes);
-  uint64_t sequence = 0;
-  uint64_t track = 0;
-  for (std::string_view packet : packets) {
-    proto::ProtoReader reader(packet);
-    uint64_t id = 0;
-    std::string_view defaults;
-    while (reader.next(field)) {
-      if (field.number == kPacketSequenceId) id = field.value;
-      if (field.number == kPacketTracePacketDefaults) defaults = field.bytes;
-    }
-    if (id == kMetadataSequenceId || defaults.empty()) continue;
-    sequence = id;
-    proto::ProtoReader fields(defaults);
-    while (fields.next(field)) {
-      if (field.number != kDefaultsTrackEvent) continue;
-      proto::ProtoReader eventDefaults(field.bytes);
-      while (eventDefaults.next(field)) track = field.value;
-    }
-  }
+  const auto [sequence, track] = testing::eventSequenceOf(original);
   ASSERT_NE(sequence, 0u);
   ASSERT_NE(track, 0u);
 
@@ -502,10 +481,7 @@ TEST_F(TraceReaderTest, APftraceSequenceThatClearsItsStateAgainReadsWithItsNewSt
     w.endMessage(event);
     w.endMessage(packet);
   }
-  const std::size_t footerAt = static_cast<std::size_t>(packets.back().data() - original.data()) -
-                               1 - proto::varintSize(packets.back().size());
-  writeFile(file,
-            original.substr(0, footerAt) + std::string(added.view()) + original.substr(footerAt));
+  writeFile(file, testing::withPacketsBeforeTheFooter(original, added.view()));
 
   MemorySink read;
   readTraceFile(file, read, "reset");

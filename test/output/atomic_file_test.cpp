@@ -30,6 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using kinetrace::testing::fileContents;
 using kinetrace::testing::writeFile;
+using kinetrace::testing::deadPid;
 
 // Writes "x" to the path and commits; the error message, or "no error".
 std::string errorOf(const std::string& path) {
@@ -55,14 +56,6 @@ void save(const fs::path& path, const std::string& text) {
   file.commit();
 }
 
-// The pid of a process that has exited and been reaped: kill(pid, 0) fails with ESRCH.
-pid_t deadPid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return child;
-}
 
 struct FileIdentity {
   dev_t device = 0;

@@ -3,6 +3,9 @@
 // Small helpers shared by the test suites.
 
 #include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <functional>
@@ -53,5 +56,15 @@ class ScopedEnv {
   std::string old_;
   bool hadOld_ = false;
 };
+
+// The pid of a process that has exited and been reaped: one no process has now (kill(pid, 0)
+// fails with ESRCH), as long as the system has not reused it meanwhile.
+inline pid_t deadPid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
 
 }  // namespace kinetrace::testing

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/trace_reader.h"
@@ -53,12 +54,18 @@ std::string rankTrace(int rank, int64_t clockUs) {
          R"(, "dur": 40, "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}]})";
 }
 
-TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
-  testing::TempDir dir;
+// rank0.json and rank1.json in `dir`, rank 1's clock 1.5 ms late; their paths.
+std::pair<std::string, std::string> writeTwoRanks(const testing::TempDir& dir) {
   const std::string a = (dir / "rank0.json").string();
   const std::string b = (dir / "rank1.json").string();
   std::ofstream(a) << rankTrace(0, 0);
   std::ofstream(b) << rankTrace(1, 1'500);
+  return {a, b};
+}
+
+TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
+  testing::TempDir dir;
+  const auto [a, b] = writeTwoRanks(dir);
   MergeOptions options;
   options.paths = {b, a};
   options.output = (dir / "job.pftrace").string();
@@ -93,18 +100,9 @@ TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
   EXPECT_THROW(mergeCommand(options, stdout, stderr), Error);
 }
 
-}  // namespace
-}  // namespace kinetrace::cli
-
-namespace kinetrace::cli {
-namespace {
-
 TEST(MergeCommandTest, AnOutputThatIsOneOfTheInputsIsRefused) {
   testing::TempDir dir;
-  const std::string a = (dir / "rank0.json").string();
-  const std::string b = (dir / "rank1.json").string();
-  std::ofstream(a) << rankTrace(0, 0);
-  std::ofstream(b) << rankTrace(1, 1'500);
+  const auto [a, b] = writeTwoRanks(dir);
   MergeOptions options;
   options.paths = {a, b};
   options.output = b;

@@ -21,25 +21,19 @@
 #include "convert_command.h"
 #include "merge_command.h"
 #include "support/temp_dir.h"
+#include "support/test_support.h"
 
 namespace kinetrace::cli {
 namespace {
+using kinetrace::testing::deadPid;
 
 constexpr char kTrace[] =
     R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})";
 
-enum class Which { Convert, Merge };
-
-// The pid of a process that has exited and been reaped: one that no process has now.
-pid_t deadPid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return child;
-}
-
-class InterruptedOutputTest : public ::testing::TestWithParam<std::tuple<Which, int>> {
+// Convert only: merge reads each input twice, so it refuses a FIFO before opening its output
+// (MergeInputTest below), and no input can hold it up midway. Both commands install the same
+// cleanup (removeTemporaryFilesOnSignals), tested alone in atomic_file_test.cpp.
+class InterruptedOutputTest : public ::testing::TestWithParam<int> {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
@@ -58,30 +52,23 @@ class InterruptedOutputTest : public ::testing::TestWithParam<std::tuple<Which, 
 // The command reads a FIFO that no byte ever reaches: it has opened its output (before
 // reading, to name an unwritable one at once) and waits on its input when the signal comes.
 TEST_P(InterruptedOutputTest, RemovesItsTemporaryFileAndEndsBySignal) {
-  const auto [which, signal] = GetParam();
+  const int signal = GetParam();
   const std::string fifo = path("input.json");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // Read and write: opening never blocks, and the FIFO never reaches its end.
   const int feed = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(feed, 0);
-  const std::string output = path(which == Which::Convert ? "out.pftrace" : "merged.json");
+  const std::string output = path("out.pftrace");
 
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     std::FILE* quiet = std::fopen("/dev/null", "w");
     try {
-      if (which == Which::Convert) {
-        ConvertOptions options;
-        options.input = fifo;
-        options.output = output;
-        convertCommand(options, quiet, quiet);
-      } else {
-        MergeOptions options;
-        options.paths = {fifo};
-        options.output = output;
-        mergeCommand(options, quiet, quiet);
-      }
+      ConvertOptions options;
+      options.input = fifo;
+      options.output = output;
+      convertCommand(options, quiet, quiet);
     } catch (const std::exception& error) {
       std::fprintf(stderr, "%s\n", error.what());
       ::_exit(2);
@@ -106,20 +93,12 @@ TEST_P(InterruptedOutputTest, RemovesItsTemporaryFileAndEndsBySignal) {
   EXPECT_EQ(dir_.entries(), std::vector<std::string>{"input.json"});
 }
 
-// "ConvertInterrupted", "MergeHungUp", ...
-std::string caseName(const ::testing::TestParamInfo<std::tuple<Which, int>>& param) {
-  const auto [which, signal] = param.param;
-  const char* command = which == Which::Convert ? "Convert" : "Merge";
-  const char* how = signal == SIGINT ? "Interrupted" : signal == SIGTERM ? "Terminated" : "HungUp";
-  return std::string(command) + how;
+// "Interrupted", "Terminated", "HungUp".
+std::string caseName(const ::testing::TestParamInfo<int>& param) {
+  return param.param == SIGINT ? "Interrupted" : param.param == SIGTERM ? "Terminated" : "HungUp";
 }
 
-// Convert only: merge reads each input twice, so it refuses a FIFO before opening its output
-// (tested below), and no input can hold it up midway. Both commands install the same cleanup
-// (removeTemporaryFilesOnSignals), tested alone in atomic_file_test.cpp.
-INSTANTIATE_TEST_SUITE_P(Convert, InterruptedOutputTest,
-                         ::testing::Combine(::testing::Values(Which::Convert),
-                                            ::testing::Values(SIGINT, SIGTERM, SIGHUP)),
+INSTANTIATE_TEST_SUITE_P(Convert, InterruptedOutputTest, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
                          caseName);
 
 TEST(MergeInputTest, AFifoIsRefusedNamingItAndNoOutputIsLeft) {

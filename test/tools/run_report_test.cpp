@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "support/temp_dir.h"
+#include "support/test_support.h"
 
 namespace kinetrace::cli {
 namespace {
 
 using inject::ManifestEntry;
 using inject::ManifestEvent;
+using kinetrace::testing::deadPid;
 
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
@@ -104,14 +106,6 @@ void touch(const std::string& path) {
   std::ofstream(path) << "{}";
 }
 
-// A pid that names no process: a child that has exited and been reaped.
-pid_t deadPid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return child;
-}
 
 TEST(RunReportTest, ATriggeredTraceWrittenOutsideTheDirectoryIsListedWithItsPath) {
   kinetrace::testing::TempDir dir;
