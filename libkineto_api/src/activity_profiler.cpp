@@ -148,11 +148,20 @@ void ActivityProfiler::toggleCollectionDynamic(bool enable) {
 
 void ActivityProfiler::startTrace() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (onDemandRecords_) {
+    say("startTrace() while an on-demand trace (dynolog) records: ignored; the program's "
+        "profile holds nothing");
+    return;
+  }
   if (active_.load(std::memory_order_relaxed)) {
     say("startTrace() while a trace is recording: ignored");
     return;
   }
   if (profiler_ == nullptr) prepareLocked({ActivityType::CPU_OP, ActivityType::CONCURRENT_KERNEL});
+  startLocked();
+}
+
+bool ActivityProfiler::startLocked() {
   if (metadataBelongsToStoppedTrace_) {
     metadata_ = std::make_shared<SharedMetadata>();
     metadataBelongsToStoppedTrace_ = false;
@@ -164,7 +173,7 @@ void ActivityProfiler::startTrace() {
   } catch (const std::exception& e) {
     say(std::string("could not start recording: ") + e.what() +
         "; this trace holds the framework's CPU activity only");
-    return;
+    return false;
   }
   active_.store(true, std::memory_order_release);
   if (prepared_.activities.anyGpu()) {
@@ -178,14 +187,28 @@ void ActivityProfiler::startTrace() {
           "a second profiler) is the usual cause.");
     }
   }
+  return true;
 }
 
 std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopTrace() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (onDemandRecords_) {
+    say("stopTrace() while an on-demand trace (dynolog) records: the program's profile is "
+        "empty; the on-demand trace goes on");
+    StoppedRecording empty;
+    empty.metadata = std::make_shared<SharedMetadata>();
+    return std::make_unique<ActivityTrace>(std::move(empty));
+  }
+  return stopLocked({});
+}
+
+std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopLocked(
+    std::vector<std::pair<std::string, Value>> metadata) {
   StoppedRecording stopped;
   if (active_.load(std::memory_order_relaxed)) {
     try {
       stopped.trace = profiler_->stop();
+      for (auto& [key, value] : metadata) stopped.trace.addMetadata(key, std::move(value));
       stopped.recorded = true;
     } catch (const std::exception& e) {
       say(std::string("stopping the recording failed: ") + e.what());
@@ -209,9 +232,44 @@ std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopTrace()
   }
 }
 
-// libkineto counts steps for its on-demand iteration configs, which this backend does not
-// run; PyTorch calls it every step, traced or not, so it must cost nothing.
-void ActivityProfiler::step() {}
+void ActivityProfiler::enableOnDemand(std::optional<ondemand::DynologClientOptions> dynolog,
+                                      std::string onDemandDir) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (onDemandOwner_ != nullptr) return;
+  onDemandOwner_ = std::make_unique<OnDemand>(
+      *this, [] { return libkineto::api().client(); }, std::move(dynolog),
+      std::move(onDemandDir), libkineto::processId());
+  onDemand_.store(onDemandOwner_.get(), std::memory_order_release);
+}
+
+std::optional<std::string> ActivityProfiler::startOnDemand(
+    const ondemand::TriggerWindow& /*window*/) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (active_.load(std::memory_order_relaxed)) {
+    return std::string("the program's own torch.profiler is recording");
+  }
+  // What libkineto records on demand: every kind PyTorch's CUDA profiling asks for.
+  prepareLocked({ActivityType::CPU_OP, ActivityType::USER_ANNOTATION,
+                 ActivityType::EXTERNAL_CORRELATION, ActivityType::GPU_MEMCPY,
+                 ActivityType::GPU_MEMSET, ActivityType::CONCURRENT_KERNEL,
+                 ActivityType::CUDA_RUNTIME, ActivityType::CUDA_DRIVER});
+  if (!startLocked()) return std::string("recording could not start (said above)");
+  onDemandRecords_ = true;
+  return std::nullopt;
+}
+
+std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopOnDemand(
+    std::vector<std::pair<std::string, Value>> metadata) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  onDemandRecords_ = false;
+  return stopLocked(std::move(metadata));
+}
+
+// PyTorch calls it every step (with KINETO_USE_DAEMON set), traced or not: without on-demand
+// tracing it costs a load; with it, a relaxed add (on_demand.h).
+void ActivityProfiler::step() {
+  if (OnDemand* onDemand = onDemand_.load(std::memory_order_acquire)) onDemand->onStep();
+}
 
 void ActivityProfiler::pushCorrelationId(uint64_t id) {
   internal::pushCorrelationId(id);
@@ -270,6 +328,8 @@ void ActivityProfiler::logInvariantViolation(const std::string& profileId,
 }
 
 void ActivityProfiler::stopAtExit() noexcept {
+  // The on-demand driver first: it may be ending a window, which takes the lock below.
+  if (OnDemand* onDemand = onDemand_.load(std::memory_order_acquire)) onDemand->shutDown();
   // exit() may come from a thread while another is inside stopTrace(): that one ends the
   // recording; waiting for it here could wait forever.
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);

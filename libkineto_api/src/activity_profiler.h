@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,6 +16,9 @@
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
 #include "libkineto.h"
+#include "on_demand.h"
+#include "ondemand/dynolog_client.h"
+#include "ondemand/trigger_window.h"
 
 namespace kinetrace::kineto {
 
@@ -61,8 +65,26 @@ class ActivityProfiler final : public libkineto::ActivityProfilerInterface {
   // process tears down (libkineto crashes there). The trace is discarded.
   void stopAtExit() noexcept;
 
+  // On-demand traces through the dynolog daemon (on_demand.h): from now on the process polls
+  // the daemon (`dynolog`; nothing: configs are offered by hand, in tests) and counts the
+  // framework's steps. `onDemandDir`: $KINETO_ONDEMAND_TRACE_DIR.
+  void enableOnDemand(std::optional<ondemand::DynologClientOptions> dynolog,
+                      std::string onDemandDir);
+  OnDemand* onDemand() { return onDemand_.load(std::memory_order_acquire); }
+  // Records a window the framework did not ask for; the reason when it cannot (the
+  // framework's own trace records). While it records, the framework's start and stop calls
+  // are refused with a message.
+  std::optional<std::string> startOnDemand(const ondemand::TriggerWindow& window);
+  // Ends it; `metadata` is added to the trace.
+  std::unique_ptr<libkineto::ActivityTraceInterface> stopOnDemand(
+      std::vector<std::pair<std::string, Value>> metadata);
+
  private:
   void prepareLocked(const std::set<libkineto::ActivityType>& activityTypes);
+  // Whether it started (else said why).
+  bool startLocked();
+  std::unique_ptr<libkineto::ActivityTraceInterface> stopLocked(
+      std::vector<std::pair<std::string, Value>> metadata);
   void say(const std::string& message);
 
   const bool cpuOnly_;
@@ -83,6 +105,9 @@ class ActivityProfiler final : public libkineto::ActivityProfilerInterface {
   std::vector<std::pair<int32_t, std::string>> threadNames_;
   std::vector<std::unique_ptr<libkineto::IActivityProfiler>> children_;
   std::set<std::string> said_;  // messages already written (each once per process)
+  bool onDemandRecords_ = false;  // the recording is an on-demand window, not the framework's
+  std::unique_ptr<OnDemand> onDemandOwner_;
+  std::atomic<OnDemand*> onDemand_{nullptr};  // read by step() without the lock
 };
 
 // kinetrace's clock against the framework's (get_time_converter()), measured now: what to

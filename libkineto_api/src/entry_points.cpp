@@ -15,6 +15,8 @@
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "libkineto.h"
+#include "ondemand/kineto_config.h"
+#include "support/log.h"
 #include "session/seam.h"
 
 namespace {
@@ -83,11 +85,7 @@ void libkineto_init(bool cpuOnly, bool /*logOnError*/) {
     std::fprintf(stderr, "kinetrace (PyTorch profiler backend): %s; using the defaults\n",
                  e.what());
   }
-  if (std::getenv("KINETO_USE_DAEMON") != nullptr) {
-    std::fprintf(stderr,
-                 "kinetrace (PyTorch profiler backend): KINETO_USE_DAEMON is set, but on-demand "
-                 "traces through the daemon are not supported by this backend\n");
-  }
+  kinetrace::detail::setLogLevel(base.logLevel);
   const bool activitiesChosen = std::getenv("KINETRACE_ACTIVITIES") != nullptr;
   auto profiler = std::make_unique<kinetrace::kineto::ActivityProfiler>(
       cpuOnly, base, activitiesChosen, [](const kinetrace::Config& config) {
@@ -97,6 +95,12 @@ void libkineto_init(bool cpuOnly, bool /*logOnError*/) {
       });
   gProfiler = profiler.get();
   std::atexit(stopAtExit);
+  // libkineto's on-demand traces: PyTorch calls libkineto_init at import when the variable is
+  // set, and counts steps through step() from then on.
+  if (kinetrace::ondemand::daemonRequested()) {
+    profiler->enableOnDemand(kinetrace::ondemand::DynologClientOptions::fromEnvironment(),
+                             kinetrace::ondemand::onDemandTraceDir());
+  }
   api.registerProfiler(std::move(profiler));
 }
 

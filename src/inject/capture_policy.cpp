@@ -160,12 +160,6 @@ class OnDemand : public CapturePolicy {
 
 }  // namespace
 
-int64_t saturatingAdd(int64_t time, int64_t duration) {
-  if (duration > 0 && time > INT64_MAX - duration) return INT64_MAX;
-  if (duration < 0 && time < INT64_MIN - duration) return INT64_MIN;
-  return time + duration;
-}
-
 std::unique_ptr<CapturePolicy> wholeRunPolicy() {
   return std::make_unique<WholeRun>();
 }

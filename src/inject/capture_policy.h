@@ -6,6 +6,7 @@
 
 #include "kinetrace/config.h"
 #include "kinetrace/schedule.h"
+#include "ondemand/trigger_window.h"
 
 // When the injected process records, one policy per capture mode: the whole run, a delay and
 // a duration, the program's own cudaProfilerStart/Stop calls, a step schedule, or on demand
@@ -79,8 +80,6 @@ std::unique_ptr<CapturePolicy> profilerApiPolicy(int64_t durationNs);
 std::unique_ptr<CapturePolicy> schedulePolicy(const Schedule& schedule);
 std::unique_ptr<CapturePolicy> onDemandPolicy();
 
-// A time plus a duration, at most INT64_MAX (and at least INT64_MIN): a duration asked for as
-// "forever" must not wrap into the past and end a window at once.
-int64_t saturatingAdd(int64_t time, int64_t duration);
+using ondemand::saturatingAdd;
 
 }  // namespace kinetrace::inject

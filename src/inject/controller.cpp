@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -21,6 +22,8 @@
 #include "inject/run_manifest.h"
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
+#include "ondemand/kineto_config.h"
+#include "ondemand/trigger_decision.h"
 #include "session/schedule_phase.h"
 #include "support/log.h"
 
@@ -248,6 +251,14 @@ void Controller::begin() {
     // A program that links kinetrace marks its steps with kinetrace::step() instead.
     internal::setStepListener(&stepMarkTrampoline);
   }
+  if (state_ != State::Done && options_.dynolog) {
+    // Its thread only polls the daemon; what it hands over takes the lock like a trigger.
+    dynolog_ = std::make_unique<ondemand::DynologClient>(
+        *options_.dynolog, [this] { return busyForTriggers(); },
+        [this](const std::string& config) { handleDynologConfig(config); });
+    log(LogLevel::Debug, "dynolog: polling the daemon every {} s as job {}",
+        options_.dynolog->intervalSeconds, options_.dynolog->identity.jobId);
+  }
   if (wakeFds_[0] >= 0) {
     if (state_ != State::Done) openTriggerChannel();
     controlThread_ = std::thread([this] {
@@ -438,6 +449,8 @@ void Controller::finish() noexcept {
     nextStepEvent_.store(kNoStepEvent, std::memory_order_relaxed);
     if (!triggerSocket_.empty()) ::unlink(triggerSocket_.c_str());
   }
+  // Outside the lock: the client's thread may be waiting for it to hand over a config.
+  if (dynolog_) dynolog_->stop();
   drainSaves();
 }
 
@@ -454,6 +467,7 @@ void Controller::abandonInForkedChild() noexcept {
   if (requests_) requests_->abandon();
   if (triggerFd_ >= 0) ::close(triggerFd_);
   triggerFd_ = -1;
+  if (dynolog_) dynolog_->abandonInForkedChild();
   // The parent's control thread does not exist here; its std::thread object must never be
   // joined or destroyed (the controller is never destroyed in the injected process).
 }
@@ -531,90 +545,95 @@ void Controller::controlLoop() {
   }
 }
 
-// Where a triggered window goes: the run's naming in the output directory, or in the
-// directory asked for, or the path asked for.
-std::string Controller::triggeredPath(const std::string& requested, int window) const {
-  if (requested.empty()) return outputDir_ + "/" + traceFileName(options_.naming, window);
-  struct stat info {};
-  const bool directory =
-      requested.back() == '/' || (::stat(requested.c_str(), &info) == 0 && S_ISDIR(info.st_mode));
-  if (!directory) return requested;
-  std::string dir = requested;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir + "/" + traceFileName(options_.naming, window);
-}
-
 void Controller::handleRequest(RequestReader::Request received) {
   const int fd = received.fd;
-  const std::string& line = received.line;
   if (!received.peerAllowed) {
     answer(fd, "refused only the process's owner may trigger it");
     return;
   }
-  const Result<TriggerRequest> parsed = parseRequest(line);
+  const Result<TriggerRequest> parsed = parseRequest(received.line);
   if (!parsed.ok()) {
     answer(fd, "refused " + parsed.why());
     return;
   }
-  const TriggerRequest* request = &parsed.value();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (request->verb == TriggerRequest::Verb::Status) {
+  if (parsed.value().verb == TriggerRequest::Verb::Status) {
     answer(fd, fmt::format("ok step={} state={}", steps_.load(std::memory_order_relaxed),
                            finishing_.load() ? "done" : stateName()));
     return;
   }
-  if (finishing_.load() || state_ == State::Done || state_ == State::Created) {
-    answer(fd, "refused the process is ending, or its tracing is off");
+  offerTriggerLocked(parsed.value(), [fd](const std::string& line) { return answer(fd, line); });
+}
+
+void Controller::handleDynologConfig(const std::string& config) {
+  const Result<ondemand::KinetoConfigRequest> parsed =
+      ondemand::requestFromKinetoConfig(config, options_.naming.pid, options_.onDemandDir);
+  if (!parsed.ok()) {
+    log(LogLevel::Warning, "dynolog's request is not carried out: {}", parsed.why());
     return;
   }
-  if (state_ == State::Recording) {
-    answer(fd, fmt::format("refused a trace is already recording (window {}, to {}){}", windows_,
-                           recordingPath_,
-                           stopAtNs_ == 0 ? ": it records until the process exits" : ""));
-    return;
+  if (!parsed.value().ignored.empty()) {
+    log(LogLevel::Debug, "dynolog's request: libkineto settings without effect here: {}",
+        fmt::join(parsed.value().ignored, ", "));
   }
-  if (state_ == State::TriggerPending) {
-    answer(fd,
-           "refused a triggered recording is already about to start (to " + trigger_->path() + ")");
-    return;
-  }
-  if (state_ == State::PolicyWaits) {
-    answer(fd, "refused " + policy_->refusal());
+  std::lock_guard<std::mutex> lock(mutex_);
+  // No one waits for an answer: the daemon has none to hear. The process's log says it.
+  offerTriggerLocked(parsed.value().request, [](const std::string& line) {
+    if (line.rfind("ok ", 0) == 0) {
+      log(LogLevel::Info, "dynolog's request taken: {}", line.substr(3));
+    } else {
+      log(LogLevel::Warning, "dynolog's request {}", line);
+    }
+    return true;
+  });
+}
+
+bool Controller::busyForTriggers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finishing_.load() || state_ != State::WaitingForTrigger;
+}
+
+void Controller::offerTriggerLocked(const TriggerRequest& request,
+                                    const std::function<bool(const std::string&)>& deliver) {
+  ondemand::ProcessState now;
+  now.ending = finishing_.load() || state_ == State::Done || state_ == State::Created;
+  now.recording = state_ == State::Recording;
+  now.window = windows_;
+  now.recordingPath = recordingPath_;
+  now.recordsUntilExit = stopAtNs_ == 0 && stopAtStep_ == 0;
+  if (state_ == State::TriggerPending) now.pendingPath = trigger_->path();
+  if (state_ == State::PolicyWaits) now.heldBy = policy_->refusal();
+  if (const std::optional<std::string> refusal = ondemand::refusalNow(now)) {
+    deliver("refused " + *refusal);
     return;
   }
   const int window = windows_ + 1;
-  const std::string path = triggeredPath(request->output, window);
+  const std::string path = ondemand::triggeredPath(request.output, outputDir_,
+                                                   traceFileName(options_.naming, window));
   const std::size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     if (Status usable = makeDirectories(path.substr(0, slash)); !usable.ok()) {
-      answer(fd, "refused the trace cannot be written there: " + usable.why());
+      deliver("refused the trace cannot be written there: " + usable.why());
       return;
     }
   }
-  trigger_.emplace(*request, path, bootTimeNs(), realTimeNs(),
+  trigger_.emplace(request, path, bootTimeNs(), realTimeNs(),
                    steps_.load(std::memory_order_relaxed));
   state_ = State::TriggerPending;
   updateNextStepEventLocked();
-  if (trigger_->bySteps()) {
-    std::string note;
-    if (steps_.load(std::memory_order_relaxed) == 0) {
-      note = " (no step marks seen yet: NVTX ranges named " + options_.config.stepMarks +
-             ", or kinetrace::step() calls)";
-    }
-    if (!answer(fd, fmt::format("ok {}\tfrom step {}{}", path, trigger_->startStep(), note))) {
-      undoTriggerLocked();
-      return;
-    }
-    log(LogLevel::Info, "triggered: window {} records {} steps from step {} to {}", window,
-        trigger_->steps(), trigger_->startStep(), path);
-    return;
-  }
-  if (!answer(fd, "ok " + path)) {
+  wake();  // a window of a duration is timed by the control thread
+  if (!deliver(ondemand::acceptedAnswer(*trigger_, steps_.load(std::memory_order_relaxed),
+                                        options_.config.stepMarks))) {
     undoTriggerLocked();
     return;
   }
-  log(LogLevel::Info, "triggered: window {} records {} ms to {}", window,
-      trigger_->durationNs() / 1000000, path);
+  if (trigger_->bySteps()) {
+    log(LogLevel::Info, "triggered ({}): window {} records {} steps from step {} to {}",
+        request.origin, window, trigger_->steps(), trigger_->startStep(), path);
+  } else {
+    log(LogLevel::Info, "triggered ({}): window {} records {} ms to {}", request.origin, window,
+        trigger_->durationNs() / 1000000, path);
+  }
 }
 
 // The client asking for the window left before it heard "ok" (and told its user there was no
@@ -629,7 +648,13 @@ void Controller::undoTriggerLocked() {
 }
 
 void Controller::startTriggerLocked(int64_t atStep) {
-  startLocked("kinetrace trigger", trigger_->path());
+  try {
+    profiler_->addMetadata("kinetrace_trigger", ondemand::triggerMetadata(*trigger_));
+  } catch (const std::exception& error) {
+    log(LogLevel::Warning, "the trigger's metadata is not recorded: {}", error.what());
+  }
+  startLocked(trigger_->request().origin == "dynolog" ? "dynolog" : "kinetrace trigger",
+              trigger_->path());
   if (state_ != State::Recording) {
     // It could not start (logged): the next trigger may try again.
     state_ = State::WaitingForTrigger;

@@ -15,11 +15,12 @@
 #include "inject/capture_policy.h"
 #include "inject/trace_naming.h"
 #include "inject/trigger_channel.h"
-#include "inject/trigger_window.h"
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/schedule.h"
 #include "kinetrace/trace.h"
+#include "ondemand/dynolog_client.h"
+#include "ondemand/trigger_window.h"
 #include "session/seam.h"
 
 namespace kinetrace::inject {
@@ -42,14 +43,23 @@ struct ControllerOptions {
   std::function<void(int signal)> afterSignal;
   // How long a trigger connection may take to send its request, and how many may wait.
   RequestReader::Limits triggerLimits;
+  // Set: the process is also a client of the dynolog daemon (KINETO_USE_DAEMON), which hands
+  // it libkineto configs that `dyno gputrace` sent; they are judged like triggers.
+  std::optional<ondemand::DynologClientOptions> dynolog;
+  // Where the daemon may have traces written besides /tmp/ ($KINETO_ONDEMAND_TRACE_DIR).
+  std::string onDemandDir;
 };
+
+using ondemand::TriggerWindow;
 
 // Runs the traced process's Profiler: when to record is the capture mode's policy
 // (capture_policy.h: the whole run, a delayed window, the windows between the program's own
 // cudaProfilerStart/Stop calls, a step schedule, on demand), and the windows `kinetrace
 // trigger` asks for once the policy lets go (through the trigger channel, trigger_channel.h,
 // which the control thread listens on in every mode: a request that overlaps a recording or
-// comes while the policy waits is refused with a message). The controller carries out what
+// comes while the policy waits is refused with a message), and those the dynolog daemon hands
+// over when asked to (ondemand/dynolog_client.h), judged by the same rule
+// (ondemand/trigger_decision.h). The controller carries out what
 // the policy decides: it starts and stops the Profiler, saves and reports. Each window is
 // written, while it is recorded, to a per-process name; a summary follows next to it
 // ("<trace>.summary.json"); a window that recorded nothing at all leaves no file. Built on
@@ -133,8 +143,15 @@ class Controller {
   void wake();
   void openTriggerChannel();
   void handleRequest(RequestReader::Request request);
+  // A libkineto config the dynolog daemon handed over (on the client's thread).
+  void handleDynologConfig(const std::string& config);
+  // Whether the daemon must be told "busy": a trigger would be refused now.
+  bool busyForTriggers() const;
+  // Takes or refuses a request from either channel. `deliver` gives the asker the answer
+  // and says whether it arrived; when it did not, the window is undone.
+  void offerTriggerLocked(const TriggerRequest& request,
+                          const std::function<bool(const std::string&)>& deliver);
   void undoTriggerLocked();
-  std::string triggeredPath(const std::string& requested, int window) const;
 
   ControllerOptions options_;
   std::string outputDir_;
@@ -169,6 +186,7 @@ class Controller {
   int triggerFd_ = -1;
   std::unique_ptr<RequestReader> requests_;  // the trigger socket's waiting connections
   std::string triggerSocket_;
+  std::unique_ptr<ondemand::DynologClient> dynolog_;  // started by begin(), when asked for
   std::thread controlThread_;
 };
 

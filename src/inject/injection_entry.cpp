@@ -25,6 +25,7 @@
 #include "inject/run_manifest.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
+#include "ondemand/kineto_config.h"
 
 #define KINETRACE_INJECTION_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -77,6 +78,17 @@ std::string processName(const std::string& command) {
   return command.size() <= kMax ? command : command.substr(0, kMax - 3) + "...";
 }
 
+// Whether the environment chose when to record (KINETRACE_CAPTURE_RANGE, _SCHEDULE, _DELAY,
+// _DURATION).
+bool captureModeChosen() {
+  for (const char* name : {"KINETRACE_CAPTURE_RANGE", "KINETRACE_SCHEDULE", "KINETRACE_DELAY",
+                           "KINETRACE_DURATION"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return true;
+  }
+  return false;
+}
+
 int initializeCuda() noexcept {
   std::lock_guard<std::mutex> lock(gInitMutex);
   if (gController.load() != nullptr) {
@@ -91,6 +103,13 @@ int initializeCuda() noexcept {
     options.commandLine = commandLine();
     options.processName = processName(options.commandLine);
     options.processStartBootNs = processStartBootTimeNs();
+    if (ondemand::daemonRequested()) {
+      options.dynolog = ondemand::DynologClientOptions::fromEnvironment();
+      options.onDemandDir = ondemand::onDemandTraceDir();
+      // The daemon decides when to record: a process recording its whole run would answer
+      // it "busy" until it ends. A capture mode chosen explicitly is kept.
+      if (!captureModeChosen()) options.config.captureRange = CaptureRange::OnDemand;
+    }
     auto* controller = new Controller(std::move(options));
     gController.store(controller);
     gControllerPid.store(getpid());

@@ -18,6 +18,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ondemand/trigger_decision.h"
+
 namespace kinetrace::inject {
 
 using detail::Failure;
@@ -137,6 +139,7 @@ std::string formatRequest(const TriggerRequest& request) {
   if (!request.output.empty()) line += " output=" + encodePath(request.output);
   if (request.startAtNs != 0) line += " start_at_ns=" + std::to_string(request.startAtNs);
   if (request.startStep >= 0) line += " start_step=" + std::to_string(request.startStep);
+  if (request.roundUpSteps > 1) line += " round_up=" + std::to_string(request.roundUpSteps);
   return line;
 }
 
@@ -165,6 +168,8 @@ Result<TriggerRequest> parseRequest(const std::string& line) {
         request.startAtNs = std::stoll(value);
       } else if (key == "start_step") {
         request.startStep = std::stoll(value);
+      } else if (key == "round_up") {
+        request.roundUpSteps = std::stoll(value);
       } else if (key == "output") {
         const std::optional<std::string> path = decodePath(value);
         if (!path || path->empty()) {
@@ -178,15 +183,8 @@ Result<TriggerRequest> parseRequest(const std::string& line) {
       return Failure{"\"" + key + "\" needs a number, got \"" + value + "\""};
     }
   }
-  if ((request.durationNs > 0) == (request.steps > 0)) {
-    return Failure{"say how long to record: a duration (duration_ns > 0) or a number of steps "
-        "(steps > 0), one of the two"};
-  }
-  if (request.steps > 0 && request.startAtNs != 0) {
-    return Failure{"start_at_ns goes with a duration; a window of steps starts at start_step"};
-  }
-  if (request.durationNs > 0 && request.startStep >= 0) {
-    return Failure{"start_step goes with steps; a window of a duration starts at start_at_ns"};
+  if (detail::Status usable = ondemand::checkRequest(request); !usable.ok()) {
+    return Failure{usable.why()};
   }
   return request;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ondemand/trigger_request.h"
 #include "support/result.h"
 
 // The channel `kinetrace trigger` uses to ask a traced process to record: one Unix-domain
@@ -20,28 +21,21 @@
 // A request is one line, answered with one line:
 //
 //   record duration_ns=N [output=PATH] [start_at_ns=T]  ->  ok PATH | refused WHY
-//   record steps=N [output=PATH] [start_step=S]         ->  ok PATH<TAB>from step S | refused WHY
+//   record steps=N [output=PATH] [start_step=S] [round_up=R]
+//                                                       ->  ok PATH<TAB>from step S | refused WHY
 //   status                                              ->  ok step=K state=STATE
 //
 // A path (output=) is written percent-encoded ("%20" for a space, "%25" for '%'), so any path
 // is one word. start_at_ns (CLOCK_REALTIME) lets every process of a job start together; start_step
 // does the same by the program's own steps (step marks, Config::stepMarks), which the processes of
-// a job count alike. `status` tells how many steps the process has marked so far. The listener also
+// a job count alike; round_up=R starts at the next multiple of R from there (dynolog's
+// iteration round-up). `status` tells how many steps the process has marked so far. The listener also
 // checks the peer's uid (SO_PEERCRED): only the process's owner may trigger it. Standard
 // library and POSIX only.
 
 namespace kinetrace::inject {
 
-struct TriggerRequest {
-  enum class Verb { Record, Status };
-  Verb verb = Verb::Record;
-  // Record: exactly one of the two.
-  int64_t durationNs = 0;
-  int64_t steps = 0;
-  std::string output;      // a trace path or a directory; "" = the run's output directory
-  int64_t startAtNs = 0;   // CLOCK_REALTIME, with a duration; 0 = now
-  int64_t startStep = -1;  // with steps: the first step recorded; -1 = the next one
-};
+using ondemand::TriggerRequest;
 
 std::string formatRequest(const TriggerRequest& request);
 // The request, or why the line is not a valid one.

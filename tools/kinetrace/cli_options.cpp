@@ -237,6 +237,12 @@ const CommandSpec<RunOptions>& runSpec() {
            "traces are written where the program saves them) instead of tracing the whole "
            "run. Loads libkineto_api.so first (LD_PRELOAD) and injects nothing else.",
            setTo(&RunOptions::torch, true)},
+          {"--dynolog", nullptr, nullptr,
+           "let the dynolog daemon trigger traces (`dyno gputrace`, as it triggers libkineto): "
+           "every process polls it (KINETO_USE_DAEMON=1) and, unless a capture mode is chosen, "
+           "records nothing until asked. With --torch, PyTorch's profiler is driven as "
+           "libkineto drives it.",
+           setTo(&RunOptions::dynolog, true)},
       },
       Operands::ProgramAfter,
       finishRun,
@@ -263,7 +269,7 @@ exit status: the program's; 128+N if a signal N ended it; 127 if PROGRAM was not
 126 if it could not be run, 2 for a mistake on kinetrace's command line.
 
 environment set for the program: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH (with
---torch: LD_PRELOAD instead), and KINETRACE_OUTPUT, KINETRACE_RUN_ID,
+--torch: LD_PRELOAD instead), KINETO_USE_DAEMON=1 with --dynolog, and KINETRACE_OUTPUT, KINETRACE_RUN_ID,
 KINETRACE_ACTIVITIES... (other KINETRACE_* variables already set are passed on and checked).
 )"};
   return spec;
@@ -500,6 +506,14 @@ const CommandSpec<TriggerOptions>& triggerSpec() {
            [](TriggerOptions& o, const char* option, Value v) {
              o.startStep = parseStepNumber(option, v);
            }},
+          {"--round-up", nullptr, "R",
+           "with --steps: start at the next step that is a multiple of R (as dyno's "
+           "--profile-start-iteration-roundup), so processes that get the request a few steps "
+           "apart start at the same step",
+           [](TriggerOptions& o, const char* option, Value v) {
+             o.roundUp = parseStepNumber(option, v);
+             if (o.roundUp <= 0) throw UsageError("kinetrace trigger: --round-up needs 1 or more");
+           }},
           {"--output", "-o", "PATH",
            "where the trace goes: a file (with --pid) or a directory (the run's naming in it); "
            "default: the run's output directory",
@@ -520,7 +534,8 @@ const CommandSpec<TriggerOptions>& triggerSpec() {
       Operands::None,
       finishTrigger,
       R"(usage: kinetrace trigger (--pid PID | --job NAME) (--duration T | --steps N)
-                         [--output PATH] [--config FILE] [--start-in T | --start-step S]
+                         [--output PATH] [--config FILE]
+                         [--start-in T | --start-step S] [--round-up R]
 
 Asks processes running under `kinetrace run` to record now, for T or for the next N steps,
 without restarting them. Run the job with `kinetrace run --capture-range onDemand` to record

@@ -51,6 +51,9 @@ struct RunOptions {
   // --torch: kinetrace becomes the profiler backend of the program's PyTorch (libkineto_api.so
   // preloaded) instead of tracing the whole run through CUDA injection.
   bool torch = false;
+  // --dynolog: the processes poll the dynolog daemon for on-demand traces (KINETO_USE_DAEMON),
+  // and record nothing until it asks unless a capture mode is chosen.
+  bool dynolog = false;
   bool printSummary = true;
   std::size_t topKernels = 5;
   std::string injectionLibrary;      // --injection-library; empty: next to the command
@@ -97,6 +100,7 @@ struct TriggerOptions {
   int64_t durationNs = 0;  // --duration
   int64_t steps = 0;       // --steps: record this many steps instead of a duration
   int64_t startStep = -1;  // --start-step: the first step recorded; -1 = the default
+  int64_t roundUp = 1;     // --round-up: the first step is a multiple of this
   std::string output;      // --output: a trace path (--pid) or a directory; "" = the run's
   std::string configFile;  // --config: libkineto's on-demand keys
   int64_t startInNs = -1;  // --start-in: delay before the start; -1 = the default

@@ -92,6 +92,9 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     throw UsageError("kinetrace run: " + withoutKinetracePrefix(error.what()));
   }
 
+  // The injection (and PyTorch, with --torch) poll the daemon; without a capture mode
+  // chosen, the injection records only when the daemon asks.
+  if (options.dynolog) setVariable("KINETO_USE_DAEMON", "1");
   if (options.torch) return;  // exportTorchBackend() instead
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
     if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
@@ -276,7 +279,12 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   const OuterRun outer = outerRun();
   exportConfiguration(options, outputDir, runId, library, err);
   if (options.torch) exportTorchBackend(library, err);
-  if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
+  if (options.dynolog) {
+    std::fprintf(err,
+                 "kinetrace run: dynolog: the program's processes poll the daemon (start it with "
+                 "--enable_ipc_monitor); record with: dyno gputrace --log-file /tmp/trace.json "
+                 "[--iterations N]\n");
+  } else if (Config::fromEnvironment().captureRange == CaptureRange::OnDemand) {
     std::fprintf(err,
                  "kinetrace run: on demand: nothing is recorded until asked: kinetrace trigger "
                  "--job %s --duration 10s (or --steps 20)\n",

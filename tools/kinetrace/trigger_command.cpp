@@ -13,13 +13,12 @@
 
 #include "files.h"
 #include "inject/trigger_channel.h"
+#include "ondemand/kineto_config.h"
 
 namespace kinetrace::cli {
 namespace {
 
 constexpr int64_t kJobStartDelayNs = 1'000'000'000;
-// The longest window, as for --duration: a year and a day.
-constexpr int64_t kMaxWindowNs = int64_t{366} * 24 * 3600 * 1'000'000'000;
 
 int64_t realTimeNs() {
   timespec ts{};
@@ -39,35 +38,6 @@ std::string absolutePath(std::string path) {
   if (path == ".") return cwd;
   if (path.rfind("./", 0) == 0) path.erase(0, 2);
   return cwd == "/" ? "/" + path : cwd + "/" + path;
-}
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  const auto last = text.find_last_not_of(" \t\r");
-  return text.substr(first, last - first + 1);
-}
-
-int64_t numberOf(const std::string& key, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    const long long number = std::stoll(value, &used);
-    if (used == value.size() && number >= 0) return number;
-  } catch (const std::exception&) {
-  }
-  throw UsageError("kinetrace trigger: --config: " + key + " needs a whole number, got \"" + value +
-                   "\"");
-}
-
-// `count` of `unitNs` in nanoseconds; a window longer than --duration allows is refused rather
-// than wrapped around into a short one.
-int64_t windowNs(const std::string& key, const std::string& value, int64_t unitNs) {
-  const int64_t count = numberOf(key, value);
-  if (count > kMaxWindowNs / unitNs) {
-    throw UsageError("kinetrace trigger: --config: " + key + "=" + value +
-                     " is longer than the longest window (366 days)");
-  }
-  return count * unitNs;
 }
 
 // "RUN.PID.sock: recording to PATH from step 120" from the socket's name and answer.
@@ -120,42 +90,28 @@ int64_t commonStartStep(const std::vector<std::string>& sockets) {
 
 void applyLibkinetoConfig(const std::string& text, TriggerOptions* options, int64_t* startAtNs,
                           std::string* ignored) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    line = trim(line);
-    if (line.empty() || line[0] == '#') continue;
-    const std::size_t equals = line.find('=');
-    if (equals == std::string::npos) {
-      throw UsageError("kinetrace trigger: --config: \"" + line + "\" is not KEY=VALUE");
-    }
-    const std::string key = trim(line.substr(0, equals));
-    const std::string value = trim(line.substr(equals + 1));
-    // Values are checked whether or not the command line overrides them.
-    if (key == "ACTIVITIES_DURATION_SECS") {
-      const int64_t ns = windowNs(key, value, 1000000000);
-      if (options->durationNs <= 0 && options->steps <= 0) options->durationNs = ns;
-    } else if (key == "ACTIVITIES_DURATION_MSECS") {
-      const int64_t ns = windowNs(key, value, 1000000);
-      if (options->durationNs <= 0 && options->steps <= 0) options->durationNs = ns;
-    } else if (key == "ACTIVITIES_ITERATIONS") {
-      const int64_t steps = numberOf(key, value);
-      if (options->steps <= 0 && options->durationNs <= 0) options->steps = steps;
-    } else if (key == "PROFILE_START_ITERATION") {
-      const int64_t step = numberOf(key, value);
-      if (options->startStep < 0) options->startStep = step;
-    } else if (key == "ACTIVITIES_LOG_FILE") {
-      if (options->output.empty()) options->output = value;
-    } else if (key == "PROFILE_START_TIME") {
-      const int64_t ms = numberOf(key, value);
-      if (ms > INT64_MAX / 1000000) {
-        throw UsageError("kinetrace trigger: --config: PROFILE_START_TIME=" + value +
-                         " is past the year 2262");
-      }
-      if (ms > 0 && options->startInNs < 0) *startAtNs = ms * 1000000;
-    } else {
-      *ignored += (ignored->empty() ? "" : ", ") + key;
-    }
+  // The keys are read as the dynolog daemon's configs are (ondemand/kineto_config.h); the
+  // command line wins over them.
+  const detail::Result<ondemand::KinetoConfig> parsed = ondemand::parseKinetoConfig(text);
+  if (!parsed.ok()) throw UsageError("kinetrace trigger: --config: " + parsed.why());
+  const ondemand::KinetoConfig& config = parsed.value();
+  const bool lengthGiven = options->durationNs > 0 || options->steps > 0;
+  if (!lengthGiven && config.iterations && (config.startIteration || !config.durationNs)) {
+    options->steps = *config.iterations;
+  } else if (!lengthGiven && config.durationNs) {
+    options->durationNs = *config.durationNs;
   }
+  if (config.startIteration && options->startStep < 0) options->startStep = *config.startIteration;
+  if (config.roundUp && options->roundUp <= 1) options->roundUp = *config.roundUp;
+  if (config.logFile && options->output.empty()) options->output = *config.logFile;
+  if (config.startTimeMs && *config.startTimeMs > 0 && options->startInNs < 0) {
+    if (*config.startTimeMs > INT64_MAX / 1000000) {
+      throw UsageError("kinetrace trigger: --config: PROFILE_START_TIME=" +
+                       std::to_string(*config.startTimeMs) + " is past the year 2262");
+    }
+    *startAtNs = *config.startTimeMs * 1000000;
+  }
+  for (const std::string& key : config.ignored) *ignored += (ignored->empty() ? "" : ", ") + key;
 }
 
 int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err*/) {
@@ -213,6 +169,7 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
   if (options.steps > 0) {
     request.steps = options.steps;
     request.startStep = options.startStep;
+    request.roundUpSteps = std::max<int64_t>(1, options.roundUp);
     if (request.startStep < 0 && sockets.size() > 1) {
       try {
         request.startStep = commonStartStep(sockets);

@@ -1,13 +1,13 @@
 // The on-demand capture's window on its own: when a triggered window starts and ends, from the
 // request and the times and steps given here.
 
-#include "inject/trigger_window.h"
+#include "ondemand/trigger_window.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-namespace kinetrace::inject {
+namespace kinetrace::ondemand {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -69,5 +69,30 @@ TEST(TriggerWindowTest, StepsStartAtTheStepAskedForOrTheNextAndLastThatMany) {
   EXPECT_EQ(next.startStep(), 100);
 }
 
+TEST(TriggerWindowTest, ARoundUpStartsAtTheNextMultipleSoProcessesAFewStepsApartAgree) {
+  TriggerRequest request = forSteps(5);
+  request.roundUpSteps = 100;
+  // Two processes of a job got the request at steps 901 and 960: both start at 1000.
+  const TriggerWindow early(request, "/a.json", 0, 0, 901);
+  const TriggerWindow late(request, "/b.json", 0, 0, 960);
+  EXPECT_EQ(early.startStep(), 1000);
+  EXPECT_EQ(late.startStep(), 1000);
+  EXPECT_EQ(late.endAtStep(1000), 1005);
+  const TriggerWindow onAMultiple(request, "/c.json", 0, 0, 1000);
+  EXPECT_EQ(onAMultiple.startStep(), 1000) << "a step that is a multiple already is kept";
+  request.startStep = 1150;
+  EXPECT_EQ(TriggerWindow(request, "/d.json", 0, 0, 901).startStep(), 1200)
+      << "a start step asked for is rounded up too";
+  request.startStep = INT64_MAX - 3;
+  EXPECT_EQ(TriggerWindow(request, "/e.json", 0, 0, 0).startStep(), INT64_MAX)
+      << "rounding saturates at the end of time";
+}
+
+TEST(TriggerWindowTest, SaturatingAddNeverWraps) {
+  EXPECT_EQ(saturatingAdd(INT64_MAX - 1, 5), INT64_MAX);
+  EXPECT_EQ(saturatingAdd(INT64_MIN + 1, -5), INT64_MIN);
+  EXPECT_EQ(saturatingAdd(40, 2), 42);
+}
+
 }  // namespace
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::ondemand

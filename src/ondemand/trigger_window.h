@@ -3,14 +3,19 @@
 #include <cstdint>
 #include <string>
 
-#include "inject/trigger_channel.h"
+#include "ondemand/trigger_request.h"
 
-// The on-demand capture: a window `kinetrace trigger` asked for, from the request to its end.
-// It starts at a time (start_at_ns, on the wall clock every process of a host shares) or at a
-// step, and lasts a duration or a number of steps. Only decides, from the times and steps it
-// is given; the controller (controller.h) records.
+// The on-demand capture: a window a trigger asked for, from the request to its end. It starts
+// at a time (start_at_ns, on the wall clock every process of a host shares) or at a step
+// (rounded up to a multiple when asked), and lasts a duration or a number of steps. Only
+// decides, from the times and steps it is given; the front-end (the injection's controller,
+// libkineto_api's on-demand driver) records.
 
-namespace kinetrace::inject {
+namespace kinetrace::ondemand {
+
+// A time plus a duration, at most INT64_MAX (and at least INT64_MIN): a duration asked for as
+// "forever" must not wrap into the past and end a window at once.
+int64_t saturatingAdd(int64_t time, int64_t duration);
 
 class TriggerWindow {
  public:
@@ -21,9 +26,10 @@ class TriggerWindow {
                 int64_t nowRealNs, int64_t nextStep);
 
   const std::string& path() const { return path_; }
-  bool bySteps() const { return steps_ > 0; }
-  int64_t steps() const { return steps_; }
-  int64_t durationNs() const { return durationNs_; }
+  const TriggerRequest& request() const { return request_; }
+  bool bySteps() const { return request_.steps > 0; }
+  int64_t steps() const { return request_.steps; }
+  int64_t durationNs() const { return request_.durationNs; }
   // By time: when it starts (CLOCK_BOOTTIME); by steps: its first step.
   int64_t startAtNs() const { return startAtNs_; }
   int64_t startStep() const { return startStep_; }
@@ -33,14 +39,13 @@ class TriggerWindow {
   // Once started at `nowBootNs` (by time): when it ends, at most INT64_MAX.
   int64_t endAtNs(int64_t nowBootNs) const;
   // Once started at step `step` (by steps): the step whose mark ends it.
-  int64_t endAtStep(int64_t step) const { return step + steps_; }
+  int64_t endAtStep(int64_t step) const { return saturatingAdd(step, request_.steps); }
 
  private:
+  TriggerRequest request_;
   std::string path_;
-  int64_t durationNs_ = 0;
-  int64_t steps_ = 0;
   int64_t startAtNs_ = 0;
   int64_t startStep_ = 0;
 };
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::ondemand

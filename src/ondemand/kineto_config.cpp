@@ -1,0 +1,247 @@
+#include "ondemand/kineto_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+#include "ondemand/trigger_decision.h"
+
+namespace kinetrace::ondemand {
+
+using detail::Failure;
+using detail::Result;
+using detail::Status;
+
+namespace {
+
+constexpr int64_t kNsPerMs = 1000000;
+constexpr int64_t kDefaultDurationMs = 500;  // libkineto's default window
+
+std::string_view trimmed(std::string_view text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+bool endsWith(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A whole decimal number, or why not.
+Result<int64_t> integer(const std::string& key, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  const long long number = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE) {
+    return Failure{key + " needs a whole number, got \"" + value + "\""};
+  }
+  return static_cast<int64_t>(number);
+}
+
+Result<int64_t> count(const std::string& key, const std::string& value) {
+  Result<int64_t> number = integer(key, value);
+  if (number.ok() && number.value() < 0) {
+    return Failure{key + " needs a whole number, got \"" + value + "\""};
+  }
+  return number;
+}
+
+Result<bool> boolean(const std::string& key, const std::string& value) {
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "true" || lower == "1" || lower == "yes") return true;
+  if (lower == "false" || lower == "0" || lower == "no") return false;
+  return Failure{key + " needs true or false, got \"" + value + "\""};
+}
+
+// `value` counts of `unitNs` in nanoseconds: more than 0, and no longer than the longest window.
+Result<int64_t> window(const std::string& key, const std::string& value, int64_t unitNs) {
+  Result<int64_t> number = count(key, value);
+  if (!number.ok()) return number;
+  if (number.value() == 0) return Failure{key + " must be more than 0"};
+  if (number.value() > kMaxWindowNs / unitNs) {
+    return Failure{key + "=" + value + " is longer than the longest window (366 days)"};
+  }
+  return number.value() * unitNs;
+}
+
+// The path without "." components; false when it climbs ("..").
+bool normalised(const std::string& path, std::string* out) {
+  out->clear();
+  std::size_t begin = 0;
+  while (begin < path.size()) {
+    std::size_t end = path.find('/', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(begin, end - begin);
+    if (part == "..") return false;
+    if (!part.empty() && part != ".") *out += "/" + part;
+    begin = end + 1;
+  }
+  if (out->empty()) *out = "/";
+  return true;
+}
+
+}  // namespace
+
+std::string withPid(const std::string& logFile, int64_t pid) {
+  const std::string suffix = "_" + std::to_string(pid);
+  if (logFile.find(".json") != std::string::npos) {
+    std::string named;
+    std::size_t from = 0;
+    for (std::size_t at; (at = logFile.find(".json", from)) != std::string::npos; from = at + 5) {
+      named += logFile.substr(from, at - from) + suffix + ".json";
+    }
+    return named + logFile.substr(from);
+  }
+  if (endsWith(logFile, ".pftrace")) {
+    return logFile.substr(0, logFile.size() - 8) + suffix + ".pftrace";
+  }
+  return logFile + suffix;
+}
+
+Status onDemandPathAllowed(const std::string& path, const std::string& onDemandDir) {
+  const std::string where =
+      onDemandDir.empty() ? std::string("/tmp/") : "/tmp/ or " + onDemandDir + "/";
+  if (path.empty() || path[0] != '/') {
+    return Failure{"ACTIVITIES_LOG_FILE must be an absolute path under " + where + ", got \"" +
+                   path + "\""};
+  }
+  std::string plain;
+  if (!normalised(path, &plain)) {
+    return Failure{"ACTIVITIES_LOG_FILE may not climb out of its directory (\"..\"): " + path};
+  }
+  std::string dir;
+  const bool dirUsable = !onDemandDir.empty() && onDemandDir[0] == '/' &&
+                         normalised(onDemandDir, &dir);
+  const auto inside = [&plain](const std::string& root) {
+    return root == "/" || (plain.size() > root.size() + 1 &&
+                           plain.compare(0, root.size() + 1, root + "/") == 0);
+  };
+  if (inside("/tmp") || (dirUsable && inside(dir))) return {};
+  return Failure{"an on-demand trace is written under " + where +
+                 " only (the daemon's requests are not authenticated; set "
+                 "KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to " + path};
+}
+
+bool daemonRequested() {
+  const char* value = std::getenv("KINETO_USE_DAEMON");
+  if (value == nullptr) return false;
+  std::string lower(trimmed(value));
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower == "1" || lower == "true" || lower == "yes" || lower == "on";
+}
+
+std::string onDemandTraceDir() {
+  const char* value = std::getenv("KINETO_ONDEMAND_TRACE_DIR");
+  return value != nullptr ? std::string(value) : std::string();
+}
+
+Result<KinetoConfig> parseKinetoConfig(std::string_view text) {
+  KinetoConfig config;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    line = trimmed(line);
+    if (line.empty()) continue;
+    const std::size_t equals = line.find('=');
+    if (equals == std::string_view::npos) {
+      return Failure{"\"" + std::string(line) + "\" is not KEY=VALUE"};
+    }
+    const std::string key(trimmed(line.substr(0, equals)));
+    const std::string value(trimmed(line.substr(equals + 1)));
+
+    // Each key's value, or the failure to pass on.
+    std::optional<Failure> failed;
+    const auto keep = [&failed](auto result, auto* into) {
+      if (result.ok()) {
+        *into = result.value();
+      } else {
+        failed = Failure{result.why()};
+      }
+    };
+    if (key == "ACTIVITIES_LOG_FILE") {
+      config.logFile = value;
+    } else if (key == "PROFILE_START_TIME") {
+      keep(count(key, value), &config.startTimeMs);
+    } else if (key == "ACTIVITIES_DURATION_MSECS") {
+      keep(window(key, value, kNsPerMs), &config.durationNs);
+    } else if (key == "ACTIVITIES_DURATION_SECS") {
+      keep(window(key, value, 1000 * kNsPerMs), &config.durationNs);
+    } else if (key == "PROFILE_START_ITERATION") {
+      keep(integer(key, value), &config.startIteration);
+      // libkineto: a negative one is unset.
+      if (config.startIteration && *config.startIteration < 0) config.startIteration.reset();
+    } else if (key == "PROFILE_START_ITERATION_ROUNDUP") {
+      keep(count(key, value), &config.roundUp);
+    } else if (key == "ACTIVITIES_ITERATIONS") {
+      keep(count(key, value), &config.iterations);
+    } else if (key == "REQUEST_TRACE_ID") {
+      config.requestTraceId = value;
+    } else if (key == "PROFILE_REPORT_INPUT_SHAPES") {
+      keep(boolean(key, value), &config.framework.inputShapes);
+    } else if (key == "PROFILE_PROFILE_MEMORY") {
+      keep(boolean(key, value), &config.framework.profileMemory);
+    } else if (key == "PROFILE_WITH_STACK") {
+      keep(boolean(key, value), &config.framework.withStack);
+    } else if (key == "PROFILE_WITH_FLOPS") {
+      keep(boolean(key, value), &config.framework.withFlops);
+    } else if (key == "PROFILE_WITH_MODULES") {
+      keep(boolean(key, value), &config.framework.withModules);
+    } else {
+      config.ignored.push_back(key);
+    }
+    if (failed) return *failed;
+  }
+  return config;
+}
+
+Result<KinetoConfigRequest> requestFromKinetoConfig(std::string_view text, int64_t pid,
+                                                    const std::string& onDemandDir) {
+  Result<KinetoConfig> parsed = parseKinetoConfig(text);
+  if (!parsed.ok()) return Failure{parsed.why()};
+  const KinetoConfig& config = parsed.value();
+  KinetoConfigRequest result;
+  result.ignored = config.ignored;
+  TriggerRequest& request = result.request;
+  request.origin = "dynolog";
+  request.requestTraceId = config.requestTraceId;
+  request.framework = config.framework;
+
+  // libkineto's own default name already holds the pid.
+  request.output = config.logFile && !config.logFile->empty()
+                       ? withPid(*config.logFile, pid)
+                       : "/tmp/libkineto_activities_" + std::to_string(pid) + ".json";
+  if (Status allowed = onDemandPathAllowed(request.output, onDemandDir); !allowed.ok()) {
+    return Failure{allowed.why()};
+  }
+  if (config.startIteration) {
+    request.steps = config.iterations.value_or(1);
+    if (request.steps == 0) return Failure{"ACTIVITIES_ITERATIONS must be more than 0"};
+    request.startStep = *config.startIteration;
+    // libkineto treats 0 as no round-up.
+    request.roundUpSteps = std::max<int64_t>(1, config.roundUp.value_or(1));
+  } else {
+    request.durationNs = config.durationNs.value_or(kDefaultDurationMs * kNsPerMs);
+    const int64_t startMs = config.startTimeMs.value_or(0);
+    if (startMs > std::numeric_limits<int64_t>::max() / kNsPerMs) {
+      return Failure{"PROFILE_START_TIME=" + std::to_string(startMs) + " is past the year 2262"};
+    }
+    request.startAtNs = startMs * kNsPerMs;
+  }
+  if (Status usable = checkRequest(request); !usable.ok()) return Failure{usable.why()};
+  return result;
+}
+
+}  // namespace kinetrace::ondemand
