@@ -29,6 +29,7 @@ ALLOWED = {
     "src/cupti": {"kinetrace", "support", "model", "host"},
     "src/session": {"kinetrace", "support", "model", "output", "host", "correlate", "cupti"},
     "src/analysis": {"kinetrace", "support", "model", "output"},
+    "src/ondemand": {"kinetrace", "support", "model"},
     "src/inject": {"kinetrace", "support", "model", "session"},
     "libkineto_api/src": {"kinetrace", "support", "output", "session"},
     "tools/kinetrace": {"kinetrace", "support", "model", "output", "analysis", "inject", "session"},
