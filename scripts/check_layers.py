@@ -29,9 +29,11 @@ ALLOWED = {
     "src/cupti": {"kinetrace", "support", "model", "host"},
     "src/session": {"kinetrace", "support", "model", "output", "host", "correlate", "cupti"},
     "src/analysis": {"kinetrace", "support", "model", "output"},
-    "src/inject": {"kinetrace", "support", "model", "session"},
-    "libkineto_api/src": {"kinetrace", "support", "output", "session"},
-    "tools/kinetrace": {"kinetrace", "support", "model", "output", "analysis", "inject", "session"},
+    "src/ondemand": {"kinetrace", "support", "model"},
+    "src/inject": {"kinetrace", "support", "model", "session", "ondemand"},
+    "libkineto_api/src": {"kinetrace", "support", "output", "session", "ondemand"},
+    "tools/kinetrace": {"kinetrace", "support", "model", "output", "analysis", "inject", "session",
+                        "ondemand"},
 }
 
 # System headers of CUDA, and the only folders that may include them.
