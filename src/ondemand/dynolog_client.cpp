@@ -252,8 +252,8 @@ void DynologClient::sendPoll() {
   }
   const int error = errno;
   if (error == ECONNREFUSED || error == ENOENT) {
-    // No daemon (yet): said once, at debug level, since most processes never run under one;
-    // the polls go on quietly, as the daemon may start later.
+    // No daemon (yet): said once each time it goes missing, at debug level, since most
+    // processes never run under one; the polls go on quietly, as it may start later.
     unreachable_.fetch_add(1, std::memory_order_relaxed);
     if (reach_ != Reach::Unreachable) {
       log(LogLevel::Debug, "no dynolog at {} ({}); polling every {} s in case it starts",

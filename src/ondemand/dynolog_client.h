@@ -74,7 +74,7 @@ class DynologClient {
   struct Counts {
     int64_t polls;        // polls the daemon's socket took
     int64_t replies;      // well-formed replies from the daemon, empty ones included
-    int64_t configs;      // replies with a configuration, handed to onConfig
+    int64_t configs;      // replies with a configuration, counted once onConfig returned
     int64_t unreachable;  // polls that found no daemon (ECONNREFUSED, ENOENT)
     int64_t malformed;    // datagrams from the daemon that were not a "req" message
     int64_t foreign;      // datagrams from any other sender, ignored
