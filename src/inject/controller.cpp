@@ -255,7 +255,7 @@ void Controller::begin() {
     // Its thread only polls the daemon; what it hands over takes the lock like a trigger.
     dynolog_ = std::make_unique<ondemand::DynologClient>(
         *options_.dynolog, [this] { return busyForTriggers(); },
-        [this](const std::string& config) { handleDynologConfig(config); });
+        [this](const std::string& text) { handleDynologConfig(text); });
     log(LogLevel::Debug, "dynolog: polling the daemon every {} s as job {}",
         options_.dynolog->intervalSeconds, options_.dynolog->identity.jobId);
   }

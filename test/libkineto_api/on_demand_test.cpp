@@ -18,7 +18,7 @@
 #include "on_demand.h"
 #include "session/seam.h"
 #include "session/session.h"
-#include "support/fake_gpu_source.h"
+#include "session/session_support.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace {

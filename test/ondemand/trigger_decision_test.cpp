@@ -61,7 +61,7 @@ TEST(TriggerDecisionTest, RequestsMustSayHowLongAndStartAsTheirKindDoes) {
 }
 
 TEST(TriggerDecisionTest, APathIsAFileADirectoryOrTheDefault) {
-  TempDir dir;
+  kinetrace::testing::TempDir dir;
   EXPECT_EQ(triggeredPath("", "/out", "p.json"), "/out/p.json");
   EXPECT_EQ(triggeredPath("/x/t.json", "/out", "p.json"), "/x/t.json");
   EXPECT_EQ(triggeredPath("/x/new/", "/out", "p.json"), "/x/new/p.json");
