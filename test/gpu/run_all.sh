@@ -488,6 +488,12 @@ on_demand() {
   run bash "$SRC_DIR/bench/gpu/on_demand.sh" "$BUILD_DIR" "$OUT_DIR" idle triggers job reset
 }
 
+# dyno gputrace through the real dynolog daemon: PyTorch under libkineto_api.so, a two-process
+# job under kinetrace run --dynolog, and the polling's idle cost (OUT_DIR/dynolog.md).
+dynolog() {
+  run bash "$SRC_DIR/bench/gpu/dynolog_fleet.sh" "$BUILD_DIR" "$OUT_DIR" torch job idle
+}
+
 # A 10-minute triggered window of a kernel storm, written whole within the memory cap
 # (about 11 minutes: OUT_DIR/on_demand.md).
 on_demand_long() {
@@ -548,6 +554,7 @@ main() {
   step "PyTorch backend (libkineto_api)" torch_backend
   step "DDP straggler (two ranks)" ddp_straggler
   step "on-demand traces" on_demand
+  step "dynolog (fleet triggering)" dynolog
   step "10-minute on-demand window" on_demand_long
   step "overhead" overhead
   step "activity cost" activity_cost
