@@ -31,7 +31,9 @@ int64_t clockNs(clockid_t clock) {
 OnDemand::OnDemand(ActivityProfiler& profiler, ClientLookup client,
                    std::optional<ondemand::DynologClientOptions> dynolog, std::string onDemandDir,
                    int64_t pid)
-    : profiler_(profiler), client_(std::move(client)), onDemandDir_(std::move(onDemandDir)),
+    : profiler_(profiler),
+      client_(std::move(client)),
+      onDemandDir_(std::move(onDemandDir)),
       pid_(pid) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "kinetrace-odm");  // visible in top -H
@@ -93,7 +95,7 @@ void OnDemand::handleConfig(const std::string& config) {
   changed_.notify_all();
   log(LogLevel::Info, "dynolog's request taken: {}",
       ondemand::acceptedAnswer(*window_, steps_.load(std::memory_order_relaxed),
-                               "the framework's step()")
+                               "the framework has not called step() yet")
           .substr(3));
 }
 
@@ -153,8 +155,10 @@ void OnDemand::startWindow(int64_t atStep) {
     try {
       client->start();
     } catch (const std::exception& error) {
-      log(LogLevel::Warning, "the framework's profiler did not start ({}): the on-demand trace "
-          "holds GPU activity only", error.what());
+      log(LogLevel::Warning,
+          "the framework's profiler did not start ({}): the on-demand trace "
+          "holds GPU activity only",
+          error.what());
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);

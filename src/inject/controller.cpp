@@ -622,8 +622,10 @@ void Controller::offerTriggerLocked(const TriggerRequest& request,
   state_ = State::TriggerPending;
   updateNextStepEventLocked();
   wake();  // a window of a duration is timed by the control thread
+  const std::string noSteps = "no step marks seen yet: NVTX ranges named " +
+                              options_.config.stepMarks + ", or kinetrace::step() calls";
   if (!deliver(ondemand::acceptedAnswer(*trigger_, steps_.load(std::memory_order_relaxed),
-                                        options_.config.stepMarks))) {
+                                        noSteps))) {
     undoTriggerLocked();
     return;
   }

@@ -103,7 +103,7 @@ int initializeCuda() noexcept {
     options.commandLine = commandLine();
     options.processName = processName(options.commandLine);
     options.processStartBootNs = processStartBootTimeNs();
-    if (ondemand::daemonRequested()) {
+    if (ondemand::daemonRequested("KINETRACE_DYNOLOG") || ondemand::daemonRequested()) {
       options.dynolog = ondemand::DynologClientOptions::fromEnvironment();
       options.onDemandDir = ondemand::onDemandTraceDir();
       // The daemon decides when to record: a process recording its whole run would answer

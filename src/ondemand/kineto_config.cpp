@@ -116,20 +116,21 @@ Status onDemandPathAllowed(const std::string& path, const std::string& onDemandD
     return Failure{"ACTIVITIES_LOG_FILE may not climb out of its directory (\"..\"): " + path};
   }
   std::string dir;
-  const bool dirUsable = !onDemandDir.empty() && onDemandDir[0] == '/' &&
-                         normalised(onDemandDir, &dir);
+  const bool dirUsable =
+      !onDemandDir.empty() && onDemandDir[0] == '/' && normalised(onDemandDir, &dir);
   const auto inside = [&plain](const std::string& root) {
-    return root == "/" || (plain.size() > root.size() + 1 &&
-                           plain.compare(0, root.size() + 1, root + "/") == 0);
+    return root == "/" ||
+           (plain.size() > root.size() + 1 && plain.compare(0, root.size() + 1, root + "/") == 0);
   };
   if (inside("/tmp") || (dirUsable && inside(dir))) return {};
   return Failure{"an on-demand trace is written under " + where +
                  " only (the daemon's requests are not authenticated; set "
-                 "KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to " + path};
+                 "KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to " +
+                 path};
 }
 
-bool daemonRequested() {
-  const char* value = std::getenv("KINETO_USE_DAEMON");
+bool daemonRequested(const char* variable) {
+  const char* value = std::getenv(variable);
   if (value == nullptr) return false;
   std::string lower(trimmed(value));
   std::transform(lower.begin(), lower.end(), lower.begin(),

@@ -35,7 +35,7 @@ constexpr int64_t kMaxWindowNs = int64_t{366} * 24 * 3600 * 1'000'000'000;
 // What a config text says, key by key (absent keys stay unset).
 struct KinetoConfig {
   std::optional<std::string> logFile;
-  std::optional<int64_t> startTimeMs;     // since the epoch; 0 = now
+  std::optional<int64_t> startTimeMs;  // since the epoch; 0 = now
   std::optional<int64_t> durationNs;
   std::optional<int64_t> startIteration;  // set (>= 0): a window of steps
   std::optional<int64_t> roundUp;
@@ -69,8 +69,12 @@ std::string withPid(const std::string& logFile, int64_t pid);
 // /tmp/ or `onDemandDir`.
 detail::Status onDemandPathAllowed(const std::string& path, const std::string& onDemandDir);
 
-// KINETO_USE_DAEMON asks for the daemon, as libkineto reads it: 1, true, yes or on (any case).
-bool daemonRequested();
+// Whether `variable` is set to 1, true, yes or on (any case), as libkineto reads
+// KINETO_USE_DAEMON. libkineto_api polls the daemon when KINETO_USE_DAEMON is; the injection
+// when KINETRACE_DYNOLOG is (what `kinetrace run --dynolog` sets) or KINETO_USE_DAEMON is:
+// under the injection a PyTorch program must not see KINETO_USE_DAEMON, which would start
+// its own libkineto's daemon client beside kinetrace's.
+bool daemonRequested(const char* variable = "KINETO_USE_DAEMON");
 // $KINETO_ONDEMAND_TRACE_DIR, "" when unset.
 std::string onDemandTraceDir();
 

@@ -12,8 +12,9 @@ using detail::Status;
 Status checkRequest(const TriggerRequest& request) {
   if (request.verb != TriggerRequest::Verb::Record) return {};
   if ((request.durationNs > 0) == (request.steps > 0)) {
-    return Failure{"say how long to record: a duration (duration_ns > 0) or a number of steps "
-                   "(steps > 0), one of the two"};
+    return Failure{
+        "say how long to record: a duration (duration_ns > 0) or a number of steps "
+        "(steps > 0), one of the two"};
   }
   if (request.steps > 0 && request.startAtNs != 0) {
     return Failure{"start_at_ns goes with a duration; a window of steps starts at start_step"};
@@ -58,24 +59,20 @@ std::string triggeredPath(const std::string& requested, const std::string& defau
 }
 
 std::string acceptedAnswer(const TriggerWindow& window, int64_t stepsSeen,
-                           const std::string& stepMarks) {
+                           const std::string& noStepsNote) {
   if (!window.bySteps()) return "ok " + window.path();
   std::string answer = "ok " + window.path() + "\tfrom step " + std::to_string(window.startStep());
-  if (stepsSeen == 0) {
-    answer += " (no step marks seen yet: NVTX ranges named " + stepMarks +
-              ", or kinetrace::step() calls)";
-  }
+  if (stepsSeen == 0 && !noStepsNote.empty()) answer += " (" + noStepsNote + ")";
   return answer;
 }
 
 Value triggerMetadata(const TriggerWindow& window) {
   const TriggerRequest& request = window.request();
-  Value asked = window.bySteps()
-                    ? Value::object({{"steps", request.steps},
-                                     {"first_step", window.startStep()},
-                                     {"round_up", request.roundUpSteps}})
-                    : Value::object({{"duration_ns", request.durationNs},
-                                     {"start_at_ns", request.startAtNs}});
+  Value asked = window.bySteps() ? Value::object({{"steps", request.steps},
+                                                  {"first_step", window.startStep()},
+                                                  {"round_up", request.roundUpSteps}})
+                                 : Value::object({{"duration_ns", request.durationNs},
+                                                  {"start_at_ns", request.startAtNs}});
   Value metadata = Value::object({{"origin", request.origin}, {"asked", std::move(asked)}});
   if (!request.requestTraceId.empty()) metadata.set("request_trace_id", request.requestTraceId);
   return metadata;

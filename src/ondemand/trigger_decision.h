@@ -24,11 +24,11 @@ detail::Status checkRequest(const TriggerRequest& request);
 struct ProcessState {
   bool ending = false;  // exiting, or its tracing is off
   bool recording = false;
-  int window = 0;              // with recording: the window's number
-  std::string recordingPath;   // with recording: where it goes
+  int window = 0;             // with recording: the window's number
+  std::string recordingPath;  // with recording: where it goes
   bool recordsUntilExit = false;
-  std::string pendingPath;     // a triggered window waits for its start: its path
-  std::string heldBy;          // the capture mode holds the process: why it waits; "" = free
+  std::string pendingPath;  // a triggered window waits for its start: its path
+  std::string heldBy;       // the capture mode holds the process: why it waits; "" = free
 };
 
 // Why a request cannot be taken now; nothing when it can.
@@ -40,10 +40,10 @@ std::optional<std::string> refusalNow(const ProcessState& state);
 std::string triggeredPath(const std::string& requested, const std::string& defaultDir,
                           const std::string& fileName);
 
-// The answer for a request taken: "ok PATH", and for steps "<TAB>from step S", with a note
-// when the process has marked no step yet (`stepMarks` names what marks one).
+// The answer for a request taken: "ok PATH", and for steps "<TAB>from step S", with
+// `noStepsNote` after it when the process has marked no step yet (what marks one).
 std::string acceptedAnswer(const TriggerWindow& window, int64_t stepsSeen,
-                           const std::string& stepMarks);
+                           const std::string& noStepsNote);
 
 // The trace's record of who asked for it (kinetrace_trigger): the origin, what was asked,
 // and the request's id when it has one.

@@ -314,8 +314,9 @@ Config Config::fromEnvironment() {
   Config config;
   constexpr std::string_view kPrefix = "KINETRACE_";
   std::vector<std::string> unknown;
-  // Read by other parts (the trigger channel), not settings, and not to be called unknown.
-  constexpr std::string_view kReadElsewhere[] = {"KINETRACE_CONTROL_DIR"};
+  // Read by other parts (the trigger channel, the injection's dynolog client), not settings,
+  // and not to be called unknown.
+  constexpr std::string_view kReadElsewhere[] = {"KINETRACE_CONTROL_DIR", "KINETRACE_DYNOLOG"};
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view variable(*entry);
     if (variable.substr(0, kPrefix.size()) != kPrefix) continue;

@@ -112,7 +112,8 @@ TEST_F(ControllerDynologTest, ADurationConfigRecordsThatWindowToThePathDynoPrint
 
   const nlohmann::json trace = readTrace(path);
   bool inside = false;
-  for (const auto& e : trace["traceEvents"]) inside |= e.value("name", "") == "inside the dynolog window";
+  for (const auto& e : trace["traceEvents"])
+    inside |= e.value("name", "") == "inside the dynolog window";
   EXPECT_TRUE(inside);
   EXPECT_EQ(trace["kinetrace_trigger"]["origin"], "dynolog");
   EXPECT_EQ(trace["kinetrace_trigger"]["request_trace_id"], "918273");
@@ -163,8 +164,9 @@ TEST_F(ControllerDynologTest, AConfigThatCannotBeHonouredIsRefusedAndTheNextOneI
   o.onDemandDir.clear();  // /tmp/ only
   Controller controller(std::move(o));
   controller.begin();
-  daemon.queueConfig("ACTIVITIES_LOG_FILE=/etc/kinetrace-should-not-exist.json\n"
-                     "ACTIVITIES_DURATION_MSECS=100\n");
+  daemon.queueConfig(
+      "ACTIVITIES_LOG_FILE=/etc/kinetrace-should-not-exist.json\n"
+      "ACTIVITIES_DURATION_MSECS=100\n");
   ASSERT_TRUE(eventually([&] { return daemon.configsHanded() == 1; }));
   EXPECT_TRUE(pollOfType(daemon, 2)) << "refused: still idle, still asking";
   EXPECT_FALSE(controller.recording());

@@ -3,6 +3,8 @@
 // what was asked, start, stop before the trace is taken, its ops handed over), in duration and
 // in iteration mode; the framework's own profiler and an on-demand window never overlap.
 
+#include "on_demand.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -15,7 +17,6 @@
 #include "activity_profiler.h"
 #include "kinetrace/config.h"
 #include "libkineto.h"
-#include "on_demand.h"
 #include "session/seam.h"
 #include "session/session.h"
 #include "session/session_support.h"
@@ -171,8 +172,8 @@ TEST_F(OnDemandTest, TheFrameworksOwnTraceAndAnOnDemandWindowNeverOverlap) {
                           "/kept.json\nPROFILE_START_ITERATION=0\nACTIVITIES_ITERATIONS=1\n");
   backend_.step();  // starts
   ASSERT_TRUE(backend_.isActive());
-  backend_.startTrace();                 // refused: said once
-  auto empty = backend_.stopTrace();     // an empty trace; the window goes on
+  backend_.startTrace();              // refused: said once
+  auto empty = backend_.stopTrace();  // an empty trace; the window goes on
   EXPECT_TRUE(empty->activities()->empty());
   EXPECT_TRUE(backend_.isActive());
   backend_.step();  // ends it
@@ -182,8 +183,9 @@ TEST_F(OnDemandTest, TheFrameworksOwnTraceAndAnOnDemandWindowNeverOverlap) {
 }
 
 TEST_F(OnDemandTest, AConfigOutsideTheAllowedDirectoriesWritesNothing) {
-  onDemand().handleConfig("ACTIVITIES_LOG_FILE=/etc/kinetrace-not-here.json\n"
-                          "ACTIVITIES_DURATION_MSECS=10\n");
+  onDemand().handleConfig(
+      "ACTIVITIES_LOG_FILE=/etc/kinetrace-not-here.json\n"
+      "ACTIVITIES_DURATION_MSECS=10\n");
   EXPECT_FALSE(onDemand().busy());
   EXPECT_FALSE(backend_.isActive());
 }

@@ -93,7 +93,8 @@ TEST(KinetoConfigTest, BadValuesAreRefusedNamingTheKey) {
             "ACTIVITIES_DURATION_MSECS needs a whole number, got \"soon\"");
   EXPECT_EQ(refusal("ACTIVITIES_DURATION_MSECS=-5\n"),
             "ACTIVITIES_DURATION_MSECS needs a whole number, got \"-5\"");
-  EXPECT_EQ(refusal("ACTIVITIES_DURATION_MSECS=0\n"), "ACTIVITIES_DURATION_MSECS must be more than 0");
+  EXPECT_EQ(refusal("ACTIVITIES_DURATION_MSECS=0\n"),
+            "ACTIVITIES_DURATION_MSECS must be more than 0");
   EXPECT_EQ(refusal("ACTIVITIES_DURATION_SECS=31622401\n"),
             "ACTIVITIES_DURATION_SECS=31622401 is longer than the longest window (366 days)");
   EXPECT_EQ(refusal("PROFILE_WITH_STACK=maybe\n"),
@@ -111,8 +112,9 @@ TEST(KinetoConfigTest, TracesGoUnderTmpOrTheOnDemandDirectoryOnly) {
             "an on-demand trace is written under /tmp/ only (the daemon's requests are not "
             "authenticated; set KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to "
             "/home/me/.bashrc_4242.json");
-  EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=/tmp/../etc/x.json\n"),
-            "ACTIVITIES_LOG_FILE may not climb out of its directory (\"..\"): /tmp/../etc/x_4242.json");
+  EXPECT_EQ(
+      refusal("ACTIVITIES_LOG_FILE=/tmp/../etc/x.json\n"),
+      "ACTIVITIES_LOG_FILE may not climb out of its directory (\"..\"): /tmp/../etc/x_4242.json");
   EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=trace.json\n"),
             "ACTIVITIES_LOG_FILE must be an absolute path under /tmp/, got \"trace_4242.json\"");
   EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=/tmpfoo/t.json\n"),
@@ -122,7 +124,8 @@ TEST(KinetoConfigTest, TracesGoUnderTmpOrTheOnDemandDirectoryOnly) {
       << "a prefix of a name is not the directory";
   EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/data/traces/t.json\n", "/data/traces/").request.output,
             "/data/traces/t_4242.json");
-  EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/tmp/./a//t.json\n").request.output, "/tmp/./a//t_4242.json");
+  EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/tmp/./a//t.json\n").request.output,
+            "/tmp/./a//t_4242.json");
 }
 
 TEST(KinetoConfigTest, ThePidGoesWhereDynoPrintsIt) {

@@ -76,16 +76,14 @@ TEST(TriggerDecisionTest, TheAnswerAndTheMetadataSayWhatWasTaken) {
   steps.origin = "dynolog";
   steps.requestTraceId = "77";
   const TriggerWindow window(steps, "/t.json", 0, 0, 12);
-  EXPECT_EQ(acceptedAnswer(window, 12, "step"), "ok /t.json\tfrom step 20");
-  EXPECT_EQ(acceptedAnswer(window, 0, "step"),
-            "ok /t.json\tfrom step 20 (no step marks seen yet: NVTX ranges named step, or "
-            "kinetrace::step() calls)");
+  EXPECT_EQ(acceptedAnswer(window, 12, "no steps yet"), "ok /t.json\tfrom step 20");
+  EXPECT_EQ(acceptedAnswer(window, 0, "no steps yet"), "ok /t.json\tfrom step 20 (no steps yet)");
   const Value metadata = triggerMetadata(window);
-  EXPECT_EQ(metadata, Value::object({{"origin", "dynolog"},
-                                     {"asked", Value::object({{"steps", 4},
-                                                              {"first_step", 20},
-                                                              {"round_up", 10}})},
-                                     {"request_trace_id", "77"}}));
+  EXPECT_EQ(
+      metadata,
+      Value::object({{"origin", "dynolog"},
+                     {"asked", Value::object({{"steps", 4}, {"first_step", 20}, {"round_up", 10}})},
+                     {"request_trace_id", "77"}}));
   TriggerRequest duration;
   duration.durationNs = 9;
   const TriggerWindow timed(duration, "/d.json", 0, 0, 0);

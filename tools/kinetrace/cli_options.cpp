@@ -239,9 +239,9 @@ const CommandSpec<RunOptions>& runSpec() {
            setTo(&RunOptions::torch, true)},
           {"--dynolog", nullptr, nullptr,
            "let the dynolog daemon trigger traces (`dyno gputrace`, as it triggers libkineto): "
-           "every process polls it (KINETO_USE_DAEMON=1) and, unless a capture mode is chosen, "
-           "records nothing until asked. With --torch, PyTorch's profiler is driven as "
-           "libkineto drives it.",
+           "every process polls it (KINETRACE_DYNOLOG=1) and, unless a capture mode is chosen, "
+           "records nothing until asked. With --torch (KINETO_USE_DAEMON=1), PyTorch's "
+           "profiler is driven as libkineto drives it.",
            setTo(&RunOptions::dynolog, true)},
       },
       Operands::ProgramAfter,
@@ -269,7 +269,8 @@ exit status: the program's; 128+N if a signal N ended it; 127 if PROGRAM was not
 126 if it could not be run, 2 for a mistake on kinetrace's command line.
 
 environment set for the program: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH (with
---torch: LD_PRELOAD instead), KINETO_USE_DAEMON=1 with --dynolog, and KINETRACE_OUTPUT, KINETRACE_RUN_ID,
+--torch: LD_PRELOAD instead), KINETRACE_DYNOLOG=1 with --dynolog (with --torch too:
+KINETO_USE_DAEMON=1), and KINETRACE_OUTPUT, KINETRACE_RUN_ID,
 KINETRACE_ACTIVITIES... (other KINETRACE_* variables already set are passed on and checked).
 )"};
   return spec;

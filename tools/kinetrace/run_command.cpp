@@ -92,9 +92,12 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
     throw UsageError("kinetrace run: " + withoutKinetracePrefix(error.what()));
   }
 
-  // The injection (and PyTorch, with --torch) poll the daemon; without a capture mode
-  // chosen, the injection records only when the daemon asks.
-  if (options.dynolog) setVariable("KINETO_USE_DAEMON", "1");
+  // With --torch, PyTorch's libkineto (kinetrace's libkineto_api) polls the daemon, and counts
+  // the optimizer's steps, when KINETO_USE_DAEMON is set. Under the injection that variable
+  // would wake the program's own libkineto beside kinetrace: the injection reads
+  // KINETRACE_DYNOLOG instead, and records only when the daemon asks unless a capture mode
+  // is chosen.
+  if (options.dynolog) setVariable(options.torch ? "KINETO_USE_DAEMON" : "KINETRACE_DYNOLOG", "1");
   if (options.torch) return;  // exportTorchBackend() instead
   for (const char* name : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
     if (std::string(name) == "NVTX_INJECTION64_PATH" && !options.nvtx) continue;
