@@ -50,11 +50,12 @@ std::string describe(const std::string& name, const std::string& dir) {
 // Seconds from the text, or why it is not a positive number (parsed in the C locale: "0.05"
 // whatever the program's locale says a decimal point is).
 detail::Result<double> parseSeconds(const std::string& text) {
-  std::istringstream in(text);
-  in.imbue(std::locale::classic());
-  double seconds = 0;
-  in >> seconds;
-  if (in.fail() || !(in >> std::ws).eof()) return detail::Failure{"not a number"};
+  // strtod reads the C locale's decimal point, which nobody sets in a traced process.
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return detail::Failure{"not a number"};
+  while (*end == ' ' || *end == '\t' || *end == '\n') ++end;
+  if (*end != '\0') return detail::Failure{"not a number"};
   if (!std::isfinite(seconds) || seconds <= 0) return detail::Failure{"not positive"};
   return seconds;
 }

@@ -37,16 +37,26 @@ uint64_t getLittleEndian(std::string_view in, std::size_t offset, std::size_t by
 // command name in parentheses, which may itself hold spaces and ')': the fields after it
 // start after the LAST ')'.
 int64_t parentOf(int32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return -1;
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 1));
-  std::string state;
-  int64_t parent = -1;
-  if (!(rest >> state >> parent)) return -1;
-  return parent;
+  // POSIX reads, not iostreams: this runs inside cuInit() of processes (PyTorch's) whose
+  // loaded libraries may have changed the C++ streams' locale machinery.
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buffer[1024];
+  const ssize_t length = ::read(fd, buffer, sizeof buffer - 1);
+  ::close(fd);
+  if (length <= 0) return -1;
+  buffer[length] = '\0';
+  const char* close = std::strrchr(buffer, ')');
+  if (close == nullptr) return -1;
+  // ") S PPID ...": the state, then the parent.
+  const char* field = close + 1;
+  while (*field == ' ') ++field;
+  if (*field == '\0') return -1;
+  ++field;  // the state, one letter
+  char* end = nullptr;
+  const long long parent = std::strtoll(field, &end, 10);
+  return end == field ? -1 : static_cast<int64_t>(parent);
 }
 
 }  // namespace
