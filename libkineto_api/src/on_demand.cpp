@@ -211,9 +211,11 @@ void OnDemand::run() {
     if (!saves_.empty()) {
       Save save = std::move(saves_.front());
       saves_.pop_front();
+      writing_ = true;
       lock.unlock();
       write(save);
       lock.lock();
+      writing_ = false;
       changed_.notify_all();
       continue;
     }
@@ -258,7 +260,7 @@ void OnDemand::write(Save& save) {
 bool OnDemand::waitUntilIdle(int timeoutMs) {
   std::unique_lock<std::mutex> lock(mutex_);
   return changed_.wait_for(lock, std::chrono::milliseconds(timeoutMs), [this] {
-    return (state_ == State::Idle || state_ == State::Off) && saves_.empty();
+    return (state_ == State::Idle || state_ == State::Off) && saves_.empty() && !writing_;
   });
 }
 

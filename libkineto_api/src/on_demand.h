@@ -91,6 +91,7 @@ class OnDemand {
   int64_t stopAtStep_ = 0;  // Recording by steps: the step that ends it
   int64_t firstStep_ = -1;
   std::deque<Save> saves_;
+  bool writing_ = false;  // a trace taken off saves_ is being written
   bool quit_ = false;
 
   std::atomic<int64_t> steps_{0};

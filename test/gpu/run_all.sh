@@ -491,7 +491,7 @@ on_demand() {
 # dyno gputrace through the real dynolog daemon: PyTorch under libkineto_api.so, a two-process
 # job under kinetrace run --dynolog, and the polling's idle cost (OUT_DIR/dynolog.md).
 dynolog() {
-  run bash "$SRC_DIR/bench/gpu/dynolog_fleet.sh" "$BUILD_DIR" "$OUT_DIR" torch job idle
+  run bash "$SRC_DIR/bench/gpu/dynolog_fleet.sh" "$BUILD_DIR" "$OUT_DIR" ${DYNOLOG_PHASES:-torch job idle}
 }
 
 # A 10-minute triggered window of a kernel storm, written whole within the memory cap
