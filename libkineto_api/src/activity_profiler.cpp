@@ -1,8 +1,11 @@
 #include "activity_profiler.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 
 #include "ApproximateClock.h"
 #include "ThreadUtil.h"
@@ -18,6 +21,9 @@ namespace kinetrace::kineto {
 using libkineto::ActivityType;
 
 namespace {
+
+// The on-demand driver a forked child abandons (enableOnDemand sets it; one per process).
+OnDemand* gOnDemandForFork = nullptr;
 
 bool isGpuType(ActivityType type) {
   switch (type) {
@@ -83,6 +89,7 @@ ActivityProfiler::ActivityProfiler(bool cpuOnly, Config base, bool activitiesFro
 
 ActivityProfiler::~ActivityProfiler() {
   stopAtExit();
+  if (gOnDemandForFork == onDemandOwner_.get()) gOnDemandForFork = nullptr;
 }
 
 void ActivityProfiler::say(const std::string& message) {
@@ -240,6 +247,14 @@ void ActivityProfiler::enableOnDemand(std::optional<ondemand::DynologClientOptio
       *this, [] { return libkineto::api().client(); }, std::move(dynolog),
       std::move(onDemandDir), libkineto::processId());
   onDemand_.store(onDemandOwner_.get(), std::memory_order_release);
+  // PyTorch's DataLoader workers are forked: their copy must not poll, record or join.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    pthread_atfork(nullptr, nullptr, [] {
+      if (gOnDemandForFork != nullptr) gOnDemandForFork->abandonInForkedChild();
+    });
+  });
+  gOnDemandForFork = onDemandOwner_.get();
 }
 
 std::optional<std::string> ActivityProfiler::startOnDemand(

@@ -59,6 +59,7 @@ bool OnDemand::busy() {
 }
 
 void OnDemand::handleConfig(const std::string& config) {
+  if (abandoned_.load()) return;
   const detail::Result<ondemand::KinetoConfigRequest> parsed =
       ondemand::requestFromKinetoConfig(config, pid_, onDemandDir_);
   if (!parsed.ok()) {
@@ -264,7 +265,15 @@ bool OnDemand::waitUntilIdle(int timeoutMs) {
   });
 }
 
+void OnDemand::abandonInForkedChild() noexcept {
+  abandoned_.store(true);
+  nextStepEvent_.store(kNoStepEvent, std::memory_order_relaxed);
+  if (dynolog_) dynolog_->abandonInForkedChild();
+}
+
 void OnDemand::shutDown() noexcept {
+  // A forked child's threads never existed here: there is nothing to stop or join.
+  if (abandoned_.load()) return;
   if (dynolog_) dynolog_->stop();
   bool dropped = false;
   {

@@ -62,6 +62,9 @@ class OnDemand {
   // The process exits: stops polling and the driver's thread; a window still recording is
   // dropped with a message (the framework is being torn down and cannot be asked to stop).
   void shutDown() noexcept;
+  // In a child made by fork() (a DataLoader worker): the threads are the parent's and do not
+  // exist here; from now on nothing is polled, recorded or joined. Async-signal-safe.
+  void abandonInForkedChild() noexcept;
 
  private:
   enum class State { Idle, Pending, Starting, Recording, Stopping, Off };
@@ -93,6 +96,7 @@ class OnDemand {
   std::deque<Save> saves_;
   bool writing_ = false;  // a trace taken off saves_ is being written
   bool quit_ = false;
+  std::atomic<bool> abandoned_{false};  // a forked child's copy
 
   std::atomic<int64_t> steps_{0};
   std::atomic<int64_t> nextStepEvent_{INT64_MAX};

@@ -6,6 +6,8 @@
 #include "on_demand.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <memory>
@@ -188,6 +190,31 @@ TEST_F(OnDemandTest, AConfigOutsideTheAllowedDirectoriesWritesNothing) {
       "ACTIVITIES_DURATION_MSECS=10\n");
   EXPECT_FALSE(onDemand().busy());
   EXPECT_FALSE(backend_.isActive());
+}
+
+TEST_F(OnDemandTest, AForkedChildNeitherPollsNorRecordsNorWaitsForTheParentsThreads) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A DataLoader worker: its copy takes no config and its exit path joins nothing.
+    onDemand().handleConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                            "/child.json\nACTIVITIES_DURATION_MSECS=10\n");
+    const bool idle = !onDemand().busy();
+    onDemand().shutDown();
+    ::_exit(idle ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child did not end by itself";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's copy took a config";
+  std::ifstream none(written("child"));
+  EXPECT_FALSE(none.good());
+  // The parent goes on as before.
+  onDemand().handleConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                          "/parent.json\nACTIVITIES_DURATION_MSECS=10\n");
+  ASSERT_TRUE(onDemand().waitUntilIdle(20000));
+  std::ifstream parent(written("parent"));
+  EXPECT_TRUE(parent.good());
 }
 
 }  // namespace
