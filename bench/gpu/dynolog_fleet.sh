@@ -110,8 +110,20 @@ phase_torch() {
   note "|---|---|---|---|"
   note "| kinetrace, triggered by dynolog | ${ours[0]} | ${ours[1]} | ${ours[2]} |"
   note "| torch.profiler, $ITERS steps (stock kineto) | ${theirs[0]} | | |"
-  if [[ ${ours[0]} == "${theirs[0]}" && ${ours[2]} == "$ITERS" && $((ours[1] % 100)) -eq 0 ]]; then
-    note ""; note "PASS: the asked iterations, from a multiple of 100, kernels equal"
+  # PyTorch's ops, recorded by its client as the request asked (--record-shapes).
+  local ops
+  ops=$("$PYTHON" - "$trace" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+shaped = [e for e in ops if "Input Dims" in e.get("args", {})]
+print(len(ops), len(shaped))
+PY
+)
+  note "PyTorch's ops in the trace, and those with input shapes (asked with --record-shapes): $ops"
+  if [[ ${ours[0]} == "${theirs[0]}" && ${ours[2]} == "$ITERS" && $((ours[1] % 100)) -eq 0 \
+        && ${ops% *} -gt 0 && ${ops#* } -gt 0 ]]; then
+    note ""; note "PASS: the asked iterations, from a multiple of 100, kernels equal, ops with shapes"
   else
     note ""; note "FAIL: kernels or steps differ"; rc=1
   fi
