@@ -244,8 +244,8 @@ void ActivityProfiler::enableOnDemand(std::optional<ondemand::DynologClientOptio
   std::lock_guard<std::mutex> lock(mutex_);
   if (onDemandOwner_ != nullptr) return;
   onDemandOwner_ = std::make_unique<OnDemand>(
-      *this, [] { return libkineto::api().client(); }, std::move(dynolog),
-      std::move(onDemandDir), libkineto::processId());
+      *this, [] { return libkineto::api().client(); }, std::move(dynolog), std::move(onDemandDir),
+      libkineto::processId());
   onDemand_.store(onDemandOwner_.get(), std::memory_order_release);
   // PyTorch's DataLoader workers are forked: their copy must not poll, record or join.
   static std::once_flag registered;

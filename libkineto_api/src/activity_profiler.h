@@ -104,7 +104,7 @@ class ActivityProfiler final : public libkineto::ActivityProfilerInterface {
   bool metadataBelongsToStoppedTrace_ = false;
   std::vector<std::pair<int32_t, std::string>> threadNames_;
   std::vector<std::unique_ptr<libkineto::IActivityProfiler>> children_;
-  std::set<std::string> said_;  // messages already written (each once per process)
+  std::set<std::string> said_;    // messages already written (each once per process)
   bool onDemandRecords_ = false;  // the recording is an on-demand window, not the framework's
   std::unique_ptr<OnDemand> onDemandOwner_;
   std::atomic<OnDemand*> onDemand_{nullptr};  // read by step() without the lock

@@ -13,8 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <locale>
-#include <sstream>
 #include <string_view>
 #include <tuple>
 
@@ -47,10 +45,9 @@ std::string describe(const std::string& name, const std::string& dir) {
   return dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
-// Seconds from the text, or why it is not a positive number (parsed in the C locale: "0.05"
-// whatever the program's locale says a decimal point is).
+// Seconds from the text, or why it is not a positive number. strtod, not iostreams: this
+// runs inside cuInit() of the traced process (see parentOf in dynolog_ipc.cpp).
 detail::Result<double> parseSeconds(const std::string& text) {
-  // strtod reads the C locale's decimal point, which nobody sets in a traced process.
   char* end = nullptr;
   const double seconds = std::strtod(text.c_str(), &end);
   if (end == text.c_str()) return detail::Failure{"not a number"};

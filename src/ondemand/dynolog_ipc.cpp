@@ -7,10 +7,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <random>
-#include <sstream>
 
 namespace kinetrace::ondemand {
 
@@ -37,8 +35,8 @@ uint64_t getLittleEndian(std::string_view in, std::size_t offset, std::size_t by
 // command name in parentheses, which may itself hold spaces and ')': the fields after it
 // start after the LAST ')'.
 int64_t parentOf(int32_t pid) {
-  // POSIX reads, not iostreams: this runs inside cuInit() of processes (PyTorch's) whose
-  // loaded libraries may have changed the C++ streams' locale machinery.
+  // POSIX reads, not iostreams: this runs inside cuInit() of the traced process, where an
+  // iostream read crashed PyTorch processes.
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
