@@ -76,7 +76,7 @@ void OnDemand::handleConfig(const std::string& config) {
   now.ending = quit_ || state_ == State::Off;
   now.recording = state_ == State::Recording || state_ == State::Starting;
   if (window_) {
-    now.window = 1;
+    now.window = windows_ + (state_ == State::Starting ? 1 : 0);
     now.recordingPath = window_->path();
     if (state_ == State::Pending) now.pendingPath = window_->path();
   }
@@ -88,8 +88,14 @@ void OnDemand::handleConfig(const std::string& config) {
     log(LogLevel::Warning, "dynolog's request refused: {}", *refusal);
     return;
   }
-  window_.emplace(request, ondemand::triggeredPath(request.output, "/tmp", "trace.json"),
-                  clockNs(CLOCK_BOOTTIME), clockNs(CLOCK_REALTIME),
+  const std::string path = ondemand::triggeredPath(
+      request.output, "/tmp", "libkineto_activities_" + std::to_string(pid_) + ".json");
+  if (detail::Status usable = ondemand::makeParentDirectories(path); !usable.ok()) {
+    log(LogLevel::Warning, "dynolog's request refused: the trace cannot be written there: {}",
+        usable.why());
+    return;
+  }
+  window_.emplace(request, path, clockNs(CLOCK_BOOTTIME), clockNs(CLOCK_REALTIME),
                   steps_.load(std::memory_order_relaxed));
   state_ = State::Pending;
   updateNextStepEventLocked();
@@ -164,6 +170,7 @@ void OnDemand::startWindow(int64_t atStep) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   state_ = State::Recording;
+  ++windows_;
   if (window.bySteps()) {
     firstStep_ = atStep;
     stopAtStep_ = window.endAtStep(atStep);

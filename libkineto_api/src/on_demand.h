@@ -90,6 +90,7 @@ class OnDemand {
   std::condition_variable changed_;
   State state_ = State::Idle;
   std::optional<ondemand::TriggerWindow> window_;
+  int windows_ = 0;         // windows started so far
   int64_t stopAtNs_ = 0;    // Recording by time: when it ends (CLOCK_BOOTTIME)
   int64_t stopAtStep_ = 0;  // Recording by steps: the step that ends it
   int64_t firstStep_ = -1;

@@ -30,10 +30,10 @@
 namespace kinetrace::inject {
 namespace {
 
+using detail::Failure;
 using detail::log;
 using detail::Result;
 using detail::Status;
-using detail::Failure;
 
 // Wake-up bytes: 1..64 are signal numbers.
 constexpr unsigned char kWake = 0;
@@ -68,25 +68,6 @@ std::string currentDirectory() {
   if (::getcwd(buffer.data(), buffer.size()) == nullptr) return ".";
   buffer.resize(std::strlen(buffer.c_str()));
   return buffer;
-}
-
-// mkdir -p.
-Status makeDirectories(const std::string& path) {
-  std::string partial;
-  std::size_t position = 0;
-  while (position != std::string::npos) {
-    position = path.find('/', position + 1);
-    partial = path.substr(0, position);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
-      return Failure{partial + ": " + std::strerror(errno)};
-    }
-  }
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    return Failure{path + ": not a directory"};
-  }
-  return {};
 }
 
 // Tells `kinetrace run` what became of this process's recording (run_manifest.h); the
@@ -188,7 +169,7 @@ void Controller::begin() {
   outputDir_ = config.output.empty() ? currentDirectory() : config.output;
   if (!isAbsolute(outputDir_)) outputDir_ = currentDirectory() + "/" + outputDir_;
   while (outputDir_.size() > 1 && outputDir_.back() == '/') outputDir_.pop_back();
-  if (Status usable = makeDirectories(outputDir_); !usable.ok()) {
+  if (Status usable = ondemand::makeDirectories(outputDir_); !usable.ok()) {
     log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, usable.why());
   }
 
@@ -608,14 +589,11 @@ void Controller::offerTriggerLocked(const TriggerRequest& request,
     return;
   }
   const int window = windows_ + 1;
-  const std::string path = ondemand::triggeredPath(request.output, outputDir_,
-                                                   traceFileName(options_.naming, window));
-  const std::size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    if (Status usable = makeDirectories(path.substr(0, slash)); !usable.ok()) {
-      deliver("refused the trace cannot be written there: " + usable.why());
-      return;
-    }
+  const std::string path =
+      ondemand::triggeredPath(request.output, outputDir_, traceFileName(options_.naming, window));
+  if (Status usable = ondemand::makeParentDirectories(path); !usable.ok()) {
+    deliver("refused the trace cannot be written there: " + usable.why());
+    return;
   }
   trigger_.emplace(request, path, bootTimeNs(), realTimeNs(),
                    steps_.load(std::memory_order_relaxed));
@@ -624,8 +602,8 @@ void Controller::offerTriggerLocked(const TriggerRequest& request,
   wake();  // a window of a duration is timed by the control thread
   const std::string noSteps = "no step marks seen yet: NVTX ranges named " +
                               options_.config.stepMarks + ", or kinetrace::step() calls";
-  if (!deliver(ondemand::acceptedAnswer(*trigger_, steps_.load(std::memory_order_relaxed),
-                                        noSteps))) {
+  if (!deliver(
+          ondemand::acceptedAnswer(*trigger_, steps_.load(std::memory_order_relaxed), noSteps))) {
     undoTriggerLocked();
     return;
   }

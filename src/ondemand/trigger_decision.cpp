@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace kinetrace::ondemand {
@@ -56,6 +58,27 @@ std::string triggeredPath(const std::string& requested, const std::string& defau
   std::string dir = requested;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir + "/" + fileName;
+}
+
+Status makeDirectories(const std::string& dir) {
+  for (std::size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string partial = dir.substr(0, slash);
+    if (!partial.empty() && ::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      return Failure{partial + ": " + std::strerror(errno)};
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return Failure{dir + ": not a directory"};
+  }
+  return {};
+}
+
+Status makeParentDirectories(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return {};
+  return makeDirectories(path.substr(0, slash));
 }
 
 std::string acceptedAnswer(const TriggerWindow& window, int64_t stepsSeen,

@@ -40,6 +40,10 @@ std::optional<std::string> refusalNow(const ProcessState& state);
 std::string triggeredPath(const std::string& requested, const std::string& defaultDir,
                           const std::string& fileName);
 
+// mkdir -p of `dir`, and of the directory a trace at `path` goes into; says which part failed.
+detail::Status makeDirectories(const std::string& dir);
+detail::Status makeParentDirectories(const std::string& path);
+
 // The answer for a request taken: "ok PATH", and for steps "<TAB>from step S", with
 // `noStepsNote` after it when the process has marked no step yet (what marks one).
 std::string acceptedAnswer(const TriggerWindow& window, int64_t stepsSeen,

@@ -4,6 +4,9 @@
 #include "ondemand/trigger_decision.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 
 #include "support/temp_dir.h"
 
@@ -67,6 +70,20 @@ TEST(TriggerDecisionTest, APathIsAFileADirectoryOrTheDefault) {
   EXPECT_EQ(triggeredPath("/x/new/", "/out", "p.json"), "/x/new/p.json");
   EXPECT_EQ(triggeredPath(dir.path(), "/out", "p.json"), dir.path() + "/p.json")
       << "an existing directory";
+}
+
+TEST(TriggerDecisionTest, ATracesDirectoriesAreMadeOrTheFailingPartIsNamed) {
+  kinetrace::testing::TempDir dir;
+  EXPECT_TRUE(makeParentDirectories(dir.path() + "/a/b/t.json").ok());
+  struct stat info {};
+  EXPECT_EQ(::stat((dir.path() + "/a/b").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISDIR(info.st_mode));
+  EXPECT_TRUE(makeParentDirectories(dir.path() + "/a/b/t.json").ok()) << "already there";
+  const std::string file = dir.path() + "/a/plain";
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  EXPECT_EQ(makeParentDirectories(file + "/t.json").why(), file + ": not a directory");
 }
 
 TEST(TriggerDecisionTest, TheAnswerAndTheMetadataSayWhatWasTaken) {
