@@ -40,6 +40,10 @@ struct TrackInfo {
   int64_t tid = 0;
   uint64_t parent = 0;
   std::string name;
+  // A counter's unit and category, when its writer gave them (a GPU metric's): its values
+  // are read back as a series keyed by the unit, as the JSON trace has them.
+  std::string unit;
+  std::string category;
 };
 
 // A debug annotation, decoded.
@@ -417,9 +421,16 @@ class PerfettoReader {
           }
           break;
         }
-        case kTrackCounter:
+        case kTrackCounter: {
           info.kind = TrackInfo::Kind::Counter;
+          ProtoReader counter(field.bytes);
+          ProtoField part;
+          while (counter.next(part)) {
+            if (part.number == kCounterUnitName) info.unit = std::string(part.bytes);
+            if (part.number == kCounterCategories) info.category = std::string(part.bytes);
+          }
           break;
+        }
         default:
           break;
       }
@@ -724,11 +735,12 @@ class PerfettoReader {
     if (t.kind != TrackInfo::Kind::Counter || !e.hasCounter)
       fail("a counter value off a counter track");
     const TrackInfo& thread = track(t.parent);
-    Arg arg{t.name, e.counterIsDouble ? ArgValue(e.counterDouble) : ArgValue(e.counterInt)};
+    Arg arg{t.unit.empty() ? t.name : t.unit,
+            e.counterIsDouble ? ArgValue(e.counterDouble) : ArgValue(e.counterInt)};
     Event out;
     out.phase = Phase::Counter;
     out.name = t.name;
-    out.category = "counter";
+    out.category = t.category.empty() ? std::string_view("counter") : t.category;
     out.pid = thread.pid;
     out.tid = thread.tid;
     out.timestampNs = e.timeNs;

@@ -63,7 +63,8 @@ Assembler::Assembler(TraceTables& tables, AssemblerOptions options)
       ncclGroups_(tables, kEventArgsKept),
       // Launches are kept as long as a call is, an older launch's call being gone anyway.
       graphLaunches_(kGraphLaunchesKept, kPendingExpiryNs),
-      graphSites_(tables, kGraphNodeSitesKept) {}
+      graphSites_(tables, kGraphNodeSitesKept),
+      kernelMetrics_(losses_) {}
 
 // ---- host side ------------------------------------------------------------------------
 
@@ -532,7 +533,7 @@ void Assembler::emit(KernelRecord& k) {
   }
   k.graphNodeSite = graphSites_.siteOf(k.graphNodeId);
   placeOnStream(k.at, kOpsTrack);
-  ready_.kernels.push_back(k);
+  kernelMetrics_.addKernel(k, ready_);
 }
 
 void Assembler::emit(MemcpyRecord& m) {
@@ -589,6 +590,19 @@ void Assembler::addGpu(GpuBatch& batch) {
   losses_.cuptiDroppedRecords += batch.droppedRecords;
   losses_.cuptiBuffersRefused += batch.buffersRefused;
   losses_.cuptiRecordsUndecoded += batch.undecoded;
+  // A set past kMaxGpuMetrics (a source's bug) is not taken: its samples are then counted
+  // as corrupted, never written in part.
+  if (batch.metricSet && !batch.metricSet->empty() && tables_.gpuMetrics.empty() &&
+      batch.metricSet->metrics.size() <= kMaxGpuMetrics) {
+    tables_.gpuMetrics = *batch.metricSet;
+    kernelMetrics_.configure(tables_.gpuMetrics);
+  }
+  losses_.gpuMetricSamplesLost += batch.metricLosses.lost;
+  losses_.gpuMetricSamplesCorrupted += batch.metricLosses.corrupted;
+  losses_.gpuMetricSetupSamplesDropped += batch.metricLosses.setupDropped;
+  // Samples first: a kernel of this batch may find its samples complete already.
+  kernelMetrics_.addSamples(batch.records, batch.metricsCompleteUntil, options_.startNs, stopNs_,
+                            ready_);
   TraceRecords& r = batch.records;
   for (KernelRecord& k : r.kernels) addOperation(k, waitingKernels_);
   for (MemcpyRecord& m : r.memcpys) addOperation(m, waitingMemcpys_);
@@ -673,6 +687,7 @@ void Assembler::assemble(int64_t horizonNs, TraceRecords& out) {
   for (const auto& w : waitingMemsets_) complete = std::min(complete, w.record.at.startNs);
   for (const auto& w : waitingGraphs_) complete = std::min(complete, w.record.at.startNs);
   clock_.advance(complete);
+  kernelMetrics_.release(complete, horizonNs_, ready_);
   // A range whose end came before `complete` can gain no more GPU time: its spans go out.
   // Ranges end in roughly the order they are drained; one that ended later than the next
   // holds the queue up for a moment, never wrongly.
@@ -699,6 +714,7 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
   retryWaiting(waitingGraphs_, true);
   retryWaiting(waitingSyncs_, true);
   retryWaiting(waitingMemory_, true);
+  kernelMetrics_.finish(ready_);
   // Ranges still open at the stop end there, marked so nobody mistakes them for finished.
   for (auto& [instance, stack] : openRanges_) {
     const uint32_t thread = threadOf(instance);
@@ -733,6 +749,7 @@ void Assembler::shed(std::size_t bytes) {
   giveUp(waitingGraphs_);
   giveUp(waitingSyncs_);
   giveUp(waitingMemory_);
+  kernelMetrics_.shed(ready_);
   clock_.shed();
   constexpr std::size_t kPerCall = sizeof(PendingCall) + 48;
   std::size_t freed = 0;
@@ -776,6 +793,7 @@ std::size_t Assembler::heldBytes() const {
   bytes += graphLaunches_.heldBytes();
   bytes += graphSites_.heldBytes() + ncclGroups_.heldBytes();
   bytes += clock_.heldBytes();
+  bytes += kernelMetrics_.heldBytes();
   bytes += (streamLanes_.size() + overheadLanes_.size()) * LaneAllocator::kKeep * 16;
   return bytes;
 }

@@ -13,6 +13,7 @@
 #include "correlate/clock_bounds.h"
 #include "correlate/graph_launches.h"
 #include "correlate/graph_sites.h"
+#include "correlate/kernel_metrics.h"
 #include "correlate/lane_allocator.h"
 #include "correlate/nccl_groups.h"
 #include "host/host_recorder.h"
@@ -58,6 +59,9 @@ struct AssemblerOptions {
 //  - lanes: operations that overlap on one stream, synchronisations and spans each go on
 //    a track where they nest;
 //  - the clock offset bound (ClockBoundsTracker).
+//  - GPU metrics: samples pass through to the trace, and each kernel of a sampled device
+//    gets its metric averages before it goes out (KernelMetrics), which may hold it until
+//    its device's samples are in; samples are kept until the completion mark passes them.
 // It feeds two units that keep what is not correlation: NcclGroups (the sum of an NCCL
 // group's calls, given to its ncclGroupEnd) and GraphSites (where graph nodes were created,
 // named by the work replayed from them).
@@ -217,6 +221,7 @@ class Assembler final : public HostEventVisitor {
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
   GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
   GraphSites graphSites_;        // where graph nodes were created, for the work replayed from them
+  KernelMetrics kernelMetrics_;  // kernels' GPU metric averages
 
   std::vector<Waiting<KernelRecord>> waitingKernels_;
   std::vector<Waiting<MemcpyRecord>> waitingMemcpys_;

@@ -3,11 +3,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kinetrace/value.h"
+#include "model/gpu_metrics.h"
 #include "model/memory_budget.h"
 #include "model/records.h"
 #include "model/string_table.h"
@@ -49,7 +51,14 @@ struct GpuOptions {
 };
 
 // What one poll of a GPU source hands over: decoded records of the GPU kinds (kernels,
-// copies, memsets, syncs, memory, overhead; names interned), and what goes with them.
+// copies, memsets, syncs, memory, overhead, metric samples; names interned), and what goes
+// with them.
+//
+// GPU metric samples (records.metricSamples, their values in records.metricValues) come
+// in time order per device. Kernels of a sampled device wait in the assembler until the
+// samples that may overlap them are in, so a source says how far each device's samples
+// are complete: the end of its latest sample, or further with metricsCompleteUntil when
+// samples were lost or sampling ended on a device (INT64_MAX: no more will come).
 struct GpuBatch {
   TraceRecords records;
   // correlation id -> external id, from CUPTI's external correlation records.
@@ -59,6 +68,11 @@ struct GpuBatch {
   uint64_t droppedRecords = 0;  // CUPTI dropped since the last poll
   uint64_t buffersRefused = 0;  // buffer requests refused since the last poll
   uint64_t undecoded = 0;       // record kinds kinetrace does not decode
+  // The session's metrics, in the first batch after start() of a window that samples them.
+  std::optional<GpuMetricSet> metricSet;
+  GpuMetricLosses metricLosses;  // since the last poll
+  // (device, ns): no sample of that device ends at or before ns that has not been handed over.
+  std::vector<std::pair<uint32_t, int64_t>> metricsCompleteUntil;
 
   void clear();
 };

@@ -20,11 +20,12 @@ std::size_t TraceRecords::bytes() const {
   forEachKind([&total](const auto& records) {
     total += records.size() * sizeof(typename std::decay_t<decltype(records)>::value_type);
   });
-  return total;
+  return total + metricValues.size() * sizeof(double);
 }
 
 void TraceRecords::clear() {
   forEachKind([](auto& records) { records.clear(); });
+  metricValues.clear();
 }
 
 void TraceRecords::append(TraceRecords&& other) {
@@ -36,6 +37,15 @@ void TraceRecords::append(TraceRecords&& other) {
     }
     from.clear();
   };
+  // The other's metric values go after these: its indexes into them move as far.
+  const auto valuesBefore = static_cast<uint32_t>(metricValues.size());
+  if (valuesBefore > 0) {
+    for (KernelRecord& k : other.kernels) {
+      if (k.metricAverages != 0) k.metricAverages += valuesBefore;
+    }
+    for (GpuMetricSampleRecord& sample : other.metricSamples) sample.values += valuesBefore;
+  }
+  move(metricValues, other.metricValues);
   move(ranges, other.ranges);
   move(instants, other.instants);
   move(counters, other.counters);
@@ -49,6 +59,7 @@ void TraceRecords::append(TraceRecords&& other) {
   move(memory, other.memory);
   move(overheads, other.overheads);
   move(gpuSpans, other.gpuSpans);
+  move(metricSamples, other.metricSamples);
 }
 
 void RecordCounts::add(const TraceRecords& r) {
@@ -64,6 +75,7 @@ void RecordCounts::add(const TraceRecords& r) {
   memory += r.memory.size();
   overheads += r.overheads.size();
   gpuSpans += r.gpuSpans.size();
+  metricSamples += r.metricSamples.size();
 }
 
 void GpuBatch::clear() {
@@ -71,6 +83,9 @@ void GpuBatch::clear() {
   externalIds.clear();
   newDevices.clear();
   droppedRecords = buffersRefused = undecoded = 0;
+  metricSet.reset();
+  metricLosses = GpuMetricLosses{};
+  metricsCompleteUntil.clear();
 }
 
 }  // namespace kinetrace::detail

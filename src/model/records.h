@@ -143,6 +143,10 @@ struct KernelRecord {
   float blocksPerSm = 0;
   float warpsPerSm = 0;
   float occupancyPercent = -1;  // estimated achieved occupancy; -1 when unknown
+  // Its GPU metric averages, one per metric of TraceTables::gpuMetrics, weighted by its
+  // overlap with the samples: TraceRecords::metricValues from index metricAverages - 1;
+  // 0 when no sample overlapped it (or metrics are not sampled).
+  uint32_t metricAverages = 0;
 };
 
 struct MemcpyRecord {
@@ -225,6 +229,16 @@ struct OverheadRecord {
   uint16_t lane = 0;
 };
 
+// One sample window of GPU metrics on one device: each metric's value over [startNs, endNs),
+// in the host's clock. The values are TraceRecords::metricValues from index `values`, one
+// per metric of TraceTables::gpuMetrics, in its order.
+struct GpuMetricSampleRecord {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint32_t deviceId = 0;
+  uint32_t values = 0;
+};
+
 struct DeviceInfo {
   uint32_t id = 0;
   StringId name = 0;
@@ -259,21 +273,26 @@ struct TraceRecords {
   std::vector<MemoryRecord> memory;
   std::vector<OverheadRecord> overheads;
   std::vector<GpuSpanRecord> gpuSpans;
+  std::vector<GpuMetricSampleRecord> metricSamples;
+  // The values of metric samples and kernels' metric averages (not records: each belongs to
+  // the sample or kernel that indexes it). append() keeps the indexes right.
+  std::vector<double> metricValues;
 
   // Calls f(vector) for each kind's vector.
   template <typename F>
   void forEachKind(F&& f) {
     f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
-    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans);
+    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans), f(metricSamples);
   }
   template <typename F>
   void forEachKind(F&& f) const {
     f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
-    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans);
+    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans), f(metricSamples);
   }
   bool empty() const;
   std::size_t size() const;
-  // Bytes the records occupy (capacity excluded): what a batch costs the memory budget.
+  // Bytes the records and metric values occupy (capacity excluded): what a batch costs the
+  // memory budget.
   std::size_t bytes() const;
   void clear();
   // Moves every record of `other` to the end of this one's vectors.

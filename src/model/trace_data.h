@@ -9,6 +9,7 @@
 
 #include "kinetrace/value.h"
 #include "model/event_args.h"
+#include "model/gpu_metrics.h"
 #include "model/records.h"
 #include "model/string_table.h"
 
@@ -30,6 +31,12 @@ struct LossCounters {
   uint64_t unfinishedRanges = 0;
   uint64_t graphNodeSitesNotKept = 0;  // graph nodes created past the cap on creation sites
   uint64_t eventArgsNotKept = 0;       // events whose arguments came past the cap on them
+  uint64_t gpuMetricSamplesLost = 0;   // GpuMetricLosses, summed over the window
+  uint64_t gpuMetricSamplesCorrupted = 0;
+  uint64_t gpuMetricSetupSamplesDropped = 0;
+  // Kernels written without metric averages although their device was sampled: their
+  // samples came too late, or had been let go before the kernel's record came.
+  uint64_t kernelsWithoutTheirSamples = 0;
 };
 
 // How many records of each kind a trace holds (also when they were streamed to a file).
@@ -46,6 +53,7 @@ struct RecordCounts {
   uint64_t memory = 0;
   uint64_t overheads = 0;
   uint64_t gpuSpans = 0;
+  uint64_t metricSamples = 0;
   void add(const TraceRecords& records);
 };
 
@@ -69,6 +77,8 @@ struct TraceTables {
   // its External id, so the GPU work launched inside NCCL's ranges can carry them.
   std::vector<StoredArgs> eventArgs;
   std::unordered_map<uint64_t, uint32_t> argsOfRange;  // External id -> index + 1
+  // The GPU metrics sampled: what metric samples' values and kernels' averages are.
+  GpuMetricSet gpuMetrics;
   int64_t pid = 0;
   std::string processName = "host";
 };

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <string>
 
+#include "output/trace_vocabulary.h"
+
 namespace kinetrace::detail {
 namespace {
 
@@ -163,6 +165,24 @@ std::string_view memcpyEventName(CopyKind kind, MemoryKind source, MemoryKind de
 std::string_view memsetEventName(MemoryKind kind) {
   static const MemsetNames names;
   return names.get(kind);
+}
+
+std::string_view metricUnitName(MetricUnit unit) {
+  switch (unit) {
+    case MetricUnit::Percent:
+      return chrome::kUnitPercent;
+    case MetricUnit::BytesPerSecond:
+      return chrome::kUnitBytesPerSecond;
+  }
+  return {};
+}
+
+std::string gpuMetricArgKey(const GpuMetric& metric) {
+  std::string key = metric.displayName;
+  key += " (";
+  key += metricUnitName(metric.unit);
+  key += ')';
+  return key;
 }
 
 }  // namespace kinetrace::detail

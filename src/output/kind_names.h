@@ -1,7 +1,9 @@
 #pragma once
 
+#include <string>
 #include <string_view>
 
+#include "model/gpu_metrics.h"
 #include "model/records.h"
 
 // Display names of the model's kinds, as PyTorch's profiler writes them and as HTA and
@@ -17,5 +19,8 @@ std::string_view overheadKindName(OverheadKind kind);  // "CUPTI buffer flush", 
 // once, so writing a copy formats nothing.
 std::string_view memcpyEventName(CopyKind kind, MemoryKind source, MemoryKind destination);
 std::string_view memsetEventName(MemoryKind kind);   // "Memset (Device)"
+std::string_view metricUnitName(MetricUnit unit);    // "%", "bytes/s"
+// The key of a kernel's average of `metric`: "SM throughput (%)".
+std::string gpuMetricArgKey(const GpuMetric& metric);
 
 }  // namespace kinetrace::detail

@@ -53,6 +53,10 @@ constexpr uint32_t kTrackThread = 4;      // ThreadDescriptor thread
 constexpr uint32_t kTrackParentUuid = 5;  // uint64 parent_uuid
 constexpr uint32_t kTrackCounter = 8;     // CounterDescriptor counter
 
+// track_event/counter_descriptor.proto: message CounterDescriptor
+constexpr uint32_t kCounterCategories = 2;  // repeated string categories
+constexpr uint32_t kCounterUnitName = 6;    // string unit_name
+
 // track_event/process_descriptor.proto: message ProcessDescriptor
 constexpr uint32_t kProcessPid = 1;   // int32 pid
 constexpr uint32_t kProcessName = 6;  // string process_name

@@ -21,6 +21,7 @@
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
+#include "output/trace_vocabulary.h"
 #include "output/string_index.h"
 #include "output/value_json.h"
 #include "output/trace_vocabulary.h"
@@ -334,7 +335,8 @@ class PerfettoSink::Encoder {
   void writeCounter(const Event& event) {
     for (std::size_t i = 0; i < event.argCount; ++i) {
       const Arg& arg = event.args[i];
-      const std::size_t track = counterTrack(event.pid, event.tid, event.name, arg.key);
+      const std::size_t track =
+          counterTrack(event.pid, event.tid, event.name, arg.key, event.category);
       if (const auto* d = std::get_if<double>(&arg.value)) {
         if (!openTrackEvent(track, event.timestampNs, kTypeCounter)) return;
         w_.doubleValue(kEventDoubleCounterValue, *d);
@@ -468,7 +470,10 @@ class PerfettoSink::Encoder {
     return found->second;
   }
 
-  std::size_t counterTrack(int64_t pid, int64_t tid, std::string_view name, std::string_view key) {
+  // A GPU metric's series is keyed by its unit: its track is named by the metric alone and
+  // carries the unit (and the category, which a reader gives back to its events).
+  std::size_t counterTrack(int64_t pid, int64_t tid, std::string_view name, std::string_view key,
+                           std::string_view category) {
     auto lookup = std::make_tuple(pid, tid, std::string(name), std::string(key));
     auto found = counters_.find(lookup);
     if (found != counters_.end()) return found->second;
@@ -480,8 +485,15 @@ class PerfettoSink::Encoder {
     const std::size_t descriptor = w_.beginMessage(kPacketTrackDescriptor);
     w_.varint(kTrackUuid, sequence(track).trackUuid);
     w_.varint(kTrackParentUuid, parent);
-    w_.bytes(kTrackName, key == name ? std::string(name) : fmt::format("{} {}", name, key));
-    w_.endMessage(w_.beginMessage(kTrackCounter));  // an empty CounterDescriptor
+    const bool metric = category == chrome::kCatGpuMetric;
+    w_.bytes(kTrackName,
+             key == name || metric ? std::string(name) : fmt::format("{} {}", name, key));
+    const std::size_t counter = w_.beginMessage(kTrackCounter);
+    if (metric) {
+      w_.bytes(kCounterCategories, category);
+      w_.bytes(kCounterUnitName, key);
+    }
+    w_.endMessage(counter);
     w_.endMessage(descriptor);
     w_.endMessage(packet);
     return track;

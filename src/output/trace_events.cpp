@@ -41,10 +41,10 @@ constexpr uint64_t kOverheadDeviceBase = uint64_t{1} << 30;
 
 // The event's args, in storage reused for every event: writing a trace allocates nothing
 // per event. Twenty-four covers the largest event, an NCCL kernel launched from a graph (21
-// args).
+// args), to which GPU metric averages add one each.
 class ArgList {
  public:
-  static constexpr std::size_t kCapacity = 40;
+  static constexpr std::size_t kCapacity = 24 + kMaxGpuMetrics;
   void clear() { count_ = 0; }
   void add(std::string_view key, ArgValue value) {
     assert(count_ < kCapacity && "an event kind gained args: raise kCapacity");
@@ -152,6 +152,7 @@ class EventWriter::Impl {
   void writeGpuOp(const GpuPlacement& at, int trackKind, std::string_view category,
                   std::string_view name);
   void writeFlowEnd(const GpuPlacement& at, int trackKind);
+  void writeMetricSamples(const TraceRecords& records);
   void nameHost();
   void nameOverheads();
   void nameGpus();
@@ -293,6 +294,25 @@ class EventWriter::Impl {
     }
   }
 
+  // The argument keys of the session's metrics, made once (the metrics are known from the
+  // first GPU batch on, before any kernel that has averages).
+  const std::vector<std::string>& metricArgKeys() {
+    const auto& metrics = tables_.gpuMetrics.metrics;
+    if (metricArgKeys_.size() != metrics.size()) {
+      metricArgKeys_.clear();
+      for (const GpuMetric& metric : metrics) metricArgKeys_.push_back(gpuMetricArgKey(metric));
+    }
+    return metricArgKeys_;
+  }
+  void addMetricArgs(const TraceRecords& r, uint32_t averages) {
+    if (averages == 0) return;
+    const std::vector<std::string>& keys = metricArgKeys();
+    if (averages - 1 + keys.size() > r.metricValues.size()) return;  // a bug upstream
+    for (std::size_t m = 0; m < keys.size(); ++m) {
+      args_.add(keys[m], r.metricValues[averages - 1 + m]);
+    }
+  }
+
   Sink& sink_;
   const TraceTables& tables_;
   const int64_t baseTimeNs_;
@@ -304,6 +324,8 @@ class EventWriter::Impl {
   std::vector<bool> usedAsyncLanes_;           // by lane
   std::vector<OverheadTrack> overheadTracks_;  // sorted
   std::vector<GpuTrack> gpuTracks_;            // sorted
+  std::vector<uint32_t> metricDevices_;        // sorted: devices with metric samples
+  std::vector<std::string> metricArgKeys_;
   std::array<GpuTrack, 64> recentTracks_{};
   std::array<std::array<char, 24>, ArgList::kCapacity> bigNumbers_{};  // addStoredArg's texts
 };
@@ -422,6 +444,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     }
     addGraphArgs(k.graphId, k.graphNodeId, k.graphNodeSite);
     addNcclArgs(tables_.strings.get(k.name));
+    addMetricArgs(r, k.metricAverages);
     send();
     writeFlowEnd(k.at, kGpuOpsTrack);
   }
@@ -462,12 +485,33 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     send();
     writeFlowEnd(s.at, kGpuSyncTrack);
   }
+  writeMetricSamples(r);
   for (const GpuSpanRecord& g : r.gpuSpans) {
     const int64_t tid = noteGpuTrack(g.deviceId, g.streamId, kGpuSpanTrack, g.lane);
     start(Phase::Complete, chrome::kCatGpuAnnotation, tables_.strings.get(g.name), g.deviceId, tid,
           g.startNs, g.endNs - g.startNs);
     args_.add(chrome::kArgExternalId, g.externalId);
     send();
+  }
+}
+
+void EventWriter::Impl::writeMetricSamples(const TraceRecords& r) {
+  const std::vector<GpuMetric>& metrics = tables_.gpuMetrics.metrics;
+  if (r.metricSamples.empty() || metrics.empty()) return;
+  uint32_t lastDevice = ~0u;
+  for (const GpuMetricSampleRecord& sample : r.metricSamples) {
+    if (sample.values + metrics.size() > r.metricValues.size()) continue;  // a bug upstream
+    if (sample.deviceId != lastDevice) {
+      lastDevice = sample.deviceId;
+      insertSorted(metricDevices_, sample.deviceId);
+    }
+    // The value holds from the sample's start until the next sample, as a counter does.
+    for (std::size_t m = 0; m < metrics.size(); ++m) {
+      start(Phase::Counter, chrome::kCatGpuMetric, metrics[m].displayName, sample.deviceId,
+            kGpuMetricsTid, sample.startNs);
+      args_.add(metricUnitName(metrics[m].unit), r.metricValues[sample.values + m]);
+      send();
+    }
   }
 }
 
@@ -545,16 +589,33 @@ void EventWriter::Impl::nameOverheads() {
 
 void EventWriter::Impl::nameGpus() {
   int64_t namedDevice = -1;
+  auto nameDevice = [this](int64_t device) {
+    const std::string label = fmt::format("GPU {}", device);
+    writeMetadata(chrome::kProcessName, device, 0, chrome::kNamingName, std::string_view(label));
+    writeMetadata(chrome::kProcessLabels, device, 0, chrome::kNamingLabels,
+                  std::string_view(label));
+    writeMetadata(chrome::kProcessSortIndex, device, 0, chrome::kNamingSortIndex,
+                  kGpuSortIndexBase + device);
+    if (std::binary_search(metricDevices_.begin(), metricDevices_.end(),
+                           static_cast<uint32_t>(device))) {
+      writeMetadata(chrome::kThreadName, device, kGpuMetricsTid, chrome::kNamingName,
+                    std::string_view(chrome::kGpuMetricsThreadName));
+      // Above the streams, as profilers show a GPU's metrics above its work.
+      writeMetadata(chrome::kThreadSortIndex, device, kGpuMetricsTid, chrome::kNamingSortIndex,
+                    int64_t{-1});
+    }
+  };
+  // Devices with metric samples but no work are named too.
+  for (uint32_t device : metricDevices_) {
+    const bool hasTracks = std::any_of(gpuTracks_.begin(), gpuTracks_.end(),
+                                       [device](const GpuTrack& t) { return t.device == device; });
+    if (!hasTracks) nameDevice(device);
+  }
   for (const GpuTrack& track : gpuTracks_) {  // by device, then stream
     const int64_t device = track.device;
     if (device != namedDevice) {
       namedDevice = device;
-      const std::string label = fmt::format("GPU {}", device);
-      writeMetadata(chrome::kProcessName, device, 0, chrome::kNamingName, std::string_view(label));
-      writeMetadata(chrome::kProcessLabels, device, 0, chrome::kNamingLabels,
-                    std::string_view(label));
-      writeMetadata(chrome::kProcessSortIndex, device, 0, chrome::kNamingSortIndex,
-                    kGpuSortIndexBase + device);
+      nameDevice(device);
     }
     std::string name = fmt::format("stream {}", track.stream);
     if (track.kind == kGpuSyncTrack) name += " sync";

@@ -19,7 +19,10 @@ namespace kinetrace::detail {
 //     the stream's synchronisation track and its annotation (gpu_user_annotation) tracks
 //     get tids of their own (gpuTrackTid), each named after the stream ("stream 7",
 //     "stream 7 (2)", "stream 7 sync", "stream 7 annotations");
-//   CUPTI overhead: pid -1, tid = the thread (or device) it was spent for, plus lanes.
+//   CUPTI overhead: pid -1, tid = the thread (or device) it was spent for, plus lanes;
+//   GPU metric samples: counters (one per metric, at each sample's start) on pid = device,
+//     tid kGpuMetricsTid ("GPU metrics"), named by the metric, the series keyed by its unit;
+//     a kernel's averages are arguments of its slice.
 // Arrows: a FlowRecord is the 's' end at its call; a GPU record with hasLaunchCall carries
 // the 'f' end ("bp":"e").
 //
@@ -55,6 +58,8 @@ constexpr int kGpuSyncTrack = 2;
 constexpr int kGpuSpanTrack = 3;
 // Tids of async-range lanes: above any Linux tid (pid_max <= 2^22).
 constexpr int64_t kAsyncLaneTidBase = int64_t{1} << 30;
+// The GPU metrics' track on a GPU's process: above every gpuTrackTid (bits 0..29), below 2^31.
+constexpr int64_t kGpuMetricsTid = int64_t{1} << 30;
 
 // Writes a trace held in memory: begin(trace.header), every record, the naming metadata,
 // end(trace.footer followed by `extraFooter`). `traceName` is the header's traceName.

@@ -35,6 +35,10 @@ inline constexpr char kCatUserInstant[] = "user_instant";
 inline constexpr char kCatCounter[] = "counter";
 inline constexpr char kCatCpuInstant[] = "cpu_instant_event";  // [memory] events
 inline constexpr char kCatOverhead[] = "overhead";             // CUPTI's own overhead
+// GPU hardware metric samples: counters on the GPU's process, one per metric, on the
+// process's "GPU metrics" thread (tid kGpuMetricsTid in output/trace_events.h). The event's
+// name is the metric's display name; its one series is keyed by the unit (kUnit...).
+inline constexpr char kCatGpuMetric[] = "gpu_metric";
 // Flow categories: a launch call to its GPU work, a forward op to its backward.
 inline constexpr char kFlowLaunch[] = "ac2g";
 inline constexpr char kFlowForwardBackward[] = "fwdbwd";
@@ -43,6 +47,10 @@ inline constexpr char kFlowForwardBackward[] = "fwdbwd";
 inline constexpr char kMemoryEventName[] = "[memory]";
 inline constexpr char kProfilerStepPrefix[] = "ProfilerStep#";  // "ProfilerStep#3"
 inline constexpr char kOverheadProcessName[] = "CUPTI overhead";
+inline constexpr char kGpuMetricsThreadName[] = "GPU metrics";
+// The units of GPU metrics, as counter series keys and in kernels' metric arguments.
+inline constexpr char kUnitPercent[] = "%";
+inline constexpr char kUnitBytesPerSecond[] = "bytes/s";
 
 // ---- argument keys ("args") ---------------------------------------------------------------
 // Linking.
@@ -86,6 +94,9 @@ inline constexpr char kArgNcclReduction[] = "nccl reduction";
 inline constexpr char kArgNcclDatatype[] = "nccl datatype";
 inline constexpr char kArgNcclAlgorithm[] = "nccl algorithm";
 inline constexpr char kArgNcclProtocol[] = "nccl protocol";
+// A kernel's GPU metric averages: one argument per metric, keyed "<display name> (<unit>)"
+// ("SM throughput (%)", "DRAM read (bytes/s)"; output/kind_names.h: gpuMetricArgKey), the
+// mean of the samples it overlaps weighted by the overlap.
 // Host ranges.
 inline constexpr char kArgUnfinished[] = "unfinished";  // still open when the window closed
 // [memory] events, as PyTorch's allocator reports them.
@@ -118,5 +129,8 @@ inline constexpr char kRank[] = "rank";
 inline constexpr char kWorldSize[] = "world_size";
 // kinetrace's own: how it was recorded and what was lost.
 inline constexpr char kGpuStatus[] = "kinetrace_gpu_status";
+// {"metrics": [{"name", "display_name", "unit"}], "interval_ns", "samples", "lost",
+//  "corrupted", "setup_dropped", "kernels_without_their_samples"}: only when sampled.
+inline constexpr char kGpuMetrics[] = "kinetrace_gpu_metrics";
 
 }  // namespace kinetrace::detail::chrome

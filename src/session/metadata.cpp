@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "output/kind_names.h"
 #include "output/trace_vocabulary.h"
 
 namespace kinetrace::detail {
@@ -51,6 +52,24 @@ Value devicePropertiesOf(const TraceData& trace) {
   return Value(std::move(devices));
 }
 
+// What GPU metrics were sampled and what sampling lost; nothing when none were.
+Value gpuMetricsOf(const TraceData& trace) {
+  Value::Array metrics;
+  for (const GpuMetric& metric : trace.tables.gpuMetrics.metrics) {
+    metrics.push_back(Value::object({{"name", metric.name},
+                                     {"display_name", metric.displayName},
+                                     {"unit", metricUnitName(metric.unit)}}));
+  }
+  const LossCounters& l = trace.losses;
+  return Value::object({{"metrics", Value(std::move(metrics))},
+                        {"interval_ns", trace.tables.gpuMetrics.intervalNs},
+                        {"samples", trace.counts.metricSamples},
+                        {"lost", l.gpuMetricSamplesLost},
+                        {"corrupted", l.gpuMetricSamplesCorrupted},
+                        {"setup_dropped", l.gpuMetricSetupSamplesDropped},
+                        {"kernels_without_their_samples", l.kernelsWithoutTheirSamples}});
+}
+
 }  // namespace
 
 void setMetadata(Metadata& metadata, std::string key, Value value) {
@@ -85,6 +104,7 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
   out.push_back({chrome::kDeviceProperties, devicePropertiesOf(trace)});
   for (const Value::Member& member : facts.gpuMetadata) out.push_back(member);
   out.push_back({chrome::kGpuStatus, facts.gpuStatus});
+  if (!trace.tables.gpuMetrics.empty()) out.push_back({chrome::kGpuMetrics, gpuMetricsOf(trace)});
   const LossCounters& l = trace.losses;
   out.push_back({"kinetrace_dropped_host_events", l.droppedHostEvents});
   out.push_back({"kinetrace_cupti_dropped_records", l.cuptiDroppedRecords});
@@ -113,7 +133,8 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
                                 {"syncs", c.syncs},
                                 {"memory", c.memory},
                                 {"overheads", c.overheads},
-                                {"gpu_spans", c.gpuSpans}})});
+                                {"gpu_spans", c.gpuSpans},
+                                {"metric_samples", c.metricSamples}})});
   out.push_back({"kinetrace_window_start_ns", trace.startNs});
   out.push_back({"kinetrace_window_stop_ns", trace.stopNs});
   out.push_back({"kinetrace_host_clock_drift_ns", facts.hostClockDriftNs});
