@@ -102,6 +102,8 @@ class Assembler final : public HostEventVisitor {
   const LossCounters& losses() const { return losses_; }
   LossCounters& losses() { return losses_; }
   const ClockOffsetBounds& clockBounds() const { return clockBounds_; }
+  // What waits for GPU metric samples, and the samples kept for it.
+  const KernelMetrics& kernelMetrics() const { return kernelMetrics_; }
   // Devices whose limits are known (from GPU batches), by id.
   std::vector<DeviceInfo> devices() const;
   // Roughly what the assembler holds besides the tables' strings, for the memory budget.
