@@ -59,6 +59,7 @@ struct Descriptor {
   uint64_t parent = 0;
   std::string name;
   bool process = false, thread = false, counter = false;
+  std::string counterUnit, counterCategory;  // CounterDescriptor's unit_name, categories
   int64_t pid = 0, tid = 0;
   std::string processOrThreadName;
 };
@@ -235,7 +236,12 @@ inline Decoded decode(const std::string& file) {
         d.tid = one(th, 2)->asInt64();
         if (auto* n = one(th, 5)) d.processOrThreadName = std::string(n->bytes);
       }
-      d.counter = one(t, 8) != nullptr;
+      if (auto* counter = one(t, 8)) {
+        d.counter = true;
+        const Fields c = fieldsOf(counter->bytes);
+        if (auto* unit = one(c, 6)) d.counterUnit = std::string(unit->bytes);
+        if (auto* category = one(c, 2)) d.counterCategory = std::string(category->bytes);
+      }
       out.descriptors.push_back(d);
     }
     if (auto* event = one(packet, 11)) {

@@ -14,6 +14,7 @@
 #include "kinetrace/error.h"
 #include "output/perfetto_decoder.h"
 #include "output/protobuf.h"
+#include "output/trace_events.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -419,6 +420,28 @@ TEST_F(PerfettoSinkTest, CounterSeriesAreCounterTracksUnderTheirThread) {
   const Descriptor* thread = descriptor(d, track->parent);
   ASSERT_NE(thread, nullptr);
   EXPECT_EQ(thread->tid, 4300);
+}
+
+TEST_F(PerfettoSinkTest, AGpuMetricIsACounterTrackNamedByTheMetricWithItsUnit) {
+  const Arg args[] = {{"%", 93.5}};
+  Event c = event(Phase::Counter, "Tensor pipe active", "gpu_metric", 0, kGpuMetricsTid, kBase + 10);
+  c.args = args;
+  c.argCount = 1;
+  sink_->write(c);
+  const Decoded d = finish();
+  const DecodedEvent& value = d.events[1];
+  EXPECT_EQ(value.type, 4u);  // TYPE_COUNTER
+  EXPECT_EQ(value.counter, 93.5);
+  const Descriptor* track = descriptor(d, value.track);
+  ASSERT_NE(track, nullptr);
+  EXPECT_TRUE(track->counter);
+  EXPECT_EQ(track->name, "Tensor pipe active");
+  EXPECT_EQ(track->counterUnit, "%");
+  EXPECT_EQ(track->counterCategory, "gpu_metric");
+  const Descriptor* thread = descriptor(d, track->parent);
+  ASSERT_NE(thread, nullptr);
+  EXPECT_EQ(thread->pid, 0);
+  EXPECT_EQ(thread->tid, kGpuMetricsTid);
 }
 
 TEST_F(PerfettoSinkTest, NamingEventsNameTheTracksAndAreKept) {

@@ -567,5 +567,62 @@ TEST_F(TraceEventsGpuTest, NamesOnlyTheDevicesAndStreamsThatAppear) {
   EXPECT_EQ(eventsWith(root, "M").size(), 6u + 2 * 3u);
 }
 
+// Two metrics sampled on GPU 1; two samples of 1 ms from 100 us into the window.
+void addMetricSamples(TraceData& trace) {
+  trace.tables.gpuMetrics.metrics = {
+      {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput", MetricUnit::Percent},
+      {"dram__bytes_read.sum.per_second", "DRAM read", MetricUnit::BytesPerSecond}};
+  trace.tables.gpuMetrics.intervalNs = 1'000'000;
+  trace.tables.gpuMetrics.devices = {1};
+  trace.records.metricValues = {12.5, 3.0e11, 80.0, 1.5e12};
+  trace.records.metricSamples.push_back(GpuMetricSampleRecord{kStart + 100'000, kStart + 1'100'000, 1, 0});
+  trace.records.metricSamples.push_back(GpuMetricSampleRecord{kStart + 1'100'000, kStart + 2'100'000, 1, 2});
+}
+
+TEST_F(TraceEventsGpuTest, MetricSamplesAreCountersOnTheirGpuOnePerMetricWithItsUnit) {
+  addMetricSamples(trace_);
+  const json root = save();
+  const auto counters = eventsWith(root, "C", "gpu_metric");
+  ASSERT_EQ(counters.size(), 4u);
+  std::map<std::string, std::vector<std::pair<int64_t, json>>> series;  // by name
+  for (const json& c : counters) {
+    EXPECT_EQ(c["pid"], 1);
+    EXPECT_EQ(c["tid"], kGpuMetricsTid);
+    ASSERT_EQ(c["args"].size(), 1u);
+    series[c["name"]].emplace_back(nsOf(c["ts"]), c["args"]);
+  }
+  using Points = std::vector<std::pair<int64_t, json>>;
+  EXPECT_EQ(series["SM throughput"],
+            (Points{{100'000, {{"%", 12.5}}}, {1'100'000, {{"%", 80.0}}}}));
+  EXPECT_EQ(series["DRAM read"],
+            (Points{{100'000, {{"bytes/s", 3.0e11}}}, {1'100'000, {{"bytes/s", 1.5e12}}}}));
+  // The GPU is named even with no work on it, and so is its metrics track.
+  bool gpuNamed = false, trackNamed = false;
+  for (const json& m : eventsWith(root, "M")) {
+    if (m["pid"] == 1 && m["name"] == "process_name") gpuNamed = m["args"]["name"] == "GPU 1";
+    if (m["pid"] == 1 && m["name"] == "thread_name" && m["tid"] == kGpuMetricsTid) {
+      trackNamed = m["args"]["name"] == "GPU metrics";
+    }
+  }
+  EXPECT_TRUE(gpuNamed);
+  EXPECT_TRUE(trackNamed);
+}
+
+TEST_F(TraceEventsGpuTest, AKernelCarriesItsMetricAveragesKeyedByNameAndUnit) {
+  addMetricSamples(trace_);
+  trace_.records.metricValues.push_back(46.25);
+  trace_.records.metricValues.push_back(9.0e11);
+  KernelRecord averaged = kernel(placement(kStart + 600'000, kStart + 1'600'000, 1, 7, 5));
+  averaged.metricAverages = 5;  // the two values just added
+  KernelRecord without = kernel(placement(kStart + 3'000'000, kStart + 3'100'000, 1, 7, 6));
+  trace_.records.kernels = {averaged, without};
+  const auto kernels = eventsWith(save(), "X", "kernel");
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0]["args"]["SM throughput (%)"], 46.25);
+  EXPECT_EQ(kernels[0]["args"]["DRAM read (bytes/s)"], 9.0e11);
+  EXPECT_FALSE(kernels[1]["args"].contains("SM throughput (%)"));
+  EXPECT_FALSE(kernels[1]["args"].contains("DRAM read (bytes/s)"));
+}
+
 }  // namespace
 }  // namespace kinetrace::detail
