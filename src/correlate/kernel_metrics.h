@@ -42,8 +42,8 @@ class KernelMetrics {
   // A batch's samples and completion marks. Samples outside [startNs, stopNs] are counted
   // (outOfWindowEvents), not kept; the others go to `out` for the trace and are kept here.
   void addSamples(const TraceRecords& batch,
-                  const std::vector<std::pair<uint32_t, int64_t>>& completeUntil,
-                  int64_t startNs, int64_t stopNs, TraceRecords& out);
+                  const std::vector<std::pair<uint32_t, int64_t>>& completeUntil, int64_t startNs,
+                  int64_t stopNs, TraceRecords& out);
   // A kernel ready to be written: into `out` with its averages, or held until its samples
   // are in.
   void addKernel(const KernelRecord& kernel, TraceRecords& out);
@@ -79,8 +79,8 @@ class KernelMetrics {
   LossCounters& losses_;
   std::size_t metricCount_ = 0;
   std::map<uint32_t, Device> devices_;  // the sampled devices only
-  std::vector<KernelRecord> waiting_;  // in the order they came
-  std::vector<double> sums_;  // scratch: one weighted sum per metric
+  std::vector<KernelRecord> waiting_;   // in the order they came
+  std::vector<double> sums_;            // scratch: one weighted sum per metric
 };
 
 }  // namespace kinetrace::detail

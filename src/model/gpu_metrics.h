@@ -16,7 +16,7 @@ namespace kinetrace::detail {
 enum class MetricUnit : uint8_t { Percent, BytesPerSecond };
 
 struct GpuMetric {
-  std::string name;         // as CUPTI spells it ("dram__throughput.avg.pct_of_peak_sustained_elapsed")
+  std::string name;  // as CUPTI spells it ("dram__throughput.avg.pct_of_peak_sustained_elapsed")
   std::string displayName;  // short, for tracks and arguments ("DRAM throughput")
   MetricUnit unit = MetricUnit::Percent;
 };

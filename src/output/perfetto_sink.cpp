@@ -21,7 +21,6 @@
 #include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
-#include "output/trace_vocabulary.h"
 #include "output/string_index.h"
 #include "output/value_json.h"
 #include "output/trace_vocabulary.h"

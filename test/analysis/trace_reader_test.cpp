@@ -127,6 +127,39 @@ TEST_F(TraceReaderTest, APftraceReadsBackAsTheEventsThatWereWritten) {
   }
 }
 
+TEST_F(TraceReaderTest, GpuMetricCountersAndKernelAveragesSurviveAPftraceRoundTrip) {
+  trace_.tables.gpuMetrics.metrics = {
+      {"gr__cycles_active.avg.pct_of_peak_sustained_elapsed", "Graphics active",
+       MetricUnit::Percent},
+      {"dram__bytes_read.sum.per_second", "DRAM read", MetricUnit::BytesPerSecond}};
+  trace_.tables.gpuMetrics.devices = {0};
+  TraceRecords& r = trace_.records;
+  const auto values = static_cast<uint32_t>(r.metricValues.size());
+  r.metricValues.insert(r.metricValues.end(), {94.5, 2.5e11, 6.0, 1.25e12});
+  r.metricSamples.push_back(
+      GpuMetricSampleRecord{trace_.startNs, trace_.startNs + 100'000, 0, values});
+  r.metricSamples.push_back(
+      GpuMetricSampleRecord{trace_.startNs + 100'000, trace_.startNs + 200'000, 0, values + 2});
+  ASSERT_FALSE(r.kernels.empty());
+  r.kernels[0].metricAverages = values + 1;
+  MemorySink written;
+  writeTrace(trace_, "t", {}, written);
+  const std::string file = writeSample("t.pftrace");
+  MemorySink read;
+  readTraceFile(file, read, "t");
+  EXPECT_EQ(describe(read), describe(written));
+  std::size_t metricCounters = 0;
+  for (const OwnedEvent& e : read.events()) {
+    if (e.phase != Phase::Counter || e.category != "gpu_metric") continue;
+    ++metricCounters;
+    EXPECT_EQ(e.pid, 0);
+    EXPECT_EQ(e.tid, kGpuMetricsTid);
+    ASSERT_EQ(e.args.size(), 1u);
+    EXPECT_EQ(e.args[0].key, e.name == "DRAM read" ? "bytes/s" : "%");
+  }
+  EXPECT_EQ(metricCounters, 4u);
+}
+
 // A .pftrace holds its packets compressed (TracePacket.compressed_packets, as Perfetto's own
 // service writes them when it compresses): the file starts with such a packet, and each
 // chunk of packets, when there are several, reads back in order.

@@ -113,7 +113,8 @@ TEST_F(KernelMetricsTest, AKernelOverTwoSamplesGetsTheirMeanWeightedByOverlap) {
   kernels({kernel(kStart + 750'000, kStart + 1'750'000)});
   assembler->assemble(kStart + 10 * kSecond, out);
   EXPECT_EQ(averagesOf(kStart + 750'000),
-            (std::vector<double>{(250 * 10.0 + 750 * 20.0) / 1000, (250 * 1000.0 + 750 * 2000.0) / 1000}));
+            (std::vector<double>{(250 * 10.0 + 750 * 20.0) / 1000,
+                                 (250 * 1000.0 + 750 * 2000.0) / 1000}));
 }
 
 TEST_F(KernelMetricsTest, AKernelOverThreeSamplesGetsTheWeightedMeanOfEachPart) {
@@ -135,8 +136,9 @@ TEST_F(KernelMetricsTest, TheMeanIsOfTheCoveredPartsWhenSamplesAreMissingBetween
   assembler->addGpu(batch);
   kernels({kernel(kStart + 500'000, kStart + 2'250'000)});
   assembler->assemble(kStart + 10 * kSecond, out);
-  EXPECT_EQ(averagesOf(kStart + 500'000),
-            (std::vector<double>{(500 * 10.0 + 250 * 40.0) / 750, (500 * 1000.0 + 250 * 4000.0) / 750}));
+  EXPECT_EQ(
+      averagesOf(kStart + 500'000),
+      (std::vector<double>{(500 * 10.0 + 250 * 40.0) / 750, (500 * 1000.0 + 250 * 4000.0) / 750}));
 }
 
 TEST_F(KernelMetricsTest, AKernelThatOverlapsNoSampleGetsNone) {

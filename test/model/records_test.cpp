@@ -19,7 +19,8 @@ TEST(TraceRecordsTest, AppendingKeepsMetricIndexesPointingAtTheirValues) {
   ASSERT_EQ(a.metricValues.size(), 6u);
   EXPECT_EQ(a.metricValues[a.metricSamples[1].values], 3);
   EXPECT_EQ(a.metricValues[a.kernels[0].metricAverages - 1], 5);
-  EXPECT_EQ(a.bytes(), 2 * sizeof(GpuMetricSampleRecord) + sizeof(KernelRecord) + 6 * sizeof(double));
+  EXPECT_EQ(a.bytes(),
+            2 * sizeof(GpuMetricSampleRecord) + sizeof(KernelRecord) + 6 * sizeof(double));
 }
 
 }  // namespace

@@ -424,7 +424,8 @@ TEST_F(PerfettoSinkTest, CounterSeriesAreCounterTracksUnderTheirThread) {
 
 TEST_F(PerfettoSinkTest, AGpuMetricIsACounterTrackNamedByTheMetricWithItsUnit) {
   const Arg args[] = {{"%", 93.5}};
-  Event c = event(Phase::Counter, "Tensor pipe active", "gpu_metric", 0, kGpuMetricsTid, kBase + 10);
+  Event c =
+      event(Phase::Counter, "Tensor pipe active", "gpu_metric", 0, kGpuMetricsTid, kBase + 10);
   c.args = args;
   c.argCount = 1;
   sink_->write(c);

@@ -575,8 +575,10 @@ void addMetricSamples(TraceData& trace) {
   trace.tables.gpuMetrics.intervalNs = 1'000'000;
   trace.tables.gpuMetrics.devices = {1};
   trace.records.metricValues = {12.5, 3.0e11, 80.0, 1.5e12};
-  trace.records.metricSamples.push_back(GpuMetricSampleRecord{kStart + 100'000, kStart + 1'100'000, 1, 0});
-  trace.records.metricSamples.push_back(GpuMetricSampleRecord{kStart + 1'100'000, kStart + 2'100'000, 1, 2});
+  trace.records.metricSamples.push_back(
+      GpuMetricSampleRecord{kStart + 100'000, kStart + 1'100'000, 1, 0});
+  trace.records.metricSamples.push_back(
+      GpuMetricSampleRecord{kStart + 1'100'000, kStart + 2'100'000, 1, 2});
 }
 
 TEST_F(TraceEventsGpuTest, MetricSamplesAreCountersOnTheirGpuOnePerMetricWithItsUnit) {

@@ -143,6 +143,40 @@ TEST(MetadataTest, TheClockOffsetBoundIsGivenPerDeviceToo) {
   EXPECT_EQ(two.find("low"), nullptr) << "no synchronisation bounded device 1 from below";
 }
 
+TEST(MetadataTest, GpuMetricsSayWhatWasSampledAndWhatSamplingLost) {
+  detail::TraceData trace;
+  EXPECT_EQ(metadataValue(detail::footerMetadata(trace, {}, {}), "kinetrace_gpu_metrics").kind(),
+            Value::Kind::Null)
+      << "no key when no metric was sampled";
+  trace.tables.gpuMetrics.metrics = {
+      {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput",
+       detail::MetricUnit::Percent},
+      {"dram__bytes_read.sum.per_second", "DRAM read", detail::MetricUnit::BytesPerSecond}};
+  trace.tables.gpuMetrics.intervalNs = 1'000'000;
+  trace.counts.metricSamples = 600;
+  trace.losses.gpuMetricSamplesLost = 3;
+  trace.losses.gpuMetricSamplesCorrupted = 2;
+  trace.losses.gpuMetricSetupSamplesDropped = 1;
+  trace.losses.kernelsWithoutTheirSamples = 4;
+  const Value metrics =
+      metadataValue(detail::footerMetadata(trace, {}, {}), "kinetrace_gpu_metrics");
+  ASSERT_EQ(metrics.kind(), Value::Kind::Object);
+  const Value* list = metrics.find("metrics");
+  ASSERT_NE(list, nullptr);
+  ASSERT_EQ(list->asArray().size(), 2u);
+  const Value& dram = list->asArray()[1];
+  EXPECT_EQ(*dram.find("name"), Value("dram__bytes_read.sum.per_second"));
+  EXPECT_EQ(*dram.find("display_name"), Value("DRAM read"));
+  EXPECT_EQ(*dram.find("unit"), Value("bytes/s"));
+  EXPECT_EQ(*list->asArray()[0].find("unit"), Value("%"));
+  EXPECT_EQ(*metrics.find("interval_ns"), Value(int64_t{1'000'000}));
+  EXPECT_EQ(*metrics.find("samples"), Value(uint64_t{600}));
+  EXPECT_EQ(*metrics.find("lost"), Value(uint64_t{3}));
+  EXPECT_EQ(*metrics.find("corrupted"), Value(uint64_t{2}));
+  EXPECT_EQ(*metrics.find("setup_dropped"), Value(uint64_t{1}));
+  EXPECT_EQ(*metrics.find("kernels_without_their_samples"), Value(uint64_t{4}));
+}
+
 // User metadata counts against the memory cap: past its share (an eighth of the cap) an
 // entry is refused, counted in the trace and warned about once; the next trace counts anew.
 TEST(MetadataTest, UserMetadataPastItsShareOfTheCapIsRefusedCountedAndWarnedOnce) {
