@@ -32,3 +32,8 @@ ensure_built() {
     return 1
   }
 }
+
+# The median step time (ms) on a torch_train.py RESULT line in a log.
+median_of() {
+  sed -n 's/.*median_step_ms=\([0-9.]*\).*/\1/p' "$1" | head -n 1
+}

@@ -171,8 +171,6 @@ phase_job() {
   note ""
 }
 
-median_of() { sed -n 's/.*median_step_ms=\([0-9.]*\).*/\1/p' "$1" | head -n 1; }
-
 phase_idle() {
   note "## Polling, never triggered: step time against untraced (transformer, $STEPS steps, $ROUNDS interleaved rounds, default 5 s interval)"
   note ""

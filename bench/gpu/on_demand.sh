@@ -70,10 +70,6 @@ wait_for_sockets() {  # DIR COUNT
 pid_of_socket() { local name; name=$(basename "$1" .sock); echo "${name##*.}"; }
 job_of_socket() { local name; name=$(basename "$1" .sock); echo "${name%.*}"; }
 
-median_of() {  # median_step_ms of a torch_train.py RESULT line in a log
-  sed -n 's/.*median_step_ms=\([0-9.]*\).*/\1/p' "$1" | head -n 1
-}
-
 phase_idle() {
   note "## Armed, never triggered: step time against untraced (transformer, $STEPS steps, $ROUNDS interleaved rounds)"
   note ""

@@ -1,7 +1,6 @@
 #include "on_demand.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -60,17 +59,10 @@ bool OnDemand::busy() {
 
 void OnDemand::handleConfig(const std::string& config) {
   if (abandoned_.load()) return;
-  const detail::Result<ondemand::KinetoConfigRequest> parsed =
-      ondemand::requestFromKinetoConfig(config, pid_, onDemandDir_);
-  if (!parsed.ok()) {
-    log(LogLevel::Warning, "dynolog's request is not carried out: {}", parsed.why());
-    return;
-  }
-  if (!parsed.value().ignored.empty()) {
-    log(LogLevel::Debug, "dynolog's request: libkineto settings without effect here: {}",
-        fmt::join(parsed.value().ignored, ", "));
-  }
-  const ondemand::TriggerRequest& request = parsed.value().request;
+  const std::optional<ondemand::TriggerRequest> asked =
+      ondemand::requestFromDaemon(config, pid_, onDemandDir_);
+  if (!asked) return;
+  const ondemand::TriggerRequest& request = *asked;
   std::lock_guard<std::mutex> lock(mutex_);
   ondemand::ProcessState now;
   now.ending = quit_ || state_ == State::Off;

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -547,19 +546,12 @@ void Controller::handleRequest(RequestReader::Request received) {
 }
 
 void Controller::handleDynologConfig(const std::string& config) {
-  const Result<ondemand::KinetoConfigRequest> parsed =
-      ondemand::requestFromKinetoConfig(config, options_.naming.pid, options_.onDemandDir);
-  if (!parsed.ok()) {
-    log(LogLevel::Warning, "dynolog's request is not carried out: {}", parsed.why());
-    return;
-  }
-  if (!parsed.value().ignored.empty()) {
-    log(LogLevel::Debug, "dynolog's request: libkineto settings without effect here: {}",
-        fmt::join(parsed.value().ignored, ", "));
-  }
+  const std::optional<TriggerRequest> request =
+      ondemand::requestFromDaemon(config, options_.naming.pid, options_.onDemandDir);
+  if (!request) return;
   std::lock_guard<std::mutex> lock(mutex_);
   // No one waits for an answer: the daemon has none to hear. The process's log says it.
-  offerTriggerLocked(parsed.value().request, [](const std::string& line) {
+  offerTriggerLocked(*request, [](const std::string& line) {
     if (line.rfind("ok ", 0) == 0) {
       log(LogLevel::Info, "dynolog's request taken: {}", line.substr(3));
     } else {

@@ -1,5 +1,7 @@
 #include "ondemand/kineto_config.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -7,6 +9,7 @@
 #include <limits>
 
 #include "ondemand/trigger_decision.h"
+#include "support/log.h"
 
 namespace kinetrace::ondemand {
 
@@ -243,6 +246,20 @@ Result<KinetoConfigRequest> requestFromKinetoConfig(std::string_view text, int64
   }
   if (Status usable = checkRequest(request); !usable.ok()) return Failure{usable.why()};
   return result;
+}
+
+std::optional<TriggerRequest> requestFromDaemon(std::string_view text, int64_t pid,
+                                                const std::string& onDemandDir) {
+  Result<KinetoConfigRequest> parsed = requestFromKinetoConfig(text, pid, onDemandDir);
+  if (!parsed.ok()) {
+    detail::log(LogLevel::Warning, "dynolog's request is not carried out: {}", parsed.why());
+    return std::nullopt;
+  }
+  if (!parsed.value().ignored.empty()) {
+    detail::log(LogLevel::Debug, "dynolog's request: libkineto settings without effect here: {}",
+                fmt::join(parsed.value().ignored, ", "));
+  }
+  return std::move(parsed.value().request);
 }
 
 }  // namespace kinetrace::ondemand

@@ -60,6 +60,11 @@ struct KinetoConfigRequest {
 detail::Result<KinetoConfigRequest> requestFromKinetoConfig(std::string_view text, int64_t pid,
                                                             const std::string& onDemandDir);
 
+// What both front-ends do with a config the daemon handed over: the request, or nothing
+// when it cannot be honoured (why is logged as a warning; keys without effect at debug level).
+std::optional<TriggerRequest> requestFromDaemon(std::string_view text, int64_t pid,
+                                                const std::string& onDemandDir);
+
 // libkineto's naming, the one `dyno gputrace` prints: every ".json" of the path becomes
 // "_<pid>.json" ("/tmp/t.json" -> "/tmp/t_42.json"). A path without ".json" gets "_<pid>"
 // before a ".pftrace" ending, or at its end.
