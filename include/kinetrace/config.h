@@ -104,6 +104,14 @@ enum class GraphTrace {
 //   clock             auto | tsc | monotonic (see HostClock); read once per process
 //   cuda_graph_trace  node | graph (see GraphTrace): a graph launch's kernels, copies and
 //                     memsets one by one (the default), or one slice per launch
+//   gpu_metrics       GPU hardware metrics sampled over time (CUPTI's PM sampling), as
+//                     counter tracks per GPU and as each kernel's averages: "default"
+//                     (sm,dram,tensor,gr), a comma list of short names (sm, dram, tensor,
+//                     gr, fma, dram_read, dram_write) and metrics as CUPTI names them (one
+//                     hardware pass in all; `kinetrace help metrics`), or "" / "none" (the
+//                     default: no sampling). A GPU or driver that refuses says why once;
+//                     tracing goes on without metrics
+//   gpu_metrics_interval  the sampling interval, "1ms" unless set; 1us..1s
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
@@ -136,6 +144,8 @@ struct KINETRACE_API Config {
   uint32_t gpuFlushMs = 1000;
   HostClock clock = HostClock::Auto;
   GraphTrace cudaGraphTrace = GraphTrace::Node;
+  std::string gpuMetrics;                      // "" or a list checked by set()
+  int64_t gpuMetricsIntervalNs = 1'000'000;
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;

@@ -592,10 +592,24 @@ void Assembler::addGpu(GpuBatch& batch) {
   losses_.cuptiRecordsUndecoded += batch.undecoded;
   // A set past kMaxGpuMetrics (a source's bug) is not taken: its samples are then counted
   // as corrupted, never written in part.
-  if (batch.metricSet && !batch.metricSet->empty() && tables_.gpuMetrics.empty() &&
-      batch.metricSet->metrics.size() <= kMaxGpuMetrics) {
-    tables_.gpuMetrics = *batch.metricSet;
-    kernelMetrics_.configure(tables_.gpuMetrics);
+  // A device whose sampling starts later in the window comes in a later set of the same
+  // metrics: its kernels wait for samples from then on.
+  if (batch.metricSet && batch.metricSet->metrics.size() <= kMaxGpuMetrics) {
+    GpuMetricSet& kept = tables_.gpuMetrics;
+    const GpuMetricSet& offered = *batch.metricSet;
+    if (kept.empty() && !offered.empty()) {
+      kept = offered;
+      kernelMetrics_.configure(kept);
+    } else if (!kept.empty() && offered.metrics.size() == kept.metrics.size()) {
+      for (uint32_t device : offered.devices) {
+        if (std::find(kept.devices.begin(), kept.devices.end(), device) == kept.devices.end()) {
+          kept.devices.push_back(device);
+        }
+      }
+      kernelMetrics_.configure(kept);
+    } else if (kept.empty() && !offered.refused.empty()) {
+      kept.refused = offered.refused;
+    }
   }
   losses_.gpuMetricSamplesLost += batch.metricLosses.lost;
   losses_.gpuMetricSamplesCorrupted += batch.metricLosses.corrupted;

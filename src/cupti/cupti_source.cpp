@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "cupti/make_cupti_source.h"
@@ -174,6 +175,7 @@ Status CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
       return Failure{"CUPTI refused the cudaProfilerStart/Stop callbacks: " + enabled.why()};
     }
   }
+  if (!options_.metrics.empty()) makeMetricSampler(budget);
   if (options_.deferCollection) return {};
 
   Status collecting = enableCallbacks();
@@ -279,6 +281,8 @@ void CuptiSource::start(int64_t) {
     int64_t after = Clock::instance().nowNs();
     if (measured) decoder_.setGpuClockOffset((before + after) / 2 - static_cast<int64_t>(cuptiNow));
   }
+  measureSampleClock();
+  if (metrics_ && collecting_) metrics_->start();
   // Counters are reset when read: start from zero for this window.
   size_t ignored = 0;
   cuptiSucceeded(env_.cupti->activityGetNumDroppedRecords(nullptr, 0, &ignored),
@@ -322,6 +326,7 @@ bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
     pool_->release(completed.buffer);
   }
   out.buffersRefused += pool_->takeRefused();
+  if (metrics_) metrics_->drain(out);
   noteNewDevices(out, strings);
   return batchNext_ < batch_.size();
 }
@@ -352,6 +357,8 @@ int64_t CuptiSource::finishWindow() {
   for (CUcontext context : contexts) synchronized |= driver_.synchronize(context);
   // Only a synchronisation that happened bounds the clock offset.
   const int64_t syncReturnNs = synchronized ? Clock::instance().nowNs() : 0;
+  // The samples that cover the window's last work, decoded before the final poll.
+  if (metrics_) metrics_->finish();
 
   cuptiSucceeded(env_.cupti->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
                  "cuptiActivityFlushAll(FORCED)");
@@ -372,6 +379,7 @@ void CuptiSource::disable() noexcept {
   if (options_.flushPeriodMs > 0) {
     cuptiSucceeded(env_.cupti->activityFlushPeriod(0), "cuptiActivityFlushPeriod(0)");
   }
+  metrics_.reset();  // its thread stops sampling and lets go of the devices
   cuptiSucceeded(env_.cupti->unsubscribe(subscriber_), "cuptiUnsubscribe");
   subscriber_ = nullptr;
   // Buffers completed but not polled go back unread: nobody is recording any more.
@@ -453,6 +461,49 @@ void CuptiSource::onContextSeen(CUcontext context) noexcept {
 std::size_t CuptiSource::knownContexts() {
   std::lock_guard<std::mutex> lock(contextsMutex_);
   return contexts_.size();
+}
+
+void CuptiSource::makeMetricSampler(MemoryBudget& budget) {
+  PmSampler::Environment environment;
+  environment.makeDevice = env_.makePmDevice ? env_.makePmDevice : &makeCuptiPmDevice;
+  environment.devicesInUse = [this] { return devicesInUse(); };
+  environment.toTraceClock = [this](uint64_t cuptiNs) { return sampleTimeToTrace(cuptiNs); };
+  metrics_ = std::make_unique<PmSampler>(std::move(environment), options_.metrics,
+                                         options_.metricIntervalNs, budget);
+}
+
+std::vector<uint32_t> CuptiSource::devicesInUse() {
+  std::vector<CUcontext> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contextsMutex_);
+    contexts.assign(contexts_.begin(), contexts_.end());
+  }
+  std::vector<uint32_t> devices;
+  for (CUcontext context : contexts) {
+    auto known = contextDevices_.find(context);
+    if (known == contextDevices_.end()) {
+      known = contextDevices_.emplace(context, driver_.deviceOf(context)).first;
+    }
+    if (known->second >= 0) devices.push_back(static_cast<uint32_t>(known->second));
+  }
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  return devices;
+}
+
+// PM samples are stamped in CUPTI's own clock whatever timestamp callback activity records
+// use: the offset to the trace's clock is measured when each window starts.
+void CuptiSource::measureSampleClock() {
+  if (!metrics_) return;
+  uint64_t cuptiNow = 0;
+  const int64_t before = Clock::instance().nowNs();
+  if (!cuptiSucceeded(env_.cupti->getTimestamp(&cuptiNow), "cuptiGetTimestamp")) return;
+  const int64_t after = Clock::instance().nowNs();
+  sampleClockOffsetNs_.store((before + after) / 2 - static_cast<int64_t>(cuptiNow));
+}
+
+int64_t CuptiSource::sampleTimeToTrace(uint64_t cuptiNs) const {
+  return static_cast<int64_t>(cuptiNs) + sampleClockOffsetNs_.load();
 }
 
 Result<std::unique_ptr<GpuSource>> makeCuptiSource() {

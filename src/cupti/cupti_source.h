@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "cupti/cupti_api.h"
 #include "cupti/driver_api.h"
 #include "cupti/launch_callbacks.h"
+#include "cupti/pm_sampler.h"
 #include "model/gpu_source.h"
 
 namespace kinetrace::detail {
@@ -30,6 +33,8 @@ class CuptiSource final : public GpuSource {
     CuptiApi* cupti = nullptr;
     // Whether to open libcuda at all (tests run without a driver).
     bool useDriver = true;
+    // Each device's PM sampling; null: CUPTI's.
+    std::function<std::unique_ptr<PmDevice>(uint32_t device)> makePmDevice;
   };
 
   explicit CuptiSource(Environment environment);
@@ -64,6 +69,10 @@ class CuptiSource final : public GpuSource {
 
   Status enableActivities();
   Status enableCallbacks();
+  void makeMetricSampler(MemoryBudget& budget);
+  std::vector<uint32_t> devicesInUse();
+  void measureSampleClock();
+  int64_t sampleTimeToTrace(uint64_t cuptiNs) const;
   void noteNewDevices(GpuBatch& out, StringTable& strings);
 
   Environment env_;
@@ -81,6 +90,12 @@ class CuptiSource final : public GpuSource {
 
   std::mutex contextsMutex_;
   std::set<CUcontext> contexts_;
+  // Contexts' devices, for the metric sampler's thread only.
+  std::map<CUcontext, int> contextDevices_;
+
+  // GPU metrics, when asked for: started and finished with each window.
+  std::unique_ptr<PmSampler> metrics_;
+  std::atomic<int64_t> sampleClockOffsetNs_{0};
 
   // What CUPTI's completion callback shares with poll().
   std::mutex queueMutex_;

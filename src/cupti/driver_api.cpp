@@ -25,6 +25,7 @@ Status DriverApi::open(bool initialize) {
                   find(cuCtxPushCurrent_, "cuCtxPushCurrent_v2") &&
                   find(cuCtxPopCurrent_, "cuCtxPopCurrent_v2") &&
                   find(cuCtxSynchronize_, "cuCtxSynchronize") &&
+                  find(cuCtxGetDevice_, "cuCtxGetDevice") &&
                   find(cuGetErrorString_, "cuGetErrorString");
   if (!complete) {
     cuInit_ = nullptr;
@@ -114,6 +115,16 @@ bool DriverApi::synchronize(CUcontext context) const noexcept {
   CUcontext popped = nullptr;
   cuCtxPopCurrent_(&popped);
   return ok;
+}
+
+int DriverApi::deviceOf(CUcontext context) const noexcept {
+  if (!isOpen() || context == nullptr) return -1;
+  if (cuCtxPushCurrent_(context) != CUDA_SUCCESS) return -1;
+  CUdevice device = -1;
+  if (cuCtxGetDevice_(&device) != CUDA_SUCCESS) device = -1;
+  CUcontext popped = nullptr;
+  cuCtxPopCurrent_(&popped);
+  return static_cast<int>(device);
 }
 
 }  // namespace kinetrace::detail

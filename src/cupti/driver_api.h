@@ -32,6 +32,8 @@ class DriverApi {
   bool deviceInfo(uint32_t ordinal, StringTable& strings, DeviceInfo& info) const;
   // Waits for all work of a context to finish. Returns false if the context is gone.
   bool synchronize(CUcontext context) const noexcept;
+  // The ordinal of a context's device; -1 when the context is gone.
+  int deviceOf(CUcontext context) const noexcept;
 
   std::string errorText(CUresult result) const;
 
@@ -46,6 +48,7 @@ class DriverApi {
   using CtxPushFn = CUresult (*)(CUcontext);
   using CtxPopFn = CUresult (*)(CUcontext*);
   using CtxSynchronizeFn = CUresult (*)();
+  using CtxGetDeviceFn = CUresult (*)(CUdevice*);
   using GetErrorStringFn = CUresult (*)(CUresult, const char**);
 
   InitFn cuInit_ = nullptr;
@@ -58,6 +61,7 @@ class DriverApi {
   CtxPushFn cuCtxPushCurrent_ = nullptr;
   CtxPopFn cuCtxPopCurrent_ = nullptr;
   CtxSynchronizeFn cuCtxSynchronize_ = nullptr;
+  CtxGetDeviceFn cuCtxGetDevice_ = nullptr;
   GetErrorStringFn cuGetErrorString_ = nullptr;
 };
 

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "model/gpu_source.h"
 #include "support/result.h"
@@ -13,5 +15,9 @@ namespace kinetrace::detail {
 
 // The CUPTI source, or why there is none (built without the CUDA toolkit).
 Result<std::unique_ptr<GpuSource>> makeCuptiSource();
+
+// The GPU metrics CUPTI's PM sampling knows on a device's chip, a line each ("name  unit
+// type  description"), or why they cannot be listed (no GPU, no driver, no CUPTI).
+Result<std::string> listChipGpuMetrics(uint32_t device);
 
 }  // namespace kinetrace::detail

@@ -8,4 +8,8 @@ Result<std::unique_ptr<GpuSource>> makeCuptiSource() {
   return Failure{"this kinetrace was built without the CUDA toolkit (CUPTI backend compiled out)"};
 }
 
+Result<std::string> listChipGpuMetrics(uint32_t) {
+  return Failure{"this kinetrace was built without the CUDA toolkit (CUPTI backend compiled out)"};
+}
+
 }  // namespace kinetrace::detail

@@ -11,9 +11,10 @@
 
 namespace kinetrace::detail {
 
-// A metric's unit, as the trace shows it. Every metric kinetrace samples is a share of the
-// unit's peak or a rate of bytes; a new kind of metric adds its unit here.
-enum class MetricUnit : uint8_t { Percent, BytesPerSecond };
+// A metric's unit, as the trace shows it, told from CUPTI's name for the metric: a share of
+// the unit's peak ("...pct_of_peak..."), a rate of bytes ("..bytes...per_second"), another
+// rate ("...per_second"), or a plain value (a count, a ratio).
+enum class MetricUnit : uint8_t { Percent, BytesPerSecond, PerSecond, Value };
 
 struct GpuMetric {
   std::string name;  // as CUPTI spells it ("dram__throughput.avg.pct_of_peak_sustained_elapsed")
@@ -31,6 +32,9 @@ struct GpuMetricSet {
   int64_t intervalNs = 0;  // the sampling interval asked for
   // The devices sampled: only their kernels wait for samples to be averaged over.
   std::vector<uint32_t> devices;
+  // Set when the GPU or the driver refused the metrics asked for (with no metrics then):
+  // why, for the trace's metadata. Tracing went on without them.
+  std::string refused;
 
   bool empty() const { return metrics.empty(); }
 };

@@ -48,6 +48,10 @@ struct GpuOptions {
   // CUPTI's worker thread flushes completed buffers this often (cuptiActivityFlushPeriod);
   // 0 leaves the timing to CUPTI's own heuristics.
   uint32_t flushPeriodMs = 0;
+  // GPU hardware metrics to sample over time on every device the program uses (none: no
+  // sampling), and how often.
+  std::vector<GpuMetric> metrics;
+  int64_t metricIntervalNs = 0;
 };
 
 // What one poll of a GPU source hands over: decoded records of the GPU kinds (kernels,

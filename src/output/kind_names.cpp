@@ -173,6 +173,10 @@ std::string_view metricUnitName(MetricUnit unit) {
       return chrome::kUnitPercent;
     case MetricUnit::BytesPerSecond:
       return chrome::kUnitBytesPerSecond;
+    case MetricUnit::PerSecond:
+      return chrome::kUnitPerSecond;
+    case MetricUnit::Value:
+      return chrome::kUnitValue;
   }
   return {};
 }

@@ -51,6 +51,8 @@ inline constexpr char kGpuMetricsThreadName[] = "GPU metrics";
 // The units of GPU metrics, as counter series keys and in kernels' metric arguments.
 inline constexpr char kUnitPercent[] = "%";
 inline constexpr char kUnitBytesPerSecond[] = "bytes/s";
+inline constexpr char kUnitPerSecond[] = "/s";
+inline constexpr char kUnitValue[] = "value";
 
 // ---- argument keys ("args") ---------------------------------------------------------------
 // Linking.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kinetrace/error.h"
+#include "model/gpu_metric_catalog.h"
 #include "session/schedule_phase.h"
 #include "support/log.h"
 
@@ -208,7 +209,7 @@ namespace {
 
 constexpr const char* kKnownKeys =
     "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, "
-    "cuda_graph_trace, delay, duration, capture_range, run_id, trace_format, schedule, step_marks";
+    "cuda_graph_trace, gpu_metrics, gpu_metrics_interval, delay, duration, capture_range, run_id, trace_format, schedule, step_marks";
 
 }  // namespace
 
@@ -258,6 +259,18 @@ void Config::set(std::string_view key, std::string_view value) {
     } else {
       throw Error(fmt::format("config: cuda_graph_trace must be node or graph, got \"{}\"", value));
     }
+  } else if (name == "gpu_metrics") {
+    auto metrics = detail::parseGpuMetricList(value);
+    if (!metrics.ok()) throw Error(fmt::format("config: gpu_metrics: {}", metrics.why()));
+    gpuMetrics = std::string(trim(value));
+    if (metrics.value().empty()) gpuMetrics.clear();
+  } else if (name == "gpu_metrics_interval") {
+    const int64_t interval = parseDuration(name, value);
+    if (interval < detail::kMinGpuMetricIntervalNs || interval > detail::kMaxGpuMetricIntervalNs) {
+      throw Error(fmt::format("config: gpu_metrics_interval must be from 1us to 1s, got \"{}\"",
+                              value));
+    }
+    gpuMetricsIntervalNs = interval;
   } else if (name == "delay") {
     delayNs = parseDuration(name, value);
   } else if (name == "duration") {

@@ -61,6 +61,10 @@ Value gpuMetricsOf(const TraceData& trace) {
                                      {"unit", metricUnitName(metric.unit)}}));
   }
   const LossCounters& l = trace.losses;
+  if (!trace.tables.gpuMetrics.refused.empty()) {
+    return Value::object({{"metrics", Value(std::move(metrics))},
+                          {"refused", trace.tables.gpuMetrics.refused}});
+  }
   return Value::object({{"metrics", Value(std::move(metrics))},
                         {"interval_ns", trace.tables.gpuMetrics.intervalNs},
                         {"samples", trace.counts.metricSamples},
@@ -104,7 +108,8 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
   out.push_back({chrome::kDeviceProperties, devicePropertiesOf(trace)});
   for (const Value::Member& member : facts.gpuMetadata) out.push_back(member);
   out.push_back({chrome::kGpuStatus, facts.gpuStatus});
-  if (!trace.tables.gpuMetrics.empty()) out.push_back({chrome::kGpuMetrics, gpuMetricsOf(trace)});
+  if (!trace.tables.gpuMetrics.empty() || !trace.tables.gpuMetrics.refused.empty())
+    out.push_back({chrome::kGpuMetrics, gpuMetricsOf(trace)});
   const LossCounters& l = trace.losses;
   out.push_back({"kinetrace_dropped_host_events", l.droppedHostEvents});
   out.push_back({"kinetrace_cupti_dropped_records", l.cuptiDroppedRecords});

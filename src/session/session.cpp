@@ -12,6 +12,7 @@
 #include "kinetrace/error.h"
 #include "model/clock.h"
 #include "model/trace_file_name.h"
+#include "model/gpu_metric_catalog.h"
 #include "session/core.h"
 #include "session/metadata.h"
 #include "session/pipeline.h"
@@ -42,6 +43,16 @@ GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   gpu.bufferBytes = config.gpuBufferKb * 1024;
   gpu.maxBufferBytes = config.memoryCapBytes();
   gpu.flushPeriodMs = config.gpuFlushMs;
+  if (!config.gpuMetrics.empty()) {
+    // Checked when the key was set: a list that fails here was assigned around set().
+    auto metrics = parseGpuMetricList(config.gpuMetrics);
+    if (metrics.ok()) {
+      gpu.metrics = std::move(metrics.value());
+    } else {
+      log(LogLevel::Warning, "gpu_metrics: {}; no GPU metrics are sampled", metrics.why());
+    }
+    gpu.metricIntervalNs = config.gpuMetricsIntervalNs;
+  }
   return gpu;
 }
 

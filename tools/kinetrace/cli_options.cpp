@@ -195,6 +195,16 @@ const CommandSpec<RunOptions>& runSpec() {
            "to the launch; graph: one slice per launch instead (cheaper with many small nodes; "
            "what ran inside is not seen)",
            configured("cuda_graph_trace", &RunOptions::cudaGraphTrace)},
+          {"--gpu-metrics", nullptr, "LIST",
+           "sample GPU hardware metrics over time (CUPTI PM sampling): counter tracks per GPU "
+           "and each kernel's averages, so `kinetrace analyze` tells memory-, compute- and "
+           "tensor-bound time apart. default (sm,dram,tensor,gr), short names (sm, dram, "
+           "tensor, gr, fma, dram_read, dram_write) or CUPTI metric names, comma separated "
+           "(`kinetrace help metrics` lists the GPU's)",
+           configured("gpu_metrics", &RunOptions::gpuMetrics)},
+          {"--gpu-metrics-interval", nullptr, "DURATION",
+           "how often GPU metrics are sampled (default 1ms; 1us..1s)",
+           configured("gpu_metrics_interval", &RunOptions::gpuMetricsInterval)},
           {"--capture-range", nullptr, "RANGE",
            "none (default: the whole run); cudaProfilerApi: record between the program's own "
            "cudaProfilerStart() and cudaProfilerStop() calls, each such window a trace of its "
@@ -602,7 +612,8 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "-h" || first == "--help") return command;
   if (first == "help") {
     command.helpTopic = args.size() > 1 ? args[1] : "";
-    if (!command.helpTopic.empty() && findCommand(command.helpTopic) == nullptr) {
+    if (!command.helpTopic.empty() && command.helpTopic != "metrics" &&
+        findCommand(command.helpTopic) == nullptr) {
       const std::string list = commandList();
       throw UsageError("kinetrace help: no command '" + command.helpTopic +
                        "' (commands: " + list.substr(0, list.size() - 2) + ")");

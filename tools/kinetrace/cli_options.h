@@ -45,6 +45,8 @@ struct RunOptions {
   std::string memoryMb;        // KINETRACE_MEMORY_MB: the tracer's whole memory per process
   std::string format;          // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
   std::string cudaGraphTrace;  // KINETRACE_CUDA_GRAPH_TRACE: node or graph
+  std::string gpuMetrics;          // KINETRACE_GPU_METRICS
+  std::string gpuMetricsInterval;  // KINETRACE_GPU_METRICS_INTERVAL
   std::string schedule;        // KINETRACE_SCHEDULE: record by steps
   std::string stepMarks;       // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
   bool nvtx = true;

@@ -15,6 +15,8 @@
 #include "analyze_command.h"
 #include "cli_options.h"
 #include "convert_command.h"
+#include "cupti/make_cupti_source.h"
+#include "model/gpu_metric_catalog.h"
 #include "error_text.h"
 #include "kinetrace/error.h"
 #include "merge_command.h"
@@ -25,7 +27,28 @@
 namespace kinetrace::cli {
 namespace {
 
-int printHelp(const Command& command, std::FILE* out, std::FILE*) {
+// `kinetrace help metrics`: the short names, then what this machine's GPU can sample.
+int printMetricsHelp(std::FILE* out, std::FILE* err) {
+  std::fputs(
+      "GPU metrics (kinetrace run --gpu-metrics LIST, config key gpu_metrics): short names\n",
+      out);
+  for (const detail::NamedGpuMetric& named : detail::gpuMetricShortNames()) {
+    std::fprintf(out, "  %-11s %-20s %s\n    %s\n", named.shortName,
+                 named.metric.displayName.c_str(), named.meaning, named.metric.name.c_str());
+  }
+  std::fprintf(out, "  default = %s\n\n", std::string(detail::kDefaultGpuMetrics).c_str());
+  auto listed = detail::listChipGpuMetrics(0);
+  if (!listed.ok()) {
+    std::fprintf(err, "kinetrace help metrics: the GPU's own metrics cannot be listed: %s\n",
+                 listed.why().c_str());
+    return 1;
+  }
+  std::fputs(listed.value().c_str(), out);
+  return 0;
+}
+
+int printHelp(const Command& command, std::FILE* out, std::FILE* err) {
+  if (command.helpTopic == "metrics") return printMetricsHelp(out, err);
   std::fputs(helpFor(command.helpTopic).c_str(), out);
   return 0;
 }

@@ -79,6 +79,8 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
       {"KINETRACE_MEMORY_MB", &options.memoryMb},
       {"KINETRACE_TRACE_FORMAT", &options.format},
       {"KINETRACE_CUDA_GRAPH_TRACE", &options.cudaGraphTrace},
+      {"KINETRACE_GPU_METRICS", &options.gpuMetrics},
+      {"KINETRACE_GPU_METRICS_INTERVAL", &options.gpuMetricsInterval},
       {"KINETRACE_SCHEDULE", &options.schedule},
       {"KINETRACE_STEP_MARKS", &options.stepMarks},
   };
