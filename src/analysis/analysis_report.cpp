@@ -405,8 +405,8 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
         breakdownLine(out, r.steps[k].name, r.steps[k].time);
         const BoundMix& bound = r.steps[k].bound;
         if (!bound.empty() && bound.totalNs() > 0) {
-          out += fmt::format("  {:<20} {:>10}  kernels bound by {}; {}\n", "", "",
-                             boundShares(bound), describeMix(bound, r.gpuMetrics.metrics));
+          out += fmt::format("  {:<20} {:>10}  kernels bound by {}; averages {}\n", "", "",
+                             boundShares(bound), averagesOf(bound, r.gpuMetrics.metrics));
         }
       }
       if (r.steps.size() > options.stepsShown) {

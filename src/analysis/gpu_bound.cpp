@@ -85,8 +85,25 @@ BoundInputs boundInputsOf(const std::vector<MetricName>& metrics,
   return in;
 }
 
+std::string averagesOf(const BoundMix& mix, const std::vector<MetricName>& metrics) {
+  const BoundInputs in = boundInputsOf(metrics, mix.averages);
+  std::string out;
+  for (const auto& [label, value] :
+       {std::pair{"SM", in.sm}, std::pair{"DRAM", in.dram}, std::pair{"tensor", in.tensor}}) {
+    if (value) out += fmt::format("{}{} {:.0f}%", out.empty() ? "" : ", ", label, *value);
+  }
+  return out;
+}
+
 std::string describeMix(const BoundMix& mix, const std::vector<MetricName>& metrics) {
-  return describeGpuBound(mix.bound, boundInputsOf(metrics, mix.averages));
+  if (!mix.byTime) return describeGpuBound(mix.bound, boundInputsOf(metrics, mix.averages));
+  const int64_t total = mix.totalNs();
+  if (total <= 0) return "-";
+  const std::string averages = averagesOf(mix, metrics);
+  return fmt::format("{} {:.0f}% of kernel time{}", gpuBoundName(mix.bound),
+                     100.0 * static_cast<double>(mix.ns[static_cast<std::size_t>(mix.bound)]) /
+                         static_cast<double>(total),
+                     averages.empty() ? "" : " (" + averages + ")");
 }
 
 namespace {
@@ -107,12 +124,27 @@ class MixBuilder {
     }
   }
 
-  BoundMix finish(const std::vector<MetricName>& metrics) {
+  // byTime: a step's or trace's mix, classed by its kernel time (BoundMix::byTime).
+  BoundMix finish(const std::vector<MetricName>& metrics, bool byTime) {
     mix_.averages.assign(sums_.size(), std::numeric_limits<double>::quiet_NaN());
     for (std::size_t m = 0; m < sums_.size(); ++m) {
       if (weights_[m] > 0) mix_.averages[m] = sums_[m] / weights_[m];
     }
-    mix_.bound = classifyGpuBound(boundInputsOf(metrics, mix_.averages));
+    mix_.byTime = byTime;
+    if (!byTime) {
+      mix_.bound = classifyGpuBound(boundInputsOf(metrics, mix_.averages));
+      return mix_;
+    }
+    // The class with the most time; "unknown" only when no other has any.
+    mix_.bound = GpuBound::Unknown;
+    int64_t most = 0;
+    for (GpuBound b : kGpuBounds) {
+      const int64_t ns = mix_.ns[static_cast<std::size_t>(b)];
+      if (b != GpuBound::Unknown && ns > most) {
+        most = ns;
+        mix_.bound = b;
+      }
+    }
     return mix_;
   }
 
@@ -192,13 +224,14 @@ void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
   });
   finishKernel();
 
-  out.all = all.finish(metrics);
+  out.all = all.finish(metrics, true);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     // Copies and memsets carry no metrics: their rows stay without a class.
-    BoundMix mix = rows[i].finish(metrics);
+    BoundMix mix = rows[i].finish(metrics, false);
     if (report.kernels[i].kind != "memory") report.kernels[i].bound = std::move(mix);
   }
-  for (std::size_t s = 0; s < steps.size(); ++s) report.steps[s].bound = steps[s].finish(metrics);
+  for (std::size_t s = 0; s < steps.size(); ++s)
+    report.steps[s].bound = steps[s].finish(metrics, true);
 }
 
 }  // namespace kinetrace::detail

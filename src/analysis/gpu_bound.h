@@ -78,7 +78,11 @@ struct BoundMix {
   // kernels carried that metric.
   std::vector<double> averages;
   std::array<int64_t, kGpuBoundCount> ns{};  // kernel time of each class, by GpuBound
-  GpuBound bound = GpuBound::Unknown;        // the class of the averages
+  // One kernel name's: the class of its averages. A step's or a trace's (byTime): the class
+  // with the most kernel time, as averages over different kernels would blur a memory-bound
+  // and a compute-bound kernel into "neither".
+  GpuBound bound = GpuBound::Unknown;
+  bool byTime = false;
   int64_t totalNs() const;
   bool empty() const { return averages.empty(); }
 };
@@ -104,7 +108,11 @@ struct GpuMetricsReport {
 // The inputs of a class from averages laid out as `metrics` (NaN: none).
 BoundInputs boundInputsOf(const std::vector<MetricName>& metrics,
                           const std::vector<double>& averages);
-// describeGpuBound of a mix's class and averages.
+// The averages the classes read, "SM 32%, DRAM 57%, tensor 37%" ("" when none).
+std::string averagesOf(const BoundMix& mix, const std::vector<MetricName>& metrics);
+// A kernel name's mix: describeGpuBound of its class and averages. A step's or a trace's
+// (byTime): its leading class's share and the averages, "memory 60% of kernel time (SM
+// 32%, DRAM 57%, tensor 37%)".
 std::string describeMix(const BoundMix& mix, const std::vector<MetricName>& metrics);
 
 struct CollectedTrace;

@@ -29,20 +29,6 @@ double shareOf(const BoundMix& mix, GpuBound bound) {
                    : 0.0;
 }
 
-// The class with the most kernel time, "unknown" only when nothing else has any.
-GpuBound leading(const BoundMix& mix) {
-  GpuBound best = GpuBound::Unknown;
-  int64_t most = 0;
-  for (GpuBound b : kGpuBounds) {
-    const int64_t ns = mix.ns[static_cast<std::size_t>(b)];
-    if (b != GpuBound::Unknown && ns > most) {
-      most = ns;
-      best = b;
-    }
-  }
-  return best;
-}
-
 const char* adviceFor(GpuBound bound) {
   switch (bound) {
     case GpuBound::Memory:
@@ -80,7 +66,7 @@ std::vector<std::string> gpuBoundFindings(const RankReport& r, const std::string
   const GpuMetricsReport& m = r.gpuMetrics;
   if (!m.any()) return out;
   if (!m.metrics.empty() && m.all.totalNs() > 0) {
-    const GpuBound lead = leading(m.all);
+    const GpuBound lead = m.all.bound;  // the class with the most kernel time
     std::string shares;
     std::vector<GpuBound> order(kGpuBounds.begin(), kGpuBounds.end());
     std::stable_sort(order.begin(), order.end(), [&m](GpuBound a, GpuBound b) {

@@ -21,8 +21,12 @@
 //                                       (only when the trace has kinetrace_gpu_metrics)}
 //   ranks[i].kernels[k].gpu_bound, ranks[i].steps[k].gpu_bound   a mix, when the trace has
 //                           metrics (not on copies and memsets)
-//   a mix:                 {"bound": "memory" | "compute" | "tensor" | "neither" | "unknown",
-//                           "described": "memory (DRAM 82%, SM 6%)",
+//   a mix:                 {"bound": "memory" | "compute" | "tensor" | "neither" | "unknown"
+//                                     (a kernel's: the class of its averages; a step's or
+//                                     the trace's: the class with the most kernel time),
+//                           "described": "memory (DRAM 82%, SM 6%)" (a kernel's), "memory
+//                                        60% of kernel time (SM 32%, DRAM 57%, tensor 37%)"
+//                                        (a step's, the trace's),
 //                           "averages": {"<key>": time-weighted average, ...} (metrics the
 //                                       kernels carried),
 //                           "ns_by_bound": {"memory", "compute", "tensor", "neither",

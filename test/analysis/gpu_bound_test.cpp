@@ -130,6 +130,12 @@ TEST(GpuBoundTest, AStepSharesItsKernelTimeByClassAndAveragesOverItsKernels) {
   EXPECT_EQ(nsOf(second, GpuBound::Neither), 20 * kUs);
   EXPECT_EQ(nsOf(second, GpuBound::Memory), 30 * kUs);
   EXPECT_EQ(nsOf(second, GpuBound::Unknown), 0);
+  // A step is said by its leading class, not by its averages: step 1's averages (SM 41%,
+  // DRAM 48%, tensor 44%) would blur a memory-bound copy and a GEMM into "neither".
+  EXPECT_EQ(first.bound, GpuBound::Memory) << "memory and tensor tie at 40 us: the first";
+  EXPECT_EQ(second.bound, GpuBound::Compute);
+  EXPECT_EQ(describeMix(second, r.gpuMetrics.metrics),
+            "compute 52% of kernel time (SM 55%, DRAM 26%, tensor 0%)");
 }
 
 TEST(GpuBoundTest, RecordsSpilledToFilesGiveTheSameClasses) {
@@ -255,28 +261,28 @@ TEST(GpuBoundReadTest, JsonAndPftraceTracesCarryTheAveragesAndTheMetadata) {
       "display_name": "DRAM throughput", "unit": "%"}], "interval_ns": 100000, "samples": 1000,
       "lost": 3, "corrupted": 0, "setup_dropped": 1}})json";
   const std::string pftrace = (dir / "metrics.pftrace").string();
-{
-  std::unique_ptr<Sink> sink = openSink(pftrace);
-  readTraceFile(json, *sink, pftrace);
-}
-for (const std::string& path : {json, pftrace}) {
-  SCOPED_TRACE(path);
-  TraceCollector collector(path);
-  readTraceFile(path, collector, path);
-  const RankReport r = analyze(collector.take());
-  const GpuMetricsReport& m = r.gpuMetrics;
-  ASSERT_EQ(m.metrics.size(), 4u) << "SM, DRAM, DRAM read, tensor; not the occupancy";
-  EXPECT_EQ(m.metrics[2].key(), "DRAM read (bytes/s)");
-  EXPECT_EQ(nsOf(m.all, GpuBound::Memory), 60 * kUs);
-  EXPECT_EQ(nsOf(m.all, GpuBound::Tensor), 40 * kUs);
-  EXPECT_EQ(describeMix(row(r, "copy").bound, m.metrics), "memory (DRAM 82%, SM 6%)");
-  EXPECT_TRUE(m.hasMetadata);
-  EXPECT_EQ(m.lost, 3u);
-  EXPECT_EQ(m.samples, 1000u);
-  EXPECT_EQ(m.intervalNs, 100'000);
-  ASSERT_EQ(r.steps.size(), 1u);
-  EXPECT_EQ(nsOf(r.steps[0].bound, GpuBound::Memory), 60 * kUs);
-}
+  {
+    std::unique_ptr<Sink> sink = openSink(pftrace);
+    readTraceFile(json, *sink, pftrace);
+  }
+  for (const std::string& path : {json, pftrace}) {
+    SCOPED_TRACE(path);
+    TraceCollector collector(path);
+    readTraceFile(path, collector, path);
+    const RankReport r = analyze(collector.take());
+    const GpuMetricsReport& m = r.gpuMetrics;
+    ASSERT_EQ(m.metrics.size(), 4u) << "SM, DRAM, DRAM read, tensor; not the occupancy";
+    EXPECT_EQ(m.metrics[2].key(), "DRAM read (bytes/s)");
+    EXPECT_EQ(nsOf(m.all, GpuBound::Memory), 60 * kUs);
+    EXPECT_EQ(nsOf(m.all, GpuBound::Tensor), 40 * kUs);
+    EXPECT_EQ(describeMix(row(r, "copy").bound, m.metrics), "memory (DRAM 82%, SM 6%)");
+    EXPECT_TRUE(m.hasMetadata);
+    EXPECT_EQ(m.lost, 3u);
+    EXPECT_EQ(m.samples, 1000u);
+    EXPECT_EQ(m.intervalNs, 100'000);
+    ASSERT_EQ(r.steps.size(), 1u);
+    EXPECT_EQ(nsOf(r.steps[0].bound, GpuBound::Memory), 60 * kUs);
+  }
 }
 
 }  // namespace
