@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/analysis_html_charts.h"
+#include "analysis/gpu_bound_report.h"
 #include "analysis/trace_analysis.h"
 
 namespace kinetrace::detail {
@@ -75,6 +76,45 @@ const char* kindColour(std::string_view kind) {
   return kind == "communication" ? "#f28e2b" : kind == "memory" ? "#59a14f" : "#4e79a7";
 }
 
+// Kernel time by what bounded it (gpu_bound.h): a colour per class.
+const char* boundColour(GpuBound bound) {
+  switch (bound) {
+    case GpuBound::Memory:
+      return "#59a14f";
+    case GpuBound::Compute:
+      return "#4e79a7";
+    case GpuBound::Tensor:
+      return "#b07aa1";
+    case GpuBound::Neither:
+      return "#edc948";
+    case GpuBound::Unknown:
+      break;
+  }
+  return "#d7d7d7";
+}
+
+// A mix's kernel time by class as one stacked bar (each class's share on hover), then the
+// class of its averages with the numbers.
+std::string boundBar(const BoundMix& mix, const std::vector<MetricName>& metrics) {
+  const int64_t total = mix.totalNs();
+  if (total <= 0) return "-";
+  std::string out = "<span class=\"stack\">";
+  for (GpuBound b : kGpuBounds) {
+    const double share =
+        static_cast<double>(mix.ns[static_cast<std::size_t>(b)]) / static_cast<double>(total);
+    if (share <= 0) continue;
+    out += fmt::format("<i style=\"width:{:.1f}%;background:{}\" title=\"{} {:.0f}%\"></i>",
+                       share * 100, boundColour(b), gpuBoundName(b), share * 100);
+  }
+  return out + "</span>" + escape(describeMix(mix, metrics));
+}
+
+std::string boundLegend() {
+  std::string out = "<p class=\"legend\">";
+  for (GpuBound b : kGpuBounds) out += swatch(boundColour(b)) + gpuBoundName(b) + " &nbsp; ";
+  return out + "</p>\n";
+}
+
 // Where the time of each device went: the bars, then every part in time and share, a
 // column per device (the table is the chart's legend too).
 std::string gpuTime(const RankReport& r) {
@@ -126,6 +166,8 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
           : "");
   const bool memory = std::any_of(r.steps.begin(), r.steps.end(),
                                   [](const StepReport& s) { return s.allocatedAtEndBytes >= 0; });
+  // What bounded each step's kernels: only where the trace has GPU metrics.
+  const bool bound = !r.gpuMetrics.metrics.empty();
   std::vector<std::pair<std::string, TimeBreakdown>> bars;
   std::vector<std::vector<Cell>> rows;
   for (std::size_t k = 0; k < shown; ++k) {
@@ -139,13 +181,16 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
     row.push_back(number(percent(t.dataLoadingIdleNs, t.windowNs)));
     if (memory)
       row.push_back(number(s.allocatedAtEndBytes >= 0 ? bytes(s.allocatedAtEndBytes) : "-"));
+    if (bound) row.push_back(raw(boundBar(s.bound, r.gpuMetrics.metrics)));
     rows.push_back(std::move(row));
   }
   std::vector<std::string> header = {"step", "length", "busy"};
   for (const html::Part& p : html::kParts) header.emplace_back(p.heading);
   header.emplace_back("in data loading");
   if (memory) header.emplace_back("allocated at end");
-  return out + html::breakdownBars("steps", bars) + table(header, rows, "steps");
+  if (bound) header.emplace_back("kernels bound by");
+  return out + html::breakdownBars("steps", bars) + table(header, rows, "steps") +
+         (bound ? boundLegend() : "");
 }
 
 std::string overTime(const RankReport& r, const AnalysisOptions& options) {
@@ -195,6 +240,34 @@ std::string streamsTable(const RankReport& r) {
                rows);
 }
 
+// What the GPU metrics say of all kernels, and what sampling lost, so the numbers can be
+// judged: nothing for a trace without them.
+std::string gpuMetricsNote(const RankReport& r) {
+  const GpuMetricsReport& m = r.gpuMetrics;
+  if (!m.any()) return "";
+  std::string out = "<h4>GPU metrics</h4>\n";
+  if (!m.metrics.empty()) {
+    out += fmt::format(
+               "<p>{} of {} kernels carry their metric averages. All kernels: {} (a unit at "
+               "{:.0f}% of "
+               "its peak or more limits a kernel). Kernel time bound by: {}</p>\n",
+               count(m.kernelsWithMetrics), count(m.kernels), escape(describeMix(m.all, m.metrics)),
+               kLimiterPercent, boundBar(m.all, m.metrics)) +
+           boundLegend();
+  }
+  if (m.hasMetadata) {
+    out += fmt::format(
+        "<p{}>Sampled every {}: {} samples kept, {} lost, {} corrupted, {} set-up samples "
+        "dropped{}.</p>\n",
+        m.lost > 0 || m.corrupted > 0 ? " class=\"note\"" : "", duration(m.intervalNs),
+        count(m.samples), count(m.lost), count(m.corrupted), count(m.setupDropped),
+        m.kernelsWithoutTheirSamples > 0 ? fmt::format("; {} kernels ran without their samples",
+                                                       count(m.kernelsWithoutTheirSamples))
+                                         : "");
+  }
+  return out;
+}
+
 std::string kernelsSection(const RankReport& r) {
   std::string out = fmt::format(
       "<h3>Kernels</h3><p>{} kernels, {} of kernel time, by kind, then the {} longest in total "
@@ -207,15 +280,25 @@ std::string kernelsSection(const RankReport& r) {
                      raw(shareBar(k.share, kindColour(k.kind)))});
   }
   out += table({"kind", "operations", "total", "share of GPU operation time"}, kinds);
+  // The bound column only where the trace has GPU metrics.
+  const bool bound = !r.gpuMetrics.metrics.empty();
   std::vector<std::vector<Cell>> rows;
   for (const KernelRow& k : r.kernels) {
     rows.push_back({raw(nameHtml(k.name, 60)), text(k.kind), number(count(k.duration.count)),
                     number(duration(k.duration.totalNs)),
                     raw(shareBar(k.share, kindColour(k.kind))), number(duration(k.duration.meanNs)),
                     number(duration(k.duration.p50Ns)), number(duration(k.duration.maxNs))});
+    if (bound) {
+      rows.back().push_back(k.bound.empty()
+                                ? text("-")
+                                : raw(swatch(boundColour(k.bound.bound)) +
+                                      escape(describeMix(k.bound, r.gpuMetrics.metrics))));
+    }
   }
-  return out + table({"kernel", "kind", "count", "total", "share", "mean", "median", "max"}, rows,
-                     "kernels");
+  std::vector<std::string> header = {"kernel", "kind", "count",  "total",
+                                     "share",  "mean", "median", "max"};
+  if (bound) header.emplace_back("bound");
+  return out + table(header, rows, "kernels") + gpuMetricsNote(r);
 }
 
 std::string tinySection(const RankReport& r) {
@@ -357,6 +440,9 @@ span.bar i { display: block; height: 10px; }
 td:has(span.bar) { white-space: nowrap; }
 table.parts td.n { min-width: 9em; }
 span.pc { display: inline-block; min-width: 4.2em; color: #555; }
+span.stack { display: inline-block; width: 110px; height: 10px; background: #eee; margin-right: 6px; white-space: nowrap; font-size: 0; }
+span.stack i { display: inline-block; height: 10px; }
+p.legend { font-size: 12px; color: #555; margin: 0 0 8px; }
 </style>)";
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/gpu_bound_report.h"
 #include "analysis/trace_analysis.h"
 
 namespace kinetrace::detail {
@@ -313,6 +314,7 @@ std::vector<std::string> findingsOf(const AnalysisReport& report, const Analysis
           bytes(static_cast<int64_t>(top.bytes / std::max<uint64_t>(top.operations, 1))),
           top.gigabytesPerSecond));
     }
+    for (std::string& finding : gpuBoundFindings(r, prefix)) out.push_back(std::move(finding));
     if (r.launchLatency.count > 0 &&
         r.launchLatency.p99Ns > 10 * std::max<int64_t>(r.launchLatency.p50Ns, 1) &&
         r.launchLatency.p99Ns > 100'000) {
@@ -401,6 +403,11 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
       out += "Per step (all GPUs)\n";
       for (std::size_t k = 0; k < std::min(r.steps.size(), options.stepsShown); ++k) {
         breakdownLine(out, r.steps[k].name, r.steps[k].time);
+        const BoundMix& bound = r.steps[k].bound;
+        if (!bound.empty() && bound.totalNs() > 0) {
+          out += fmt::format("  {:<20} {:>10}  kernels bound by {}; averages {}\n", "", "",
+                             boundShares(bound), averagesOf(bound, r.gpuMetrics.metrics));
+        }
       }
       if (r.steps.size() > options.stepsShown) {
         out += fmt::format("  ... and {} more steps (all of them in --json)\n",
@@ -414,14 +421,22 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
         out += fmt::format("  {:<14} {:>9} ops {:>11} {:>6}\n", k.kind, count(k.duration.count),
                            duration(k.duration.totalNs), fmt::format("{:.1f}%", 100 * k.share));
       }
-      out += fmt::format("  {:>7} {:>9} {:>11} {:>10} {:>10} {:>10}  {}\n", "share", "count",
-                         "total", "mean", "median", "max", "name");
+      // The bound column only where the trace has GPU metrics: "memory (DRAM 82%, SM 6%)".
+      const bool bound = !r.gpuMetrics.metrics.empty();
+      out += fmt::format("  {:>7} {:>9} {:>11} {:>10} {:>10} {:>10}  {}{}\n", "share", "count",
+                         "total", "mean", "median", "max",
+                         bound ? fmt::format("{:<40} ", "bound") : "", "name");
       for (const KernelRow& k : r.kernels) {
-        out += fmt::format("  {:>6.1f}% {:>9} {:>11} {:>10} {:>10} {:>10}  {} [{}]\n",
-                           100 * k.share, count(k.duration.count), duration(k.duration.totalNs),
-                           duration(k.duration.meanNs), duration(k.duration.p50Ns),
-                           duration(k.duration.maxNs), shorten(k.name), k.kind);
+        out += fmt::format(
+            "  {:>6.1f}% {:>9} {:>11} {:>10} {:>10} {:>10}  {}{} [{}]\n", 100 * k.share,
+            count(k.duration.count), duration(k.duration.totalNs), duration(k.duration.meanNs),
+            duration(k.duration.p50Ns), duration(k.duration.maxNs),
+            bound ? fmt::format("{:<40} ",
+                                k.bound.empty() ? "-" : describeMix(k.bound, r.gpuMetrics.metrics))
+                  : "",
+            shorten(k.name), k.kind);
       }
+      out += gpuMetricsText(r);
     }
     const TinyKernelReport& tiny = r.tiny;
     if (r.kernelCount > 0)
@@ -524,7 +539,11 @@ std::string reportJson(const AnalysisReport& report) {
     rank["kernel_ns"] = r.kernelNs;
     Json kinds = Json::array(), kernels = Json::array();
     for (const KernelRow& k : r.kinds) kinds.push_back(toJson(k));
-    for (const KernelRow& k : r.kernels) kernels.push_back(toJson(k));
+    for (const KernelRow& k : r.kernels) {
+      kernels.push_back(toJson(k));
+      if (!k.bound.empty())
+        kernels.back()["gpu_bound"] = boundMixJson(k.bound, r.gpuMetrics.metrics);
+    }
     rank["kinds"] = kinds;
     rank["kernels"] = kernels;
     Json issuers = Json::array();
@@ -590,6 +609,7 @@ std::string reportJson(const AnalysisReport& report) {
                         {"max_depth", q.maxDepth}});
     }
     rank["queue_depth_timeline"] = queues;  // the most queued per bin, per stream
+    if (r.gpuMetrics.any()) rank["gpu_metrics"] = gpuMetricsJson(r.gpuMetrics);
     rank["memory"] = {{"samples", r.memory.samples},
                       {"first_bytes", r.memory.firstBytes},
                       {"last_bytes", r.memory.lastBytes},
@@ -628,11 +648,12 @@ std::string reportJson(const AnalysisReport& report) {
     out += "\"steps\": [";
     for (std::size_t k = 0; k < r.steps.size(); ++k) {
       const StepReport& s = r.steps[k];
-      const Json step = {{"name", s.name},
-                         {"start_ns", s.startNs},
-                         {"end_ns", s.endNs},
-                         {"time", toJson(s.time)},
-                         {"allocated_at_end_bytes", s.allocatedAtEndBytes}};
+      Json step = {{"name", s.name},
+                   {"start_ns", s.startNs},
+                   {"end_ns", s.endNs},
+                   {"time", toJson(s.time)},
+                   {"allocated_at_end_bytes", s.allocatedAtEndBytes}};
+      if (!s.bound.empty()) step["gpu_bound"] = boundMixJson(s.bound, r.gpuMetrics.metrics);
       const std::string text = step.dump(2, ' ', false, Json::error_handler_t::replace);
       out += k == 0 ? "" : ",";
       out += kStepIndent;

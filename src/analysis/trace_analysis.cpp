@@ -333,6 +333,7 @@ class Analyzer {
       step.time = t;
     }
     kernels(report);
+    analyzeGpuBounds(trace_, report);
     launchLatency(report);
     queueDepths(report);
     tinyKernelIssuers(report);

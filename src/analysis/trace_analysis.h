@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gpu_bound.h"
 #include "analysis/trace_collector.h"
 
 // `kinetrace analyze`: why the GPU was idle, from the events of one or more traces (one per
@@ -138,6 +139,9 @@ struct StepReport {
   int64_t endNs = 0;
   TimeBreakdown time;                // over the devices, summed
   int64_t allocatedAtEndBytes = -1;  // -1: no memory samples up to the step's end
+  // What bounded its kernels (gpu_bound.h), weighted by their overlap with the step; empty
+  // when the trace has no GPU metrics.
+  BoundMix bound;
 };
 
 struct KernelRow {
@@ -145,6 +149,9 @@ struct KernelRow {
   std::string kind;  // compute, communication, memory
   Distribution duration;
   double share = 0;  // of all kernel time
+  // What bounded this name's kernels (their time-weighted averages, classed); empty when
+  // the trace has no GPU metrics, and for copies and memsets.
+  BoundMix bound;
 };
 
 struct GapReport {
@@ -239,6 +246,9 @@ struct RankReport {
   std::vector<NcclCallRow> ncclCalls;  // by GPU time, longest first
   // By device, then stream: those with a launch call to count.
   std::vector<QueueDepthTimeline> queueDepthTimelines;
+  // GPU hardware metrics: the metrics kernels carry, what bounded the kernels, what
+  // sampling lost (gpu_bound.h). Empty (any() false) for a trace without them.
+  GpuMetricsReport gpuMetrics;
 };
 
 // A collective that started much later on one rank than on the others.

@@ -1,8 +1,11 @@
 #include "analysis/trace_collector.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cmath>
 #include <optional>
 
 #include "output/trace_vocabulary.h"
@@ -78,6 +81,7 @@ uint32_t TraceCollector::intern(std::string_view name) {
 }
 
 void TraceCollector::begin(const TraceHeader& header) {
+  noteMetricsMetadata(header.metadata);
   for (const Value::Member& member : header.metadata) {
     if (member.key != chrome::kDistributedInfo) continue;
     if (const Value* rank = member.value.find(chrome::kRank)) {
@@ -132,6 +136,7 @@ void TraceCollector::write(const Event& event) {
                                                    : GpuOpKind::Compute;
     trace_.gpuOps.add(op);
     noteNcclCall(event);
+    if (cat == chrome::kCatKernel) noteKernelMetrics(event, op);
     return;
   }
   if (cat == chrome::kCatCudaSync) {
@@ -193,6 +198,102 @@ void TraceCollector::noteNcclCall(const Event& event) {
   totals.gpuNs += event.durationNs;
 }
 
-void TraceCollector::end(const Metadata&) {}
+namespace {
+
+// A metric average's key names its metric and unit: "SM throughput (%)". Only the units GPU
+// metrics have are taken, so another tool's "(...)" argument is not read as one.
+std::optional<MetricName> metricOfKey(std::string_view key) {
+  if (key.empty() || key.back() != ')') return std::nullopt;
+  const std::size_t open = key.rfind(" (");
+  if (open == std::string_view::npos || open == 0) return std::nullopt;
+  const std::string_view unit = key.substr(open + 2, key.size() - open - 3);
+  if (unit != chrome::kUnitPercent && unit != chrome::kUnitBytesPerSecond) return std::nullopt;
+  return MetricName{std::string(key.substr(0, open)), std::string(unit)};
+}
+
+}  // namespace
+
+void TraceCollector::noteKernelMetrics(const Event& event, const CollectedGpuOp& op) {
+  ++trace_.gpuMetrics.kernels;
+  KernelMetricValue record;
+  record.startNs = op.startNs;
+  record.endNs = op.endNs;
+  record.sequence = op.sequence;
+  record.name = op.name;
+  bool any = false;
+  for (std::size_t i = 0; i < event.argCount; ++i) {
+    const ArgValue& value = event.args[i].value;
+    double number = 0;
+    if (const auto* d = std::get_if<double>(&value)) {
+      number = *d;
+    } else if (const auto* whole = std::get_if<int64_t>(&value)) {
+      number = static_cast<double>(*whole);
+    } else if (const auto* u = std::get_if<uint64_t>(&value)) {
+      number = static_cast<double>(*u);
+    } else {
+      continue;
+    }
+    const std::string_view key = event.args[i].key;
+    key_.assign(key.data(), key.size());
+    auto found = metricIds_.find(key_);
+    if (found == metricIds_.end()) {
+      std::optional<MetricName> metric = metricOfKey(key);
+      if (!metric) continue;
+      if (trace_.gpuMetrics.metrics.size() == kMaxKernelMetrics) {
+        ++trace_.leftOut[fmt::format("kernel metric averages past the first {} metrics",
+                                     kMaxKernelMetrics)];
+        continue;
+      }
+      found =
+          metricIds_.emplace(key_, static_cast<uint32_t>(trace_.gpuMetrics.metrics.size())).first;
+      trace_.gpuMetrics.metrics.push_back(std::move(*metric));
+    }
+    if (!std::isfinite(number)) {
+      ++trace_.leftOut["kernel metric averages that are not finite numbers"];
+      continue;
+    }
+    record.metric = found->second;
+    record.value = number;
+    trace_.kernelMetrics.add(record);
+    any = true;
+  }
+  if (any) {
+    ++trace_.gpuMetrics.kernelsWithMetrics;
+  } else {
+    record.metric = KernelMetricValue::kNoMetric;
+    record.value = 0;
+    trace_.kernelMetrics.add(record);
+  }
+}
+
+// "kinetrace_gpu_metrics": {"metrics": [...], "interval_ns", "samples", "lost", "corrupted",
+// "setup_dropped", "kernels_without_their_samples"}; the footer's is the later word.
+void TraceCollector::noteMetricsMetadata(const Metadata& metadata) {
+  for (const Value::Member& member : metadata) {
+    if (member.key != chrome::kGpuMetrics || member.value.kind() != Value::Kind::Object) continue;
+    GpuMetricsReport& m = trace_.gpuMetrics;
+    m.hasMetadata = true;
+    auto number = [&member](const char* key) -> uint64_t {
+      const Value* v = member.value.find(key);
+      if (v == nullptr) return 0;
+      if (v->kind() == Value::Kind::Int)
+        return static_cast<uint64_t>(std::max<int64_t>(0, v->asInt()));
+      if (v->kind() == Value::Kind::Uint) return v->asUint();
+      if (v->kind() == Value::Kind::Double)
+        return static_cast<uint64_t>(std::max(0.0, v->asDouble()));
+      return 0;
+    };
+    m.intervalNs = static_cast<int64_t>(number("interval_ns"));
+    m.samples = number("samples");
+    m.lost = number("lost");
+    m.corrupted = number("corrupted");
+    m.setupDropped = number("setup_dropped");
+    m.kernelsWithoutTheirSamples = number("kernels_without_their_samples");
+  }
+}
+
+void TraceCollector::end(const Metadata& footer) {
+  noteMetricsMetadata(footer);
+}
 
 }  // namespace kinetrace::detail

@@ -8,13 +8,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/gpu_bound.h"
 #include "analysis/spill.h"
 #include "kinetrace/sink.h"
 #include "model/gpu_op.h"
 
 // What `kinetrace analyze` keeps of a trace while reading it: compact records of the events
 // its analyses use, taken from any Chrome trace's events (kinetrace's, torch.profiler's) by
-// their categories and arguments, as libkineto lays traces out (the names: output/trace_vocabulary.h):
+// their categories and arguments, as libkineto lays traces out (the names:
+// output/trace_vocabulary.h):
 //
 //   GPU operations   "X" of category kernel, gpu_memcpy, gpu_memset, cuda_graph (a whole
 //                    graph's run, traced at graph level: compute); device from the
@@ -36,6 +38,9 @@
 //   NCCL calls       GPU operations carrying "nccl call" and "nccl bytes" (kinetrace's, from
 //                    NCCL's NVTX payloads): totals per call, the communicator's creation
 //                    and destruction left out
+//   GPU metrics      kernels' metric averages, args keyed "<display name> (<unit>)" of a
+//                    unit GPU metrics have ("%", "bytes/s"), whichever the metric; and the
+//                    "kinetrace_gpu_metrics" metadata (what sampling lost)
 //
 // Memory: bounded by the budget given (`kinetrace analyze --memory-mb`), not by the trace's
 // length: the records go into lists that keep a share of the budget each in memory and the
@@ -121,6 +126,29 @@ struct ByStart {
   }
 };
 
+// One of a kernel's GPU metric averages; a kernel without any has one record of kNoMetric,
+// so its time counts as "unknown" in a trace that has metrics.
+struct KernelMetricValue {
+  static constexpr uint32_t kNoMetric = ~uint32_t{0};
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint64_t sequence = 0;  // the kernel's, among the trace's GPU operations
+  double value = 0;
+  uint32_t name = 0;
+  uint32_t metric = kNoMetric;  // in CollectedTrace::gpuMetrics.metrics
+};
+// By start, then kernel: a kernel's records are read together.
+struct ByStartThenKernel {
+  bool operator()(const KernelMetricValue& a, const KernelMetricValue& b) const {
+    if (a.startNs != b.startNs) return a.startNs < b.startNs;
+    if (a.sequence != b.sequence) return a.sequence < b.sequence;
+    return a.metric < b.metric;
+  }
+};
+// A trace keeps at most this many distinct metrics (a sampling session has at most 32);
+// averages of more are left out and counted.
+inline constexpr std::size_t kMaxKernelMetrics = 64;
+
 struct ByCorrelation {
   template <typename T>
   bool operator()(const T& a, const T& b) const {
@@ -157,7 +185,8 @@ struct CollectedTrace {
         hostRanges(bytesPerList),
         rangeOfExternalId(bytesPerList),
         memory(bytesPerList),
-        collectiveCalls(bytesPerList) {}
+        collectiveCalls(bytesPerList),
+        kernelMetrics(bytesPerList) {}
 
   std::string path;
   int64_t rank = -1;  // distributedInfo.rank; -1 when absent
@@ -178,6 +207,9 @@ struct CollectedTrace {
   ExternalSorter<SequencedSample, BySampleTime> memory;
   ExternalSorter<CollectiveStart, ByStart> collectiveCalls;       // torch.distributed's calls
   std::vector<std::pair<std::string, NcclCallTotals>> ncclCalls;  // by call name, first seen first
+  // Kernels' metric averages; the metrics found and the sampling metadata in gpuMetrics.
+  ExternalSorter<KernelMetricValue, ByStartThenKernel> kernelMetrics;
+  GpuMetricsReport gpuMetrics;
   // Events left out of the analysis, by reason ("events with a negative duration"): said,
   // never summed in.
   std::map<std::string, uint64_t> leftOut;
@@ -202,8 +234,11 @@ class TraceCollector final : public Sink {
  private:
   uint32_t intern(std::string_view name);
   void noteNcclCall(const Event& event);
+  void noteKernelMetrics(const Event& event, const CollectedGpuOp& op);
+  void noteMetricsMetadata(const Metadata& metadata);
   CollectedTrace trace_;
   std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t> metricIds_;  // by the args' key
   std::string key_;
   bool any_ = false;
 };

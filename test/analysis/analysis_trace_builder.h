@@ -87,8 +87,20 @@ class TraceBuilder {
     return *this;
   }
 
-  CollectedTrace take() {
-    collector_.end({});
+  // A kernel (no launch call) carrying GPU metric averages, as kinetrace writes them:
+  // args keyed "<display name> (<unit>)" ({"SM throughput (%)", 6.0}); none: no averages.
+  TraceBuilder& kernel(const std::string& name, int64_t startUs, int64_t endUs,
+                       const std::vector<std::pair<std::string, double>>& metrics = {},
+                       uint32_t stream = 7) {
+    std::vector<Arg> args = {{"device", int64_t{0}}, {"stream", int64_t{stream}}};
+    for (const auto& [key, value] : metrics) args.push_back({key, value});
+    write(Phase::Complete, name, "kernel", 0, stream, startUs, endUs, args.data(), args.size());
+    return *this;
+  }
+
+  // The trace's end, with the metadata known only then ("kinetrace_gpu_metrics", ...).
+  CollectedTrace take(const Metadata& footer = {}) {
+    collector_.end(footer);
     return collector_.take();
   }
 

@@ -1,0 +1,126 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+// What bounds a busy GPU: each kernel's time classed by the GPU hardware metrics sampled
+// while it ran (`kinetrace run --gpu-metrics`), from the overlap-weighted averages the
+// trace carries in the kernel's args ("SM throughput (%)", "DRAM throughput (%)", ...).
+//
+// The classes, from the units' throughput as a share of their peak:
+//   tensor    the tensor pipe is active at least kLimiterPercent of the time, and at least
+//             as much as DRAM is busy: the kernel runs on the tensor cores (a GEMM, an
+//             attention). Said before "compute", because the SM throughput of such a kernel
+//             is high too (the tensor pipe is one of the SM's units): "tensor" says more
+//   memory    DRAM throughput at least kLimiterPercent, and above SM throughput: DRAM
+//             bandwidth limits it (copies, elementwise, reductions)
+//   compute   SM throughput at least kLimiterPercent (and DRAM below it, or below SM): an
+//             SM unit (FMA, ALU, load/store, ...) limits it
+//   neither   nothing near its peak: the kernel is bound by latency (memory latency,
+//             dependent instructions), by occupancy, or is too small to fill the GPU
+//   unknown   the kernel has no averages of SM and DRAM throughput (sampling was off, the
+//             kernel ran before the first sample, or those metrics were not asked for)
+//
+// kLimiterPercent = 60: Nsight Compute's speed-of-light rule calls a unit the limiter
+// above about 60% of its peak, and reads both compute and memory throughput below 60% as
+// latency-bound; a performance engineer reading this report reads it that way too.
+
+namespace kinetrace::detail {
+
+enum class GpuBound : uint8_t { Memory, Compute, Tensor, Neither, Unknown };
+inline constexpr std::size_t kGpuBoundCount = 5;
+// In the order of the enum: for tables and the JSON's keys.
+inline constexpr std::array<GpuBound, kGpuBoundCount> kGpuBounds = {
+    GpuBound::Memory, GpuBound::Compute, GpuBound::Tensor, GpuBound::Neither, GpuBound::Unknown};
+
+// A unit at or above this share of its peak limits the kernel (see above).
+inline constexpr double kLimiterPercent = 60.0;
+
+// The display names (and unit "%") of the metrics the classes are read from, as
+// `kinetrace run --gpu-metrics sm,dram,tensor` (the default set) writes them.
+inline constexpr char kMetricSmThroughput[] = "SM throughput";
+inline constexpr char kMetricDramThroughput[] = "DRAM throughput";
+inline constexpr char kMetricTensorActive[] = "Tensor pipe active";
+inline constexpr char kMetricUnitPercent[] = "%";
+
+// The averages a class is read from, in % of peak; nullopt where the kernel has none.
+struct BoundInputs {
+  std::optional<double> sm;
+  std::optional<double> dram;
+  std::optional<double> tensor;
+};
+
+// The class of a kernel's time (see above). Pure: the same inputs, the same class.
+GpuBound classifyGpuBound(const BoundInputs& in);
+// "memory", "compute", "tensor", "neither", "unknown".
+const char* gpuBoundName(GpuBound bound);
+// The class with the numbers that justify it, the telling one first: "memory (DRAM 82%,
+// SM 6%)", "tensor (tensor 93%, SM 71%, DRAM 12%)", "unknown (no SM or DRAM throughput)".
+std::string describeGpuBound(GpuBound bound, const BoundInputs& in);
+
+// A metric found in the kernels' args: its display name and unit ("SM throughput", "%").
+struct MetricName {
+  std::string name;
+  std::string unit;
+  // The args' key: "SM throughput (%)".
+  std::string key() const { return name + " (" + unit + ")"; }
+};
+
+// Kernel time by what bounded it, and the time-weighted averages that say so: of a whole
+// trace, of one kernel name (the top-kernels table), of one step (weighted by each
+// kernel's overlap with the step).
+struct BoundMix {
+  // One per metric of GpuMetricsReport::metrics, in its order; NaN where none of the
+  // kernels carried that metric.
+  std::vector<double> averages;
+  std::array<int64_t, kGpuBoundCount> ns{};  // kernel time of each class, by GpuBound
+  // One kernel name's: the class of its averages. A step's or a trace's (byTime): the class
+  // with the most kernel time, as averages over different kernels would blur a memory-bound
+  // and a compute-bound kernel into "neither".
+  GpuBound bound = GpuBound::Unknown;
+  bool byTime = false;
+  int64_t totalNs() const;
+  bool empty() const { return averages.empty(); }
+};
+
+// What the trace says of its GPU metrics, and what the analysis found of them.
+struct GpuMetricsReport {
+  std::vector<MetricName> metrics;  // as found in kernels' args, first seen first
+  uint64_t kernels = 0;             // kernels (not copies, memsets) seen
+  uint64_t kernelsWithMetrics = 0;  // of them, those carrying averages
+  BoundMix all;                     // every kernel of the trace
+  // The trace's "kinetrace_gpu_metrics" metadata, when it has it: what sampling lost.
+  bool hasMetadata = false;
+  int64_t intervalNs = 0;
+  uint64_t samples = 0;
+  uint64_t lost = 0;
+  uint64_t corrupted = 0;
+  uint64_t setupDropped = 0;
+  uint64_t kernelsWithoutTheirSamples = 0;
+  // Whether there is anything to say: kernels with averages, or metadata of sampling.
+  bool any() const { return !metrics.empty() || hasMetadata; }
+};
+
+// The inputs of a class from averages laid out as `metrics` (NaN: none).
+BoundInputs boundInputsOf(const std::vector<MetricName>& metrics,
+                          const std::vector<double>& averages);
+// The averages the classes read, "SM 32%, DRAM 57%, tensor 37%" ("" when none).
+std::string averagesOf(const BoundMix& mix, const std::vector<MetricName>& metrics);
+// A kernel name's mix: describeGpuBound of its class and averages. A step's or a trace's
+// (byTime): its leading class's share and the averages, "memory 60% of kernel time (SM
+// 32%, DRAM 57%, tensor 37%)".
+std::string describeMix(const BoundMix& mix, const std::vector<MetricName>& metrics);
+
+struct CollectedTrace;
+struct RankReport;
+
+// Reads the trace's kernel metric averages (consumed) and fills report.gpuMetrics, each
+// top kernel's bound and each step's; report.kernels and report.steps must be final.
+// Memory: the trace's budget (its kernelMetrics list), whatever its length.
+void analyzeGpuBounds(CollectedTrace& trace, RankReport& report);
+
+}  // namespace kinetrace::detail

@@ -1,0 +1,177 @@
+#include "analysis/gpu_bound_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kinetrace::detail {
+namespace {
+
+std::string count(uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
+    digits.insert(static_cast<std::size_t>(at), ",");
+  return digits;
+}
+
+std::string interval(int64_t ns) {
+  if (ns >= 1'000'000 && ns % 1'000 == 0)
+    return fmt::format("{:g} ms", static_cast<double>(ns) / 1e6);
+  if (ns >= 1'000) return fmt::format("{:g} us", static_cast<double>(ns) / 1e3);
+  return fmt::format("{} ns", ns);
+}
+
+double shareOf(const BoundMix& mix, GpuBound bound) {
+  const int64_t total = mix.totalNs();
+  return total > 0 ? static_cast<double>(mix.ns[static_cast<std::size_t>(bound)]) /
+                         static_cast<double>(total)
+                   : 0.0;
+}
+
+const char* adviceFor(GpuBound bound) {
+  switch (bound) {
+    case GpuBound::Memory:
+      return "DRAM bandwidth limits it: move fewer bytes (fuse elementwise kernels, as "
+             "torch.compile does; lower precision; fewer copies)";
+    case GpuBound::Compute:
+      return "the SMs' pipes limit it: see whether its math can run on the tensor cores "
+             "(bf16, fp16 or tf32 matmuls) or be done less often";
+    case GpuBound::Tensor:
+      return "it runs on the tensor cores near their peak: only less work (or lower "
+             "precision) makes it faster";
+    case GpuBound::Neither:
+      return "no unit is near its peak: latency or occupancy bound (too small to fill the "
+             "GPU, or waiting on memory latency); larger batches or fused kernels help";
+    case GpuBound::Unknown:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string boundShares(const BoundMix& mix) {
+  if (mix.totalNs() <= 0) return "-";
+  std::string out;
+  for (GpuBound b : kGpuBounds) {
+    out += fmt::format("{}{} {:.0f}%", out.empty() ? "" : " + ", gpuBoundName(b),
+                       100 * shareOf(mix, b));
+  }
+  return out;
+}
+
+std::vector<std::string> gpuBoundFindings(const RankReport& r, const std::string& prefix) {
+  std::vector<std::string> out;
+  const GpuMetricsReport& m = r.gpuMetrics;
+  if (!m.any()) return out;
+  if (!m.metrics.empty() && m.all.totalNs() > 0) {
+    const GpuBound lead = m.all.bound;  // the class with the most kernel time
+    std::string shares;
+    std::vector<GpuBound> order(kGpuBounds.begin(), kGpuBounds.end());
+    std::stable_sort(order.begin(), order.end(), [&m](GpuBound a, GpuBound b) {
+      return m.all.ns[static_cast<std::size_t>(a)] > m.all.ns[static_cast<std::size_t>(b)];
+    });
+    for (GpuBound b : order) {
+      if (m.all.ns[static_cast<std::size_t>(b)] <= 0) continue;
+      shares += fmt::format("{}{} {:.0f}%", shares.empty() ? "" : ", ", gpuBoundName(b),
+                            100 * shareOf(m.all, b));
+    }
+    std::string sentence = fmt::format(
+        "{}by the GPU's hardware metrics, the kernel time was bound by {} (a unit at {:.0f}% "
+        "of its peak or more limits a kernel, as Nsight Compute reads it).",
+        prefix, shares, kLimiterPercent);
+    const auto top = std::find_if(r.kernels.begin(), r.kernels.end(), [lead](const KernelRow& k) {
+      return !k.bound.empty() && k.bound.bound == lead;
+    });
+    if (lead == GpuBound::Unknown) {
+      sentence +=
+          " No kernel carries both SM and DRAM throughput: record them with `kinetrace run "
+          "--gpu-metrics default`.";
+    } else if (top != r.kernels.end()) {
+      sentence += fmt::format(
+          " The longest {}-bound kernel, {}, took {:.1f}% of GPU operation "
+          "time at {}: {}.",
+          gpuBoundName(lead), top->name.size() > 60 ? top->name.substr(0, 57) + "..." : top->name,
+          100 * top->share, describeMix(top->bound, m.metrics), adviceFor(lead));
+    }
+    out.push_back(std::move(sentence));
+  }
+  if (m.hasMetadata && (m.lost > 0 || m.corrupted > 0)) {
+    out.push_back(fmt::format(
+        "{}GPU metric sampling lost {} samples and {} were corrupted (against {} kept): the "
+        "averages are over the samples kept{}; a longer --gpu-metrics-interval loses fewer.",
+        prefix, count(m.lost), count(m.corrupted), count(m.samples),
+        m.kernelsWithoutTheirSamples > 0 ? fmt::format(", and {} kernels ran without their samples",
+                                                       count(m.kernelsWithoutTheirSamples))
+                                         : ""));
+  } else if (m.hasMetadata && m.metrics.empty()) {
+    out.push_back(fmt::format(
+        "{}GPU metrics were sampled ({} samples) but no kernel carries their averages: no "
+        "kernel ran while samples were taken.",
+        prefix, count(m.samples)));
+  }
+  return out;
+}
+
+std::string gpuMetricsText(const RankReport& r) {
+  const GpuMetricsReport& m = r.gpuMetrics;
+  if (!m.any()) return "";
+  std::string names;
+  for (const MetricName& metric : m.metrics) names += (names.empty() ? "" : ", ") + metric.key();
+  std::string out =
+      fmt::format("GPU metrics: {} of {} kernels carry averages{}{}\n", count(m.kernelsWithMetrics),
+                  count(m.kernels), names.empty() ? "" : " of ", names);
+  if (!m.metrics.empty()) {
+    out += fmt::format("  kernel time bound by {} (limiter: {:.0f}% of peak)\n", boundShares(m.all),
+                       kLimiterPercent);
+    out += fmt::format("  all kernels: {}\n", describeMix(m.all, m.metrics));
+  }
+  if (m.hasMetadata) {
+    out += fmt::format(
+        "  sampled every {}: {} samples kept, {} lost, {} corrupted, {} set-up "
+        "samples dropped{}\n",
+        interval(m.intervalNs), count(m.samples), count(m.lost), count(m.corrupted),
+        count(m.setupDropped),
+        m.kernelsWithoutTheirSamples > 0
+            ? fmt::format("; {} kernels without their samples", count(m.kernelsWithoutTheirSamples))
+            : "");
+  }
+  return out;
+}
+
+nlohmann::ordered_json boundMixJson(const BoundMix& mix, const std::vector<MetricName>& metrics) {
+  nlohmann::ordered_json averages = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < metrics.size() && i < mix.averages.size(); ++i) {
+    if (!std::isnan(mix.averages[i])) averages[metrics[i].key()] = mix.averages[i];
+  }
+  nlohmann::ordered_json ns = nlohmann::ordered_json::object();
+  for (GpuBound b : kGpuBounds) ns[gpuBoundName(b)] = mix.ns[static_cast<std::size_t>(b)];
+  return {{"bound", gpuBoundName(mix.bound)},
+          {"described", describeMix(mix, metrics)},
+          {"averages", averages},
+          {"ns_by_bound", ns}};
+}
+
+nlohmann::ordered_json gpuMetricsJson(const GpuMetricsReport& m) {
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
+  for (const MetricName& metric : m.metrics) {
+    metrics.push_back({{"name", metric.name}, {"unit", metric.unit}, {"key", metric.key()}});
+  }
+  nlohmann::ordered_json out = {{"limiter_percent", kLimiterPercent},
+                                {"metrics", metrics},
+                                {"kernels", m.kernels},
+                                {"kernels_with_metrics", m.kernelsWithMetrics},
+                                {"gpu_bound", boundMixJson(m.all, m.metrics)}};
+  if (m.hasMetadata) {
+    out["sampling"] = {{"interval_ns", m.intervalNs},
+                       {"samples", m.samples},
+                       {"lost", m.lost},
+                       {"corrupted", m.corrupted},
+                       {"setup_dropped", m.setupDropped},
+                       {"kernels_without_their_samples", m.kernelsWithoutTheirSamples}};
+  }
+  return out;
+}
+
+}  // namespace kinetrace::detail
