@@ -11,7 +11,8 @@
 #   phases    metrics_phases (copy, fma, gemm, idle; PHASE_ROUNDS rounds of PHASE_MS each) under
 #             `kinetrace run --gpu-metrics default`; metrics_check.py: nothing lost, a track
 #             per metric with its unit, each phase and each phase's kernels bound as expected;
-#             then `kinetrace analyze` on the trace (kept as gpu_metrics_phases.json.gz)
+#             test/gpu/check_trace.py on the whole trace; then `kinetrace analyze` on it
+#             (the trace kept as gpu_metrics_phases.json.gz)
 #   overhead  the same program with fixed work (the kernel counts an untraced calibration
 #             run made in PHASE_MS a phase), ROUNDS interleaved rounds of: untraced, `kinetrace
 #             run` without metrics, `kinetrace run --gpu-metrics default`; medians of the
@@ -115,6 +116,9 @@ part_phases() {
   traced_check phases "$RUN_TIMEOUT" "$PHASES_BIN" --rounds "$PHASE_ROUNDS" || rc=1
   [[ -n $TRACE ]] || return 1
   gzip -c "$TRACE" > "$OUT_DIR/gpu_metrics_phases.json.gz"
+  # The whole trace's format too, the metric counters among it.
+  python3 "$SRC_DIR/test/gpu/check_trace.py" "$TRACE" > "$WORK/phases.format" 2>&1 || rc=1
+  grep -E '^FAIL|passed,' "$WORK/phases.format"
   run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$TRACE" --json "$OUT_DIR/gpu_metrics_phases_analyze.json" \
     > "$OUT_DIR/gpu_metrics_phases_analyze.txt" || rc=1
   sed -n '1,25p' "$OUT_DIR/gpu_metrics_phases_analyze.txt"
