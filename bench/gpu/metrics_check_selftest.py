@@ -142,6 +142,13 @@ def kernel_in_idle(t):
     t["traceEvents"].append(kernel("strayKernel", begin + 1000.0, 10.0, VALUES["idle"]))
 
 
+def minor_gemm_helper(t):
+    """cuBLAS adds a short reduction kernel after each GEMM: too little time to be judged."""
+    for e in [e for e in t["traceEvents"] if e.get("name") == GEMM]:
+        t["traceEvents"].append(kernel("splitKreduce_kernel", e["ts"] + e["dur"] - 100.0, 50.0, VALUES["idle"]))
+        e["dur"] -= 100.0
+
+
 def set_meta(key, value):
     def mutate(t):
         t["kinetrace_gpu_metrics"][key] = value
@@ -181,6 +188,7 @@ PHASE_CASES = [
     ("fma phase reads DRAM", lambda t: set_samples(t, "fma", "DRAM throughput", 50.0), ["phase fma as expected (compute)"]),
     ("idle phase busy", lambda t: set_samples(t, "idle", "GR active", 50.0), ["phase idle as expected (idle)"]),
     ("GEMM kernel without tensor use", gemm_kernel_low, [f"kernel {GEMM[:37]}... in gemm as expected (tensor)"]),
+    ("a short helper kernel in the GEMM phase", minor_gemm_helper, []),
     ("FMA kernels without metrics", strip_fma_args, ["kernel fmaPhaseKernel in fma as expected (compute)"]),
     ("no GR active track", no_gr_track, ["a counter track per default metric on every GPU with kernels",
                                          SAMPLES_EQUAL] + ALL_PHASES),
