@@ -18,7 +18,7 @@
 #             run` without metrics, `kinetrace run --gpu-metrics default`; medians of the
 #             process's wall time, of the program's own and of its GPU phases' (copy + fma +
 #             gemm), with their ratios to untraced
-#   soak      metrics_phases --soak SOAK --copy-mib 8192 under `kinetrace run --gpu-metrics default`; then
+#   soak      metrics_phases --soak SOAK (larger kernels) under `kinetrace run --gpu-metrics default`; then
 #             metrics_check.py (lost == 0, no hole, samples x interval against the window)
 #   torch     metrics_torch.py (bf16 LM block: long GEMMs and long memory-bound kernels)
 #             under `kinetrace run --gpu-metrics default`; `kinetrace analyze --json` must name
@@ -216,9 +216,10 @@ PY
 
 part_soak() {
   echo "soak: $SOAK s of phases under ${METRIC_FLAGS[*]}"
-  # Copies of 8 GiB (4 ms a kernel): a quarter of the copy kernels of the default, so the
-  # trace holds mostly the samples the soak is about, and stays quick to check.
-  traced_check soak $((SOAK + RUN_TIMEOUT)) "$PHASES_BIN" --soak "$SOAK" --copy-mib 8192
+  # Copies of 8 GiB and GEMMs of 16384^3 (about 4 and 14 ms a kernel): far fewer kernels than
+  # the default's, so the trace holds mostly the samples the soak is about and stays quick to
+  # check (10 minutes: 600 000 samples, some 50 000 kernels).
+  traced_check soak $((SOAK + RUN_TIMEOUT)) "$PHASES_BIN" --soak "$SOAK" --copy-mib 8192 --gemm-n 16384
   local rc=$?
   [[ -n $TRACE ]] && ls -l "$TRACE" && rm -f "$TRACE"  # large; the table says what it held
   return $rc
