@@ -243,10 +243,12 @@ def check_coverage(report, top, per_device, interval_us, min_coverage, lines):
                        for d, r in sorted(ratios.items()))
     report.check(f"samples cover at least {min_coverage:.0%} of the window", worst >= min_coverage,
                  detail or "no samples")
-    lines += ["| interval | samples | window | samples x interval / window | lost | corrupted | set-up dropped |",
-              "|---|---|---|---|---|---|---|",
+    lines += ["| interval | samples | window | samples x interval / window | lost | corrupted | set-up dropped "
+              "| kernels without their samples |",
+              "|---|---|---|---|---|---|---|---|",
               f"| {interval_us:g} us | {meta.get('samples')} | {window_us / 1e6:.2f} s | {worst:.3f} | "
-              f"{meta.get('lost')} | {meta.get('corrupted')} | {meta.get('setup_dropped')} |", ""]
+              f"{meta.get('lost')} | {meta.get('corrupted')} | {meta.get('setup_dropped')} | "
+              f"{meta.get('kernels_without_their_samples', '-')} |", ""]
 
 
 def judge(averages, rules):
