@@ -27,6 +27,11 @@ The layout checked (src/output/trace_events.cpp, src/session/metadata.cpp):
   no "f" without its "s".
 - Activities: syncs and [memory] instants exist only when kinetrace_activities lists sync /
   memory; the census checks of them are skipped (INFO) when it does not.
+- GPU metrics (`--gpu-metrics`): counters ("ph":"C", cat "gpu_metric") on a GPU's pid, tid
+  1<<30 (thread "GPU metrics"), named by a metric's display name, args one number keyed by
+  its unit ("%" or "bytes/s"); kinetrace_gpu_metrics lists the metrics and counts the
+  samples, one counter per metric and sample; kernels' averages, keyed "<display name>
+  (<unit>)", are numbers; kinetrace_record_counts' metric_samples counts the samples.
 
 Times are compared as integer nanoseconds: ts/dur are parsed as Decimal and scaled, so
 nesting and ordering checks are exact rather than subject to float rounding.
@@ -71,6 +76,10 @@ OVERHEAD_PID = -1
 OVERHEAD_DEVICE_BASE = 1 << 30  # overhead tid: base + (object id & 0x3FFFFF) + (lane << 22)
 OVERHEAD_LANE_SHIFT = 22
 OVERHEAD_ID_BITS = 0x3FFFFF
+GPU_METRIC_CAT = "gpu_metric"
+GPU_METRICS_TID = 1 << 30  # a GPU process's "GPU metrics" thread
+GPU_METRICS_THREAD = "GPU metrics"
+GPU_METRIC_UNITS = ("%", "bytes/s")
 
 # Activity names as kinetrace_activities lists them (src/session/config.cpp).
 DEFAULT_ACTIVITIES = {"host", "kernel", "memcpy", "memset", "launch"}
@@ -280,6 +289,7 @@ class Trace:
                     self.launches[corr].append(e)
         self.gpu_pids = {e.get("pid") for e in self.events
                          if e.get("ph") == "X" and e.get("cat") in GPU_TRACK_CATS}
+        self.metric_counters = [e for e in self.events if e.get("ph") == "C" and e.get("cat") == GPU_METRIC_CAT]
         self.process_names = {}  # pid -> name
         self.thread_names = {}  # (pid, tid) -> name
         for e in self.events:
@@ -287,6 +297,10 @@ class Trace:
                 self.process_names[e.get("pid")] = args_of(e).get("name")
             elif e.get("ph") == "M" and e.get("name") == "thread_name":
                 self.thread_names[(e.get("pid"), e.get("tid"))] = args_of(e).get("name")
+        # GPUs with metric samples (a GPU may have samples and no work): pids named as GPUs.
+        self.metric_pids = {e.get("pid") for e in self.metric_counters
+                            if e.get("pid") in self.gpu_pids
+                            or self.process_names.get(e.get("pid")) == f"GPU {e.get('pid')}"}
         # (pid, tid) -> X intervals in ns, sorted by start, with a running maximum of ends
         # so "is ts inside some slice" is one bisect.
         self.slices = defaultdict(list)
@@ -420,7 +434,7 @@ def record_kind(event):
     if ph == "X":
         return RECORD_KIND_OF_X_CAT.get(cat)
     if ph == "C":
-        return "counters"
+        return None if cat == GPU_METRIC_CAT else "counters"  # samples: counted apart
     if ph == "i" and cat == "user_instant":
         return "instants"
     if ph == "i" and event.get("name") == "[memory]":
@@ -438,10 +452,13 @@ def check_record_counts(report, trace):
         return
     kinds = Counter(record_kind(e) for e in trace.events)
     found = {kind: kinds.get(kind, 0) for kind in RECORD_KINDS}
+    if "metric_samples" in counts:
+        # One sample is one counter per metric, all at the sample's start on its GPU.
+        found["metric_samples"] = len({(e.get("pid"), e.get(TS)) for e in trace.metric_counters})
     wrong = [f"{key}: footer says {counts.get(key)!r}, the trace has {n}"
              for key, n in found.items() if counts.get(key) != n]
     report.check(name, not wrong, examples(wrong) if wrong else ", ".join(f"{k}={n}" for k, n in found.items()))
-    unknown = sorted(set(counts) - set(RECORD_KINDS))
+    unknown = sorted(set(counts) - set(found))
     if unknown:
         report.info("record counts not checked", ", ".join(f"{k}={counts[k]}" for k in unknown))
 
@@ -541,13 +558,15 @@ def check_naming(report, trace):
 
     problems = []
     for pid, name in trace.process_names.items():
-        if pid in trace.gpu_pids and name != f"GPU {pid}":
+        if (pid in trace.gpu_pids or pid in trace.metric_pids) and name != f"GPU {pid}":
             problems.append(f"pid {pid} is named {name!r}, not 'GPU {pid}'")
         elif pid == OVERHEAD_PID and name != "CUPTI overhead":
             problems.append(f"pid {pid} is named {name!r}, not 'CUPTI overhead'")
     named = 0
     for (pid, tid), name in trace.thread_names.items():
-        if pid in trace.gpu_pids:
+        if (pid in trace.gpu_pids or pid in trace.metric_pids) and tid == GPU_METRICS_TID:
+            problem = None if name == GPU_METRICS_THREAD else f"{name!r}, expected {GPU_METRICS_THREAD!r}"
+        elif pid in trace.gpu_pids:
             problem = gpu_track_name_problem(tid, name)
         elif pid == OVERHEAD_PID:
             problem = overhead_track_name_problem(tid, name)
@@ -605,6 +624,70 @@ def async_track_name_problem(tid, name):
     lane = tid - ASYNC_LANE_TID_BASE
     want = "async ranges" if lane == 0 else f"async ranges {lane + 1}"
     return None if name == want else f"{name!r}, expected {want!r}"
+
+
+def check_gpu_metrics(report, trace):
+    """GPU metric samples: described by kinetrace_gpu_metrics, one counter per metric and
+    sample on a GPU's metrics track, each one number keyed by its metric's unit; the tracks
+    named; kernels' averages numbers. Nothing to check (INFO) when none were sampled."""
+    counters = trace.metric_counters
+    meta = trace.top.get("kinetrace_gpu_metrics")
+    if not counters and meta is None:
+        report.info("GPU metrics", "not sampled (no gpu_metric counters, no kinetrace_gpu_metrics)")
+        return
+    listed, problems = {}, []
+    if not isinstance(meta, dict):
+        problems.append(f"kinetrace_gpu_metrics is {meta!r} though {len(counters)} gpu_metric counters exist")
+        meta = {}
+    else:
+        for m in meta.get("metrics") if isinstance(meta.get("metrics"), list) else []:
+            if (isinstance(m, dict) and all(isinstance(m.get(k), str) and m[k] for k in ("name", "display_name", "unit"))
+                    and m["unit"] in GPU_METRIC_UNITS):
+                listed[m["display_name"]] = m["unit"]
+            else:
+                problems.append(f"metric entry {m!r} lacks name, display_name or a unit of {GPU_METRIC_UNITS}")
+        if not listed:
+            problems.append("no metrics listed")
+        if not (is_int(meta.get("interval_ns")) and meta["interval_ns"] > 0):
+            problems.append(f"interval_ns {meta.get('interval_ns')!r} is not a positive integer")
+        problems += [f"{k} {meta.get(k)!r} is not a count" for k in ("samples", "lost", "corrupted", "setup_dropped")
+                     if not (is_int(meta.get(k)) and meta[k] >= 0)]
+    report.check("kinetrace_gpu_metrics describes the sampling", not problems,
+                 examples(problems) if problems else
+                 ", ".join(f"{n} ({u})" for n, u in listed.items()) + f" every {meta['interval_ns']} ns")
+    report.info("GPU metric samples", ", ".join(f"{k}={meta.get(k)}" for k in ("samples", "lost", "corrupted",
+                                                                              "setup_dropped")))
+
+    bad = []
+    for e in counters:
+        pid, tid, args = e.get("pid"), e.get("tid"), args_of(e)
+        unit = listed.get(e.get("name"))
+        if tid != GPU_METRICS_TID:
+            bad.append(f"{short(e)}: tid is not {GPU_METRICS_TID} (the GPU metrics track)")
+        elif pid not in trace.metric_pids:
+            bad.append(f"{short(e)}: pid {pid} is no GPU's")
+        elif unit is None:
+            bad.append(f"{short(e)}: {e.get('name')!r} is not a listed metric")
+        elif list(args) != [unit] or not is_number(args[unit]):
+            bad.append(f"{short(e)}: args {args} are not one number keyed by {unit!r}")
+    report.check("GPU metric counters on a GPU's metrics track, one number keyed by the unit", not bad,
+                 examples(bad) if bad else f"{len(counters)} counters on GPU(s) {sorted(trace.metric_pids)}")
+
+    per_metric = Counter(e.get("name") for e in counters)
+    wrong = [f"{n}: {per_metric.get(n, 0)} counters" for n in listed if per_metric.get(n, 0) != meta.get("samples")]
+    report.check("one counter per listed metric and sample", not wrong,
+                 f"samples={meta.get('samples')!r}; " + examples(wrong) if wrong else f"{meta.get('samples')} samples")
+
+    unnamed = [f"GPU {pid}: {trace.thread_names.get((pid, GPU_METRICS_TID))!r}" for pid in sorted(trace.metric_pids)
+               if trace.thread_names.get((pid, GPU_METRICS_TID)) != GPU_METRICS_THREAD]
+    report.check(f"each GPU's metrics track named {GPU_METRICS_THREAD!r}", not unnamed, examples(unnamed))
+
+    keys = [f"{n} ({u})" for n, u in listed.items()]
+    kernels = [e for e in trace.gpu_ops if e.get("cat") == "kernel"]
+    bad_args = [short(e) for e in kernels if any(k in args_of(e) and not is_number(args_of(e)[k]) for k in keys)]
+    carrying = sum(1 for e in kernels if all(k in args_of(e) for k in keys))
+    report.check("kernels' metric averages are numbers", not bad_args,
+                 examples(bad_args) if bad_args else f"{carrying} of {len(kernels)} kernels carry all of {keys}")
 
 
 def check_flows(report, trace):
@@ -973,6 +1056,7 @@ def main():
     check_events(report, trace)
     check_tracks_nest(report, trace)
     check_naming(report, trace)
+    check_gpu_metrics(report, trace)
     check_flows(report, trace)
     if manifest is None:
         check_gpu_ops(report, trace, strict=False)

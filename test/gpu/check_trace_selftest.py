@@ -117,7 +117,7 @@ def count_records(events):
     return {
         "ranges": n(lambda e: e["ph"] == "X" and e.get("cat") in ("user_annotation", "cpu_op")),
         "instants": n(lambda e: e["ph"] == "i" and e.get("cat") == "user_instant"),
-        "counters": n(lambda e: e["ph"] == "C"),
+        "counters": n(lambda e: e["ph"] == "C" and e.get("cat") != "gpu_metric"),
         "api_calls": n(lambda e: e["ph"] == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")),
         "kernels": n(lambda e: e["ph"] == "X" and e.get("cat") == "kernel"),
         "memcpys": n(lambda e: e["ph"] == "X" and e.get("cat") == "gpu_memcpy"),
@@ -126,6 +126,8 @@ def count_records(events):
         "memory": n(lambda e: e["ph"] == "i" and e.get("name") == "[memory]"),
         "overheads": n(lambda e: e["ph"] == "X" and e.get("cat") == "overhead"),
         "gpu_spans": n(lambda e: e["ph"] == "X" and e.get("cat") == "gpu_user_annotation"),
+        # A GPU metric sample is one counter per metric, at the sample's start.
+        "metric_samples": len({(e["pid"], e["ts"]) for e in events if e.get("cat") == "gpu_metric"}),
     }
 
 
@@ -550,6 +552,90 @@ def no_change(t):
     pass
 
 
+GPU_METRICS = [("TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput", "%"),
+               ("dram__bytes_read.sum.per_second", "DRAM read", "bytes/s")]
+
+
+def with_gpu_metrics(t):
+    """Sampled as `--gpu-metrics sm,dram_read` writes it: a counter per metric and sample on
+    GPU 0's "GPU metrics" track, every 10 us over the kernels, and each kernel's averages."""
+    kernels = [e for e in t["traceEvents"] if e.get("cat") == "kernel"]
+    first = min(e["ts"] for e in kernels)
+    last = max(e["ts"] + e["dur"] for e in kernels)
+    samples, ts = 0, first
+    while ts < last:
+        for _, display, unit in GPU_METRICS:
+            t["traceEvents"].append({"ph": "C", "cat": "gpu_metric", "name": display, "pid": 0, "tid": 1 << 30,
+                                     "ts": ts, "args": {unit: 42.5 if unit == "%" else 1.5e12}})
+        samples += 1
+        ts += 10.0
+    t["traceEvents"].append({"ph": "M", "name": "thread_name", "pid": 0, "tid": 1 << 30,
+                             "args": {"name": "GPU metrics"}})
+    for e in kernels:
+        e["args"].update({"SM throughput (%)": 42.5, "DRAM read (bytes/s)": 1.5e12})
+    t["kinetrace_gpu_metrics"] = {"metrics": [{"name": n, "display_name": d, "unit": u} for n, d, u in GPU_METRICS],
+                                  "interval_ns": 10_000, "samples": samples, "lost": 0, "corrupted": 0,
+                                  "setup_dropped": 1, "kernels_without_their_samples": 0}
+
+
+def metric_counter(t):
+    return find(t, cat="gpu_metric", name="DRAM read")
+
+
+def metric_on_host(t):
+    with_gpu_metrics(t)
+    metric_counter(t)["pid"] = HOST_PID
+
+
+def metric_off_its_track(t):
+    with_gpu_metrics(t)
+    metric_counter(t)["tid"] = STREAM_IDS["0"]
+
+
+def metric_wrong_unit(t):
+    with_gpu_metrics(t)
+    metric_counter(t)["args"] = {"%": 3.0}
+
+
+def metric_sample_missing(t):
+    """One metric's counter of one sample is gone; the other metric's is still there."""
+    with_gpu_metrics(t)
+    remove(t, metric_counter(t))
+
+
+def metric_track_unnamed(t):
+    with_gpu_metrics(t)
+    remove(t, find(t, ph="M", name="thread_name", tid=1 << 30, pid=0))
+
+
+def metrics_undescribed(t):
+    with_gpu_metrics(t)
+    del t["kinetrace_gpu_metrics"]
+
+
+def metric_arg_not_number(t):
+    with_gpu_metrics(t)
+    find(t, cat="kernel")["args"]["SM throughput (%)"] = "high"
+
+
+def metrics_on_idle_gpu(t):
+    """GPU 1 ran nothing but was sampled: its samples are on its own pid, named as a GPU."""
+    with_gpu_metrics(t)
+    for e in [e for e in t["traceEvents"] if e.get("cat") == "gpu_metric"]:
+        t["traceEvents"].append(dict(e, pid=1, args=dict(e["args"])))
+    t["traceEvents"].append({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "GPU 1"}})
+    t["traceEvents"].append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1 << 30, "args": {"name": "GPU metrics"}})
+    t["kinetrace_gpu_metrics"]["samples"] *= 2
+
+
+@breaks_counts
+def metric_samples_miscounted(t):
+    with_gpu_metrics(t)
+    t["kinetrace_record_counts"] = count_records(t["traceEvents"])
+    t["kinetrace_record_counts"]["metric_samples"] += 1
+
+
+METRIC_COUNTERS = "GPU metric counters on a GPU's metrics track, one number keyed by the unit"
 SKIPPED = ["synchronisations recorded", "allocations and frees recorded as [memory] instants"]
 NESTING = "every track's slices nest (no partial overlap on any (pid, tid))"
 CASES = [
@@ -600,6 +686,19 @@ CASES = [
     ("sync and memory not recorded: their checks skipped", sync_and_memory_off, [], [], SKIPPED),
     ("syncs and [memory] missing though recorded", no_syncs_or_memory, [], SKIPPED),
     ("syncs and [memory] missing, activities unstated", activities_unstated, [], SKIPPED),
+    ("GPU metrics sampled", with_gpu_metrics, [], []),
+    ("GPU metrics on a GPU without work too", metrics_on_idle_gpu, [], []),
+    ("a metric counter on the host process", metric_on_host, [], [METRIC_COUNTERS]),
+    ("a metric counter off the metrics track", metric_off_its_track, [], [METRIC_COUNTERS]),
+    ("a metric counter keyed by another unit", metric_wrong_unit, [], [METRIC_COUNTERS]),
+    ("a metric's counter missing from a sample", metric_sample_missing, [],
+     ["one counter per listed metric and sample"]),
+    ("the metrics track unnamed", metric_track_unnamed, [], ["each GPU's metrics track named 'GPU metrics'"]),
+    ("metric counters without kinetrace_gpu_metrics", metrics_undescribed, [],
+     ["kinetrace_gpu_metrics describes the sampling", METRIC_COUNTERS]),
+    ("a kernel's metric average not a number", metric_arg_not_number, [], ["kernels' metric averages are numbers"]),
+    ("metric samples miscounted in the footer", metric_samples_miscounted, [],
+     ["kinetrace_record_counts agree with the events"]),
 ]
 
 

@@ -10,13 +10,15 @@
 # the overhead of tracing the CUDA example, measured
 # untraced/traced interleaved (A B A B ...), the cost per launch of each activity kind
 # (bench/gpu/overhead.sh on launch_cost), on-demand traces (a 10-minute window among them:
-# step on_demand_long) and the host microbenchmarks. Every step runs even
+# step on_demand_long), GPU metrics (step gpu_metrics; SOAK=SECONDS for its long run) and the
+# host microbenchmarks. Every step runs even
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
 # Written to OUT_DIR: run_all.log (everything printed), overhead.md, formats.md,
 # save_formats.md, graphs.md, graphs_graph_level.md, torch_graphs_node.md,
 # torch_graphs_graph.md, torch_graphs_overhead.md,
 # torch_graphs_profiler_node.md, torch_graphs_profiler_graph.md, nccl_payload.md,
+# gpu_metrics_*.md (with the phases' and the PyTorch loop's traces and analyses),
 # analyze-CASE.txt, .html and .json, idle_CASE.json.gz, hta.txt, torch_backend.md,
 # kineto_abi_facts.json, overhead-launch_cost.md, census_manifest.json, bench_*.json, the
 # reference traces (tp_*.json.gz, kt_*.json.gz), and the census, host and training-step
@@ -500,6 +502,16 @@ on_demand_long() {
   bash "$SRC_DIR/bench/gpu/on_demand.sh" "$BUILD_DIR" "$OUT_DIR" long-start long-finish
 }
 
+# GPU hardware metrics (bench/gpu/gpu_metrics.sh): metrics_phases's copy, FMA, GEMM and idle
+# phases each bound as expected with nothing lost, the cost against untraced and against
+# tracing without metrics, and a PyTorch loop's memory- and tensor-bound kernels named by
+# analyze (OUT_DIR/gpu_metrics_*.md). SOAK=SECONDS adds the long zero-loss run (not under
+# RUN_TIMEOUT: the script limits each of its runs itself).
+gpu_metrics() {
+  echo "+ bench/gpu/gpu_metrics.sh $BUILD_DIR $OUT_DIR"
+  bash "$SRC_DIR/bench/gpu/gpu_metrics.sh" "$BUILD_DIR" "$OUT_DIR"
+}
+
 # What each activity kind adds per kernel launch (launch_cost, no Python): the CUPTI floor and
 # kinetrace's default with sync, memory and overhead records added one at a time.
 # The traces what users look at is checked on (kinetrace analyze against HTA, .pftrace against
@@ -556,6 +568,7 @@ main() {
   step "on-demand traces" on_demand
   step "dynolog (fleet triggering)" dynolog
   step "10-minute on-demand window" on_demand_long
+  step "GPU metrics" gpu_metrics
   step "overhead" overhead
   step "activity cost" activity_cost
   step "host benchmarks" host_benchmarks
