@@ -26,12 +26,18 @@ of a graph is in the trace; each launch is one "cuda_graph" slice, linked to its
 (its correlation and the arrow's), and there are as many as the program made launches, the
 SWITCH graph's (no node outside its conditional) included.
 
-Also the trace's kinetrace_gpu_ops_without_launch. PASS when every count matches and every
-graph-replayed operation is linked, except the kernels of graphs with no node outside their
-conditional (the manifest's "without_top_level_node"): nothing in CUPTI's records ties those
-to a launch, and the trace counts them as GPU ops without their launch call. Prints a
-markdown table either way. Exit status 0 on
-PASS, 1 on FAIL, 2 when an input cannot be read.
+Where the manifest has "launch_order" (launch by launch, in call order, the kernels each
+ran), the trace's graph launch calls, in the order they were made, are checked one by one:
+the kernels linked to each (its correlation) must be exactly those. This is what checks the
+graphs with no node outside their conditionals (switch, cond_*), whose kernels CUPTI gives no
+correlation id: kinetrace places them by the launches' order, streams and synchronisations
+("graph launch found by" in their args, counted below).
+
+Also the trace's kinetrace_gpu_ops_without_launch and kinetrace_gpu_ops_ambiguous_graph_launch.
+PASS when every count matches, every graph-replayed operation is linked and every launch ran
+what the manifest says (kernels listed in an old manifest's "without_top_level_node" may be
+unlinked). Prints a markdown table either way. Exit status 0 on PASS, 1 on FAIL, 2 when an
+input cannot be read.
 """
 
 import argparse
@@ -139,6 +145,26 @@ def main():
         if e.get("ph") == "X" and e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in launches:
             per_launch[e["args"]["correlation"]][short_name(e.get("name", ""))] += 1
     shape_lines = []
+    order = manifest.get("launch_order")
+    if order is not None:
+        calls = sorted((e for e in events if e.get("ph") == "X"
+                        and e.get("name", "").startswith(("cudaGraphLaunch", "cuGraphLaunch"))
+                        and "correlation" in e.get("args", {})),
+                       key=lambda e: (e.get("ts", 0), e["args"]["correlation"]))
+        wrong = [i for i, (call, want) in enumerate(zip(calls, order))
+                 if dict(per_launch.get(call["args"]["correlation"], {})) != want]
+        good = len(calls) == len(order) and not wrong
+        ok = ok and good
+        shape_lines.append(f"- launches checked one by one against the manifest: {len(order):,}, "
+                           f"in the trace {len(calls):,}, running exactly their kernels: "
+                           f"{len(order) - len(wrong) if len(calls) == len(order) else 0:,}"
+                           + (f" (first wrong: launch {wrong[0]})" if wrong else ""))
+    found_by = collections.Counter(e["args"].get("graph launch found by") for e in events
+                                   if e.get("ph") == "X" and e.get("cat") == "kernel"
+                                   and "graph launch found by" in e.get("args", {}))
+    if found_by:
+        shape_lines.append("- body kernels' launch found by: "
+                           + ", ".join(f"{k} {v:,}" for k, v in sorted(found_by.items())))
     for leader, expected in manifest.get("per_launch", {}).items():
         checked = wrong = 0
         for counts in per_launch.values():
@@ -172,6 +198,8 @@ def main():
     lines.append(f"- graph launches in the trace: {len(launches):,} (the program made {manifest['graph_launches']:,})")
     lines.append(f"- kernels the device counted: {device:,}; expected {expected_kernels:,}")
     lines.append(f"- kinetrace_gpu_ops_without_launch: {trace.get('kinetrace_gpu_ops_without_launch')}")
+    lines.append("- kinetrace_gpu_ops_ambiguous_graph_launch: "
+                 f"{trace.get('kinetrace_gpu_ops_ambiguous_graph_launch')}")
     lines.extend(shape_lines)
     if device != expected_kernels or len(launches) != manifest["graph_launches"]:
         ok = False

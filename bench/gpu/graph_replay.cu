@@ -16,6 +16,19 @@
 //   switch     a conditional SWITCH node alone (no node before it), three bodies; one
 //              executable per case (the handle's default value), launch r runs case r % 3
 //
+// Then, as NVIDIA's graphConditionalNodes sample does, small graphs made only of conditional
+// nodes (values from the handles' defaults and from body kernels), each launched 3 times
+// with a cudaStreamSynchronize after each launch:
+//
+//   cond_if      IF { condThen -> condThen2 }
+//   cond_ifelse  IF/ELSE, two executables (default 1 and 0): condThen or condElse
+//   cond_while   WHILE { countdown } run --loop times (the body resets its own counter)
+//   cond_switch  SWITCH (default 2) over four bodies: condCase2
+//   cond_nested  IF { condOuter -> WHILE { nestedCountdown } run --loop times }
+//
+// The manifest's "launch_order" lists, launch by launch in call order, the kernels each
+// launch ran: every body kernel can be checked against the launch it went to.
+//
 // Each graph is built inside an NVTX range named "build GRAPH", so a tracer can say where
 // each node was created; the manifest says by which call ("created_by") and in which range
 // ("created_in") each kernel's, copy's and memset's node was.
@@ -38,6 +51,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -111,6 +125,48 @@ __global__ void caseBody2(float* data) {
   if (threadIdx.x == 0) data[0] += 2.5f;
 }
 
+__global__ void condThen(float* data) {
+  countRun();
+  if (threadIdx.x == 0) data[1] += 1.0f;
+}
+__global__ void condThen2(float* data) {
+  countRun();
+  if (threadIdx.x == 0) data[1] *= 0.5f;
+}
+__global__ void condElse(float* data) {
+  countRun();
+  if (threadIdx.x == 0) data[1] -= 1.0f;
+}
+__global__ void condCase(float* data) {
+  countRun();
+  if (threadIdx.x == 0) data[2] += 1.0f;
+}
+__global__ void condOther(float* data) {
+  countRun();
+  if (threadIdx.x == 0) data[2] -= 1.0f;
+}
+__global__ void condOuter(float* data) {
+  countRun();
+  if (threadIdx.x == 0) data[3] += 1.0f;
+}
+// One WHILE iteration: counts itself and ends the loop after `loop` runs, resetting the
+// counter for the next launch (no node outside the conditional to arm it).
+__device__ void countDown(int* counter, int loop, cudaGraphConditionalHandle handle) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    const int done = ++*counter;
+    if (done >= loop) *counter = 0;
+    cudaGraphSetConditional(handle, done >= loop ? 0u : 1u);
+  }
+}
+__global__ void countdown(int* counter, int loop, cudaGraphConditionalHandle handle) {
+  countRun();
+  countDown(counter, loop, handle);
+}
+__global__ void nestedCountdown(int* counter, int loop, cudaGraphConditionalHandle handle) {
+  countRun();
+  countDown(counter, loop, handle);
+}
+
 cudaGraphNode_t addKernel(cudaGraph_t graph, const cudaGraphNode_t* deps, size_t numDeps, void* func,
                           void** args, unsigned blocks = 1, unsigned threads = 32) {
   cudaKernelNodeParams params{};
@@ -169,18 +225,19 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float* data = nullptr;
   float* copy = nullptr;
-  int* control = nullptr;  // [0] loop counter, [1] if/else launch number
+  int* control = nullptr;  // [0] loop counter, [1] if/else launch number, [2] [3] countdowns
   CHECK(cudaMalloc(&data, kN * sizeof(float)));
   CHECK(cudaMalloc(&copy, kN * sizeof(float)));
-  CHECK(cudaMalloc(&control, 2 * sizeof(int)));
+  CHECK(cudaMalloc(&control, 4 * sizeof(int)));
   CHECK(cudaMemset(data, 0, kN * sizeof(float)));
-  CHECK(cudaMemset(control, 0, 2 * sizeof(int)));
+  CHECK(cudaMemset(control, 0, 4 * sizeof(int)));
   const unsigned long long zero = 0;
   CHECK(cudaMemcpyToSymbol(gKernelsRun, &zero, sizeof(zero)));
   CHECK(cudaDeviceSynchronize());
 
   std::map<std::string, long> kernels;  // expected runs by kernel name
   long memcpys = 0, memsets = 0, launches = 0;
+  std::vector<std::map<std::string, long>> launchOrder;  // kernels run, launch by launch
   int n = kN;
 
   // captured: stream capture, graph memory nodes included.
@@ -256,21 +313,107 @@ int main(int argc, char** argv) {
 
   for (int r = 0; r < replays; ++r) {
     CHECK(cudaGraphLaunch(capturedExec, stream));
-    kernels["scale"] += 1;
-    kernels["useScratch"] += 1;
+    launchOrder.push_back({{"scale", 1}, {"useScratch", 1}});
     memcpys += 1;
     memsets += 1;
     CHECK(cudaGraphLaunch(whileExec, stream));
-    kernels["armLoop"] += 1;
-    kernels["loopBody"] += loop;
+    launchOrder.push_back({{"armLoop", 1}, {"loopBody", loop}});
     CHECK(cudaGraphLaunch(ifExec, stream));
-    kernels["pickSide"] += 1;
-    kernels[r % 2 == 0 ? "ifBody" : "elseBody"] += 1;
+    launchOrder.push_back({{"pickSide", 1}, {r % 2 == 0 ? "ifBody" : "elseBody", 1}});
     CHECK(cudaGraphLaunch(switchExecs[r % 3], stream));
-    kernels["caseBody" + std::to_string(r % 3)] += 1;
-    launches += 4;
+    launchOrder.push_back({{"caseBody" + std::to_string(r % 3), 1}});
   }
   CHECK(cudaStreamSynchronize(stream));
+
+  // Graphs of conditional nodes only (graphConditionalNodes-like).
+  nvtxRangePushA("build conditional");
+  void* condArgs[] = {&data};
+  cudaGraph_t condIf;  // IF { condThen -> condThen2 }
+  {
+    CHECK(cudaGraphCreate(&condIf, 0));
+    cudaGraphConditionalHandle h;
+    CHECK(cudaGraphConditionalHandleCreate(&h, condIf, 1, cudaGraphCondAssignDefault));
+    cudaGraph_t body;
+    addConditional(condIf, nullptr, 0, h, cudaGraphCondTypeIf, 1, &body);
+    cudaGraphNode_t first = addKernel(body, nullptr, 0, reinterpret_cast<void*>(condThen), condArgs);
+    addKernel(body, &first, 1, reinterpret_cast<void*>(condThen2), condArgs);
+  }
+  cudaGraph_t condIfElse[2];  // IF/ELSE with default 1, then 0
+  for (unsigned value = 0; value < 2; ++value) {
+    CHECK(cudaGraphCreate(&condIfElse[value], 0));
+    cudaGraphConditionalHandle h;
+    CHECK(cudaGraphConditionalHandleCreate(&h, condIfElse[value], 1 - value, cudaGraphCondAssignDefault));
+    cudaGraph_t bodies[2];
+    addConditional(condIfElse[value], nullptr, 0, h, cudaGraphCondTypeIf, 2, bodies);
+    addKernel(bodies[0], nullptr, 0, reinterpret_cast<void*>(condThen), condArgs);
+    addKernel(bodies[1], nullptr, 0, reinterpret_cast<void*>(condElse), condArgs);
+  }
+  int* countdownCounter = control + 2;
+  int* nestedCounter = control + 3;
+  cudaGraph_t condWhile;  // WHILE { countdown }
+  {
+    CHECK(cudaGraphCreate(&condWhile, 0));
+    static cudaGraphConditionalHandle h;
+    CHECK(cudaGraphConditionalHandleCreate(&h, condWhile, 1, cudaGraphCondAssignDefault));
+    cudaGraph_t body;
+    addConditional(condWhile, nullptr, 0, h, cudaGraphCondTypeWhile, 1, &body);
+    void* args[] = {&countdownCounter, &loop, &h};
+    addKernel(body, nullptr, 0, reinterpret_cast<void*>(countdown), args);
+  }
+  cudaGraph_t condSwitch;  // SWITCH (default 2) { condOther, condOther, condCase, condOther }
+  {
+    CHECK(cudaGraphCreate(&condSwitch, 0));
+    cudaGraphConditionalHandle h;
+    CHECK(cudaGraphConditionalHandleCreate(&h, condSwitch, 2, cudaGraphCondAssignDefault));
+    cudaGraph_t bodies[4];
+    addConditional(condSwitch, nullptr, 0, h, cudaGraphCondTypeSwitch, 4, bodies);
+    for (unsigned i = 0; i < 4; ++i) {
+      addKernel(bodies[i], nullptr, 0, reinterpret_cast<void*>(i == 2 ? condCase : condOther), condArgs);
+    }
+  }
+  cudaGraph_t condNested;  // IF { condOuter -> WHILE { nestedCountdown } }
+  {
+    CHECK(cudaGraphCreate(&condNested, 0));
+    cudaGraphConditionalHandle outer;
+    CHECK(cudaGraphConditionalHandleCreate(&outer, condNested, 1, cudaGraphCondAssignDefault));
+    cudaGraph_t body;
+    addConditional(condNested, nullptr, 0, outer, cudaGraphCondTypeIf, 1, &body);
+    cudaGraphNode_t first = addKernel(body, nullptr, 0, reinterpret_cast<void*>(condOuter), condArgs);
+    static cudaGraphConditionalHandle inner;
+    CHECK(cudaGraphConditionalHandleCreate(&inner, body, 1, cudaGraphCondAssignDefault));
+    cudaGraph_t loopGraph;
+    addConditional(body, &first, 1, inner, cudaGraphCondTypeWhile, 1, &loopGraph);
+    void* args[] = {&nestedCounter, &loop, &inner};
+    addKernel(loopGraph, nullptr, 0, reinterpret_cast<void*>(nestedCountdown), args);
+  }
+  nvtxRangePop();
+  struct Conditional {
+    cudaGraph_t graph;
+    std::map<std::string, long> perLaunch;
+  };
+  const Conditional conditionals[] = {
+      {condIf, {{"condThen", 1}, {"condThen2", 1}}},
+      {condIfElse[0], {{"condThen", 1}}},
+      {condIfElse[1], {{"condElse", 1}}},
+      {condWhile, {{"countdown", loop}}},
+      {condSwitch, {{"condCase", 1}}},
+      {condNested, {{"condOuter", 1}, {"nestedCountdown", loop}}},
+  };
+  for (const Conditional& c : conditionals) {
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, c.graph, 0));
+    for (int i = 0; i < 3; ++i) {
+      CHECK(cudaGraphLaunch(exec, stream));
+      CHECK(cudaStreamSynchronize(stream));
+      launchOrder.push_back(c.perLaunch);
+    }
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(c.graph));
+  }
+  for (const auto& launch : launchOrder) {
+    for (const auto& [name, count] : launch) kernels[name] += count;
+  }
+  launches = static_cast<long>(launchOrder.size());
 
   unsigned long long counted = 0;
   CHECK(cudaMemcpyFromSymbol(&counted, gKernelsRun, sizeof(counted)));
@@ -293,10 +436,23 @@ int main(int argc, char** argv) {
       std::fprintf(out, "%s\"%s\": %ld", sep, name.c_str(), count);
       sep = ", ";
     }
-    // The switch graph has no node outside its conditional: nothing of its launches carries
-    // their correlation id, so a tracer cannot tell which launch ran these from CUPTI's
-    // activity records alone.
-    std::fprintf(out, "}, \"without_top_level_node\": [\"caseBody0\", \"caseBody1\", \"caseBody2\"]");
+    // Launch by launch, in call order, the kernels each ran. The switch and conditional graphs
+    // have no node outside their conditionals: none of their kernels carries its launch's
+    // correlation id, and a tracer must place them by the launches' order (kinetrace:
+    // correlate/graph_launches.h).
+    std::fprintf(out, "}, \"launch_order\": [");
+    const char* launchSep = "";
+    for (const auto& launch : launchOrder) {
+      std::fprintf(out, "%s{", launchSep);
+      const char* kernelSep = "";
+      for (const auto& [name, count] : launch) {
+        std::fprintf(out, "%s\"%s\": %ld", kernelSep, name.c_str(), count);
+        kernelSep = ", ";
+      }
+      std::fprintf(out, "}");
+      launchSep = ", ";
+    }
+    std::fprintf(out, "]");
     // What one launch runs besides the kernel before its conditional: a checker can tell
     // that each body kernel went to the launch that ran it, not merely to some launch.
     std::fprintf(out, ", \"per_launch\": {\"armLoop\": {\"loopBody\": %d}, \"pickSide\": "

@@ -271,12 +271,26 @@ void Assembler::onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId, 
   }
 }
 
+void Assembler::onLaunchTarget(uint32_t, const LaunchTarget& target) {
+  target_ = target;
+}
+
 void Assembler::onApiCall(const ApiCallRecord& recorded) {
   // `thread` is the instance. A launch that created a graph node was captured into a graph:
   // it ran nothing, and waiting for its GPU work would hold every later span back.
   const bool captured =
       graphSites_.onCall(recorded.thread, recorded.startNs, recorded.endNs, recorded.correlationId,
                          [&] { return apiNameOf(recorded.domain, recorded.callbackId); });
+  LaunchTarget target;
+  if (target_.correlationId == recorded.correlationId) target = target_;
+  target_ = LaunchTarget{};
+  // What a graph's instantiation and a synchronisation say holds whether or not the call is
+  // in the window: a graph made now has no launch before it; a synchronisation fences.
+  if (target.graphInstantiated) graphLaunches_.onInstantiated(target.graphExecId);
+  if (recorded.effect == CallEffect::Sync && target.contextKnown) {
+    graphLaunches_.onSync(target.contextId, !target.streamKnown, target.streamId, recorded.startNs,
+                          recorded.endNs);
+  }
   if (!inWindow(recorded.startNs) || !inWindow(recorded.endNs)) {
     ++losses_.outOfWindowEvents;
     return;
@@ -286,6 +300,17 @@ void Assembler::onApiCall(const ApiCallRecord& recorded) {
   call.name = apiNameOf(call.domain, call.callbackId);
   ready_.apiCalls.push_back(call);
   if (captured || !keepsPending(call.effect)) return;
+  if (call.effect == CallEffect::Graph && target.graphLaunched) {
+    GraphLaunches::LaunchCall launch;
+    launch.graphId = target.graphExecId;
+    launch.correlationId = call.correlationId;
+    launch.contextId = target.contextId;
+    launch.streamId = target.streamId;
+    launch.streamKnown = target.streamKnown && target.contextKnown;
+    launch.callStartNs = call.startNs;
+    launch.callEndNs = call.endNs;
+    graphLaunches_.onLaunch(launch);
+  }
   pending_[call.correlationId] =
       PendingCall{call.startNs, call.endNs, call.externalId, call.thread, call.effect};
   pendingByStart_.emplace(call.startNs, call.correlationId);
@@ -408,6 +433,7 @@ bool Assembler::tryJoin(Record& record) {
       // A node of a conditional's body: its launch is known by its graph.
       id = graphLaunches_.launchAt(record.graphId, at.startNs);
       call = findCall(id);
+      if (call != nullptr) at.launchFoundBy = LaunchFoundBy::EarlierNode;
     }
   }
   if (call == nullptr) return false;
@@ -415,6 +441,9 @@ bool Assembler::tryJoin(Record& record) {
   if constexpr (kGraphNode) {
     if (call->effect == CallEffect::Graph && record.graphId != 0) {
       graphLaunches_.onJoined(record.graphId, at.startNs, id);
+      if (at.launchFoundBy == LaunchFoundBy::Correlation) {
+        graphLaunches_.onOperation(id, at.startNs, at.endNs);
+      }
     }
   }
   join(at, id, *call, kGpuWork);
@@ -427,6 +456,34 @@ bool Assembler::tryJoin(Record& record) {
   }
   emit(record);
   return true;
+}
+
+// A node of a conditional's body that no launch's other nodes placed: given the only
+// launch of its graph it can belong to, when one is left (GraphLaunches::onlyLaunchOf).
+// Asked once, when the operation is given up on: every launch called before it started has
+// been recorded by then, and the operations around it have come.
+template <typename Record>
+bool Assembler::joinOnlyLaunch(Record& record) {
+  if constexpr (std::is_same_v<Record, KernelRecord> || std::is_same_v<Record, MemcpyRecord> ||
+                std::is_same_v<Record, MemsetRecord>) {
+    GpuPlacement& at = record.at;
+    if (shedding_ || at.correlationId != 0 || record.graphId == 0) return false;
+    const GraphLaunches::Found found =
+        graphLaunches_.onlyLaunchOf(record.graphId, at.startNs, at.endNs);
+    if (found.candidates > 1) {
+      ++losses_.gpuOpsAmbiguousGraphLaunch;
+      return false;
+    }
+    PendingCall* call = findCall(found.correlationId);
+    if (call == nullptr) return false;
+    at.launchFoundBy = LaunchFoundBy::OnlyLaunch;
+    graphLaunches_.onOperation(found.correlationId, at.startNs, at.endNs);
+    join(at, found.correlationId, *call, true);
+    emit(record);
+    return true;
+  } else {
+    return false;
+  }
 }
 
 template <typename Record>
@@ -475,6 +532,7 @@ void Assembler::retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpA
       }
     }();
     if (giveUpAll || horizonNs_ > std::max(endNs, it->arrivedAtHorizonNs) + kLateCallGraceNs) {
+      if (joinOnlyLaunch(it->record)) continue;
       emitUnjoined(it->record);
       continue;
     }
@@ -753,6 +811,8 @@ void Assembler::finish(int64_t syncReturnNs, TraceRecords& out) {
 void Assembler::shed(std::size_t bytes) {
   // Operations waiting for their call go out first: unlinked, but written; then the clock
   // bound's launches (its bound loosens, stays true).
+  // Launches still to be recorded may own them: none is found by elimination.
+  shedding_ = true;
   auto giveUp = [this](auto& waiting) {
     retryWaiting(waiting, true);
     waiting.shrink_to_fit();
@@ -763,6 +823,7 @@ void Assembler::shed(std::size_t bytes) {
   giveUp(waitingGraphs_);
   giveUp(waitingSyncs_);
   giveUp(waitingMemory_);
+  shedding_ = false;
   kernelMetrics_.shed(ready_);
   clock_.shed();
   constexpr std::size_t kPerCall = sizeof(PendingCall) + 48;

@@ -86,6 +86,7 @@ class Assembler final : public HostEventVisitor {
   void onEndArgs(uint32_t instance, uint64_t id, std::string_view args) override;
   void onGraphNode(uint32_t instance, int64_t timeNs, uint64_t nodeId, uint64_t externalId,
                    uint64_t clonedFrom) override;
+  void onLaunchTarget(uint32_t instance, const LaunchTarget& target) override;
 
   // GPU records of one poll. Their names are already in the tables' strings.
   void addGpu(GpuBatch& batch);
@@ -177,6 +178,8 @@ class Assembler final : public HostEventVisitor {
   template <typename Record>
   bool tryJoin(Record& record);
   template <typename Record>
+  bool joinOnlyLaunch(Record& record);
+  template <typename Record>
   void emitUnjoined(Record& record);
   template <typename Record>
   void retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpAll);
@@ -222,6 +225,8 @@ class Assembler final : public HostEventVisitor {
       pendingByStart_;
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
   GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
+  LaunchTarget target_;          // the target of the call whose onApiCall comes next
+  bool shedding_ = false;        // giving up on waiting operations early (the memory cap)
   GraphSites graphSites_;        // where graph nodes were created, for the work replayed from them
   KernelMetrics kernelMetrics_;  // kernels' GPU metric averages
 

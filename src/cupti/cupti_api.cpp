@@ -44,6 +44,15 @@ class RealCuptiApi final : public CuptiApi {
     return cuptiGetCallbackName(domain, cbid, name);
   }
   CUptiResult getTimestamp(uint64_t* timestamp) override { return cuptiGetTimestamp(timestamp); }
+  CUptiResult getGraphExecId(CUgraphExec graphExec, uint32_t* id) override {
+    return cuptiGetGraphExecId(graphExec, id);
+  }
+  CUptiResult getStreamId(CUstream stream, bool perThread, uint32_t* id) override {
+    return cuptiGetStreamIdEx(nullptr, stream, perThread ? 1 : 0, id);
+  }
+  CUptiResult getContextId(CUcontext context, uint32_t* id) override {
+    return cuptiGetContextId(context, id);
+  }
   CUptiResult getGraphNodeId(CUgraphNode node, uint64_t* id) override {
     return cuptiGetGraphNodeId(node, id);
   }

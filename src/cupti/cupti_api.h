@@ -40,6 +40,10 @@ class CuptiApi {
   virtual CUptiResult getTimestamp(uint64_t* timestamp) = 0;
   // The id that kernel, copy and memset records give the node in `graphNodeId`.
   virtual CUptiResult getGraphNodeId(CUgraphNode node, uint64_t* id) = 0;
+  // The ids activity records give an executable graph (`graphId`), a stream and a context.
+  virtual CUptiResult getGraphExecId(CUgraphExec graphExec, uint32_t* id) = 0;
+  virtual CUptiResult getStreamId(CUstream stream, bool perThread, uint32_t* id) = 0;
+  virtual CUptiResult getContextId(CUcontext context, uint32_t* id) = 0;
 };
 
 // The process's libcupti.

@@ -126,6 +126,7 @@ Status CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
   // Where graph nodes came from only matters when launches are linked to their calls.
   if (options_.launchCalls || options_.allRuntimeCalls || options_.allDriverCalls) {
     callbacks_.graphNodeIds = &cupti;
+    callbacks_.launchTargets = &cupti;
   }
   if (options_.launchCalls) callbacks_.selectLaunchEntryPoints(cupti);
   if (options_.allRuntimeCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);

@@ -32,7 +32,9 @@ namespace kinetrace::detail {
 // (CallEffect), and whether it is a profiler-control call.
 class CallbackTable {
  public:
-  enum Flags : uint8_t { kRecorded = 1, kControl = 2, kEffectShift = 4 };
+  // kTarget: a graph launch, graph instantiation or synchronisation whose parameters say
+  // what it acted on (LaunchTarget, recorded before the call).
+  enum Flags : uint8_t { kRecorded = 1, kControl = 2, kTarget = 8, kEffectShift = 4 };
 
   // Who hears about what the callback sees. Set before subscribing and never changed while
   // subscribed, so CUPTI's threads read them without synchronisation.
@@ -55,6 +57,10 @@ class CallbackTable {
   // Asked for the ids of graph nodes as they are created or cloned (CUPTI's resource
   // callbacks GRAPHNODE_CREATED / GRAPHNODE_CLONED); null: they are not recorded.
   CuptiApi* graphNodeIds = nullptr;
+  // Asked for the ids of what graph launches, instantiations and synchronisations act on
+  // (executable graph, stream, context), so the nodes of conditional bodies find their
+  // launch (correlate/graph_launches.h); null: not recorded.
+  CuptiApi* launchTargets = nullptr;
 
   // The launch-side entry points of both domains, found by name through `api`.
   void selectLaunchEntryPoints(CuptiApi& api);
@@ -92,6 +98,8 @@ class CallbackTable {
 // waits for GPU work or allocates device memory, and what it produces on the GPU side.
 bool isLaunchSideCall(std::string_view name);
 CallEffect callEffect(std::string_view name);
+// Whether kinetrace reads what a call acted on from its parameters (CallbackTable::kTarget).
+bool readsTarget(CUpti_CallbackDomain domain, uint32_t cbid);
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
 std::string apiDisplayName(std::string_view cuptiName);
 

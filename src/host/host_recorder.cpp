@@ -482,6 +482,19 @@ uint32_t HostRecorder::decodeChunk(ThreadBuffer& buffer, const RecordChunk& chun
         if (r.flags & kHasArgs) visitor.onEndArgs(instance, r.a, nameOf(r).args);
         visitor.onAsyncEnd(instance, t, r.a);
         break;
+      case HostEventKind::LaunchTarget: {
+        LaunchTarget target;
+        target.correlationId = r.c;
+        target.graphExecId = static_cast<uint32_t>(r.a);
+        target.contextId = static_cast<uint32_t>(r.b >> 32);
+        target.streamId = static_cast<uint32_t>(r.b);
+        target.graphLaunched = (r.d & kTargetGraphLaunched) != 0;
+        target.graphInstantiated = (r.d & kTargetGraphInstantiated) != 0;
+        target.streamKnown = (r.d & kTargetStream) != 0;
+        target.contextKnown = (r.d & kTargetContext) != 0;
+        visitor.onLaunchTarget(instance, target);
+        break;
+      }
       case HostEventKind::GraphNode:
         if (r.flags & kGraphNodeCloned) {
           visitor.onGraphNode(instance, t, r.a, 0, r.b);

@@ -43,7 +43,8 @@ enum class HostEventKind : uint8_t {
   ApiCall,
   AsyncBegin,  // a range that may overlap others and end on any thread (nvtxRangeStart)
   AsyncEnd,
-  GraphNode,  // a CUDA graph node was created (captured or added) or cloned
+  GraphNode,     // a CUDA graph node was created (captured or added) or cloned
+  LaunchTarget,  // what the ApiCall recorded right after it acted on (model/records.h)
 };
 
 // One host event. Field use by kind:
@@ -58,6 +59,8 @@ enum class HostEventKind : uint8_t {
 //   GraphNode   a = node id; created: b = external id (the innermost range open); cloned
 //               (flags & kGraphNodeCloned, when a graph is instantiated): b = the id of the
 //               node it was cloned from
+//   LaunchTarget a = graph exec id, b = context id << 32 | stream id, c = correlation id,
+//               d = kTarget* bits; ticks as the ApiCall's that follows it
 // A name is either a literal (flags & kNameStatic: b = its address, c = its length) or
 // copied (flags & kNameInline: c = its length, the bytes fill the next nameSlots(c) slots).
 // A RangeBegin, AsyncBegin or Instant with arguments (flags & kHasArgs, always copied) has
@@ -82,6 +85,14 @@ enum HostRecordFlags : uint8_t {
   kApiEffectShift = 3,  // bits 3..5: CallEffect
   kGraphNodeCloned = 64,
   kHasArgs = 128,
+};
+
+// LaunchTarget's d: which of its fields are known.
+enum LaunchTargetBits : uint16_t {
+  kTargetGraphLaunched = 1,
+  kTargetGraphInstantiated = 2,
+  kTargetStream = 4,
+  kTargetContext = 8,
 };
 
 constexpr std::size_t kChunkSlots = 4096;          // 128 KiB of records
@@ -152,6 +163,9 @@ class HostEventVisitor {
   // open on the thread, 0 when none) or cloned from node `clonedFrom` (`externalId` 0).
   virtual void onGraphNode(uint32_t /*instance*/, int64_t /*timeNs*/, uint64_t /*nodeId*/,
                            uint64_t /*externalId*/, uint64_t /*clonedFrom*/) {}
+  // What the call of the onApiCall that follows acted on (a graph launch, instantiation or
+  // synchronisation; same correlation id).
+  virtual void onLaunchTarget(uint32_t /*instance*/, const LaunchTarget& /*target*/) {}
 };
 
 class ThreadBuffer {

@@ -111,6 +111,21 @@ struct ApiCallRecord {
   CallEffect effect = CallEffect::None;
 };
 
+// What a graph launch, graph instantiation or synchronisation call acted on, read from its
+// parameters by the launch callback: recorded just before the call's ApiCallRecord (same
+// correlation id), only for those calls. Ids are CUPTI's, as its activity records give them.
+struct LaunchTarget {
+  uint32_t correlationId = 0;
+  uint32_t graphExecId = 0;  // the executable graph launched or instantiated (cuptiGetGraphExecId)
+  uint32_t contextId = 0;
+  uint32_t streamId = 0;
+  bool graphLaunched = false;      // graphExecId is the graph this call launched
+  bool graphInstantiated = false;  // graphExecId is the graph this call made
+  bool streamKnown = false;        // streamId: the stream launched on or synchronised
+  bool contextKnown = false;       // contextId: the call's context (synchronised whole, for a
+                                   // context synchronisation)
+};
+
 // The start of a launch -> GPU work arrow, at the launch call: written once the GPU
 // operation it points to is in the trace, so every arrow has both ends.
 struct FlowRecord {
@@ -121,11 +136,20 @@ struct FlowRecord {
 
 // ---- GPU side ---------------------------------------------------------------------------
 
+// How a GPU operation's launch call was found.
+enum class LaunchFoundBy : uint8_t {
+  Correlation,  // CUPTI's correlation id: the usual way
+  // A node of a conditional's body (correlation id 0), by its graph's launches:
+  EarlierNode,  // the launch whose first node started last before it (graph_launches.h)
+  OnlyLaunch,   // the only launch of its graph it can belong to
+};
+
 // A GPU operation as the tracer records it: the operation, and where it goes in the trace.
 struct GpuPlacement : GpuOp {
   uint32_t contextId = 0;
   uint16_t lane = 0;           // 0: the stream's own track; others where ops overlap on it
   bool hasLaunchCall = false;  // its launch call is in the trace (an arrow ends here)
+  LaunchFoundBy launchFoundBy = LaunchFoundBy::Correlation;
 };
 
 struct KernelRecord {

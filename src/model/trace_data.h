@@ -28,6 +28,9 @@ struct LossCounters {
   uint64_t outOfWindowEvents = 0;        // outside [start, stop]
   uint64_t gpuOpsBeforeLaunch = 0;       // GPU op starting before its launch call (clock error)
   uint64_t gpuOpsWithoutLaunch = 0;      // GPU op whose launch call was not recorded
+  // Of those, nodes of conditional bodies (correlation id 0) that more than one launch of
+  // their graph could have run: left without a launch rather than given a guess.
+  uint64_t gpuOpsAmbiguousGraphLaunch = 0;
   uint64_t unfinishedRanges = 0;
   uint64_t graphNodeSitesNotKept = 0;  // graph nodes created past the cap on creation sites
   uint64_t eventArgsNotKept = 0;       // events whose arguments came past the cap on them

@@ -277,10 +277,16 @@ class EventWriter::Impl {
   // Which graph, and which of its nodes, a replayed kernel, copy or memset came from, and
   // where that node was created: the call that captured or added it (by name and
   // correlation id, so it can be found in the trace) and the host range open then.
-  void addGraphArgs(uint32_t graphId, uint64_t graphNodeId, uint32_t site) {
+  void addGraphArgs(uint32_t graphId, uint64_t graphNodeId, uint32_t site, LaunchFoundBy found) {
     if (graphId == 0) return;
     args_.add(chrome::kArgGraphId, int64_t{graphId});
     args_.add(chrome::kArgGraphNodeId, graphNodeId);
+    // A conditional body's node has no correlation id of its own: say how its launch was found.
+    if (found == LaunchFoundBy::EarlierNode) {
+      args_.add(chrome::kArgGraphLaunchFoundBy, chrome::kGraphLaunchByEarlierNode);
+    } else if (found == LaunchFoundBy::OnlyLaunch) {
+      args_.add(chrome::kArgGraphLaunchFoundBy, chrome::kGraphLaunchByElimination);
+    }
     if (site == 0 || site > tables_.graphNodeSites.size()) return;
     const GraphNodeSite& created = tables_.graphNodeSites[site - 1];
     if (created.call != StringTable::kEmpty) {
@@ -442,7 +448,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     if (k.occupancyPercent >= 0) {
       args_.add(chrome::kArgOccupancy, displayFloat(k.occupancyPercent));
     }
-    addGraphArgs(k.graphId, k.graphNodeId, k.graphNodeSite);
+    addGraphArgs(k.graphId, k.graphNodeId, k.graphNodeSite, k.at.launchFoundBy);
     addNcclArgs(tables_.strings.get(k.name));
     addMetricArgs(r, k.metricAverages);
     send();
@@ -458,7 +464,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
       args_.add(chrome::kArgSrcDevice, int64_t{m.srcDeviceId});
       args_.add(chrome::kArgDstDevice, int64_t{m.dstDeviceId});
     }
-    addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite);
+    addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite, m.at.launchFoundBy);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }
@@ -467,7 +473,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     addPlacementArgs(m.at);
     args_.add(chrome::kArgBytes, m.bytes);
     args_.add(chrome::kArgBandwidth, bandwidth(m.bytes, m.at));
-    addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite);
+    addGraphArgs(m.graphId, m.graphNodeId, m.graphNodeSite, m.at.launchFoundBy);
     send();
     writeFlowEnd(m.at, kGpuOpsTrack);
   }

@@ -86,6 +86,12 @@ inline constexpr char kArgGraphNodeCreatedBy[] = "graph node created by";
 inline constexpr char kArgGraphNodeCreationCorrelation[] = "graph node creation correlation";
 inline constexpr char kArgGraphNodeCreatedIn[] = "graph node created in";
 inline constexpr char kArgGraphNodeCreationExternalId[] = "graph node creation External id";
+// How the launch of a conditional body's node (CUPTI gives it no correlation id) was found:
+// the launch whose earlier node started last before it, or the only launch of its graph
+// left once the calls' order, streams and synchronisations rule the others out.
+inline constexpr char kArgGraphLaunchFoundBy[] = "graph launch found by";
+inline constexpr char kGraphLaunchByEarlierNode[] = "earlier node of the launch";
+inline constexpr char kGraphLaunchByElimination[] = "only launch left";
 // NCCL, from its NVTX payloads and kernel names.
 inline constexpr char kArgNcclCall[] = "nccl call";
 inline constexpr char kArgNcclBytes[] = "nccl bytes";

@@ -122,6 +122,7 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
   out.push_back({"kinetrace_out_of_window_events", l.outOfWindowEvents});
   out.push_back({"kinetrace_gpu_ops_before_launch", l.gpuOpsBeforeLaunch});
   out.push_back({"kinetrace_gpu_ops_without_launch", l.gpuOpsWithoutLaunch});
+  out.push_back({"kinetrace_gpu_ops_ambiguous_graph_launch", l.gpuOpsAmbiguousGraphLaunch});
   out.push_back({"kinetrace_unfinished_ranges", l.unfinishedRanges});
   out.push_back({"kinetrace_graph_node_sites_not_kept", l.graphNodeSitesNotKept});
   out.push_back({"kinetrace_event_args_not_kept", l.eventArgsNotKept});

@@ -174,6 +174,19 @@ class FakeCuptiApi final : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   // A node's id is its handle's value, so a test knows it without a table.
+  // Ids are the handles' values, so a test knows them without a table.
+  CUptiResult getGraphExecId(CUgraphExec graphExec, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(graphExec));
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult getStreamId(CUstream stream, bool perThread, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(stream)) + (perThread ? 1000 : 0);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult getContextId(CUcontext context, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(context));
+    return CUPTI_SUCCESS;
+  }
   CUptiResult getGraphNodeId(CUgraphNode node, uint64_t* id) override {
     *id = reinterpret_cast<uintptr_t>(node);
     return CUPTI_SUCCESS;
@@ -238,8 +251,9 @@ class FakeCuptiApi final : public CuptiApi {
 class SimulatedCall {
  public:
   SimulatedCall(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlationId,
-                CUcontext context = nullptr)
+                CUcontext context = nullptr, const void* params = nullptr)
       : domain_(domain), cbid_(cbid) {
+    data_.functionParams = params;
     data_.correlationData = &slot_;
     data_.correlationId = correlationId;
     data_.context = context;

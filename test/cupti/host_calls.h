@@ -51,6 +51,10 @@ struct HostCalls : detail::HostEventVisitor {
   void onInstant(uint32_t, int64_t, detail::HostName) override {}
   void onCounter(uint32_t, int64_t, detail::HostName, double) override {}
   void onApiCall(const ApiCallRecord& call) override { calls.push_back(call); }
+  std::vector<detail::LaunchTarget> targets;
+  void onLaunchTarget(uint32_t, const detail::LaunchTarget& target) override {
+    targets.push_back(target);
+  }
   void onAsyncBegin(uint32_t, int64_t, uint64_t, detail::HostName) override {}
   void onAsyncEnd(uint32_t, int64_t, uint64_t) override {}
   void onGraphNode(uint32_t, int64_t, uint64_t nodeId, uint64_t externalId,

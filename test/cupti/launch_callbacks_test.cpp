@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -176,7 +175,7 @@ TEST_F(OnCuptiCallbackTest, GraphNodesAreRecordedWithTheRangeOpenOrTheNodeTheyCl
     kinetrace::Range capture("capture");
     resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x100000000), nullptr);
     resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, node(0x200000000), node(0x100000000));
-    resource(CUPTI_CBID_RESOURCE_GRAPH_CREATED, node(0x300000000), nullptr);  // not a node's
+    resource(CUPTI_CBID_RESOURCE_GRAPH_CREATED, node(0x300000000), nullptr);     // not a node's
     resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, node(0x400000000), nullptr);  // no original
   });
   const auto* capture = host.range("capture");
@@ -192,6 +191,66 @@ TEST_F(OnCuptiCallbackTest, GraphNodesAreRecordedWithTheRangeOpenOrTheNodeTheyCl
   HostCalls off = recordHost(
       [&] { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x100000000), nullptr); });
   EXPECT_TRUE(off.graphNodes.empty()) << "not asked for";
+}
+
+// A graph launch says which executable graph it launched, on which stream and context, from
+// cudaGraphLaunch's parameters; a stream's synchronisation which stream; an instantiation
+// which graph it made (the fake's ids are the handles' values).
+TEST_F(OnCuptiCallbackTest, GraphLaunchesSynchronisationsAndInstantiationsRecordWhatTheyActedOn) {
+  constexpr uint32_t kGraphLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000;
+  constexpr uint32_t kStreamSync = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
+  constexpr uint32_t kInstantiate = CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000;
+  constexpr uint32_t kCuGraphLaunchPtsz = CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+  names_.callbackNames[{kRuntime, kGraphLaunch}] = "cudaGraphLaunch_v10000";
+  names_.callbackNames[{kRuntime, kStreamSync}] = "cudaStreamSynchronize_v3020";
+  names_.callbackNames[{kRuntime, kInstantiate}] = "cudaGraphInstantiate_v12000";
+  names_.callbackNames[{kDriver, kCuGraphLaunchPtsz}] = "cuGraphLaunch_ptsz";
+  table_ = CallbackTable{};
+  table_.selectLaunchEntryPoints(names_);
+  table_.launchTargets = &names_;
+  auto context = reinterpret_cast<CUcontext>(uintptr_t{3});
+  auto exec = reinterpret_cast<cudaGraphExec_t>(uintptr_t{45});
+  auto stream = reinterpret_cast<cudaStream_t>(uintptr_t{7});
+  cudaGraphLaunch_v10000_params launch{exec, stream};
+  cudaStreamSynchronize_v3020_params sync{stream};
+  cudaGraphExec_t made = reinterpret_cast<cudaGraphExec_t>(uintptr_t{46});
+  cudaGraphInstantiate_v12000_params instantiate{&made, nullptr, 0};
+  cuGraphLaunch_ptsz_params driverLaunch{reinterpret_cast<CUgraphExec>(uintptr_t{47}), nullptr};
+  HostCalls host = recordHost([&] {
+    SimulatedCall(kRuntime, kInstantiate, 10, context, &instantiate).run(&onCuptiCallback, &table_);
+    SimulatedCall(kRuntime, kGraphLaunch, 11, context, &launch).run(&onCuptiCallback, &table_);
+    SimulatedCall(kRuntime, kStreamSync, 12, context, &sync).run(&onCuptiCallback, &table_);
+    SimulatedCall(kDriver, kCuGraphLaunchPtsz, 13, context, &driverLaunch)
+        .run(&onCuptiCallback, &table_);
+    SimulatedCall(kRuntime, kGraphLaunch, 14, context, &launch)
+        .run(&onCuptiCallback, &table_, /*result=*/1);  // failed: launched nothing
+  });
+  ASSERT_EQ(host.calls.size(), 5u);
+  EXPECT_EQ(host.calls[1].effect, CallEffect::Graph);
+  ASSERT_EQ(host.targets.size(), 4u) << "none for the failed launch";
+  EXPECT_EQ(host.targets[0].correlationId, 10u);
+  EXPECT_TRUE(host.targets[0].graphInstantiated);
+  EXPECT_EQ(host.targets[0].graphExecId, 46u);
+  EXPECT_EQ(host.targets[1].correlationId, 11u);
+  EXPECT_TRUE(host.targets[1].graphLaunched);
+  EXPECT_EQ(host.targets[1].graphExecId, 45u);
+  EXPECT_TRUE(host.targets[1].streamKnown);
+  EXPECT_EQ(host.targets[1].streamId, 7u);
+  EXPECT_TRUE(host.targets[1].contextKnown);
+  EXPECT_EQ(host.targets[1].contextId, 3u);
+  EXPECT_EQ(host.targets[2].correlationId, 12u);
+  EXPECT_FALSE(host.targets[2].graphLaunched);
+  EXPECT_EQ(host.targets[2].streamId, 7u);
+  EXPECT_EQ(host.targets[3].correlationId, 13u);
+  EXPECT_EQ(host.targets[3].graphExecId, 47u);
+  EXPECT_EQ(host.targets[3].streamId, 1000u) << "the per-thread default stream";
+
+  table_.launchTargets = nullptr;
+  HostCalls off = recordHost([&] {
+    SimulatedCall(kRuntime, kGraphLaunch, 11, context, &launch).run(&onCuptiCallback, &table_);
+  });
+  EXPECT_EQ(off.calls.size(), 1u);
+  EXPECT_TRUE(off.targets.empty()) << "not asked for";
 }
 
 TEST_F(OnCuptiCallbackTest, ACallOutsideAnyRangeHasNoExternalId) {
@@ -245,7 +304,7 @@ TEST_F(OnCuptiCallbackTest, ARuntimeCallWhoseExitNeverCameDoesNotHideLaterDriver
   HostCalls host = recordHost([&] {
     SimulatedCall runtime(kRuntime, kLaunchKernel, 1);
     runtime.enter(&onCuptiCallback, &table_);  // no exit: callbacks were switched off
-    collection.fetch_add(1);                    // collection starts again
+    collection.fetch_add(1);                   // collection starts again
     run(kDriver, kCuLaunchKernel, 2);
   });
   ASSERT_EQ(host.calls.size(), 1u);

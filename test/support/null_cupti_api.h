@@ -50,6 +50,19 @@ class NullCuptiApi : public CuptiApi {
     *timestamp = 0;
     return CUPTI_SUCCESS;
   }
+  // Ids are the handles' values, so a test knows them without a table.
+  CUptiResult getGraphExecId(CUgraphExec graphExec, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(graphExec));
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult getStreamId(CUstream stream, bool perThread, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(stream)) + (perThread ? 1000 : 0);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult getContextId(CUcontext context, uint32_t* id) override {
+    *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(context));
+    return CUPTI_SUCCESS;
+  }
   CUptiResult getGraphNodeId(CUgraphNode, uint64_t* id) override {
     *id = 0;
     return CUPTI_SUCCESS;
