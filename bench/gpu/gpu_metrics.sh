@@ -25,8 +25,11 @@
 #             a memory-bound and a tensor-bound kernel (analyze's per-kernel "bound"; the
 #             kernels' own metric arguments where it gives none). Skipped where PyTorch is not
 #             installed
+#   torch_profiler  the same loop recorded by torch.profiler (--profiler) under `kinetrace run
+#             --torch --gpu-metrics default`: the PyTorch backend's path (libkineto_api); the
+#             exported trace checked as torch's
 #
-# Environment (defaults): PARTS ("phases overhead torch", plus soak when SOAK is set), SOAK
+# Environment (defaults): PARTS ("phases overhead torch torch_profiler", plus soak when SOAK is set), SOAK
 # (600 when PARTS names soak), PHASE_MS (1000), PHASE_ROUNDS (2), ROUNDS (5), TORCH_STEPS
 # (20), GPU_METRICS (default), GPU_METRICS_INTERVAL (unset: kinetrace's 1 ms), RUN_TIMEOUT
 # (300 s a run; a soak gets SOAK + 300), PYTHON (python3, the one with torch).
@@ -44,12 +47,12 @@ GPU_METRICS=${GPU_METRICS:-default}
 if [[ -n ${PARTS:-} ]]; then
   read -r -a PART_LIST <<< "$PARTS"
 else
-  PART_LIST=(phases overhead torch)
-  [[ -n ${SOAK:-} ]] && PART_LIST=(phases overhead soak torch)
+  PART_LIST=(phases overhead torch torch_profiler)
+  [[ -n ${SOAK:-} ]] && PART_LIST=(phases overhead soak torch torch_profiler)
 fi
 SOAK=${SOAK:-600}
 for part in "${PART_LIST[@]}"; do
-  [[ " phases overhead soak torch " == *" $part "* ]] || { echo "gpu_metrics.sh: unknown part $part (known: phases overhead soak torch)" >&2; exit 2; }
+  [[ " phases overhead soak torch torch_profiler " == *" $part "* ]] || { echo "gpu_metrics.sh: unknown part $part (known: phases overhead soak torch torch_profiler)" >&2; exit 2; }
 done
 for number in PHASE_MS PHASE_ROUNDS ROUNDS TORCH_STEPS RUN_TIMEOUT SOAK; do
   [[ ${!number} =~ ^[1-9][0-9]*$ ]] || { echo "gpu_metrics.sh: $number must be a positive whole number, not '${!number}'" >&2; exit 2; }
@@ -225,28 +228,52 @@ part_soak() {
   return $rc
 }
 
+# torch_ready: whether PyTorch is there; says so into the part's table when it is not.
+torch_ready() {
+  "$PYTHON" -c 'import torch' 2> /dev/null && return 0
+  echo "PyTorch is not installed for $PYTHON: the $1 part is skipped" | tee "$OUT_DIR/gpu_metrics_$1.md"
+  return 1
+}
+
+# torch_checks NAME TRACE: `kinetrace analyze --json` on a PyTorch loop's trace, then
+# metrics_check.py --kernel-bounds: a memory-bound and a tensor-bound kernel named.
+torch_checks() {
+  local name=$1 trace=$2 rc=0
+  local analyze=$WORK/${name}_analyze.json
+  run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$trace" --json "$analyze" > "$OUT_DIR/gpu_metrics_${name}_analyze.txt" || rc=1
+  cp "$analyze" "$OUT_DIR/gpu_metrics_${name}_analyze.json" 2> /dev/null
+  sed -n '1,25p' "$OUT_DIR/gpu_metrics_${name}_analyze.txt"
+  # Coverage is the phases' and the soak's point; here a bar that only an absent sampling misses.
+  python3 "$CHECK" "$trace" --kernel-bounds "$analyze" --min-coverage 0.5 --md "$OUT_DIR/gpu_metrics_$name.md" > "$WORK/$name.check" 2>&1 || rc=1
+  grep -E '^FAIL|passed,' "$WORK/$name.check"
+  grep '^|' "$WORK/$name.check" || true
+  { echo; grep '^RESULT' "$WORK/$name.log"; echo; echo "$FOOTER"; } >> "$OUT_DIR/gpu_metrics_$name.md"
+  gzip -c "$trace" > "$OUT_DIR/gpu_metrics_$name.json.gz"
+  return $rc
+}
+
 part_torch() {
-  if ! "$PYTHON" -c 'import torch' 2> /dev/null; then
-    echo "PyTorch is not installed for $PYTHON: the training-loop part is skipped" | tee "$OUT_DIR/gpu_metrics_torch.md"
-    return 0
-  fi
-  local analyze=$WORK/torch_analyze.json rc=0
-  # analyze first needs the trace: run the loop, then analyze, then check both.
-  local dir=$WORK/torch
+  torch_ready torch || return 0
+  local dir=$WORK/torch rc=0
   run "$RUN_TIMEOUT" "$KINETRACE" run "${METRIC_FLAGS[@]}" --output "$dir" -- \
     "$PYTHON" "$BENCH_DIR/metrics_torch.py" --steps "$TORCH_STEPS" > "$WORK/torch.log" 2>&1 || rc=1
   grep -E '^RESULT|kinetrace' "$WORK/torch.log" | tail -n 8
   TRACE=$(trace_in "$dir")
   [[ -n $TRACE ]] || { echo "no trace from the PyTorch run (see $WORK/torch.log)"; tail -n 20 "$WORK/torch.log"; return 1; }
-  run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$TRACE" --json "$analyze" > "$OUT_DIR/gpu_metrics_torch_analyze.txt" || rc=1
-  cp "$analyze" "$OUT_DIR/gpu_metrics_torch_analyze.json" 2> /dev/null
-  sed -n '1,25p' "$OUT_DIR/gpu_metrics_torch_analyze.txt"
-  # Coverage is the phases' and the soak's point; here a bar that only an absent sampling misses.
-  python3 "$CHECK" "$TRACE" --kernel-bounds "$analyze" --min-coverage 0.5 --md "$OUT_DIR/gpu_metrics_torch.md" > "$WORK/torch.check" 2>&1 || rc=1
-  grep -E '^FAIL|passed,' "$WORK/torch.check"
-  grep '^|' "$WORK/torch.check" || true
-  { echo; grep '^RESULT' "$WORK/torch.log"; echo; echo "$FOOTER"; } >> "$OUT_DIR/gpu_metrics_torch.md"
-  gzip -c "$TRACE" > "$OUT_DIR/gpu_metrics_torch.json.gz"
+  torch_checks torch "$TRACE" || rc=1
+  return $rc
+}
+
+# The PyTorch backend's path: torch.profiler records the loop, kinetrace's libkineto_api
+# underneath (`kinetrace run --torch`), the metrics asked for by the same flag.
+part_torch_profiler() {
+  torch_ready torch_profiler || return 0
+  local trace=$WORK/torch_profiler.json rc=0
+  run "$RUN_TIMEOUT" "$KINETRACE" run --torch "${METRIC_FLAGS[@]}" -- \
+    "$PYTHON" "$BENCH_DIR/metrics_torch.py" --steps "$TORCH_STEPS" --profiler "$trace" > "$WORK/torch_profiler.log" 2>&1 || rc=1
+  grep -E '^RESULT|kinetrace' "$WORK/torch_profiler.log" | tail -n 8
+  [[ -s $trace ]] || { echo "torch.profiler exported no trace (see $WORK/torch_profiler.log)"; tail -n 20 "$WORK/torch_profiler.log"; return 1; }
+  torch_checks torch_profiler "$trace" || rc=1
   return $rc
 }
 

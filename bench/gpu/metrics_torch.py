@@ -5,6 +5,12 @@ sampled every millisecond (bench/gpu/gpu_metrics.sh runs it under `kinetrace run
 tensor-bound kernel).
 
     metrics_torch.py [--steps 20] [--warmup 3] [--tokens 16384] [--hidden 4096] [--vocab 65536]
+                     [--profiler TRACE.json]
+
+--profiler records the measured steps with torch.profiler (CPU and CUDA activities, a
+ProfilerStep per step) and exports its trace to TRACE.json: under `kinetrace run --torch
+--gpu-metrics default` that is the PyTorch backend's path (libkineto_api), whose trace must
+carry the metric tracks and each kernel's averages as `kinetrace run`'s does.
 
 bench/gpu/torch_train.py's models do not fit: they train in fp32 (no tensor cores unless TF32
 is allowed) and their kernels last tens of microseconds, far below a 1 ms sample. Here one
@@ -49,6 +55,7 @@ def main():
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--vocab", type=int, default=65536)
+    p.add_argument("--profiler", metavar="TRACE", help="record the steps with torch.profiler, export to TRACE")
     args = p.parse_args()
     if args.steps <= 0 or args.warmup < 0 or min(args.tokens, args.hidden, args.vocab) <= 0:
         p.error("steps, tokens, hidden and vocab must be positive, warmup not negative")
@@ -76,10 +83,20 @@ def main():
     for i in range(args.warmup):
         step(i)
     times = []
+    profiler = None
+    if args.profiler:
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        profiler.start()
     for i in range(args.steps):
         start = time.perf_counter()
         step(args.warmup + i)
         times.append((time.perf_counter() - start) * 1000.0)
+        if profiler is not None:
+            profiler.step()
+    if profiler is not None:
+        profiler.stop()
+        profiler.export_chrome_trace(args.profiler)
     median = statistics.median(times)
     print(f"RESULT model=lm_block steps={args.steps} median_step_ms={median:.3f} "
           f"tflops={flops_per_step / median / 1e9:.1f}", flush=True)

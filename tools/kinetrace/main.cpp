@@ -15,12 +15,12 @@
 #include "analyze_command.h"
 #include "cli_options.h"
 #include "convert_command.h"
-#include "cupti/make_cupti_source.h"
-#include "model/gpu_metric_catalog.h"
 #include "error_text.h"
 #include "kinetrace/error.h"
 #include "merge_command.h"
+#include "model/gpu_metric_catalog.h"
 #include "run_command.h"
+#include "session/gpu_metric_listing.h"
 #include "summary_command.h"
 #include "trigger_command.h"
 
@@ -30,14 +30,13 @@ namespace {
 // `kinetrace help metrics`: the short names, then what this machine's GPU can sample.
 int printMetricsHelp(std::FILE* out, std::FILE* err) {
   std::fputs(
-      "GPU metrics (kinetrace run --gpu-metrics LIST, config key gpu_metrics): short names\n",
-      out);
+      "GPU metrics (kinetrace run --gpu-metrics LIST, config key gpu_metrics): short names\n", out);
   for (const detail::NamedGpuMetric& named : detail::gpuMetricShortNames()) {
     std::fprintf(out, "  %-11s %-20s %s\n    %s\n", named.shortName,
                  named.metric.displayName.c_str(), named.meaning, named.metric.name.c_str());
   }
   std::fprintf(out, "  default = %s\n\n", std::string(detail::kDefaultGpuMetrics).c_str());
-  auto listed = detail::listChipGpuMetrics(0);
+  auto listed = detail::listGpuMetricsOfDevice(0);
   if (!listed.ok()) {
     std::fprintf(err, "kinetrace help metrics: the GPU's own metrics cannot be listed: %s\n",
                  listed.why().c_str());
