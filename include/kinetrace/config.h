@@ -112,6 +112,10 @@ enum class GraphTrace {
 //                     default: no sampling). A GPU or driver that refuses says why once;
 //                     tracing goes on without metrics
 //   gpu_metrics_interval  the sampling interval, "1ms" unless set; 1us..1s
+//   gpu_metrics_buffer_mb  the buffer the GPU writes raw samples into, per GPU, in MiB
+//                     (counted in memory_mb); 0, the default: sized from the interval
+//                     (1 s of samples of a busy GPU, 32..512 MiB). A full one loses samples
+//                     (counted in the trace): raise it for many metrics or short intervals
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit
@@ -144,8 +148,9 @@ struct KINETRACE_API Config {
   uint32_t gpuFlushMs = 1000;
   HostClock clock = HostClock::Auto;
   GraphTrace cudaGraphTrace = GraphTrace::Node;
-  std::string gpuMetrics;                      // "" or a list checked by set()
+  std::string gpuMetrics;  // "" or a list checked by set()
   int64_t gpuMetricsIntervalNs = 1'000'000;
+  std::size_t gpuMetricsBufferMb = 0;  // 0: sized from the interval
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;

@@ -470,7 +470,8 @@ void CuptiSource::makeMetricSampler(MemoryBudget& budget) {
   environment.devicesInUse = [this] { return devicesInUse(); };
   environment.toTraceClock = [this](uint64_t cuptiNs) { return sampleTimeToTrace(cuptiNs); };
   metrics_ = std::make_unique<PmSampler>(std::move(environment), options_.metrics,
-                                         options_.metricIntervalNs, budget);
+                                         options_.metricIntervalNs,
+                                         options_.metricHardwareBufferBytes, budget);
 }
 
 std::vector<uint32_t> CuptiSource::devicesInUse() {

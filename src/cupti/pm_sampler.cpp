@@ -13,10 +13,12 @@
 namespace kinetrace::detail {
 namespace {
 
-// Raw hardware records per sample, generously: CUPTI does not say, and a hardware buffer too
-// small fails every later decode until sampling is made anew.
-constexpr std::size_t kHardwareBytesPerSample = 2048;
-constexpr std::size_t kMinHardwareBufferBytes = std::size_t{8} << 20;
+// Raw hardware records per sample of a busy GPU, with room to spare. CUPTI does not say; on an
+// H100 with the default metrics an 8 MiB buffer filled within 48 samples (1 ms apart) of an
+// FMA or GEMM phase, about 175 KB a sample, and far fewer bytes while the GPU idled. A
+// buffer too small fails every later decode until sampling is made anew.
+constexpr std::size_t kHardwareBytesPerSample = std::size_t{192} << 10;
+constexpr std::size_t kMinHardwareBufferBytes = std::size_t{32} << 20;
 constexpr std::size_t kMaxHardwareBufferBytes = std::size_t{512} << 20;
 constexpr uint32_t kMinSamples = 256;
 constexpr uint32_t kMaxSamples = 1u << 18;
@@ -33,8 +35,10 @@ uint64_t samplesIn(int64_t gapNs, int64_t intervalNs) {
 }  // namespace
 
 std::size_t PmSampler::hardwareBufferBytes(int64_t intervalNs) {
-  return std::clamp<std::size_t>(maxSamples(intervalNs) * kHardwareBytesPerSample,
-                                 kMinHardwareBufferBytes, kMaxHardwareBufferBytes);
+  const auto samples =
+      static_cast<std::size_t>(kHardwareBufferedNs / std::max<int64_t>(intervalNs, 1));
+  return std::clamp<std::size_t>(samples * kHardwareBytesPerSample, kMinHardwareBufferBytes,
+                                 kMaxHardwareBufferBytes);
 }
 
 uint32_t PmSampler::maxSamples(int64_t intervalNs) {
@@ -43,10 +47,12 @@ uint32_t PmSampler::maxSamples(int64_t intervalNs) {
 }
 
 PmSampler::PmSampler(Environment environment, std::vector<GpuMetric> metrics, int64_t intervalNs,
-                     MemoryBudget& budget)
+                     std::size_t hardwareBufferBytes, MemoryBudget& budget)
     : env_(std::move(environment)),
       metrics_(std::move(metrics)),
       intervalNs_(intervalNs),
+      hardwareBufferBytes_(hardwareBufferBytes > 0 ? hardwareBufferBytes
+                                                   : PmSampler::hardwareBufferBytes(intervalNs)),
       budget_(budget) {
   for (const GpuMetric& metric : metrics_) metricNames_.push_back(metric.name);
   queueCapacity_ = maxSamples(intervalNs_);
@@ -181,15 +187,14 @@ void PmSampler::addNewDevices() {
       continue;
     }
     std::unique_ptr<PmDevice> pm = env_.makeDevice(id);
-    Status prepared = pm != nullptr
-                          ? pm->prepare(metricNames_, static_cast<uint64_t>(intervalNs_),
-                                        hardwareBufferBytes(intervalNs_), maxSamples(intervalNs_))
-                          : Status(Failure{"this build has no CUPTI PM sampling"});
+    Status prepared = pm != nullptr ? pm->prepare(metricNames_, static_cast<uint64_t>(intervalNs_),
+                                                  hardwareBufferBytes_, maxSamples(intervalNs_))
+                                    : Status(Failure{"this build has no CUPTI PM sampling"});
     if (prepared.ok()) {
       // The hardware buffer is host memory CUPTI takes for the device: counted with the
       // images and the hand-over queue.
       const std::size_t bytes =
-          pm->hostBytes() + hardwareBufferBytes(intervalNs_) +
+          pm->hostBytes() + hardwareBufferBytes_ +
           queueCapacity_ * (sizeof(GpuMetricSampleRecord) + metrics_.size() * sizeof(double));
       if (!budget_.tryAcquire(bytes)) {
         prepared = Failure{fmt::format(
@@ -299,8 +304,13 @@ void PmSampler::keep(uint32_t id, Device& device, const PmSampleSpan& span, cons
     ++losses.setupDropped;
     log(LogLevel::Info, "GPU metrics on GPU {}: set-up sample [{}, {}] ns dropped, now {} ns", id,
         startNs, endNs, Clock::instance().nowNs());
-    if (device.restarted && device.lastEndNs != INT64_MIN && startNs > device.lastEndNs) {
-      losses.lost += samplesIn(startNs - device.lastEndNs, intervalNs_);
+    if (device.restarted && device.lastEndNs != INT64_MIN && endNs > device.lastEndNs) {
+      // Nothing is kept from the last sample before the restart to this one's end; its start
+      // cannot be trusted (CUPTI stamps the first sample after a restart with the first
+      // start's time). The missing intervals are this sample, counted as set-up, and the
+      // rest, lost.
+      const uint64_t missing = samplesIn(endNs - device.lastEndNs, intervalNs_);
+      losses.lost += missing > 0 ? missing - 1 : 0;
     }
     device.restarted = false;
     device.lastEndNs = std::max(device.lastEndNs, endNs);

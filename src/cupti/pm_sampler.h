@@ -49,8 +49,9 @@ class PmSampler {
     int64_t decodePeriodNs = 50'000'000;
   };
 
+  // hardwareBufferBytes: the raw sample buffer per device; 0: hardwareBufferBytes(intervalNs).
   PmSampler(Environment environment, std::vector<GpuMetric> metrics, int64_t intervalNs,
-            MemoryBudget& budget);
+            std::size_t hardwareBufferBytes, MemoryBudget& budget);
   ~PmSampler();
   PmSampler(const PmSampler&) = delete;
   PmSampler& operator=(const PmSampler&) = delete;
@@ -66,8 +67,11 @@ class PmSampler {
   // One round of the thread's work, for tests without a thread.
   void runOnce();
 
-  // The hardware buffer and host image sizes chosen for an interval: they hold this long.
+  // The host image and the hand-over queue hold this long of samples; the hardware buffer
+  // (raw samples, far larger each) holds kHardwareBufferedNs of a busy GPU's, within its
+  // bounds. Decoding every 50 ms empties both long before.
   static constexpr int64_t kBufferedNs = 4'000'000'000;
+  static constexpr int64_t kHardwareBufferedNs = 1'000'000'000;
   static std::size_t hardwareBufferBytes(int64_t intervalNs);
   static uint32_t maxSamples(int64_t intervalNs);
 
@@ -94,6 +98,7 @@ class PmSampler {
   std::vector<GpuMetric> metrics_;
   std::vector<std::string> metricNames_;
   int64_t intervalNs_;
+  std::size_t hardwareBufferBytes_;
   MemoryBudget& budget_;
   std::size_t budgetHeld_ = 0;
 

@@ -52,6 +52,7 @@ struct GpuOptions {
   // sampling), and how often.
   std::vector<GpuMetric> metrics;
   int64_t metricIntervalNs = 0;
+  std::size_t metricHardwareBufferBytes = 0;  // per device; 0: sized from the interval
 };
 
 // What one poll of a GPU source hands over: decoded records of the GPU kinds (kernels,

@@ -209,7 +209,8 @@ namespace {
 
 constexpr const char* kKnownKeys =
     "output, activities, log_level, memory_mb, gpu_buffer_kb, gpu_flush_ms, clock, "
-    "cuda_graph_trace, gpu_metrics, gpu_metrics_interval, delay, duration, capture_range, run_id, trace_format, schedule, step_marks";
+    "cuda_graph_trace, gpu_metrics, gpu_metrics_interval, gpu_metrics_buffer_mb, delay, duration, "
+    "capture_range, run_id, trace_format, schedule, step_marks";
 
 }  // namespace
 
@@ -267,10 +268,12 @@ void Config::set(std::string_view key, std::string_view value) {
   } else if (name == "gpu_metrics_interval") {
     const int64_t interval = parseDuration(name, value);
     if (interval < detail::kMinGpuMetricIntervalNs || interval > detail::kMaxGpuMetricIntervalNs) {
-      throw Error(fmt::format("config: gpu_metrics_interval must be from 1us to 1s, got \"{}\"",
-                              value));
+      throw Error(
+          fmt::format("config: gpu_metrics_interval must be from 1us to 1s, got \"{}\"", value));
     }
     gpuMetricsIntervalNs = interval;
+  } else if (name == "gpu_metrics_buffer_mb") {
+    gpuMetricsBufferMb = parseSize(name, value, 0, 4096);  // up to 4 GiB a GPU
   } else if (name == "delay") {
     delayNs = parseDuration(name, value);
   } else if (name == "duration") {

@@ -52,6 +52,7 @@ GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
       log(LogLevel::Warning, "gpu_metrics: {}; no GPU metrics are sampled", metrics.why());
     }
     gpu.metricIntervalNs = config.gpuMetricsIntervalNs;
+    gpu.metricHardwareBufferBytes = config.gpuMetricsBufferMb << 20;
   }
   return gpu;
 }

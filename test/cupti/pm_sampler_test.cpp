@@ -27,13 +27,16 @@ struct Script {
   int stops = 0;
   int restarts = 0;
   std::vector<std::string> preparedWith;
+  std::size_t preparedHardwareBufferBytes = 0;
 };
 
 class StandInDevice final : public PmDevice {
  public:
   explicit StandInDevice(Script& script) : script_(script) {}
-  Status prepare(const std::vector<std::string>& names, uint64_t, std::size_t, uint32_t) override {
+  Status prepare(const std::vector<std::string>& names, uint64_t, std::size_t hardwareBufferBytes,
+                 uint32_t) override {
     script_.preparedWith = names;
+    script_.preparedHardwareBufferBytes = hardwareBufferBytes;
     if (!script_.refusePrepare.empty()) return Failure{script_.refusePrepare};
     return {};
   }
@@ -83,13 +86,15 @@ Script::Decode contiguous(int64_t fromNs, int count, double pct = 50) {
 
 class PmSamplerTest : public ::testing::Test {
  protected:
-  std::unique_ptr<PmSampler> make(std::vector<uint32_t> devices = {0}) {
+  std::unique_ptr<PmSampler> make(std::vector<uint32_t> devices = {0},
+                                  std::size_t hardwareBufferBytes = 0) {
     PmSampler::Environment env;
     env.makeDevice = [this](uint32_t) { return std::make_unique<StandInDevice>(script_); };
     env.devicesInUse = [devices] { return devices; };
     env.toTraceClock = [](uint64_t ns) { return static_cast<int64_t>(ns) + 5; };
     env.decodePeriodNs = 0;  // driven by the test
-    return std::make_unique<PmSampler>(std::move(env), twoMetrics(), kInterval, budget_);
+    return std::make_unique<PmSampler>(std::move(env), twoMetrics(), kInterval, hardwareBufferBytes,
+                                       budget_);
   }
 
   MemoryBudget budget_{std::size_t{1} << 30};
@@ -149,8 +154,12 @@ TEST_F(PmSamplerTest, AHardwareOverflowRestartsSamplingAndCountsWhatWasLost) {
   Script::Decode overflow;
   overflow.outcome = PmDecodeResult::HardwareOverflow;
   script_.decodes.push_back(overflow);
-  // After the restart: a set-up sample from 10 ms, then normal ones.
-  script_.decodes.push_back(contiguous(10 * kInterval, 3));
+  // After the restart: a set-up sample ending at 11 ms, stamped from the first start as
+  // CUPTI does, then normal ones.
+  Script::Decode afterRestart = contiguous(11 * kInterval, 2);
+  afterRestart.spans.insert(afterRestart.spans.begin(), PmSampleSpan{0, 11 * kInterval});
+  afterRestart.values.insert(afterRestart.values.begin(), {50, 1e9});
+  script_.decodes.push_back(afterRestart);
   auto sampler = make();
   sampler->start();    // decodes samples 0..2
   sampler->runOnce();  // overflow: restart
@@ -159,7 +168,7 @@ TEST_F(PmSamplerTest, AHardwareOverflowRestartsSamplingAndCountsWhatWasLost) {
   sampler->drain(batch);
   EXPECT_EQ(script_.restarts, 1);
   EXPECT_EQ(batch.metricLosses.setupDropped, 2u);
-  EXPECT_EQ(batch.metricLosses.lost, 7u);  // from 3 ms to 10 ms
+  EXPECT_EQ(batch.metricLosses.lost, 7u);  // 3 ms to 11 ms: 8 intervals, one the set-up
   EXPECT_EQ(batch.records.metricSamples.size(), 4u);
 }
 
@@ -225,11 +234,27 @@ TEST_F(PmSamplerTest, SamplingThatDoesNotFitTheMemoryCapIsRefusedWithTheReason) 
   EXPECT_EQ(budget_.used(), 0u);
 }
 
+TEST_F(PmSamplerTest, AHardwareBufferSizeAskedForIsTheOneUsedAndCounted) {
+  auto sampler = make({0}, std::size_t{64} << 20);
+  sampler->start();
+  EXPECT_EQ(script_.preparedHardwareBufferBytes, std::size_t{64} << 20);
+  EXPECT_GE(budget_.used(), std::size_t{64} << 20);
+  EXPECT_LT(budget_.used(), PmSampler::hardwareBufferBytes(kInterval));
+}
+
+TEST_F(PmSamplerTest, WithoutASizeTheHardwareBufferIsSizedFromTheInterval) {
+  auto sampler = make();
+  sampler->start();
+  EXPECT_EQ(script_.preparedHardwareBufferBytes, PmSampler::hardwareBufferBytes(kInterval));
+}
+
 TEST(PmSamplerSizes, BuffersHoldTheSameSpanOfSamplesAtEveryInterval) {
   EXPECT_EQ(PmSampler::maxSamples(1'000'000), 4000u);
   EXPECT_EQ(PmSampler::maxSamples(1'000'000'000), 256u);  // at least a few hundred
   EXPECT_LE(PmSampler::hardwareBufferBytes(1'000), std::size_t{512} << 20);
-  EXPECT_GE(PmSampler::hardwareBufferBytes(1'000'000), std::size_t{8} << 20);
+  // A second of a busy GPU's raw samples (about 175 KB each on an H100) at the default 1 ms.
+  EXPECT_GE(PmSampler::hardwareBufferBytes(1'000'000), std::size_t{1000} * 175'000);
+  EXPECT_GE(PmSampler::hardwareBufferBytes(1'000'000'000), std::size_t{32} << 20);
 }
 
 }  // namespace

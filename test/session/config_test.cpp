@@ -89,6 +89,33 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   EXPECT_THROW(config.set("step_marks", ""), Error);
 }
 
+TEST(ConfigTest, GpuMetricKeysTakeShortAndCuptiNamesAnIntervalAndABufferSize) {
+  Config config;
+  EXPECT_TRUE(config.gpuMetrics.empty()) << "no sampling unless asked";
+  EXPECT_EQ(config.gpuMetricsIntervalNs, 1'000'000) << "1 ms by default";
+  EXPECT_EQ(config.gpuMetricsBufferMb, 0u) << "sized from the interval by default";
+  config.set("gpu_metrics", " default ");
+  EXPECT_EQ(config.gpuMetrics, "default");
+  config.set("gpu_metrics", "sm,lts__t_bytes.sum.per_second");
+  EXPECT_EQ(config.gpuMetrics, "sm,lts__t_bytes.sum.per_second");
+  config.set("gpu_metrics", "none");
+  EXPECT_TRUE(config.gpuMetrics.empty());
+  config.set("gpu_metrics_interval", "100us");
+  EXPECT_EQ(config.gpuMetricsIntervalNs, 100'000);
+  config.set("gpu_metrics_buffer_mb", "256");
+  EXPECT_EQ(config.gpuMetricsBufferMb, 256u);
+  for (const char* bad : {"0", "500ns", "2s"}) {
+    std::string message = errorOf([&] { config.set("gpu_metrics_interval", bad); });
+    EXPECT_TRUE(contains(message, "gpu_metrics_interval must be from 1us to 1s")) << message;
+  }
+  for (const char* bad : {"-1", "4097", "lots"}) {
+    std::string message = errorOf([&] { config.set("gpu_metrics_buffer_mb", bad); });
+    EXPECT_TRUE(contains(message, "gpu_metrics_buffer_mb")) << message;
+  }
+  EXPECT_EQ(config.gpuMetricsIntervalNs, 100'000) << "a failed set leaves the value alone";
+  EXPECT_EQ(config.gpuMetricsBufferMb, 256u);
+}
+
 TEST(ConfigTest, TheOldBufferKeysAreGoneAndTheErrorNamesMemoryMb) {
   Config config;
   for (const char* old : {"host_buffer_mb", "gpu_buffer_mb"}) {
