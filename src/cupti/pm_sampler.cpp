@@ -186,6 +186,7 @@ void PmSampler::addNewDevices() {
         std::find(refusedDevices_.begin(), refusedDevices_.end(), id) != refusedDevices_.end()) {
       continue;
     }
+    const int64_t preparing = Clock::instance().nowNs();
     std::unique_ptr<PmDevice> pm = env_.makeDevice(id);
     Status prepared = pm != nullptr ? pm->prepare(metricNames_, static_cast<uint64_t>(intervalNs_),
                                                   hardwareBufferBytes_, maxSamples(intervalNs_))
@@ -214,6 +215,8 @@ void PmSampler::addNewDevices() {
       log(LogLevel::Warning, "GPU metrics are not sampled on GPU {}: {}", id, prepared.why());
       continue;
     }
+    log(LogLevel::Info, "GPU metrics on GPU {}: set up in {:.1f} ms", id,
+        static_cast<double>(Clock::instance().nowNs() - preparing) / 1e6);
     Device& device = devices_[id];
     device.pm = std::move(pm);
     startDevice(id, device);
@@ -222,11 +225,14 @@ void PmSampler::addNewDevices() {
 
 void PmSampler::startDevice(uint32_t id, Device& device) {
   if (device.sampling) return;
+  const int64_t starting = Clock::instance().nowNs();
   Status started = device.pm->start();
   if (!started.ok()) {
     log(LogLevel::Warning, "GPU metrics: sampling did not start on GPU {}: {}", id, started.why());
     return;
   }
+  log(LogLevel::Info, "GPU metrics on GPU {}: sampling started at {} ns in {:.1f} ms", id, starting,
+      static_cast<double>(Clock::instance().nowNs() - starting) / 1e6);
   device.sampling = true;
   device.dropNext = true;
   device.restarted = false;
