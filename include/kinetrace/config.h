@@ -115,7 +115,7 @@ enum class GraphTrace {
 //   gpu_metrics_buffer_mb  the buffer the GPU writes raw samples into, per GPU, in MiB
 //                     (counted in memory_mb); 0, the default: sized from the interval
 //                     (1 s of samples of a busy GPU, 32..512 MiB). A full one loses samples
-//                     (counted in the trace): raise it for many metrics or short intervals
+//                     (counted in the trace) and is doubled, within memory_mb and 512 MiB
 //   delay             (injection) time from the traced process's start to the recording's:
 //                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
 //   duration          (injection) how long to record; "0" (the default) until exit

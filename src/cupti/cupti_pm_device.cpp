@@ -253,9 +253,10 @@ class CuptiPmDevice final : public PmDevice {
     return result;
   }
 
-  Status restart() override {
+  Status restart(std::size_t hardwareBufferBytes) override {
     stop();
     disableSampler();
+    hardwareBufferBytes_ = hardwareBufferBytes;
     if (Status made = makeSampler(); !made.ok()) return made;
     return start();
   }

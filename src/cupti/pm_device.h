@@ -45,9 +45,9 @@ class PmDevice {
   // Decodes what the hardware recorded, appends each completed sample's span and its values
   // (one per metric, in prepare()'s order) and empties the host image for the next call.
   virtual PmDecodeResult decode(std::vector<PmSampleSpan>& spans, std::vector<double>& values) = 0;
-  // After a hardware overflow: sampling made anew and started again (CUPTI decodes nothing
-  // more until then).
-  virtual Status restart() = 0;
+  // After a hardware overflow: sampling made anew, with a hardware buffer of that size, and
+  // started again (CUPTI decodes nothing more until then).
+  virtual Status restart(std::size_t hardwareBufferBytes) = 0;
   // The host memory prepare() took (images), for the memory budget.
   virtual std::size_t hostBytes() const = 0;
 };

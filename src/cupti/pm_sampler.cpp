@@ -219,6 +219,7 @@ void PmSampler::addNewDevices() {
         static_cast<double>(Clock::instance().nowNs() - preparing) / 1e6);
     Device& device = devices_[id];
     device.pm = std::move(pm);
+    device.hardwareBufferBytes = hardwareBufferBytes_;
     startDevice(id, device);
   }
 }
@@ -262,12 +263,22 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
     if (result.outcome == PmDecodeResult::HardwareOverflow) {
       // CUPTI decodes nothing more until sampling is made anew. What the hardware recorded
       // meanwhile is lost: the gap before the next sample counts it.
+      // A busy GPU's raw samples are larger than the buffer was sized for: twice as large
+      // a buffer from now on, while the memory cap allows and up to the most CUPTI is given.
+      const std::size_t grown =
+          std::min(device.hardwareBufferBytes * 2,
+                   std::max(kMaxHardwareBufferBytes, device.hardwareBufferBytes));
+      if (!finishing && grown > device.hardwareBufferBytes &&
+          budget_.tryAcquire(grown - device.hardwareBufferBytes)) {
+        budgetHeld_ += grown - device.hardwareBufferBytes;
+        device.hardwareBufferBytes = grown;
+      }
       log(LogLevel::Warning,
           "GPU metrics: the hardware sample buffer of GPU {} filled (decoding fell behind); "
-          "sampling restarts, the samples lost are counted",
-          id);
+          "sampling restarts with {} MiB, the samples lost are counted",
+          id, device.hardwareBufferBytes >> 20);
       if (finishing) return;
-      Status restarted = device.pm->restart();
+      Status restarted = device.pm->restart(device.hardwareBufferBytes);
       if (!restarted.ok()) {
         log(LogLevel::Warning, "GPU metrics: sampling on GPU {} could not restart: {}", id,
             restarted.why());

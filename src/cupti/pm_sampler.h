@@ -81,12 +81,12 @@ class PmSampler {
     bool sampling = false;
     bool dropNext = false;   // the next sample spans the set-up
     bool restarted = false;  // sampling was made anew after an overflow: its gap is lost
+    std::size_t hardwareBufferBytes = 0;  // as prepared; doubled after each overflow
     int64_t lastEndNs = INT64_MIN;
   };
   enum class Command { None, Start, Finish };
 
   void threadMain();
-  void round(bool finishing);
   void addNewDevices();
   void startDevice(uint32_t id, Device& device);
   void decodeDevice(uint32_t id, Device& device, bool finishing);

@@ -28,6 +28,7 @@ struct Script {
   int restarts = 0;
   std::vector<std::string> preparedWith;
   std::size_t preparedHardwareBufferBytes = 0;
+  std::size_t restartedHardwareBufferBytes = 0;
 };
 
 class StandInDevice final : public PmDevice {
@@ -56,8 +57,9 @@ class StandInDevice final : public PmDevice {
     result.moreWaiting = next.moreWaiting;
     return result;
   }
-  Status restart() override {
+  Status restart(std::size_t hardwareBufferBytes) override {
     ++script_.restarts;
+    script_.restartedHardwareBufferBytes = hardwareBufferBytes;
     return {};
   }
   std::size_t hostBytes() const override { return 1024; }
@@ -167,9 +169,30 @@ TEST_F(PmSamplerTest, AHardwareOverflowRestartsSamplingAndCountsWhatWasLost) {
   GpuBatch batch;
   sampler->drain(batch);
   EXPECT_EQ(script_.restarts, 1);
+  EXPECT_EQ(script_.restartedHardwareBufferBytes, 2 * script_.preparedHardwareBufferBytes)
+      << "the buffer that filled is doubled";
   EXPECT_EQ(batch.metricLosses.setupDropped, 2u);
   EXPECT_EQ(batch.metricLosses.lost, 7u);  // 3 ms to 11 ms: 8 intervals, one the set-up
   EXPECT_EQ(batch.records.metricSamples.size(), 4u);
+}
+
+TEST_F(PmSamplerTest, AnOverflowGrowsTheHardwareBufferOnlyAsFarAsTheMemoryCapAllows) {
+  budget_.setCap(std::size_t{100} << 20);
+  for (int i = 0; i < 3; ++i) {
+    Script::Decode overflow;
+    overflow.outcome = PmDecodeResult::HardwareOverflow;
+    script_.decodes.push_back(overflow);
+  }
+  auto sampler = make({0}, std::size_t{32} << 20);
+  sampler->start();  // 32 MiB fills: 64 MiB
+  EXPECT_EQ(script_.restartedHardwareBufferBytes, std::size_t{64} << 20);
+  const std::size_t heldAt64 = budget_.used();
+  sampler->runOnce();  // 128 MiB would pass the 100 MiB cap: the same 64 MiB again
+  EXPECT_EQ(script_.restarts, 2);
+  EXPECT_EQ(script_.restartedHardwareBufferBytes, std::size_t{64} << 20);
+  EXPECT_EQ(budget_.used(), heldAt64);
+  sampler.reset();
+  EXPECT_EQ(budget_.used(), 0u) << "everything the sampler held is given back";
 }
 
 TEST_F(PmSamplerTest, AFullHostImageIsDecodedAgainAtOnce) {
