@@ -264,7 +264,8 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
       // CUPTI decodes nothing more until sampling is made anew. What the hardware recorded
       // meanwhile is lost: the gap before the next sample counts it.
       // A busy GPU's raw samples are larger than the buffer was sized for: twice as large
-      // a buffer from now on, while the memory cap allows and up to the most CUPTI is given.
+      // a buffer from now on, while the memory cap allows, up to 512 MiB (or the size asked
+      // for with gpu_metrics_buffer_mb, where that is larger).
       const std::size_t grown =
           std::min(device.hardwareBufferBytes * 2,
                    std::max(kMaxHardwareBufferBytes, device.hardwareBufferBytes));
