@@ -13,10 +13,10 @@
 namespace kinetrace::detail {
 namespace {
 
-// Raw hardware records per sample of a busy GPU, with room to spare. CUPTI does not say; on an
-// H100 with the default metrics an 8 MiB buffer filled within 48 samples (1 ms apart) of an
-// FMA or GEMM phase, about 175 KB a sample, and far fewer bytes while the GPU idled. A
-// buffer too small fails every later decode until sampling is made anew.
+// Raw hardware records per sample of a busy GPU, with room to spare. CUPTI does not say; what
+// a busy H100 wrote is in bench/HISTORY.md ("GPU metrics, first run on a GPU"), and an idle
+// GPU writes far less. A buffer too small fails every later decode until sampling is made
+// anew.
 constexpr std::size_t kHardwareBytesPerSample = std::size_t{192} << 10;
 constexpr std::size_t kMinHardwareBufferBytes = std::size_t{32} << 20;
 constexpr std::size_t kMaxHardwareBufferBytes = std::size_t{512} << 20;
