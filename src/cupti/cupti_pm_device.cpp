@@ -12,13 +12,16 @@
 #include <cupti_target.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 #include "cupti/cupti_api.h"
 #include "cupti/driver_api.h"
 #include "cupti/make_cupti_source.h"
 #include "cupti/pm_device.h"
+#include "support/log.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -108,6 +111,23 @@ CUptiResult addMetrics(HostObject& host, std::vector<const char*>& names) {
   return cuptiProfilerHostConfigAddMetrics(&params);
 }
 
+// How long each step of a device's set-up took, said in one info line: the set-up delays a
+// window's first sample, and which step costs it differs by driver and chip.
+class SetUpSteps {
+ public:
+  void lap(const char* step) {
+    const auto now = std::chrono::steady_clock::now();
+    fmt::format_to(std::back_inserter(said_), "{}{} {:.1f} ms", said_.empty() ? "" : ", ", step,
+                   std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
+  }
+  const std::string& said() const { return said_; }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::string said_;
+};
+
 class CuptiPmDevice final : public PmDevice {
  public:
   explicit CuptiPmDevice(uint32_t device) : device_(device) {}
@@ -115,8 +135,10 @@ class CuptiPmDevice final : public PmDevice {
 
   Status prepare(const std::vector<std::string>& metricNames, uint64_t intervalNs,
                  std::size_t hardwareBufferBytes, uint32_t maxSamples) override {
+    SetUpSteps steps;
     if (Status initialized = initializeProfiler(); !initialized.ok()) return initialized;
     if (std::string why = unsupportedBecause(device_); !why.empty()) return Failure{why};
+    steps.lap("profiler");
     auto chipParams = KINETRACE_PARAMS(CUpti_Device_GetChipName_Params);
     chipParams.deviceIndex = device_;
     if (Status named = cuptiStatus(cuptiDeviceGetChipName(&chipParams), "cuptiDeviceGetChipName");
@@ -140,13 +162,16 @@ class CuptiPmDevice final : public PmDevice {
       return read;
     }
 
+    steps.lap("chip and counters");
     nameStorage_ = metricNames;
     names_.clear();
     for (const std::string& name : nameStorage_) names_.push_back(name.c_str());
     if (Status made = host_.create(chip_, availability_); !made.ok()) return made;
+    steps.lap("host object");
     if (CUptiResult added = addMetrics(host_, names_); added != CUPTI_SUCCESS) {
       return Failure{whichMetricIsRefused(metricNames, added)};
     }
+    steps.lap("metrics");
     auto imageSize = KINETRACE_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params);
     imageSize.pHostObject = host_.get();
     if (Status sized = cuptiStatus(cuptiProfilerHostGetConfigImageSize(&imageSize),
@@ -178,10 +203,13 @@ class CuptiPmDevice final : public PmDevice {
           "fewer, or for their one-pass forms (kinetrace help metrics)",
           passes.numOfPasses, chip_)};
     }
+    steps.lap("config image");
     intervalNs_ = intervalNs;
     hardwareBufferBytes_ = hardwareBufferBytes;
     maxSamples_ = maxSamples;
-    return makeSampler();
+    if (Status made = makeSampler(&steps); !made.ok()) return made;
+    log(LogLevel::Info, "GPU metrics on GPU {} ({}): set-up steps: {}", device_, chip_, steps.said());
+    return {};
   }
 
   Status start() override {
@@ -198,6 +226,13 @@ class CuptiPmDevice final : public PmDevice {
 
   PmDecodeResult decode(std::vector<PmSampleSpan>& spans, std::vector<double>& values) override {
     PmDecodeResult result;
+    if (image_.empty()) {
+      if (Status made = makeHostImage(); !made.ok()) {
+        result.outcome = PmDecodeResult::Failed;
+        result.why = made.why();
+        return result;
+      }
+    }
     auto params = KINETRACE_PARAMS(CUpti_PmSampling_DecodeData_Params);
     params.pPmSamplingObject = sampler_;
     params.pCounterDataImage = image_.data();
@@ -262,12 +297,15 @@ class CuptiPmDevice final : public PmDevice {
   }
 
   std::size_t hostBytes() const override {
-    return image_.size() + blankImage_.size() + config_.size() + availability_.size();
+    return 2 * counterDataBytes_ + config_.size() + availability_.size();
   }
 
  private:
-  // The sampling object, configured, with an empty host image.
-  Status makeSampler() {
+  // The sampling object, configured; `steps` times its parts. The host image it decodes into
+  // is made at the first decode, after sampling started: at 1 ms its thousands of samples
+  // take about as long to initialise as the rest of the set-up, which would otherwise delay
+  // a window's first sample.
+  Status makeSampler(SetUpSteps* steps = nullptr) {
     auto enable = KINETRACE_PARAMS(CUpti_PmSampling_Enable_Params);
     enable.deviceIndex = device_;
     if (Status enabled = cuptiStatus(cuptiPmSamplingEnable(&enable), "cuptiPmSamplingEnable");
@@ -275,6 +313,7 @@ class CuptiPmDevice final : public PmDevice {
       return enabled;
     }
     sampler_ = enable.pPmSamplingObject;
+    if (steps != nullptr) steps->lap("enable");
     auto config = KINETRACE_PARAMS(CUpti_PmSampling_SetConfig_Params);
     config.pPmSamplingObject = sampler_;
     config.configSize = config_.size();
@@ -287,6 +326,7 @@ class CuptiPmDevice final : public PmDevice {
         !set.ok()) {
       return set;
     }
+    if (steps != nullptr) steps->lap("set config");
     auto size = KINETRACE_PARAMS(CUpti_PmSampling_GetCounterDataSize_Params);
     size.pPmSamplingObject = sampler_;
     size.pMetricNames = names_.data();
@@ -297,7 +337,17 @@ class CuptiPmDevice final : public PmDevice {
         !sized.ok()) {
       return sized;
     }
-    image_.assign(size.counterDataSize, 0);
+    counterDataBytes_ = size.counterDataSize;
+    if (steps != nullptr) steps->lap("host image size");
+    image_.clear();
+    blankImage_.clear();
+    return {};
+  }
+
+  // The host image for this sampling object, initialised, and a blank copy to reset it with.
+  Status makeHostImage() {
+    const auto began = std::chrono::steady_clock::now();
+    image_.assign(counterDataBytes_, 0);
     auto initialize = KINETRACE_PARAMS(CUpti_PmSampling_CounterDataImage_Initialize_Params);
     initialize.pPmSamplingObject = sampler_;
     initialize.counterDataSize = image_.size();
@@ -305,9 +355,14 @@ class CuptiPmDevice final : public PmDevice {
     if (Status made = cuptiStatus(cuptiPmSamplingCounterDataImageInitialize(&initialize),
                                   "cuptiPmSamplingCounterDataImageInitialize");
         !made.ok()) {
+      image_.clear();
       return made;
     }
     blankImage_ = image_;
+    log(LogLevel::Info, "GPU metrics on GPU {}: host image of {} samples ({:.1f} MiB) made in {:.1f} ms",
+        device_, maxSamples_, static_cast<double>(image_.size()) / (1 << 20),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
+            .count());
     return {};
   }
 
@@ -348,6 +403,7 @@ class CuptiPmDevice final : public PmDevice {
   std::vector<const char*> names_;  // into nameStorage_, as CUPTI takes them
   HostObject host_;
   CUpti_PmSampling_Object* sampler_ = nullptr;
+  std::size_t counterDataBytes_ = 0;  // the host image's size, known before it is made
   std::vector<uint8_t> image_;
   std::vector<uint8_t> blankImage_;
   uint64_t intervalNs_ = 0;

@@ -488,6 +488,10 @@ std::vector<uint32_t> CuptiSource::devicesInUse() {
     }
     if (known->second >= 0) devices.push_back(static_cast<uint32_t>(known->second));
   }
+  // A program may have started on a device before kinetrace sees its launches (collection
+  // armed for a later window): its primary context says so, and sampling is then set up
+  // before the window opens.
+  for (uint32_t device : driver_.devicesWithActivePrimaryContext()) devices.push_back(device);
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   return devices;

@@ -27,6 +27,7 @@ Status DriverApi::open(bool initialize) {
                   find(cuCtxSynchronize_, "cuCtxSynchronize") &&
                   find(cuCtxGetDevice_, "cuCtxGetDevice") &&
                   find(cuGetErrorString_, "cuGetErrorString");
+  find(cuDevicePrimaryCtxGetState_, "cuDevicePrimaryCtxGetState");
   if (!complete) {
     cuInit_ = nullptr;
     return Failure{
@@ -125,6 +126,23 @@ int DriverApi::deviceOf(CUcontext context) const noexcept {
   CUcontext popped = nullptr;
   cuCtxPopCurrent_(&popped);
   return static_cast<int>(device);
+}
+
+std::vector<uint32_t> DriverApi::devicesWithActivePrimaryContext() const {
+  std::vector<uint32_t> active;
+  if (!isOpen() || cuDevicePrimaryCtxGetState_ == nullptr) return active;
+  int count = 0;
+  if (cuDeviceGetCount_(&count) != CUDA_SUCCESS) return active;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    CUdevice device;
+    unsigned flags = 0;
+    int isActive = 0;
+    if (cuDeviceGet_(&device, ordinal) == CUDA_SUCCESS &&
+        cuDevicePrimaryCtxGetState_(device, &flags, &isActive) == CUDA_SUCCESS && isActive != 0) {
+      active.push_back(static_cast<uint32_t>(ordinal));
+    }
+  }
+  return active;
 }
 
 }  // namespace kinetrace::detail

@@ -34,6 +34,10 @@ class DriverApi {
   bool synchronize(CUcontext context) const noexcept;
   // The ordinal of a context's device; -1 when the context is gone.
   int deviceOf(CUcontext context) const noexcept;
+  // The ordinals of the devices whose primary context is active: those a program on the
+  // CUDA runtime has started using, seen by kinetrace or not. Empty while the driver has
+  // not started.
+  std::vector<uint32_t> devicesWithActivePrimaryContext() const;
 
   std::string errorText(CUresult result) const;
 
@@ -49,6 +53,7 @@ class DriverApi {
   using CtxPopFn = CUresult (*)(CUcontext*);
   using CtxSynchronizeFn = CUresult (*)();
   using CtxGetDeviceFn = CUresult (*)(CUdevice*);
+  using PrimaryCtxGetStateFn = CUresult (*)(CUdevice, unsigned*, int*);
   using GetErrorStringFn = CUresult (*)(CUresult, const char**);
 
   InitFn cuInit_ = nullptr;
@@ -62,6 +67,7 @@ class DriverApi {
   CtxPopFn cuCtxPopCurrent_ = nullptr;
   CtxSynchronizeFn cuCtxSynchronize_ = nullptr;
   CtxGetDeviceFn cuCtxGetDevice_ = nullptr;
+  PrimaryCtxGetStateFn cuDevicePrimaryCtxGetState_ = nullptr;  // optional
   GetErrorStringFn cuGetErrorString_ = nullptr;
 };
 

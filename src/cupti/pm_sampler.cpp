@@ -154,8 +154,11 @@ void PmSampler::runOnce() {
     windowOpen_ = true;
     for (auto& [id, device] : devices_) startDevice(id, device);
   }
+  // Devices are set up as soon as the program uses them, window or not: the set-up takes
+  // most of a second, and a window that finds them ready samples from its first
+  // millisecond.
+  addNewDevices();
   if (windowOpen_) {
-    addNewDevices();
     for (auto& [id, device] : devices_) {
       if (device.sampling) decodeDevice(id, device, false);
     }
@@ -220,7 +223,7 @@ void PmSampler::addNewDevices() {
     Device& device = devices_[id];
     device.pm = std::move(pm);
     device.hardwareBufferBytes = hardwareBufferBytes_;
-    startDevice(id, device);
+    if (windowOpen_) startDevice(id, device);
   }
 }
 

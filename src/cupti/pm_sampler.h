@@ -33,7 +33,10 @@ namespace kinetrace::detail {
 // have, metrics needing more than one hardware pass) is said once, in the log and in the
 // trace's metadata; tracing goes on without metrics.
 //
-// Threads: start(), finish(), stopSampling() from the session's thread; drain() from the
+// A device is set up (most of a second on an H100) as soon as the program uses it, window or
+// not, and kept: a window finds it ready and starts sampling at once.
+//
+// Threads: start() and finish() from the session's thread; drain() from the
 // pipeline's; every CUPTI call on the sampler's own thread, so that a window starting
 // inside the driver's initialisation (CUDA injection) never calls back into the driver.
 class PmSampler {

@@ -123,6 +123,26 @@ TEST_F(PmSamplerTest, DropsTheSetUpSampleAndHandsOverTheRestInTheTraceClock) {
   EXPECT_EQ(script_.preparedWith.front(), "dram__throughput.avg.pct_of_peak_sustained_elapsed");
 }
 
+TEST_F(PmSamplerTest, ADeviceInUseBeforeAWindowIsSetUpThenAndStartsWithTheWindow) {
+  auto sampler = make();
+  sampler->runOnce();  // no window: the device is set up, not started
+  EXPECT_FALSE(script_.preparedWith.empty());
+  EXPECT_EQ(script_.starts, 0);
+  GpuBatch idle;
+  sampler->drain(idle);
+  EXPECT_FALSE(idle.metricSet.has_value());  // nothing sampled yet, so no set to say
+  script_.preparedWith.clear();
+  script_.decodes.push_back(contiguous(1'000'000, 3));
+  sampler->start();
+  EXPECT_EQ(script_.starts, 1);
+  EXPECT_TRUE(script_.preparedWith.empty());  // not set up a second time
+  GpuBatch batch;
+  sampler->drain(batch);
+  ASSERT_TRUE(batch.metricSet.has_value());
+  EXPECT_EQ(batch.metricSet->devices, std::vector<uint32_t>{0});
+  EXPECT_EQ(batch.records.metricSamples.size(), 2u);
+}
+
 TEST_F(PmSamplerTest, AGapBetweenSamplesIsCountedAsTheSamplesItSpans) {
   Script::Decode first = contiguous(0, 3);
   Script::Decode later = contiguous(6 * kInterval, 2);  // samples 3, 4 and 5 missing
