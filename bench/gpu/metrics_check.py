@@ -371,6 +371,12 @@ def check_phase_kernels(report, events, device, ranges, first_sample, lines):
             ok, why = judge(averages, rules)
             before = sum(1 for k in kernels if first_sample is None or k["ts"] + k.get("dur", 0) <= first_sample)
             sampled = len(kernels) - before
+            carrying = {id(k) for k in with_args}
+            bare = sorted(k["ts"] for k in kernels if id(k) not in carrying
+                          and first_sample is not None and k["ts"] + k.get("dur", 0) > first_sample)
+            if bare:
+                print(f"{phase} {short_name(name, 40)}: {len(bare)} kernel(s) after the first sample without "
+                      f"metrics, from {bare[0] / 1e6:.2f} s to {bare[-1] / 1e6:.2f} s of the window")
             if sampled == 0 or len(with_args) / sampled < KERNEL_SHARE_WITH_ARGS:
                 ok, why = False, (why + "; " if why else "") + (
                     f"only {len(with_args)} of the {sampled} after the first sample carry metrics")

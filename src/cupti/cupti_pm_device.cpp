@@ -12,6 +12,7 @@
 #include <cupti_target.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iterator>
@@ -291,6 +292,11 @@ class CuptiPmDevice final : public PmDevice {
   Status restart(std::size_t hardwareBufferBytes) override {
     stop();
     disableSampler();
+    // The host image grows with the hardware buffer: it must take in all the buffer holds.
+    if (hardwareBufferBytes > hardwareBufferBytes_ && hardwareBufferBytes_ > 0) {
+      maxSamples_ = static_cast<uint32_t>(std::min<uint64_t>(
+          uint64_t{maxSamples_} * hardwareBufferBytes / hardwareBufferBytes_, UINT32_MAX));
+    }
     hardwareBufferBytes_ = hardwareBufferBytes;
     if (Status made = makeSampler(); !made.ok()) return made;
     return start();

@@ -32,6 +32,12 @@ uint64_t samplesIn(int64_t gapNs, int64_t intervalNs) {
   return static_cast<uint64_t>(std::llround(static_cast<double>(gapNs) / intervalNs));
 }
 
+// How many samples a buffer holding that span of them has room for, within bounds.
+uint32_t bufferSamples(int64_t spanNs, int64_t intervalNs) {
+  const int64_t samples = spanNs / std::max<int64_t>(intervalNs, 1);
+  return static_cast<uint32_t>(std::clamp<int64_t>(samples, kMinSamples, kMaxSamples));
+}
+
 }  // namespace
 
 std::size_t PmSampler::hardwareBufferBytes(int64_t intervalNs) {
@@ -41,9 +47,12 @@ std::size_t PmSampler::hardwareBufferBytes(int64_t intervalNs) {
                                  kMaxHardwareBufferBytes);
 }
 
-uint32_t PmSampler::maxSamples(int64_t intervalNs) {
-  const int64_t samples = kBufferedNs / std::max<int64_t>(intervalNs, 1);
-  return static_cast<uint32_t>(std::clamp<int64_t>(samples, kMinSamples, kMaxSamples));
+uint32_t PmSampler::imageSamples(int64_t intervalNs) {
+  return bufferSamples(kHardwareBufferedNs, intervalNs);
+}
+
+uint32_t PmSampler::queueSamples(int64_t intervalNs) {
+  return bufferSamples(kQueuedNs, intervalNs);
 }
 
 PmSampler::PmSampler(Environment environment, std::vector<GpuMetric> metrics, int64_t intervalNs,
@@ -55,7 +64,7 @@ PmSampler::PmSampler(Environment environment, std::vector<GpuMetric> metrics, in
                                                    : PmSampler::hardwareBufferBytes(intervalNs)),
       budget_(budget) {
   for (const GpuMetric& metric : metrics_) metricNames_.push_back(metric.name);
-  queueCapacity_ = maxSamples(intervalNs_);
+  queueCapacity_ = queueSamples(intervalNs_);
   if (env_.decodePeriodNs > 0) thread_ = std::thread([this] { threadMain(); });
 }
 
@@ -192,7 +201,7 @@ void PmSampler::addNewDevices() {
     const int64_t preparing = Clock::instance().nowNs();
     std::unique_ptr<PmDevice> pm = env_.makeDevice(id);
     Status prepared = pm != nullptr ? pm->prepare(metricNames_, static_cast<uint64_t>(intervalNs_),
-                                                  hardwareBufferBytes_, maxSamples(intervalNs_))
+                                                  hardwareBufferBytes_, imageSamples(intervalNs_))
                                     : Status(Failure{"this build has no CUPTI PM sampling"});
     if (prepared.ok()) {
       // The hardware buffer is host memory CUPTI takes for the device: counted with the
@@ -221,6 +230,7 @@ void PmSampler::addNewDevices() {
     log(LogLevel::Info, "GPU metrics on GPU {}: set up in {:.1f} ms", id,
         static_cast<double>(Clock::instance().nowNs() - preparing) / 1e6);
     Device& device = devices_[id];
+    device.hostBytes = pm->hostBytes();
     device.pm = std::move(pm);
     device.hardwareBufferBytes = hardwareBufferBytes_;
     if (windowOpen_) startDevice(id, device);
@@ -290,6 +300,13 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
         std::lock_guard<std::mutex> lock(mutex_);
         queued_.metricsCompleteUntil.emplace_back(id, INT64_MAX);
         return;
+      }
+      // The device's host image grew with the buffer: counted too (past the cap if need
+      // be: it is already taken).
+      if (const std::size_t host = device.pm->hostBytes(); host > device.hostBytes) {
+        budget_.forceAcquire(host - device.hostBytes);
+        budgetHeld_ += host - device.hostBytes;
+        device.hostBytes = host;
       }
       device.dropNext = true;
       device.restarted = true;

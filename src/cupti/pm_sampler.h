@@ -70,13 +70,16 @@ class PmSampler {
   // One round of the thread's work, for tests without a thread.
   void runOnce();
 
-  // The host image and the hand-over queue hold this long of samples; the hardware buffer
-  // (raw samples, far larger each) holds kHardwareBufferedNs of a busy GPU's, within its
-  // bounds. Decoding every 50 ms empties both long before.
-  static constexpr int64_t kBufferedNs = 4'000'000'000;
+  // The hand-over queue holds kQueuedNs of samples. The hardware buffer (raw samples, some
+  // 170 KB each on a busy H100) holds kHardwareBufferedNs of a busy GPU's, within its
+  // bounds, and the host image CUPTI decodes into as many (about 43 KB each with the
+  // default metrics, reset after every decode). Decoding every 50 ms empties them long
+  // before.
+  static constexpr int64_t kQueuedNs = 4'000'000'000;
   static constexpr int64_t kHardwareBufferedNs = 1'000'000'000;
   static std::size_t hardwareBufferBytes(int64_t intervalNs);
-  static uint32_t maxSamples(int64_t intervalNs);
+  static uint32_t imageSamples(int64_t intervalNs);
+  static uint32_t queueSamples(int64_t intervalNs);
 
  private:
   struct Device {
@@ -85,6 +88,7 @@ class PmSampler {
     bool dropNext = false;   // the next sample spans the set-up
     bool restarted = false;  // sampling was made anew after an overflow: its gap is lost
     std::size_t hardwareBufferBytes = 0;  // as prepared; doubled after each overflow
+    std::size_t hostBytes = 0;            // the images', as counted in the budget
     int64_t lastEndNs = INT64_MIN;
   };
   enum class Command { None, Start, Finish };

@@ -292,8 +292,11 @@ TEST_F(PmSamplerTest, WithoutASizeTheHardwareBufferIsSizedFromTheInterval) {
 }
 
 TEST(PmSamplerSizes, BuffersHoldTheSameSpanOfSamplesAtEveryInterval) {
-  EXPECT_EQ(PmSampler::maxSamples(1'000'000), 4000u);
-  EXPECT_EQ(PmSampler::maxSamples(1'000'000'000), 256u);  // at least a few hundred
+  EXPECT_EQ(PmSampler::queueSamples(1'000'000), 4000u);
+  EXPECT_EQ(PmSampler::queueSamples(1'000'000'000), 256u);  // at least a few hundred
+  // The host image as many samples as the hardware buffer holds of a busy GPU's.
+  EXPECT_EQ(PmSampler::imageSamples(1'000'000), 1000u);
+  EXPECT_EQ(PmSampler::imageSamples(10'000'000), 256u);
   EXPECT_LE(PmSampler::hardwareBufferBytes(1'000), std::size_t{512} << 20);
   // A second of a busy GPU's raw samples (about 175 KB each on an H100) at the default 1 ms.
   EXPECT_GE(PmSampler::hardwareBufferBytes(1'000'000), std::size_t{1000} * 175'000);
