@@ -209,7 +209,8 @@ class CuptiPmDevice final : public PmDevice {
     hardwareBufferBytes_ = hardwareBufferBytes;
     maxSamples_ = maxSamples;
     if (Status made = makeSampler(&steps); !made.ok()) return made;
-    log(LogLevel::Info, "GPU metrics on GPU {} ({}): set-up steps: {}", device_, chip_, steps.said());
+    log(LogLevel::Info, "GPU metrics on GPU {} ({}): set-up steps: {}", device_, chip_,
+        steps.said());
     return {};
   }
 
@@ -365,8 +366,9 @@ class CuptiPmDevice final : public PmDevice {
       return made;
     }
     blankImage_ = image_;
-    log(LogLevel::Info, "GPU metrics on GPU {}: host image of {} samples ({:.1f} MiB) made in {:.1f} ms",
-        device_, maxSamples_, static_cast<double>(image_.size()) / (1 << 20),
+    log(LogLevel::Info,
+        "GPU metrics on GPU {}: host image of {} samples ({:.1f} MiB) made in {:.1f} ms", device_,
+        maxSamples_, static_cast<double>(image_.size()) / (1 << 20),
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
             .count());
     return {};

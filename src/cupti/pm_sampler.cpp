@@ -263,6 +263,7 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
   for (int rounds = 0; rounds < 1024; ++rounds) {
     spans_.clear();
     values_.clear();
+    const int64_t decoding = Clock::instance().nowNs();
     PmDecodeResult result = device.pm->decode(spans_, values_);
     const std::size_t perSample = metrics_.size();
     for (std::size_t i = 0; i < spans_.size(); ++i) {
@@ -273,6 +274,7 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
       }
       keep(id, device, spans_[i], values_.data() + i * perSample);
     }
+    reportDecoding(id, device, decoding, spans_.size());
     if (result.outcome == PmDecodeResult::HardwareOverflow) {
       // CUPTI decodes nothing more until sampling is made anew. What the hardware recorded
       // meanwhile is lost: the gap before the next sample counts it.
@@ -318,6 +320,29 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
     }
     if (!result.moreWaiting) return;
   }
+}
+
+void PmSampler::reportDecoding(uint32_t id, Device& device, int64_t startedNs,
+                               std::size_t samples) {
+  constexpr int64_t kDecodeReportNs = 10'000'000'000;
+  const int64_t now = Clock::instance().nowNs();
+  device.decodingNs += now - startedNs;
+  device.decodedSamples += samples;
+  if (device.lastEndNs != INT64_MIN) {
+    device.worstLagNs = std::max(device.worstLagNs, now - device.lastEndNs);
+  }
+  if (device.reportFromNs == 0) device.reportFromNs = startedNs;
+  if (now - device.reportFromNs < kDecodeReportNs) return;
+  log(LogLevel::Debug,
+      "GPU metrics on GPU {}: {} samples decoded in {:.1f} ms of the last {:.1f} s; the newest "
+      "sample trailed the clock by up to {:.1f} ms",
+      id, device.decodedSamples, static_cast<double>(device.decodingNs) / 1e6,
+      static_cast<double>(now - device.reportFromNs) / 1e9,
+      static_cast<double>(device.worstLagNs) / 1e6);
+  device.reportFromNs = now;
+  device.decodingNs = 0;
+  device.worstLagNs = 0;
+  device.decodedSamples = 0;
 }
 
 bool PmSampler::plausible(const Device& device, int64_t startNs, int64_t endNs,

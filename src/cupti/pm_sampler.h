@@ -90,6 +90,11 @@ class PmSampler {
     std::size_t hardwareBufferBytes = 0;  // as prepared; doubled after each overflow
     std::size_t hostBytes = 0;            // the images', as counted in the budget
     int64_t lastEndNs = INT64_MIN;
+    // Said every kDecodeReportNs at debug level: how far decoding trails the GPU.
+    int64_t reportFromNs = 0;
+    int64_t decodingNs = 0;
+    int64_t worstLagNs = 0;
+    uint64_t decodedSamples = 0;
   };
   enum class Command { None, Start, Finish };
 
@@ -98,6 +103,7 @@ class PmSampler {
   void startDevice(uint32_t id, Device& device);
   void decodeDevice(uint32_t id, Device& device, bool finishing);
   void keep(uint32_t id, Device& device, const PmSampleSpan& span, const double* values);
+  void reportDecoding(uint32_t id, Device& device, int64_t startedNs, std::size_t samples);
   bool plausible(const Device& device, int64_t startNs, int64_t endNs, const double* values) const;
   void refuse(const std::string& why);
 
