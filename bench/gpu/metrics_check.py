@@ -460,6 +460,38 @@ def check_kernel_bounds(report, events, analyze, top_n, lines):
                      f"none among {among}: " + ", ".join(f"{b} {len(n)}" for b, n in chosen.items()))
 
 
+def describe_kernels_without_metrics(top, events, per_device):
+    """Said, not judged: of the kernels after their GPU's first sample that carry no metrics,
+    how many read as starting before the call that launched them (the GPU's clock as CUPTI
+    converts it against the host's), with the trace's bound on that offset."""
+    first = {d: s.starts[0] for d, s in per_device.items() if s.starts}
+    calls = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and is_number(e.get("ts")):
+            correlation = (e.get("args") or {}).get("correlation")
+            if correlation is not None:
+                calls[correlation] = e["ts"]
+    bare, before_call, gaps = 0, 0, []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "kernel" or not is_number(e.get("ts")):
+            continue
+        args = e.get("args") or {}
+        if e.get("pid") not in first or e["ts"] + e.get("dur", 0) <= first[e.get("pid")]:
+            continue
+        if any(is_number(args.get(arg_key(c))) for c in COLUMNS):
+            continue
+        bare += 1
+        launched = calls.get(args.get("correlation"))
+        if launched is not None:
+            gaps.append(e["ts"] - launched)
+            before_call += e["ts"] < launched
+    if bare:
+        print(f"kernels without metrics after the first sample: {bare}; {before_call} read as starting before "
+              f"their launch call; kernel start - call start: min {fmt(min(gaps)) if gaps else '-'} us, "
+              f"median {fmt(sorted(gaps)[len(gaps) // 2]) if gaps else '-'} us; "
+              f"clock offset bound {top.get('kinetrace_gpu_clock_offset_bound_ns')}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace", help="trace file (.json or .json.gz)")
@@ -489,6 +521,7 @@ def main():
     per_device, interval_us = check_metadata(report, top, events)
     if per_device is not None:
         check_coverage(report, top, events, per_device, interval_us, args.min_coverage, lines)
+        describe_kernels_without_metrics(top, events, per_device)
         if analyze is not None:
             check_kernel_bounds(report, events, analyze, args.top, lines)
         else:
