@@ -22,9 +22,9 @@ namespace kinetrace::detail {
 // samples are complete past its end, and samples are let go once they end before the
 // assembler's completion mark (every launch before it has been joined, so no kernel still
 // to come starts before it, kSampleSlackNs allowing for the two clocks) and before every
-// kernel waiting here. A kernel whose samples
-// were let go before its record came, or whose samples did not come within a grace, is
-// written without averages and counted (LossCounters::kernelsWithoutTheirSamples).
+// kernel waiting here. A kernel whose samples were let go before its record came, or whose
+// samples did not come within a grace, is written without averages and counted
+// (LossCounters::kernelsWithoutTheirSamples).
 //
 // Single-threaded: the assembler calls every member.
 class KernelMetrics {
