@@ -489,6 +489,7 @@ def describe_kernels_without_metrics(top, events, per_device):
         print(f"kernels without metrics after the first sample: {bare}; {before_call} read as starting before "
               f"their launch call; kernel start - call start: min {fmt(min(gaps)) if gaps else '-'} us, "
               f"median {fmt(sorted(gaps)[len(gaps) // 2]) if gaps else '-'} us; "
+              f"why, by the tracer: {top['kinetrace_gpu_metrics'].get('kernels_without_their_samples_because')}; "
               f"clock offset bound {top.get('kinetrace_gpu_clock_offset_bound_ns')}")
 
 

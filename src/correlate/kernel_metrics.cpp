@@ -55,18 +55,21 @@ void KernelMetrics::addKernel(const KernelRecord& kernel, TraceRecords& out) {
   if (device == devices_.end()) {
     out.kernels.push_back(kernel);
   } else if (kernel.at.endNs <= device->second.completeUntilNs) {
-    write(kernel, out, true);
+    write(kernel, out, Samples::Complete);
   } else {
     waiting_.push_back(kernel);
   }
 }
 
-void KernelMetrics::write(KernelRecord kernel, TraceRecords& out, bool samplesComplete) {
+void KernelMetrics::write(KernelRecord kernel, TraceRecords& out, Samples state) {
   Device& device = devices_[kernel.at.deviceId];
   const int64_t start = kernel.at.startNs;
   const int64_t end = kernel.at.endNs;
-  if (!samplesComplete || start < device.releasedUntilNs) {
+  const bool letGo = state == Samples::Complete && start < device.releasedUntilNs;
+  if (state != Samples::Complete || letGo) {
     ++losses_.kernelsWithoutTheirSamples;
+    if (letGo) ++losses_.kernelsWhoseSamplesWereLetGo;
+    if (state == Samples::Late) ++losses_.kernelsWhoseSamplesCameLate;
     out.kernels.push_back(kernel);
     return;
   }
@@ -107,9 +110,9 @@ void KernelMetrics::release(int64_t completeNs, int64_t horizonNs, TraceRecords&
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     const Device& device = devices_[it->at.deviceId];
     if (it->at.endNs <= device.completeUntilNs) {
-      write(*it, out, true);
+      write(*it, out, Samples::Complete);
     } else if (horizonNs > it->at.endNs + kSampleGraceNs) {
-      write(*it, out, false);
+      write(*it, out, Samples::Late);
     } else {
       *keep++ = *it;
     }
@@ -126,13 +129,13 @@ void KernelMetrics::release(int64_t completeNs, int64_t horizonNs, TraceRecords&
 }
 
 void KernelMetrics::finish(TraceRecords& out) {
-  for (const KernelRecord& k : waiting_) write(k, out, true);
+  for (const KernelRecord& k : waiting_) write(k, out, Samples::Complete);
   waiting_.clear();
   for (auto& [id, device] : devices_) letGo(device, INT64_MAX);
 }
 
 void KernelMetrics::shed(TraceRecords& out) {
-  for (const KernelRecord& k : waiting_) write(k, out, false);
+  for (const KernelRecord& k : waiting_) write(k, out, Samples::Shed);
   waiting_ = {};
   for (auto& [id, device] : devices_) {
     letGo(device, INT64_MAX);

@@ -77,8 +77,10 @@ class KernelMetrics {
     int64_t completeUntilNs = INT64_MIN;
     int64_t releasedUntilNs = INT64_MIN;  // samples ending at or before this were let go
   };
-  // `samplesComplete`: every sample that may overlap it is in (else it gets none, counted).
-  void write(KernelRecord kernel, TraceRecords& out, bool samplesComplete);
+  // Whether every sample that may overlap a kernel is in when it is written; if not, it gets
+  // none, counted by why.
+  enum class Samples { Complete, Late, Shed };
+  void write(KernelRecord kernel, TraceRecords& out, Samples state);
   void letGo(Device& device, int64_t beforeNs);
 
   LossCounters& losses_;

@@ -38,8 +38,11 @@ struct LossCounters {
   uint64_t gpuMetricSamplesCorrupted = 0;
   uint64_t gpuMetricSetupSamplesDropped = 0;
   // Kernels written without metric averages although their device was sampled: their
-  // samples came too late, or had been let go before the kernel's record came.
+  // samples had been let go before the kernel's record came, did not come within a grace,
+  // or were given up under the memory cap. The first two are counted apart too.
   uint64_t kernelsWithoutTheirSamples = 0;
+  uint64_t kernelsWhoseSamplesWereLetGo = 0;
+  uint64_t kernelsWhoseSamplesCameLate = 0;
 };
 
 // How many records of each kind a trace holds (also when they were streamed to a file).

@@ -138,7 +138,10 @@ inline constexpr char kWorldSize[] = "world_size";
 // kinetrace's own: how it was recorded and what was lost.
 inline constexpr char kGpuStatus[] = "kinetrace_gpu_status";
 // {"metrics": [{"name", "display_name", "unit"}], "interval_ns", "samples", "lost",
-//  "corrupted", "setup_dropped", "kernels_without_their_samples"}: only when sampled.
+//  "corrupted", "setup_dropped", "kernels_without_their_samples",
+//  "kernels_without_their_samples_because": {"let_go", "late", "memory_cap"}}: only when
+//  sampled. let_go: the kernel's record came after its samples were let go; late: its
+//  samples did not come within a grace; memory_cap: given up under memory_mb.
 inline constexpr char kGpuMetrics[] = "kinetrace_gpu_metrics";
 
 }  // namespace kinetrace::detail::chrome

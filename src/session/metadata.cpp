@@ -71,7 +71,13 @@ Value gpuMetricsOf(const TraceData& trace) {
                         {"lost", l.gpuMetricSamplesLost},
                         {"corrupted", l.gpuMetricSamplesCorrupted},
                         {"setup_dropped", l.gpuMetricSetupSamplesDropped},
-                        {"kernels_without_their_samples", l.kernelsWithoutTheirSamples}});
+                        {"kernels_without_their_samples", l.kernelsWithoutTheirSamples},
+                        {"kernels_without_their_samples_because",
+                         Value::object({{"let_go", l.kernelsWhoseSamplesWereLetGo},
+                                        {"late", l.kernelsWhoseSamplesCameLate},
+                                        {"memory_cap", l.kernelsWithoutTheirSamples -
+                                                           l.kernelsWhoseSamplesWereLetGo -
+                                                           l.kernelsWhoseSamplesCameLate}})}});
 }
 
 }  // namespace

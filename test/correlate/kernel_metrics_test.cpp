@@ -191,6 +191,8 @@ TEST_F(KernelMetricsTest, AKernelWhoseSamplesNeverComeGoesOutAfterTheGraceAndIsC
   ASSERT_EQ(out.kernels.size(), 1u);
   EXPECT_EQ(out.kernels[0].metricAverages, 0u);
   EXPECT_EQ(assembler->losses().kernelsWithoutTheirSamples, 1u);
+  EXPECT_EQ(assembler->losses().kernelsWhoseSamplesCameLate, 1u);
+  EXPECT_EQ(assembler->losses().kernelsWhoseSamplesWereLetGo, 0u);
 }
 
 TEST_F(KernelMetricsTest, AtFinishKernelsStillWaitingGetWhatSamplesThereAre) {
@@ -291,6 +293,8 @@ TEST_F(KernelMetricsTest, AKernelWhoseSamplesWereLetGoIsWrittenWithoutAndCounted
   ASSERT_EQ(out.kernels.size(), 1u);
   EXPECT_EQ(out.kernels[0].metricAverages, 0u);
   EXPECT_EQ(assembler->losses().kernelsWithoutTheirSamples, 1u);
+  EXPECT_EQ(assembler->losses().kernelsWhoseSamplesWereLetGo, 1u);
+  EXPECT_EQ(assembler->losses().kernelsWhoseSamplesCameLate, 0u);
 }
 
 TEST_F(KernelMetricsTest, SheddingWritesTheWaitingKernelsAndLetsGoOfEverySample) {
@@ -302,6 +306,8 @@ TEST_F(KernelMetricsTest, SheddingWritesTheWaitingKernelsAndLetsGoOfEverySample)
   ASSERT_EQ(out.kernels.size(), 1u);
   EXPECT_EQ(out.kernels[0].metricAverages, 0u);
   EXPECT_EQ(assembler->losses().kernelsWithoutTheirSamples, 1u);
+  EXPECT_EQ(assembler->losses().kernelsWhoseSamplesWereLetGo, 0u);  // the memory cap's
+  EXPECT_EQ(assembler->losses().kernelsWhoseSamplesCameLate, 0u);
   EXPECT_EQ(assembler->kernelMetrics().samplesHeld(), 0u);
 }
 

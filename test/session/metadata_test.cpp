@@ -158,6 +158,8 @@ TEST(MetadataTest, GpuMetricsSayWhatWasSampledAndWhatSamplingLost) {
   trace.losses.gpuMetricSamplesCorrupted = 2;
   trace.losses.gpuMetricSetupSamplesDropped = 1;
   trace.losses.kernelsWithoutTheirSamples = 4;
+  trace.losses.kernelsWhoseSamplesWereLetGo = 2;
+  trace.losses.kernelsWhoseSamplesCameLate = 1;
   const Value metrics =
       metadataValue(detail::footerMetadata(trace, {}, {}), "kinetrace_gpu_metrics");
   ASSERT_EQ(metrics.kind(), Value::Kind::Object);
@@ -175,6 +177,11 @@ TEST(MetadataTest, GpuMetricsSayWhatWasSampledAndWhatSamplingLost) {
   EXPECT_EQ(*metrics.find("corrupted"), Value(uint64_t{2}));
   EXPECT_EQ(*metrics.find("setup_dropped"), Value(uint64_t{1}));
   EXPECT_EQ(*metrics.find("kernels_without_their_samples"), Value(uint64_t{4}));
+  const Value* because = metrics.find("kernels_without_their_samples_because");
+  ASSERT_NE(because, nullptr);
+  EXPECT_EQ(*because->find("let_go"), Value(uint64_t{2}));
+  EXPECT_EQ(*because->find("late"), Value(uint64_t{1}));
+  EXPECT_EQ(*because->find("memory_cap"), Value(uint64_t{1}));
 }
 
 // User metadata counts against the memory cap: past its share (an eighth of the cap) an
