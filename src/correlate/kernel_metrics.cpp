@@ -119,8 +119,7 @@ void KernelMetrics::release(int64_t completeNs, int64_t horizonNs, TraceRecords&
   }
   waiting_.erase(keep, waiting_.end());
   for (auto& [id, device] : devices_) {
-    int64_t before =
-        completeNs > INT64_MIN + kSampleSlackNs ? completeNs - kSampleSlackNs : INT64_MIN;
+    int64_t before = completeNs;
     for (const KernelRecord& k : waiting_) {
       if (k.at.deviceId == id) before = std::min(before, k.at.startNs);
     }

@@ -21,10 +21,9 @@ namespace kinetrace::detail {
 // only as long as a kernel may still need them: a kernel waits here until its device's
 // samples are complete past its end, and samples are let go once they end before the
 // assembler's completion mark (every launch before it has been joined, so no kernel still
-// to come starts before it, kSampleSlackNs allowing for the two clocks) and before every
-// kernel waiting here. A kernel whose samples were let go before its record came, or whose
-// samples did not come within a grace, is written without averages and counted
-// (LossCounters::kernelsWithoutTheirSamples).
+// to come starts before it) and before every kernel waiting here. A kernel whose samples
+// were let go before its record came, or whose samples did not come within a grace, is
+// written without averages and counted (LossCounters::kernelsWithoutTheirSamples).
 //
 // Single-threaded: the assembler calls every member.
 class KernelMetrics {
@@ -33,10 +32,6 @@ class KernelMetrics {
   // decoding samples is slower than recording them, so they come late, but a device whose
   // sampling stopped without saying so must not hold kernels for ever.
   static constexpr int64_t kSampleGraceNs = 2'000'000'000;
-  // How long samples are kept past the completion mark: a kernel's times are CUPTI's reading
-  // of the GPU's clock and its launch call's the host's, so a kernel may read as starting a
-  // little before the call that launched it (the mark) and still need the samples there.
-  static constexpr int64_t kSampleSlackNs = 1'000'000'000;
 
   explicit KernelMetrics(LossCounters& losses) : losses_(losses) {}
 
