@@ -97,10 +97,12 @@ enum class GraphTrace {
 //                     an output's write buffer (memory_mb=1) refuses to start with an
 //                     output. Profiler::addMetadata() entries may take an eighth of it
 //   gpu_buffer_kb     size of one CUPTI activity buffer (16..1048576)
-//   gpu_flush_ms      how often CUPTI's worker thread hands completed buffers over
-//                     (cuptiActivityFlushPeriod), so records never wait long for their
-//                     buffer to fill; 0 leaves it to CUPTI's heuristics (buffers may then
-//                     wait until full, and launches wait for their records as long)
+//   gpu_flush_ms      how often kinetrace asks CUPTI, from a thread of its own, for every
+//                     buffer whose records are complete, full or not
+//                     (cuptiActivityFlushAll(0); CUPTI's own period, set to the same, hands
+//                     over full buffers only), so records never wait long for their buffer
+//                     to fill; 0: never asked (buffers then wait until full, and launches
+//                     wait for their records as long: past 30 s they are left unlinked)
 //   clock             auto | tsc | monotonic (see HostClock); read once per process
 //   cuda_graph_trace  node | graph (see GraphTrace): a graph launch's kernels, copies and
 //                     memsets one by one (the default), or one slice per launch

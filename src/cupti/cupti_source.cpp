@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "cupti/make_cupti_source.h"
 #include "model/clock.h"
@@ -166,6 +167,11 @@ Status CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
                    fmt::format("cuptiActivityFlushPeriod({})", options.flushPeriodMs));
   }
   enabled_ = true;
+  if (options.flushRequestPeriodMs > 0) {
+    flusher_ =
+        std::make_unique<PeriodicFlusher>([this] { flushCompleteBuffers(); },
+                                          std::chrono::milliseconds(options.flushRequestPeriodMs));
+  }
 
   for (uint32_t cbid : callbacks_.control(CUPTI_CB_DOMAIN_DRIVER_API)) {
     Status enabled =
@@ -332,6 +338,14 @@ bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
   return batchNext_ < batch_.size();
 }
 
+void CuptiSource::flushCompleteBuffers() noexcept {
+  const CUptiResult result = env_.cupti->activityFlushAll(0);
+  // Said once: a refusal every period would fill the log.
+  if (result != CUPTI_SUCCESS && !flushRefusalSaid_.exchange(true)) {
+    cuptiSucceeded(result, "cuptiActivityFlushAll(0), asked every gpu_flush_ms");
+  }
+}
+
 // Occupancy needs each device's limits: asked of the driver when a device's first
 // operation arrives (by then the program has initialised CUDA).
 void CuptiSource::noteNewDevices(GpuBatch& out, StringTable& strings) {
@@ -374,6 +388,7 @@ int64_t CuptiSource::finishWindow() {
 
 void CuptiSource::disable() noexcept {
   if (!enabled_) return;
+  flusher_.reset();  // no flush request from here on
   cuptiSucceeded(env_.cupti->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
                  "cuptiActivityFlushAll(FORCED)");
   stopCollecting();

@@ -15,6 +15,7 @@
 #include "cupti/cupti_api.h"
 #include "cupti/driver_api.h"
 #include "cupti/launch_callbacks.h"
+#include "cupti/periodic_flusher.h"
 #include "cupti/pm_sampler.h"
 #include "model/gpu_source.h"
 
@@ -26,7 +27,8 @@ namespace kinetrace::detail {
 //
 // Threads: enable/start/finishWindow/stopCollecting/disable from the session's thread;
 // buffer callbacks from CUPTI's threads, which only queue a completed buffer; poll() on
-// kinetrace's pipeline thread, which decodes the queued buffers and gives them back.
+// kinetrace's pipeline thread, which decodes the queued buffers and gives them back; the
+// periodic flush on a thread of its own (PeriodicFlusher).
 class CuptiSource final : public GpuSource {
  public:
   struct Environment {
@@ -74,6 +76,7 @@ class CuptiSource final : public GpuSource {
   void measureSampleClock();
   int64_t sampleTimeToTrace(uint64_t cuptiNs) const;
   void noteNewDevices(GpuBatch& out, StringTable& strings);
+  void flushCompleteBuffers() noexcept;
 
   Environment env_;
   GpuOptions options_;
@@ -92,6 +95,10 @@ class CuptiSource final : public GpuSource {
   std::set<CUcontext> contexts_;
   // Contexts' devices, for the metric sampler's thread only.
   std::map<CUcontext, int> contextDevices_;
+
+  // Asks CUPTI for complete buffers every flushRequestPeriodMs, from enable() to disable().
+  std::unique_ptr<PeriodicFlusher> flusher_;
+  std::atomic<bool> flushRefusalSaid_{false};
 
   // GPU metrics, when asked for: started and finished with each window.
   std::unique_ptr<PmSampler> metrics_;

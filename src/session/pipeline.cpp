@@ -110,9 +110,10 @@ void Pipeline::cycle(int64_t horizonNs, int64_t untilNs) {
   do {
     if (moreGpu) {
       // One activity buffer at a time, each assembled, written and accounted before the
-      // next is decoded (see GpuSource::poll). CUPTI's own worker thread hands buffers over
-      // every gpu_flush_ms; asking from here too could wait on CUPTI while a program
-      // thread, inside a CUPTI callback, waits on us (cudaProfilerStop stopping the session).
+      // next is decoded (see GpuSource::poll). Buffers are asked for every gpu_flush_ms by
+      // a thread of the source's own (cupti/periodic_flusher.h); asking from here could
+      // wait on CUPTI while a program thread, inside a CUPTI callback, waits on us
+      // (cudaProfilerStop stopping the session).
       moreGpu = setup_.gpu->poll(gpuBatch_, trace_->tables.strings, /*requestFlush=*/false);
       assembler_->addGpu(gpuBatch_);
     }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -339,6 +340,32 @@ TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
   fake_.request(&buffer, &size, &maxRecords);  // a late request after disable gets nothing
   EXPECT_EQ(buffer, nullptr);
   EXPECT_EQ(size, 0u);
+}
+
+// CUPTI's own period hands over full buffers only: kinetrace asks for the complete ones
+// itself, from a thread of its own, until disable (after which only the forced flush).
+TEST_F(CuptiSourceTest, CompleteBuffersAreAskedForEveryPeriodUntilDisable) {
+  auto asked = [this] {
+    std::vector<uint32_t> flags = fake_.flushes();
+    return std::count(flags.begin(), flags.end(), 0u);
+  };
+  {
+    CuptiSource source(environment(fake_));
+    ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
+    source.disable();
+    EXPECT_EQ(asked(), 0) << "not asked unless a period is configured";
+  }
+  GpuOptions options = kernelsOnly();
+  options.flushRequestPeriodMs = 1;
+  CuptiSource source(environment(fake_));
+  ASSERT_TRUE(source.enable(options, budget_).ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (asked() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_GE(asked(), 2) << "no poll and no window end asked for these";
+  source.disable();
+  const std::vector<uint32_t> flags = fake_.flushes();
+  ASSERT_FALSE(flags.empty());
+  EXPECT_EQ(flags.back(), CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) << "nothing asked after disable";
 }
 
 TEST_F(CuptiSourceTest, FlushPeriodIsSetOnlyWhenAskedAndResetAtDisable) {
