@@ -339,6 +339,9 @@ bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
 }
 
 void CuptiSource::flushCompleteBuffers() noexcept {
+  // Not before the program has launched work in a context: under CUDA injection the source
+  // is enabled inside the driver's initialisation, which a flush must not run into.
+  if (knownContexts() == 0) return;
   const CUptiResult result = env_.cupti->activityFlushAll(0);
   // Said once: a refusal every period would fill the log.
   if (result != CUPTI_SUCCESS && !flushRefusalSaid_.exchange(true)) {

@@ -359,6 +359,9 @@ TEST_F(CuptiSourceTest, CompleteBuffersAreAskedForEveryPeriodUntilDisable) {
   options.flushRequestPeriodMs = 1;
   CuptiSource source(environment(fake_));
   ASSERT_TRUE(source.enable(options, budget_).ok());
+  // Asked only once the program has launched work in a context (before, it may still be
+  // initialising the driver).
+  source.onContextSeen(reinterpret_cast<CUcontext>(0x10));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (asked() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   EXPECT_GE(asked(), 2) << "no poll and no window end asked for these";
