@@ -371,12 +371,6 @@ def check_phase_kernels(report, events, device, ranges, first_sample, lines):
             ok, why = judge(averages, rules)
             before = sum(1 for k in kernels if first_sample is None or k["ts"] + k.get("dur", 0) <= first_sample)
             sampled = len(kernels) - before
-            carrying = {id(k) for k in with_args}
-            bare = sorted(k["ts"] for k in kernels if id(k) not in carrying
-                          and first_sample is not None and k["ts"] + k.get("dur", 0) > first_sample)
-            if bare:
-                print(f"{phase} {short_name(name, 40)}: {len(bare)} kernel(s) after the first sample without "
-                      f"metrics, from {bare[0] / 1e6:.2f} s to {bare[-1] / 1e6:.2f} s of the window")
             if sampled == 0 or len(with_args) / sampled < KERNEL_SHARE_WITH_ARGS:
                 ok, why = False, (why + "; " if why else "") + (
                     f"only {len(with_args)} of the {sampled} after the first sample carry metrics")
@@ -461,9 +455,10 @@ def check_kernel_bounds(report, events, analyze, top_n, lines):
 
 
 def describe_kernels_without_metrics(top, events, per_device):
-    """Said, not judged: of the kernels after their GPU's first sample that carry no metrics,
-    how many read as starting before the call that launched them (the GPU's clock as CUPTI
-    converts it against the host's), with the trace's bound on that offset."""
+    """Said, not judged: the kernels after their GPU's first sample that carry no metrics,
+    where in the window they lie, why the tracer says they have none, and how many read as
+    starting before the call that launched them (the GPU's clock as CUPTI converts it
+    against the host's), with the trace's bound on that offset."""
     first = {d: s.starts[0] for d, s in per_device.items() if s.starts}
     calls = {}
     for e in events:
@@ -471,7 +466,7 @@ def describe_kernels_without_metrics(top, events, per_device):
             correlation = (e.get("args") or {}).get("correlation")
             if correlation is not None:
                 calls[correlation] = e["ts"]
-    bare, before_call, gaps = 0, 0, []
+    bare, before_call, gaps = [], 0, []
     for e in events:
         if e.get("ph") != "X" or e.get("cat") != "kernel" or not is_number(e.get("ts")):
             continue
@@ -480,13 +475,14 @@ def describe_kernels_without_metrics(top, events, per_device):
             continue
         if any(is_number(args.get(arg_key(c))) for c in COLUMNS):
             continue
-        bare += 1
+        bare.append(e["ts"])
         launched = calls.get(args.get("correlation"))
         if launched is not None:
             gaps.append(e["ts"] - launched)
             before_call += e["ts"] < launched
     if bare:
-        print(f"kernels without metrics after the first sample: {bare}; {before_call} read as starting before "
+        print(f"kernels without metrics after the first sample: {len(bare)}, from {min(bare) / 1e6:.2f} s to "
+              f"{max(bare) / 1e6:.2f} s of the window; {before_call} read as starting before "
               f"their launch call; kernel start - call start: min {fmt(min(gaps)) if gaps else '-'} us, "
               f"median {fmt(sorted(gaps)[len(gaps) // 2]) if gaps else '-'} us; "
               f"why, by the tracer: {top['kinetrace_gpu_metrics'].get('kernels_without_their_samples_because')}; "

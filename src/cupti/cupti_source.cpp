@@ -167,10 +167,9 @@ Status CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
                    fmt::format("cuptiActivityFlushPeriod({})", options.flushPeriodMs));
   }
   enabled_ = true;
-  if (options.flushRequestPeriodMs > 0) {
-    flusher_ =
-        std::make_unique<PeriodicFlusher>([this] { flushCompleteBuffers(); },
-                                          std::chrono::milliseconds(options.flushRequestPeriodMs));
+  if (options.flushPeriodMs > 0) {
+    flusher_ = std::make_unique<PeriodicFlusher>([this] { flushCompleteBuffers(); },
+                                                 std::chrono::milliseconds(options.flushPeriodMs));
   }
 
   for (uint32_t cbid : callbacks_.control(CUPTI_CB_DOMAIN_DRIVER_API)) {

@@ -96,7 +96,7 @@ class CuptiSource final : public GpuSource {
   // Contexts' devices, for the metric sampler's thread only.
   std::map<CUcontext, int> contextDevices_;
 
-  // Asks CUPTI for complete buffers every flushRequestPeriodMs, from enable() to disable().
+  // Asks CUPTI for complete buffers every flushPeriodMs, from enable() to disable().
   std::unique_ptr<PeriodicFlusher> flusher_;
   std::atomic<bool> flushRefusalSaid_{false};
 

@@ -46,7 +46,8 @@ class PmDevice {
   // (one per metric, in prepare()'s order) and empties the host image for the next call.
   virtual PmDecodeResult decode(std::vector<PmSampleSpan>& spans, std::vector<double>& values) = 0;
   // After a hardware overflow: sampling made anew, with a hardware buffer of that size, and
-  // started again (CUPTI decodes nothing more until then).
+  // started again (CUPTI decodes nothing more until then). A larger buffer makes the host
+  // images grow in proportion (they must take in all it holds); hostBytes() says so after.
   virtual Status restart(std::size_t hardwareBufferBytes) = 0;
   // The host memory prepare() took (images), for the memory budget.
   virtual std::size_t hostBytes() const = 0;

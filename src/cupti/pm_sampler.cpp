@@ -280,14 +280,15 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
       // meanwhile is lost: the gap before the next sample counts it.
       // A busy GPU's raw samples are larger than the buffer was sized for: twice as large
       // a buffer from now on, while the memory cap allows, up to 512 MiB (or the size asked
-      // for with gpu_metrics_buffer_mb, where that is larger).
-      const std::size_t grown =
-          std::min(device.hardwareBufferBytes * 2,
-                   std::max(kMaxHardwareBufferBytes, device.hardwareBufferBytes));
-      if (!finishing && grown > device.hardwareBufferBytes &&
-          budget_.tryAcquire(grown - device.hardwareBufferBytes)) {
-        budgetHeld_ += grown - device.hardwareBufferBytes;
+      // for with gpu_metrics_buffer_mb, where that is larger). The device's host images grow
+      // with it (PmDevice::restart): their growth, in proportion, is asked for too.
+      const std::size_t buffer = device.hardwareBufferBytes;
+      const std::size_t grown = std::min(buffer * 2, std::max(kMaxHardwareBufferBytes, buffer));
+      const std::size_t imagesGrowth = device.hostBytes * (grown - buffer) / buffer;
+      if (!finishing && grown > buffer && budget_.tryAcquire(grown - buffer + imagesGrowth)) {
+        budgetHeld_ += grown - buffer + imagesGrowth;
         device.hardwareBufferBytes = grown;
+        device.hostBytes += imagesGrowth;
       }
       log(LogLevel::Warning,
           "GPU metrics: the hardware sample buffer of GPU {} filled (decoding fell behind); "
@@ -303,11 +304,14 @@ void PmSampler::decodeDevice(uint32_t id, Device& device, bool finishing) {
         queued_.metricsCompleteUntil.emplace_back(id, INT64_MAX);
         return;
       }
-      // The device's host image grew with the buffer: counted too (past the cap if need
-      // be: it is already taken).
+      // What the images took in fact, against what was asked for (it is taken already).
       if (const std::size_t host = device.pm->hostBytes(); host > device.hostBytes) {
         budget_.forceAcquire(host - device.hostBytes);
         budgetHeld_ += host - device.hostBytes;
+        device.hostBytes = host;
+      } else if (host < device.hostBytes) {
+        budget_.release(device.hostBytes - host);
+        budgetHeld_ -= device.hostBytes - host;
         device.hostBytes = host;
       }
       device.dropNext = true;

@@ -45,13 +45,12 @@ struct GpuOptions {
   bool insideDriverInit = false;
   std::size_t bufferBytes = 4 << 20;       // one activity buffer
   std::size_t maxBufferBytes = 256 << 20;  // all activity buffers together, at most
-  // CUPTI's worker thread flushes completed buffers this often (cuptiActivityFlushPeriod);
-  // 0 leaves the timing to CUPTI's own heuristics. It hands over full buffers only.
-  uint32_t flushPeriodMs = 0;
   // How often a thread of kinetrace's own asks CUPTI for every buffer whose records are
-  // complete, full or not (cuptiActivityFlushAll(0)): the records of a program that
-  // launches little then wait about this long, not until a buffer fills. 0: never asked.
-  uint32_t flushRequestPeriodMs = 0;
+  // complete, full or not (cuptiActivityFlushAll(0)), so the records of a program that
+  // launches little wait about this long, not until a buffer fills; CUPTI's own period
+  // (cuptiActivityFlushPeriod, which hands over full buffers only) is set the same. 0: not
+  // asked, CUPTI's heuristics.
+  uint32_t flushPeriodMs = 0;
   // GPU hardware metrics to sample over time on every device the program uses (none: no
   // sampling), and how often.
   std::vector<GpuMetric> metrics;

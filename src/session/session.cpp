@@ -43,7 +43,6 @@ GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   gpu.bufferBytes = config.gpuBufferKb * 1024;
   gpu.maxBufferBytes = config.memoryCapBytes();
   gpu.flushPeriodMs = config.gpuFlushMs;
-  gpu.flushRequestPeriodMs = config.gpuFlushMs;
   if (!config.gpuMetrics.empty()) {
     // Checked when the key was set: a list that fails here was assigned around set().
     auto metrics = parseGpuMetricList(config.gpuMetrics);

@@ -356,7 +356,7 @@ TEST_F(CuptiSourceTest, CompleteBuffersAreAskedForEveryPeriodUntilDisable) {
     EXPECT_EQ(asked(), 0) << "not asked unless a period is configured";
   }
   GpuOptions options = kernelsOnly();
-  options.flushRequestPeriodMs = 1;
+  options.flushPeriodMs = 1;
   CuptiSource source(environment(fake_));
   ASSERT_TRUE(source.enable(options, budget_).ok());
   // Asked only once the program has launched work in a context (before, it may still be

@@ -29,6 +29,8 @@ struct Script {
   std::vector<std::string> preparedWith;
   std::size_t preparedHardwareBufferBytes = 0;
   std::size_t restartedHardwareBufferBytes = 0;
+  std::size_t hostBytes = 1024;
+  bool imagesFollowTheBuffer = false;  // hostBytes becomes half the buffer, as CUPTI's grow
 };
 
 class StandInDevice final : public PmDevice {
@@ -60,9 +62,10 @@ class StandInDevice final : public PmDevice {
   Status restart(std::size_t hardwareBufferBytes) override {
     ++script_.restarts;
     script_.restartedHardwareBufferBytes = hardwareBufferBytes;
+    if (script_.imagesFollowTheBuffer) script_.hostBytes = hardwareBufferBytes / 2;
     return {};
   }
-  std::size_t hostBytes() const override { return 1024; }
+  std::size_t hostBytes() const override { return script_.hostBytes; }
 
  private:
   Script& script_;
@@ -213,6 +216,35 @@ TEST_F(PmSamplerTest, AnOverflowGrowsTheHardwareBufferOnlyAsFarAsTheMemoryCapAll
   EXPECT_EQ(budget_.used(), heldAt64);
   sampler.reset();
   EXPECT_EQ(budget_.used(), 0u) << "everything the sampler held is given back";
+}
+
+TEST_F(PmSamplerTest, TheImagesThatGrowWithTheBufferAreCountedInTheCapToo) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  for (const std::size_t cap : {90 * kMiB, 200 * kMiB}) {
+    SCOPED_TRACE(cap);
+    budget_.setCap(cap);
+    script_ = Script{};
+    script_.hostBytes = 16 * kMiB;  // half the 32 MiB buffer
+    script_.imagesFollowTheBuffer = true;
+    Script::Decode overflow;
+    overflow.outcome = PmDecodeResult::HardwareOverflow;
+    script_.decodes.push_back(overflow);
+    auto sampler = make({0}, 32 * kMiB);
+    sampler->start();  // set up (buffer and images: 48 MiB, and a small queue), overflows
+    // What the budget holds besides the buffer and the images: the hand-over queue, < 1 MiB.
+    if (cap == 90 * kMiB) {
+      // A 64 MiB buffer alone would fit (+32 MiB); with its images (+16 MiB) it does not.
+      EXPECT_EQ(script_.restartedHardwareBufferBytes, 32 * kMiB);
+      EXPECT_GE(budget_.used(), 48 * kMiB);
+      EXPECT_LT(budget_.used(), 49 * kMiB);
+    } else {
+      EXPECT_EQ(script_.restartedHardwareBufferBytes, 64 * kMiB);
+      EXPECT_GE(budget_.used(), 96 * kMiB);
+      EXPECT_LT(budget_.used(), 97 * kMiB);
+    }
+    sampler.reset();
+    EXPECT_EQ(budget_.used(), 0u);
+  }
 }
 
 TEST_F(PmSamplerTest, AFullHostImageIsDecodedAgainAtOnce) {
