@@ -8,6 +8,9 @@ namespace kinetrace::detail {
 namespace {
 // CUPTI requires activity buffers aligned to 8 bytes.
 constexpr std::size_t kAlignment = 8;
+// A buffer handed back with more room than this left was not full: no CUPTI record is
+// anywhere near this size (a kernel record is about 200 bytes).
+constexpr std::size_t kRoomOfAFullBuffer = 4096;
 }  // namespace
 
 BufferPool::BufferPool(std::size_t bufferBytes, std::size_t maxBuffers, MemoryBudget& budget)
@@ -17,6 +20,7 @@ BufferPool::BufferPool(std::size_t bufferBytes, std::size_t maxBuffers, MemoryBu
   // Reserved up front so that release() and the request path never allocate.
   free_.reserve(maxBuffers_);
   all_.reserve(maxBuffers_);
+  lentAtNs_.reserve(maxBuffers_);
 }
 
 BufferPool::~BufferPool() {
@@ -24,17 +28,21 @@ BufferPool::~BufferPool() {
   budget_.release(all_.size() * bufferBytes_);
 }
 
-uint8_t* BufferPool::acquire() noexcept {
+uint8_t* BufferPool::acquire(int64_t nowNs) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!free_.empty()) {
     uint8_t* buffer = free_.back();
     free_.pop_back();
+    // A search among the buffers allocated, once per buffer of records: a few in steady state.
+    const auto index = std::find(all_.begin(), all_.end(), buffer) - all_.begin();
+    lentAtNs_[static_cast<std::size_t>(index)] = nowNs;
     return buffer;
   }
   if (all_.size() < maxBuffers_ && budget_.tryAcquire(bufferBytes_)) {
     auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, bufferBytes_));
     if (buffer != nullptr) {
       all_.push_back(buffer);
+      lentAtNs_.push_back(nowNs);
       return buffer;
     }
     budget_.release(bufferBytes_);
@@ -47,6 +55,32 @@ void BufferPool::release(uint8_t* buffer) noexcept {
   if (buffer == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   free_.push_back(buffer);
+}
+
+void BufferPool::noteHandedBack(const uint8_t* buffer, std::size_t validSize, int64_t nowNs,
+                                bool windowEnd) noexcept {
+  if (buffer == nullptr || validSize == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = std::find(all_.begin(), all_.end(), buffer);
+  if (found == all_.end()) return;  // not one of ours
+  ++handOvers_.count;
+  if (windowEnd) {
+    ++handOvers_.atWindowEnd;
+  } else if (validSize + kRoomOfAFullBuffer < bufferBytes_) {
+    ++handOvers_.beforeFull;
+  }
+  const int64_t held = nowNs - lentAtNs_[static_cast<std::size_t>(found - all_.begin())];
+  handOvers_.longestHeldNs = std::max(handOvers_.longestHeldNs, held);
+}
+
+BufferPool::HandOvers BufferPool::handOvers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return handOvers_;
+}
+
+void BufferPool::resetHandOvers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  handOvers_ = {};
 }
 
 uint64_t BufferPool::takeRefused() {

@@ -10,7 +10,8 @@
 // Activity buffers lent to CUPTI: fixed-size, 8-byte aligned, reused rather than freed and
 // reallocated, and counted in the tracer's MemoryBudget. When every buffer is in use and the
 // budget refuses another, a request is refused: CUPTI then drops records (and counts them),
-// and the pool counts the refusal.
+// and the pool counts the refusal. It also keeps how CUPTI handed buffers back: a record
+// waits in its buffer until then, and a launch waits for its record (HandOvers).
 //
 // Called from CUPTI's threads (request) and from the pipeline thread (release), never
 // from the application's hot path; a mutex is fine here.
@@ -19,14 +20,29 @@ namespace kinetrace::detail {
 
 class BufferPool {
  public:
+  // Buffers CUPTI handed back holding records, since resetHandOvers().
+  struct HandOvers {
+    uint64_t count = 0;
+    uint64_t beforeFull = 0;    // with room for more records: a flush asked for them
+    uint64_t atWindowEnd = 0;   // by the flush that ends a window (counted apart from those)
+    int64_t longestHeldNs = 0;  // the longest one stayed with CUPTI, lent to handed back
+  };
+
   // At most `maxBuffers` buffers exist at once (at least one).
   BufferPool(std::size_t bufferBytes, std::size_t maxBuffers, MemoryBudget& budget);
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
-  // A buffer of bufferBytes(), or nullptr when the budget or the count is exhausted (counted).
-  uint8_t* acquire() noexcept;
+  // A buffer of bufferBytes(), or nullptr when the budget or the count is exhausted (counted),
+  // lent at `nowNs`.
+  uint8_t* acquire(int64_t nowNs) noexcept;
+  // CUPTI handed `buffer` back at `nowNs` with `validSize` bytes of records; `windowEnd`: by
+  // the flush that ends a window. An empty buffer is not counted.
+  void noteHandedBack(const uint8_t* buffer, std::size_t validSize, int64_t nowNs,
+                      bool windowEnd) noexcept;
+  HandOvers handOvers() const;
+  void resetHandOvers();
   // Gives a buffer back for reuse.
   void release(uint8_t* buffer) noexcept;
 
@@ -43,7 +59,9 @@ class BufferPool {
   mutable std::mutex mutex_;
   std::vector<uint8_t*> free_;
   std::vector<uint8_t*> all_;
+  std::vector<int64_t> lentAtNs_;  // all_[i] was last lent at lentAtNs_[i]
   uint64_t refused_ = 0;
+  HandOvers handOvers_;
 };
 
 }  // namespace kinetrace::detail

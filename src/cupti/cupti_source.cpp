@@ -293,7 +293,11 @@ void CuptiSource::start(int64_t) {
   size_t ignored = 0;
   cuptiSucceeded(env_.cupti->activityGetNumDroppedRecords(nullptr, 0, &ignored),
                  "cuptiActivityGetNumDroppedRecords");
-  if (pool_) pool_->takeRefused();
+  if (pool_) {
+    pool_->takeRefused();
+    pool_->resetHandOvers();
+  }
+  windowEnding_.store(false, std::memory_order_relaxed);
   // The window's trace has a string table of its own, which may sit where the last
   // window's did once that trace was dropped: the first poll starts a new name cache
   // whatever the address. (The pipeline thread that polls starts after this returns.)
@@ -377,6 +381,7 @@ int64_t CuptiSource::finishWindow() {
   // The samples that cover the window's last work, decoded before the final poll.
   if (metrics_) metrics_->finish();
 
+  windowEnding_.store(true, std::memory_order_relaxed);
   cuptiSucceeded(env_.cupti->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
                  "cuptiActivityFlushAll(FORCED)");
   size_t dropped = 0;
@@ -425,12 +430,23 @@ std::string CuptiSource::describe() const {
 }
 
 Metadata CuptiSource::metadata() const {
-  return Metadata{
+  Metadata metadata{
       {"cupti_version", Value(cuptiVersion_)},
       {"cuda_driver_version", Value(driver_.driverVersion())},
       {"cuda_runtime_version", Value(cudaRuntimeVersion())},
       {"kinetrace_gpu_clock", Value(ownClock_ ? "cupti_timestamp_callback" : "measured_offset")},
   };
+  if (pool_) {
+    // How long records waited in CUPTI's hands: a launch whose record is not back 30 s after
+    // it is written without its link (kinetrace_gpu_ops_without_launch).
+    const BufferPool::HandOvers h = pool_->handOvers();
+    metadata.push_back({"kinetrace_gpu_buffers",
+                        Value::object({{"handed_over", h.count},
+                                       {"before_full", h.beforeFull},
+                                       {"at_window_end", h.atWindowEnd},
+                                       {"longest_held_ms", h.longestHeldNs / 1'000'000}})});
+  }
+  return metadata;
 }
 
 std::vector<DeviceInfo> CuptiSource::devices(StringTable& strings) const {
@@ -451,7 +467,7 @@ std::string CuptiSource::apiName(ApiDomain domain, uint32_t callbackId) const {
 void CuptiSource::onBufferRequested(uint8_t** buffer, size_t* size,
                                     size_t* maxNumRecords) noexcept {
   *maxNumRecords = 0;  // as many as fit
-  *buffer = pool_ ? pool_->acquire() : nullptr;
+  *buffer = pool_ ? pool_->acquire(Clock::instance().nowNs()) : nullptr;
   *size = *buffer != nullptr ? pool_->bufferBytes() : 0;
 }
 
@@ -462,6 +478,10 @@ void CuptiSource::onBufferCompleted(CUcontext context, uint32_t streamId, uint8_
                  "cuptiActivityGetNumDroppedRecords");
   std::lock_guard<std::mutex> lock(queueMutex_);
   droppedRecords_ += dropped;
+  if (pool_) {
+    pool_->noteHandedBack(buffer, validSize, Clock::instance().nowNs(),
+                          windowEnding_.load(std::memory_order_relaxed));
+  }
   // Capacity was reserved for every buffer the pool can lend: this never allocates.
   if (buffer != nullptr) queue_.push_back(Completed{buffer, validSize});
 }

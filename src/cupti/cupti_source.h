@@ -108,6 +108,7 @@ class CuptiSource final : public GpuSource {
   std::mutex queueMutex_;
   std::vector<Completed> queue_;
   uint64_t droppedRecords_ = 0;
+  std::atomic<bool> windowEnding_{false};  // the window's last flush has begun
 
   // The pipeline thread's own.
   std::vector<Completed> batch_;  // queue_'s contents, swapped out to decode without the lock

@@ -17,10 +17,10 @@ constexpr std::size_t kBuffer = 64 * 1024;
 TEST(BufferPoolTest, ReleasedBufferIsLentAgainInsteadOfANewOne) {
   MemoryBudget budget(64 * kBuffer);
   BufferPool pool(kBuffer, 4, budget);
-  uint8_t* first = pool.acquire();
+  uint8_t* first = pool.acquire(0);
   ASSERT_NE(first, nullptr);
   pool.release(first);
-  EXPECT_EQ(pool.acquire(), first);
+  EXPECT_EQ(pool.acquire(0), first);
   EXPECT_EQ(pool.allocated(), 1u);
   EXPECT_EQ(budget.used(), kBuffer);
 }
@@ -32,7 +32,7 @@ TEST(BufferPoolTest, BuffersAreEightByteAlignedAndDistinct) {
   EXPECT_GE(pool.bufferBytes(), kBuffer + 3);
   std::set<uint8_t*> seen;
   for (int i = 0; i < 4; ++i) {
-    uint8_t* buffer = pool.acquire();
+    uint8_t* buffer = pool.acquire(0);
     ASSERT_NE(buffer, nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer) % 8, 0u);
     EXPECT_TRUE(seen.insert(buffer).second);
@@ -46,32 +46,32 @@ TEST(BufferPoolTest, AtLeastOneBufferMayExist) {
   // CUPTI cannot record anything without a buffer.
   BufferPool none(kBuffer, 0, budget);
   EXPECT_EQ(none.maxBuffers(), 1u);
-  EXPECT_NE(none.acquire(), nullptr);
+  EXPECT_NE(none.acquire(0), nullptr);
 }
 
 TEST(BufferPoolTest, RequestBeyondTheBufferCountIsRefusedAndCounted) {
   MemoryBudget budget(64 * kBuffer);
   BufferPool pool(kBuffer, 2, budget);
-  uint8_t* a = pool.acquire();
-  uint8_t* b = pool.acquire();
+  uint8_t* a = pool.acquire(0);
+  uint8_t* b = pool.acquire(0);
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);
   EXPECT_EQ(pool.allocated(), 2u);
   EXPECT_EQ(budget.used(), 2 * kBuffer) << "a refused request takes nothing from the budget";
 
   pool.release(a);
-  EXPECT_EQ(pool.acquire(), a);  // room again once a buffer comes back
+  EXPECT_EQ(pool.acquire(0), a);  // room again once a buffer comes back
   EXPECT_EQ(pool.takeRefused(), 2u);
 }
 
 TEST(BufferPoolTest, RequestTheBudgetCannotCoverIsRefusedAndCounted) {
   MemoryBudget budget(2 * kBuffer + kBuffer / 2);  // room for two buffers, not three
   BufferPool pool(kBuffer, 10, budget);
-  ASSERT_NE(pool.acquire(), nullptr);
-  ASSERT_NE(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.acquire(), nullptr);
+  ASSERT_NE(pool.acquire(0), nullptr);
+  ASSERT_NE(pool.acquire(0), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);
   EXPECT_EQ(pool.allocated(), 2u);
   EXPECT_EQ(budget.used(), 2 * kBuffer);
   EXPECT_EQ(pool.takeRefused(), 1u);
@@ -83,20 +83,20 @@ TEST(BufferPoolTest, BudgetFreedByOthersLetsTheNextRequestThrough) {
   MemoryBudget budget(kBuffer);
   budget.forceAcquire(kBuffer);  // another holder has everything
   BufferPool pool(kBuffer, 10, budget);
-  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);
   budget.release(kBuffer);
-  EXPECT_NE(pool.acquire(), nullptr);
+  EXPECT_NE(pool.acquire(0), nullptr);
   EXPECT_EQ(pool.takeRefused(), 1u);
 }
 
 TEST(BufferPoolTest, TakeRefusedStartsTheCountAgain) {
   MemoryBudget budget(64 * kBuffer);
   BufferPool pool(kBuffer, 1, budget);
-  ASSERT_NE(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.acquire(), nullptr);
+  ASSERT_NE(pool.acquire(0), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);
   EXPECT_EQ(pool.takeRefused(), 1u);
   EXPECT_EQ(pool.takeRefused(), 0u);
-  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);
   EXPECT_EQ(pool.takeRefused(), 1u);
 }
 
@@ -104,15 +104,15 @@ TEST(BufferPoolTest, ReleasingNullIsHarmless) {
   MemoryBudget budget(64 * kBuffer);
   BufferPool pool(kBuffer, 1, budget);
   pool.release(nullptr);
-  EXPECT_NE(pool.acquire(), nullptr);
-  EXPECT_EQ(pool.acquire(), nullptr);  // the null did not become a lendable buffer
+  EXPECT_NE(pool.acquire(0), nullptr);
+  EXPECT_EQ(pool.acquire(0), nullptr);  // the null did not become a lendable buffer
 }
 
 TEST(BufferPoolTest, TinyBufferSizeIsRaisedToAUsableMinimum) {
   MemoryBudget budget(1 << 20);
   BufferPool pool(16, 1, budget);
   EXPECT_GE(pool.bufferBytes(), 1024u);
-  ASSERT_NE(pool.acquire(), nullptr);
+  ASSERT_NE(pool.acquire(0), nullptr);
   EXPECT_EQ(budget.used(), pool.bufferBytes()) << "the budget is charged what was allocated";
 }
 
@@ -120,8 +120,8 @@ TEST(BufferPoolTest, DestroyingThePoolGivesTheBudgetBackEveryBuffer) {
   MemoryBudget budget(64 * kBuffer);
   {
     BufferPool pool(kBuffer, 8, budget);
-    uint8_t* lent = pool.acquire();
-    uint8_t* returned = pool.acquire();
+    uint8_t* lent = pool.acquire(0);
+    uint8_t* returned = pool.acquire(0);
     ASSERT_NE(lent, nullptr);
     ASSERT_NE(returned, nullptr);
     pool.release(returned);
@@ -140,7 +140,7 @@ TEST(BufferPoolTest, ABufferIsNeverLentToTwoHoldersAtOnce) {
   for (uint8_t owner = 1; owner <= 4; ++owner) {
     threads.emplace_back([&, owner] {
       for (int i = 0; i < 2000; ++i) {
-        uint8_t* buffer = pool.acquire();
+        uint8_t* buffer = pool.acquire(0);
         if (buffer == nullptr) continue;
         std::memset(buffer, owner, 64);
         for (int b = 0; b < 64; ++b) {
@@ -153,6 +153,42 @@ TEST(BufferPoolTest, ABufferIsNeverLentToTwoHoldersAtOnce) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(collisions.load(), 0);
   EXPECT_LE(pool.allocated(), 4u);
+}
+
+TEST(BufferPoolTest, HandOversSayHowFullAndHowLongCuptiHeldTheBuffers) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 4, budget);
+  uint8_t* filled = pool.acquire(1'000);
+  uint8_t* flushed = pool.acquire(2'000);
+  uint8_t* empty = pool.acquire(3'000);
+  pool.noteHandedBack(filled, kBuffer - 100, 121'000, false);  // no room for another record
+  pool.noteHandedBack(flushed, 10'000, 7'000, false);          // handed back by a flush
+  pool.noteHandedBack(empty, 0, 900'000, false);               // nothing in it: not counted
+  BufferPool::HandOvers h = pool.handOvers();
+  EXPECT_EQ(h.count, 2u);
+  EXPECT_EQ(h.beforeFull, 1u);
+  EXPECT_EQ(h.atWindowEnd, 0u);
+  EXPECT_EQ(h.longestHeldNs, 120'000);
+
+  // Lent again: held from the new lending, not the first.
+  pool.release(filled);
+  ASSERT_EQ(pool.acquire(500'000), filled);
+  pool.resetHandOvers();
+  pool.noteHandedBack(filled, 64, 530'000, true);  // by the window's last flush
+  h = pool.handOvers();
+  EXPECT_EQ(h.count, 1u);
+  EXPECT_EQ(h.beforeFull, 0u) << "the window's end is counted apart";
+  EXPECT_EQ(h.atWindowEnd, 1u);
+  EXPECT_EQ(h.longestHeldNs, 30'000);
+}
+
+TEST(BufferPoolTest, ABufferNotLentByThePoolIsNotCounted) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 4, budget);
+  uint8_t foreign[64] = {};
+  pool.noteHandedBack(foreign, 64, 1'000, false);
+  pool.noteHandedBack(nullptr, 64, 1'000, false);
+  EXPECT_EQ(pool.handOvers().count, 0u);
 }
 
 }  // namespace

@@ -540,6 +540,39 @@ TEST_F(CuptiSourceTest, FinishWindowForcesCuptiToHandOverEveryBuffer) {
   EXPECT_EQ(pollOnce(source, strings_).records.kernels.size(), 1u);
 }
 
+// How records waited in CUPTI's hands, for the trace: a buffer handed over before it was
+// full (a flush asked), and those handed over by the window's last flush, apart.
+TEST_F(CuptiSourceTest, TheTraceSaysHowCuptiHandedItsBuffersOver) {
+  CuptiSource source(environment(fake_));
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
+  auto handOvers = [&source](const char* field) -> uint64_t {
+    for (const auto& member : source.metadata()) {
+      if (member.key != "kinetrace_gpu_buffers") continue;
+      const Value* value = member.value.find(field);
+      if (value == nullptr) break;
+      return value->kind() == Value::Kind::Int ? static_cast<uint64_t>(value->asInt())
+                                               : value->asUint();
+    }
+    ADD_FAILURE() << "no kinetrace_gpu_buffers." << field;
+    return 0;
+  };
+  source.start(1000);
+  fake_.deliver(oneKernel("k", 2000, 3000, 1));  // one record in a buffer of 64 KiB
+  fake_.hold(oneKernel("k", 3000, 4000, 2));
+  source.finishWindow();
+  EXPECT_EQ(handOvers("handed_over"), 2u);
+  EXPECT_EQ(handOvers("before_full"), 1u);
+  EXPECT_EQ(handOvers("at_window_end"), 1u);
+  EXPECT_LT(handOvers("longest_held_ms"), 60'000u);
+  pollOnce(source, strings_);
+  pollOnce(source, strings_);
+
+  source.start(5000);
+  EXPECT_EQ(handOvers("handed_over"), 0u) << "each window counts its own";
+  fake_.deliver(oneKernel("k", 6000, 7000, 3));
+  EXPECT_EQ(handOvers("before_full"), 1u) << "not the window's end any more";
+}
+
 TEST_F(CuptiSourceTest, DestroyingTheSourceGivesTheBudgetBackEveryBuffer) {
   {
     CuptiSource source(environment(fake_));

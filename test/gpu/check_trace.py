@@ -418,6 +418,9 @@ def check_drops(report, top, expect_drops):
     dropped = top.get("kinetrace_cupti_dropped_records")
     report.check("kinetrace_cupti_dropped_records present", is_int(dropped) and dropped >= 0,
                  f"got {dropped!r} (it is written even when 0)")
+    buffers = top.get("kinetrace_gpu_buffers")
+    if isinstance(buffers, dict):  # said, not judged: how long records waited in CUPTI's hands
+        report.info("CUPTI buffers handed over", ", ".join(f"{k} {v}" for k, v in buffers.items()))
     values = {k: top[k] for k in DROP_COUNTERS if is_int(top.get(k))}
     detail = ", ".join(f"{k}={v}" for k, v in values.items()) or "no drop counters"
     if expect_drops:
