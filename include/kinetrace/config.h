@@ -101,8 +101,10 @@ enum class GraphTrace {
 //                     buffer whose records are complete, full or not
 //                     (cuptiActivityFlushAll(0); CUPTI's own period, set to the same, hands
 //                     over full buffers only), so records never wait long for their buffer
-//                     to fill; 0: never asked (buffers then wait until full, and launches
-//                     wait for their records as long: past 30 s they are left unlinked)
+//                     to fill; 0: never asked (buffers then wait until full). A launch waits
+//                     for its record while CUPTI holds a buffer lent before the record was
+//                     due, up to 10 minutes (CUPTI's flush leaves out a buffer holding an
+//                     incomplete record: on a GPU never idle, until it is full)
 //   clock             auto | tsc | monotonic (see HostClock); read once per process
 //   cuda_graph_trace  node | graph (see GraphTrace): a graph launch's kernels, copies and
 //                     memsets one by one (the default), or one slice per launch

@@ -16,6 +16,14 @@ constexpr int64_t kLateCallGraceNs = 500'000'000;
 // calls forever would grow without bound. An operation arriving for it later is written
 // without its call and counted.
 constexpr int64_t kPendingExpiryNs = 30'000'000'000;
+// Unless CUPTI still holds a buffer lent before the call's records were due (it hands a
+// buffer back when it is full or flushed; a flush leaves out a buffer with a record still
+// incomplete, so on a GPU never idle a buffer can stay out for minutes): such a call is
+// kept until that buffer is back, at most this long, and the oldest such calls go when
+// more calls than this are waiting -- a few buffers' worth of records, a 4 MiB buffer
+// holding about 20,000.
+constexpr int64_t kPendingLongestNs = 600'000'000'000;
+constexpr std::size_t kCallsKeptPastExpiry = std::size_t{1} << 16;
 // Launches remembered per CUDA graph, to place the nodes of its conditional bodies.
 constexpr std::size_t kGraphLaunchesKept = 1024;
 // Graph nodes whose creation site is kept (a clone counts as a node). Nodes are made while
@@ -645,6 +653,7 @@ void Assembler::addGpu(GpuBatch& batch) {
   for (const auto& [correlationId, externalId] : batch.externalIds) {
     externalIds_[correlationId] = externalId;
   }
+  allGpuRecordsBeforeNs_ = batch.allRecordsBeforeNs;
   losses_.cuptiDroppedRecords += batch.droppedRecords;
   losses_.cuptiBuffersRefused += batch.buffersRefused;
   losses_.cuptiRecordsUndecoded += batch.undecoded;
@@ -706,8 +715,15 @@ int64_t Assembler::launchWatermark() {
 }
 
 void Assembler::expirePending(int64_t horizonNs) {
-  while (!pendingByStart_.empty() && pendingByStart_.top().first < horizonNs - kPendingExpiryNs) {
+  // The records of a call that began before `due` were written (30 s is long enough for
+  // its work to run) into buffers CUPTI has handed back: they came, or they never will.
+  const int64_t due = std::min(horizonNs, allGpuRecordsBeforeNs_) - kPendingExpiryNs;
+  const int64_t overdue = horizonNs - kPendingExpiryNs;
+  while (!pendingByStart_.empty()) {
     auto [start, id] = pendingByStart_.top();
+    const bool givenUp = start < due || start < horizonNs - kPendingLongestNs ||
+                         (start < overdue && pending_.size() > kCallsKeptPastExpiry);
+    if (!givenUp) break;
     pendingByStart_.pop();
     auto found = pending_.find(id);
     if (found != pending_.end() && found->second.startNs == start) pending_.erase(found);

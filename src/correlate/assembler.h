@@ -223,6 +223,8 @@ class Assembler final : public HostEventVisitor {
   std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
                       std::greater<>>
       pendingByStart_;
+  // GpuBatch::allRecordsBeforeNs of the latest batch: calls before it had their chance.
+  int64_t allGpuRecordsBeforeNs_ = INT64_MAX;
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
   GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
   LaunchTarget target_;          // the target of the call whose onApiCall comes next

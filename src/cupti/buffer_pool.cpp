@@ -21,6 +21,7 @@ BufferPool::BufferPool(std::size_t bufferBytes, std::size_t maxBuffers, MemoryBu
   free_.reserve(maxBuffers_);
   all_.reserve(maxBuffers_);
   lentAtNs_.reserve(maxBuffers_);
+  out_.reserve(maxBuffers_);
 }
 
 BufferPool::~BufferPool() {
@@ -33,9 +34,9 @@ uint8_t* BufferPool::acquire(int64_t nowNs) noexcept {
   if (!free_.empty()) {
     uint8_t* buffer = free_.back();
     free_.pop_back();
-    // A search among the buffers allocated, once per buffer of records: a few in steady state.
-    const auto index = std::find(all_.begin(), all_.end(), buffer) - all_.begin();
-    lentAtNs_[static_cast<std::size_t>(index)] = nowNs;
+    const std::size_t index = indexOf(buffer);
+    lentAtNs_[index] = nowNs;
+    out_[index] = true;
     return buffer;
   }
   if (all_.size() < maxBuffers_ && budget_.tryAcquire(bufferBytes_)) {
@@ -43,6 +44,7 @@ uint8_t* BufferPool::acquire(int64_t nowNs) noexcept {
     if (buffer != nullptr) {
       all_.push_back(buffer);
       lentAtNs_.push_back(nowNs);
+      out_.push_back(true);
       return buffer;
     }
     budget_.release(bufferBytes_);
@@ -54,22 +56,30 @@ uint8_t* BufferPool::acquire(int64_t nowNs) noexcept {
 void BufferPool::release(uint8_t* buffer) noexcept {
   if (buffer == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t index = indexOf(buffer);
+  if (index < out_.size()) out_[index] = false;
   free_.push_back(buffer);
+}
+
+std::size_t BufferPool::indexOf(const uint8_t* buffer) const {
+  // A search among the buffers allocated, a few times per buffer of records: a few exist in
+  // steady state, at most maxBuffers_.
+  return static_cast<std::size_t>(std::find(all_.begin(), all_.end(), buffer) - all_.begin());
 }
 
 void BufferPool::noteHandedBack(const uint8_t* buffer, std::size_t validSize, int64_t nowNs,
                                 bool windowEnd) noexcept {
   if (buffer == nullptr || validSize == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto found = std::find(all_.begin(), all_.end(), buffer);
-  if (found == all_.end()) return;  // not one of ours
+  const std::size_t index = indexOf(buffer);
+  if (index == all_.size()) return;  // not one of ours
   ++handOvers_.count;
   if (windowEnd) {
     ++handOvers_.atWindowEnd;
   } else if (validSize + kRoomOfAFullBuffer < bufferBytes_) {
     ++handOvers_.beforeFull;
   }
-  const int64_t held = nowNs - lentAtNs_[static_cast<std::size_t>(found - all_.begin())];
+  const int64_t held = nowNs - lentAtNs_[index];
   handOvers_.longestHeldNs = std::max(handOvers_.longestHeldNs, held);
 }
 
@@ -81,6 +91,15 @@ BufferPool::HandOvers BufferPool::handOvers() const {
 void BufferPool::resetHandOvers() {
   std::lock_guard<std::mutex> lock(mutex_);
   handOvers_ = {};
+}
+
+int64_t BufferPool::everythingBackBeforeNs(int64_t nowNs) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t before = nowNs;
+  for (std::size_t i = 0; i < all_.size(); ++i) {
+    if (out_[i]) before = std::min(before, lentAtNs_[i]);
+  }
+  return before;
 }
 
 uint64_t BufferPool::takeRefused() {

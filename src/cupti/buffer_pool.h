@@ -43,6 +43,10 @@ class BufferPool {
                       bool windowEnd) noexcept;
   HandOvers handOvers() const;
   void resetHandOvers();
+  // The time before which every buffer lent has come back through release(): a record is
+  // written into a buffer lent before it, so every record written before then has been
+  // handed over and decoded. `nowNs` when no buffer is out.
+  int64_t everythingBackBeforeNs(int64_t nowNs) const;
   // Gives a buffer back for reuse.
   void release(uint8_t* buffer) noexcept;
 
@@ -53,6 +57,9 @@ class BufferPool {
   std::size_t allocated() const;
 
  private:
+  // all_'s index of `buffer`; all_.size() when it is not one of the pool's. Under mutex_.
+  std::size_t indexOf(const uint8_t* buffer) const;
+
   const std::size_t bufferBytes_;
   const std::size_t maxBuffers_;
   MemoryBudget& budget_;
@@ -60,6 +67,7 @@ class BufferPool {
   std::vector<uint8_t*> free_;
   std::vector<uint8_t*> all_;
   std::vector<int64_t> lentAtNs_;  // all_[i] was last lent at lentAtNs_[i]
+  std::vector<bool> out_;          // all_[i] is lent (with CUPTI or not yet decoded)
   uint64_t refused_ = 0;
   HandOvers handOvers_;
 };

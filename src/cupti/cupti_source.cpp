@@ -336,6 +336,8 @@ bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
     pool_->release(completed.buffer);
   }
   out.buffersRefused += pool_->takeRefused();
+  // After the release above: the buffer just decoded no longer holds it back.
+  out.allRecordsBeforeNs = pool_->everythingBackBeforeNs(Clock::instance().nowNs());
   if (metrics_) metrics_->drain(out);
   noteNewDevices(out, strings);
   return batchNext_ < batch_.size();
@@ -437,8 +439,8 @@ Metadata CuptiSource::metadata() const {
       {"kinetrace_gpu_clock", Value(ownClock_ ? "cupti_timestamp_callback" : "measured_offset")},
   };
   if (pool_) {
-    // How long records waited in CUPTI's hands: a launch whose record is not back 30 s after
-    // it is written without its link (kinetrace_gpu_ops_without_launch).
+    // How long records waited in CUPTI's hands; a launch whose record waited past the
+    // assembler's limits is written without its link (kinetrace_gpu_ops_without_launch).
     const BufferPool::HandOvers h = pool_->handOvers();
     metadata.push_back({"kinetrace_gpu_buffers",
                         Value::object({{"handed_over", h.count},

@@ -76,6 +76,9 @@ struct GpuBatch {
   uint64_t droppedRecords = 0;  // CUPTI dropped since the last poll
   uint64_t buffersRefused = 0;  // buffer requests refused since the last poll
   uint64_t undecoded = 0;       // record kinds kinetrace does not decode
+  // Every GPU record written before this time is in this batch or an earlier one: CUPTI has
+  // handed back every buffer it was lent before then. INT64_MAX: the source cannot tell.
+  int64_t allRecordsBeforeNs = INT64_MAX;
   // The session's metrics, in the first batch after start() of a window that samples them.
   std::optional<GpuMetricSet> metricSet;
   GpuMetricLosses metricLosses;  // since the last poll

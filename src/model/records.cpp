@@ -83,6 +83,7 @@ void GpuBatch::clear() {
   externalIds.clear();
   newDevices.clear();
   droppedRecords = buffersRefused = undecoded = 0;
+  allRecordsBeforeNs = INT64_MAX;
   metricSet.reset();
   metricLosses = GpuMetricLosses{};
   metricsCompleteUntil.clear();

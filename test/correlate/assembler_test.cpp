@@ -48,9 +48,12 @@ class AssemblerTest : public ::testing::Test {
     k.at.streamId = stream;
     return k;
   }
-  void gpu(std::vector<KernelRecord> kernels) {
+  // `allRecordsBefore`: the source's word that every record written before then has come
+  // (GpuBatch::allRecordsBeforeNs); by default it cannot tell.
+  void gpu(std::vector<KernelRecord> kernels, int64_t allRecordsBefore = INT64_MAX) {
     GpuBatch batch;
     batch.records.kernels = std::move(kernels);
+    batch.allRecordsBeforeNs = allRecordsBefore;
     assembler->addGpu(batch);
   }
   void assemble(int64_t horizon) { assembler->assemble(horizon, out); }
@@ -459,6 +462,75 @@ TEST_F(AssemblerTest, CallsWhoseRecordsNeverComeAreForgottenAfterAWhile) {
   ASSERT_EQ(out.kernels.size(), 1u);
   EXPECT_FALSE(out.kernels[0].at.hasLaunchCall);
   EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u) << "a late record is counted, not lost";
+}
+
+// CUPTI hands a buffer back when it is full or flushed, and a flush leaves a buffer out
+// while one of its records is incomplete: a kernel's record can come minutes after its
+// launch. Its call waits as long as CUPTI holds a buffer lent before the record was due.
+TEST_F(AssemblerTest, ACallIsKeptPast30sWhileCuptiHoldsABufferItsRecordMayBeIn) {
+  make();
+  call(5, kStart + kSecond, kStart + kSecond + 10, CallEffect::Kernel);
+  gpu({}, /*allRecordsBefore=*/kStart + kSecond - 1000);  // lent just before the call, still out
+  assemble(kStart + 100 * kSecond);
+  EXPECT_TRUE(out.kernels.empty());
+  gpu({kernel(5, kStart + kSecond + 100, kStart + kSecond + 200)}, kStart + 100 * kSecond);
+  assemble(kStart + 100 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_TRUE(out.kernels[0].at.hasLaunchCall) << "joined 99 s after its launch";
+  EXPECT_EQ(out.flows.size(), 1u);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 0u);
+}
+
+TEST_F(AssemblerTest, OnceEveryBufferLentBeforeItIsBackACallIsGivenUpAsBefore) {
+  make();
+  call(5, kStart + kSecond, kStart + kSecond + 10, CallEffect::Kernel);
+  call(6, kStart + 80 * kSecond, kStart + 80 * kSecond + 10, CallEffect::Kernel);
+  gpu({}, kStart + kSecond - 1000);
+  assemble(kStart + 100 * kSecond);
+  gpu({}, kStart + 100 * kSecond);  // back, without call 5's record: it never comes
+  assemble(kStart + 100 * kSecond);
+  gpu({kernel(5, kStart + 101 * kSecond, kStart + 102 * kSecond),
+       kernel(6, kStart + 101 * kSecond, kStart + 102 * kSecond)},
+      kStart + 103 * kSecond);
+  assemble(kStart + 103 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 2u);
+  for (const KernelRecord& k : out.kernels) {
+    EXPECT_EQ(k.at.hasLaunchCall, k.at.correlationId == 6)
+        << "call 6 is under 30 s old, call 5 was given up; kernel " << k.at.correlationId;
+  }
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
+}
+
+TEST_F(AssemblerTest, ABufferCuptiNeverHandsBackHoldsNoCallPastTenMinutes) {
+  make();
+  call(5, kStart + kSecond, kStart + kSecond + 10, CallEffect::Kernel);
+  gpu({}, kStart);
+  assemble(kStart + 590 * kSecond);
+  const std::size_t holding = assembler->heldBytes();
+  assemble(kStart + 620 * kSecond);
+  EXPECT_LT(assembler->heldBytes(), holding);
+  gpu({kernel(5, kStart + 2 * kSecond, kStart + 3 * kSecond)}, kStart);
+  assemble(kStart + 621 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_FALSE(out.kernels[0].at.hasLaunchCall);
+  EXPECT_EQ(assembler->losses().gpuOpsWithoutLaunch, 1u);
+}
+
+TEST_F(AssemblerTest, CallsKeptPast30sAreBoundedInNumberOldestGivenUpFirst) {
+  make();
+  constexpr uint32_t kCalls = 70'000;  // more than the 65,536 kept past their 30 s
+  for (uint32_t i = 1; i <= kCalls; ++i) call(i, kStart + i, kStart + i + 1, CallEffect::Kernel);
+  gpu({}, kStart);
+  assemble(kStart + 60 * kSecond);
+  gpu({kernel(1, kStart + 61 * kSecond, kStart + 62 * kSecond),
+       kernel(kCalls, kStart + 61 * kSecond, kStart + 62 * kSecond)},
+      kStart);
+  assemble(kStart + 63 * kSecond);
+  ASSERT_EQ(out.kernels.size(), 2u);
+  for (const KernelRecord& k : out.kernels) {
+    EXPECT_EQ(k.at.hasLaunchCall, k.at.correlationId == kCalls)
+        << "the oldest went, the newest stayed; kernel " << k.at.correlationId;
+  }
 }
 
 TEST_F(AssemblerTest, SheddingGivesUpOnTheOldestCallsFirstAndLateRecordsAreCounted) {

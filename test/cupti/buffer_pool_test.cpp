@@ -182,6 +182,23 @@ TEST(BufferPoolTest, HandOversSayHowFullAndHowLongCuptiHeldTheBuffers) {
   EXPECT_EQ(h.longestHeldNs, 30'000);
 }
 
+TEST(BufferPoolTest, EverythingIsBackBeforeTheOldestBufferStillOut) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 4, budget);
+  EXPECT_EQ(pool.everythingBackBeforeNs(50), 50) << "nothing lent: every record has come";
+  uint8_t* first = pool.acquire(100);
+  uint8_t* second = pool.acquire(200);
+  EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 100);
+  pool.noteHandedBack(first, 64, 300, false);
+  EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 100) << "handed back, not yet decoded";
+  pool.release(first);
+  EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 200);
+  pool.release(second);
+  EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 1'000);
+  ASSERT_NE(pool.acquire(400), nullptr);
+  EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 400) << "lent again: from its new lending";
+}
+
 TEST(BufferPoolTest, ABufferNotLentByThePoolIsNotCounted) {
   MemoryBudget budget(64 * kBuffer);
   BufferPool pool(kBuffer, 4, budget);

@@ -573,6 +573,25 @@ TEST_F(CuptiSourceTest, TheTraceSaysHowCuptiHandedItsBuffersOver) {
   EXPECT_EQ(handOvers("before_full"), 1u) << "not the window's end any more";
 }
 
+// The assembler keeps a launch waiting while its record may still be in a buffer CUPTI holds.
+TEST_F(CuptiSourceTest, ABatchSaysBeforeWhenEveryRecordHasCome) {
+  CuptiSource source(environment(fake_));
+  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
+  source.start(1000);
+  const int64_t beforeLending = Clock::instance().nowNs();
+  fake_.hold(oneKernel("k", 2000, 3000, 1));  // lent now, kept by CUPTI
+  const int64_t afterLending = Clock::instance().nowNs();
+  GpuBatch batch = pollOnce(source, strings_);
+  EXPECT_GE(batch.allRecordsBeforeNs, beforeLending);
+  EXPECT_LE(batch.allRecordsBeforeNs, afterLending) << "the held buffer's lending";
+
+  source.finishWindow();
+  const int64_t handedBack = Clock::instance().nowNs();
+  batch = pollOnce(source, strings_);
+  EXPECT_EQ(batch.records.kernels.size(), 1u);
+  EXPECT_GE(batch.allRecordsBeforeNs, handedBack) << "nothing out: up to the poll";
+}
+
 TEST_F(CuptiSourceTest, DestroyingTheSourceGivesTheBudgetBackEveryBuffer) {
   {
     CuptiSource source(environment(fake_));
