@@ -114,4 +114,9 @@ std::size_t BufferPool::allocated() const {
   return all_.size();
 }
 
+std::size_t BufferPool::lentOut() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return all_.size() - free_.size();
+}
+
 }  // namespace kinetrace::detail

@@ -55,6 +55,8 @@ class BufferPool {
   // Refusals since the last call (the count starts again from zero).
   uint64_t takeRefused();
   std::size_t allocated() const;
+  // Buffers lent and not yet released: with CUPTI, or handed back and not yet decoded.
+  std::size_t lentOut() const;
 
  private:
   // all_'s index of `buffer`; all_.size() when it is not one of the pool's. Under mutex_.

@@ -337,10 +337,25 @@ bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
   }
   out.buffersRefused += pool_->takeRefused();
   // After the release above: the buffer just decoded no longer holds it back.
-  out.allRecordsBeforeNs = pool_->everythingBackBeforeNs(Clock::instance().nowNs());
+  const int64_t now = Clock::instance().nowNs();
+  out.allRecordsBeforeNs = pool_->everythingBackBeforeNs(now);
+  reportBuffers(now, out.allRecordsBeforeNs);
   if (metrics_) metrics_->drain(out);
   noteNewDevices(out, strings);
   return batchNext_ < batch_.size();
+}
+
+void CuptiSource::reportBuffers(int64_t nowNs, int64_t allRecordsBeforeNs) {
+  // At debug level, every 10 s: whether records wait in CUPTI's hands (and launches for them).
+  constexpr int64_t kReportNs = 10'000'000'000;
+  if (nowNs - buffersReportedNs_ < kReportNs) return;
+  buffersReportedNs_ = nowNs;
+  const BufferPool::HandOvers h = pool_->handOvers();
+  log(LogLevel::Debug,
+      "activity buffers: {} out, the oldest lent {:.1f} s ago; this window {} handed back, {} "
+      "before they were full, the longest held {:.1f} s",
+      pool_->lentOut(), static_cast<double>(nowNs - allRecordsBeforeNs) / 1e9, h.count,
+      h.beforeFull, static_cast<double>(h.longestHeldNs) / 1e9);
 }
 
 void CuptiSource::flushCompleteBuffers() noexcept {

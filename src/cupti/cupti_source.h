@@ -77,6 +77,7 @@ class CuptiSource final : public GpuSource {
   int64_t sampleTimeToTrace(uint64_t cuptiNs) const;
   void noteNewDevices(GpuBatch& out, StringTable& strings);
   void flushCompleteBuffers() noexcept;
+  void reportBuffers(int64_t nowNs, int64_t allRecordsBeforeNs);
 
   Environment env_;
   GpuOptions options_;
@@ -116,6 +117,7 @@ class CuptiSource final : public GpuSource {
   ActivityDecoder decoder_;
   StringTable* decoderStrings_ = nullptr;
   std::set<uint32_t> describedDevices_;
+  int64_t buffersReportedNs_ = 0;  // when reportBuffers() last said something
 };
 
 }  // namespace kinetrace::detail

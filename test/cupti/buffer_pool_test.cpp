@@ -191,7 +191,9 @@ TEST(BufferPoolTest, EverythingIsBackBeforeTheOldestBufferStillOut) {
   EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 100);
   pool.noteHandedBack(first, 64, 300, false);
   EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 100) << "handed back, not yet decoded";
+  EXPECT_EQ(pool.lentOut(), 2u);
   pool.release(first);
+  EXPECT_EQ(pool.lentOut(), 1u);
   EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 200);
   pool.release(second);
   EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 1'000);
