@@ -306,13 +306,8 @@ void CuptiSource::start(int64_t) {
   droppedRecords_ = 0;
 }
 
-bool CuptiSource::poll(GpuBatch& out, StringTable& strings, bool requestFlush) {
+bool CuptiSource::poll(GpuBatch& out, StringTable& strings) {
   if (!enabled_) return false;
-  if (requestFlush && collecting_) {
-    // Buffers whose records are all complete, full or not (CUPTI's "default flush", meant to
-    // be called periodically from a thread of the tool's own).
-    cuptiSucceeded(env_.cupti->activityFlushAll(0), "cuptiActivityFlushAll(0)");
-  }
   if (decoderStrings_ != &strings) {
     decoder_.useStrings(strings);
     decoderStrings_ = &strings;

@@ -44,7 +44,7 @@ class CuptiSource final : public GpuSource {
 
   Status enable(const GpuOptions& options, MemoryBudget& budget) override;
   void start(int64_t startNs) override;
-  bool poll(GpuBatch& out, StringTable& strings, bool requestFlush) override;
+  bool poll(GpuBatch& out, StringTable& strings) override;
   int64_t finishWindow() override;
   void stopCollecting() noexcept override;
   void disable() noexcept override;

@@ -104,10 +104,9 @@ class GpuSource {
   virtual void start(int64_t startNs) = 0;
   // Decodes the oldest buffer CUPTI has handed over into `out`, interning names in
   // `strings`, and returns whether more wait: one buffer at a time, so that records
-  // decoded but not yet accounted fit in decodeRoomBytes(). With
-  // `requestFlush`, first asks CUPTI for buffers whose records are complete even if the
-  // buffers are not full, so records never wait long.
-  virtual bool poll(GpuBatch& out, StringTable& strings, bool requestFlush) = 0;
+  // decoded but not yet accounted fit in decodeRoomBytes(). Buffers are asked for by the
+  // source itself (GpuOptions::flushPeriodMs), never from here.
+  virtual bool poll(GpuBatch& out, StringTable& strings) = 0;
   // What the records of one poll may take before the pipeline accounts them: it sets this
   // much aside in the budget while it records.
   virtual std::size_t decodeRoomBytes() const = 0;

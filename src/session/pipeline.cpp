@@ -114,7 +114,7 @@ void Pipeline::cycle(int64_t horizonNs, int64_t untilNs) {
       // a thread of the source's own (cupti/periodic_flusher.h); asking from here could
       // wait on CUPTI while a program thread, inside a CUPTI callback, waits on us
       // (cudaProfilerStop stopping the session).
-      moreGpu = setup_.gpu->poll(gpuBatch_, trace_->tables.strings, /*requestFlush=*/false);
+      moreGpu = setup_.gpu->poll(gpuBatch_, trace_->tables.strings);
       assembler_->addGpu(gpuBatch_);
     }
     assembler_->assemble(horizonNs, ready_);

@@ -324,9 +324,6 @@ TEST_F(CuptiSourceTest, CollectionThatCannotRestartIsReportedAndStaysOff) {
   EXPECT_TRUE(contains(log, describeCuptiResult(CUPTI_ERROR_NOT_INITIALIZED)));
   EXPECT_TRUE(fake_.enabledKinds.empty()) << "the kinds enabled before MEMSET are off again";
   EXPECT_TRUE(fake_.enabledCallbacks.empty());
-  const std::size_t flushes = fake_.flushes().size();
-  pollOnce(source, strings_, /*requestFlush=*/true);
-  EXPECT_EQ(fake_.flushes().size(), flushes) << "not collecting: nothing to flush";
 }
 
 TEST_F(CuptiSourceTest, DisableUnsubscribesAndReleasesCupti) {
@@ -371,6 +368,28 @@ TEST_F(CuptiSourceTest, CompleteBuffersAreAskedForEveryPeriodUntilDisable) {
   EXPECT_EQ(flags.back(), CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) << "nothing asked after disable";
 }
 
+TEST_F(CuptiSourceTest, AFlushCuptiRefusesEveryPeriodIsSaidOnce) {
+  fake_.failing[Call::FlushAll] = CUPTI_ERROR_UNKNOWN;
+  GpuOptions options = kernelsOnly();
+  options.flushPeriodMs = 1;
+  CuptiSource source(environment(fake_));
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(source.enable(options, budget_).ok());
+  source.onContextSeen(reinterpret_cast<CUcontext>(0x10));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (fake_.flushes().size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  source.disable();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_GE(fake_.flushes().size(), 3u);
+  const std::string said = "cuptiActivityFlushAll(0), asked every gpu_flush_ms";
+  const std::size_t first = log.find(said);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(said, first + 1), std::string::npos) << "said once:\n" << log;
+  EXPECT_TRUE(contains(log, describeCuptiResult(CUPTI_ERROR_UNKNOWN))) << log;
+}
+
 TEST_F(CuptiSourceTest, FlushPeriodIsSetOnlyWhenAskedAndResetAtDisable) {
   {
     CuptiSource source(environment(fake_));
@@ -396,8 +415,6 @@ TEST_F(CuptiSourceTest, FailedCallsThatDoNotStopTracingAreLoggedNamingTheCall) {
   };
   const std::vector<Case> cases = {
       {"cuptiActivityFlushPeriod(250)", Call::FlushPeriod, [](CuptiSource&, FakeCuptiApi&) {}},
-      {"cuptiActivityFlushAll(0)", Call::FlushAll,
-       [this](CuptiSource& s, FakeCuptiApi&) { pollOnce(s, strings_, /*requestFlush=*/true); }},
       {"cuptiActivityFlushAll(FORCED)", Call::FlushAll,
        [](CuptiSource& s, FakeCuptiApi&) { s.finishWindow(); }},
       {"cuptiActivityGetNumDroppedRecords", Call::GetNumDroppedRecords,
@@ -497,37 +514,6 @@ TEST_F(CuptiSourceTest, BufferHasTheConfiguredSize) {
   EXPECT_EQ(maxRecords, 0u);  // as many as fit
   EXPECT_EQ(budget_.used(), size) << "counted in the budget";
   fake_.complete(nullptr, 0, buffer, size, 0);
-}
-
-TEST_F(CuptiSourceTest, PollAskedToFlushHandsOverBuffersCuptiStillHolds) {
-  CuptiSource source(environment(fake_));
-  ASSERT_TRUE(source.enable(kernelsOnly(), budget_).ok());
-  source.start(1000);
-  fake_.hold(oneKernel("k", 2000, 3000, 1));
-
-  EXPECT_TRUE(pollOnce(source, strings_).records.kernels.empty());
-  EXPECT_TRUE(fake_.flushes().empty()) << "no flush unless asked";
-  GpuBatch batch = pollOnce(source, strings_, /*requestFlush=*/true);
-  EXPECT_EQ(batch.records.kernels.size(), 1u);
-  EXPECT_EQ(fake_.flushes(), std::vector<uint32_t>{0}) << "CUPTI's default flush, not forced";
-}
-
-TEST_F(CuptiSourceTest, PollDoesNotFlushWhileNotCollecting) {
-  GpuOptions options = kernelsOnly();
-  options.profilerControl = &noteControl;
-  options.deferCollection = true;
-  CuptiSource source(environment(fake_));
-  ASSERT_TRUE(source.enable(options, budget_).ok());
-  pollOnce(source, strings_, /*requestFlush=*/true);
-  EXPECT_TRUE(fake_.flushes().empty()) << "before the first start()";
-
-  source.start(1000);
-  source.finishWindow();
-  pollOnce(source, strings_);
-  source.stopCollecting();
-  const std::size_t flushes = fake_.flushes().size();
-  pollOnce(source, strings_, /*requestFlush=*/true);
-  EXPECT_EQ(fake_.flushes().size(), flushes) << "after stopCollecting()";
 }
 
 TEST_F(CuptiSourceTest, FinishWindowForcesCuptiToHandOverEveryBuffer) {
@@ -647,9 +633,9 @@ TEST_F(CuptiSourceTest, PollDecodesOneBufferAtATime) {
   fake_.deliver(oneKernel("k", 2000, 3000, 1));
   fake_.deliver(oneKernel("k", 3000, 4000, 2));
   GpuBatch batch;
-  EXPECT_TRUE(source.poll(batch, strings_, false)) << "the second buffer waits";
+  EXPECT_TRUE(source.poll(batch, strings_)) << "the second buffer waits";
   EXPECT_EQ(batch.records.kernels.size(), 1u);
-  EXPECT_FALSE(source.poll(batch, strings_, false));
+  EXPECT_FALSE(source.poll(batch, strings_));
   EXPECT_EQ(batch.records.kernels.size(), 2u);
 }
 

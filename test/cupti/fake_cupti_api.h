@@ -315,9 +315,9 @@ inline CuptiSource::Environment environment(FakeCuptiApi& fake) {
 }
 
 // Polls until every buffer handed over is decoded, into a batch of its own.
-inline GpuBatch pollOnce(GpuSource& source, StringTable& strings, bool requestFlush = false) {
+inline GpuBatch pollOnce(GpuSource& source, StringTable& strings) {
   GpuBatch batch;
-  while (source.poll(batch, strings, requestFlush)) {
+  while (source.poll(batch, strings)) {
   }
   return batch;
 }

@@ -101,7 +101,7 @@ class ProfilerControlTest : public ::testing::Test {
     source.finishWindow();
     GpuBatch batch;
     StringTable strings;
-    while (source.poll(batch, strings, false)) {
+    while (source.poll(batch, strings)) {
     }
     source.stopCollecting();
   }

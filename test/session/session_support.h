@@ -200,7 +200,7 @@ class FakeGpuSource final : public detail::GpuSource {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->windowFinished = false;
   }
-  bool poll(detail::GpuBatch& out, detail::StringTable& strings, bool) override {
+  bool poll(detail::GpuBatch& out, detail::StringTable& strings) override {
     ++state_->polls;
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (!state_->windowFinished) return false;

@@ -48,7 +48,7 @@ class FakeGpuSource final : public detail::GpuSource {
     return {};
   }
   void start(int64_t) override { ++calls_.starts; }
-  bool poll(detail::GpuBatch&, detail::StringTable&, bool) override { return false; }
+  bool poll(detail::GpuBatch&, detail::StringTable&) override { return false; }
   std::size_t decodeRoomBytes() const override { return 0; }
   int64_t finishWindow() override {
     ++calls_.finishedWindows;
