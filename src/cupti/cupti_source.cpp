@@ -488,12 +488,12 @@ void CuptiSource::onBufferCompleted(CUcontext context, uint32_t streamId, uint8_
   size_t dropped = 0;
   cuptiSucceeded(env_.cupti->activityGetNumDroppedRecords(context, streamId, &dropped),
                  "cuptiActivityGetNumDroppedRecords");
-  std::lock_guard<std::mutex> lock(queueMutex_);
-  droppedRecords_ += dropped;
   if (pool_) {
     pool_->noteHandedBack(buffer, validSize, Clock::instance().nowNs(),
                           windowEnding_.load(std::memory_order_relaxed));
   }
+  std::lock_guard<std::mutex> lock(queueMutex_);
+  droppedRecords_ += dropped;
   // Capacity was reserved for every buffer the pool can lend: this never allocates.
   if (buffer != nullptr) queue_.push_back(Completed{buffer, validSize});
 }
