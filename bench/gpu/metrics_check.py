@@ -458,8 +458,7 @@ def describe_kernels_without_metrics(top, events, per_device):
     """Said, not judged: the kernels after their GPU's first sample that carry no metrics,
     where in the window they lie, why the tracer says they have none, and how many read as
     starting before the call that launched them (the GPU's clock as CUPTI converts it
-    against the host's), with the trace's bound on that offset, its count of GPU operations
-    without their launch and how CUPTI handed its buffers over."""
+    against the host's), with the trace's bound on that offset."""
     first = {d: s.starts[0] for d, s in per_device.items() if s.starts}
     calls = {}
     for e in events:
@@ -487,9 +486,7 @@ def describe_kernels_without_metrics(top, events, per_device):
               f"their launch call; kernel start - call start: min {fmt(min(gaps)) if gaps else '-'} us, "
               f"median {fmt(sorted(gaps)[len(gaps) // 2]) if gaps else '-'} us; "
               f"why, by the tracer: {top['kinetrace_gpu_metrics'].get('kernels_without_their_samples_because')}; "
-              f"clock offset bound {top.get('kinetrace_gpu_clock_offset_bound_ns')}; "
-              f"GPU ops without their launch: {top.get('kinetrace_gpu_ops_without_launch')}; "
-              f"CUPTI's buffers: {top.get('kinetrace_gpu_buffers')}")
+              f"clock offset bound {top.get('kinetrace_gpu_clock_offset_bound_ns')}")
 
 
 def main():
@@ -522,6 +519,9 @@ def main():
     if per_device is not None:
         check_coverage(report, top, events, per_device, interval_us, args.min_coverage, lines)
         describe_kernels_without_metrics(top, events, per_device)
+        if isinstance(top.get("kinetrace_gpu_buffers"), dict):
+            print(f"CUPTI's buffers: {top['kinetrace_gpu_buffers']}; GPU ops without their launch: "
+                  f"{top.get('kinetrace_gpu_ops_without_launch')}")
         if analyze is not None:
             check_kernel_bounds(report, events, analyze, args.top, lines)
         else:
