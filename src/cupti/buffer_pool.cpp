@@ -18,7 +18,7 @@ BufferPool::BufferPool(std::size_t bufferBytes, std::size_t maxBuffers, MemoryBu
       maxBuffers_(std::max<std::size_t>(maxBuffers, 1)),
       budget_(budget) {
   // Reserved up front so that release() and the request path never allocate.
-  free_.reserve(maxBuffers_);
+  freeIndices_.reserve(maxBuffers_);
   all_.reserve(maxBuffers_);
   lentAtNs_.reserve(maxBuffers_);
   out_.reserve(maxBuffers_);
@@ -31,13 +31,13 @@ BufferPool::~BufferPool() {
 
 uint8_t* BufferPool::acquire(int64_t nowNs) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!free_.empty()) {
-    uint8_t* buffer = free_.back();
-    free_.pop_back();
-    const std::size_t index = indexOf(buffer);
+  if (!freeIndices_.empty()) {
+    // No search here: CUPTI may ask on a program thread, when a launch fills a buffer.
+    const std::size_t index = freeIndices_.back();
+    freeIndices_.pop_back();
     lentAtNs_[index] = nowNs;
     out_[index] = true;
-    return buffer;
+    return all_[index];
   }
   if (all_.size() < maxBuffers_ && budget_.tryAcquire(bufferBytes_)) {
     auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, bufferBytes_));
@@ -57,13 +57,14 @@ void BufferPool::release(uint8_t* buffer) noexcept {
   if (buffer == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t index = indexOf(buffer);
-  if (index < out_.size()) out_[index] = false;
-  free_.push_back(buffer);
+  if (index == all_.size() || !out_[index]) return;  // not one of ours, or not lent
+  out_[index] = false;
+  freeIndices_.push_back(index);
 }
 
 std::size_t BufferPool::indexOf(const uint8_t* buffer) const {
-  // A search among the buffers allocated, a few times per buffer of records: a few exist in
-  // steady state, at most maxBuffers_.
+  // A search among the buffers allocated, twice per buffer of records, on CUPTI's and the
+  // pipeline's threads: a few exist in steady state, at most maxBuffers_.
   return static_cast<std::size_t>(std::find(all_.begin(), all_.end(), buffer) - all_.begin());
 }
 
@@ -116,7 +117,7 @@ std::size_t BufferPool::allocated() const {
 
 std::size_t BufferPool::lentOut() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return all_.size() - free_.size();
+  return all_.size() - freeIndices_.size();
 }
 
 }  // namespace kinetrace::detail

@@ -47,7 +47,7 @@ class BufferPool {
   // written into a buffer lent before it, so every record written before then has been
   // handed over and decoded. `nowNs` when no buffer is out.
   int64_t everythingBackBeforeNs(int64_t nowNs) const;
-  // Gives a buffer back for reuse.
+  // Gives a buffer back for reuse; one the pool did not lend, or lent no more, is ignored.
   void release(uint8_t* buffer) noexcept;
 
   std::size_t bufferBytes() const { return bufferBytes_; }
@@ -66,8 +66,8 @@ class BufferPool {
   const std::size_t maxBuffers_;
   MemoryBudget& budget_;
   mutable std::mutex mutex_;
-  std::vector<uint8_t*> free_;
   std::vector<uint8_t*> all_;
+  std::vector<std::size_t> freeIndices_;  // all_'s buffers not lent, by index
   std::vector<int64_t> lentAtNs_;  // all_[i] was last lent at lentAtNs_[i]
   std::vector<bool> out_;          // all_[i] is lent (with CUPTI or not yet decoded)
   uint64_t refused_ = 0;

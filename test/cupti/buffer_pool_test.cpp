@@ -201,6 +201,21 @@ TEST(BufferPoolTest, EverythingIsBackBeforeTheOldestBufferStillOut) {
   EXPECT_EQ(pool.everythingBackBeforeNs(1'000), 400) << "lent again: from its new lending";
 }
 
+TEST(BufferPoolTest, ABufferReleasedTwiceIsLentOnlyOnce) {
+  MemoryBudget budget(64 * kBuffer);
+  BufferPool pool(kBuffer, 4, budget);
+  uint8_t* buffer = pool.acquire(0);
+  uint8_t foreign[64] = {};
+  pool.release(buffer);
+  pool.release(buffer);
+  pool.release(foreign);
+  EXPECT_EQ(pool.acquire(0), buffer);
+  uint8_t* next = pool.acquire(0);
+  EXPECT_NE(next, buffer);
+  EXPECT_NE(next, foreign);
+  EXPECT_EQ(pool.allocated(), 2u);
+}
+
 TEST(BufferPoolTest, ABufferNotLentByThePoolIsNotCounted) {
   MemoryBudget budget(64 * kBuffer);
   BufferPool pool(kBuffer, 4, budget);
