@@ -68,8 +68,8 @@ class BufferPool {
   mutable std::mutex mutex_;
   std::vector<uint8_t*> all_;
   std::vector<std::size_t> freeIndices_;  // all_'s buffers not lent, by index
-  std::vector<int64_t> lentAtNs_;  // all_[i] was last lent at lentAtNs_[i]
-  std::vector<bool> out_;          // all_[i] is lent (with CUPTI or not yet decoded)
+  std::vector<int64_t> lentAtNs_;         // all_[i] was last lent at lentAtNs_[i]
+  std::vector<bool> out_;                 // all_[i] is lent (with CUPTI or not yet decoded)
   uint64_t refused_ = 0;
   HandOvers handOvers_;
 };
