@@ -3,8 +3,14 @@
 trace as kinetrace should write it passes; each way the proof can go wrong (samples lost,
 corrupted or silently missing, a phase not bound as expected, a kernel without its metrics,
 a track absent, a unit wrong, the window poorly covered, analyze not naming a bound) fails
-exactly the checks that say so; gzip is read; an unreadable trace exits 2."""
+exactly the checks that say so; gzip is read; an unreadable trace exits 2.
 
+    metrics_check_selftest.py [--kinetrace PATH]
+
+With --kinetrace, the training loop's traces also go through the real `kinetrace analyze
+--json`, so that the checker reads what analyze writes, not what this file imagines."""
+
+import argparse
 import copy
 import gzip
 import json
@@ -229,14 +235,22 @@ def training_trace(tensor=90.0):
 
 
 def analyze_json(bounds):
-    return {"ranks": [{"rank": 0, "kernels": [{"name": n, "kind": "compute", "share": 0.3, "bound": b}
+    """The shape `kinetrace analyze --json` writes (the real one is checked by the --kinetrace case)."""
+    return {"ranks": [{"rank": 0, "kernels": [{"name": n, "kind": "compute", "share": 0.3,
+                                               "gpu_bound": {"bound": b, "described": b}}
                                               for n, b in bounds.items()]}]}
 
 
 BOUND_CASES = [
     ("analyze names a memory- and a tensor-bound kernel", training_trace(),
      analyze_json({"nvjet_sm90_tst_bf16_gemm": "tensor", "cunn_SoftMaxForward<4, float>": "memory"}), []),
-    ("analyze without bound: the arguments decide", training_trace(), {"ranks": [{"kernels": [{"name": "x"}]}]}, []),
+    ("analyze gives no bound", training_trace(), {"ranks": [{"kernels": [{"name": "x"}]}]},
+     ["analyze gives its kernels a bound", "a memory-bound kernel named (by analyze)",
+      "a tensor-bound kernel named (by analyze)"]),
+    ("a bound not where analyze writes it", training_trace(),
+     {"ranks": [{"kernels": [{"name": "nvjet_sm90_tst_bf16_gemm", "bound": "tensor"}]}]},
+     ["analyze gives its kernels a bound", "a memory-bound kernel named (by analyze)",
+      "a tensor-bound kernel named (by analyze)"]),
     ("analyze's names shortened", training_trace(),
      analyze_json({"nvjet_sm90_tst_bf16_gemm": "tensor", "cunn_SoftMaxForward": "memory"}), []),
     ("only a step is memory bound, no kernel", training_trace(),
@@ -245,8 +259,13 @@ BOUND_CASES = [
     ("analyze names no memory-bound kernel", training_trace(),
      analyze_json({"nvjet_sm90_tst_bf16_gemm": "tensor", "cunn_SoftMaxForward<4, float>": "neither"}),
      ["a memory-bound kernel named (by analyze)"]),
-    ("by the arguments, no tensor-bound kernel", training_trace(tensor=10.0), {"ranks": []},
-     ["a tensor-bound kernel named (by arguments)"]),
+]
+
+# The same traces through the real `kinetrace analyze --json` (with --kinetrace).
+REAL_ANALYZE_CASES = [
+    ("real analyze names a memory- and a tensor-bound kernel", training_trace(), []),
+    ("real analyze: GEMMs off the tensor cores", training_trace(tensor=10.0),
+     ["a tensor-bound kernel named (by analyze)"]),
 ]
 
 
@@ -257,6 +276,9 @@ def run(path, extra=()):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kinetrace", help="the kinetrace program, for the real analyze cases")
+    kinetrace = parser.parse_args().kinetrace
     problems = []
 
     def judge(description, result, expected, code=None):
@@ -298,6 +320,19 @@ def main():
                 json.dump(t, f)
             with open(analyze_path, "w") as f:
                 json.dump(analyze, f)
+            judge(description, run(path, ["--kernel-bounds", analyze_path]), expected)
+
+        if kinetrace is None:
+            print("skip real analyze cases: no --kinetrace given")
+        for description, t, expected in REAL_ANALYZE_CASES if kinetrace else []:
+            with open(path, "w") as f:
+                json.dump(t, f)
+            analyzed = subprocess.run([kinetrace, "analyze", "-q", path, "--json", analyze_path],
+                                      capture_output=True, text=True)
+            if analyzed.returncode != 0:
+                problems.append(description)
+                print(f"BAD  {description}: kinetrace analyze exited {analyzed.returncode}\n{analyzed.stderr}")
+                continue
             judge(description, run(path, ["--kernel-bounds", analyze_path]), expected)
 
     print(f"{len(problems)} self-test case(s) misbehaved" if problems else "all self-test cases behaved")
