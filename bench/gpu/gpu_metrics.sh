@@ -22,9 +22,9 @@
 #             metrics_check.py (lost == 0, no hole, samples x interval against the window)
 #   torch     metrics_torch.py (bf16 LM block: long GEMMs and long memory-bound kernels)
 #             under `kinetrace run --gpu-metrics default`; `kinetrace analyze --json` must name
-#             a memory-bound and a tensor-bound kernel (analyze's per-kernel "bound"; the
-#             kernels' own metric arguments where it gives none). Skipped where PyTorch is not
-#             installed
+#             a memory-bound and a tensor-bound kernel (its kernels' "gpu_bound"; the bound
+#             read from the kernels' own arguments is shown beside it). Skipped where PyTorch
+#             is not installed
 #   torch_profiler  the same loop recorded by torch.profiler (--profiler) under `kinetrace run
 #             --torch --gpu-metrics default`: the PyTorch backend's path (libkineto_api); the
 #             exported trace checked as torch's
