@@ -408,9 +408,11 @@ def analyze_bounds(report):
             for key, value in node.items():
                 if key == "kernels" and isinstance(value, list):
                     for k in value:
-                        bound = k.get("gpu_bound") if isinstance(k, dict) else None
-                        if isinstance(k.get("name") if isinstance(k, dict) else None, str) \
-                                and isinstance(bound, dict) and isinstance(bound.get("bound"), str):
+                        if not isinstance(k, dict):
+                            continue
+                        bound = k.get("gpu_bound")
+                        if isinstance(k.get("name"), str) and isinstance(bound, dict) \
+                                and isinstance(bound.get("bound"), str):
                             found.setdefault(k["name"], bound["bound"])
                 walk(value)
         elif isinstance(node, list):
