@@ -209,7 +209,7 @@ std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopTrace()
   return stopLocked({});
 }
 
-std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopLocked(
+std::unique_ptr<ActivityTrace> ActivityProfiler::stopLocked(
     std::vector<std::pair<std::string, Value>> metadata) {
   StoppedRecording stopped;
   if (active_.load(std::memory_order_relaxed)) {
@@ -273,7 +273,7 @@ std::optional<std::string> ActivityProfiler::startOnDemand(
   return std::nullopt;
 }
 
-std::unique_ptr<libkineto::ActivityTraceInterface> ActivityProfiler::stopOnDemand(
+std::unique_ptr<ActivityTrace> ActivityProfiler::stopOnDemand(
     std::vector<std::pair<std::string, Value>> metadata) {
   std::lock_guard<std::mutex> lock(mutex_);
   onDemandRecords_ = false;

@@ -76,15 +76,13 @@ class ActivityProfiler final : public libkineto::ActivityProfilerInterface {
   // are refused with a message.
   std::optional<std::string> startOnDemand(const ondemand::TriggerWindow& window);
   // Ends it; `metadata` is added to the trace.
-  std::unique_ptr<libkineto::ActivityTraceInterface> stopOnDemand(
-      std::vector<std::pair<std::string, Value>> metadata);
+  std::unique_ptr<ActivityTrace> stopOnDemand(std::vector<std::pair<std::string, Value>> metadata);
 
  private:
   void prepareLocked(const std::set<libkineto::ActivityType>& activityTypes);
   // Whether it started (else said why).
   bool startLocked();
-  std::unique_ptr<libkineto::ActivityTraceInterface> stopLocked(
-      std::vector<std::pair<std::string, Value>> metadata);
+  std::unique_ptr<ActivityTrace> stopLocked(std::vector<std::pair<std::string, Value>> metadata);
   void say(const std::string& message);
 
   const bool cpuOnly_;

@@ -394,8 +394,8 @@ void ActivityTrace::addGpuActivities() {
   }
 }
 
-void ActivityTrace::save(const std::string& path) {
-  std::unique_ptr<Sink> sink = openSink(path);
+void ActivityTrace::saveUnder(const std::string& path, const detail::PathRule& rule) {
+  std::unique_ptr<Sink> sink = internal::openSinkUnder(path, rule);
   FrameworkMergingSink merging(*sink, recording_, gpuAnnotations_);
   if (recording_.recorded && recording_.trace.hasEvents()) {
     recording_.trace.writeTo(merging);

@@ -12,6 +12,7 @@
 #include "GenericTraceActivity.h"
 #include "kinetrace/trace.h"
 #include "libkineto.h"
+#include "support/path_rule.h"
 
 namespace kinetrace::kineto {
 
@@ -53,7 +54,9 @@ class ActivityTrace final : public libkineto::ActivityTraceInterface {
 
   const std::vector<const libkineto::ITraceActivity*>* activities() override { return &all_; }
   // Throws kinetrace::Error naming the path when it cannot be written.
-  void save(const std::string& path) override;
+  void save(const std::string& path) override { saveUnder(path, {}); }
+  // save() under a path rule (support/path_rule.h): an on-demand trace's confinement.
+  void saveUnder(const std::string& path, const detail::PathRule& rule);
 
  private:
   void addGpuActivities();

@@ -82,13 +82,19 @@ void OnDemand::handleConfig(const std::string& config) {
   }
   const std::string path = ondemand::triggeredPath(
       request.output, "/tmp", "libkineto_activities_" + std::to_string(pid_) + ".json");
-  if (detail::Status usable = ondemand::makeParentDirectories(path); !usable.ok()) {
-    log(LogLevel::Warning, "dynolog's request refused: the trace cannot be written there: {}",
+  const int64_t nowBootNs = clockNs(CLOCK_BOOTTIME);
+  const int64_t nextStep = steps_.load(std::memory_order_relaxed);
+  ondemand::TriggerWindow window(request, path, nowBootNs, clockNs(CLOCK_REALTIME), nextStep);
+  if (std::optional<std::string> tooFar = ondemand::whyStartTooFar(window, nowBootNs, nextStep)) {
+    log(LogLevel::Warning, "dynolog's request refused: {}", *tooFar);
+    return;
+  }
+  if (detail::Status usable = ondemand::prepareOutput(path, request.outputRule); !usable.ok()) {
+    log(LogLevel::Warning, "dynolog's request refused: the trace cannot be written to {}: {}", path,
         usable.why());
     return;
   }
-  window_.emplace(request, path, clockNs(CLOCK_BOOTTIME), clockNs(CLOCK_REALTIME),
-                  steps_.load(std::memory_order_relaxed));
+  window_.emplace(std::move(window));
   state_ = State::Pending;
   updateNextStepEventLocked();
   changed_.notify_all();
@@ -186,6 +192,7 @@ void OnDemand::endWindow(int64_t atStep) {
   }
   Save save;
   save.path = window_->path();
+  save.rule = window_->request().outputRule;
   std::vector<std::pair<std::string, Value>> metadata;
   metadata.emplace_back("kinetrace_trigger", ondemand::triggerMetadata(*window_));
   if (firstStep_ >= 0) {
@@ -249,7 +256,7 @@ void OnDemand::run() {
 
 void OnDemand::write(Save& save) {
   try {
-    save.trace->save(save.path);
+    save.trace->saveUnder(save.path, save.rule);
     log(LogLevel::Info, "on-demand trace written to {}", save.path);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "the on-demand trace could not be written to {}: {}", save.path,

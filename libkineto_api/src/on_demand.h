@@ -13,6 +13,7 @@
 
 #include "ActivityTraceInterface.h"
 #include "ClientInterface.h"
+#include "activity_trace.h"
 #include "ondemand/dynolog_client.h"
 #include "ondemand/trigger_window.h"
 
@@ -69,8 +70,9 @@ class OnDemand {
  private:
   enum class State { Idle, Pending, Starting, Recording, Stopping, Off };
   struct Save {
-    std::unique_ptr<libkineto::ActivityTraceInterface> trace;
+    std::unique_ptr<ActivityTrace> trace;
     std::string path;
+    detail::PathRule rule;  // the request's: where the trace may be written
   };
 
   void run();

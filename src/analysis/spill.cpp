@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kinetrace/error.h"
+#include "support/path_rule.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -20,15 +21,32 @@ std::string temporaryDirectory() {
 }  // namespace
 
 SpillFile::SpillFile() : directory_(temporaryDirectory()) {
-  std::string path = directory_ + "/kinetrace-analyze-XXXXXX";
-  fd_ = ::mkstemp(path.data());
-  if (fd_ < 0) {
+  const auto fail = [this](const std::string& why) {
     throw Error("cannot make a temporary file in " + directory_ +
                 " (analysing a large trace needs room there; set TMPDIR to another "
                 "directory): " +
-                std::strerror(errno));
+                why);
+  };
+  // The directory reached by the one path rule (no other user's link in /tmp followed), and
+  // a file without a name in it: nothing another user could open, replace or leave behind.
+  const Result<OpenDirectory> dir = openDirectory(directory_, {});
+  if (!dir.ok()) fail(dir.why());
+  fd_ = ::openat(dir.value().fd(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd_ >= 0) return;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) fail(std::strerror(errno));
+  // A file system without unnamed files: a new name, removed as soon as it is made.
+  for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
+    const std::string name =
+        "kinetrace-analyze-" + std::to_string(::getpid()) + "-" + std::to_string(distinctTag());
+    fd_ = ::openat(dir.value().fd(), name.c_str(),
+                   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      ::unlinkat(dir.value().fd(), name.c_str(), 0);
+    } else if (errno != EEXIST) {
+      fail(std::strerror(errno));
+    }
   }
-  ::unlink(path.c_str());  // gone when closed, whatever happens to the process
+  if (fd_ < 0) fail(std::strerror(EEXIST));
 }
 
 SpillFile::~SpillFile() {

@@ -168,8 +168,10 @@ void Controller::begin() {
   outputDir_ = config.output.empty() ? currentDirectory() : config.output;
   if (!isAbsolute(outputDir_)) outputDir_ = currentDirectory() + "/" + outputDir_;
   while (outputDir_.size() > 1 && outputDir_.back() == '/') outputDir_.pop_back();
-  if (Status usable = ondemand::makeDirectories(outputDir_); !usable.ok()) {
-    log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, usable.why());
+  detail::PathRule making;
+  making.createDirectories = true;
+  if (Result<detail::OpenDirectory> dir = detail::openDirectory(outputDir_, making); !dir.ok()) {
+    log(LogLevel::Error, "traces cannot be written to {}: {}", outputDir_, dir.why());
   }
 
   options_.naming.format = config.traceFormat;
@@ -248,14 +250,15 @@ void Controller::begin() {
   }
 }
 
-void Controller::startLocked(const char* why, const std::string& requestedPath) {
+void Controller::startLocked(const char* why, const std::string& requestedPath,
+                             const detail::PathRule& rule) {
   const int window = windows_ + 1;
   const std::string path = requestedPath.empty()
                                ? outputDir_ + "/" + traceFileName(options_.naming, window)
                                : requestedPath;
   try {
     profiler_->addMetadata("kinetrace_window", static_cast<int64_t>(window));
-    profiler_->start(path);
+    internal::startUnder(*profiler_, path, rule);
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not start: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::TracingOff, windows_ + 1, "",
@@ -266,6 +269,7 @@ void Controller::startLocked(const char* why, const std::string& requestedPath) 
   windows_ = window;
   state_ = State::Recording;
   recordingPath_ = path;
+  recordingRule_ = rule;
   stopAtNs_ = 0;  // the caller says when the window ends
   log(LogLevel::Info, "recording window {} started: {}", windows_, why);
 }
@@ -295,7 +299,8 @@ void Controller::stopLocked(int64_t atStep) {
     }
     Trace trace = profiler_->stop();
     std::lock_guard<std::mutex> lock(savesMutex_);
-    pending_.push_back(PendingSave{std::move(trace), windows_, "", trigger_.has_value()});
+    pending_.push_back(
+        PendingSave{std::move(trace), windows_, "", trigger_.has_value(), recordingRule_});
   } catch (const std::exception& error) {
     log(LogLevel::Error, "recording could not stop cleanly: {}", error.what());
     noteOutcome(options_, outputDir_, ManifestEvent::SaveFailed, windows_, "",
@@ -583,12 +588,18 @@ void Controller::offerTriggerLocked(const TriggerRequest& request,
   const int window = windows_ + 1;
   const std::string path =
       ondemand::triggeredPath(request.output, outputDir_, traceFileName(options_.naming, window));
-  if (Status usable = ondemand::makeParentDirectories(path); !usable.ok()) {
-    deliver("refused the trace cannot be written there: " + usable.why());
+  const int64_t nowBootNs = bootTimeNs();
+  const int64_t nextStep = steps_.load(std::memory_order_relaxed);
+  TriggerWindow asked(request, path, nowBootNs, realTimeNs(), nextStep);
+  if (std::optional<std::string> tooFar = ondemand::whyStartTooFar(asked, nowBootNs, nextStep)) {
+    deliver("refused " + *tooFar);
     return;
   }
-  trigger_.emplace(request, path, bootTimeNs(), realTimeNs(),
-                   steps_.load(std::memory_order_relaxed));
+  if (Status usable = ondemand::prepareOutput(path, request.outputRule); !usable.ok()) {
+    deliver("refused the trace cannot be written to " + path + ": " + usable.why());
+    return;
+  }
+  trigger_.emplace(std::move(asked));
   state_ = State::TriggerPending;
   updateNextStepEventLocked();
   wake();  // a window of a duration is timed by the control thread
@@ -626,7 +637,7 @@ void Controller::startTriggerLocked(int64_t atStep) {
     log(LogLevel::Warning, "the trigger's metadata is not recorded: {}", error.what());
   }
   startLocked(trigger_->request().origin == "dynolog" ? "dynolog" : "kinetrace trigger",
-              trigger_->path());
+              trigger_->path(), trigger_->request().outputRule);
   if (state_ != State::Recording) {
     // It could not start (logged): the next trigger may try again.
     state_ = State::WaitingForTrigger;
@@ -698,13 +709,19 @@ void Controller::save(PendingSave& pending) {
   }
   if (!pending.keepEmpty && recordedNothing(trace.stats())) {
     log(LogLevel::Info, "window {} recorded no activity: no trace written", pending.window);
-    if (!path.empty()) ::unlink(path.c_str());
+    if (!path.empty()) {
+      if (Status removed = detail::removeOutput(path, pending.rule); !removed.ok()) {
+        log(LogLevel::Warning, "the empty trace of window {} stays: {}", pending.window,
+            removed.why());
+      }
+    }
     noteOutcome(options_, outputDir_, ManifestEvent::NothingRecorded, pending.window);
     return;
   }
   try {
     // The summary follows its trace, so a summary never names a trace that is not there.
-    internal::writeFileAtomically(summaryPathFor(path), internal::summaryJson(trace, path));
+    internal::writeFileAtomically(summaryPathFor(path), internal::summaryJson(trace, path),
+                                  pending.rule);
     noteOutcome(options_, outputDir_, ManifestEvent::Saved, pending.window, path);
     std::lock_guard<std::mutex> lock(savesMutex_);
     saved_.push_back(path);

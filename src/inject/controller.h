@@ -123,12 +123,16 @@ class Controller {
     int window;
     std::string path;
     bool keepEmpty = false;  // a triggered window: its trace was asked for, empty or not
+    detail::PathRule rule;   // what the trace was written under: its summary goes the same way
   };
 
   void controlLoop();
   int runDueTimers();  // returns ms until the next timer, -1 when none
   void handleSignal(int signal);
-  void startLocked(const char* why, const std::string& path = "");
+  // Records to `path` (the window's own name in the output directory when empty), written
+  // under `rule`.
+  void startLocked(const char* why, const std::string& path = "",
+                   const detail::PathRule& rule = {});
   // `atStep`: the step whose mark ends the window (it is not in it); -1: not a step mark.
   void stopLocked(int64_t atStep = -1);
   // Carries out what the policy decided; `atStep`: the step mark it came at (-1: none).
@@ -161,10 +165,11 @@ class Controller {
   State state_ = State::Created;
   int windows_ = 0;
   std::unique_ptr<CapturePolicy> policy_;
-  int64_t stopAtNs_ = 0;   // CLOCK_BOOTTIME; Recording with a duration; 0 = none
+  int64_t stopAtNs_ = 0;  // CLOCK_BOOTTIME; Recording with a duration; 0 = none
   // The triggered window: pending or recording (then its end goes back to waiting).
   std::optional<TriggerWindow> trigger_;
-  std::string recordingPath_;  // the window being recorded
+  std::string recordingPath_;       // the window being recorded
+  detail::PathRule recordingRule_;  // and the rule its files are written under
   // Steps (step marks): the schedule's cycle, and a triggered window of steps.
   int64_t recordingCycle_ = 0;    // the schedule's cycle being recorded; 0: none
   int64_t stopAtStep_ = 0;        // Recording: the step whose mark ends the window; 0 = none

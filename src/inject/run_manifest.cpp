@@ -2,14 +2,15 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string_view>
+
+#include "support/path_rule.h"
 
 namespace kinetrace::inject {
 namespace {
@@ -17,6 +18,9 @@ namespace {
 // Writes of at most PIPE_BUF bytes are the ones POSIX promises not to interleave (for
 // pipes; Linux file systems keep any single O_APPEND write whole, this is the safe bound).
 constexpr std::size_t kMaxLine = PIPE_BUF;
+// What is read of a manifest at most: 16,384 lines of the longest kind, far more than the
+// processes of any run write.
+constexpr std::size_t kMaxManifestBytes = kMaxLine * 16384;
 constexpr std::string_view kCut = "...";
 
 struct EventName {
@@ -145,6 +149,15 @@ std::optional<ManifestEntry> parseLine(std::string_view line) {
   return ManifestEntry{*event, *pid, *window, std::move(*path), std::move(*message)};
 }
 
+// The run's manifest opened with `flags`, its directory reached by the one path rule
+// (support/path_rule.h) and the manifest itself never a link; -1 when it cannot be.
+int openInRunDirectory(const std::string& dir, const std::string& runId, int flags) {
+  const detail::Result<detail::OpenDirectory> opened = detail::openDirectory(dir, {});
+  if (!opened.ok()) return -1;
+  const std::string name = "kinetrace-" + runId + ".manifest";
+  return ::openat(opened.value().fd(), name.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0666);
+}
+
 }  // namespace
 
 std::string manifestPath(const std::string& dir, const std::string& runId) {
@@ -154,8 +167,7 @@ std::string manifestPath(const std::string& dir, const std::string& runId) {
 bool createManifest(const std::string& dir, const std::string& runId) noexcept {
   if (dir.empty() || runId.empty() || runId.find('/') != std::string::npos) return false;
   try {
-    const int fd = ::open(manifestPath(dir, runId).c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    const int fd = openInRunDirectory(dir, runId, O_WRONLY | O_CREAT | O_TRUNC);
     if (fd < 0) return false;
     return ::close(fd) == 0;
   } catch (...) {
@@ -176,9 +188,8 @@ bool appendManifest(const std::string& dir, const std::string& runId,
     appendEscaped(line, entry.message, room - pathSize);
     line += '\n';
 
-    const std::string path = manifestPath(dir, runId);
     // Never created here: a manifest its command has already read and removed stays gone.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    const int fd = openInRunDirectory(dir, runId, O_WRONLY | O_APPEND);
     if (fd < 0) return false;
     ssize_t written;
     do {
@@ -192,8 +203,22 @@ bool appendManifest(const std::string& dir, const std::string& runId,
 }
 
 std::vector<ManifestEntry> readManifest(const std::string& dir, const std::string& runId) {
-  std::ifstream file(manifestPath(dir, runId), std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  // A manifest is a regular file of lines of at most kMaxLine bytes, one or a few per traced
+  // process: anything else (a link to /dev/zero planted in the run's directory) is not read,
+  // and a manifest past kMaxManifestBytes is read that far.
+  std::string text;
+  const int fd = openInRunDirectory(dir, runId, O_RDONLY | O_NONBLOCK);
+  struct stat info {};
+  if (fd >= 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
+    char chunk[1 << 16];
+    while (text.size() < kMaxManifestBytes) {
+      const ssize_t got = ::read(fd, chunk, sizeof chunk);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      text.append(chunk, static_cast<std::size_t>(got));
+    }
+  }
+  if (fd >= 0) ::close(fd);
   std::vector<ManifestEntry> entries;
   std::size_t begin = 0;
   // Only lines that end in a newline: the last one may be torn.

@@ -1,6 +1,7 @@
 #include "inject/trigger_channel.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include <stdexcept>
 
 #include "ondemand/trigger_decision.h"
+#include "support/path_rule.h"
 
 namespace kinetrace::inject {
 
@@ -64,44 +67,13 @@ bool readLine(int fd, std::string* line, int timeoutMs) {
   return false;
 }
 
-// Percent-encoding for a path inside the space-separated request line.
-std::string encodePath(const std::string& path) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : path) {
-    if (c <= ' ' || c == '%' || c >= 0x7f) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-int hexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> decodePath(const std::string& text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    const int high = hexDigit(text[i + 1]);
-    const int low = hexDigit(text[i + 2]);
-    if (high < 0 || low < 0) return std::nullopt;
-    out += static_cast<char>(high * 16 + low);
-    i += 2;
-  }
-  return out;
+// A whole decimal number, nothing before or after it ("12abc" is not 12).
+std::optional<int64_t> wholeNumber(const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || at != end) return std::nullopt;
+  return value;
 }
 
 bool processIsGone(int64_t pid) {
@@ -136,7 +108,7 @@ std::string formatRequest(const TriggerRequest& request) {
   if (request.verb == TriggerRequest::Verb::Status) return "status";
   std::string line = request.steps > 0 ? "record steps=" + std::to_string(request.steps)
                                        : "record duration_ns=" + std::to_string(request.durationNs);
-  if (!request.output.empty()) line += " output=" + encodePath(request.output);
+  if (!request.output.empty()) line += " output=" + ondemand::encodedPath(request.output);
   if (request.startAtNs != 0) line += " start_at_ns=" + std::to_string(request.startAtNs);
   if (request.startStep >= 0) line += " start_step=" + std::to_string(request.startStep);
   if (request.roundUpSteps > 1) line += " round_up=" + std::to_string(request.roundUpSteps);
@@ -159,29 +131,25 @@ Result<TriggerRequest> parseRequest(const std::string& line) {
     const std::size_t equals = word.find('=');
     const std::string key = word.substr(0, equals);
     const std::string value = equals == std::string::npos ? "" : word.substr(equals + 1);
-    try {
-      if (key == "duration_ns") {
-        request.durationNs = std::stoll(value);  // out of range: refused below (catch)
-      } else if (key == "steps") {
-        request.steps = std::stoll(value);
-      } else if (key == "start_at_ns") {
-        request.startAtNs = std::stoll(value);
-      } else if (key == "start_step") {
-        request.startStep = std::stoll(value);
-      } else if (key == "round_up") {
-        request.roundUpSteps = std::stoll(value);
-      } else if (key == "output") {
-        const std::optional<std::string> path = decodePath(value);
-        if (!path || path->empty()) {
-          return Failure{"\"output\" needs a percent-encoded path, got \"" + value + "\""};
-        }
-        request.output = *path;
-      } else {
-        return Failure{"unknown field \"" + key + "\""};
+    if (key == "output") {
+      std::optional<std::string> path = ondemand::decodedPath(value);
+      if (!path || path->empty()) {
+        return Failure{"\"output\" needs a percent-encoded path, got \"" + value + "\""};
       }
-    } catch (const std::exception&) {
-      return Failure{"\"" + key + "\" needs a number, got \"" + value + "\""};
+      if (std::optional<std::string> why = ondemand::whyPathUnusable(*path)) return Failure{*why};
+      request.output = std::move(*path);
+      continue;
     }
+    int64_t* field = key == "duration_ns"   ? &request.durationNs
+                     : key == "steps"       ? &request.steps
+                     : key == "start_at_ns" ? &request.startAtNs
+                     : key == "start_step"  ? &request.startStep
+                     : key == "round_up"    ? &request.roundUpSteps
+                                            : nullptr;
+    if (field == nullptr) return Failure{"unknown field \"" + key + "\""};
+    const std::optional<int64_t> number = wholeNumber(value);
+    if (!number) return Failure{"\"" + key + "\" needs a whole number, got \"" + value + "\""};
+    *field = *number;
   }
   if (detail::Status usable = ondemand::checkRequest(request); !usable.ok()) {
     return Failure{usable.why()};
@@ -191,18 +159,31 @@ Result<TriggerRequest> parseRequest(const std::string& line) {
 
 std::string controlDirectory() {
   const char* configured = std::getenv("KINETRACE_CONTROL_DIR");
-  const std::string dir = configured != nullptr && *configured != '\0'
-                              ? std::string(configured)
-                              : "/tmp/kinetrace-" + std::to_string(::getuid());
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    throw std::runtime_error("cannot create the control directory " + dir + ": " + errorText());
+  std::string dir = configured != nullptr && *configured != '\0'
+                        ? std::string(configured)
+                        : "/tmp/kinetrace-" + std::to_string(::getuid());
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  // The directory above it reached by the one path rule (no other user's link followed on
+  // the way), the directory itself made or opened by name there, never through a link.
+  const std::size_t slash = dir.rfind('/');
+  const std::string parent = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : dir.substr(0, slash);
+  const std::string name = dir.substr(slash == std::string::npos ? 0 : slash + 1);
+  const detail::Result<detail::OpenDirectory> above = detail::openDirectory(parent, {});
+  if (!above.ok()) {
+    throw std::runtime_error("cannot use the control directory " + dir + ": " + above.why());
   }
-  struct stat info {};
-  if (::lstat(dir.c_str(), &info) != 0) {
-    throw std::runtime_error("cannot use the control directory " + dir + ": " + errorText());
+  const int parentFd = above.value().fd();
+  if (::mkdirat(parentFd, name.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw std::runtime_error("cannot create the control directory " + dir + ": " + errorText());
   }
   const std::string remedy =
       "; triggers are off (remove it, or set KINETRACE_CONTROL_DIR to a directory of your own)";
+  struct stat info {};
+  if (::fstatat(parentFd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+    throw std::runtime_error("cannot use the control directory " + dir + ": " + errorText());
+  }
   if (!S_ISDIR(info.st_mode)) {
     throw std::runtime_error("the control directory " + dir + " is not a directory" + remedy);
   }
@@ -217,7 +198,8 @@ std::string controlDirectory() {
     throw std::runtime_error("the control directory " + dir + " is open to other users (mode " +
                              mode + ", not 0700)" + remedy);
   }
-  return dir;
+  // Where it really is: sockets are made and reached there, without the links on the way.
+  return above.value().pathOf(name);
 }
 
 std::string socketName(const std::string& runId, int64_t pid) {

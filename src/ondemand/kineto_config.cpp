@@ -73,63 +73,35 @@ Result<int64_t> window(const std::string& key, const std::string& value, int64_t
   return number.value() * unitNs;
 }
 
-// The path without "." components; false when it climbs ("..").
-bool normalised(const std::string& path, std::string* out) {
-  out->clear();
-  std::size_t begin = 0;
-  while (begin < path.size()) {
-    std::size_t end = path.find('/', begin);
-    if (end == std::string::npos) end = path.size();
-    const std::string part = path.substr(begin, end - begin);
-    if (part == "..") return false;
-    if (!part.empty() && part != ".") *out += "/" + part;
-    begin = end + 1;
-  }
-  if (out->empty()) *out = "/";
-  return true;
-}
-
 }  // namespace
 
 std::string withPid(const std::string& logFile, int64_t pid) {
   const std::string suffix = "_" + std::to_string(pid);
-  if (logFile.find(".json") != std::string::npos) {
-    std::string named;
+  const std::size_t slash = logFile.rfind('/');
+  const std::size_t nameAt = slash == std::string::npos ? 0 : slash + 1;
+  const std::string name = logFile.substr(nameAt);
+  std::string named = logFile.substr(0, nameAt);
+  if (name.find(".json") != std::string::npos) {
     std::size_t from = 0;
-    for (std::size_t at; (at = logFile.find(".json", from)) != std::string::npos; from = at + 5) {
-      named += logFile.substr(from, at - from) + suffix + ".json";
+    for (std::size_t at; (at = name.find(".json", from)) != std::string::npos; from = at + 5) {
+      named += name.substr(from, at - from) + suffix + ".json";
     }
-    return named + logFile.substr(from);
+    return named + name.substr(from);
   }
-  if (endsWith(logFile, ".pftrace")) {
-    return logFile.substr(0, logFile.size() - 8) + suffix + ".pftrace";
-  }
-  return logFile + suffix;
+  if (endsWith(name, ".pftrace"))
+    return named + name.substr(0, name.size() - 8) + suffix + ".pftrace";
+  return named + name + suffix;
 }
 
-Status onDemandPathAllowed(const std::string& path, const std::string& onDemandDir) {
-  const std::string where =
-      onDemandDir.empty() ? std::string("/tmp/") : "/tmp/ or " + onDemandDir + "/";
-  if (path.empty() || path[0] != '/') {
-    return Failure{"ACTIVITIES_LOG_FILE must be an absolute path under " + where + ", got \"" +
-                   path + "\""};
-  }
-  std::string plain;
-  if (!normalised(path, &plain)) {
-    return Failure{"ACTIVITIES_LOG_FILE may not climb out of its directory (\"..\"): " + path};
-  }
-  std::string dir;
-  const bool dirUsable =
-      !onDemandDir.empty() && onDemandDir[0] == '/' && normalised(onDemandDir, &dir);
-  const auto inside = [&plain](const std::string& root) {
-    return root == "/" ||
-           (plain.size() > root.size() + 1 && plain.compare(0, root.size() + 1, root + "/") == 0);
-  };
-  if (inside("/tmp") || (dirUsable && inside(dir))) return {};
-  return Failure{"an on-demand trace is written under " + where +
-                 " only (the daemon's requests are not authenticated; set "
-                 "KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to " +
-                 path};
+detail::PathRule onDemandOutputRule(const std::string& onDemandDir) {
+  detail::PathRule rule;
+  rule.allowedDirectories.push_back("/tmp");
+  if (!onDemandDir.empty() && onDemandDir[0] == '/') rule.allowedDirectories.push_back(onDemandDir);
+  rule.createDirectories = true;
+  rule.confinedBecause =
+      "the dynolog daemon's requests are not authenticated; set KINETO_ONDEMAND_TRACE_DIR to "
+      "allow another directory";
+  return rule;
 }
 
 bool daemonRequested(const char* variable) {
@@ -227,9 +199,14 @@ Result<KinetoConfigRequest> requestFromKinetoConfig(std::string_view text, int64
   request.output = config.logFile && !config.logFile->empty()
                        ? withPid(*config.logFile, pid)
                        : "/tmp/libkineto_activities_" + std::to_string(pid) + ".json";
-  if (Status allowed = onDemandPathAllowed(request.output, onDemandDir); !allowed.ok()) {
-    return Failure{allowed.why()};
+  if (std::optional<std::string> why = whyPathUnusable(request.output)) {
+    return Failure{"ACTIVITIES_LOG_FILE: " + *why};
   }
+  if (request.output[0] != '/') {
+    return Failure{"ACTIVITIES_LOG_FILE must be an absolute path, got \"" + request.output + "\""};
+  }
+  // Where it really lands is checked when the request is taken and when the files are written.
+  request.outputRule = onDemandOutputRule(onDemandDir);
   if (config.startIteration) {
     request.steps = config.iterations.value_or(1);
     if (request.steps == 0) return Failure{"ACTIVITIES_ITERATIONS must be more than 0"};

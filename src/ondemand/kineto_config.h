@@ -25,7 +25,8 @@
 //
 // Other keys are libkineto's own tuning (warm-up, buffer sizes, activity types) and are
 // listed as ignored. The daemon's RPC has no authentication, so the trace may only be written
-// where libkineto would write it: under /tmp/ or $KINETO_ONDEMAND_TRACE_DIR.
+// where libkineto would write it: under /tmp/ or $KINETO_ONDEMAND_TRACE_DIR, where the path
+// really lands once every link is followed (the request's outputRule, support/path_rule.h).
 
 namespace kinetrace::ondemand {
 
@@ -65,14 +66,14 @@ detail::Result<KinetoConfigRequest> requestFromKinetoConfig(std::string_view tex
 std::optional<TriggerRequest> requestFromDaemon(std::string_view text, int64_t pid,
                                                 const std::string& onDemandDir);
 
-// libkineto's naming, the one `dyno gputrace` prints: every ".json" of the path becomes
-// "_<pid>.json" ("/tmp/t.json" -> "/tmp/t_42.json"). A path without ".json" gets "_<pid>"
-// before a ".pftrace" ending, or at its end.
+// libkineto's naming, the one `dyno gputrace` prints: every ".json" of the file's name becomes
+// "_<pid>.json" ("/tmp/t.json" -> "/tmp/t_42.json"); the directories on the way keep their
+// names. A name without ".json" gets "_<pid>" before a ".pftrace" ending, or at its end.
 std::string withPid(const std::string& logFile, int64_t pid);
 
-// Whether the daemon may have a trace written at `path`: absolute, no ".." in it, and under
-// /tmp/ or `onDemandDir`.
-detail::Status onDemandPathAllowed(const std::string& path, const std::string& onDemandDir);
+// The rule a trace the daemon asks for is written under: inside /tmp or `onDemandDir` (when
+// absolute), once links are followed; missing directories made there only.
+detail::PathRule onDemandOutputRule(const std::string& onDemandDir);
 
 // Whether `variable` is set to 1, true, yes or on (any case), as libkineto reads
 // KINETO_USE_DAEMON. libkineto_api polls the daemon when KINETO_USE_DAEMON is; the injection

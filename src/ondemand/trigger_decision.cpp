@@ -2,14 +2,69 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
-#include <cstring>
+#include <cstdio>
 #include <string>
 
 namespace kinetrace::ondemand {
 
 using detail::Failure;
+using detail::Result;
 using detail::Status;
+
+namespace {
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string encodedPath(const std::string& path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (c <= ' ' || c == '%' || c >= 0x7f) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> decodedPath(const std::string& word) {
+  std::string out;
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    if (word[i] != '%') {
+      out += word[i];
+      continue;
+    }
+    if (i + 2 >= word.size()) return std::nullopt;
+    const int high = hexDigit(word[i + 1]);
+    const int low = hexDigit(word[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+std::optional<std::string> whyPathUnusable(const std::string& path) {
+  for (unsigned char c : path) {
+    if (c == 0) return std::string("the path holds a NUL byte, which would cut it short");
+    if (c < ' ' || c == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02X", c);
+      return std::string("the path holds a control character (") + code + ")";
+    }
+  }
+  return std::nullopt;
+}
 
 Status checkRequest(const TriggerRequest& request) {
   if (request.verb != TriggerRequest::Verb::Record) return {};
@@ -60,31 +115,36 @@ std::string triggeredPath(const std::string& requested, const std::string& defau
   return dir + "/" + fileName;
 }
 
-Status makeDirectories(const std::string& dir) {
-  for (std::size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string partial = dir.substr(0, slash);
-    if (!partial.empty() && ::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
-      return Failure{partial + ": " + std::strerror(errno)};
-    }
-    if (slash == std::string::npos) break;
-  }
-  struct stat info {};
-  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    return Failure{dir + ": not a directory"};
-  }
-  return {};
+Status prepareOutput(const std::string& path, const detail::PathRule& rule) {
+  detail::PathRule making = rule;
+  making.createDirectories = true;
+  Result<detail::OutputLocation> location = detail::resolveOutput(path, making);
+  if (!location.ok()) return Failure{location.why()};
+  return detail::probeWritable(location.value().directory, location.value().name);
 }
 
-Status makeParentDirectories(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos || slash == 0) return {};
-  return makeDirectories(path.substr(0, slash));
+std::optional<std::string> whyStartTooFar(const TriggerWindow& window, int64_t nowBootNs,
+                                          int64_t nextStep) {
+  if (window.bySteps()) {
+    const int64_t ahead = saturatingAdd(window.startStep(), -nextStep);
+    if (ahead <= kMaxStartLeadSteps) return std::nullopt;
+    return "the window would start at step " + std::to_string(window.startStep()) + ", " +
+           std::to_string(ahead) + " steps ahead of the next one (" + std::to_string(nextStep) +
+           "); a window starts at most " + std::to_string(kMaxStartLeadSteps) +
+           " steps ahead, since one waiting to start holds off every other request";
+  }
+  const int64_t ahead = saturatingAdd(window.startAtNs(), -nowBootNs);
+  if (ahead <= kMaxStartLeadNs) return std::nullopt;
+  return "the window would start " + std::to_string(ahead / 1'000'000'000) +
+         " s from now; a window starts at most " + std::to_string(kMaxStartLeadNs / 1'000'000'000) +
+         " s ahead, since one waiting to start holds off every other request";
 }
 
 std::string acceptedAnswer(const TriggerWindow& window, int64_t stepsSeen,
                            const std::string& noStepsNote) {
-  if (!window.bySteps()) return "ok " + window.path();
-  std::string answer = "ok " + window.path() + "\tfrom step " + std::to_string(window.startStep());
+  if (!window.bySteps()) return "ok " + encodedPath(window.path());
+  std::string answer =
+      "ok " + encodedPath(window.path()) + "\tfrom step " + std::to_string(window.startStep());
   if (stepsSeen == 0 && !noStepsNote.empty()) answer += " (" + noStepsNote + ")";
   return answer;
 }

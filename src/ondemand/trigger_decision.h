@@ -16,6 +16,15 @@
 
 namespace kinetrace::ondemand {
 
+// A path as one word of a request or answer line: percent-encoded ("%20" for a space, "%25"
+// for '%', "%0A" for a newline), so that any path fits and none can cut the line short.
+std::string encodedPath(const std::string& path);
+// The path a word encodes; nothing when it is not a valid encoding.
+std::optional<std::string> decodedPath(const std::string& word);
+// Why a requested path cannot be used as given (a NUL byte, which would cut it short where
+// the system reads it, or another control character); nothing when it can.
+std::optional<std::string> whyPathUnusable(const std::string& path);
+
 // Whether a record request is well formed: one way to end it (a duration or steps), and
 // starts that go with it. Says what to fix.
 detail::Status checkRequest(const TriggerRequest& request);
@@ -40,12 +49,26 @@ std::optional<std::string> refusalNow(const ProcessState& state);
 std::string triggeredPath(const std::string& requested, const std::string& defaultDir,
                           const std::string& fileName);
 
-// mkdir -p of `dir`, and of the directory a trace at `path` goes into; says which part failed.
-detail::Status makeDirectories(const std::string& dir);
-detail::Status makeParentDirectories(const std::string& path);
+// Makes a trace at `path` ready to be written under `rule` (support/path_rule.h): its
+// directories made where the rule allows, the path resolved with every link followed, and a
+// file made and removed beside it. A request is taken only after this says yes, so a
+// requester is never told "ok" for a trace that cannot be written (/dev/null, a directory
+// of /proc, a link out of the allowed directories). Failure: why, naming the part at fault.
+detail::Status prepareOutput(const std::string& path, const detail::PathRule& rule);
 
-// The answer for a request taken: "ok PATH", and for steps "<TAB>from step S", with
-// `noStepsNote` after it when the process has marked no step yet (what marks one).
+// How far ahead a window may start: a window waiting for its start holds off every other
+// request, so one that would start in a year (or never: a start time or step near INT64_MAX)
+// would leave the process answering "busy" for the rest of its life.
+constexpr int64_t kMaxStartLeadNs = int64_t{3600} * 1'000'000'000;  // an hour
+constexpr int64_t kMaxStartLeadSteps = 1'000'000;
+
+// Why `window`, taken at `nowBootNs` with `nextStep` the next step to be marked, would start
+// further ahead than the limits above; nothing when it starts within them.
+std::optional<std::string> whyStartTooFar(const TriggerWindow& window, int64_t nowBootNs,
+                                          int64_t nextStep);
+
+// The answer for a request taken: "ok PATH" (the path encoded), and for steps "<TAB>from step S",
+// with `noStepsNote` after it when the process has marked no step yet (what marks one).
 std::string acceptedAnswer(const TriggerWindow& window, int64_t stepsSeen,
                            const std::string& noStepsNote);
 

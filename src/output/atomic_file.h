@@ -5,10 +5,14 @@
 #include <cstddef>
 #include <string>
 
+#include "support/path_rule.h"
+
 // Byte outputs: where a serialising sink sends its bytes. A compressor can wrap another
 // output; tests substitute one that keeps the bytes in memory or fails on demand.
 
 namespace kinetrace::detail {
+
+struct PendingTemporaryFile;  // atomic_file.cpp: what the signal handler removes
 
 class ByteOutput {
  public:
@@ -21,18 +25,20 @@ class ByteOutput {
 };
 
 // A file that appears whole or not at all, without damaging what is at the path: bytes go
-// to "<target>.tmp.<pid>.<hex>" in the target's directory (so the final rename stays on
-// one file system and is atomic), commit() renames it onto the target, and destruction
-// without commit() removes it. A reader never sees a half-written trace, and a failed
-// save leaves the previous file in place.
+// to "<name>.tmp.<pid>.<hex>" in the target's directory (so the final rename stays on one
+// file system and is atomic), commit() renames it onto the target, and destruction without
+// commit() removes it. A reader never sees a half-written trace, and a failed save leaves
+// the previous file in place.
 //
-// The target is the path with symbolic links followed to the end of the chain: saving to
-// a link replaces the file it points to (created if the link dangles) and leaves the link
-// a link. A path that exists and is not a regular file (a directory, a FIFO, a device such
-// as /dev/null, a socket) is refused: renaming over it would replace it. As the kernel's
-// fs.protected_symlinks does for open(), a link in a sticky world-writable directory
-// (/tmp) is followed only when its owner is the caller or the directory's owner: otherwise
-// another user could point it at /etc/passwd and have root's save replace that file.
+// The target is found by the one path rule (support/path_rule.h): links are followed to the
+// end of the chain, by hand and at every depth, and a link of another user in a sticky
+// directory writable by all (/tmp) is refused, as the kernel's fs.protected_symlinks does for
+// open(): otherwise another user could point it at /etc and have root's save replace a file
+// there. Saving to a link replaces the file it points to (created if the link dangles) and
+// leaves the link a link. A path that exists and is not a regular file (a directory, a FIFO,
+// a device such as /dev/null, a socket) is refused: renaming over it would replace it. A
+// rule with allowed directories confines the file to them. The target's directory is held
+// open from then on: the temporary file and the rename land where the rule was checked.
 //
 // A file replaced keeps its permission bits (0600 stays 0600) and, where the caller may
 // set them (root, or the file's own owner for its group), its owner and group. A new file
@@ -42,12 +48,12 @@ class ByteOutput {
 // stays until someone removes it (it may be the very file being salvaged).
 //
 // Every failure throws kinetrace::Error naming the path and the reason:
-//   "cannot write trace to /nope/x.json: No such file or directory"
+//   "cannot write trace to /nope/x.json: /nope: No such file or directory"
 //   "cannot write trace to /dev/null: it is a character device, not a regular file"
 class AtomicFile final : public ByteOutput {
  public:
-  // Resolves the path and creates the temporary file.
-  explicit AtomicFile(std::string path);
+  // Resolves the path under `rule` and creates the temporary file.
+  explicit AtomicFile(std::string path, const PathRule& rule = PathRule{});
   ~AtomicFile() override;
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -58,8 +64,8 @@ class AtomicFile final : public ByteOutput {
   // The path as given, as error messages name it.
   const std::string& path() const { return path_; }
   // The file commit() replaces: the path with symbolic links followed.
-  const std::string& target() const { return target_; }
-  const std::string& tempPath() const { return tempPath_; }
+  std::string target() const { return location_.path(); }
+  std::string tempPath() const { return location_.directory.pathOf(tempName_); }
 
  private:
   [[noreturn]] void fail(int error) const;
@@ -68,17 +74,17 @@ class AtomicFile final : public ByteOutput {
   void discard() noexcept;
   // Gives the temporary file the mode, owner and group of the file it will replace.
   void takeOverAttributes(const struct stat& replaced) noexcept;
-  // Takes the temporary path out of the signal handler's registry.
+  // Takes the temporary file out of the signal handler's registry.
   void unregister() noexcept;
 
   std::string path_;
-  std::string target_;
-  std::string tempPath_;
+  OutputLocation location_;
+  std::string tempName_;  // in location_.directory
   int fd_ = -1;
   bool committed_ = false;
-  // The temporary path as the signal handler sees it (a copy it may read at any time), and
-  // its slot in the handler's registry; null when not registered.
-  char* registeredPath_ = nullptr;
+  // The temporary file as the signal handler sees it (its directory and name, a copy it may
+  // read at any time), and its slot in the handler's registry; null when not registered.
+  PendingTemporaryFile* registered_ = nullptr;
   std::size_t registeredSlot_ = 0;
 };
 

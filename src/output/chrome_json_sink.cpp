@@ -425,13 +425,13 @@ class ChromeJsonSink::CheckedWriter {
 
 // "file://x.json" is taken as the relative path x.json rather than as host "x.json",
 // because that is what people who type it mean.
-std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl) {
+std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl, const PathRule& rule) {
   std::string path = pathOrFileUrl;
   if (startsWithFileScheme(pathOrFileUrl)) {
     path.erase(0, std::string_view("file://").size());
     if (path.empty()) throw Error("trace URL \"" + pathOrFileUrl + "\" has no path");
   }
-  std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path);
+  std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path, rule);
   constexpr std::string_view kGz = ".gz";
   if (path.size() > kGz.size() && path.compare(path.size() - kGz.size(), kGz.size(), kGz) == 0) {
     file = std::make_unique<GzipOutput>(std::move(file));

@@ -78,6 +78,6 @@ class ChromeJsonSink final : public Sink {
 
 // The built-in sink for bare paths and "file://" URLs: a ChromeJsonSink over an AtomicFile.
 // "file:///abs/x.json" is /abs/x.json; "file://x.json" is the relative path x.json.
-std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl);
+std::unique_ptr<Sink> openChromeJsonFile(const std::string& pathOrFileUrl, const PathRule& rule);
 
 }  // namespace kinetrace::detail

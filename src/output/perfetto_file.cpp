@@ -26,7 +26,7 @@ bool isPerfettoPath(std::string_view path) {
   return endsWith(path, ".pftrace") || endsWith(path, ".perfetto-trace");
 }
 
-std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl) {
+std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl, const PathRule& rule) {
   constexpr std::string_view kScheme = "perfetto://";
   std::string path = pathOrUrl;
   if (path.size() >= kScheme.size() &&
@@ -35,7 +35,7 @@ std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl) {
     path.erase(0, kScheme.size());
     if (path.empty()) throw Error("trace URL \"" + pathOrUrl + "\" has no path");
   }
-  std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path);
+  std::unique_ptr<ByteOutput> file = std::make_unique<AtomicFile>(path, rule);
   if (endsWith(path, ".gz")) {
     file = std::make_unique<GzipOutput>(std::move(file));
   } else if (packetCompressionAvailable()) {

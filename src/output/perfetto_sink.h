@@ -68,6 +68,6 @@ bool isPerfettoPath(std::string_view path);
 // A PerfettoSink over an AtomicFile, for a bare path or a "perfetto://PATH" URL: its
 // packets compressed inside the file (perfetto_compression.h) where zlib is there; a path
 // ending in ".gz" is gzip over uncompressed packets instead (Perfetto reads both).
-std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl);
+std::unique_ptr<Sink> openPerfettoFile(const std::string& pathOrUrl, const PathRule& rule);
 
 }  // namespace kinetrace::detail

@@ -10,6 +10,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
 #include "output/chrome_json_sink.h"
+#include "output/open_sink.h"
 #include "output/perfetto_sink.h"
 
 namespace kinetrace {
@@ -56,19 +57,22 @@ std::string_view schemeOf(std::string_view url) {
 
 // A bare path or "file://" URL: Perfetto's protobuf format for ".pftrace" and
 // ".perfetto-trace" (optionally ".gz"), Chrome trace JSON for anything else.
-std::unique_ptr<Sink> openTraceFile(const std::string& pathOrFileUrl) {
+std::unique_ptr<Sink> openTraceFile(const std::string& pathOrFileUrl,
+                                    const detail::PathRule& rule) {
   std::string_view path = pathOrFileUrl;
   if (lowercase(schemeOf(path)) == "file") path.remove_prefix(std::string_view("file://").size());
   if (!path.empty() && detail::isPerfettoPath(path))
-    return detail::openPerfettoFile(std::string(path));
-  return detail::openChromeJsonFile(pathOrFileUrl);
+    return detail::openPerfettoFile(std::string(path), rule);
+  return detail::openChromeJsonFile(pathOrFileUrl, rule);
 }
 
 class SinkRegistry {
  public:
   SinkRegistry() {
-    factories_["file"] = openTraceFile;
-    factories_["perfetto"] = detail::openPerfettoFile;
+    factories_["file"] = [](const std::string& url) { return openTraceFile(url, {}); };
+    factories_["perfetto"] = [](const std::string& url) {
+      return detail::openPerfettoFile(url, {});
+    };
   }
 
   void add(std::string scheme, SinkFactory factory) {
@@ -115,23 +119,39 @@ void registerSink(const std::string& scheme, SinkFactory factory) {
 }
 
 std::unique_ptr<Sink> openSink(const std::string& url) {
-  if (url.empty()) throw Error("cannot open a sink for an empty URL or path");
-  const std::string_view scheme = schemeOf(url);
-  if (scheme.empty()) return openTraceFile(url);
+  return detail::openSinkUnder(url, detail::PathRule{});
+}
 
-  SinkFactory factory = registry().find(lowercase(scheme));
+namespace detail {
+
+std::unique_ptr<Sink> openSinkUnder(const std::string& url, const PathRule& rule) {
+  if (url.empty()) throw Error("cannot open a sink for an empty URL or path");
+  const std::string scheme = lowercase(schemeOf(url));
+  if (scheme.empty()) return openTraceFile(url, rule);
+  if (!rule.allowedDirectories.empty()) {
+    // The built-in file sinks, never one registered in their place.
+    if (scheme == "file") return openTraceFile(url, rule);
+    if (scheme == "perfetto") return openPerfettoFile(url, rule);
+    throw Error(fmt::format(
+        "cannot write trace to \"{}\": a trace that must stay in its allowed directories is "
+        "written to a file path, not through the sink of scheme \"{}\"",
+        url, scheme));
+  }
+  SinkFactory factory = registry().find(scheme);
   if (!factory) {
     throw Error(
         fmt::format("no sink registered for URL scheme \"{}\" in \"{}\" "
                     "(registered: {})",
-                    scheme, url, registry().knownSchemes()));
+                    schemeOf(url), url, registry().knownSchemes()));
   }
   std::unique_ptr<Sink> sink = factory(url);
   if (!sink) {
-    throw Error(
-        fmt::format("the sink factory for scheme \"{}\" returned no sink for \"{}\"", scheme, url));
+    throw Error(fmt::format("the sink factory for scheme \"{}\" returned no sink for \"{}\"",
+                            schemeOf(url), url));
   }
   return sink;
 }
+
+}  // namespace detail
 
 }  // namespace kinetrace

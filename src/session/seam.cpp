@@ -8,6 +8,7 @@
 #include "model/trace_data.h"
 #include "output/atomic_file.h"
 #include "output/kind_names.h"
+#include "output/open_sink.h"
 #include "output/trace_events.h"
 #include "output/trace_summary.h"
 #include "output/value_json.h"
@@ -20,6 +21,7 @@ class ProfilerAccess {
   static std::unique_ptr<Profiler> make(std::unique_ptr<detail::Session> session) {
     return std::unique_ptr<Profiler>(new Profiler(std::move(session)));
   }
+  static detail::Session& session(Profiler& profiler) { return *profiler.session_; }
 };
 
 namespace detail {
@@ -141,10 +143,19 @@ std::string summaryJson(const Trace& trace, const std::string& traceFile) {
   return detail::summaryToJson(summary);
 }
 
-void writeFileAtomically(const std::string& path, std::string_view text) {
-  detail::AtomicFile file(path);
+void writeFileAtomically(const std::string& path, std::string_view text,
+                         const detail::PathRule& rule) {
+  detail::AtomicFile file(path, rule);
   file.write(text.data(), text.size());
   file.commit();
+}
+
+void startUnder(Profiler& profiler, const std::string& output, const detail::PathRule& rule) {
+  ProfilerAccess::session(profiler).start(output, rule);
+}
+
+std::unique_ptr<Sink> openSinkUnder(const std::string& url, const detail::PathRule& rule) {
+  return detail::openSinkUnder(url, rule);
 }
 
 }  // namespace internal

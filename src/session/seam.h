@@ -14,6 +14,7 @@
 #include "kinetrace/value.h"
 #include "model/event_args.h"
 #include "model/gpu_op.h"
+#include "support/path_rule.h"
 
 // The internal seam: what front-ends built on kinetrace's core -- the CUDA injection
 // (src/inject), the libkineto-compatible API -- need beyond the public API. Exported from
@@ -106,8 +107,18 @@ KINETRACE_API void nameOsThread(int64_t tid, std::string_view name);
 // The trace's summary (busy time, top kernels, copies, losses) as JSON, the content of the
 // "<trace>.summary.json" file `kinetrace run` reads; `traceFile` is recorded in it.
 KINETRACE_API std::string summaryJson(const Trace& trace, const std::string& traceFile);
-// Writes text to a path atomically (temporary file, then rename), as traces are written.
-// Throws kinetrace::Error naming the path.
-KINETRACE_API void writeFileAtomically(const std::string& path, std::string_view text);
+// Writes text to a path atomically (temporary file, then rename), as traces are written,
+// under `rule` (support/path_rule.h). Throws kinetrace::Error naming the path.
+KINETRACE_API void writeFileAtomically(const std::string& path, std::string_view text,
+                                       const detail::PathRule& rule = {});
+
+// Profiler::start(output) with the trace written under `rule`: how a front-end records a
+// window someone asked for, so that the request's confinement (a dynolog request's allowed
+// directories) holds when the file is made, not only when the request was taken.
+KINETRACE_API void startUnder(Profiler& profiler, const std::string& output,
+                              const detail::PathRule& rule);
+// openSink(url) under `rule`: a file path only, when the rule has allowed directories.
+KINETRACE_API std::unique_ptr<Sink> openSinkUnder(const std::string& url,
+                                                  const detail::PathRule& rule);
 
 }  // namespace kinetrace::internal

@@ -11,8 +11,9 @@
 #include "host/host_recorder.h"
 #include "kinetrace/error.h"
 #include "model/clock.h"
-#include "model/trace_file_name.h"
 #include "model/gpu_metric_catalog.h"
+#include "model/trace_file_name.h"
+#include "output/open_sink.h"
 #include "session/core.h"
 #include "session/metadata.h"
 #include "session/pipeline.h"
@@ -267,7 +268,7 @@ std::string Session::outputPathFor(const std::string& output, int64_t startNs) c
   return (std::filesystem::path(output) / name).string();
 }
 
-void Session::start(const std::string& output) {
+void Session::start(const std::string& output, const PathRule& rule) {
   std::lock_guard<std::mutex> lock(mutex_);
   requireOwnProcess("start");
   if (recording()) throw Error("Profiler::start() called while already recording");
@@ -309,7 +310,7 @@ void Session::start(const std::string& output) {
       }
       setup.outputPath = outputPathFor(output, setup.startNs);
       setup.header.traceName = setup.outputPath;
-      setup.sink = openSink(setup.outputPath);  // an unwritable output: nothing is recorded
+      setup.sink = openSinkUnder(setup.outputPath, rule);  // unwritable: nothing is recorded
     }
     core.budget().setCap(config_.memoryCapBytes());
     core.budget().resetPeak();

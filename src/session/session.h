@@ -11,6 +11,7 @@
 #include "kinetrace/trace.h"
 #include "kinetrace/value.h"
 #include "model/gpu_source.h"
+#include "support/path_rule.h"
 
 namespace kinetrace::detail {
 
@@ -50,8 +51,9 @@ class Session {
   ~Session();
 
   void prepare();
-  // Records to `output` ("": in memory), a path, a directory or a URL.
-  void start(const std::string& output);
+  // Records to `output` ("": in memory), a path, a directory or a URL, written under `rule`
+  // (support/path_rule.h).
+  void start(const std::string& output, const PathRule& rule = {});
   Trace stop();
   void addMetadata(std::string key, Value value);
 

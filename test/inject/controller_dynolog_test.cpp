@@ -4,8 +4,11 @@
 // a window is pending or recording.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -175,6 +178,58 @@ TEST_F(ControllerDynologTest, AConfigThatCannotBeHonouredIsRefusedAndTheNextOneI
   EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=0 state=idle");
   controller.finish();
   EXPECT_TRUE(controller.savedTraces().empty());
+}
+
+// The allowed directory was checked on the text of the path: a link inside it (made by any
+// user) led the traced process to write the trace and its summary wherever it pointed.
+TEST_F(ControllerDynologTest, ALinkInTheAllowedDirectoryThatLeadsOutIsNotWrittenThrough) {
+  const std::string allowed = dir_.path() + "/allowed";
+  ASSERT_EQ(::mkdir(allowed.c_str(), 0700), 0);
+  // Outside /tmp (always allowed) as well as outside the allowed directory: the working one.
+  std::string outside = (std::filesystem::current_path() / "kinetrace_outside_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(outside.data()), nullptr);
+  struct RemoveAfter {
+    std::string path;
+    ~RemoveAfter() { std::filesystem::remove_all(path); }
+  } removeAfter{outside};
+  ASSERT_EQ(::symlink(outside.c_str(), (allowed + "/out").c_str()), 0);
+  DynologStandIn daemon(dir_.path());
+  ControllerOptions o = options();
+  o.onDemandDir = allowed;
+  Controller controller(std::move(o));
+  controller.begin();
+  daemon.queueConfig("ACTIVITIES_LOG_FILE=" + allowed +
+                     "/out/t.json\nACTIVITIES_DURATION_MSECS=50\n");
+  ASSERT_TRUE(eventually([&] { return daemon.configsHanded() == 1; }));
+  EXPECT_TRUE(pollOfType(daemon, 2)) << "refused: still idle, still asking";
+  EXPECT_FALSE(controller.recording());
+  // The next one, inside, is taken: the refusal left the process free.
+  daemon.queueConfig("ACTIVITIES_LOG_FILE=" + allowed +
+                     "/in/t.json\nACTIVITIES_DURATION_MSECS=50\n");
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  EXPECT_EQ(controller.savedTraces()[0], allowed + "/in/t_4242.json");
+  controller.finish();
+  EXPECT_TRUE(std::filesystem::is_empty(outside));
+}
+
+// A window that could never start was taken, and the process answered "busy" to every later
+// request for the rest of its life.
+TEST_F(ControllerDynologTest, AWindowThatCouldNeverStartIsRefusedAndTheProcessStaysFree) {
+  DynologStandIn daemon(dir_.path());
+  Controller controller(options());
+  controller.begin();
+  daemon.queueConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                     "/never.json\nPROFILE_START_ITERATION=9000000000000000000\n"
+                     "ACTIVITIES_ITERATIONS=5\n");
+  ASSERT_TRUE(eventually([&] { return daemon.configsHanded() == 1; }));
+  EXPECT_TRUE(pollOfType(daemon, 2)) << "refused: still idle, still asking";
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=0 state=idle");
+  daemon.queueConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                     "/soon.json\nACTIVITIES_DURATION_MSECS=50\n");
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  controller.finish();
 }
 
 TEST_F(ControllerDynologTest, WithoutADaemonTheProcessRunsAndStopsAtOnce) {

@@ -23,8 +23,8 @@
 namespace kinetrace::inject {
 namespace {
 
-using kinetrace::testing::TempDir;
 using detail::Result;
+using kinetrace::testing::TempDir;
 
 constexpr int64_t kTimeoutNs = 1000;  // the reader's clock is the test's: any unit will do
 
@@ -145,7 +145,7 @@ TEST_F(TriggerChannelTest, AnAnswerTheClientDidNotStayForIsReported) {
 TEST_F(TriggerChannelTest, AnOutputPathWithSpacesTravelsWhole) {
   TriggerRequest request;
   request.durationNs = 5;
-  request.output = "/tmp/my traces/100%\tdone.json";
+  request.output = "/tmp/my traces/100% done.json";
   const std::string line = formatRequest(request);
   EXPECT_EQ(line.find(' ', line.find("output=")), std::string::npos) << line;
   const Result<TriggerRequest> back = parseRequest(line);
@@ -156,10 +156,27 @@ TEST_F(TriggerChannelTest, AnOutputPathWithSpacesTravelsWhole) {
   EXPECT_EQ(bad.why(), "\"output\" needs a percent-encoded path, got \"/a%2\"");
 }
 
+// An escaped NUL cut the path short where the system read it; a newline cut the answer.
+TEST_F(TriggerChannelTest, AnOutputPathWithANulOrAControlCharacterIsRefused) {
+  EXPECT_EQ(parseRequest("record duration_ns=5 output=/tmp/a%00.json").why(),
+            "the path holds a NUL byte, which would cut it short");
+  EXPECT_EQ(parseRequest("record duration_ns=5 output=/tmp/a%0Ab.json").why(),
+            "the path holds a control character (0x0A)");
+  EXPECT_EQ(parseRequest("record duration_ns=5 output=/tmp/a%09b.json").why(),
+            "the path holds a control character (0x09)");
+}
+
+TEST_F(TriggerChannelTest, ANumberFollowedByAnythingElseIsRefused) {
+  EXPECT_EQ(parseRequest("record duration_ns=12abc").why(),
+            "\"duration_ns\" needs a whole number, got \"12abc\"");
+  EXPECT_EQ(parseRequest("record steps=5 start_step= ").why(),
+            "\"start_step\" needs a whole number, got \"\"");
+}
+
 TEST_F(TriggerChannelTest, ADurationTooLargeForANumberIsRefusedSayingSo) {
   const Result<TriggerRequest> parsed = parseRequest("record duration_ns=99999999999999999999");
   ASSERT_FALSE(parsed.ok());
-  EXPECT_EQ(parsed.why(), "\"duration_ns\" needs a number, got \"99999999999999999999\"");
+  EXPECT_EQ(parsed.why(), "\"duration_ns\" needs a whole number, got \"99999999999999999999\"");
 }
 
 TEST_F(TriggerChannelTest, TheSocketOfAKilledProcessIsRemovedAndALiveOneKept) {

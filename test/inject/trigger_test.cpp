@@ -24,6 +24,7 @@
 #include "inject/controller.h"
 #include "inject/trigger_channel.h"
 #include "kinetrace/host.h"
+#include "ondemand/trigger_decision.h"
 #include "session/session.h"
 #include "support/fake_gpu_source.h"
 #include "support/temp_dir.h"
@@ -32,8 +33,8 @@ namespace kinetrace::inject {
 namespace {
 
 using namespace std::chrono_literals;
-using kinetrace::testing::TempDir;
 using detail::Result;
+using kinetrace::testing::TempDir;
 
 template <typename Condition>
 bool eventually(Condition condition) {
@@ -174,7 +175,43 @@ TEST_F(TriggerTest, AnOutputDirectoryIsCreatedOrTheRequestRefusedSayingWhy) {
   ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
   request.output = dir_.path() + "/new/deeper/t.json/under-a-file.json";
   const std::string answer = sendRequest(controller.triggerSocket(), request);
-  EXPECT_TRUE(startsWith(answer, "refused the trace cannot be written there: ")) << answer;
+  EXPECT_EQ(answer, "refused the trace cannot be written to " + request.output + ": " +
+                        dir_.path() + "/new/deeper/t.json: not a directory");
+  controller.finish();
+}
+
+// "ok" was answered for outputs that then failed to be written.
+TEST_F(TriggerTest, AnOutputThatCannotBeWrittenIsRefusedBeforeTheAnswer) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 100'000'000;
+  request.output = "/dev/null";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request),
+            "refused the trace cannot be written to /dev/null: it is a character device, not a "
+            "regular file");
+  request.output = "/proc/self/t.json";
+  EXPECT_TRUE(startsWith(sendRequest(controller.triggerSocket(), request),
+                         "refused the trace cannot be written to /proc/self/t.json: /proc/"));
+  EXPECT_FALSE(controller.recording());
+  request.output = dir_.path() + "/fine.json";
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output)
+      << "the refusals left the process free";
+  ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
+  controller.finish();
+}
+
+TEST_F(TriggerTest, AStartTimeTooFarAheadIsRefusedWithTheLimit) {
+  Controller controller(options(CaptureRange::OnDemand));
+  controller.begin();
+  TriggerRequest request;
+  request.durationNs = 100'000'000;
+  request.startAtNs = INT64_MAX;
+  const std::string answer = sendRequest(controller.triggerSocket(), request);
+  EXPECT_TRUE(startsWith(answer, "refused the window would start ")) << answer;
+  TriggerRequest status;
+  status.verb = TriggerRequest::Verb::Status;
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), status), "ok step=0 state=idle");
   controller.finish();
 }
 
@@ -219,7 +256,9 @@ TEST_F(TriggerTest, AnOutputPathWithASpaceIsWrittenThere) {
   TriggerRequest request;
   request.durationNs = 50'000'000;
   request.output = dir_.path() + "/my traces/a trace.json";
-  EXPECT_EQ(sendRequest(controller.triggerSocket(), request), "ok " + request.output);
+  EXPECT_EQ(sendRequest(controller.triggerSocket(), request),
+            "ok " + ondemand::encodedPath(request.output))
+      << "the answer is one line of words, whatever the path holds";
   ASSERT_TRUE(eventually([&] { return controller.savedTraces().size() == 1; }));
   EXPECT_EQ(controller.savedTraces()[0], request.output);
   controller.finish();
@@ -301,7 +340,8 @@ TEST(TriggerRequestTest, RequestsReadBackAsWrittenAndBadOnesSayWhy) {
   EXPECT_EQ(parsed.value().output, request.output);
   EXPECT_EQ(parsed.value().startAtNs, 1234);
   EXPECT_EQ(whyRefused("stop"), "unknown request \"stop\" (expected \"record\" or \"status\")");
-  EXPECT_EQ(whyRefused("record duration_ns=abc"), "\"duration_ns\" needs a number, got \"abc\"");
+  EXPECT_EQ(whyRefused("record duration_ns=abc"),
+            "\"duration_ns\" needs a whole number, got \"abc\"");
   EXPECT_EQ(whyRefused("record duration_ns=5 color=red"), "unknown field \"color\"");
 
   TriggerRequest steps;

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -190,6 +191,30 @@ TEST_F(OnDemandTest, AConfigOutsideTheAllowedDirectoriesWritesNothing) {
       "ACTIVITIES_DURATION_MSECS=10\n");
   EXPECT_FALSE(onDemand().busy());
   EXPECT_FALSE(backend_.isActive());
+}
+
+// The allowed directories were checked on the text of the path: a link inside one led the
+// trace wherever it pointed.
+TEST_F(OnDemandTest, ALinkInsideTheAllowedDirectoryThatLeadsOutWritesNothing) {
+  // Outside /tmp too (always allowed): a directory beside the test's working one.
+  std::string outside = (std::filesystem::current_path() / "kineto_outside_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(outside.data()), nullptr);
+  struct RemoveAfter {
+    std::string path;
+    ~RemoveAfter() { std::filesystem::remove_all(path); }
+  } removeAfter{outside};
+  ASSERT_EQ(::symlink(outside.c_str(), (dir_.path() + "/out").c_str()), 0);
+  onDemand().handleConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                          "/out/t.json\nACTIVITIES_DURATION_MSECS=10\n");
+  EXPECT_FALSE(onDemand().busy());
+  EXPECT_FALSE(backend_.isActive());
+  EXPECT_TRUE(std::filesystem::is_empty(outside));
+}
+
+TEST_F(OnDemandTest, AWindowThatCouldNeverStartIsRefusedAndLeavesTheProcessFree) {
+  onDemand().handleConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                          "/never.json\nPROFILE_START_ITERATION=9000000000000000000\n");
+  EXPECT_FALSE(onDemand().busy()) << "not pending for the rest of the process's life";
 }
 
 TEST_F(OnDemandTest, AForkedChildNeitherPollsNorRecordsNorWaitsForTheParentsThreads) {

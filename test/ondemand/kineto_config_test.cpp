@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace kinetrace::ondemand {
 namespace {
@@ -106,33 +107,35 @@ TEST(KinetoConfigTest, BadValuesAreRefusedNamingTheKey) {
             "PROFILE_START_TIME=99999999999999999 is past the year 2262");
 }
 
-TEST(KinetoConfigTest, TracesGoUnderTmpOrTheOnDemandDirectoryOnly) {
-  // The daemon's RPC has no authentication: no trace may overwrite a file elsewhere.
-  EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=/home/me/.bashrc.json\n"),
-            "an on-demand trace is written under /tmp/ only (the daemon's requests are not "
-            "authenticated; set KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to "
-            "/home/me/.bashrc_4242.json");
-  EXPECT_EQ(
-      refusal("ACTIVITIES_LOG_FILE=/tmp/../etc/x.json\n"),
-      "ACTIVITIES_LOG_FILE may not climb out of its directory (\"..\"): /tmp/../etc/x_4242.json");
+TEST(KinetoConfigTest, TracesAreConfinedToTmpOrTheOnDemandDirectory) {
+  // The daemon's RPC has no authentication: no trace may overwrite a file elsewhere. Where it
+  // really lands is checked by the request's rule (ondemand::prepareOutput, and again when
+  // the files are written), on the resolved path.
+  const KinetoConfigRequest config = parsed("ACTIVITIES_LOG_FILE=/home/me/.bashrc.json\n");
+  EXPECT_EQ(config.request.outputRule.allowedDirectories, std::vector<std::string>{"/tmp"});
+  EXPECT_TRUE(config.request.outputRule.createDirectories);
+  EXPECT_NE(config.request.outputRule.confinedBecause.find("KINETO_ONDEMAND_TRACE_DIR"),
+            std::string::npos);
+  EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/data/traces/t.json\n", "/data/traces/")
+                .request.outputRule.allowedDirectories,
+            (std::vector<std::string>{"/tmp", "/data/traces/"}));
+  EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/tmp/t.json\n", "relative/dir")
+                .request.outputRule.allowedDirectories,
+            std::vector<std::string>{"/tmp"})
+      << "only an absolute directory names a fixed place";
   EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=trace.json\n"),
-            "ACTIVITIES_LOG_FILE must be an absolute path under /tmp/, got \"trace_4242.json\"");
-  EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=/tmpfoo/t.json\n"),
-            "an on-demand trace is written under /tmp/ only (the daemon's requests are not "
-            "authenticated; set KINETO_ONDEMAND_TRACE_DIR to allow another directory), not to "
-            "/tmpfoo/t_4242.json")
-      << "a prefix of a name is not the directory";
-  EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/data/traces/t.json\n", "/data/traces/").request.output,
-            "/data/traces/t_4242.json");
-  EXPECT_EQ(parsed("ACTIVITIES_LOG_FILE=/tmp/./a//t.json\n").request.output,
-            "/tmp/./a//t_4242.json");
+            "ACTIVITIES_LOG_FILE must be an absolute path, got \"trace_4242.json\"");
+  EXPECT_EQ(refusal("ACTIVITIES_LOG_FILE=/tmp/a\rb.json\n"),
+            "ACTIVITIES_LOG_FILE: the path holds a control character (0x0D)");
 }
 
 TEST(KinetoConfigTest, ThePidGoesWhereDynoPrintsIt) {
   EXPECT_EQ(withPid("/tmp/t.json", 7), "/tmp/t_7.json");
   EXPECT_EQ(withPid("/tmp/t.json.gz", 7), "/tmp/t_7.json.gz");
   EXPECT_EQ(withPid("/tmp/t.pt.trace.json", 7), "/tmp/t.pt.trace_7.json");
-  EXPECT_EQ(withPid("/tmp/a.json/t.json", 7), "/tmp/a_7.json/t_7.json") << "as dyno's replace";
+  EXPECT_EQ(withPid("/tmp/a.json/t.json", 7), "/tmp/a.json/t_7.json") << "the file's name only";
+  EXPECT_EQ(withPid("/tmp/a.pftrace/t", 7), "/tmp/a.pftrace/t_7");
+  EXPECT_EQ(withPid("t.json", 7), "t_7.json");
   EXPECT_EQ(withPid("/tmp/t.pftrace", 7), "/tmp/t_7.pftrace");
   EXPECT_EQ(withPid("/tmp/trace", 7), "/tmp/trace_7");
 }

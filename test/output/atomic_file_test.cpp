@@ -28,9 +28,9 @@ namespace kinetrace::detail {
 namespace {
 
 namespace fs = std::filesystem;
+using kinetrace::testing::deadPid;
 using kinetrace::testing::fileContents;
 using kinetrace::testing::writeFile;
-using kinetrace::testing::deadPid;
 
 // Writes "x" to the path and commits; the error message, or "no error".
 std::string errorOf(const std::string& path) {
@@ -55,7 +55,6 @@ void save(const fs::path& path, const std::string& text) {
   file.write(text.data(), text.size());
   file.commit();
 }
-
 
 struct FileIdentity {
   dev_t device = 0;
@@ -149,7 +148,9 @@ TEST_F(AtomicFileTest, WriteAfterCommitIsRefused) {
 
 TEST_F(AtomicFileTest, MissingDirectoryErrorNamesThePathAndTheReason) {
   const std::string missing = path("missing/x.json");
-  EXPECT_EQ(errorOf(missing), "cannot write trace to " + missing + ": No such file or directory");
+  EXPECT_EQ(errorOf(missing), "cannot write trace to " + missing + ": " + path("missing") +
+                                  ": No such file or directory")
+      << "the part of the path that is missing is named";
 }
 
 TEST_F(AtomicFileTest, UnwritableDirectoryErrorNamesThePath) {
@@ -269,6 +270,31 @@ TEST_F(AtomicFileTest, LinkIsFollowedAndStaysALink) {
   EXPECT_EQ(fs::read_symlink(path("link.json")), "real.json");
   EXPECT_EQ(fileContents(path("real.json")), "new");
   EXPECT_EQ(entries(), (std::vector<std::string>{"link.json", "real.json"}));
+}
+
+// A trace written while recording may take hours: its directory is held from the start, so
+// a directory renamed and replaced by a link meanwhile cannot redirect the file.
+TEST_F(AtomicFileTest, TheFileLandsInTheDirectoryCheckedWhateverIsRelinkedBeforeCommit) {
+  fs::create_directory(path("checked"));
+  fs::create_directory(path("elsewhere"));
+  AtomicFile file(path("checked/trace.json"));
+  file.write("x", 1);
+  fs::rename(path("checked"), path("moved"));
+  fs::create_symlink(path("elsewhere"), path("checked"));
+  file.commit();
+  EXPECT_EQ(fileContents(path("moved/trace.json")), "x");
+  EXPECT_TRUE(fs::is_empty(path("elsewhere")));
+}
+
+TEST_F(AtomicFileTest, ALinkPlantedAtTheNameBeforeCommitIsReplacedNotWrittenThrough) {
+  writeFile(path("victim"), "precious");
+  AtomicFile file(path("trace.json"));
+  file.write("x", 1);
+  fs::create_symlink(path("victim"), path("trace.json"));
+  file.commit();
+  EXPECT_EQ(fileContents(path("victim")), "precious");
+  EXPECT_FALSE(fs::is_symlink(path("trace.json")));
+  EXPECT_EQ(fileContents(path("trace.json")), "x");
 }
 
 TEST_F(AtomicFileTest, RelativeLinkIsResolvedFromItsOwnDirectoryAndTheTempGoesBesideTheTarget) {
@@ -445,6 +471,24 @@ TEST_F(SharedDirectoryTest, AnotherUsersLinkFurtherDownAChainIsNotFollowed) {
   EXPECT_NE(errorOf(path("mine.json")).find(": not following " + link + ": it is a symbolic link"),
             std::string::npos);
   EXPECT_EQ(fileContents(path("victim")), "precious");
+}
+
+// As root, `convert in.json /tmp/s/d/file` replaced a file wherever another user's directory
+// link d pointed: the rule holds at every depth of the path, not only at its end.
+TEST_F(SharedDirectoryTest, AnotherUsersDirectoryLinkInTheMiddleOfThePathIsNotFollowed) {
+  fs::create_directory(path("victim_dir"));
+  writeFile(path("victim_dir/file"), "precious");
+  const std::string link = path("shared/d");
+  fs::create_symlink(path("victim_dir"), link);
+  ASSERT_EQ(::lchown(link.c_str(), kNobody, kNobody), 0);
+  EXPECT_EQ(errorOf(link + "/file"),
+            "cannot write trace to " + link + "/file: not following " + link +
+                ": it is a symbolic link of another user (uid 65534) in the shared directory " +
+                path("shared") +
+                " (sticky and writable by all), so it may point anywhere; remove it or write "
+                "elsewhere");
+  EXPECT_EQ(fileContents(path("victim_dir/file")), "precious");
+  EXPECT_EQ(dir_.entries(), (std::vector<std::string>{"shared", "victim", "victim_dir"}));
 }
 
 TEST_F(SharedDirectoryTest, TheCallersOwnLinkIsFollowed) {

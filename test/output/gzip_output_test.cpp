@@ -80,8 +80,9 @@ TEST(GzipOutputTest, GzPathIsWrittenCompressedAndReadsBackAsTheSameTrace) {
 
 TEST(GzipOutputTest, FailedOpenNamesThePath) {
   const std::string path = "/nonexistent-kinetrace-dir/trace.json.gz";
-  EXPECT_EQ(kinetrace::testing::errorOf([&path] { openSink(path); }),
-            "cannot write trace to " + path + ": No such file or directory");
+  EXPECT_EQ(
+      kinetrace::testing::errorOf([&path] { openSink(path); }),
+      "cannot write trace to " + path + ": /nonexistent-kinetrace-dir: No such file or directory");
 }
 
 }  // namespace

@@ -246,8 +246,9 @@ TEST(RunChecksTest, DirectoryThatCannotBeCreatedIsAnErrorEvenForRoot) {
     prepareOutputDirectory("/proc/kinetrace-test/traces");
     ADD_FAILURE() << "created a directory in /proc";
   } catch (const UsageError& error) {
-    EXPECT_CONTAINS(error.what(),
-                    "cannot write traces to /proc/kinetrace-test/traces: cannot create");
+    EXPECT_CONTAINS(
+        error.what(),
+        "cannot write traces to /proc/kinetrace-test/traces: cannot make /proc/kinetrace-test:");
   }
 }
 

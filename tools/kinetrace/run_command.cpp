@@ -19,6 +19,7 @@
 #include "kinetrace/error.h"
 #include "program_runner.h"
 #include "run_report.h"
+#include "support/path_rule.h"
 
 extern char** environ;
 
@@ -208,24 +209,18 @@ std::vector<std::string> injectionLibraryCandidates(const RunOptions& options) {
 std::string prepareOutputDirectory(const std::string& dir) {
   std::string path = absolute(dir);
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  // mkdir -p, reporting the first component that fails.
-  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    std::string partial = path.substr(0, slash);
-    if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
-      throw UsageError("kinetrace run: cannot write traces to " + path + ": cannot create " +
-                       partial + ": " + std::strerror(errno));
-    }
-    if (slash == std::string::npos) break;
+  // mkdir -p by the one path rule, then a file made and removed there: said now, not after
+  // the program has run.
+  detail::PathRule making;
+  making.createDirectories = true;
+  const detail::Result<detail::OpenDirectory> opened = detail::openDirectory(path, making);
+  if (!opened.ok()) {
+    throw UsageError("kinetrace run: cannot write traces to " + path + ": " + opened.why());
   }
-  if (!isDirectory(path))
-    throw UsageError("kinetrace run: cannot write traces to " + path + ": not a directory");
-  std::string probe = path + "/.kinetrace-write-test-XXXXXX";
-  int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    throw UsageError("kinetrace run: cannot write traces to " + path + ": " + std::strerror(errno));
+  if (const detail::Status probe = detail::probeWritable(opened.value(), "kinetrace-write-test");
+      !probe.ok()) {
+    throw UsageError("kinetrace run: cannot write traces to " + path + ": " + probe.why());
   }
-  ::close(fd);
-  ::unlink(probe.c_str());
   return path;
 }
 

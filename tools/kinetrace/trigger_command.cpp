@@ -14,6 +14,7 @@
 #include "files.h"
 #include "inject/trigger_channel.h"
 #include "ondemand/kineto_config.h"
+#include "ondemand/trigger_decision.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -44,10 +45,13 @@ std::string absolutePath(std::string path) {
 std::string describe(const std::string& socket, const std::string& answer) {
   const std::string name = socket.substr(socket.rfind('/') + 1);
   if (answer.rfind("ok ", 0) == 0) {
-    std::string text = answer.substr(3);
+    // "ok PATH<TAB>from step S", the path percent-encoded so that it is one word.
+    const std::string text = answer.substr(3);
     const std::size_t tab = text.find('\t');
-    if (tab != std::string::npos) text[tab] = ' ';
-    return name + ": recording to " + text;
+    const std::string word = text.substr(0, tab);
+    const std::string path = ondemand::decodedPath(word).value_or(word);
+    return name + ": recording to " + path +
+           (tab == std::string::npos ? "" : " " + text.substr(tab + 1));
   }
   if (answer.rfind("refused ", 0) == 0) return name + ": refused: " + answer.substr(8);
   return name + ": unexpected answer: " + answer;
