@@ -10,7 +10,8 @@
 # the overhead of tracing the CUDA example, measured
 # untraced/traced interleaved (A B A B ...), the cost per launch of each activity kind
 # (bench/gpu/overhead.sh on launch_cost), on-demand traces (a 10-minute window among them:
-# step on_demand_long), GPU metrics (step gpu_metrics; SOAK=SECONDS for its long run) and the
+# step on_demand_long), the path rule where the injection and libkineto_api write (step
+# path_rule), GPU metrics (step gpu_metrics; SOAK=SECONDS for its long run) and the
 # host microbenchmarks. Every step runs even
 # when an earlier one failed; the exit status is 1 when any step failed.
 #
@@ -496,6 +497,14 @@ dynolog() {
   run bash "$SRC_DIR/bench/gpu/dynolog_fleet.sh" "$BUILD_DIR" "$OUT_DIR" ${DYNOLOG_PHASES:-torch job idle}
 }
 
+# The one path rule where the injection and libkineto_api write (test/gpu/path_rule.sh):
+# outputs that must be refused (/dev/null, another user's link in /tmp, a link out of a
+# dynolog request's directories, a window that could never start) refused before "ok", and
+# the requests after them taken (OUT_DIR/path_rule.md).
+path_rule() {
+  run bash "$SRC_DIR/test/gpu/path_rule.sh" "$BUILD_DIR" "$OUT_DIR"
+}
+
 # A 10-minute triggered window of a kernel storm, written whole within the memory cap
 # (about 11 minutes: OUT_DIR/on_demand.md).
 on_demand_long() {
@@ -567,6 +576,7 @@ main() {
   step "DDP straggler (two ranks)" ddp_straggler
   step "on-demand traces" on_demand
   step "dynolog (fleet triggering)" dynolog
+  step "path rule (injection, libkineto_api)" path_rule
   step "10-minute on-demand window" on_demand_long
   step "GPU metrics" gpu_metrics
   step "overhead" overhead
