@@ -560,7 +560,9 @@ void Controller::handleDynologConfig(const std::string& config) {
     if (line.rfind("ok ", 0) == 0) {
       log(LogLevel::Info, "dynolog's request taken: {}", line.substr(3));
     } else {
-      log(LogLevel::Warning, "dynolog's request {}", line);
+      // "refused WHY", as a trigger's answer: said the way libkineto_api's log says it.
+      const bool refused = line.rfind("refused ", 0) == 0;
+      log(LogLevel::Warning, "dynolog's request refused: {}", refused ? line.substr(8) : line);
     }
     return true;
   });

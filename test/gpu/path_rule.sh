@@ -122,11 +122,12 @@ phase_dynolog() {
   ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=0.1 "$KINETRACE" run --dynolog --output "$WORK/dyn-run" -- \
     "$STORM" --seconds 20 --rate 2000 --slice-ms 10 --nvtx-steps 1 > "$WORK/dyn.log" 2>&1 &
   local run=$!
-  reply=$(gputrace --log-file "$escape/t.json" --duration-ms 500)
+  # Only this run's processes (the daemon matches a process by its pid or an ancestor's).
+  reply=$(gputrace --pids "$run" --log-file "$escape/t.json" --duration-ms 500)
   note '```'; note "$reply"; note '```'
   sleep 2  # the process polls every 0.1 s: it has judged the request by now
   check "a trace under /tmp through a link out of /tmp: nothing written outside" empty_dir "$OUTSIDE"
-  reply=$(gputrace --log-file "$WORK/dyn-ok/t.json" --duration-ms 500)
+  reply=$(gputrace --pids "$run" --log-file "$WORK/dyn-ok/t.json" --duration-ms 500)
   note '```'; note "$reply"; note '```'
   local trace
   trace=$(echo "$reply" | sed -n 's/^trace //p' | head -n 1)
@@ -148,11 +149,11 @@ phase_kineto() {
     KINETRACE_LOG_LEVEL=info "$PYTHON" -c 'import runpy, sys, torch.profiler; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name="__main__")' \
     "$BENCH_DIR/torch_train.py" --steps 1500 --warmup 10 > "$WORK/torch.log" 2>&1 &
   local app=$!
-  reply=$(gputrace --log-file "$escape/t.json" --iterations 5)
+  reply=$(gputrace --pids "$app" --log-file "$escape/t.json" --iterations 5)
   note '```'; note "$reply"; note '```'
   sleep 2
   check "a trace through a link out of /tmp: nothing written outside" empty_dir "$OUTSIDE"
-  reply=$(gputrace --log-file "$WORK/kineto-ok/t.json" --iterations 5)
+  reply=$(gputrace --pids "$app" --log-file "$WORK/kineto-ok/t.json" --iterations 5)
   note '```'; note "$reply"; note '```'
   local trace
   trace=$(echo "$reply" | sed -n 's/^trace //p' | head -n 1)
