@@ -28,6 +28,13 @@ bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) 
     Node& before = *std::prev(after);
     if ((before.start <= start && end <= before.end && before.end > start) ||
         (before.start == start && before.end == start && end == start)) {  // both empty
+      // The next slice may start where `before` ends (written after it, before the new
+      // one): a new one ending there too would close that one, whose BEGIN comes first at
+      // that time. Nothing inside `before` tells.
+      if (end == before.end && end > start && after != level.end() && after->start == end &&
+          after->end > after->start) {
+        return false;
+      }
       return tryPlace(before.children, start, end);
     }
     // It started first and ends inside the new one: they cross.

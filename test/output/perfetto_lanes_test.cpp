@@ -92,6 +92,16 @@ TEST(SliceLanesTest, EqualTimesFollowTheFileOrder) {
             (std::vector<std::size_t>{0, 0, 0, 0}));
 }
 
+// A slice inside another may not end where a slice written earlier starts, beside the one
+// holding it: that one's BEGIN, first in the file, would be closed by the new one's END.
+TEST(SliceLanesTest, ASliceEndingWhereAnEarlierOneStartsGoesElsewhereEvenInsideAnother) {
+  EXPECT_EQ(placeAndCheck({{0, 10}, {10, 20}, {5, 10}}), (std::vector<std::size_t>{0, 0, 1}));
+  EXPECT_EQ(placeAndCheck({{0, 10}, {2, 10}, {10, 20}, {5, 10}}),
+            (std::vector<std::size_t>{0, 0, 0, 1}));
+  // An empty slice there nests: it opens and closes after the later one's BEGIN.
+  EXPECT_EQ(placeAndCheck({{0, 10}, {10, 20}, {10, 10}}), (std::vector<std::size_t>{0, 0, 0}));
+}
+
 TEST(SliceLanesTest, ManyRandomSlicesReplayToTheirDurations) {
   std::vector<Slice> slices;
   uint64_t x = 12345;
