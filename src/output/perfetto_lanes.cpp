@@ -6,14 +6,29 @@
 namespace kinetrace::detail {
 
 std::size_t SliceLanes::place(int64_t startNs, int64_t endNs) {
-  for (std::size_t i = 0;; ++i) {
+  const std::size_t lane = placeOnALane(startNs, endNs);
+  if (++remembered_ > budget_) forgetOlderHalf();
+  return lane;
+}
+
+std::size_t SliceLanes::placeOnALane(int64_t startNs, int64_t endNs) {
+  for (std::size_t i = 0; i < kTriedLanes; ++i) {
     if (i == lanes_.size()) lanes_.emplace_back();
     Lane& lane = lanes_[i];
     if (startNs < lane.forgottenUntil) continue;
-    if (!tryPlace(lane.roots, startNs, endNs)) continue;
-    if (++remembered_ > budget_) forgetOlderHalf();
-    return i;
+    if (tryPlace(lane.roots, startNs, endNs)) return i;
   }
+  // A slice apart from every slice of a lane nests there, whatever they are: the earlier
+  // ones end at or before its start, or it ends before they start.
+  std::size_t further = furtherSpans_.firstApart(/*endsBy=*/startNs, /*startsAfter=*/endNs);
+  if (further == LaneSpans::kNone) {
+    further = furtherSpans_.add(startNs, endNs);
+  } else {
+    furtherSpans_.widen(further, startNs, endNs);
+  }
+  const std::size_t lane = kTriedLanes + further;
+  furtherSlices_.insert({startNs, endNs, lane});
+  return lane;
 }
 
 // Places [start, end] in a level of slices that are apart, or says it does not nest.
@@ -68,18 +83,26 @@ bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) 
 }
 
 std::size_t SliceLanes::laneAt(int64_t timeNs) const {
-  if (lanes_.size() <= 1) return 0;  // most tracks: nothing to choose from
+  if (laneCount() <= 1) return 0;  // most tracks: nothing to choose from
   std::size_t lane = 0;
-  const Node* best = nullptr;
-  for (std::size_t i = 0; i < lanes_.size(); ++i) {
-    const Node* found = nullptr;
-    innermost(lanes_[i].roots, timeNs, &found);
-    if (found == nullptr) continue;
-    if (best == nullptr || found->start > best->start ||
-        (found->start == best->start && found->end - found->start < best->end - best->start)) {
-      best = found;
-      lane = i;
+  int64_t bestStart = 0, bestEnd = 0;
+  bool found = false;
+  // Later start, then shorter: ties go to the lower lane, met first.
+  auto consider = [&](int64_t start, int64_t end, std::size_t onLane) {
+    if (!found || start > bestStart || (start == bestStart && end - start < bestEnd - bestStart)) {
+      found = true;
+      bestStart = start;
+      bestEnd = end;
+      lane = onLane;
     }
+  };
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    const Node* inner = nullptr;
+    innermost(lanes_[i].roots, timeNs, &inner);
+    if (inner != nullptr) consider(inner->start, inner->end, i);
+  }
+  if (const SliceIndex::Slice* further = furtherSlices_.innermost(timeNs)) {
+    consider(further->start, further->end, further->lane);
   }
   return lane;
 }
@@ -129,6 +152,7 @@ std::size_t SliceLanes::forgetBefore(std::vector<Node>& level, int64_t horizonNs
 void SliceLanes::forgetOlderHalf() {
   std::vector<int64_t> ends;
   for (const Lane& lane : lanes_) collectEnds(lane.roots, &ends);
+  furtherSlices_.collectEnds(&ends);
   if (ends.empty()) return;
   auto middle = ends.begin() + static_cast<std::ptrdiff_t>(ends.size() / 2);
   std::nth_element(ends.begin(), middle, ends.end());
@@ -140,6 +164,7 @@ void SliceLanes::forgetOlderHalf() {
     remembered_ -= std::min(remembered_, forgetBefore(lane.roots, horizon));
     lane.forgottenUntil = std::max(lane.forgottenUntil, horizon);
   }
+  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBefore(horizon));
 }
 
 }  // namespace kinetrace::detail
