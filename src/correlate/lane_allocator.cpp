@@ -16,18 +16,28 @@ bool LaneAllocator::fits(const Lane& lane, int64_t startNs, int64_t endNs) {
   return true;
 }
 
+// The earliest start of an interval that may follow [startNs, endNs] on its lane: its end,
+// or the next nanosecond after a point (two intervals may not start together).
+int64_t LaneAllocator::freeFrom(int64_t startNs, int64_t endNs) {
+  return endNs > startNs ? endNs : startNs + 1;
+}
+
 void LaneAllocator::insert(Lane& lane, int64_t startNs, int64_t endNs) {
   auto at = std::lower_bound(lane.intervals.begin(), lane.intervals.end(), startNs,
                              [](const auto& interval, int64_t t) { return interval.first < t; });
   lane.intervals.insert(at, {startNs, endNs});
   if (lane.intervals.size() > kKeep) {
-    lane.forgottenUntil = std::max(lane.forgottenUntil, lane.intervals.front().second);
+    const auto& [start, end] = lane.intervals.front();
+    lane.forgottenUntil = std::max(lane.forgottenUntil, freeFrom(start, end));
     lane.intervals.pop_front();
   }
 }
 
 uint16_t LaneAllocator::place(int64_t startNs, int64_t endNs) {
   if (endNs < startNs) endNs = startNs;
+  // A point at the end of time goes where [INT64_MAX - 1, INT64_MAX] would, which clashes
+  // with all it clashes with: then freeFrom() can say the nanosecond after any point.
+  if (startNs == INT64_MAX) startNs = INT64_MAX - 1;
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
     if (fits(lanes_[i], startNs, endNs)) {
       insert(lanes_[i], startNs, endNs);

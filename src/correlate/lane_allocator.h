@@ -30,6 +30,7 @@ class LaneAllocator {
     std::deque<std::pair<int64_t, int64_t>> intervals;  // disjoint, by start
     int64_t forgottenUntil = INT64_MIN;                 // intervals before this were dropped
   };
+  static int64_t freeFrom(int64_t startNs, int64_t endNs);
   static bool fits(const Lane& lane, int64_t startNs, int64_t endNs);
   static void insert(Lane& lane, int64_t startNs, int64_t endNs);
 

@@ -44,5 +44,25 @@ TEST(LaneAllocatorTest, IntervalsArrivingOutOfOrderNeverOverlapOnALane) {
   }
 }
 
+// A lane forgets all but its last kKeep intervals, and what may not start before the
+// forgotten: after a point, not at the point's time either.
+TEST(LaneAllocatorTest, APointALaneForgotStillKeepsAnotherAtItsTimeOffThatLane) {
+  LaneAllocator lanes;
+  EXPECT_EQ(lanes.place(0, 0), 0);
+  for (int64_t i = 1; i <= static_cast<int64_t>(LaneAllocator::kKeep); ++i) {
+    ASSERT_EQ(lanes.place(i * 10, i * 10 + 5), 0);
+  }
+  EXPECT_EQ(lanes.place(0, 0), 1);
+  EXPECT_EQ(lanes.place(1, 1), 0);
+}
+
+// Points at the end of time clash with each other.
+TEST(LaneAllocatorTest, PointsAtTheEndOfTimeTakeALaneEach) {
+  LaneAllocator lanes;
+  EXPECT_EQ(lanes.place(INT64_MAX, INT64_MAX), 0);
+  EXPECT_EQ(lanes.place(INT64_MAX, INT64_MAX), 1);
+  EXPECT_EQ(lanes.place(0, INT64_MAX - 1), 0);
+}
+
 }  // namespace
 }  // namespace kinetrace::detail
