@@ -44,14 +44,31 @@ uint16_t LaneAllocator::place(int64_t startNs, int64_t endNs) {
       return static_cast<uint16_t>(i);
     }
   }
-  // More lanes than a track id can say is a pathological input: the last lane takes the
-  // rest (and may overlap) rather than growing without bound.
-  if (lanes_.size() >= std::numeric_limits<uint16_t>::max()) {
+  if (lanes_.size() < kTriedLanes) {
+    lanes_.emplace_back();
+    insert(lanes_.back(), startNs, endNs);
     return static_cast<uint16_t>(lanes_.size() - 1);
   }
-  lanes_.emplace_back();
-  insert(lanes_.back(), startNs, endNs);
-  return static_cast<uint16_t>(lanes_.size() - 1);
+  // A further lane's span ends where what it holds leaves it free (freeFrom()): the new
+  // interval fits after all of it from there, and before all of it when it ends by their
+  // start and does not start with them (a point).
+  const int64_t until = freeFrom(startNs, endNs);
+  const int64_t startsAfter = endNs > startNs ? endNs - 1 : startNs;
+  const std::size_t further = further_.firstApart(/*endsBy=*/startNs, startsAfter);
+  if (further != LaneSpans::kNone) {
+    further_.widen(further, startNs, until);
+    return static_cast<uint16_t>(kTriedLanes + further);
+  }
+  // More lanes than a track id can say is a pathological input: the last lane takes the
+  // rest (and may overlap) rather than growing without bound.
+  if (laneCount() >= std::numeric_limits<uint16_t>::max()) {
+    return static_cast<uint16_t>(laneCount() - 1);
+  }
+  return static_cast<uint16_t>(kTriedLanes + further_.add(startNs, until));
+}
+
+std::size_t LaneAllocator::heldBytes() const {
+  return lanes_.capacity() * sizeof(Lane) + lanes_.size() * kKeep * 16 + further_.heldBytes();
 }
 
 }  // namespace kinetrace::detail
