@@ -31,15 +31,20 @@ std::size_t SliceLanes::placeOnALane(int64_t startNs, int64_t endNs) {
   return lane;
 }
 
-// Places [start, end] in a level of slices that are apart, or says it does not nest.
-bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) {
-  // The last slice that starts at or before the new one: the only one that can hold it.
-  // Most slices come in time order: after the last one, found without a search.
-  auto after = !level.empty() && level.back().start <= start
-                   ? level.end()
-                   : std::upper_bound(level.begin(), level.end(), start,
-                                      [](int64_t t, const Node& n) { return t < n.start; });
-  if (after != level.begin()) {
+// Places [start, end] among a lane's slices, or says it does not nest. Down the slices that
+// hold it in a loop, not by recursion: nested slices can be as deep as the budget is long.
+bool SliceLanes::tryPlace(std::vector<Node>& roots, int64_t start, int64_t end) {
+  std::vector<Node>* down = &roots;
+  std::vector<Node>::iterator after;
+  for (;;) {
+    std::vector<Node>& level = *down;
+    // The last slice that starts at or before the new one: the only one that can hold it.
+    // Most slices come in time order: after the last one, found without a search.
+    after = !level.empty() && level.back().start <= start
+                ? level.end()
+                : std::upper_bound(level.begin(), level.end(), start,
+                                   [](int64_t t, const Node& n) { return t < n.start; });
+    if (after == level.begin()) break;
     Node& before = *std::prev(after);
     if ((before.start <= start && end <= before.end && before.end > start) ||
         (before.start == start && before.end == start && end == start)) {  // both empty
@@ -50,11 +55,14 @@ bool SliceLanes::tryPlace(std::vector<Node>& level, int64_t start, int64_t end) 
           after->end > after->start) {
         return false;
       }
-      return tryPlace(before.children, start, end);
+      down = &before.children;
+      continue;
     }
     // It started first and ends inside the new one: they cross.
     if (before.end > start && !(before.start == start && before.end == start)) return false;
+    break;
   }
+  std::vector<Node>& level = *down;
   // Those that start inside the new one must end inside it, and start after its start
   // unless they are empty or cover the same span.
   auto first = after;
@@ -97,9 +105,9 @@ std::size_t SliceLanes::laneAt(int64_t timeNs) const {
     }
   };
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
-    const Node* inner = nullptr;
-    innermost(lanes_[i].roots, timeNs, &inner);
-    if (inner != nullptr) consider(inner->start, inner->end, i);
+    if (const Node* inner = innermost(lanes_[i].roots, timeNs)) {
+      consider(inner->start, inner->end, i);
+    }
   }
   if (const SliceIndex::Slice* further = furtherSlices_.innermost(timeNs)) {
     consider(further->start, further->end, further->lane);
@@ -109,42 +117,68 @@ std::size_t SliceLanes::laneAt(int64_t timeNs) const {
 
 // A slice holds a time from its start until before its end: at its end its SLICE_END,
 // written before whatever comes at that time, has closed it already.
-void SliceLanes::innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best) {
-  auto after = std::upper_bound(level.begin(), level.end(), timeNs,
-                                [](int64_t t, const Node& n) { return t < n.start; });
-  if (after == level.begin()) return;
-  const Node& n = *std::prev(after);
-  if (timeNs < n.end || n.start == timeNs) {
-    *best = &n;
-    innermost(n.children, timeNs, best);
+const SliceLanes::Node* SliceLanes::innermost(const std::vector<Node>& roots, int64_t timeNs) {
+  const Node* best = nullptr;
+  for (const std::vector<Node>* level = &roots;;) {
+    auto after = std::upper_bound(level->begin(), level->end(), timeNs,
+                                  [](int64_t t, const Node& n) { return t < n.start; });
+    if (after == level->begin()) return best;
+    const Node& n = *std::prev(after);
+    if (!(timeNs < n.end || n.start == timeNs)) return best;
+    best = &n;
+    level = &n.children;
   }
 }
 
-void SliceLanes::collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends) {
-  for (const Node& n : level) {
-    ends->push_back(n.end);
-    collectEnds(n.children, ends);
+// The traversals below keep the levels still to visit on a list of their own rather than
+// recursing: nested slices can be as deep as the budget is long, far deeper than a stack.
+void SliceLanes::collectEnds(const std::vector<Node>& roots, std::vector<int64_t>* ends) {
+  std::vector<const std::vector<Node>*> levels{&roots};
+  while (!levels.empty()) {
+    const std::vector<Node>* level = levels.back();
+    levels.pop_back();
+    for (const Node& n : *level) {
+      ends->push_back(n.end);
+      if (!n.children.empty()) levels.push_back(&n.children);
+    }
   }
 }
 
 // Drops the slices that end before the horizon (with what is inside them, which ends no
 // later); returns how many.
-std::size_t SliceLanes::forgetBefore(std::vector<Node>& level, int64_t horizonNs) {
+std::size_t SliceLanes::forgetBefore(std::vector<Node>& roots, int64_t horizonNs) {
   std::size_t dropped = 0;
-  std::vector<Node> kept;
-  kept.reserve(level.size());
-  for (Node& n : level) {
-    if (n.end < horizonNs) {
-      std::vector<int64_t> inside;
-      collectEnds(n.children, &inside);
-      dropped += 1 + inside.size();
-      continue;
+  std::vector<std::vector<Node>*> levels{&roots};
+  while (!levels.empty()) {
+    std::vector<Node>& level = *levels.back();
+    levels.pop_back();
+    std::vector<Node> kept, gone;
+    kept.reserve(level.size());
+    for (Node& n : level) (n.end < horizonNs ? gone : kept).push_back(std::move(n));
+    dropped += dismantle(std::move(gone));
+    level = std::move(kept);
+    for (Node& n : level) {
+      if (!n.children.empty()) levels.push_back(&n.children);
     }
-    dropped += forgetBefore(n.children, horizonNs);
-    kept.push_back(std::move(n));
   }
-  level = std::move(kept);
   return dropped;
+}
+
+// Destroys slices and what is inside them, the insides first taken out so that no
+// destructor recurses; returns how many.
+std::size_t SliceLanes::dismantle(std::vector<Node> nodes) {
+  std::size_t count = 0;
+  while (!nodes.empty()) {
+    Node n = std::move(nodes.back());
+    nodes.pop_back();
+    ++count;
+    for (Node& child : n.children) nodes.push_back(std::move(child));
+  }
+  return count;
+}
+
+SliceLanes::~SliceLanes() {
+  for (Lane& lane : lanes_) dismantle(std::move(lane.roots));
 }
 
 // Forgets about half of what is remembered, the slices that ended first: once per half a

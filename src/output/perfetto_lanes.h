@@ -41,6 +41,9 @@ class SliceLanes {
   static constexpr std::size_t kTriedLanes = 16;
 
   explicit SliceLanes(std::size_t budget = kDefaultBudget) : budget_(budget) {}
+  ~SliceLanes();
+  SliceLanes(const SliceLanes&) = delete;
+  SliceLanes& operator=(const SliceLanes&) = delete;
 
   // The lane for a slice [startNs, endNs], written after every slice placed before.
   // Memory: every slice placed, up to the budget; past it the slices that ended before a
@@ -78,10 +81,12 @@ class SliceLanes {
   };
 
   std::size_t placeOnALane(int64_t startNs, int64_t endNs);
-  static bool tryPlace(std::vector<Node>& level, int64_t start, int64_t end);
-  static void innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best);
-  static void collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends);
-  static std::size_t forgetBefore(std::vector<Node>& level, int64_t horizonNs);
+  static bool tryPlace(std::vector<Node>& roots, int64_t start, int64_t end);
+  // The innermost slice holding the time (see laneAt); nullptr when none.
+  static const Node* innermost(const std::vector<Node>& roots, int64_t timeNs);
+  static void collectEnds(const std::vector<Node>& roots, std::vector<int64_t>* ends);
+  static std::size_t forgetBefore(std::vector<Node>& roots, int64_t horizonNs);
+  static std::size_t dismantle(std::vector<Node> nodes);
 
   std::vector<Lane> lanes_;  // the first kTriedLanes
   // The further lanes: what each spans, to find one that a slice is apart from, and their

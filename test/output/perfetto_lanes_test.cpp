@@ -382,5 +382,23 @@ TEST(SliceLanesTest, PastTheBudgetFurtherLanesStillNest) {
   EXPECT_GT(onFurtherLanes, 0);
 }
 
+// Ranges nested deeper than a thread's stack could recurse, each written after those inside
+// it (as kinetrace writes ranges): placed, forgotten past the budget and freed without
+// recursing down the nesting.
+TEST(SliceLanesTest, RangesNestedAMillionDeepArePlacedForgottenAndFreed) {
+  SliceLanes lanes;
+  std::vector<std::size_t> used;
+  for (int64_t i = 1; i <= 1'000'000; ++i) {
+    const std::size_t lane = lanes.place(-i, i);
+    if (used.empty() || used.back() != lane) used.push_back(lane);
+    ASSERT_LE(lanes.remembered(), SliceLanes::kDefaultBudget);
+  }
+  // Each lane takes ranges until the budget forgets the inner half of what it holds: one
+  // written later starts before what the lane forgot.
+  EXPECT_EQ(used, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(lanes.laneAt(-999'999), 6u);
+  EXPECT_EQ(lanes.laneAt(1'000'000), 0u);  // all have ended
+}
+
 }  // namespace
 }  // namespace kinetrace::detail
