@@ -46,8 +46,13 @@ bool SliceLanes::tryPlace(std::vector<Node>& roots, int64_t start, int64_t end) 
                                    [](int64_t t, const Node& n) { return t < n.start; });
     if (after == level.begin()) break;
     Node& before = *std::prev(after);
-    if ((before.start <= start && end <= before.end && before.end > start) ||
-        (before.start == start && before.end == start && end == start)) {  // both empty
+    if (before.start == start && before.end == start && end == start) {
+      // Both empty at one time: beside the others inside it (all empty at that time), not
+      // inside the last of them, or many at one time would nest as deep as they are many.
+      before.children.push_back(Node{start, end, {}});
+      return true;
+    }
+    if (before.start <= start && end <= before.end && before.end > start) {
       // The next slice may start where `before` ends (written after it, before the new
       // one): a new one ending there too would close that one, whose BEGIN comes first at
       // that time. Nothing inside `before` tells.

@@ -400,5 +400,27 @@ TEST(SliceLanesTest, RangesNestedAMillionDeepArePlacedForgottenAndFreed) {
   EXPECT_EQ(lanes.laneAt(1'000'000), 0u);  // all have ended
 }
 
+// Empty slices at one time all nest, side by side: a quarter of a million of them (counters
+// written as slices, say) do not nest a quarter of a million deep.
+TEST(SliceLanesTest, ManyEmptySlicesAtOneTimeStayOnTheTrack) {
+  SliceLanes lanes;
+  for (int i = 0; i < 250'000; ++i) ASSERT_EQ(lanes.place(5, 5), 0u);
+  EXPECT_EQ(lanes.place(0, 10), 0u);  // holds them all
+  EXPECT_EQ(lanes.place(5, 5), 0u);
+  EXPECT_EQ(lanes.place(5, 7), 0u);
+  EXPECT_EQ(lanes.place(4, 6), 1u);  // crosses [5, 7]
+  EXPECT_EQ(lanes.laneAt(5), 0u);
+  EXPECT_EQ(lanes.laneCount(), 2u);
+  // Against trace processor's replay, on a smaller number.
+  std::vector<Slice> slices(300, Slice{5, 5});
+  slices.push_back({0, 10});
+  slices.push_back({5, 5});
+  slices.push_back({5, 7});
+  slices.push_back({4, 6});
+  std::vector<std::size_t> expected(303, 0);
+  expected.push_back(1);
+  EXPECT_EQ(placeAndCheck(slices), expected);
+}
+
 }  // namespace
 }  // namespace kinetrace::detail
