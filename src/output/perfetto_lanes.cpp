@@ -157,10 +157,15 @@ std::size_t SliceLanes::forgetBefore(std::vector<Node>& roots, int64_t horizonNs
   while (!levels.empty()) {
     std::vector<Node>& level = *levels.back();
     levels.pop_back();
-    std::vector<Node> kept, gone;
+    std::vector<Node> kept;
     kept.reserve(level.size());
-    for (Node& n : level) (n.end < horizonNs ? gone : kept).push_back(std::move(n));
-    dropped += dismantle(std::move(gone));
+    for (Node& n : level) {
+      if (n.end < horizonNs) {
+        dropped += 1 + dismantle(std::move(n.children));
+      } else {
+        kept.push_back(std::move(n));
+      }
+    }
     level = std::move(kept);
     for (Node& n : level) {
       if (!n.children.empty()) levels.push_back(&n.children);
@@ -169,15 +174,19 @@ std::size_t SliceLanes::forgetBefore(std::vector<Node>& roots, int64_t horizonNs
   return dropped;
 }
 
-// Destroys slices and what is inside them, the insides first taken out so that no
-// destructor recurses; returns how many.
+// Destroys slices and what is inside them, each level's slices emptied of theirs before
+// they go, so that no destructor recurses; returns how many.
 std::size_t SliceLanes::dismantle(std::vector<Node> nodes) {
   std::size_t count = 0;
-  while (!nodes.empty()) {
-    Node n = std::move(nodes.back());
-    nodes.pop_back();
-    ++count;
-    for (Node& child : n.children) nodes.push_back(std::move(child));
+  std::vector<std::vector<Node>> levels;
+  levels.push_back(std::move(nodes));
+  while (!levels.empty()) {
+    std::vector<Node> level = std::move(levels.back());
+    levels.pop_back();
+    count += level.size();
+    for (Node& n : level) {
+      if (!n.children.empty()) levels.push_back(std::move(n.children));
+    }
   }
   return count;
 }
