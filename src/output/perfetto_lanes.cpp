@@ -100,9 +100,10 @@ std::size_t SliceLanes::laneAt(int64_t timeNs) const {
   std::size_t lane = 0;
   int64_t bestStart = 0, bestEnd = 0;
   bool found = false;
-  // Later start, then shorter: ties go to the lower lane, met first.
+  // Later start, then shorter (with one start, the one that ends first: no duration to
+  // overflow at the extremes of time); ties go to the lower lane, met first.
   auto consider = [&](int64_t start, int64_t end, std::size_t onLane) {
-    if (!found || start > bestStart || (start == bestStart && end - start < bestEnd - bestStart)) {
+    if (!found || start > bestStart || (start == bestStart && end < bestEnd)) {
       found = true;
       bestStart = start;
       bestEnd = end;
