@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -377,8 +378,9 @@ TEST_F(PerfettoSinkTest, ManyKernelsCrossingEachOtherKeepTheirDurationsAndArrows
   for (const DecodedEvent& e : d.events) {
     if (e.type == 1 || e.type == 2) slices.push_back(&e);
   }
-  std::stable_sort(slices.begin(), slices.end(), [](const DecodedEvent* a, const DecodedEvent* b) {
-    return a->timestamp < b->timestamp;
+  // By time, then file order (the events' order in d.events).
+  std::sort(slices.begin(), slices.end(), [](const DecodedEvent* a, const DecodedEvent* b) {
+    return a->timestamp != b->timestamp ? a->timestamp < b->timestamp : std::less<>()(a, b);
   });
   std::map<uint64_t, std::vector<const DecodedEvent*>> open;  // by track
   std::map<uint64_t, uint64_t> durationByStart, trackByStart;
