@@ -52,8 +52,11 @@ class SliceLanes {
   // starts after it): lanes always nest; a very long trace may get more lanes than it needs
   // (a range written after a quarter of a million slices inside it, say). A further lane
   // keeps the span of all it was given, forgotten or not (32 to 64 bytes a lane).
-  // Time: a try on each of up to kTriedLanes lanes (as deep as slices nest there), then
-  // logarithmic in the lanes and the slices.
+  // Time: a try on each of up to kTriedLanes lanes, then logarithmic in the lanes and the
+  // slices. A try walks down the slices that hold the new one and, when slices come out of
+  // time order, moves those after it on its level: ranges nested deep and written outermost
+  // first, or slices written backwards, still take time quadratic in what one lane
+  // remembers (at most the budget).
   std::size_t place(int64_t startNs, int64_t endNs);
 
   // The lane of the innermost slice placed so far that holds the time (the latest start,
