@@ -885,7 +885,9 @@ std::size_t Assembler::heldBytes() const {
   bytes += graphSites_.heldBytes() + ncclGroups_.heldBytes();
   bytes += clock_.heldBytes();
   bytes += kernelMetrics_.heldBytes();
-  bytes += (streamLanes_.size() + overheadLanes_.size()) * LaneAllocator::kKeep * 16;
+  for (const auto& [key, lanes] : streamLanes_) bytes += lanes.heldBytes() + kNode;
+  for (const auto& [key, lanes] : overheadLanes_) bytes += lanes.heldBytes() + kNode;
+  bytes += asyncLanes_.heldBytes();
   return bytes;
 }
 

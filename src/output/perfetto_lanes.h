@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/lane_spans.h"
+#include "output/slice_index.h"
+
 // Lanes for the slices of one thread track of a .pftrace, so that every lane's slices nest
 // as Perfetto's trace processor reads them. It sorts packets by time, keeping file order
 // between equal times, and closes the innermost open slice of a track at each SLICE_END:
@@ -18,31 +21,51 @@
 //     and the new one would close it), or both cover the same span;
 //   - it is empty and sits at the new one's start or end (it opens and closes before the
 //     new one opens, or, after, before the new one's END, which closes the new one).
-// A slice goes on the first lane where it nests: lane 0 is the track itself.
+// A slice goes on the first lane where it nests (lane 0 is the track itself) among the first
+// kTriedLanes; where it nests on none of them, on the first further lane whose slices all
+// end by its start or all start after its end, else on a new lane. Trying every lane in turn
+// would make a hostile trace quadratic: kernels on one stream that all cross one another
+// need a lane each. Past the first lanes a slice may thus go on a later lane than the first
+// where it would nest; lanes still always nest.
 
 namespace kinetrace::detail {
 
 class SliceLanes {
  public:
-  // Slices remembered over the track's lanes (about 40 bytes each) before the older half is
-  // forgotten.
+  // Slices remembered over the track's lanes (about 40 bytes each, 48 past the first
+  // kTriedLanes) before the older half is forgotten.
   static constexpr std::size_t kDefaultBudget = std::size_t{1} << 18;
+  // Lanes a slice is tried on, one by one, for the first where it nests: a stream's kernels
+  // overlap a few at a time (programmatic dependent launch), a thread's ranges nest, so a
+  // trace needs more only when it is pathological.
+  static constexpr std::size_t kTriedLanes = 16;
 
   explicit SliceLanes(std::size_t budget = kDefaultBudget) : budget_(budget) {}
+  ~SliceLanes();
+  SliceLanes(const SliceLanes&) = delete;
+  SliceLanes& operator=(const SliceLanes&) = delete;
 
   // The lane for a slice [startNs, endNs], written after every slice placed before.
   // Memory: every slice placed, up to the budget; past it the slices that ended before a
   // horizon (the median end of those remembered) are forgotten, and a slice that starts
   // before a lane's horizon goes on another lane (none of the forgotten can touch one that
   // starts after it): lanes always nest; a very long trace may get more lanes than it needs
-  // (a range written after a quarter of a million slices inside it, say).
+  // (a range written after a quarter of a million slices inside it, say). A further lane
+  // keeps the span of all it was given, forgotten or not (32 to 64 bytes a lane).
+  // Time: a try on each of up to kTriedLanes lanes, then logarithmic in the lanes and the
+  // slices. A try walks down the slices that hold the new one and, when slices come out of
+  // time order, moves those after it on its level: ranges nested deep and written outermost
+  // first, or slices written backwards, still take time quadratic in what one lane
+  // remembers (at most the budget).
   std::size_t place(int64_t startNs, int64_t endNs);
 
   // The lane of the innermost slice placed so far that holds the time (the latest start,
   // then the shortest), where an instant or a flow event at that time belongs; 0 when none.
+  // Time: as deep as slices nest on each of the first kTriedLanes lanes, then logarithmic
+  // in the slices.
   std::size_t laneAt(int64_t timeNs) const;
 
-  std::size_t laneCount() const { return lanes_.size(); }
+  std::size_t laneCount() const { return lanes_.size() + furtherSpans_.size(); }
   // Slices remembered now.
   std::size_t remembered() const { return remembered_; }
   // Forgets about half of what is remembered, the slices that ended first (as when the
@@ -60,12 +83,19 @@ class SliceLanes {
     int64_t forgottenUntil = INT64_MIN;
   };
 
-  static bool tryPlace(std::vector<Node>& level, int64_t start, int64_t end);
-  static void innermost(const std::vector<Node>& level, int64_t timeNs, const Node** best);
-  static void collectEnds(const std::vector<Node>& level, std::vector<int64_t>* ends);
-  static std::size_t forgetBefore(std::vector<Node>& level, int64_t horizonNs);
+  std::size_t placeOnALane(int64_t startNs, int64_t endNs);
+  static bool tryPlace(std::vector<Node>& roots, int64_t start, int64_t end);
+  // The innermost slice holding the time (see laneAt); nullptr when none.
+  static const Node* innermost(const std::vector<Node>& roots, int64_t timeNs);
+  static void collectEnds(const std::vector<Node>& roots, std::vector<int64_t>* ends);
+  static std::size_t forgetBefore(std::vector<Node>& roots, int64_t horizonNs);
+  static std::size_t dismantle(std::vector<Node> nodes);
 
-  std::vector<Lane> lanes_;
+  std::vector<Lane> lanes_;  // the first kTriedLanes
+  // The further lanes: what each spans, to find one that a slice is apart from, and their
+  // slices for laneAt (their slices are all apart: no tree to keep).
+  LaneSpans furtherSpans_;
+  SliceIndex furtherSlices_;
   std::size_t budget_;
   std::size_t remembered_ = 0;
 };

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <random>
 #include <tuple>
 #include <vector>
 
@@ -46,23 +48,125 @@ std::vector<int64_t> replay(const std::vector<Slice>& slices) {
   return durations;
 }
 
-// Places the slices and checks that every lane replays to the slices' own durations.
-std::vector<std::size_t> placeAndCheck(const std::vector<Slice>& slices) {
-  SliceLanes lanes;
-  std::vector<std::size_t> placed;
-  for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
-  for (std::size_t lane = 0; lane < lanes.laneCount(); ++lane) {
-    std::vector<Slice> onLane;
-    for (std::size_t i = 0; i < slices.size(); ++i) {
-      if (placed[i] == lane) onLane.push_back(slices[i]);
-    }
+// The header's rules: a slice written after `earlier` on its lane nests with it.
+bool nestsAfter(const Slice& earlier, const Slice& later) {
+  const bool apart = earlier.end <= later.start || later.end < earlier.start;
+  const bool inside = earlier.start <= later.start && later.end <= earlier.end;
+  const bool holds = (later.start < earlier.start && earlier.end <= later.end) ||
+                     (later.start == earlier.start && later.end == earlier.end);
+  const bool emptyAtAnEdge =
+      earlier.start == earlier.end && (earlier.start == later.start || earlier.start == later.end);
+  return apart || inside || holds || emptyAtAnEdge;
+}
+
+// Checks that every lane replays to its slices' own durations, and that each slice nests
+// with every one written before it on its lane.
+void checkLanes(const std::vector<Slice>& slices, const std::vector<std::size_t>& placed) {
+  std::vector<std::vector<Slice>> lanes;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    if (placed[i] >= lanes.size()) lanes.resize(placed[i] + 1);
+    lanes[placed[i]].push_back(slices[i]);
+  }
+  for (std::size_t lane = 0; lane < lanes.size(); ++lane) {
+    const std::vector<Slice>& onLane = lanes[lane];
     const std::vector<int64_t> durations = replay(onLane);
     for (std::size_t i = 0; i < onLane.size(); ++i) {
       EXPECT_EQ(durations[i], onLane[i].end - onLane[i].start)
           << "lane " << lane << " slice [" << onLane[i].start << ", " << onLane[i].end << "]";
+      for (std::size_t j = 0; j < i; ++j) {
+        ASSERT_TRUE(nestsAfter(onLane[j], onLane[i]))
+            << "lane " << lane << ": [" << onLane[i].start << ", " << onLane[i].end
+            << "] written after [" << onLane[j].start << ", " << onLane[j].end << "]";
+      }
     }
   }
+}
+
+// Places the slices and checks every lane.
+std::vector<std::size_t> placeAndCheck(const std::vector<Slice>& slices) {
+  SliceLanes lanes;
+  std::vector<std::size_t> placed;
+  for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
+  checkLanes(slices, placed);
   return placed;
+}
+
+// Each slice on the first lane where it nests with everything written there before: what
+// trying every lane in turn gives.
+std::vector<std::size_t> firstLanesWhereTheyNest(const std::vector<Slice>& slices) {
+  std::vector<std::vector<Slice>> lanes;
+  std::vector<std::size_t> placed;
+  for (const Slice& s : slices) {
+    std::size_t lane = 0;
+    while (lane < lanes.size() &&
+           !std::all_of(lanes[lane].begin(), lanes[lane].end(),
+                        [&s](const Slice& earlier) { return nestsAfter(earlier, s); })) {
+      ++lane;
+    }
+    if (lane == lanes.size()) lanes.emplace_back();
+    lanes[lane].push_back(s);
+    placed.push_back(lane);
+  }
+  return placed;
+}
+
+// laneAt by its contract, over every slice placed: the lane of the slice holding the time
+// (from its start until before its end, or starting at it) with the latest start, then the
+// shortest, then on the lowest lane.
+std::size_t innermostLane(const std::vector<Slice>& slices, const std::vector<std::size_t>& placed,
+                          int64_t time) {
+  const Slice* best = nullptr;
+  std::size_t lane = 0;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    if (!(s.start <= time && (time < s.end || s.start == time))) continue;
+    if (best == nullptr || std::make_tuple(s.start, best->end - best->start, lane) >
+                               std::make_tuple(best->start, s.end - s.start, placed[i])) {
+      best = &s;
+      lane = placed[i];
+    }
+  }
+  return lane;
+}
+
+// Slices of a few shapes on a small span of time, so that equal starts and ends are common:
+// random ones, some empty; bursts of kernels crossing one another; ranges nested in each
+// other, written outermost first or innermost first.
+std::vector<Slice> mixedSlices(std::mt19937_64& random, int count, int64_t span, int64_t maxLength,
+                               int burst) {
+  std::vector<Slice> slices;
+  auto uniform = [&random](int64_t from, int64_t to) {
+    return std::uniform_int_distribution<int64_t>(from, to)(random);
+  };
+  while (static_cast<int>(slices.size()) < count) {
+    const int64_t start = uniform(0, span);
+    switch (uniform(0, 3)) {
+      case 0:
+      case 1: {
+        const int64_t length = uniform(0, 4) == 0 ? 0 : uniform(1, maxLength);
+        slices.push_back({start, start + length});
+        break;
+      }
+      case 2: {
+        const int64_t length = uniform(burst, burst + maxLength);
+        for (int i = 0; i < burst; ++i) slices.push_back({start + i, start + i + length});
+        break;
+      }
+      default: {
+        std::vector<Slice> nested;
+        int64_t from = start, to = start + uniform(1, maxLength);
+        for (int i = 0; i < burst && from <= to; ++i) {
+          nested.push_back({from, to});
+          from += uniform(0, 2);
+          to -= uniform(0, 2);
+        }
+        if (uniform(0, 1) == 0) std::reverse(nested.begin(), nested.end());
+        slices.insert(slices.end(), nested.begin(), nested.end());
+        break;
+      }
+    }
+  }
+  return slices;
 }
 
 TEST(SliceLanesTest, NestedSlicesInAnyOrderStayOnTheTrack) {
@@ -90,6 +194,16 @@ TEST(SliceLanesTest, EqualTimesFollowTheFileOrder) {
   // Empty slices at an edge open and close in place.
   EXPECT_EQ(placeAndCheck({{10, 10}, {0, 10}, {0, 0}, {10, 20}}),
             (std::vector<std::size_t>{0, 0, 0, 0}));
+}
+
+// A slice inside another may not end where a slice written earlier starts, beside the one
+// holding it: that one's BEGIN, first in the file, would be closed by the new one's END.
+TEST(SliceLanesTest, ASliceEndingWhereAnEarlierOneStartsGoesElsewhereEvenInsideAnother) {
+  EXPECT_EQ(placeAndCheck({{0, 10}, {10, 20}, {5, 10}}), (std::vector<std::size_t>{0, 0, 1}));
+  EXPECT_EQ(placeAndCheck({{0, 10}, {2, 10}, {10, 20}, {5, 10}}),
+            (std::vector<std::size_t>{0, 0, 0, 1}));
+  // An empty slice there nests: it opens and closes after the later one's BEGIN.
+  EXPECT_EQ(placeAndCheck({{0, 10}, {10, 20}, {10, 10}}), (std::vector<std::size_t>{0, 0, 0}));
 }
 
 TEST(SliceLanesTest, ManyRandomSlicesReplayToTheirDurations) {
@@ -145,6 +259,168 @@ TEST(SliceLanesTest, APointBelongsToTheLaneOfItsInnermostSlice) {
   EXPECT_EQ(lanes.laneAt(120), 1u);
   EXPECT_EQ(lanes.laneAt(100), 1u);  // the first has ended there
   EXPECT_EQ(lanes.laneAt(500), 0u);
+}
+
+// Kernels on one stream that all cross one another need a lane each; placing them must not
+// try every lane for each (quadratic): this many would take minutes under the sanitizers.
+TEST(SliceLanesTest, MutuallyCrossingSlicesGetALaneEachAndEveryLaneNests) {
+  constexpr int64_t kCount = 3'000;
+  std::vector<Slice> slices;
+  for (int64_t i = 0; i < kCount; ++i) slices.push_back({i, i + kCount});
+  SliceLanes lanes;
+  std::vector<std::size_t> placed;
+  for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
+  checkLanes(slices, placed);
+  EXPECT_EQ(lanes.laneCount(), static_cast<std::size_t>(kCount));
+  for (int64_t i = 0; i < kCount; ++i) ASSERT_EQ(placed[i], static_cast<std::size_t>(i));
+  // A point belongs to the slice that started last before it.
+  EXPECT_EQ(lanes.laneAt(0), 0u);
+  EXPECT_EQ(lanes.laneAt(20), 20u);
+  EXPECT_EQ(lanes.laneAt(kCount - 1), static_cast<std::size_t>(kCount - 1));
+  EXPECT_EQ(lanes.laneAt(kCount + 20), static_cast<std::size_t>(kCount - 1));
+  EXPECT_EQ(lanes.laneAt(2 * kCount - 2), static_cast<std::size_t>(kCount - 1));
+  EXPECT_EQ(lanes.laneAt(2 * kCount - 1), 0u);  // all have ended
+}
+
+// Past the lanes tried in turn, a lane whose slices have all ended takes the next slice: a
+// stream of kernels 40 at a time needs 40 lanes, however long.
+TEST(SliceLanesTest, FurtherLanesAreReusedOnceTheirSlicesHaveEnded) {
+  constexpr int64_t kOverlapping = 40;
+  SliceLanes lanes;
+  for (int64_t i = 0; i < 2'000; ++i) {
+    ASSERT_EQ(lanes.place(i, i + kOverlapping), static_cast<std::size_t>(i % kOverlapping));
+  }
+  EXPECT_EQ(lanes.laneCount(), static_cast<std::size_t>(kOverlapping));
+  // Written from the last to the first, the slices of a further lane start after the new one.
+  SliceLanes backwards;
+  for (int64_t i = 2'000; i > 0; --i) backwards.place(i, i + kOverlapping);
+  EXPECT_EQ(backwards.laneCount(), static_cast<std::size_t>(kOverlapping + 1));
+}
+
+// Where trying every lane in turn stays within the lanes tried, slices go where it puts
+// them, and points where laneAt's contract says.
+TEST(SliceLanesTest, RandomSlicesOnFewLanesGoOnTheFirstLaneWhereTheyNest) {
+  std::mt19937_64 random(20261206);
+  int compared = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::vector<Slice> slices = mixedSlices(random, 60, 80, 25, 4);
+    const std::vector<std::size_t> expected = firstLanesWhereTheyNest(slices);
+    if (*std::max_element(expected.begin(), expected.end()) >= SliceLanes::kTriedLanes) continue;
+    ++compared;
+    SliceLanes lanes;
+    std::vector<std::size_t> placed;
+    for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
+    ASSERT_EQ(placed, expected) << "round " << round;
+    checkLanes(slices, placed);
+    for (int64_t t = -1; t <= 120; ++t) {
+      ASSERT_EQ(lanes.laneAt(t), innermostLane(slices, placed, t)) << "round " << round;
+    }
+  }
+  EXPECT_GT(compared, 250);
+}
+
+TEST(SliceLanesTest, RandomNestedRangesWrittenInAnyOrderStayOnTheTrack) {
+  // Ranges inside ranges, apart from their siblings, in a random order.
+  std::mt19937_64 random(7);
+  std::vector<Slice> slices;
+  std::vector<Slice> todo{{0, 1'000'000}};
+  while (!todo.empty() && slices.size() < 3'000) {
+    const Slice s = todo.back();
+    todo.pop_back();
+    slices.push_back(s);
+    int64_t at = s.start + 1;
+    while (s.end - at > 20) {
+      const int64_t length = std::uniform_int_distribution<int64_t>(0, (s.end - at) / 2)(random);
+      todo.push_back({at, at + length});
+      at += length + 1 + std::uniform_int_distribution<int64_t>(0, 3)(random);
+    }
+  }
+  std::shuffle(slices.begin(), slices.end(), random);
+  EXPECT_EQ(placeAndCheck(slices), std::vector<std::size_t>(slices.size(), 0));
+}
+
+// Many slices crossing many others: past the lanes tried in turn every lane still nests,
+// and a point still finds its innermost slice.
+TEST(SliceLanesTest, RandomSlicesPastTheTriedLanesStillNest) {
+  std::mt19937_64 random(1206);
+  for (int round = 0; round < 20; ++round) {
+    const std::vector<Slice> slices = mixedSlices(random, 600, 300, 150, 30);
+    SliceLanes lanes;
+    std::vector<std::size_t> placed;
+    for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
+    EXPECT_GT(lanes.laneCount(), SliceLanes::kTriedLanes);
+    checkLanes(slices, placed);
+    for (int64_t t = -1; t <= 500; ++t) {
+      ASSERT_EQ(lanes.laneAt(t), innermostLane(slices, placed, t)) << "round " << round;
+    }
+  }
+}
+
+// Forgetting keeps the lanes nesting and the points finding their lanes among what is
+// remembered: the further lanes know what their forgotten slices spanned.
+TEST(SliceLanesTest, PastTheBudgetFurtherLanesStillNest) {
+  std::mt19937_64 random(99);
+  std::vector<Slice> slices = mixedSlices(random, 5'000, 20'000, 100, 30);
+  // Mostly in time order, as a trace is: what was forgotten ended long before the last
+  // slices, whose points are checked below against every slice placed.
+  std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+    return std::tie(a.start, a.end) < std::tie(b.start, b.end);
+  });
+  SliceLanes lanes(/*budget=*/256);
+  std::vector<std::size_t> placed;
+  for (const Slice& s : slices) {
+    placed.push_back(lanes.place(s.start, s.end));
+    ASSERT_LE(lanes.remembered(), 256u);
+  }
+  EXPECT_GT(lanes.laneCount(), SliceLanes::kTriedLanes);
+  checkLanes(slices, placed);
+  int onFurtherLanes = 0;
+  for (std::size_t i = slices.size() - 100; i < slices.size(); ++i) {
+    const std::size_t expected = innermostLane(slices, placed, slices[i].start);
+    EXPECT_EQ(lanes.laneAt(slices[i].start), expected) << "at " << slices[i].start;
+    if (expected >= SliceLanes::kTriedLanes) ++onFurtherLanes;
+  }
+  EXPECT_GT(onFurtherLanes, 0);
+}
+
+// Ranges nested deeper than a thread's stack could recurse, each written after those inside
+// it (as kinetrace writes ranges): placed, forgotten past the budget and freed without
+// recursing down the nesting.
+TEST(SliceLanesTest, RangesNestedHalfAMillionDeepArePlacedForgottenAndFreed) {
+  SliceLanes lanes;
+  std::vector<std::size_t> used;
+  for (int64_t i = 1; i <= 500'000; ++i) {
+    const std::size_t lane = lanes.place(-i, i);
+    if (used.empty() || used.back() != lane) used.push_back(lane);
+    ASSERT_LE(lanes.remembered(), SliceLanes::kDefaultBudget);
+  }
+  // Each lane takes ranges until the budget forgets the inner half of what it holds: one
+  // written later starts before what the lane forgot.
+  EXPECT_EQ(used, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(lanes.laneAt(-499'999), 2u);
+  EXPECT_EQ(lanes.laneAt(500'000), 0u);  // all have ended
+}
+
+// Empty slices at one time all nest, side by side: a quarter of a million of them (counters
+// written as slices, say) do not nest a quarter of a million deep.
+TEST(SliceLanesTest, ManyEmptySlicesAtOneTimeStayOnTheTrack) {
+  SliceLanes lanes;
+  for (int i = 0; i < 250'000; ++i) ASSERT_EQ(lanes.place(5, 5), 0u);
+  EXPECT_EQ(lanes.place(0, 10), 0u);  // holds them all
+  EXPECT_EQ(lanes.place(5, 5), 0u);
+  EXPECT_EQ(lanes.place(5, 7), 0u);
+  EXPECT_EQ(lanes.place(4, 6), 1u);  // crosses [5, 7]
+  EXPECT_EQ(lanes.laneAt(5), 0u);
+  EXPECT_EQ(lanes.laneCount(), 2u);
+  // Against trace processor's replay, on a smaller number.
+  std::vector<Slice> slices(300, Slice{5, 5});
+  slices.push_back({0, 10});
+  slices.push_back({5, 5});
+  slices.push_back({5, 7});
+  slices.push_back({4, 6});
+  std::vector<std::size_t> expected(303, 0);
+  expected.push_back(1);
+  EXPECT_EQ(placeAndCheck(slices), expected);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -356,6 +358,57 @@ TEST_F(PerfettoSinkTest, OverlappingSlicesOfATrackGoOnLanesNamedAfterIt) {
   EXPECT_FALSE(lane->thread);  // a thread descriptor of its own would merge with the thread's
   EXPECT_EQ(lane->parent, trackOf["a"]);
   EXPECT_EQ(lane->name, "stream 7 (2)");
+}
+
+// Kernels of one stream that all cross one another, each with its launch arrow: read back
+// as Perfetto's trace processor reads them (by time, then file order; a SLICE_END closing its
+// track's innermost open slice), each keeps its duration, and its arrow is on its lane.
+TEST_F(PerfettoSinkTest, ManyKernelsCrossingEachOtherKeepTheirDurationsAndArrows) {
+  constexpr int64_t kKernels = 20'000;
+  constexpr int64_t kDuration = kKernels * 10;
+  for (int64_t i = 0; i < kKernels; ++i) {
+    sink_->write(event(Phase::Complete, "k", "kernel", 0, 7, kBase + i * 10, kDuration));
+    Event arrowEnd = event(Phase::FlowEnd, "ac2g", "ac2g", 0, 7, kBase + i * 10);
+    arrowEnd.flowId = static_cast<uint64_t>(i + 1);
+    sink_->write(arrowEnd);
+  }
+  const Decoded d = finish();
+
+  std::vector<const DecodedEvent*> slices;
+  for (const DecodedEvent& e : d.events) {
+    if (e.type == 1 || e.type == 2) slices.push_back(&e);
+  }
+  // By time, then file order (the events' order in d.events).
+  std::sort(slices.begin(), slices.end(), [](const DecodedEvent* a, const DecodedEvent* b) {
+    return a->timestamp != b->timestamp ? a->timestamp < b->timestamp : std::less<>()(a, b);
+  });
+  std::map<uint64_t, std::vector<const DecodedEvent*>> open;  // by track
+  std::map<uint64_t, uint64_t> durationByStart, trackByStart;
+  for (const DecodedEvent* e : slices) {
+    std::vector<const DecodedEvent*>& stack = open[e->track];
+    if (e->type == 1) {
+      stack.push_back(e);
+      trackByStart[e->timestamp] = e->track;
+    } else {
+      ASSERT_FALSE(stack.empty()) << "an end with nothing open at " << e->timestamp;
+      durationByStart[stack.back()->timestamp] = e->timestamp - stack.back()->timestamp;
+      stack.pop_back();
+    }
+  }
+  ASSERT_EQ(durationByStart.size(), static_cast<std::size_t>(kKernels));
+  for (const auto& [start, duration] : durationByStart) {
+    ASSERT_EQ(duration, static_cast<uint64_t>(kDuration)) << "the kernel starting at " << start;
+  }
+  std::set<uint64_t> tracks;
+  for (const auto& [start, track] : trackByStart) tracks.insert(track);
+  EXPECT_EQ(tracks.size(), static_cast<std::size_t>(kKernels));  // a lane each
+  int arrows = 0;
+  for (const DecodedEvent& e : d.events) {
+    if (e.legacyPhase != 'f') continue;
+    ++arrows;
+    ASSERT_EQ(e.track, trackByStart[e.timestamp]) << "the arrow at " << e.timestamp;
+  }
+  EXPECT_EQ(arrows, kKernels);
 }
 
 TEST_F(PerfettoSinkTest, TheMetadataTracksInstantsStayInsideTheEventsSpan) {
