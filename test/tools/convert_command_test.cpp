@@ -70,7 +70,7 @@ class ConvertCommandTest : public ::testing::Test {
 
   std::vector<std::string> events(const std::string& name) {
     MemorySink sink;
-    detail::readTraceFile(path(name), sink, "x");
+    detail::readTraceFile(path(name), sink, "x", budget);
     std::vector<std::string> lines;
     for (const OwnedEvent& e : sink.events()) {
       std::string line = std::string(1, static_cast<char>(e.phase)) + " " + e.name + " " +
@@ -84,6 +84,7 @@ class ConvertCommandTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string report_;
+  detail::ReadBudget budget;
 };
 
 TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
@@ -98,12 +99,14 @@ TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
   for (std::size_t i = 1; i < std::size(chain); ++i) {
     ASSERT_EQ(convert(chain[i - 1], chain[i]), 0);
     EXPECT_EQ(events(chain[i]), original) << chain[i - 1] << " -> " << chain[i];
-    EXPECT_NE(report_.find("kinetrace: wrote " + path(chain[i]) + ": " +
-                           std::to_string(original.size()) + " events"),
+    const std::string count = std::to_string(original.size());
+    EXPECT_NE(report_.find("kinetrace: wrote " + path(chain[i]) + ": " + count + " of " + count +
+                           " events"),
               std::string::npos)
         << report_;
   }
-  EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace")), detail::TraceFileFormat::Perfetto);
+  EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace"), budget),
+            detail::TraceFileFormat::Perfetto);
 }
 
 TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
