@@ -116,9 +116,11 @@ class RankScan final : public Sink {
 // merged output.
 class RankWriter final : public Sink {
  public:
-  RankWriter(const RankPlacement& placement, Sink& out, ReadBudget& budget)
+  // `namesAtNs`: when the process names it adds stand (the merged trace's base time).
+  RankWriter(const RankPlacement& placement, Sink& out, ReadBudget& budget, int64_t namesAtNs)
       : placement_(placement),
         out_(out),
+        namesAtNs_(namesAtNs),
         metadataHold_(budget),
         pids_(std::less<int64_t>(), BudgetAllocator<char>(budget, kProcesses)),
         named_(std::less<int64_t>(), BudgetAllocator<int64_t>(budget, kProcesses)) {}
@@ -210,6 +212,7 @@ class RankWriter final : public Sink {
       event.phase = Phase::Metadata;
       event.name = chrome::kProcessName;
       event.pid = merged;
+      event.timestampNs = namesAtNs_;
       event.args = &arg;
       event.argCount = 1;
       out_.write(event);
@@ -220,6 +223,7 @@ class RankWriter final : public Sink {
   static constexpr int64_t kMaxOddPids = 1000;
   const RankPlacement& placement_;
   Sink& out_;
+  int64_t namesAtNs_;
   BudgetHold metadataHold_;
   // Ordered: the names written at the end come in pid order.
   BudgetMap<int64_t, int64_t> pids_;
@@ -445,7 +449,7 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
   MergeReport report;
   std::vector<Value> ranks;
   for (const RankPlacement& placement : plan) {
-    RankWriter writer(placement, out, budget);
+    RankWriter writer(placement, out, budget, header.baseTimeNs);
     const ReadReport read = readTraceFile(placement.path, writer, traceName, budget, progress);
     report.events += read.events;
     report.addedNames += writer.addedNames;
