@@ -121,6 +121,35 @@ TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
   EXPECT_EQ(report_.find("reading "), std::string::npos) << "small inputs show none: " << report_;
 }
 
+TEST(ConvertOptionsTest, TakesMemoryMbAsAnalyzeDoes) {
+  EXPECT_EQ(parseCommandLine({"convert", "--memory-mb", "32", "a", "b"}).convert.memoryBytes,
+            std::size_t{32} << 20);
+  EXPECT_EQ(parseCommandLine({"convert", "a", "b"}).convert.memoryBytes, std::size_t{256} << 20);
+  EXPECT_EQ(usageErrorOf({"convert", "--memory-mb", "15", "a", "b"}),
+            "kinetrace convert: --memory-mb needs a whole number of megabytes 16..1048576, got "
+            "'15'");
+}
+
+// Every event of IN is written or said, with why: the reader's (a phase the model has no
+// place for) and the sink's (a .pftrace has no time more than a second before its base).
+TEST_F(ConvertCommandTest, ItSaysWroteNOfMAndEveryEventLeftOutWithWhy) {
+  std::ofstream(path("in.json")) << R"({"baseTimeNanoseconds": 10000000000, "traceEvents": [
+    {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
+    {"ph": "X", "name": "early", "pid": 1, "tid": 1, "ts": -2000000, "dur": 1},
+    {"ph": "X", "name": "kept", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
+  ASSERT_EQ(convert("in.json", "out.pftrace"), 0);
+  EXPECT_NE(report_.find("kinetrace: wrote " + path("out.pftrace") + ": 1 of 3 events"),
+            std::string::npos)
+      << report_;
+  EXPECT_NE(report_.find("kinetrace: left out 1 events of phase 'B'"), std::string::npos)
+      << report_;
+  EXPECT_NE(report_.find("kinetrace: left out 1 events more than a second before the trace's "
+                         "base time, which a .pftrace cannot place\n"),
+            std::string::npos)
+      << report_;
+  EXPECT_EQ(events("out.pftrace").size(), 1u);
+}
+
 TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {
   std::ofstream(path("in.json")) << R"({"traceEvents": [
     {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
