@@ -159,6 +159,8 @@ class MixBuilder {
 
 void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
   GpuMetricsReport& out = report.gpuMetrics;
+  // The metrics' names, copied into the report, are as long as the trace made them.
+  if (report.held) report.held->take(trace.metricsHeld.bytes(), "GPU metric names");
   out = trace.gpuMetrics;
   if (out.metrics.empty()) {
     // Nothing to class: the records (each kernel's "none") and their file go.

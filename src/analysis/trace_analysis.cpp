@@ -428,7 +428,7 @@ class Analyzer {
     if (op.hasCall) {
       if (op.callEndNs - op.callStartNs > report.slowestCallNs) {
         report.slowestCallNs = op.callEndNs - op.callStartNs;
-        report.slowestCallOf = std::string(trace_.name(op.name));
+        report.slowestCallOf = keptName(op.name);
       }
       const int64_t latency = op.startNs - op.callStartNs;
       latencies_.add(latency);
@@ -452,11 +452,11 @@ class Analyzer {
   void keepLongestLatency(const JoinedOp& op, int64_t latency) {
     LaunchOutlier outlier{{}, op.startNs, latency};
     if (outliers_.size() < options_.top) {
-      outlier.name = std::string(trace_.name(op.name));
+      outlier.name = keptName(op.name);
       outliers_.push_back(std::move(outlier));
       std::push_heap(outliers_.begin(), outliers_.end(), worseLatency);
     } else if (!outliers_.empty() && worseLatency(outlier, outliers_.front())) {
-      outlier.name = std::string(trace_.name(op.name));
+      outlier.name = keptName(op.name);
       std::pop_heap(outliers_.begin(), outliers_.end(), worseLatency);
       outliers_.back() = std::move(outlier);
       std::push_heap(outliers_.begin(), outliers_.end(), worseLatency);
@@ -946,7 +946,7 @@ class Analyzer {
     std::sort(top.begin(), top.end(), before);
     for (const Row& row : top) {
       KernelRow kernel;
-      kernel.name = std::string(trace_.name(row.key));
+      kernel.name = keptName(row.key);
       kernel.kind = kindName(names_[row.key].kind);
       kernel.duration = row.duration;
       kernel.share = share(row.duration.totalNs);
@@ -1054,7 +1054,10 @@ class Analyzer {
       }
     }
     std::sort(top.begin(), top.end(), before);
-    for (const auto& [name, count] : top) tiny.issuers.emplace_back(nameOf(name), count);
+    for (const auto& [name, count] : top) {
+      tiny.issuers.emplace_back(name == kNoRange ? std::string(nameOf(name)) : keptName(name),
+                                count);
+    }
   }
 
   // Gaps by what was found in them, longest first.
@@ -1109,8 +1112,8 @@ class Analyzer {
       if (kept.gap.hostSync.any) {
         g.evidence = "the host was in " + describe(kept.gap.hostSync, severalDevices_);
       }
-      g.endedBy = std::string(trace_.name(kept.gap.endedBy));
-      if (found[i]) g.hostWas = std::string(trace_.name(innermost[i].name));
+      g.endedBy = keptName(kept.gap.endedBy);
+      if (found[i]) g.hostWas = keptName(innermost[i].name);
       out.push_back(std::move(g));
     }
     return out;
@@ -1171,10 +1174,11 @@ class Analyzer {
     return m;
   }
 
-  std::vector<NcclCallRow> ncclCalls() const {
+  std::vector<NcclCallRow> ncclCalls() {
     std::vector<NcclCallRow> rows;
     for (const auto& [call, totals] : trace_.ncclCalls) {
       NcclCallRow row;
+      reportHold_->take(call.size() + sizeof(NcclCallRow), "NCCL calls");
       row.call = std::string(call.data(), call.size());
       row.operations = totals.operations;
       row.bytes = totals.bytes;
@@ -1215,6 +1219,14 @@ class Analyzer {
     collectiveStarts_.drain([&](const CollectiveStart& c) { add(out.kernelStarts, c); });
     trace_.collectiveCalls.drain([&](const CollectiveStart& c) { add(out.callStarts, c); });
     return out;
+  }
+
+  // A name the report keeps a copy of (a top kernel's, a gap's): a name may be megabytes.
+  std::string keptName(uint32_t id) {
+    const std::string_view name = trace_.name(id);
+    reportHold_->take(name.size() > 15 ? name.size() + 1 + kAllocationOverheadBytes : 0,
+                      "the report's names");
+    return std::string(name);
   }
 
   static constexpr uint32_t kNoRange = ~uint32_t{0};

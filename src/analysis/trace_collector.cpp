@@ -116,7 +116,8 @@ CollectedTrace::CollectedTrace(ReadBudget& readBudget, std::size_t bytesPerList)
       memory(readBudget, "the list of memory samples", listBytes),
       collectiveCalls(readBudget, "the list of collective calls", listBytes),
       ncclCalls(BudgetAllocator<std::pair<BudgetString, NcclCallTotals>>(readBudget, "NCCL calls")),
-      kernelMetrics(readBudget, "the list of kernel metrics", listBytes) {}
+      kernelMetrics(readBudget, "the list of kernel metrics", listBytes),
+      metricsHeld(readBudget) {}
 
 TraceCollector::TraceCollector(std::string path, ReadBudget& budget)
     : TraceCollector(std::move(path), budget, listBytesOf(budget.cap())) {}
@@ -331,6 +332,10 @@ void TraceCollector::noteKernelMetrics(const Event& event, const CollectedGpuOp&
                                      kMaxKernelMetrics)];
         continue;
       }
+      // The key, and the metric's name and unit, each kept once more.
+      trace_.metricsHeld.take(
+          3 * (key_.size() + sizeof(std::string) + 2 * kAllocationOverheadBytes),
+          "GPU metric names");
       found =
           metricIds_.emplace(key_, static_cast<uint32_t>(trace_.gpuMetrics.metrics.size())).first;
       trace_.gpuMetrics.metrics.push_back(std::move(*metric));

@@ -223,6 +223,8 @@ struct CollectedTrace {
   // Events left out of the analysis, by reason ("events with a negative duration"): said,
   // never summed in.
   std::map<std::string, uint64_t> leftOut;
+  // What the GPU metrics' names (gpuMetrics.metrics, and their index) take of the budget.
+  BudgetHold metricsHeld;
 
   std::string_view name(uint32_t id) const {
     return std::string_view(names[id].data(), names[id].size());

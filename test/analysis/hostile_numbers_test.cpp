@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,20 @@ TEST_F(HostileNumbersTest, MetadataEventsWithoutATimestampAreKeptAtTheBaseTime) 
   ASSERT_NE(events[0].arg("name"), nullptr);
   EXPECT_EQ(std::get<std::string>(events[0].arg("name")->value), "trainer");
   EXPECT_EQ(events[1].name, "thread_name");
+}
+
+TEST_F(HostileNumbersTest, PhasesThatAreNotOneLetterShareOneReasonSoTheReportStaysSmall) {
+  std::string events;
+  for (int i = 0; i < 100; ++i) {
+    events += std::string(i > 0 ? "," : "") + R"({"ph":"phase)" + std::to_string(i) +
+              R"(","name":"x","pid":1,"tid":1,"ts":1})";
+  }
+  events += R"(,{"ph":"B","name":"x","pid":1,"tid":1,"ts":1})";
+  MemorySink sink;
+  const ReadReport report = readTraceFile(json(events), sink, "out", budgetOf());
+  EXPECT_EQ(report.skipped,
+            (std::map<std::string, uint64_t>{{"events of phase 'B'", 1},
+                                             {"events whose phase is not one letter", 100}}));
 }
 
 TEST_F(HostileNumbersTest, ThePftraceSinkCountsTheEventsItCannotPlace) {
