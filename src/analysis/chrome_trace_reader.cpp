@@ -669,6 +669,8 @@ class TraceSax {
       out.flowId = flowId.value;
     }
 
+    // An event of many args leaves no room behind it: the budget counted it while it lived.
+    if (args_.capacity() > kKeptArgs) std::vector<Arg>().swap(args_);
     args_.clear();
     jsonTexts_.clear();
     if (auto args = object.find("args"); args != object.end()) {
@@ -772,6 +774,7 @@ class TraceSax {
   }
 
   static constexpr const char* kTopLevelMetadata = "top-level metadata";
+  static constexpr std::size_t kKeptArgs = 1024;
 
   const std::string& path_;
   const SourceBuffer& input_;

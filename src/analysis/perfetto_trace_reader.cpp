@@ -905,6 +905,8 @@ class PerfettoReader {
   }
 
   void emit(Phase phase, const DecodedEvent& e, int64_t pid, int64_t tid, int64_t durationNs) {
+    // An event of many annotations leaves no room behind it (its packet was counted).
+    if (args_.capacity() > 1024) std::vector<Arg>().swap(args_);
     args_.clear();
     for (const Annotation& a : e.annotations) args_.push_back({a.name, argOf(a)});
     Event out;
