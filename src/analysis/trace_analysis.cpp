@@ -1285,6 +1285,11 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
   } else {
     return out;
   }
+  // The worst options.top, in a heap whose top is the least late kept: a job has as many
+  // occurrences as collectives, and each would copy its name.
+  auto worse = [](const StragglerReport& a, const StragglerReport& b) {
+    return a.lateByNs > b.lateByNs;
+  };
   for (const auto& [name, first] : ranks[0].*starts) {
     for (std::size_t k = 0; k < first.size(); ++k) {
       int64_t earliest = first[k], latest = first[k];
@@ -1306,18 +1311,21 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
       }
       if (!everywhere || latest - earliest <= 0) continue;
       StragglerReport s;
-      s.collective = name;
       s.source = source;
       s.occurrence = k + 1;
       s.slowRank = ranks[slow].rank >= 0 ? ranks[slow].rank : static_cast<int64_t>(slow);
       s.lateByNs = latest - earliest;
+      if (out.size() == options.top) {
+        if (out.empty() || !worse(s, out.front())) continue;
+        std::pop_heap(out.begin(), out.end(), worse);
+        out.pop_back();
+      }
+      s.collective = name;
       out.push_back(std::move(s));
+      std::push_heap(out.begin(), out.end(), worse);
     }
   }
-  std::sort(out.begin(), out.end(), [](const StragglerReport& a, const StragglerReport& b) {
-    return a.lateByNs > b.lateByNs;
-  });
-  if (out.size() > options.top) out.resize(options.top);
+  std::stable_sort(out.begin(), out.end(), worse);
   return out;
 }
 
