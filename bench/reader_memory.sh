@@ -23,9 +23,10 @@ caps=${CAPS:-16 256}
 cases=${CASES:-metadata.json.gz names.json.gz steps.json.gz collectives.json.gz interned.pftrace.gz tracks.pftrace.gz open-slices.pftrace.gz nested.pftrace.gz}
 
 mkdir -p "$work/out"
-# A five-event trace: the fixed size, and the other rank of a merge.
+# A five-event trace: the fixed size, and the other rank of a merge (rank 1 by its place on
+# the command line; the .pftrace cases, made from it, are rank 0 by theirs).
 cat > "$work/small.json" <<'JSON'
-{"distributedInfo": {"rank": 1}, "traceEvents": [
+{"traceEvents": [
 {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"proc"}},
 {"ph":"X","name":"ProfilerStep#1","cat":"user_annotation","pid":1,"tid":2,"ts":1,"dur":100},
 {"ph":"X","name":"cudaLaunchKernel","cat":"cuda_runtime","pid":1,"tid":2,"ts":2,"dur":5,"args":{"correlation":7}},

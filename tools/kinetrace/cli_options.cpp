@@ -124,7 +124,7 @@ auto counted(const char* command, std::size_t Options::*member) {
 }
 
 // --memory-mb of an offline command, one row for all of them: what reading its traces may
-// hold in memory (the read budget), `more` saying what the command does with the cap.
+// hold in memory (the read budget), `help` saying what the command does with the cap.
 template <typename Options>
 detail::OptionSpec<Options> readMemoryOption(const char* command, std::size_t Options::*member,
                                              const char* help) {
