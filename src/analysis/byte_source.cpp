@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -14,12 +16,14 @@
 #include <zlib.h>
 #endif
 
+#include "analysis/read_budget.h"
 #include "kinetrace/error.h"
 
 namespace kinetrace::detail {
 namespace {
 
 constexpr std::size_t kReadChunkBytes = std::size_t{1} << 20;
+constexpr const char* kGzipBuffers = "gzip's buffers";
 
 [[noreturn]] void failWithErrno(const std::string& path, const char* doing) {
   throw Error(fmt::format("cannot read {}: {} failed: {}", path, doing, std::strerror(errno)));
@@ -28,11 +32,49 @@ constexpr std::size_t kReadChunkBytes = std::size_t{1} << 20;
 }  // namespace
 
 #ifdef KINETRACE_HAVE_ZLIB
+namespace {
+
+// zlib's allocations (its state and its 32 KB window) from the budget. Each block starts
+// with its size, for giving it back.
+constexpr std::size_t kBlockHeader = alignof(std::max_align_t);
+
+voidpf budgetAlloc(voidpf opaque, uInt items, uInt size) {
+  auto* budget = static_cast<ReadBudget*>(opaque);
+  const std::size_t bytes = std::size_t{items} * size + kBlockHeader;
+  if (!budget->tryTake(bytes + kAllocationOverheadBytes)) return Z_NULL;
+  auto* block = static_cast<unsigned char*>(std::malloc(bytes));
+  if (block == nullptr) {
+    budget->giveBack(bytes + kAllocationOverheadBytes);
+    return Z_NULL;
+  }
+  std::memcpy(block, &bytes, sizeof bytes);
+  return block + kBlockHeader;
+}
+
+void budgetFree(voidpf opaque, voidpf address) {
+  if (address == Z_NULL) return;
+  auto* block = static_cast<unsigned char*>(address) - kBlockHeader;
+  std::size_t bytes = 0;
+  std::memcpy(&bytes, block, sizeof bytes);
+  std::free(block);
+  static_cast<ReadBudget*>(opaque)->giveBack(bytes + kAllocationOverheadBytes);
+}
+
+}  // namespace
+
 struct ByteSource::Gzip {
+  explicit Gzip(ReadBudget& budget) : inputHold(budget) {
+    inputHold.take(kReadChunkBytes + kAllocationOverheadBytes, kGzipBuffers);
+    input.reset(new unsigned char[kReadChunkBytes]);
+    stream.zalloc = budgetAlloc;
+    stream.zfree = budgetFree;
+    stream.opaque = &budget;
+  }
+  BudgetHold inputHold;
   z_stream stream{};
   // Not zeroed: a fresh megabyte zeroed is 256 page faults, most of them for nothing when the
   // file is small.
-  std::unique_ptr<unsigned char[]> input{new unsigned char[kReadChunkBytes]};
+  std::unique_ptr<unsigned char[]> input;
   bool inputEnded = false;
   bool memberEnded = false;  // the last gzip member ended cleanly
   uint64_t membersDone = 0;
@@ -41,7 +83,8 @@ struct ByteSource::Gzip {
 struct ByteSource::Gzip {};
 #endif
 
-ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
+ByteSource::ByteSource(std::string path, ReadBudget& budget)
+    : path_(std::move(path)), budget_(budget) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) failWithErrno(path_, "open");
   struct stat info {};
@@ -74,12 +117,19 @@ ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
   compressed_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   if (!compressed_) return;
 #ifdef KINETRACE_HAVE_ZLIB
-  gzip_ = new Gzip;
+  try {
+    gzip_ = new Gzip(budget_);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
   // 16 + MAX_WBITS: a gzip header and trailer around the deflate data.
-  if (inflateInit2(&gzip_->stream, 16 + MAX_WBITS) != Z_OK) {
+  const int status = inflateInit2(&gzip_->stream, 16 + MAX_WBITS);
+  if (status != Z_OK) {
     delete gzip_;
     gzip_ = nullptr;
     ::close(fd_);
+    if (status == Z_MEM_ERROR) budget_.refuse(kGzipBuffers);
     throw Error(fmt::format("cannot read {}: zlib could not start", path_));
   }
 #else
@@ -184,6 +234,8 @@ std::size_t ByteSource::readContent(char* data, std::size_t size) {
     if (status == Z_STREAM_END) {
       gzip_->memberEnded = true;
       ++gzip_->membersDone;
+    } else if (status == Z_MEM_ERROR) {
+      budget_.refuse(kGzipBuffers);
     } else if (status != Z_OK && status != Z_BUF_ERROR) {
       throw Error(fmt::format("cannot read {}: the gzip data is corrupt ({})", path_,
                               z.msg != nullptr ? z.msg : "inflate failed"));

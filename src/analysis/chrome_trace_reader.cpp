@@ -1,9 +1,13 @@
 // Reads Chrome trace JSON into the sink stream, with nlohmann_json's SAX parser: one event
 // at a time is held as a small JSON value, so a multi-gigabyte trace reads in little memory.
+// Everything the reader holds draws from the read budget: its buffers, the lexer's longest
+// token, the event or metadata value being built, and the top-level metadata kept for the
+// sink's header and footer.
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
@@ -28,19 +32,25 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+constexpr const char* kReaderBuffers = "the JSON reader's buffers";
+
 // The file's bytes as a streambuf for nlohmann's stream input, reporting progress.
 // nlohmann's lexer keeps every byte it reads between two strings or numbers (for its error
 // messages), whitespace included: long runs of whitespace outside strings are cut short
-// here, and a string longer than the memory allows is refused before the lexer holds it.
+// here. A string or number (a token) is held by the lexer twice, in buffers it clears but
+// never shrinks: the budget is asked for the longest token's room before the lexer holds
+// it, and one too long for it is refused naming it.
 class SourceBuffer : public std::streambuf {
  public:
-  SourceBuffer(ByteSource& source, const ReadProgress& progress, std::size_t memoryBytes)
+  SourceBuffer(ByteSource& source, const ReadProgress& progress, ReadBudget& budget)
       : source_(source),
         progress_(progress),
-        // The lexer holds a string twice, and the event holds it once more.
-        maxStringBytes_(std::max<std::size_t>(memoryBytes / 4, 1)),
+        budget_(budget),
+        buffersHold_(takeBuffers(budget)),
+        tokenHold_(budget),
         raw_(new char[kBufferBytes]),
         buffer_(new char[kBufferBytes]),
+        anchors_(BudgetAllocator<Anchor>(budget, kReaderBuffers)),
         // Whitespace before the trace was read while telling the format.
         rawOffset_(source.contentOffset()) {}
 
@@ -91,6 +101,27 @@ class SourceBuffer : public std::streambuf {
     uint64_t raw;          // offset in the file
   };
 
+  static BudgetHold takeBuffers(ReadBudget& budget) {
+    BudgetHold hold(budget);
+    hold.take(2 * (kBufferBytes + kAllocationOverheadBytes), kReaderBuffers);
+    return hold;
+  }
+
+  // The lexer's two buffers double as they grow, so each may have twice the room of the
+  // longest token: four times its bytes, asked for in steps so the budget is not asked per
+  // byte.
+  void noteTokenByte() {
+    ++tokenBytes_;
+    if (tokenBytes_ * 4 <= tokenHold_.bytes()) return;
+    const std::size_t wanted = static_cast<std::size_t>(tokenBytes_) * 4 + kTokenStepBytes;
+    if (!tokenHold_.tryTake(wanted - tokenHold_.bytes())) {
+      budget_.refuse(
+          fmt::format("the {} at byte {}, {} bytes long so far (the JSON parser "
+                      "holds it four times over),",
+                      inString_ ? "string" : "number", tokenStart_, tokenBytes_));
+    }
+  }
+
   // Copies raw_[0, size) to buffer_, dropping whitespace beyond kKeptWhitespace bytes of
   // one run outside strings; returns the bytes kept.
   std::size_t filter(std::size_t size) {
@@ -100,12 +131,7 @@ class SourceBuffer : public std::streambuf {
     for (std::size_t i = 0; i < size; ++i) {
       const char c = raw_[i];
       if (inString_) {
-        if (++stringBytes_ > maxStringBytes_) {
-          throw Error(fmt::format(
-              "{}: the string at byte {} is longer than {} MB, more than the memory allowed "
-              "for reading (--memory-mb) can hold",
-              source_.path(), stringStart_, (maxStringBytes_ + (1 << 20) - 1) >> 20));
-        }
+        noteTokenByte();
         if (escaped_) {
           escaped_ = false;
         } else if (c == '\\') {
@@ -115,6 +141,7 @@ class SourceBuffer : public std::streambuf {
         }
         whitespaceRun_ = 0;
       } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        inToken_ = false;
         if (++whitespaceRun_ > kKeptWhitespace) {
           anchorDue = true;
           continue;
@@ -123,8 +150,19 @@ class SourceBuffer : public std::streambuf {
         whitespaceRun_ = 0;
         if (c == '"') {
           inString_ = true;
-          stringBytes_ = 0;
-          stringStart_ = rawOffset_ + i;
+          inToken_ = false;
+          tokenBytes_ = 0;
+          tokenStart_ = rawOffset_ + i;
+        } else if (c == ',' || c == ':' || c == '[' || c == ']' || c == '{' || c == '}') {
+          inToken_ = false;
+        } else {
+          // A number (or a literal): the lexer holds it as it holds a string.
+          if (!inToken_) {
+            inToken_ = true;
+            tokenBytes_ = 0;
+            tokenStart_ = rawOffset_ + i;
+          }
+          noteTokenByte();
         }
       }
       if (anchorDue) {
@@ -139,24 +177,28 @@ class SourceBuffer : public std::streambuf {
 
   ByteSource& source_;
   const ReadProgress& progress_;
+  ReadBudget& budget_;
   // Not zeroed: zeroing a fresh megabyte is 256 page faults, half of those of converting a
   // small trace.
   static constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
   // Whitespace of one run passed on as it is: byte offsets in messages stay exact for any
   // indentation, and the lexer keeps no more than this of a run.
   static constexpr std::size_t kKeptWhitespace = 256;
-  const std::size_t maxStringBytes_;
+  static constexpr std::size_t kTokenStepBytes = std::size_t{64} << 10;
+  BudgetHold buffersHold_;
+  BudgetHold tokenHold_;  // the lexer's buffers: four times the longest token so far
   std::unique_ptr<char[]> raw_;
   std::unique_ptr<char[]> buffer_;
-  std::vector<Anchor> anchors_;  // of buffer_: where its bytes were in the file
-  uint64_t rawOffset_;           // file bytes filtered so far
-  uint64_t bufferStart_ = 0;     // of buffer_, among the bytes delivered
-  uint64_t droppedBefore_ = 0;   // whitespace dropped before buffer_
+  BudgetVector<Anchor> anchors_;  // of buffer_: where its bytes were in the file
+  uint64_t rawOffset_;            // file bytes filtered so far
+  uint64_t bufferStart_ = 0;      // of buffer_, among the bytes delivered
+  uint64_t droppedBefore_ = 0;    // whitespace dropped before buffer_
   uint64_t delivered_ = 0;
-  uint64_t stringBytes_ = 0;
-  uint64_t stringStart_ = 0;
+  uint64_t tokenBytes_ = 0;  // of the string or number being read
+  uint64_t tokenStart_ = 0;
   std::size_t whitespaceRun_ = 0;
   bool inString_ = false;
+  bool inToken_ = false;  // a number or literal
   bool escaped_ = false;
   bool atEnd_ = false;
 };
@@ -204,43 +246,80 @@ std::optional<int64_t> microsTextToNanos(const std::string& text) {
     fraction *= 10;
     ++fractionDigits;
   }
-  if (whole > std::numeric_limits<int64_t>::max() / 1000 - 1) return std::nullopt;
-  const int64_t nanos = whole * 1000 + fraction + (roundUp ? 1 : 0);
+  // Exact to the last nanosecond of int64: what a writer wrote from an int64 reads back.
+  int64_t nanos = 0;
+  if (__builtin_mul_overflow(whole, int64_t{1000}, &nanos) ||
+      __builtin_add_overflow(nanos, fraction + (roundUp ? 1 : 0), &nanos)) {
+    return std::nullopt;
+  }
   return negative ? -nanos : nanos;
 }
 
-std::optional<int64_t> integerOf(const Json& json) {
-  if (json.is_number_integer()) return json.get<int64_t>();
+// An integer as the model holds it (int64), or why not: nlohmann reads every non-negative
+// integer as unsigned, and one past 2^63 - 1 must not wrap into a negative one.
+enum class IntegerStatus { Fits, NotANumber, TooLarge };
+struct Integer {
+  IntegerStatus status = IntegerStatus::NotANumber;
+  int64_t value = 0;
+};
+
+Integer integerOf(const Json& json) {
   if (json.is_number_unsigned()) {
     const auto value = json.get<uint64_t>();
-    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-    return static_cast<int64_t>(value);
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return {IntegerStatus::TooLarge, 0};
+    }
+    return {IntegerStatus::Fits, static_cast<int64_t>(value)};
   }
+  if (json.is_number_integer()) return {IntegerStatus::Fits, json.get<int64_t>()};
   if (json.is_string()) {
     const std::string& text = json.get_ref<const std::string&>();
-    if (text.empty()) return std::nullopt;
+    if (text.empty()) return {};
     char* end = nullptr;
     errno = 0;
     const long long value = std::strtoll(text.c_str(), &end, 0);
-    if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
-    return value;
+    if (end != text.c_str() + text.size()) return {};
+    if (errno == ERANGE) return {IntegerStatus::TooLarge, 0};
+    if (errno != 0) return {};
+    return {IntegerStatus::Fits, value};
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<uint64_t> flowIdOf(const Json& json) {
-  if (json.is_number_unsigned()) return json.get<uint64_t>();
-  if (json.is_number_integer()) return static_cast<uint64_t>(json.get<int64_t>());
+// A flow's id: any 64-bit unsigned number, or its text. A negative one has no place among
+// them (the model's ids are unsigned) and is not made one by wrapping.
+enum class FlowIdStatus { Fits, NotANumber, Negative };
+struct FlowId {
+  FlowIdStatus status = FlowIdStatus::NotANumber;
+  uint64_t value = 0;
+};
+
+FlowId flowIdOf(const Json& json) {
+  if (json.is_number_unsigned()) return {FlowIdStatus::Fits, json.get<uint64_t>()};
+  if (json.is_number_integer()) {
+    const auto value = json.get<int64_t>();
+    if (value < 0) return {FlowIdStatus::Negative, 0};
+    return {FlowIdStatus::Fits, static_cast<uint64_t>(value)};
+  }
   if (json.is_string()) {
     const std::string& text = json.get_ref<const std::string&>();
-    if (text.empty()) return std::nullopt;
+    if (text.empty() || text[0] == '-')
+      return {text.empty() ? FlowIdStatus::NotANumber : FlowIdStatus::Negative, 0};
     char* end = nullptr;
     errno = 0;
     const unsigned long long value = std::strtoull(text.c_str(), &end, 0);
-    if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
-    return value;
+    if (errno != 0 || end != text.c_str() + text.size()) return {};
+    return {FlowIdStatus::Fits, value};
   }
-  return std::nullopt;
+  return {};
+}
+
+// A JSON integer that fits int64_t, or nullopt.
+std::optional<int64_t> fittingInt64(const Json& json) {
+  if (!json.is_number_integer()) return std::nullopt;  // unsigned ones included
+  const Integer integer = integerOf(json);
+  if (integer.status != IntegerStatus::Fits) return std::nullopt;
+  return integer.value;
 }
 
 std::optional<Phase> phaseOf(const std::string& ph) {
@@ -273,8 +352,15 @@ std::string plainReason(std::string what) {
 class TraceSax {
  public:
   TraceSax(const std::string& path, const SourceBuffer& input, Sink& sink, std::string traceName,
-           ReadReport& report, std::size_t memoryBytes)
-      : path_(path), input_(input), sink_(sink), report_(report), memoryBytes_(memoryBytes) {
+           ReadReport& report, ReadBudget& budget)
+      : path_(path),
+        input_(input),
+        sink_(sink),
+        report_(report),
+        budget_(budget),
+        valueHold_(budget),
+        metadataHold_(budget),
+        sinkHeaderHold_(budget) {
     header_.traceName = std::move(traceName);
   }
 
@@ -378,9 +464,16 @@ class TraceSax {
     throw Error(fmt::format("{} is not a Chrome trace: {}", path_, what));
   }
 
+  // The sink may keep its own copy of the header's metadata until the trace ends (a
+  // PerfettoSink does, until its first event): that copy stays counted for the whole read,
+  // while the reader's goes once the sink has it.
   void beginSink() {
+    const std::size_t headerBytes = footprintOf(header_.metadata);
+    sinkHeaderHold_.take(headerBytes, kTopLevelMetadata);
     begun_ = true;
     sink_.begin(header_);
+    Metadata().swap(header_.metadata);
+    metadataHold_.reset();
   }
 
   bool endTop() {
@@ -390,7 +483,7 @@ class TraceSax {
 
   void startValue(Target target) {
     target_ = target;
-    valueBytes_ = 0;
+    valueHold_.reset();
     // The parser has taken the value's first byte.
     valueStart_ = input_.fileOffsetNow();
     if (valueStart_ > 0) --valueStart_;
@@ -399,25 +492,33 @@ class TraceSax {
     durText_.clear();
   }
 
-  // What the value being built holds in memory, roughly: one JSON node and its key each,
-  // and its text. An event or metadata value larger than the memory allowed is an error.
+  // What the value being built holds in memory, taken from the budget as it grows: a node
+  // (in an object, a key beside it) in a vector that may have twice the room it needs, and
+  // its text and key where they do not fit inside a string.
   void account(std::size_t textBytes) {
-    valueBytes_ += sizeof(Json) + 32 + textBytes +
-                   (stack_.empty() || stack_.back()->is_object() ? key_.size() : 0);
-    if (valueBytes_ > memoryBytes_) {
-      throw Error(fmt::format(
-          "{}: the {} at byte {} needs more than {} MB of memory to read, more than allowed "
-          "(--memory-mb)",
-          path_, target_ == Target::Event ? "event" : "metadata value \"" + topKey_ + "\"",
-          valueStart_, (memoryBytes_ + (1 << 20) - 1) >> 20));
+    const std::size_t keyBytes =
+        stack_.empty() || stack_.back()->is_object() ? heapBytes(key_.size()) : 0;
+    const std::size_t bytes =
+        2 * (sizeof(Json) + sizeof(std::string)) + heapBytes(textBytes) + keyBytes;
+    if (!valueHold_.tryTake(bytes)) {
+      budget_.refuse(fmt::format("the {} at byte {}", valueName(), valueStart_));
     }
+  }
+  static std::size_t heapBytes(std::size_t textBytes) {
+    return textBytes > 15 ? textBytes + 1 + kAllocationOverheadBytes : 0;
+  }
+  std::string valueName() const {
+    return target_ == Target::Event ? "event" : "metadata value \"" + topKey_ + "\"";
   }
 
   // A scalar: a whole top-level value, or part of the value being built.
   bool scalar(Json value) {
     if (target_ == Target::None) {
       if (where_ == Where::TopObject) {
-        metadataValue(valueFromJson(value));
+        const std::size_t textBytes =
+            value.is_string() ? heapBytes(value.get_ref<const std::string&>().size()) : 0;
+        metadataHold_.take(textBytes, kTopLevelMetadata);  // the copy the value makes
+        metadataValue(valueFromJson(value), textBytes);
         return true;
       }
       if (where_ == Where::Events) return fail("an element of traceEvents is not an object");
@@ -436,10 +537,9 @@ class TraceSax {
   bool open(Json container) {
     // The value's own depth plus the trace's object and the traceEvents array.
     if (stack_.size() + 2 >= kMaxJsonDepth) {
-      throw Error(fmt::format(
-          "{}: the {} at byte {} nests arrays and objects more than {} levels deep", path_,
-          target_ == Target::Event ? "event" : "metadata value \"" + topKey_ + "\"", valueStart_,
-          kMaxJsonDepth));
+      throw Error(
+          fmt::format("{}: the {} at byte {} nests arrays and objects more than {} levels deep",
+                      path_, valueName(), valueStart_, kMaxJsonDepth));
     }
     account(0);
     if (stack_.empty()) {
@@ -466,14 +566,27 @@ class TraceSax {
     const Target done = target_;
     target_ = Target::None;
     if (done == Target::Metadata) {
-      metadataValue(valueFromJson(root_));
+      // The value is built while the parser's tree still stands: both are counted.
+      const std::size_t estimate = valueHold_.bytes();
+      metadataHold_.take(estimate, kTopLevelMetadata);
+      Value value = valueFromJson(root_);
+      root_ = Json();
+      valueHold_.reset();
+      metadataValue(std::move(value), estimate);
     } else {
       event(root_);
+      root_ = Json();
     }
+    valueHold_.reset();
     return true;
   }
 
-  void metadataValue(Value value) {
+  // A top-level value, kept for the header (before traceEvents) or the footer (after), its
+  // footprint counted while it is kept. While a container is converted, the parser's tree
+  // is still counted: the two exist together.
+  // `taken`: what was taken for it before it was built, replaced by its footprint here.
+  void metadataValue(Value value, std::size_t taken) {
+    metadataHold_.giveBack(taken);
     if (topKey_ == chrome::kTraceName || topKey_ == chrome::kTraceEvents)
       return;  // the new trace has its own name
     if (topKey_ == chrome::kBaseTimeNanoseconds) {
@@ -492,6 +605,8 @@ class TraceSax {
       }
       return;
     }
+    metadataHold_.take(sizeof(Value::Member) + heapBytes(topKey_.size()) + footprintOf(value),
+                       kTopLevelMetadata);
     (begun_ ? footer_ : header_.metadata).push_back({topKey_, std::move(value)});
   }
 
@@ -501,7 +616,14 @@ class TraceSax {
     const auto ph = object.find("ph");
     if (ph == object.end() || !ph->is_string()) return skip("events without a phase (\"ph\")");
     const std::optional<Phase> phase = phaseOf(ph->get_ref<const std::string&>());
-    if (!phase) return skip(fmt::format("events of phase '{}'", ph->get<std::string>()));
+    if (!phase) {
+      // Chrome's phases are one letter; a reason per other text would let the report of
+      // what was left out grow with the file.
+      const std::string& text = ph->get_ref<const std::string&>();
+      const bool letter = text.size() == 1 && std::isprint(static_cast<unsigned char>(text[0]));
+      return skip(letter ? fmt::format("events of phase '{}'", text)
+                         : std::string("events whose phase is not one letter"));
+    }
 
     Event out;
     out.phase = *phase;
@@ -514,17 +636,16 @@ class TraceSax {
     if (auto cat = object.find("cat"); cat != object.end() && cat->is_string()) {
       out.category = cat->get_ref<const std::string&>();
     }
-    const auto pid = object.find("pid");
-    const auto tid = object.find("tid");
-    std::optional<int64_t> pidValue =
-        pid == object.end() ? std::optional<int64_t>(0) : integerOf(*pid);
-    std::optional<int64_t> tidValue =
-        tid == object.end() ? std::optional<int64_t>(0) : integerOf(*tid);
-    if (!pidValue || !tidValue) return skip("events whose pid or tid is not a number");
-    out.pid = *pidValue;
-    out.tid = *tidValue;
+    const std::optional<int64_t> pid = idOf(object, "pid", out.name);
+    const std::optional<int64_t> tid = idOf(object, "tid", out.name);
+    if (!pid || !tid) return skip("events whose pid or tid is not a number");
+    out.pid = *pid;
+    out.tid = *tid;
 
-    const std::optional<int64_t> ts = timeOf(object, "ts", tsText_);
+    std::optional<int64_t> ts = timeOf(object, "ts", tsText_);
+    // Chrome's format lets metadata events (process and thread names) go without a time:
+    // they are placed at the base time, as if "ts" were 0.
+    if (!ts && out.phase == Phase::Metadata && object.find("ts") == object.end()) ts = 0;
     if (!ts) return skip("events without a numeric timestamp (\"ts\")");
     if (__builtin_add_overflow(header_.baseTimeNs, *ts, &out.timestampNs)) {
       outOfRange(std::string(out.name), "ts", tsText_.empty() ? object.at("ts").dump() : tsText_);
@@ -540,11 +661,16 @@ class TraceSax {
     }
     if (out.phase == Phase::FlowStart || out.phase == Phase::FlowEnd) {
       const auto id = object.find("id");
-      std::optional<uint64_t> flowId = id == object.end() ? std::nullopt : flowIdOf(*id);
-      if (!flowId) return skip("flow events without a numeric id");
-      out.flowId = *flowId;
+      const FlowId flowId = id == object.end() ? FlowId{} : flowIdOf(*id);
+      if (flowId.status == FlowIdStatus::Negative) {
+        doesNotFit(std::string(out.name), "id", id->dump(), "flow ids are unsigned 64-bit numbers");
+      }
+      if (flowId.status != FlowIdStatus::Fits) return skip("flow events without a numeric id");
+      out.flowId = flowId.value;
     }
 
+    // An event of many args leaves no room behind it: the budget counted it while it lived.
+    if (args_.capacity() > kKeptArgs) std::vector<Arg>().swap(args_);
     args_.clear();
     jsonTexts_.clear();
     if (auto args = object.find("args"); args != object.end()) {
@@ -560,10 +686,28 @@ class TraceSax {
 
   [[noreturn]] void outOfRange(const std::string& name, const char* key,
                                const std::string& text) const {
-    throw Error(fmt::format(
-        "{}: the event \"{}\" ending before byte {} has {} {}, out of the range of times in "
-        "nanoseconds (about 292 years either side of the trace's base time)",
-        path_, name, input_.fileOffsetNow(), key, text));
+    doesNotFit(name, key, text,
+               "out of the range of times in nanoseconds (about 292 years either side of the "
+               "trace's base time)");
+  }
+  [[noreturn]] void doesNotFit(const std::string& name, const char* key, const std::string& text,
+                               const char* why) const {
+    throw Error(fmt::format("{}: the event \"{}\" ending before byte {} has {} {}, {}", path_, name,
+                            input_.fileOffsetNow(), key, text, why));
+  }
+
+  // A pid or tid: 0 when absent, nullopt when not a number. One past int64 is an error
+  // naming the event: wrapped, it would be another process's.
+  std::optional<int64_t> idOf(const Json& object, const char* key, std::string_view name) const {
+    const auto found = object.find(key);
+    if (found == object.end()) return 0;
+    const Integer id = integerOf(*found);
+    if (id.status == IntegerStatus::TooLarge) {
+      doesNotFit(std::string(name), key, found->dump(),
+                 "past the range of 64-bit signed integers that ids are read as");
+    }
+    if (id.status != IntegerStatus::Fits) return std::nullopt;
+    return id.value;
   }
 
   // A time in microseconds as nanoseconds; nullopt when absent or not a number. A number
@@ -574,11 +718,12 @@ class TraceSax {
     std::optional<int64_t> nanos;
     if (found->is_number_float()) {
       nanos = microsTextToNanos(text);
-    } else if (found->is_number_integer() || found->is_number_unsigned()) {
-      const std::optional<int64_t> micros = integerOf(*found);
-      if (micros && *micros <= std::numeric_limits<int64_t>::max() / 1000 &&
-          *micros >= std::numeric_limits<int64_t>::min() / 1000) {
-        nanos = *micros * 1000;
+    } else if (found->is_number_integer()) {  // signed or unsigned
+      const Integer micros = integerOf(*found);
+      int64_t product = 0;
+      if (micros.status == IntegerStatus::Fits &&
+          !__builtin_mul_overflow(micros.value, int64_t{1000}, &product)) {
+        nanos = product;
       }
     } else {
       return std::nullopt;
@@ -611,24 +756,35 @@ class TraceSax {
       case Json::value_t::string:
         return std::string_view(value.get_ref<const std::string&>());
       case Json::value_t::array:
-        if (value.size() == 3 && value[0].is_number_integer() && value[1].is_number_integer() &&
-            value[2].is_number_integer()) {
-          return Dim3{value[0].get<int64_t>(), value[1].get<int64_t>(), value[2].get<int64_t>()};
+        if (value.size() == 3) {
+          const std::optional<int64_t> x = fittingInt64(value[0]);
+          const std::optional<int64_t> y = fittingInt64(value[1]);
+          const std::optional<int64_t> z = fittingInt64(value[2]);
+          if (x && y && z) return Dim3{*x, *y, *z};
         }
         [[fallthrough]];
       default:
         jsonTexts_.push_back(value.dump(-1, ' ', false, Json::error_handler_t::replace));
+        // Held with the event it came from, which is still counted.
+        if (!valueHold_.tryTake(heapBytes(jsonTexts_.back().size()))) {
+          budget_.refuse(fmt::format("the event at byte {}", valueStart_));
+        }
         return JsonText{jsonTexts_.back()};
     }
   }
+
+  static constexpr const char* kTopLevelMetadata = "top-level metadata";
+  static constexpr std::size_t kKeptArgs = 1024;
 
   const std::string& path_;
   const SourceBuffer& input_;
   Sink& sink_;
   ReadReport& report_;
-  const std::size_t memoryBytes_;
-  std::size_t valueBytes_ = 0;  // of the value being built
-  uint64_t valueStart_ = 0;     // its offset in the file
+  ReadBudget& budget_;
+  BudgetHold valueHold_;       // the value being built
+  BudgetHold metadataHold_;    // the header's metadata until the sink has it; the footer's
+  BudgetHold sinkHeaderHold_;  // the sink's copy of the header's metadata
+  uint64_t valueStart_ = 0;    // the value's offset in the file
   TraceHeader header_;
   Metadata footer_;
   Where where_ = Where::Start;
@@ -649,12 +805,13 @@ class TraceSax {
 }  // namespace
 
 ReadReport readChromeJsonTrace(ByteSource& source, Sink& sink, const std::string& traceName,
-                               const ReadProgress& progress, std::size_t memoryBytes) {
+                               ReadBudget& budget, const ReadProgress& progress) {
   const std::string& path = source.path();
-  SourceBuffer buffer(source, progress, memoryBytes);
+  const ReadBudget::Reading reading(budget, path);
+  SourceBuffer buffer(source, progress, budget);
   std::istream input(&buffer);
   ReadReport report;
-  TraceSax sax(path, buffer, sink, traceName, report, memoryBytes);
+  TraceSax sax(path, buffer, sink, traceName, report, budget);
   try {
     Json::sax_parse(input, &sax);
   } catch (const nlohmann::json::exception& error) {

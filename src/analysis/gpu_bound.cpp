@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 
 #include "analysis/trace_analysis.h"
@@ -158,6 +159,8 @@ class MixBuilder {
 
 void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
   GpuMetricsReport& out = report.gpuMetrics;
+  // The metrics' names, copied into the report, are as long as the trace made them.
+  if (report.held) report.held->take(trace.metricsHeld.bytes(), "GPU metric names");
   out = trace.gpuMetrics;
   if (out.metrics.empty()) {
     // Nothing to class: the records (each kernel's "none") and their file go.
@@ -168,9 +171,12 @@ void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
   const std::size_t n = metrics.size();
 
   // The top kernels' rows, by the trace's name id (-1: not a top kernel).
-  std::unordered_map<std::string, std::size_t> rowOfName;
+  std::unordered_map<std::string_view, std::size_t> rowOfName;
   for (std::size_t i = 0; i < report.kernels.size(); ++i) rowOfName[report.kernels[i].name] = i;
-  std::unordered_map<uint32_t, std::ptrdiff_t> rowOfId;
+  ReadBudget& budget = *trace.budget;
+  BudgetUnorderedMap<uint32_t, std::ptrdiff_t> rowOfId(
+      0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
+      BudgetAllocator<char>(budget, "distinct names"));
   auto rowOf = [&](uint32_t id) {
     auto [it, inserted] = rowOfId.emplace(id, -1);
     if (inserted) {
@@ -179,6 +185,13 @@ void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
     }
     return it->second;
   };
+
+  // Each step's mix being built, and the averages its report keeps.
+  const std::size_t stepBytes =
+      3 * (n * sizeof(double) + kAllocationOverheadBytes) + sizeof(MixBuilder);
+  BudgetHold building(budget);
+  building.take(report.steps.size() * stepBytes, "step ranges");
+  if (report.held) report.held->take(report.steps.size() * n * sizeof(double), "step ranges");
 
   MixBuilder all(n);
   std::vector<MixBuilder> rows(report.kernels.size(), MixBuilder(n));

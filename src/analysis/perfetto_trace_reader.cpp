@@ -2,6 +2,11 @@
 // inverse of the mapping in output/perfetto_sink.h. Packet sequences are followed as
 // Perfetto's trace processor follows them: interned strings and defaults per sequence,
 // cleared with its incremental state; times on the sequence's clocks turned into BOOTTIME.
+//
+// What grows with the file draws from the read budget: the packet being read, the packets
+// compressed_packets inflate to, the sequences and their interned strings, the tracks, the
+// slices begun and not yet ended (those past half the budget are counted instead), and the
+// header's and footer's metadata.
 
 #include <fmt/format.h>
 
@@ -9,8 +14,8 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,17 +39,32 @@ using namespace pftrace;
 // A packet larger than this is not from PerfettoSink (its packets hold one event).
 constexpr uint64_t kMaxPacketBytes = uint64_t{64} << 20;
 
+constexpr const char* kInternedStrings = ".pftrace interned strings";
+constexpr const char* kTracks = "tracks";
+constexpr const char* kOpenSlices = "open slices";
+constexpr const char* kSequences = ".pftrace packet sequences";
+constexpr const char* kPackets = ".pftrace packets";
+constexpr const char* kTopLevelMetadata = "top-level metadata";
+
 struct TrackInfo {
+  explicit TrackInfo(ReadBudget& budget)
+      : name(BudgetAllocator<char>(budget, kTracks)),
+        unit(BudgetAllocator<char>(budget, kTracks)),
+        category(BudgetAllocator<char>(budget, kTracks)) {}
   enum class Kind { Other, Process, Thread, Counter } kind = Kind::Other;
   int64_t pid = 0;
   int64_t tid = 0;
   uint64_t parent = 0;
-  std::string name;
+  BudgetString name;
   // A counter's unit and category, when its writer gave them (a GPU metric's): its values
   // are read back as a series keyed by the unit, as the JSON trace has them.
-  std::string unit;
-  std::string category;
+  BudgetString unit;
+  BudgetString category;
 };
+
+std::string_view viewOf(const BudgetString& text) {
+  return std::string_view(text.data(), text.size());
+}
 
 // A debug annotation, decoded.
 struct Annotation {
@@ -85,17 +105,30 @@ struct SequenceClock {
   int64_t lastNs = 0;        // an incremental clock's last reading
 };
 
+using InternTable = BudgetUnorderedMap<uint64_t, BudgetString>;
+
 // What a packet sequence defined: interned strings and defaults (incremental state,
 // cleared by SEQ_INCREMENTAL_STATE_CLEARED) and its clocks (set by clock snapshots).
 struct SequenceState {
-  std::unordered_map<uint64_t, std::string> names;
-  std::unordered_map<uint64_t, std::string> categories;
-  std::unordered_map<uint64_t, std::string> annotationNames;
-  std::unordered_map<uint64_t, std::string> stringValues;  // odd ids: JSON texts
+  explicit SequenceState(ReadBudget& budget)
+      : names(0, std::hash<uint64_t>(), std::equal_to<uint64_t>(),
+              BudgetAllocator<char>(budget, kInternedStrings)),
+        categories(0, std::hash<uint64_t>(), std::equal_to<uint64_t>(),
+                   BudgetAllocator<char>(budget, kInternedStrings)),
+        annotationNames(0, std::hash<uint64_t>(), std::equal_to<uint64_t>(),
+                        BudgetAllocator<char>(budget, kInternedStrings)),
+        stringValues(0, std::hash<uint64_t>(), std::equal_to<uint64_t>(),
+                     BudgetAllocator<char>(budget, kInternedStrings)),
+        clocks(0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
+               BudgetAllocator<char>(budget, kSequences)) {}
+  InternTable names;
+  InternTable categories;
+  InternTable annotationNames;
+  InternTable stringValues;  // odd ids: JSON texts
   bool hasDefaultTrack = false;
   uint64_t defaultTrack = 0;
   uint32_t defaultClock = 0;  // 0: none
-  std::unordered_map<uint32_t, SequenceClock> clocks;
+  BudgetUnorderedMap<uint32_t, SequenceClock> clocks;
 
   void clearIncrementalState() {
     names.clear();
@@ -111,16 +144,33 @@ struct SequenceState {
 class PerfettoReader {
  public:
   PerfettoReader(const std::string& path, Sink& sink, std::string traceName, ReadReport& report,
-                 std::size_t memoryBytes)
-      : path_(path), sink_(sink), report_(report), openBudgetBytes_(memoryBytes / 2) {
+                 ByteSource& source, ReadBudget& budget)
+      : path_(path),
+        sink_(sink),
+        report_(report),
+        source_(source),
+        budget_(budget),
+        metadataHold_(budget),
+        sequences_(0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
+                   BudgetAllocator<char>(budget, kSequences)),
+        tracks_(0, std::hash<uint64_t>(), std::equal_to<uint64_t>(),
+                BudgetAllocator<char>(budget, kTracks)),
+        open_(0, std::hash<uint64_t>(), std::equal_to<uint64_t>(),
+              BudgetAllocator<char>(budget, kOpenSlices)),
+        openBudgetBytes_(budget.cap() / 2) {
     header_.traceName = std::move(traceName);
   }
+  ~PerfettoReader() { budget_.giveBack(openTaken_); }
 
   // One TracePacket's bytes; `offset` is where it starts in the file, for messages.
   void packet(std::string_view bytes, uint64_t offset) {
     offset_ = offset;
     try {
       decodePacket(bytes, 0);
+    } catch (const BudgetRefusal& refusal) {
+      throw BudgetRefusal(refusal.file(),
+                          fmt::format("packet at byte {}: {}", offset_, refusal.whatGrew()),
+                          refusal.capBytes());
     } catch (const Error& error) {
       throw Error(fmt::format("{}: packet at byte {}: {}", path_, offset_, error.what()));
     }
@@ -249,8 +299,34 @@ class PerfettoReader {
   }
 
   // The packets a compressed_packets field holds, read in order as if they stood here.
+  // What they inflate to, at every level of nesting together, stays within
+  // kMaxInflationRatio times the file read so far: nested, each level's packets could
+  // inflate as much again, and the work would grow as the ratio to the power of the depth.
+  // Each inflation counts as at least kMinInflationBytes: starting zlib costs that much.
   void compressedPackets(std::string_view compressed, std::size_t depth) {
-    const std::string packets = inflatePackets(compressed, maxPacketBytes());
+    const uint64_t allowed =
+        kInflationAllowanceBytes + kMaxInflationRatio * source_.consumedBytes();
+    inflatedBytes_ += kMinInflationBytes;
+    if (inflatedBytes_ > allowed) inflatedTooMuch();
+    const uint64_t byRatio = allowed - inflatedBytes_ + kMinInflationBytes;
+    // Growing, the inflated packets' buffer holds its old and new room at once: it may take
+    // half of what the budget has left.
+    const uint64_t byBudget = budget_.left() / 2;
+    const uint64_t limit = std::min<uint64_t>({kMaxPacketBytes, byRatio, byBudget});
+    std::optional<std::string> inflated =
+        inflatePacketsUpTo(compressed, static_cast<std::size_t>(limit));
+    if (!inflated) {
+      if (limit == byRatio) inflatedTooMuch();
+      if (limit == byBudget) budget_.refuse(kPackets);
+      fail(
+          fmt::format("compressed packets inflate to more than {} bytes, more than a kinetrace "
+                      "trace's packets hold",
+                      limit));
+    }
+    const std::string packets = std::move(*inflated);
+    inflatedBytes_ += packets.size() > kMinInflationBytes ? packets.size() - kMinInflationBytes : 0;
+    BudgetHold hold(budget_);
+    hold.take(packets.capacity() + kAllocationOverheadBytes, kPackets);
     std::string_view rest = packets;
     while (!rest.empty()) {
       uint64_t key = 0;
@@ -267,9 +343,18 @@ class PerfettoReader {
     }
   }
 
+  [[noreturn]] void inflatedTooMuch() const {
+    fail(fmt::format(
+        "compressed packets inflate to more than {} times the {} bytes of the file read so "
+        "far (with nesting, at every level together): more than deflate's own limit allows, "
+        "so not packets kinetrace wrote",
+        kMaxInflationRatio, source_.consumedBytes()));
+  }
+
   SequenceState& sequenceState(uint32_t id) {
     if (lastSequence_ == nullptr || id != lastSequenceId_) {
-      lastSequence_ = &sequences_[id];  // unordered_map references survive rehashing
+      // unordered_map references survive rehashing
+      lastSequence_ = &sequences_.try_emplace(id, budget_).first->second;
       lastSequenceId_ = id;
     }
     return *lastSequence_;
@@ -368,7 +453,7 @@ class PerfettoReader {
     ProtoReader reader(bytes);
     ProtoField field;
     while (reader.next(field)) {
-      std::unordered_map<uint64_t, std::string>* table = nullptr;
+      InternTable* table = nullptr;
       if (field.number == kInternedEventNames) table = &sequence.names;
       if (field.number == kInternedCategories) table = &sequence.categories;
       if (field.number == kInternedAnnotationNames) table = &sequence.annotationNames;
@@ -377,12 +462,15 @@ class PerfettoReader {
       ProtoReader entry(field.bytes);
       ProtoField part;
       uint64_t iid = 0;
-      std::string name;
+      std::string_view name;
       while (entry.next(part)) {
         if (part.number == kInternedIid) iid = part.value;
-        if (part.number == kInternedName) name = std::string(part.bytes);
+        if (part.number == kInternedName) name = part.bytes;
       }
-      (*table)[iid] = std::move(name);
+      BudgetString& slot =
+          table->try_emplace(iid, BudgetAllocator<char>(budget_, kInternedStrings)).first->second;
+      slot.assign(name.data(), name.size());
+      if (slot.capacity() > 2 * slot.size() + 15) slot.shrink_to_fit();  // a long one replaced
     }
   }
 
@@ -390,7 +478,7 @@ class PerfettoReader {
     ProtoReader reader(bytes);
     ProtoField field;
     uint64_t uuid = 0;
-    TrackInfo info;
+    TrackInfo info(budget_);
     while (reader.next(field)) {
       switch (field.number) {
         case kTrackUuid:
@@ -400,14 +488,15 @@ class PerfettoReader {
           info.parent = field.value;
           break;
         case kTrackName:
-          info.name = std::string(field.bytes);
+          info.name.assign(field.bytes.data(), field.bytes.size());
           break;
         case kTrackProcess: {
           info.kind = TrackInfo::Kind::Process;
           ProtoReader process(field.bytes);
           ProtoField part;
           while (process.next(part)) {
-            if (part.number == kProcessPid) info.pid = static_cast<int32_t>(part.value);
+            // int32 in Perfetto's schema; kinetrace writes any int64 pid as a varint.
+            if (part.number == kProcessPid) info.pid = part.asInt64();
           }
           break;
         }
@@ -416,7 +505,7 @@ class PerfettoReader {
           ProtoReader thread(field.bytes);
           ProtoField part;
           while (thread.next(part)) {
-            if (part.number == kThreadPid) info.pid = static_cast<int32_t>(part.value);
+            if (part.number == kThreadPid) info.pid = part.asInt64();
             if (part.number == kThreadTid) info.tid = part.asInt64();
           }
           break;
@@ -426,8 +515,11 @@ class PerfettoReader {
           ProtoReader counter(field.bytes);
           ProtoField part;
           while (counter.next(part)) {
-            if (part.number == kCounterUnitName) info.unit = std::string(part.bytes);
-            if (part.number == kCounterCategories) info.category = std::string(part.bytes);
+            if (part.number == kCounterUnitName)
+              info.unit.assign(part.bytes.data(), part.bytes.size());
+            if (part.number == kCounterCategories) {
+              info.category.assign(part.bytes.data(), part.bytes.size());
+            }
           }
           break;
         }
@@ -445,14 +537,18 @@ class PerfettoReader {
         info.tid = parent->second.tid;
       }
     }
-    tracks_[uuid] = std::move(info);
+    auto found = tracks_.find(uuid);
+    if (found == tracks_.end()) {
+      tracks_.emplace(uuid, std::move(info));
+    } else {
+      found->second = std::move(info);
+    }
   }
 
-  const std::string& interned(const std::unordered_map<uint64_t, std::string>& table, uint64_t iid,
-                              const char* what) const {
+  std::string_view interned(const InternTable& table, uint64_t iid, const char* what) const {
     auto found = table.find(iid);
     if (found == table.end()) fail(fmt::format("{} id {} was never interned", what, iid));
-    return found->second;
+    return viewOf(found->second);
   }
 
   Annotation annotation(const SequenceState& sequence, std::string_view bytes,
@@ -468,7 +564,7 @@ class PerfettoReader {
     while (reader.next(field)) {
       switch (field.number) {
         case kAnnotationNameIid:
-          a.name = interned(sequence.annotationNames, field.value, "annotation name");
+          a.name = std::string(interned(sequence.annotationNames, field.value, "annotation name"));
           break;
         case kAnnotationName:
           a.name = std::string(field.bytes);
@@ -499,7 +595,7 @@ class PerfettoReader {
           break;
         case kAnnotationStringIid:  // odd ids are JSON texts (output/perfetto_sink.cpp)
           a.kind = field.value % 2 == 1 ? Annotation::Kind::Json : Annotation::Kind::String;
-          a.text = interned(sequence.stringValues, field.value, "string value");
+          a.text = std::string(interned(sequence.stringValues, field.value, "string value"));
           break;
         case kAnnotationArray: {
           const Annotation item = annotation(sequence, field.bytes, depth + 1);
@@ -540,13 +636,13 @@ class PerfettoReader {
           e.track = field.value;
           break;
         case kEventNameIid:
-          e.name = interned(sequence.names, field.value, "event name");
+          e.name = std::string(interned(sequence.names, field.value, "event name"));
           break;
         case kEventName:
           e.name = std::string(field.bytes);
           break;
         case kEventCategoryIids:
-          e.category = interned(sequence.categories, field.value, "category");
+          e.category = std::string(interned(sequence.categories, field.value, "category"));
           break;
         case kEventCategories:
           e.category = std::string(field.bytes);
@@ -595,6 +691,9 @@ class PerfettoReader {
   }
 
   void event(const SequenceState& sequence, std::string_view bytes, int64_t timeNs) {
+    // Decoded, an event holds its packet's strings a second time.
+    BudgetHold decoded(budget_);
+    decoded.take(2 * bytes.size() + sizeof(DecodedEvent), kPackets);
     DecodedEvent e = decodeEvent(sequence, bytes, timeNs);
     if (!begun_) {
       if (e.track != kMetadataTrackUuid || e.name != kHeaderEventName ||
@@ -624,8 +723,11 @@ class PerfettoReader {
           return;
         }
         DecodedEvent begin = std::move(top.begin);
+        const std::size_t taken = top.bytes;
         found->second.pop_back();
-        openBytes_ -= bytesOf(begin);
+        openBytes_ -= taken + 2 * sizeof(OpenSlice);
+        openTaken_ -= taken;
+        budget_.giveBack(taken);
         const TrackInfo& t = track(begin.track);
         emit(Phase::Complete, begin, t.pid, t.tid, addTimes(e.timeNs, -begin.timeNs));
         for (uint64_t id : begin.flowIds) flow(Phase::FlowStart, begin, t, id);
@@ -654,29 +756,46 @@ class PerfettoReader {
       "slices whose begin was left out: the slices begun and not yet ended needed more than "
       "half the memory allowed (--memory-mb)";
 
-  // What a begun slice holds in memory while it waits for its end, roughly.
+  // What a begun slice holds in memory while it waits for its end: its strings, flows and
+  // annotations, each allocation with malloc's overhead.
   static std::size_t bytesOf(const DecodedEvent& e) {
-    std::size_t bytes = sizeof(OpenSlice) + e.name.size() + e.category.size() +
-                        (e.flowIds.size() + e.terminatingFlowIds.size()) * sizeof(uint64_t);
+    const auto heap = [](std::size_t size) {
+      return size > 15 ? size + 1 + kAllocationOverheadBytes : 0;
+    };
+    std::size_t bytes = heap(e.name.size()) + heap(e.category.size()) +
+                        (e.flowIds.size() + e.terminatingFlowIds.size()) * sizeof(uint64_t) +
+                        2 * kAllocationOverheadBytes;
     for (const Annotation& a : e.annotations) {
-      bytes += sizeof(Annotation) + a.name.size() + a.text.size();
+      bytes += sizeof(Annotation) + heap(a.name.size()) + heap(a.text.size());
     }
     return bytes;
   }
 
-  // A slice's begin waits for its end within half the memory allowed; beyond it, begins
-  // are counted (as runs on their track, so an endless nesting takes no memory) and their
-  // ends matched to them.
+  // A slice's begin waits for its end within half the budget, and what the budget gives;
+  // beyond it, begins are counted (as runs on their track, so an endless nesting takes no
+  // memory) and their ends matched to them. Half the budget bounds the slice and the room
+  // its stack may keep for it (twice its size, as a vector grows): the stacks' room is
+  // taken from the budget by their allocator, the slice's own from the budget here.
   void beginSlice(DecodedEvent e) {
-    std::vector<OpenSlice>& stack = open_[e.track];
+    BudgetVector<OpenSlice>& stack =
+        open_.try_emplace(e.track, BudgetAllocator<OpenSlice>(budget_, kOpenSlices)).first->second;
     const std::size_t bytes = bytesOf(e);
-    if (openBytes_ + bytes > openBudgetBytes_) {
+    const std::size_t counted = bytes + 2 * sizeof(OpenSlice);
+    if (openBytes_ + counted > openBudgetBytes_ || !budget_.tryTake(bytes)) {
       if (stack.empty()) stack.push_back(OpenSlice{});
       ++stack.back().leftOut;
       return;
     }
-    openBytes_ += bytes;
-    stack.push_back(OpenSlice{std::move(e), true, 0});
+    openBytes_ += counted;
+    openTaken_ += bytes;
+    try {
+      stack.push_back(OpenSlice{std::move(e), true, 0, bytes});
+    } catch (...) {
+      openBytes_ -= counted;
+      openTaken_ -= bytes;
+      budget_.giveBack(bytes);
+      throw;
+    }
   }
 
   void header(const DecodedEvent& e) {
@@ -690,16 +809,29 @@ class PerfettoReader {
     header_.baseTimeNs = e.annotations[1].i;
     timebaseNs_ = e.annotations[2].i;
     for (std::size_t i = kHeaderFixedAnnotations; i < e.annotations.size(); ++i) {
-      header_.metadata.push_back({e.annotations[i].name, valueOf(e.annotations[i])});
+      keepMetadata(header_.metadata, e.annotations[i]);
     }
+    // The sink may keep its own copy of the metadata until the trace ends (a PerfettoSink
+    // does, until its first event): counted for the whole read, while the reader's goes.
+    sinkHeaderHold_.take(footprintOf(header_.metadata), kTopLevelMetadata);
     begun_ = true;
     sink_.begin(header_);
+    Metadata().swap(header_.metadata);
+    metadataHold_.reset();
+  }
+
+  // A metadata annotation kept as a value, its footprint counted while it is kept.
+  void keepMetadata(Metadata& metadata, const Annotation& a) {
+    Value value = valueOf(a);
+    metadataHold_.take(sizeof(Value::Member) + a.name.size() + footprintOf(value),
+                       kTopLevelMetadata);
+    metadata.push_back({a.name, std::move(value)});
   }
 
   void instant(const DecodedEvent& e) {
     if (e.track == kMetadataTrackUuid) {
       if (e.category == kLayoutCategory && e.name == kFooterEventName) {
-        for (const Annotation& a : e.annotations) footer_.push_back({a.name, valueOf(a)});
+        for (const Annotation& a : e.annotations) keepMetadata(footer_, a);
         ended_ = true;
         return;
       }
@@ -735,12 +867,12 @@ class PerfettoReader {
     if (t.kind != TrackInfo::Kind::Counter || !e.hasCounter)
       fail("a counter value off a counter track");
     const TrackInfo& thread = track(t.parent);
-    Arg arg{t.unit.empty() ? t.name : t.unit,
+    Arg arg{t.unit.empty() ? viewOf(t.name) : viewOf(t.unit),
             e.counterIsDouble ? ArgValue(e.counterDouble) : ArgValue(e.counterInt)};
     Event out;
     out.phase = Phase::Counter;
-    out.name = t.name;
-    out.category = t.category.empty() ? std::string_view("counter") : t.category;
+    out.name = viewOf(t.name);
+    out.category = t.category.empty() ? std::string_view("counter") : viewOf(t.category);
     out.pid = thread.pid;
     out.tid = thread.tid;
     out.timestampNs = e.timeNs;
@@ -773,6 +905,8 @@ class PerfettoReader {
   }
 
   void emit(Phase phase, const DecodedEvent& e, int64_t pid, int64_t tid, int64_t durationNs) {
+    // An event of many annotations leaves no room behind it (its packet was counted).
+    if (args_.capacity() > 1024) std::vector<Arg>().swap(args_);
     args_.clear();
     for (const Annotation& a : e.annotations) args_.push_back({a.name, argOf(a)});
     Event out;
@@ -827,6 +961,8 @@ class PerfettoReader {
         return Value::array({a.dim.x, a.dim.y, a.dim.z});
       case Annotation::Kind::Json: {
         checkJsonDepth(a.text, fmt::format("metadata \"{}\"", a.name));
+        BudgetHold parsing(budget_);
+        parsing.take(parsedFootprintOf(a.text), kTopLevelMetadata);
         std::optional<Value> parsed = parseJsonValue(a.text);
         if (!parsed) fail(fmt::format("metadata \"{}\" holds invalid JSON", a.name));
         return std::move(*parsed);
@@ -837,50 +973,57 @@ class PerfettoReader {
     return Value();
   }
 
-  std::size_t maxPacketBytes() const {
-    return std::max<std::size_t>(std::min<std::size_t>(kMaxPacketBytes, openBudgetBytes_), 1);
-  }
+  static constexpr uint64_t kMinInflationBytes = 4096;
 
   const std::string& path_;
   Sink& sink_;
   ReadReport& report_;
+  ByteSource& source_;
+  ReadBudget& budget_;
+  BudgetHold metadataHold_;             // the header's metadata until the sink has it; the footer's
+  BudgetHold sinkHeaderHold_{budget_};  // the sink's copy of the header's metadata
+  uint64_t inflatedBytes_ = 0;          // by compressed_packets, at every level
   uint64_t offset_ = 0;
   TraceHeader header_;
   Metadata footer_;
   bool begun_ = false;
   bool ended_ = false;
   int64_t timebaseNs_ = 0;
-  std::unordered_map<uint32_t, SequenceState> sequences_;
+  BudgetUnorderedMap<uint32_t, SequenceState> sequences_;
   SequenceState* lastSequence_ = nullptr;
   uint32_t lastSequenceId_ = 0;
-  std::unordered_map<uint64_t, TrackInfo> tracks_;
+  BudgetUnorderedMap<uint64_t, TrackInfo> tracks_;
   // A begun slice, kept, with the begins left out (for want of memory) after it on its track.
   struct OpenSlice {
     DecodedEvent begin;
     bool kept = false;
     uint64_t leftOut = 0;
+    std::size_t bytes = 0;  // taken from the budget for `begin`
   };
-  std::unordered_map<uint64_t, std::vector<OpenSlice>> open_;
+  BudgetUnorderedMap<uint64_t, BudgetVector<OpenSlice>> open_;
   const std::size_t openBudgetBytes_;
-  std::size_t openBytes_ = 0;
+  std::size_t openBytes_ = 0;  // of the open slices, with their stacks' room
+  std::size_t openTaken_ = 0;  // of the open slices, taken from the budget
   std::vector<Arg> args_;
 };
 
 }  // namespace
 
 ReadReport readPerfettoTrace(ByteSource& source, Sink& sink, const std::string& traceName,
-                             const ReadProgress& progress, std::size_t memoryBytes) {
+                             ReadBudget& budget, const ReadProgress& progress) {
   const std::string& path = source.path();
+  const ReadBudget::Reading reading(budget, path);
   ReadReport report;
-  PerfettoReader reader(path, sink, traceName, report, memoryBytes);
-  const uint64_t maxPacketBytes = std::min<uint64_t>(kMaxPacketBytes, memoryBytes / 2);
+  PerfettoReader reader(path, sink, traceName, report, source, budget);
 
   // The file is a Trace message: field 1 (TracePacket) over and over. Packets are read
   // whole into a buffer that keeps what the last read left over.
-  std::string buffer;
+  BudgetString buffer{BudgetAllocator<char>(budget, kPackets)};
   std::size_t start = 0;
   uint64_t fileOffset = 0;  // of buffer[start], in the decompressed stream
   constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+  BudgetHold chunkHold(budget);
+  chunkHold.take(kChunkBytes + kAllocationOverheadBytes, kPackets);
   const std::unique_ptr<char[]> chunk(new char[kChunkBytes]);  // not zeroed: see SourceBuffer
   bool atEnd = false;
   while (true) {
@@ -896,13 +1039,11 @@ ReadReport readPerfettoTrace(ByteSource& source, Sink& sink, const std::string& 
             path, fileOffset, key >> 3, "kinetrace reads the .pftrace files kinetrace writes"));
       }
       lengthBytes = proto::readVarint(rest.substr(keyBytes), &length);
-      if (lengthBytes != 0 && length > maxPacketBytes) {
-        throw Error(fmt::format(
-            "{}: the packet at byte {} claims {} bytes, more than {}", path, fileOffset, length,
-            length > kMaxPacketBytes ? std::string("a kinetrace trace's packets hold")
-                                     : fmt::format("the memory allowed for reading holds "
-                                                   "(--memory-mb: {} MB)",
-                                                   memoryBytes >> 20)));
+      if (lengthBytes != 0 && length > kMaxPacketBytes) {
+        throw Error(
+            fmt::format("{}: the packet at byte {} claims {} bytes, more than a "
+                        "kinetrace trace's packets hold",
+                        path, fileOffset, length));
       }
     }
     const bool whole =

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <optional>
 
+#include "analysis/regular_file.h"
 #include "analysis/trace_reader.h"
 #include "kinetrace/error.h"
 #include "output/summary_builder.h"
@@ -41,6 +41,21 @@ Summary summaryFromJson(const std::string& text) {
   std::optional<Value> parsed = parseJsonValue(text);
   if (!parsed) throw Error("not a kinetrace summary: not valid JSON");
   return summaryFromValue(*parsed);
+}
+
+Summary readSummaryFile(const std::string& path, ReadBudget& budget) {
+  const ReadBudget::Reading reading(budget, path);
+  BudgetHold hold(budget);
+  constexpr const char* kSummaries = "summary files";
+  const std::string text = readRegularFile(path, hold, kSummaries);
+  hold.take(parsedFootprintOf(text), kSummaries);
+  try {
+    return summaryFromJson(text);
+  } catch (const BudgetRefusal&) {
+    throw;
+  } catch (const Error& error) {
+    throw Error(fmt::format("{}: {}", path, error.what()));
+  }
 }
 
 Summary summarize(const TraceData& trace, std::size_t topKernels) {

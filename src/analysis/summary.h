@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/read_budget.h"
 #include "model/trace_data.h"
 #include "output/trace_summary.h"
 
@@ -16,6 +17,11 @@ namespace kinetrace::detail {
 // (or nests deeper than a summary can); keys it does not know are ignored, missing ones keep
 // their defaults.
 Summary summaryFromJson(const std::string& json);
+
+// A summary file read back, within the budget: only a regular file is read (a link, device
+// or FIFO is refused by name: regular_file.h), its bytes and their parsing taken from the
+// budget while they are held. Throws kinetrace::Error naming the file.
+Summary readSummaryFile(const std::string& path, ReadBudget& budget);
 
 // The summary of a trace held in memory.
 Summary summarize(const TraceData& trace, std::size_t topKernels = 20);

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -119,8 +121,7 @@ struct JoinedOp : CollectedGpuOp {
 
 struct ByDeviceThenStart {
   bool operator()(const JoinedOp& a, const JoinedOp& b) const {
-    return std::tie(a.deviceId, a.startNs, a.sequence) <
-           std::tie(b.deviceId, b.startNs, b.sequence);
+    return std::tie(a.device, a.startNs, a.sequence) < std::tie(b.device, b.startNs, b.sequence);
   }
 };
 
@@ -138,8 +139,8 @@ struct ByKeyThenDuration {
 
 // A stream's queue: +1 at a launch call's start, -1 at its operation's start.
 struct QueueChange {
-  uint32_t device = 0;
-  uint32_t stream = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
   int64_t timeNs = 0;
   int32_t delta = 0;
 };
@@ -154,12 +155,12 @@ struct ByStreamThenTime {
 enum class Cause { BeforeFirstOp, HostWait, Launch, KernelWait, OtherWork, Other };
 
 // A kernel's name for a sentence: a C++ signature up to its arguments, at most 60 letters.
-std::string shortName(const std::string& name) {
+std::string shortName(std::string_view name) {
   // A signature's arguments, not a copy's "(Device -> Pinned)".
   const std::size_t paren = name.find('(');
-  std::string out = paren != std::string::npos && paren > 0 && name[paren - 1] != ' '
-                        ? name.substr(0, paren)
-                        : name;
+  std::string out(paren != std::string_view::npos && paren > 0 && name[paren - 1] != ' '
+                      ? name.substr(0, paren)
+                      : name);
   return out.size() <= 60 ? out : out.substr(0, 57) + "...";
 }
 
@@ -195,9 +196,9 @@ const char* causeName(Cause cause) {
 struct Found {
   bool any = false;
   SyncKind kind = SyncKind::Other;
-  uint32_t device = 0;
-  int32_t stream = -1;
-  int32_t waitOnStream = -1;
+  int64_t device = 0;
+  int64_t stream = -1;
+  int64_t waitOnStream = -1;
   bool operator<(const Found& o) const {
     return std::tie(any, kind, device, stream, waitOnStream) <
            std::tie(o.any, o.kind, o.device, o.stream, o.waitOnStream);
@@ -248,7 +249,7 @@ struct Gap {
 
 // The longest gaps of the trace, with why.
 struct KeptGap {
-  uint32_t device = 0;
+  int64_t device = 0;
   Gap gap;
   Cause cause = Cause::Other;
 };
@@ -298,12 +299,22 @@ class Analyzer {
   Analyzer(CollectedTrace& trace, const AnalysisOptions& options)
       : trace_(trace),
         options_(options),
-        byDevice_(trace.listBytes),
-        durations_(trace.listBytes),
-        latencies_(trace.listBytes),
-        queueChanges_(trace.listBytes),
-        issuedBy_(trace.listBytes),
-        collectiveStarts_(trace.listBytes) {
+        budget_(*trace.budget),
+        working_(budget_),
+        reportHold_(std::make_shared<BudgetHold>(budget_)),
+        byDevice_(budget_, kLists, trace.listBytes),
+        durations_(budget_, kLists, trace.listBytes),
+        latencies_(budget_, kLists, trace.listBytes),
+        queueChanges_(budget_, kLists, trace.listBytes),
+        issuedBy_(budget_, kLists, trace.listBytes),
+        collectiveStarts_(budget_, kLists, trace.listBytes),
+        names_(0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
+               BudgetAllocator<char>(budget_, "distinct names")),
+        issuers_(0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
+                 BudgetAllocator<char>(budget_, "distinct names")),
+        otherWork_(std::less<Found>(), BudgetAllocator<char>(budget_, kStreams)),
+        hostSyncs_(std::less<Found>(), BudgetAllocator<char>(budget_, kStreams)) {
+    working_.take(trace.dataLoading.size() * sizeof(Interval) * 2, "data-loading ranges");
     Intervals loading;
     for (const CollectedRange& r : trace.dataLoading) loading.emplace_back(r.startNs, r.endNs);
     dataLoading_ = unionOf(std::move(loading));
@@ -312,6 +323,7 @@ class Analyzer {
   RankAnalysis run() {
     RankAnalysis out;
     RankReport& report = out.report;
+    report.held = reportHold_;
     report.path = trace_.path;
     report.rank = trace_.rank;
     report.events = trace_.events;
@@ -416,7 +428,7 @@ class Analyzer {
     if (op.hasCall) {
       if (op.callEndNs - op.callStartNs > report.slowestCallNs) {
         report.slowestCallNs = op.callEndNs - op.callStartNs;
-        report.slowestCallOf = trace_.name(op.name);
+        report.slowestCallOf = keptName(op.name);
       }
       const int64_t latency = op.startNs - op.callStartNs;
       latencies_.add(latency);
@@ -426,8 +438,8 @@ class Analyzer {
         ++bucket;
       ++report.launchLatencyHistogram[static_cast<std::size_t>(bucket)];
       keepLongestLatency(op, latency);
-      queueChanges_.add({op.deviceId, op.streamId, op.callStartNs, +1});
-      queueChanges_.add({op.deviceId, op.streamId, op.startNs, -1});
+      queueChanges_.add({op.device, op.stream, op.callStartNs, +1});
+      queueChanges_.add({op.device, op.stream, op.startNs, -1});
     }
   }
 
@@ -440,11 +452,11 @@ class Analyzer {
   void keepLongestLatency(const JoinedOp& op, int64_t latency) {
     LaunchOutlier outlier{{}, op.startNs, latency};
     if (outliers_.size() < options_.top) {
-      outlier.name = trace_.name(op.name);
+      outlier.name = keptName(op.name);
       outliers_.push_back(std::move(outlier));
       std::push_heap(outliers_.begin(), outliers_.end(), worseLatency);
     } else if (!outliers_.empty() && worseLatency(outlier, outliers_.front())) {
-      outlier.name = trace_.name(op.name);
+      outlier.name = keptName(op.name);
       std::pop_heap(outliers_.begin(), outliers_.end(), worseLatency);
       outliers_.back() = std::move(outlier);
       std::push_heap(outliers_.begin(), outliers_.end(), worseLatency);
@@ -456,6 +468,9 @@ class Analyzer {
   // A device's state during its sweep: the operations running (their ends, by kind), where
   // time has got to, and the busy interval being merged.
   struct Sweep {
+    explicit Sweep(ReadBudget& budget)
+        : streams(std::less<int64_t>(), BudgetAllocator<char>(budget, kStreams)),
+          waits(std::less<int64_t>(), BudgetAllocator<char>(budget, kStreams)) {}
     DeviceReport report;
     std::priority_queue<std::pair<int64_t, GpuOpKind>, std::vector<std::pair<int64_t, GpuOpKind>>,
                         std::greater<>>
@@ -464,17 +479,18 @@ class Analyzer {
     int active = 0;
     int64_t at = 0;
     int64_t busyStart = 0;
-    std::map<uint32_t, StreamState> streams;
-    bool sawOp = false;                    // an operation that takes time has started
+    BudgetMap<int64_t, StreamState> streams;
+    bool sawOp = false;  // an operation that takes time has started
     // Of the operations started so far, the launch call that ended last.
     bool lastCall = false;
     int64_t lastCallStart = 0;
     int64_t lastCallEnd = 0;
     int64_t lastCallTid = 0;
     uint32_t lastCallOf = 0;
-    std::vector<CollectedSync> openSyncs;  // begun, and not ended before `at`
-    // By stream, the Stream Wait Events not yet matched to the launch after them, by time.
-    std::map<uint32_t, std::vector<CollectedSync>> waits;
+    std::vector<CollectedSync> openSyncs;  // begun, and not ended before `at`: kMaxOpenSyncs
+    // By stream, the Stream Wait Events not yet matched to the launch after them, by time:
+    // kMaxWaits each.
+    BudgetMap<int64_t, std::vector<CollectedSync>> waits;
     // The steps that [from, to) may still meet: those begun (by start, up to nextStep) and
     // not ended before `from`, which never goes back within a device. A segment visits
     // only these, so a long step overlapping thousands of short ones costs a visit each,
@@ -490,10 +506,10 @@ class Analyzer {
     trace_.syncs.sort();
     for (; !byDevice_.done(); byDevice_.pop()) {
       const JoinedOp& op = byDevice_.front();
-      if (!sweep || sweep->report.device != op.deviceId) {
+      if (!sweep || sweep->report.device != op.device) {
         if (sweep) endDevice(*sweep, report);
-        sweep.emplace();
-        beginDevice(*sweep, op.deviceId);
+        sweep.emplace(budget_);
+        beginDevice(*sweep, op.device);
       }
       addOp(*sweep, op);
     }
@@ -501,7 +517,12 @@ class Analyzer {
     while (!trace_.syncs.done()) trace_.syncs.pop();
   }
 
-  void beginDevice(Sweep& s, uint32_t device) {
+  // A device's report (its timeline's bins) is kept with the report: a trace that names
+  // more devices than the budget holds is an error naming them.
+  void beginDevice(Sweep& s, int64_t device) {
+    reportHold_->take(sizeof(DeviceReport) + DeviceReport::kTimelineBins * sizeof(double) +
+                          2 * kAllocationOverheadBytes,
+                      "devices");
     s.report.device = device;
     s.at = trace_.firstNs;
     const int64_t window = trace_.lastNs - trace_.firstNs;
@@ -514,14 +535,14 @@ class Analyzer {
   }
 
   void addOp(Sweep& s, const JoinedOp& op) {
-    StreamState& stream = s.streams[op.streamId];
+    StreamState& stream = s.streams[op.stream];
     ++stream.report.operations;
     takeSyncs(s, op.startNs);
     // The Stream Wait Events issued on its stream before its launch (and after the
     // previous launch's, which took those before it): what it was made to wait on.
     Found waitedOn;
     if (op.hasCall) {
-      auto& waits = s.waits[op.streamId];
+      auto& waits = s.waits[op.stream];
       auto upTo = std::find_if(waits.begin(), waits.end(),
                                [&](const CollectedSync& w) { return w.startNs > op.callStartNs; });
       if (upTo != waits.begin()) waitedOn = foundOf(*(upTo - 1));
@@ -610,7 +631,7 @@ class Analyzer {
          syncs.pop()) {
       const CollectedSync& sync = syncs.front();
       if (sync.kind == SyncKind::StreamWaitEvent && sync.stream >= 0) {
-        auto& waits = s.waits[static_cast<uint32_t>(sync.stream)];
+        auto& waits = s.waits[sync.stream];
         if (waits.size() == kMaxWaits) waits.erase(waits.begin());
         waits.push_back(sync);
       }
@@ -661,6 +682,8 @@ class Analyzer {
       gap.cause = causeOf(gap);
       idle(s, gap);
     }
+    // Each stream's row stays in the report.
+    reportHold_->take(s.streams.size() * (sizeof(StreamBreakdown) * 2), kStreams);
     for (auto& [id, stream] : s.streams) {
       if (stream.open) stream.report.busyNs += stream.busyEnd - stream.busyStart;
       stream.report.device = s.report.device;
@@ -827,18 +850,30 @@ class Analyzer {
 
   // ---- the passes after ----------------------------------------------------------------
 
+  // What a step takes while the report is made (sorted, its time summed, its bounds, its
+  // memory sample), and what its report keeps (with its name, counted apart): a file of
+  // millions of steps is refused naming them rather than taking gigabytes.
+  static constexpr std::size_t kStepWorkingBytes =
+      2 * (sizeof(CollectedRange) + sizeof(TimeBreakdown) + sizeof(Interval) + sizeof(std::size_t) +
+           sizeof(int64_t) + 1) +
+      sizeof(std::pair<const uint32_t, CollectedRange>) + 32 + kAllocationOverheadBytes;
+  static constexpr std::size_t kStepReportBytes = 2 * sizeof(StepReport);
+
   // Steps in time order, each name once (the longest range of that name: a step marked on
   // several threads counts once). Steps that start together: the longer (an outer step)
   // first, then by name, so the order never depends on how the sort met them.
   std::vector<StepReport> steps() {
     std::vector<StepReport> out;
-    std::map<uint32_t, CollectedRange> byName;
+    BudgetMap<uint32_t, CollectedRange> byName(std::less<uint32_t>(),
+                                               BudgetAllocator<char>(budget_, kStepRanges));
     for (const CollectedRange& step : trace_.steps) {
       auto [it, inserted] = byName.emplace(step.name, step);
       if (!inserted && step.endNs - step.startNs > it->second.endNs - it->second.startNs)
         it->second = step;
     }
+    working_.take(byName.size() * kStepWorkingBytes, kStepRanges);
     std::vector<CollectedRange> sorted;
+    sorted.reserve(byName.size());
     for (const auto& [name, step] : byName) sorted.push_back(step);
     std::sort(sorted.begin(), sorted.end(),
               [this](const CollectedRange& a, const CollectedRange& b) {
@@ -846,36 +881,57 @@ class Analyzer {
                 if (a.endNs != b.endNs) return a.endNs > b.endNs;
                 return trace_.name(a.name) < trace_.name(b.name);
               });
+    out.reserve(sorted.size());
+    stepBounds_.reserve(sorted.size());
     for (const CollectedRange& step : sorted) {
+      const std::string_view name = trace_.name(step.name);
+      reportHold_->take(kStepReportBytes + (name.size() > 15 ? name.size() + 1 : 0), kStepRanges);
       StepReport s;
-      s.name = trace_.name(step.name);
+      s.name = std::string(name);
       s.startNs = step.startNs;
       s.endNs = step.endNs;
-      out.push_back(s);
+      out.push_back(std::move(s));
       stepBounds_.emplace_back(step.startNs, step.endNs);
     }
     return out;
   }
 
+  // The kernel table: every name's distribution, of which the top ones are kept with their
+  // names (a name may be megabytes; each is copied only if its row is kept).
   void kernels(RankReport& report) {
     auto share = [this](int64_t ns) {
       return totalNs_ > 0 ? static_cast<double>(ns) / static_cast<double>(totalNs_) : 0.0;
     };
+    struct Row {
+      uint32_t key = 0;
+      Distribution duration;
+    };
+    // Longest total first, then by name: the order the table is shown in.
+    auto before = [this](const Row& a, const Row& b) {
+      if (a.duration.totalNs != b.duration.totalNs) return a.duration.totalNs > b.duration.totalNs;
+      return trace_.name(a.key) < trace_.name(b.key);
+    };
+    std::vector<Row> top;  // a heap whose top is the last kept
     std::optional<DistributionBuilder> building;
     uint32_t key = 0;
     auto finishKey = [&]() {
       if (!building) return;
-      KernelRow row;
+      Row row{key, building->finish()};
       if (key >= kKindKey) {
-        row.name = kindName(static_cast<GpuOpKind>(key - kKindKey));
-        row.kind = row.name;
-      } else {
-        row.name = trace_.name(key);
-        row.kind = kindName(names_[key].kind);
+        KernelRow kind;
+        kind.name = kindName(static_cast<GpuOpKind>(key - kKindKey));
+        kind.kind = kind.name;
+        kind.duration = row.duration;
+        kind.share = share(row.duration.totalNs);
+        report.kinds.push_back(std::move(kind));
+      } else if (top.size() < options_.top) {
+        top.push_back(row);
+        std::push_heap(top.begin(), top.end(), before);
+      } else if (!top.empty() && before(row, top.front())) {
+        std::pop_heap(top.begin(), top.end(), before);
+        top.back() = row;
+        std::push_heap(top.begin(), top.end(), before);
       }
-      row.duration = building->finish();
-      row.share = share(row.duration.totalNs);
-      (key >= kKindKey ? report.kinds : report.kernels).push_back(std::move(row));
     };
     durations_.drain([&](const KeyedDuration& d) {
       if (!building || d.key != key) {
@@ -887,12 +943,15 @@ class Analyzer {
       building->add(d.ns);
     });
     finishKey();
-    std::sort(
-        report.kernels.begin(), report.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
-          return a.duration.totalNs != b.duration.totalNs ? a.duration.totalNs > b.duration.totalNs
-                                                          : a.name < b.name;
-        });
-    if (report.kernels.size() > options_.top) report.kernels.resize(options_.top);
+    std::sort(top.begin(), top.end(), before);
+    for (const Row& row : top) {
+      KernelRow kernel;
+      kernel.name = keptName(row.key);
+      kernel.kind = kindName(names_[row.key].kind);
+      kernel.duration = row.duration;
+      kernel.share = share(row.duration.totalNs);
+      report.kernels.push_back(std::move(kernel));
+    }
   }
 
   void launchLatency(RankReport& report) {
@@ -908,8 +967,9 @@ class Analyzer {
   // The most operations launched and not yet started, per stream, and per bin of the
   // device's timeline: a depth counts in every bin it held in, from its change to the next.
   void queueDepths(RankReport& report) {
-    std::map<std::pair<uint32_t, uint32_t>, int> deepest;
-    std::pair<uint32_t, uint32_t> stream;
+    BudgetMap<std::pair<int64_t, int64_t>, int> deepest(std::less<std::pair<int64_t, int64_t>>(),
+                                                        BudgetAllocator<char>(budget_, kStreams));
+    std::pair<int64_t, int64_t> stream;
     int depth = 0;
     int64_t since = 0;
     int* most = nullptr;
@@ -937,6 +997,9 @@ class Analyzer {
           if (d.device == change.device && !d.busyTimeline.empty()) streamDevice = &d;
         }
         if (streamDevice != nullptr) {
+          reportHold_->take(sizeof(QueueDepthTimeline) + DeviceReport::kTimelineBins * sizeof(int) +
+                                2 * kAllocationOverheadBytes,
+                            kStreams);
           timeline = &report.queueDepthTimelines.emplace_back();
           timeline->device = change.device;
           timeline->stream = change.stream;
@@ -971,17 +1034,34 @@ class Analyzer {
       if (op.tiny) ++issuers_[found ? ranges.front().name : kNoRange];
     });
     while (!ranges.done()) ranges.pop();
-    for (const auto& [name, count] : issuers_) {
-      tiny.issuers.emplace_back(name == kNoRange ? "(no host range)" : trace_.name(name), count);
+    // The most frequent first, then by name; only those kept have their names copied.
+    auto nameOf = [this](uint32_t name) {
+      return name == kNoRange ? std::string_view("(no host range)") : trace_.name(name);
+    };
+    auto before = [&](const std::pair<uint32_t, uint64_t>& a,
+                      const std::pair<uint32_t, uint64_t>& b) {
+      return a.second != b.second ? a.second > b.second : nameOf(a.first) < nameOf(b.first);
+    };
+    std::vector<std::pair<uint32_t, uint64_t>> top;  // a heap whose top is the last kept
+    for (const auto& issuer : issuers_) {
+      if (top.size() < options_.top) {
+        top.push_back(issuer);
+        std::push_heap(top.begin(), top.end(), before);
+      } else if (!top.empty() && before(issuer, top.front())) {
+        std::pop_heap(top.begin(), top.end(), before);
+        top.back() = issuer;
+        std::push_heap(top.begin(), top.end(), before);
+      }
     }
-    std::sort(tiny.issuers.begin(), tiny.issuers.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    if (tiny.issuers.size() > options_.top) tiny.issuers.resize(options_.top);
+    std::sort(top.begin(), top.end(), before);
+    for (const auto& [name, count] : top) {
+      tiny.issuers.emplace_back(name == kNoRange ? std::string(nameOf(name)) : keptName(name),
+                                count);
+    }
   }
 
   // Gaps by what was found in them, longest first.
-  std::vector<FoundRow> foundRows(const std::map<Found, FoundTally>& tallies) const {
+  std::vector<FoundRow> foundRows(const BudgetMap<Found, FoundTally>& tallies) const {
     std::vector<FoundRow> rows;
     for (const auto& [found, tally] : tallies) {
       rows.push_back({describe(found, severalDevices_), tally.gaps, tally.ns});
@@ -1032,8 +1112,8 @@ class Analyzer {
       if (kept.gap.hostSync.any) {
         g.evidence = "the host was in " + describe(kept.gap.hostSync, severalDevices_);
       }
-      g.endedBy = trace_.name(kept.gap.endedBy);
-      if (found[i]) g.hostWas = trace_.name(innermost[i].name);
+      g.endedBy = keptName(kept.gap.endedBy);
+      if (found[i]) g.hostWas = keptName(innermost[i].name);
       out.push_back(std::move(g));
     }
     return out;
@@ -1094,11 +1174,12 @@ class Analyzer {
     return m;
   }
 
-  std::vector<NcclCallRow> ncclCalls() const {
+  std::vector<NcclCallRow> ncclCalls() {
     std::vector<NcclCallRow> rows;
     for (const auto& [call, totals] : trace_.ncclCalls) {
       NcclCallRow row;
-      row.call = call;
+      reportHold_->take(call.size() + sizeof(NcclCallRow), "NCCL calls");
+      row.call = std::string(call.data(), call.size());
       row.operations = totals.operations;
       row.bytes = totals.bytes;
       row.gpuNs = totals.gpuNs;
@@ -1115,22 +1196,50 @@ class Analyzer {
 
   // The starts of the rank's collectives, by name, in order: its NCCL kernels, and its
   // torch.distributed calls.
+  // They wait for the other ranks' in the budget: a start each, a name once.
   RankCollectives collectives() {
     RankCollectives out;
     out.rank = trace_.rank;
-    collectiveStarts_.drain([&](const CollectiveStart& c) {
-      out.kernelStarts[trace_.name(c.name)].push_back(c.startNs);
-    });
-    trace_.collectiveCalls.drain([&](const CollectiveStart& c) {
-      out.callStarts[trace_.name(c.name)].push_back(c.startNs);
-    });
+    out.held = std::make_shared<BudgetHold>(budget_);
+    auto add = [&](std::map<std::string, std::vector<int64_t>>& starts, const CollectiveStart& c) {
+      std::vector<int64_t>* found = nullptr;
+      const std::string_view name = trace_.name(c.name);
+      if (auto it = starts.find(std::string(name)); it != starts.end()) {
+        found = &it->second;
+      } else {
+        out.held->take(name.size() + 96, kCollectiveStarts);
+        found = &starts[std::string(name)];
+      }
+      if (found->size() == found->capacity()) {
+        out.held->take(std::max<std::size_t>(found->capacity(), 4) * sizeof(int64_t),
+                       kCollectiveStarts);
+      }
+      found->push_back(c.startNs);
+    };
+    collectiveStarts_.drain([&](const CollectiveStart& c) { add(out.kernelStarts, c); });
+    trace_.collectiveCalls.drain([&](const CollectiveStart& c) { add(out.callStarts, c); });
     return out;
   }
 
+  // A name the report keeps a copy of (a top kernel's, a gap's): a name may be megabytes.
+  std::string keptName(uint32_t id) {
+    const std::string_view name = trace_.name(id);
+    reportHold_->take(name.size() > 15 ? name.size() + 1 + kAllocationOverheadBytes : 0,
+                      "the report's names");
+    return std::string(name);
+  }
+
   static constexpr uint32_t kNoRange = ~uint32_t{0};
+  static constexpr const char* kLists = "the analysis's lists";
+  static constexpr const char* kStreams = "streams";
+  static constexpr const char* kStepRanges = "step ranges";
+  static constexpr const char* kCollectiveStarts = "collective starts";
 
   CollectedTrace& trace_;
   const AnalysisOptions& options_;
+  ReadBudget& budget_;
+  BudgetHold working_;                      // what the analysis holds until it is done
+  std::shared_ptr<BudgetHold> reportHold_;  // what the report keeps
   Intervals dataLoading_;
   std::vector<std::pair<int64_t, int64_t>> stepBounds_;  // the steps', in their order
   std::vector<TimeBreakdown> stepTimes_;                 // summed over the devices
@@ -1142,15 +1251,15 @@ class Analyzer {
   ExternalSorter<IssuedBy, ByIssuer> issuedBy_;
   ExternalSorter<CollectiveStart, ByStart> collectiveStarts_;
 
-  std::unordered_map<uint32_t, Tally> names_;
+  BudgetUnorderedMap<uint32_t, Tally> names_;
   std::map<GpuOpKind, Tally> kinds_;
   int64_t totalNs_ = 0;                             // every operation's duration
-  std::unordered_map<uint32_t, uint64_t> issuers_;  // range name (or kNoRange) -> count
-  std::vector<LaunchOutlier> outliers_;
-  std::vector<KeptGap> gaps_;
-  // Gaps by what was found: a few kinds and streams.
-  std::map<Found, FoundTally> otherWork_;
-  std::map<Found, FoundTally> hostSyncs_;
+  BudgetUnorderedMap<uint32_t, uint64_t> issuers_;  // range name (or kNoRange) -> count
+  std::vector<LaunchOutlier> outliers_;             // options_.top
+  std::vector<KeptGap> gaps_;                       // options_.top
+  // Gaps by what was found: a few kinds, and the streams.
+  BudgetMap<Found, FoundTally> otherWork_;
+  BudgetMap<Found, FoundTally> hostSyncs_;
   bool severalDevices_ = false;
 };
 // The Nth collective of each name across ranks: the rank that started it last kept the
@@ -1176,6 +1285,11 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
   } else {
     return out;
   }
+  // The worst options.top, in a heap whose top is the least late kept: a job has as many
+  // occurrences as collectives, and each would copy its name.
+  auto worse = [](const StragglerReport& a, const StragglerReport& b) {
+    return a.lateByNs > b.lateByNs;
+  };
   for (const auto& [name, first] : ranks[0].*starts) {
     for (std::size_t k = 0; k < first.size(); ++k) {
       int64_t earliest = first[k], latest = first[k];
@@ -1197,18 +1311,21 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
       }
       if (!everywhere || latest - earliest <= 0) continue;
       StragglerReport s;
-      s.collective = name;
       s.source = source;
       s.occurrence = k + 1;
       s.slowRank = ranks[slow].rank >= 0 ? ranks[slow].rank : static_cast<int64_t>(slow);
       s.lateByNs = latest - earliest;
+      if (out.size() == options.top) {
+        if (out.empty() || !worse(s, out.front())) continue;
+        std::pop_heap(out.begin(), out.end(), worse);
+        out.pop_back();
+      }
+      s.collective = name;
       out.push_back(std::move(s));
+      std::push_heap(out.begin(), out.end(), worse);
     }
   }
-  std::sort(out.begin(), out.end(), [](const StragglerReport& a, const StragglerReport& b) {
-    return a.lateByNs > b.lateByNs;
-  });
-  if (out.size() > options.top) out.resize(options.top);
+  std::stable_sort(out.begin(), out.end(), worse);
   return out;
 }
 

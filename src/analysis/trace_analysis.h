@@ -3,10 +3,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/gpu_bound.h"
+#include "analysis/read_budget.h"
 #include "analysis/trace_collector.h"
 
 // `kinetrace analyze`: why the GPU was idle, from the events of one or more traces (one per
@@ -104,8 +106,8 @@ struct TimeBreakdown {
 };
 
 struct StreamBreakdown {
-  uint32_t device = 0;
-  uint32_t stream = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
   uint64_t operations = 0;
   int64_t busyNs = 0;
   int maxQueueDepth = 0;  // operations launched and not yet started, at most
@@ -115,13 +117,13 @@ struct StreamBreakdown {
 // yet started in each bin of its device's timeline (DeviceReport::timelineStartNs and
 // timelineBinNs), so a burst shorter than a bin still shows. Bounded: kTimelineBins a stream.
 struct QueueDepthTimeline {
-  uint32_t device = 0;
-  uint32_t stream = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
   std::vector<int> maxDepth;
 };
 
 struct DeviceReport {
-  uint32_t device = 0;
+  int64_t device = 0;
   TimeBreakdown time;
   std::vector<StreamBreakdown> streams;
   int64_t communicationOverlapNs = 0;  // NCCL kernels running while compute kernels ran
@@ -155,7 +157,7 @@ struct KernelRow {
 };
 
 struct GapReport {
-  uint32_t device = 0;
+  int64_t device = 0;
   int64_t startNs = 0;
   int64_t durationNs = 0;
   // before the first GPU operation, host wait, launch, kernel wait, waiting on other work,
@@ -224,7 +226,7 @@ struct RankReport {
   TinyKernelReport tiny;
   Distribution launchLatency;
   std::vector<LaunchOutlier> launchOutliers;
-  std::vector<GapReport> gaps;  // longest first (top N)
+  std::vector<GapReport> gaps;      // longest first (top N)
   std::vector<FoundRow> otherWork;  // waiting on other work, by what it waited on (top N)
   // Host-wait gaps that opened while the host was in a sync (Stream Sync, ...), by it.
   std::vector<FoundRow> hostWaitAfterSync;
@@ -249,6 +251,9 @@ struct RankReport {
   // GPU hardware metrics: the metrics kernels carry, what bounded the kernels, what
   // sampling lost (gpu_bound.h). Empty (any() false) for a trace without them.
   GpuMetricsReport gpuMetrics;
+  // What the steps, devices and streams above take of the read budget, given back when the
+  // last copy of the report goes (null for a report made by hand).
+  std::shared_ptr<BudgetHold> held;
 };
 
 // A collective that started much later on one rank than on the others.
@@ -274,6 +279,8 @@ struct RankCollectives {
   int64_t rank = -1;
   std::map<std::string, std::vector<int64_t>> kernelStarts;
   std::map<std::string, std::vector<int64_t>> callStarts;
+  // What the starts take of the read budget while they wait for the other ranks.
+  std::shared_ptr<BudgetHold> held;
 };
 
 struct RankAnalysis {
@@ -282,8 +289,10 @@ struct RankAnalysis {
 };
 
 // One rank's trace, read through (its lists are consumed): its report, and its collectives
-// for combineRanks. Memory: the trace's budget (CollectedTrace::listBytes per list), in
-// memory and temporary files, whatever the trace's length.
+// for combineRanks. Memory: the trace's budget (CollectedTrace::budget), in memory and
+// temporary files, whatever the trace's length; what the report and the collectives keep
+// stays taken from it while they live. Throws the budget's error naming what grew (step
+// ranges, devices, streams, collective starts) when it cannot hold them.
 RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options);
 RankReport analyzeTrace(CollectedTrace trace, const AnalysisOptions& options);
 // The ranks' reports (in rank order), then what only several ranks show (stragglers), then

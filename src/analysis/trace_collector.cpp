@@ -13,16 +13,48 @@
 namespace kinetrace::detail {
 namespace {
 
-std::optional<int64_t> intArg(const Event& event, std::string_view key) {
+// A numeric argument as the model holds it, or why not: an unsigned one past int64 or a
+// fraction is not made another number by a cast. One that is not a number (a string) is
+// taken as absent, as ever.
+struct IntArg {
+  enum class Status { Absent, Fits, DoesNotFit } status = Status::Absent;
+  int64_t value = 0;
+  uint64_t unsignedValue = 0;  // for ids that are unsigned: as given, when not negative
+  bool fitsUnsigned = false;
+};
+
+IntArg intArg(const Event& event, std::string_view key) {
+  IntArg out;
   for (std::size_t i = 0; i < event.argCount; ++i) {
     if (event.args[i].key != key) continue;
     const ArgValue& value = event.args[i].value;
-    if (const auto* v = std::get_if<int64_t>(&value)) return *v;
-    if (const auto* v = std::get_if<uint64_t>(&value)) return static_cast<int64_t>(*v);
-    if (const auto* v = std::get_if<double>(&value)) return static_cast<int64_t>(*v);
-    return std::nullopt;
+    if (const auto* v = std::get_if<int64_t>(&value)) {
+      out.status = IntArg::Status::Fits;
+      out.value = *v;
+      out.fitsUnsigned = *v >= 0;
+      out.unsignedValue = static_cast<uint64_t>(*v);
+    } else if (const auto* u = std::get_if<uint64_t>(&value)) {
+      out.fitsUnsigned = true;
+      out.unsignedValue = *u;
+      out.status = IntArg::Status::DoesNotFit;
+      if (*u <= static_cast<uint64_t>(INT64_MAX)) {
+        out.status = IntArg::Status::Fits;
+        out.value = static_cast<int64_t>(*u);
+      }
+    } else if (const auto* d = std::get_if<double>(&value)) {
+      out.status = IntArg::Status::DoesNotFit;
+      // A whole number written as a double ("device": 1.0) is that number; 2^63 is exact.
+      if (std::isfinite(*d) && std::trunc(*d) == *d && *d >= -9223372036854775808.0 &&
+          *d < 9223372036854775808.0) {
+        out.status = IntArg::Status::Fits;
+        out.value = static_cast<int64_t>(*d);
+        out.fitsUnsigned = out.value >= 0;
+        out.unsignedValue = static_cast<uint64_t>(out.value);
+      }
+    }
+    return out;
   }
-  return std::nullopt;
+  return out;
 }
 
 std::optional<std::string_view> textArg(const Event& event, std::string_view key) {
@@ -70,13 +102,40 @@ SyncKind syncKindOf(std::string_view name) {
 
 }  // namespace
 
+CollectedTrace::CollectedTrace(ReadBudget& readBudget, std::size_t bytesPerList)
+    : budget(&readBudget),
+      listBytes(bytesPerList),
+      names(BudgetAllocator<BudgetString>(readBudget, "distinct names")),
+      gpuOps(readBudget, "the list of GPU operations", listBytes),
+      calls(readBudget, "the list of launch calls", listBytes),
+      syncs(readBudget, "the list of synchronisations", listBytes),
+      steps(BudgetAllocator<CollectedRange>(readBudget, "step ranges")),
+      dataLoading(BudgetAllocator<CollectedRange>(readBudget, "data-loading ranges")),
+      hostRanges(readBudget, "the list of host ranges", listBytes),
+      rangeOfExternalId(readBudget, "the list of External ids", listBytes),
+      memory(readBudget, "the list of memory samples", listBytes),
+      collectiveCalls(readBudget, "the list of collective calls", listBytes),
+      ncclCalls(BudgetAllocator<std::pair<BudgetString, NcclCallTotals>>(readBudget, "NCCL calls")),
+      kernelMetrics(readBudget, "the list of kernel metrics", listBytes),
+      metricsHeld(readBudget) {}
+
+TraceCollector::TraceCollector(std::string path, ReadBudget& budget)
+    : TraceCollector(std::move(path), budget, listBytesOf(budget.cap())) {}
+
+TraceCollector::TraceCollector(std::string path, ReadBudget& budget, std::size_t bytesPerList)
+    : trace_(budget, bytesPerList),
+      ids_(0, NameHash{this}, NameEqual{this},
+           BudgetAllocator<uint32_t>(budget, "distinct names")) {
+  trace_.path = std::move(path);
+}
+
 uint32_t TraceCollector::intern(std::string_view name) {
-  key_.assign(name.data(), name.size());
-  auto found = ids_.find(key_);
-  if (found != ids_.end()) return found->second;
+  probe_ = name;
+  auto found = ids_.find(kProbe);
+  if (found != ids_.end()) return *found;
   const auto id = static_cast<uint32_t>(trace_.names.size());
-  trace_.names.push_back(key_);
-  ids_.emplace(key_, id);
+  trace_.names.emplace_back(name.data(), name.size(), trace_.names.get_allocator());
+  ids_.insert(id);
   return id;
 }
 
@@ -107,8 +166,11 @@ void TraceCollector::write(const Event& event) {
   any_ = true;
 
   if (event.phase == Phase::Instant && event.name == chrome::kMemoryEventName) {
-    if (auto allocated = intArg(event, chrome::kArgTotalAllocated)) {
-      trace_.memory.add({{event.timestampNs, *allocated}, trace_.memory.size()});
+    const IntArg allocated = intArg(event, chrome::kArgTotalAllocated);
+    if (allocated.status == IntArg::Status::Fits) {
+      trace_.memory.add({{event.timestampNs, allocated.value}, trace_.memory.size()});
+    } else if (allocated.status == IntArg::Status::DoesNotFit) {
+      ++trace_.leftOut["memory samples whose \"Total Allocated\" is not a 64-bit integer"];
     }
     return;
   }
@@ -116,16 +178,24 @@ void TraceCollector::write(const Event& event) {
   const std::string_view cat = event.category;
   if (cat == chrome::kCatKernel || cat == chrome::kCatMemcpy || cat == chrome::kCatMemset ||
       cat == chrome::kCatCudaGraph) {
+    const IntArg device = intArg(event, chrome::kArgDevice);
+    const IntArg stream = intArg(event, chrome::kArgStream);
+    if (device.status == IntArg::Status::DoesNotFit ||
+        stream.status == IntArg::Status::DoesNotFit) {
+      ++trace_.leftOut["GPU operations whose device or stream is not a 64-bit integer"];
+      return;
+    }
     CollectedGpuOp op;
     op.startNs = event.timestampNs;
     op.endNs = end;
-    op.deviceId = static_cast<uint32_t>(intArg(event, chrome::kArgDevice).value_or(event.pid));
-    op.streamId = static_cast<uint32_t>(intArg(event, chrome::kArgStream).value_or(event.tid));
-    // CUPTI's ids are 32-bit: a number outside them is not one, and joins no call.
-    const int64_t correlation = intArg(event, chrome::kArgCorrelation).value_or(0);
-    op.correlationId =
-        correlation > 0 && correlation <= UINT32_MAX ? static_cast<uint32_t>(correlation) : 0;
-    op.externalId = static_cast<uint64_t>(intArg(event, chrome::kArgExternalId).value_or(0));
+    op.device = device.status == IntArg::Status::Fits ? device.value : event.pid;
+    op.stream = stream.status == IntArg::Status::Fits ? stream.value : event.tid;
+    // A correlation or External id is any unsigned 64-bit number; one that is not (negative,
+    // a fraction) joins nothing.
+    const IntArg correlation = intArg(event, chrome::kArgCorrelation);
+    op.correlationId = correlation.fitsUnsigned ? correlation.unsignedValue : 0;
+    const IntArg externalId = intArg(event, chrome::kArgExternalId);
+    op.externalId = externalId.fitsUnsigned ? externalId.unsignedValue : 0;
     op.name = intern(event.name);
     op.sequence = trace_.gpuOps.size();
     // A whole graph's run (graph-level tracing) counts as compute: what ran inside is not
@@ -140,28 +210,35 @@ void TraceCollector::write(const Event& event) {
     return;
   }
   if (cat == chrome::kCatCudaSync) {
+    const IntArg device = intArg(event, chrome::kArgDevice);
+    const IntArg stream = intArg(event, chrome::kArgStream);
+    const IntArg waitOn = intArg(event, "wait_on_stream");
+    if (device.status == IntArg::Status::DoesNotFit ||
+        stream.status == IntArg::Status::DoesNotFit ||
+        waitOn.status == IntArg::Status::DoesNotFit) {
+      ++trace_.leftOut["synchronisations whose device or stream is not a 64-bit integer"];
+      return;
+    }
     CollectedSync sync;
     sync.startNs = event.timestampNs;
     sync.endNs = end;
     sync.sequence = trace_.syncs.size();
-    sync.device = static_cast<uint32_t>(intArg(event, chrome::kArgDevice).value_or(event.pid));
+    sync.device = device.status == IntArg::Status::Fits ? device.value : event.pid;
     sync.kind = syncKindOf(event.name);
     // Context and event syncs are on no stream: torch.profiler writes -1, kinetrace 0.
-    const int64_t stream = intArg(event, chrome::kArgStream).value_or(-1);
-    sync.stream = sync.kind == SyncKind::ContextSync || sync.kind == SyncKind::EventSync ||
-                          stream < 0 || stream > INT32_MAX
-                      ? -1
-                      : static_cast<int32_t>(stream);
-    const int64_t waitOn = intArg(event, "wait_on_stream").value_or(-1);
-    sync.waitOnStream = waitOn < 0 || waitOn > INT32_MAX ? -1 : static_cast<int32_t>(waitOn);
+    const bool onStream = sync.kind != SyncKind::ContextSync && sync.kind != SyncKind::EventSync &&
+                          stream.status == IntArg::Status::Fits && stream.value >= 0;
+    sync.stream = onStream ? stream.value : -1;
+    sync.waitOnStream =
+        waitOn.status == IntArg::Status::Fits && waitOn.value >= 0 ? waitOn.value : -1;
     trace_.syncs.add(sync);
     return;
   }
   if (cat == chrome::kCatGpuAnnotation || cat == chrome::kCatOverhead) return;
   if (cat == chrome::kCatCudaRuntime || cat == chrome::kCatCudaDriver) {
-    if (auto correlation = intArg(event, chrome::kArgCorrelation)) {
-      trace_.calls.add(
-          CollectedCall{static_cast<uint64_t>(*correlation), event.timestampNs, end, event.tid});
+    const IntArg correlation = intArg(event, chrome::kArgCorrelation);
+    if (correlation.fitsUnsigned) {
+      trace_.calls.add(CollectedCall{correlation.unsignedValue, event.timestampNs, end, event.tid});
     }
     return;
   }
@@ -171,12 +248,13 @@ void TraceCollector::write(const Event& event) {
   if (event.name.rfind("c10d::", 0) == 0) {
     trace_.collectiveCalls.add({event.timestampNs, trace_.collectiveCalls.size(), range.name});
   }
-  if (auto externalId = intArg(event, chrome::kArgExternalId); externalId && *externalId != 0) {
+  if (const IntArg externalId = intArg(event, chrome::kArgExternalId);
+      externalId.fitsUnsigned && externalId.unsignedValue != 0) {
     // Ids are unique per range in kinetrace's traces; torch.profiler may give a cpu_op and
     // its record_function one id, and either name serves to say what issued a kernel: the
     // first in the trace is kept.
     trace_.rangeOfExternalId.add(
-        {static_cast<uint64_t>(*externalId), trace_.rangeOfExternalId.size(), range.name});
+        {externalId.unsignedValue, trace_.rangeOfExternalId.size(), range.name});
   }
   trace_.hostRanges.add(range);
 }
@@ -185,16 +263,26 @@ void TraceCollector::noteNcclCall(const Event& event) {
   const std::optional<std::string_view> call = textArg(event, chrome::kArgNcclCall);
   // A communicator's creation and destruction launch set-up work, not transfers.
   if (!call || call->rfind("ncclComm", 0) == 0) return;
-  auto found = std::find_if(trace_.ncclCalls.begin(), trace_.ncclCalls.end(),
-                            [&](const auto& entry) { return entry.first == *call; });
+  auto found =
+      std::find_if(trace_.ncclCalls.begin(), trace_.ncclCalls.end(), [&](const auto& entry) {
+        return std::string_view(entry.first.data(), entry.first.size()) == *call;
+      });
   if (found == trace_.ncclCalls.end()) {
-    trace_.ncclCalls.emplace_back(std::string(*call), NcclCallTotals{});
+    // A few names in practice; a file that has thousands costs no time per operation.
+    if (trace_.ncclCalls.size() == kMaxNcclCalls) {
+      ++trace_.leftOut[fmt::format("NCCL operations of calls past the first {} call names",
+                                   kMaxNcclCalls)];
+      return;
+    }
+    trace_.ncclCalls.emplace_back(BudgetString(call->data(), call->size(),
+                                               BudgetAllocator<char>(*trace_.budget, "NCCL calls")),
+                                  NcclCallTotals{});
     found = trace_.ncclCalls.end() - 1;
   }
   NcclCallTotals& totals = found->second;
   ++totals.operations;
-  totals.bytes +=
-      static_cast<uint64_t>(std::max<int64_t>(intArg(event, chrome::kArgNcclBytes).value_or(0), 0));
+  const IntArg bytes = intArg(event, chrome::kArgNcclBytes);
+  totals.bytes += bytes.fitsUnsigned ? bytes.unsignedValue : 0;
   totals.gpuNs += event.durationNs;
 }
 
@@ -244,6 +332,10 @@ void TraceCollector::noteKernelMetrics(const Event& event, const CollectedGpuOp&
                                      kMaxKernelMetrics)];
         continue;
       }
+      // The key, and the metric's name and unit, each kept once more.
+      trace_.metricsHeld.take(
+          3 * (key_.size() + sizeof(std::string) + 2 * kAllocationOverheadBytes),
+          "GPU metric names");
       found =
           metricIds_.emplace(key_, static_cast<uint32_t>(trace_.gpuMetrics.metrics.size())).first;
       trace_.gpuMetrics.metrics.push_back(std::move(*metric));

@@ -6,12 +6,13 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/gpu_bound.h"
+#include "analysis/read_budget.h"
 #include "analysis/spill.h"
 #include "kinetrace/sink.h"
-#include "model/gpu_op.h"
 
 // What `kinetrace analyze` keeps of a trace while reading it: compact records of the events
 // its analyses use, taken from any Chrome trace's events (kinetrace's, torch.profiler's) by
@@ -45,13 +46,25 @@
 // Memory: bounded by the budget given (`kinetrace analyze --memory-mb`), not by the trace's
 // length: the records go into lists that keep a share of the budget each in memory and the
 // rest in temporary files (spill.h). What stays in memory is each distinct name once, the
-// steps, the data-loading ranges and the NCCL calls' totals.
+// steps, the data-loading ranges and the NCCL calls' totals, all of it drawn from the budget:
+// a trace that needs more is an error naming what grew.
+//
+// Ids are what the trace says, in 64 bits: devices, streams, correlation and External ids.
+// An operation whose device or stream is a number past them is left out and counted.
 
 namespace kinetrace::detail {
 
 enum class GpuOpKind : uint8_t { Compute, Communication, Memory };
 
-struct CollectedGpuOp : GpuOp {
+// A GPU operation read back from a trace. Not model/gpu_op.h's GpuOp, whose ids are CUPTI's
+// 32-bit ones: a trace from elsewhere may number its devices and streams in 64 bits.
+struct CollectedGpuOp {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  uint64_t externalId = 0;     // the host range or framework op open at the launch; 0: none
+  uint64_t correlationId = 0;  // shared with the launch call; 0: none
+  int64_t device = 0;
+  int64_t stream = 0;
   uint64_t sequence = 0;  // its place among the trace's GPU operations: ties go by it
   uint32_t name = 0;
   GpuOpKind kind = GpuOpKind::Compute;
@@ -63,9 +76,9 @@ struct CollectedSync {
   int64_t startNs = 0;
   int64_t endNs = 0;
   uint64_t sequence = 0;  // syncs starting together keep the trace's order
-  uint32_t device = 0;
-  int32_t stream = -1;        // -1: none (a context-wide sync)
-  int32_t waitOnStream = -1;  // a Stream Wait Event's event's stream, where the trace says
+  int64_t device = 0;
+  int64_t stream = -1;        // -1: none (a context-wide sync)
+  int64_t waitOnStream = -1;  // a Stream Wait Event's event's stream, where the trace says
   SyncKind kind = SyncKind::Other;
 };
 struct ByDeviceThenStartTime {
@@ -167,63 +180,67 @@ struct BySampleTime {
   }
 };
 
-// What `kinetrace analyze` may hold in memory by default, and the share of it each list of
-// records keeps before it writes to a temporary file: at most a dozen lists (the
-// collector's and the analysis's) are alive together, and a list being read holds up to
-// twice its share.
-constexpr std::size_t kDefaultAnalysisMemoryBytes = std::size_t{256} << 20;
-constexpr std::size_t listBytesOf(std::size_t memoryBytes) {
-  return memoryBytes / 32;
+// The share of the budget each list of records keeps in memory at most before it writes to a
+// temporary file: at most a dozen lists (the collector's and the analysis's) are alive
+// together. Lists take their room as they grow and only while the budget gives it.
+constexpr std::size_t listBytesOf(std::size_t budgetBytes) {
+  return budgetBytes / 32;
 }
 
-struct CollectedTrace {
-  explicit CollectedTrace(std::size_t bytesPerList = listBytesOf(kDefaultAnalysisMemoryBytes))
-      : listBytes(bytesPerList),
-        gpuOps(bytesPerList),
-        calls(bytesPerList),
-        syncs(bytesPerList),
-        hostRanges(bytesPerList),
-        rangeOfExternalId(bytesPerList),
-        memory(bytesPerList),
-        collectiveCalls(bytesPerList),
-        kernelMetrics(bytesPerList) {}
+// The most distinct NCCL call names a trace's totals keep (NCCL has about fifteen);
+// operations of calls past them are left out and counted.
+inline constexpr std::size_t kMaxNcclCalls = 64;
 
+struct CollectedTrace {
+  // The lists' and names' memory comes from `budget`, which outlives the trace; each list
+  // keeps at most `bytesPerList` in memory.
+  CollectedTrace(ReadBudget& budget, std::size_t bytesPerList);
+
+  ReadBudget* budget;
   std::string path;
   int64_t rank = -1;  // distributedInfo.rank; -1 when absent
   int64_t firstNs = 0;
   int64_t lastNs = 0;  // the span of every event
   uint64_t events = 0;
-  std::size_t listBytes;  // what each list keeps in memory; the analysis's lists too
-  std::vector<std::string> names;
+  std::size_t listBytes;  // what each list keeps in memory at most; the analysis's lists too
+  BudgetVector<BudgetString> names;
   // Read once each, sorted (the analysis joins operations to their launch calls by
   // correlation id: CUPTI's ids are unique within a process, and a trace holds one).
   ExternalSorter<CollectedGpuOp, ByCorrelation> gpuOps;
   ExternalSorter<CollectedCall, ByCorrelation> calls;
   ExternalSorter<CollectedSync, ByDeviceThenStartTime> syncs;
-  std::vector<CollectedRange> steps;
-  std::vector<CollectedRange> dataLoading;
+  BudgetVector<CollectedRange> steps;
+  BudgetVector<CollectedRange> dataLoading;
   SpilledList<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
   ExternalSorter<ExternalIdRange, ByExternalId> rangeOfExternalId;
   ExternalSorter<SequencedSample, BySampleTime> memory;
-  ExternalSorter<CollectiveStart, ByStart> collectiveCalls;       // torch.distributed's calls
-  std::vector<std::pair<std::string, NcclCallTotals>> ncclCalls;  // by call name, first seen first
+  ExternalSorter<CollectiveStart, ByStart> collectiveCalls;  // torch.distributed's calls
+  // By call name, first seen first.
+  BudgetVector<std::pair<BudgetString, NcclCallTotals>> ncclCalls;
   // Kernels' metric averages; the metrics found and the sampling metadata in gpuMetrics.
   ExternalSorter<KernelMetricValue, ByStartThenKernel> kernelMetrics;
   GpuMetricsReport gpuMetrics;
   // Events left out of the analysis, by reason ("events with a negative duration"): said,
   // never summed in.
   std::map<std::string, uint64_t> leftOut;
+  // What the GPU metrics' names (gpuMetrics.metrics, and their index) take of the budget.
+  BudgetHold metricsHeld;
 
-  const std::string& name(uint32_t id) const { return names[id]; }
+  std::string_view name(uint32_t id) const {
+    return std::string_view(names[id].data(), names[id].size());
+  }
 };
 
 class TraceCollector final : public Sink {
  public:
-  // `memoryBytes`: what the trace's records (and then their analysis) may hold in memory.
-  explicit TraceCollector(std::string path, std::size_t memoryBytes = kDefaultAnalysisMemoryBytes)
-      : trace_(listBytesOf(memoryBytes)) {
-    trace_.path = std::move(path);
-  }
+  // What the trace's records (and then their analysis) hold comes from `budget`, which
+  // outlives the collector and the trace it collects.
+  TraceCollector(std::string path, ReadBudget& budget);
+  // With lists that keep at most `bytesPerList` in memory (listBytesOf(the cap) above): a
+  // smaller share sends records to files sooner.
+  TraceCollector(std::string path, ReadBudget& budget, std::size_t bytesPerList);
+  TraceCollector(const TraceCollector&) = delete;
+  TraceCollector& operator=(const TraceCollector&) = delete;
 
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;
@@ -232,13 +249,31 @@ class TraceCollector final : public Sink {
   CollectedTrace take() { return std::move(trace_); }
 
  private:
+  // The name table's index: ids whose names hash and compare as the names do, so each name
+  // is kept once (in trace_.names). kProbe stands for the name being looked up.
+  static constexpr uint32_t kProbe = ~uint32_t{0};
+  struct NameHash {
+    const TraceCollector* collector;
+    std::size_t operator()(uint32_t id) const {
+      return std::hash<std::string_view>()(collector->nameOf(id));
+    }
+  };
+  struct NameEqual {
+    const TraceCollector* collector;
+    bool operator()(uint32_t a, uint32_t b) const {
+      return collector->nameOf(a) == collector->nameOf(b);
+    }
+  };
+  std::string_view nameOf(uint32_t id) const { return id == kProbe ? probe_ : trace_.name(id); }
+
   uint32_t intern(std::string_view name);
   void noteNcclCall(const Event& event);
   void noteKernelMetrics(const Event& event, const CollectedGpuOp& op);
   void noteMetricsMetadata(const Metadata& metadata);
   CollectedTrace trace_;
-  std::unordered_map<std::string, uint32_t> ids_;
-  std::unordered_map<std::string, uint32_t> metricIds_;  // by the args' key
+  BudgetUnorderedSet<uint32_t, NameHash, NameEqual> ids_;
+  std::string_view probe_;
+  std::unordered_map<std::string, uint32_t> metricIds_;  // by the args' key: kMaxKernelMetrics
   std::string key_;
   bool any_ = false;
 };

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
-#include <set>
 #include <tuple>
 #include <utility>
 
@@ -50,22 +49,48 @@ std::optional<int64_t> integerValue(const Value& value) {
   return std::nullopt;
 }
 
-// Pass 1's sink: the trace's rank and its NCCL collectives.
+constexpr const char* kCollectives = "NCCL collectives";
+constexpr const char* kProcesses = "processes";
+constexpr const char* kRankMetadata = "the ranks' metadata";
+
+std::size_t heapBytesOf(const std::string& text) {
+  return text.capacity() > 15 ? text.capacity() + 1 + kAllocationOverheadBytes : 0;
+}
+
+// Pass 1's sink: the trace's rank, its NCCL collectives and the span of its events. What
+// it keeps is taken from the budget into `held`.
 class RankScan final : public Sink {
  public:
+  explicit RankScan(ReadBudget& budget) : held(std::make_shared<BudgetHold>(budget)) {}
+
   std::optional<int64_t> rank;
   int64_t baseTimeNs = 0;
+  bool hasEvents = false;
+  int64_t firstNs = 0;
+  int64_t lastNs = 0;
   std::vector<CollectiveEnd> collectives;
   Value deviceProperties;
+  std::shared_ptr<BudgetHold> held;
 
   void begin(const TraceHeader& header) override {
     baseTimeNs = header.baseTimeNs;
     readRank(header.metadata);
   }
   void write(const Event& event) override {
+    const int64_t end = event.phase == Phase::Complete
+                            ? saturatingAdd(event.timestampNs, event.durationNs)
+                            : event.timestampNs;
+    firstNs = hasEvents ? std::min(firstNs, event.timestampNs) : event.timestampNs;
+    lastNs = hasEvents ? std::max(lastNs, end) : end;
+    hasEvents = true;
     if (event.phase != Phase::Complete || event.category != chrome::kCatKernel) return;
     if (std::optional<std::string> kind = ncclCollectiveKind(event.name)) {
-      collectives.push_back({std::move(*kind), saturatingAdd(event.timestampNs, event.durationNs)});
+      if (collectives.size() == collectives.capacity()) {
+        held->take(std::max<std::size_t>(collectives.capacity(), 8) * sizeof(CollectiveEnd),
+                   kCollectives);
+      }
+      held->take(heapBytesOf(*kind), kCollectives);
+      collectives.push_back({std::move(*kind), end});
     }
   }
   // A footer's distributedInfo is the later word: torch.profiler adds its own while the trace
@@ -75,7 +100,10 @@ class RankScan final : public Sink {
  private:
   void readRank(const Metadata& metadata) {
     for (const Value::Member& member : metadata) {
-      if (member.key == chrome::kDeviceProperties) deviceProperties = member.value;
+      if (member.key == chrome::kDeviceProperties) {
+        held->take(footprintOf(member.value), kRankMetadata);
+        deviceProperties = member.value;
+      }
       if (member.key != chrome::kDistributedInfo) continue;
       if (const Value* value = member.value.find(chrome::kRank)) {
         if (std::optional<int64_t> found = integerValue(*value)) rank = found;
@@ -88,13 +116,26 @@ class RankScan final : public Sink {
 // merged output.
 class RankWriter final : public Sink {
  public:
-  RankWriter(const RankPlacement& placement, Sink& out) : placement_(placement), out_(out) {}
+  // `namesAtNs`: when the process names it adds stand (the merged trace's base time).
+  RankWriter(const RankPlacement& placement, Sink& out, ReadBudget& budget, int64_t namesAtNs)
+      : placement_(placement),
+        out_(out),
+        namesAtNs_(namesAtNs),
+        metadataHold_(budget),
+        pids_(std::less<int64_t>(), BudgetAllocator<char>(budget, kProcesses)),
+        named_(std::less<int64_t>(), BudgetAllocator<int64_t>(budget, kProcesses)) {}
 
+  // The rank's own metadata, for the merged trace's footer; counted while kept.
   Metadata header;
   Metadata footer;
+  uint64_t addedNames = 0;
 
-  void begin(const TraceHeader& h) override { header = h.metadata; }
+  void begin(const TraceHeader& h) override {
+    metadataHold_.take(footprintOf(h.metadata), kRankMetadata);
+    header = h.metadata;
+  }
   void end(const Metadata& f) override {
+    metadataHold_.take(footprintOf(f), kRankMetadata);
     footer = f;
     nameUnnamedProcesses();
   }
@@ -171,19 +212,58 @@ class RankWriter final : public Sink {
       event.phase = Phase::Metadata;
       event.name = chrome::kProcessName;
       event.pid = merged;
+      event.timestampNs = namesAtNs_;
       event.args = &arg;
       event.argCount = 1;
       out_.write(event);
+      ++addedNames;
     }
   }
 
   static constexpr int64_t kMaxOddPids = 1000;
   const RankPlacement& placement_;
   Sink& out_;
-  std::map<int64_t, int64_t> pids_;  // ordered: the names written at the end come in pid order
-  std::set<int64_t> named_;
+  int64_t namesAtNs_;
+  BudgetHold metadataHold_;
+  // Ordered: the names written at the end come in pid order.
+  BudgetMap<int64_t, int64_t> pids_;
+  BudgetSet<int64_t> named_;
   int64_t oddPids_ = 0;
 };
+
+// Whether every event of the plan lies where the merged trace can hold it (trace_merge.h),
+// after its rank's shift; throws kinetrace::Error naming the rank that does not.
+void checkMergedSpan(const std::vector<RankPlacement>& plan, int64_t baseTimeNs) {
+  const RankPlacement* earliest = nullptr;
+  for (const RankPlacement& p : plan) {
+    int64_t shifted = 0;
+    if (!__builtin_add_overflow(p.baseTimeNs, p.offsetNs, &shifted) && shifted == baseTimeNs) {
+      earliest = &p;
+      break;
+    }
+  }
+  for (const RankPlacement& p : plan) {
+    if (!p.hasEvents) continue;
+    const __int128 first = static_cast<__int128>(p.firstNs) + p.offsetNs;
+    const __int128 last = static_cast<__int128>(p.lastNs) + p.offsetNs;
+    const __int128 after = last - baseTimeNs;
+    const __int128 before = static_cast<__int128>(baseTimeNs) - first;
+    if (after <= kMergedMaxAfterBaseNs && before <= kMergedMaxBeforeBaseNs) continue;
+    const bool late = after > kMergedMaxAfterBaseNs;
+    throw Error(fmt::format(
+        "cannot merge {}: its events reach {} ns {} the merged trace's base time ({} ns, {}'s), "
+        "and a merged trace holds times up to {} ns after its base time and {} ns before it (a "
+        ".pftrace counts from a second before it, a JSON trace in microseconds from it, both "
+        "read back as 64-bit nanoseconds); merge traces recorded within about 292 years of "
+        "each other, or merge with --no-align if alignment moved it",
+        p.path,
+        late ? fmt::format("{}", static_cast<uint64_t>(after))
+             : fmt::format("{}", static_cast<uint64_t>(before)),
+        late ? "after" : "before", baseTimeNs,
+        earliest != nullptr ? earliest->path : "the earliest rank", kMergedMaxAfterBaseNs,
+        kMergedMaxBeforeBaseNs));
+  }
+}
 
 }  // namespace
 
@@ -239,7 +319,8 @@ std::optional<Alignment> alignCollectives(const std::vector<CollectiveEnd>& refe
 }
 
 std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
-                                     const MergeOptions& options, const ReadProgress& progress) {
+                                     const MergeOptions& options, ReadBudget& budget,
+                                     const ReadProgress& progress) {
   if (paths.empty()) throw Error("no traces to merge");
   if (static_cast<int64_t>(paths.size()) > kMaxMergedRanks) {
     throw Error(fmt::format("{} traces to merge; one merged trace takes at most {} ranks",
@@ -257,12 +338,16 @@ std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
   }
   std::vector<RankPlacement> plan;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    RankScan scan;
-    readTraceFile(paths[i], scan, paths[i], progress);
+    RankScan scan(budget);
+    readTraceFile(paths[i], scan, paths[i], budget, progress);
     RankPlacement placement;
     placement.path = paths[i];
     placement.rankFromTrace = scan.rank.has_value();
     placement.baseTimeNs = scan.baseTimeNs;
+    placement.hasEvents = scan.hasEvents;
+    placement.firstNs = scan.firstNs;
+    placement.lastNs = scan.lastNs;
+    placement.held = std::move(scan.held);
     placement.rank = scan.rank.value_or(static_cast<int64_t>(i));
     if (placement.rank < 0 || placement.rank >= kMaxMergedRanks) {
       throw Error(fmt::format("{}: rank {} is outside 0..{}, the ranks a merged trace takes",
@@ -293,7 +378,15 @@ std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
       placement.note = "times as recorded: the reference rank has no NCCL collectives";
     } else if (placement.collectives.empty()) {
       placement.note = "times as recorded: no NCCL collectives to align on";
-    } else if (auto alignment = alignCollectives(reference.collectives, placement.collectives)) {
+    } else if (auto alignment = [&] {
+                 // Its differences and residuals, for each shift in turn.
+                 BudgetHold pairing(budget);
+                 pairing.take(
+                     2 * sizeof(int64_t) *
+                         std::min(reference.collectives.size(), placement.collectives.size()),
+                     kCollectives);
+                 return alignCollectives(reference.collectives, placement.collectives);
+               }()) {
       placement.offsetNs = alignment->offsetNs;
       placement.collectivesMatched = alignment->matched;
       placement.residualMedianNs = alignment->residualMedianNs;
@@ -307,7 +400,8 @@ std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
 }
 
 MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
-                        const std::string& traceName, const ReadProgress& progress) {
+                        const std::string& traceName, ReadBudget& budget,
+                        const ReadProgress& progress) {
   if (plan.empty()) throw Error("no traces to merge");
   TraceHeader header;
   header.traceName = traceName;
@@ -322,6 +416,9 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
     }
     header.baseTimeNs = std::min(header.baseTimeNs, shifted);
   }
+  checkMergedSpan(plan, header.baseTimeNs);
+  // The header's metadata, and each rank's own for the footer, kept until the end.
+  BudgetHold kept(budget);
   header.metadata.push_back({chrome::kSchemaVersion, 1});
   // HTA reads a trace's rank from here; the ranks themselves are in the footer.
   header.metadata.push_back(
@@ -334,6 +431,7 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
   Value::Array devices;
   for (const RankPlacement& placement : plan) {
     if (placement.deviceProperties.kind() != Value::Kind::Array) continue;
+    kept.take(footprintOf(placement.deviceProperties), kRankMetadata);
     for (const Value& device : placement.deviceProperties.asArray()) {
       if (device.kind() != Value::Kind::Object) {
         devices.push_back(device);
@@ -351,9 +449,11 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
   MergeReport report;
   std::vector<Value> ranks;
   for (const RankPlacement& placement : plan) {
-    RankWriter writer(placement, out);
-    const ReadReport read = readTraceFile(placement.path, writer, traceName, progress);
+    RankWriter writer(placement, out, budget, header.baseTimeNs);
+    const ReadReport read = readTraceFile(placement.path, writer, traceName, budget, progress);
     report.events += read.events;
+    report.addedNames += writer.addedNames;
+    kept.take(footprintOf(writer.header) + footprintOf(writer.footer), kRankMetadata);
     for (const auto& [why, count] : read.skipped) report.skipped[why] += count;
     ranks.push_back(Value::object({
         {chrome::kRank, placement.rank},
@@ -365,8 +465,8 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
         {"residual_skew_median_ns", placement.residualMedianNs},
         {"residual_skew_max_ns", placement.residualMaxNs},
         {"alignment", placement.note},
-        {"header", Value(writer.header)},
-        {"footer", Value(writer.footer)},
+        {"header", Value(std::move(writer.header))},
+        {"footer", Value(std::move(writer.footer))},
     }));
   }
   Metadata footer;

@@ -3,11 +3,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "analysis/read_budget.h"
 #include "analysis/trace_reader.h"
 #include "kinetrace/sink.h"
 
@@ -18,7 +20,16 @@
 // once: the last rank's data arrives everywhere together), with the residual skew reported
 // per rank. Two passes over the inputs: the first finds each rank and its collectives, the
 // second streams the events into the output, so memory holds collective end times, not
-// traces.
+// traces. What it holds (each rank's collectives, GPUs, processes, and its own metadata for the
+// merged trace's footer) draws from the read budget given: a job that needs more is an error
+// naming what grew.
+//
+// Times: the merged trace's base time is the earliest rank's (after alignment), and every
+// event must lie within what its output reads back: INT64_MAX - 1 s nanoseconds after it (a
+// .pftrace writes times from a second before its base time, unsigned, and reads them back
+// as int64 nanoseconds) and INT64_MAX before it (Chrome JSON writes microseconds from the
+// base time, read back as int64 nanoseconds). A job whose ranks' times span more is refused
+// before anything is written.
 
 namespace kinetrace::detail {
 
@@ -61,6 +72,10 @@ struct RankPlacement {
   int64_t rank = 0;
   bool rankFromTrace = false;  // distributedInfo.rank; otherwise the input's position
   int64_t baseTimeNs = 0;      // the trace's own base time (its window start)
+  // The span of its events, each from its start to its end, in its own times.
+  bool hasEvents = false;
+  int64_t firstNs = 0;
+  int64_t lastNs = 0;
   std::vector<CollectiveEnd> collectives;
   Value deviceProperties;  // the trace's own list of GPUs (null when it has none)
   int64_t offsetNs = 0;
@@ -68,29 +83,40 @@ struct RankPlacement {
   int64_t residualMedianNs = 0;
   int64_t residualMaxNs = 0;
   std::string note;  // how the offset was found, or why there is none
+  // What its collectives and GPUs take of the read budget while the plan lives (null for a
+  // placement made by hand).
+  std::shared_ptr<BudgetHold> held;
 };
+
+// The most and least a merged trace's time may be after its base time (see above).
+constexpr int64_t kMergedMaxAfterBaseNs = INT64_MAX - 1'000'000'000;
+constexpr int64_t kMergedMaxBeforeBaseNs = INT64_MAX;
 
 struct MergeOptions {
   bool alignOnCollectives = true;  // false: times as the traces have them
 };
 
-// Pass 1: each input's rank and collectives, and the offset that aligns it with the lowest
-// rank, in rank order. Throws kinetrace::Error naming the file for an unreadable input, and
-// for two inputs of the same rank.
+// Pass 1: each input's rank, collectives and span, and the offset that aligns it with the
+// lowest rank, in rank order. Throws kinetrace::Error naming the file for an unreadable
+// input, for two inputs of the same rank, and when the budget cannot hold what it keeps.
 std::vector<RankPlacement> planMerge(const std::vector<std::string>& paths,
-                                     const MergeOptions& options,
+                                     const MergeOptions& options, ReadBudget& budget,
                                      const ReadProgress& progress = {});
 
 struct MergeReport {
-  uint64_t events = 0;
+  uint64_t events = 0;  // of the inputs, written to the output
+  // Process names the merge added: a rank's process without one is named for its rank.
+  uint64_t addedNames = 0;
   std::map<std::string, uint64_t> skipped;  // as ReadReport, over all inputs
 };
 
 // Pass 2: the inputs as one trace into `out` (begin, every rank's events, end). The header
 // holds "deviceProperties": every rank's GPUs in rank order, each with its "rank" added.
 // The footer holds "kinetrace_merge": per rank its path, offset, residual skew, and the
-// header and footer metadata of its own trace.
+// header and footer metadata of its own trace. Throws kinetrace::Error, before `out` is
+// begun, when the ranks' times span more than the merged trace can hold (see above).
 MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
-                        const std::string& traceName, const ReadProgress& progress = {});
+                        const std::string& traceName, ReadBudget& budget,
+                        const ReadProgress& progress = {});
 
 }  // namespace kinetrace::detail

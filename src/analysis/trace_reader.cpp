@@ -38,8 +38,9 @@ void checkJsonDepth(std::string_view text, const std::string& what) {
   }
 }
 
-TraceFileFormat detectTraceFormat(const std::string& path) {
-  ByteSource source(path);
+TraceFileFormat detectTraceFormat(const std::string& path, ReadBudget& budget) {
+  const ReadBudget::Reading reading(budget, path);
+  ByteSource source(path, budget);
   return detectTraceFormat(source);
 }
 
@@ -84,13 +85,14 @@ TraceFileFormat detectTraceFormat(ByteSource& source) {
 }
 
 ReadReport readTraceFile(const std::string& path, Sink& sink, const std::string& traceName,
-                         const ReadProgress& progress, std::size_t memoryBytes) {
-  ByteSource source(path);
+                         ReadBudget& budget, const ReadProgress& progress) {
+  const ReadBudget::Reading reading(budget, path);
+  ByteSource source(path, budget);
   switch (detectTraceFormat(source)) {
     case TraceFileFormat::ChromeJson:
-      return readChromeJsonTrace(source, sink, traceName, progress, memoryBytes);
+      return readChromeJsonTrace(source, sink, traceName, budget, progress);
     case TraceFileFormat::Perfetto:
-      return readPerfettoTrace(source, sink, traceName, progress, memoryBytes);
+      return readPerfettoTrace(source, sink, traceName, budget, progress);
   }
   return {};
 }

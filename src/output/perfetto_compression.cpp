@@ -332,6 +332,14 @@ void CompressedPacketsOutput::commit() {
 }
 
 std::string inflatePackets(std::string_view compressed, std::size_t maxBytes) {
+  std::optional<std::string> packets = inflatePacketsUpTo(compressed, maxBytes);
+  if (!packets) {
+    throw Error(fmt::format("compressed packets inflate to more than {} bytes", maxBytes));
+  }
+  return std::move(*packets);
+}
+
+std::optional<std::string> inflatePacketsUpTo(std::string_view compressed, std::size_t maxBytes) {
   z_stream z{};
   if (inflateInit(&z) != Z_OK) throw Error("could not start inflating packets (zlib)");
   std::string out;
@@ -342,7 +350,7 @@ std::string inflatePackets(std::string_view compressed, std::size_t maxBytes) {
     const std::size_t had = out.size();
     if (had >= maxBytes) {
       inflateEnd(&z);
-      throw Error(fmt::format("compressed packets inflate to more than {} bytes", maxBytes));
+      return std::nullopt;
     }
     out.resize(std::min(maxBytes, std::max<std::size_t>(had * 2, compressed.size() * 4 + 4096)));
     z.next_out = reinterpret_cast<Bytef*>(out.data() + had);
@@ -377,6 +385,10 @@ void CompressedPacketsOutput::write(const char*, std::size_t) {}
 void CompressedPacketsOutput::commit() {}
 
 std::string inflatePackets(std::string_view, std::size_t) {
+  throw Error("this trace's packets are compressed, and this build has no zlib to read them");
+}
+
+std::optional<std::string> inflatePacketsUpTo(std::string_view, std::size_t) {
   throw Error("this trace's packets are compressed, and this build has no zlib to read them");
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,5 +51,9 @@ bool packetCompressionAvailable();
 // The packets inside a compressed_packets field. Throws kinetrace::Error when the bytes are
 // not a whole zlib stream, or inflate to more than `maxBytes`.
 std::string inflatePackets(std::string_view compressed, std::size_t maxBytes);
+// The same, but inflating to more than `maxBytes` gives nullopt rather than an error, for a
+// caller whose limit is its own to explain. It stops as soon as the limit is passed: the
+// work done is bounded by `maxBytes`, whatever the input.
+std::optional<std::string> inflatePacketsUpTo(std::string_view compressed, std::size_t maxBytes);
 
 }  // namespace kinetrace::detail

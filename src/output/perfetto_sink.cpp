@@ -22,8 +22,8 @@
 #include "output/perfetto_schema.h"
 #include "output/protobuf.h"
 #include "output/string_index.h"
-#include "output/value_json.h"
 #include "output/trace_vocabulary.h"
+#include "output/value_json.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -180,7 +180,8 @@ class PerfettoSink::Encoder {
   };
 
   static bool isKeyTheSinkWrites(std::string_view key) {
-    return key == chrome::kTraceEvents || key == chrome::kTraceName || key == chrome::kBaseTimeNanoseconds;
+    return key == chrome::kTraceEvents || key == chrome::kTraceName ||
+           key == chrome::kBaseTimeNanoseconds;
   }
 
   void expectState(State expected, const char* call) const {
@@ -871,6 +872,25 @@ class PerfettoSink::Encoder {
   int64_t eventsBeforeTimebase_ = 0;
   int64_t skippedCounterValues_ = 0;
   int64_t clampedSliceEnds_ = 0;
+
+ public:
+  SinkLosses losses() const {
+    SinkLosses out;
+    if (eventsBeforeTimebase_ > 0) {
+      out.events
+          ["events more than a second before the trace's base time, which a .pftrace "
+           "cannot place"] = static_cast<uint64_t>(eventsBeforeTimebase_);
+    }
+    if (skippedCounterValues_ > 0) {
+      out.changes["counter values that are not numbers (a .pftrace counter holds numbers)"] =
+          static_cast<uint64_t>(skippedCounterValues_);
+    }
+    if (clampedSliceEnds_ > 0) {
+      out.changes["slices ending past the range of times in nanoseconds, ended at its end"] =
+          static_cast<uint64_t>(clampedSliceEnds_);
+    }
+    return out;
+  }
 };
 
 PerfettoSink::PerfettoSink(std::unique_ptr<ByteOutput> output, std::size_t bufferBytes,
@@ -887,6 +907,9 @@ void PerfettoSink::write(const Event& event) {
 }
 void PerfettoSink::end(const Metadata& footer) {
   encoder_->end(footer);
+}
+SinkLosses PerfettoSink::losses() const {
+  return encoder_->losses();
 }
 
 }  // namespace kinetrace::detail

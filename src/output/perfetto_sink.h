@@ -7,6 +7,7 @@
 
 #include "kinetrace/sink.h"
 #include "output/atomic_file.h"
+#include "output/sink_losses.h"
 
 namespace kinetrace::detail {
 
@@ -40,7 +41,11 @@ namespace kinetrace::detail {
 // are), and the interned strings with a bit per string and
 // sequence that defined it (up to kInternBudgetBytes; past it strings are written in place,
 // uninterned).
-class PerfettoSink final : public Sink {
+//
+// Left out, and counted (in the footer and in losses()): events more than a second before
+// the base time, which no clock of the file can place; counter values that are not numbers.
+// Changed, and counted: slices ending past INT64_MAX nanoseconds end there.
+class PerfettoSink final : public Sink, public ReportsLosses {
  public:
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;
   static constexpr std::size_t kInternBudgetBytes = std::size_t{64} << 20;
@@ -55,6 +60,7 @@ class PerfettoSink final : public Sink {
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;
   void end(const Metadata& footer) override;
+  SinkLosses losses() const override;
 
  private:
   class Encoder;

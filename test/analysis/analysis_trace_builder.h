@@ -11,6 +11,7 @@
 
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
+#include "test_budget.h"
 
 namespace kinetrace::detail {
 
@@ -22,9 +23,10 @@ inline constexpr int64_t kHostPid = 77;
 // out, straight into the collector.
 class TraceBuilder {
  public:
-  // `memoryBytes`: the analysis's budget (spill.h); a tiny one sends every list to its file.
-  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultAnalysisMemoryBytes)
-      : collector_("t.json", memoryBytes) {
+  // `memoryBytes`: what the analysis's lists keep as if it were the budget (spill.h), within
+  // the default budget; a tiny one sends every list to its file.
+  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultReadBudgetBytes)
+      : collector_("t.json", budgetOf(), listBytesOf(memoryBytes)) {
     TraceHeader header{"t.json", kBase, {}};
     if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
     collector_.begin(header);

@@ -63,7 +63,7 @@ TEST(GpuBoundTest, TheClassComesWithTheNumbersThatJustifyIt) {
 
 // Two steps: a copy, a bf16 GEMM and a kernel without metrics, then an FMA loop, a latency
 // bound chain and the copy again; a kernel on another stream straddles the steps' border.
-CollectedTrace phases(std::size_t memoryBytes = kDefaultAnalysisMemoryBytes,
+CollectedTrace phases(std::size_t memoryBytes = kDefaultReadBudgetBytes,
                       const Metadata& footer = {}) {
   TraceBuilder b(-1, memoryBytes);
   b.range("ProfilerStep#1", 0, 100);
@@ -164,7 +164,7 @@ Metadata lossyFooter() {
 
 TEST(GpuBoundReportTest, TheTextReportHasABoundColumnStepLinesAndTheLosses) {
   const AnalysisReport report =
-      analyzeTraces(one(phases(kDefaultAnalysisMemoryBytes, lossyFooter())), {});
+      analyzeTraces(one(phases(kDefaultReadBudgetBytes, lossyFooter())), {});
   const std::string text = formatReport(report, {});
   EXPECT_NE(text.find("memory (DRAM 81%, SM 7%)"), std::string::npos) << text;
   EXPECT_NE(text.find("kernels bound by memory 42% + compute 5% + tensor 42% + neither 0% + "
@@ -186,7 +186,7 @@ TEST(GpuBoundReportTest, TheTextReportHasABoundColumnStepLinesAndTheLosses) {
 
 TEST(GpuBoundReportTest, TheJsonHasStableKeysPerKernelPerStepAndForTheTrace) {
   const AnalysisReport report =
-      analyzeTraces(one(phases(kDefaultAnalysisMemoryBytes, lossyFooter())), {});
+      analyzeTraces(one(phases(kDefaultReadBudgetBytes, lossyFooter())), {});
   const nlohmann::json json = nlohmann::json::parse(reportJson(report));
   const nlohmann::json& rank = json["ranks"][0];
   const nlohmann::json& metrics = rank["gpu_metrics"];
@@ -210,7 +210,7 @@ TEST(GpuBoundReportTest, TheJsonHasStableKeysPerKernelPerStepAndForTheTrace) {
 
 TEST(GpuBoundReportTest, TheHtmlHasABoundColumnAndAStackedBarPerStep) {
   const AnalysisReport report =
-      analyzeTraces(one(phases(kDefaultAnalysisMemoryBytes, lossyFooter())), {});
+      analyzeTraces(one(phases(kDefaultReadBudgetBytes, lossyFooter())), {});
   const std::string page = reportHtml(report, {});
   EXPECT_NE(page.find("<th>bound</th>"), std::string::npos);
   EXPECT_NE(page.find("<th>kernels bound by</th>"), std::string::npos);
@@ -263,12 +263,12 @@ TEST(GpuBoundReadTest, JsonAndPftraceTracesCarryTheAveragesAndTheMetadata) {
   const std::string pftrace = (dir / "metrics.pftrace").string();
   {
     std::unique_ptr<Sink> sink = openSink(pftrace);
-    readTraceFile(json, *sink, pftrace);
+    readTraceFile(json, *sink, pftrace, budgetOf());
   }
   for (const std::string& path : {json, pftrace}) {
     SCOPED_TRACE(path);
-    TraceCollector collector(path);
-    readTraceFile(path, collector, path);
+    TraceCollector collector(path, budgetOf());
+    readTraceFile(path, collector, path, budgetOf());
     const RankReport r = analyze(collector.take());
     const GpuMetricsReport& m = r.gpuMetrics;
     ASSERT_EQ(m.metrics.size(), 4u) << "SM, DRAM, DRAM read, tensor; not the occupancy";

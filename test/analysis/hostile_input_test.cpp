@@ -5,50 +5,28 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
-#include <fstream>
 #include <limits>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#ifdef KINETRACE_HAVE_ZLIB
-#include <zlib.h>
-#endif
-
 #include "analysis/summary.h"
 #include "analysis/trace_merge.h"
 #include "analysis/trace_reader.h"
+#include "hostile_inputs.h"
 #include "kinetrace/error.h"
-#include "kinetrace/sink.h"
-#include "output/atomic_file.h"
-#include "output/perfetto_compression.h"
-#include "output/perfetto_layout.h"
 #include "output/perfetto_schema.h"
-#include "output/perfetto_sink.h"
 #include "output/protobuf.h"
-#include "output/trace_events.h"
-#include "support/temp_dir.h"
-#include "pftrace_surgery.h"
+#include "test_budget.h"
 
 namespace kinetrace::detail {
 namespace {
 
 constexpr std::size_t kDeep = 100'000;
-
-void writeFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 std::string oneEvent(const std::string& args) {
   return R"({"traceEvents":[{"ph":"X","name":"k","cat":"kernel","pid":1,"tid":2,"ts":1,"dur":5,"args":)" +
@@ -59,117 +37,7 @@ std::string nested(std::size_t depth) {
   return std::string(depth, '[') + std::string(depth, ']');
 }
 
-#ifdef KINETRACE_HAVE_ZLIB
-std::string gzip(const std::string& text) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-// A zlib stream (RFC 1950), as compressed_packets holds.
-std::string zlibCompress(const std::string& bytes) {
-  uLongf size = compressBound(bytes.size());
-  std::string out(size, '\0');
-  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(out.data()), &size,
-                      reinterpret_cast<const Bytef*>(bytes.data()), bytes.size(), 6),
-            Z_OK);
-  out.resize(size);
-  return out;
-}
-#endif
-
-// A sink that keeps what the tests look at: names, durations, the footer, and whether
-// every event's category pointed somewhere.
-class RecordingSink final : public Sink {
- public:
-  void begin(const TraceHeader&) override {}
-  void write(const Event& event) override {
-    names.emplace_back(event.name);
-    durations.push_back(event.durationNs);
-    if (event.category.data() == nullptr || event.name.data() == nullptr) nullViews = true;
-    heapInUse.push_back(mallinfo2().uordblks);
-  }
-  void end(const Metadata& f) override { footer = f; }
-
-  std::vector<std::string> names;
-  std::vector<int64_t> durations;
-  std::vector<std::size_t> heapInUse;
-  Metadata footer;
-  bool nullViews = false;
-};
-
-class HostileInputTest : public ::testing::Test {
- protected:
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::string errorReading(const std::string& file,
-                           std::size_t memoryBytes = kDefaultReadMemoryBytes) {
-    RecordingSink sink;
-    try {
-      readTraceFile(file, sink, "out", {}, memoryBytes);
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "(no error)";
-  }
-
-  // A .pftrace of one slice, its packets uncompressed, with `added` (framed packets) put
-  // before the footer; the slice's sequence and track are given to `make`.
-  template <typename Make>
-  std::string pftraceWith(const std::string& name, Make make) {
-    using namespace pftrace;
-    const std::string file = path(name);
-    {
-      std::unique_ptr<Sink> sink =
-          std::make_unique<PerfettoSink>(std::make_unique<AtomicFile>(file));
-      sink->begin(TraceHeader{"t", 1'000'000, {}});
-      Event slice;
-      slice.phase = Phase::Complete;
-      slice.name = "first";
-      slice.category = "cpu_op";
-      slice.pid = 1;
-      slice.tid = 1;
-      slice.timestampNs = 1'000'100;
-      slice.durationNs = 50;
-      sink->write(slice);
-      sink->end({});
-    }
-    const std::string original = readFile(file);
-    const testing::EventSequence events = testing::eventSequenceOf(original);
-    EXPECT_NE(events.track, 0u);
-    writeFile(file, testing::withPacketsBeforeTheFooter(original,
-                                                        make(events.sequence, events.track)));
-    return file;
-  }
-
-  // A framed TracePacket holding a track event on the slice's sequence, at `timeNs` on
-  // BOOTTIME, its body written by `body`.
-  template <typename Body>
-  static std::string eventPacket(uint64_t sequence, uint64_t timeNs, Body body) {
-    using namespace pftrace;
-    proto::ByteBuffer bytes;
-    proto::ProtoWriter w(bytes);
-    const std::size_t packet = w.beginMessage(kTracePacket);
-    w.varint(kPacketSequenceId, sequence);
-    w.varint(kPacketTimestamp, timeNs);
-    w.varint(kPacketTimestampClockId, kClockBoottime);
-    const std::size_t event = w.beginMessage(kPacketTrackEvent);
-    body(w);
-    w.endMessage(event);
-    w.endMessage(packet);
-    return std::string(bytes.data(), bytes.size());
-  }
-
-  testing::TempDir dir_;
-};
+class HostileInputTest : public HostileInputFixture {};
 
 // ---- nesting ----
 
@@ -279,8 +147,8 @@ TEST_F(HostileInputTest, AnEventLargerThanTheMemoryAllowedIsAnError) {
   writeFile(file, gzip(oneEvent(R"({"a":[)" + zeros + "]}")));
   EXPECT_EQ(errorReading(file, std::size_t{4} << 20),
             file +
-                ": the event at byte 16 needs more than 4 MB of memory to read, more than "
-                "allowed (--memory-mb)");
+                ": the event at byte 16 would take more than the 4 MB of memory --memory-mb "
+                "allows; raise --memory-mb");
 }
 
 TEST_F(HostileInputTest, AStringLongerThanTheMemoryAllowedIsAnError) {
@@ -288,10 +156,13 @@ TEST_F(HostileInputTest, AStringLongerThanTheMemoryAllowedIsAnError) {
   const std::string text = oneEvent(R"({"a":")" + std::string(8 << 20, 'x') + R"("})");
   const std::size_t quote = text.find("xxx") - 1;
   writeFile(file, gzip(text));
-  EXPECT_EQ(errorReading(file, std::size_t{4} << 20),
-            file + ": the string at byte " + std::to_string(quote) +
-                " is longer than 1 MB, more than the memory allowed "
-                "for reading (--memory-mb) can hold");
+  const std::string error = errorReading(file, std::size_t{4} << 20);
+  EXPECT_EQ(error.rfind(file + ": the string at byte " + std::to_string(quote) + ", ", 0), 0u)
+      << error;
+  EXPECT_NE(error.find(" bytes long so far (the JSON parser holds it four times over), would "
+                       "take more than the 4 MB of memory --memory-mb allows; raise --memory-mb"),
+            std::string::npos)
+      << error;
 }
 
 TEST_F(HostileInputTest, WhitespaceIsSkippedWithoutBeingKept) {
@@ -300,7 +171,8 @@ TEST_F(HostileInputTest, WhitespaceIsSkippedWithoutBeingKept) {
   writeFile(file, gzip(std::string(1 << 20, '\n') + R"({"traceEvents":[)" + event + "," +
                        std::string(16 << 20, ' ') + event + "]}"));
   RecordingSink sink;
-  const ReadReport report = readTraceFile(file, sink, "out", {}, std::size_t{16} << 20);
+  ReadBudget budget(std::size_t{16} << 20);
+  const ReadReport report = readTraceFile(file, sink, "out", budget);
   EXPECT_EQ(report.events, 2u);
   ASSERT_EQ(sink.heapInUse.size(), 2u);
   // The lexer kept every byte of a run before: 16 MB more between the two events.
@@ -358,7 +230,8 @@ TEST_F(HostileInputTest, SlicesNeverEndedAreKeptWithinTheMemoryAndCounted) {
     return added;
   });
   RecordingSink sink;
-  const ReadReport report = readTraceFile(file, sink, "out", {}, std::size_t{1} << 20);
+  ReadBudget budget(std::size_t{8} << 20);
+  const ReadReport report = readTraceFile(file, sink, "out", budget);
   const uint64_t leftOut = report.skipped.count(
                                "slices whose begin was left out: the slices begun and not yet "
                                "ended needed more than half the memory allowed (--memory-mb)")
@@ -367,7 +240,7 @@ TEST_F(HostileInputTest, SlicesNeverEndedAreKeptWithinTheMemoryAndCounted) {
                                      "yet ended needed more than half the memory allowed "
                                      "(--memory-mb)")
                                : 0;
-  EXPECT_GT(leftOut, 0u) << "half a megabyte holds fewer than 50,000 begun slices";
+  EXPECT_GT(leftOut, 0u) << "four megabytes hold fewer than 50,000 begun slices";
   // The first slice, each inner slice kept or counted, the outer one with its duration.
   ASSERT_EQ(sink.names.size(), report.events);
   EXPECT_EQ(report.events + leftOut, 1u + kBegins + 1u);
@@ -414,7 +287,7 @@ TEST_F(PipeTest, APipeReadsOnceAsAFileDoes) {
     RecordingSink sink;
     std::string error;
     try {
-      readTraceFile("/dev/fd/" + std::to_string(fds[0]), sink, "out");
+      readTraceFile("/dev/fd/" + std::to_string(fds[0]), sink, "out", budgetOf());
     } catch (const Error& e) {
       error = e.what();
     }
@@ -433,7 +306,7 @@ TEST_F(PipeTest, AFifoReadsOnceAsAFileDoes) {
     if (fd >= 0) writeAll(fd, kSmallTrace);
   });
   RecordingSink sink;
-  const ReadReport report = readTraceFile(fifo, sink, "out");
+  const ReadReport report = readTraceFile(fifo, sink, "out", budgetOf());
   writer.join();
   EXPECT_EQ(report.events, 1u);
 }
@@ -467,7 +340,7 @@ TEST_F(HostileInputTest, AnEventWithoutACategoryReachesTheSinkWithViewsThatPoint
   const std::string file = path("nocat.json");
   writeFile(file, R"({"traceEvents":[{"ph":"i","pid":1,"tid":2,"ts":1}]})");
   RecordingSink sink;
-  readTraceFile(file, sink, "out");
+  readTraceFile(file, sink, "out", budgetOf());
   ASSERT_EQ(sink.names.size(), 1u);
   EXPECT_FALSE(sink.nullViews);
 }
@@ -487,7 +360,7 @@ TEST_F(HostileInputTest, AShiftThatTakesARankOutOfRangeIsAnErrorNamingIt) {
   placement.offsetNs = 10'000'000;
   RecordingSink sink;
   try {
-    writeMerged({placement}, sink, "merged");
+    writeMerged({placement}, sink, "merged", budgetOf());
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(std::string(error.what()),

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "kinetrace/error.h"
+
 namespace kinetrace::detail {
 namespace {
 
@@ -32,13 +34,15 @@ std::vector<Record> randomRecords(std::size_t count, uint64_t keys) {
 
 std::vector<Record> sortedThrough(std::size_t bufferBytes, const std::vector<Record>& records,
                                   std::size_t* runs) {
-  ExternalSorter<Record, ByKeyThenSequence> sorter(bufferBytes);
+  ReadBudget budget;
+  ExternalSorter<Record, ByKeyThenSequence> sorter(budget, "records", bufferBytes);
   for (const Record& r : records) sorter.add(r);
   EXPECT_EQ(sorter.size(), records.size());
   *runs = sorter.spilledRuns();
   std::vector<Record> out;
   sorter.drain([&out](const Record& r) { out.push_back(r); });
   EXPECT_TRUE(sorter.done());
+  EXPECT_EQ(budget.used(), 0u) << "read through, a list gives back all it took";
   return out;
 }
 
@@ -74,14 +78,16 @@ TEST(ExternalSorterTest, RunsOfOneRecordEachStillMerge) {
 }
 
 TEST(ExternalSorterTest, AnEmptyListIsDoneAtOnce) {
-  ExternalSorter<Record, ByKeyThenSequence> sorter(1 << 10);
+  ReadBudget budget;
+  ExternalSorter<Record, ByKeyThenSequence> sorter(budget, "records", 1 << 10);
   sorter.sort();
   EXPECT_TRUE(sorter.done());
 }
 
 TEST(ExternalSorterTest, TwoSortedListsReadSideBySide) {
   // The analysis joins lists this way (operations to their launch calls).
-  ExternalSorter<Record, ByKeyThenSequence> evens(64), odds(64);
+  ReadBudget budget;
+  ExternalSorter<Record, ByKeyThenSequence> evens(budget, "evens", 64), odds(budget, "odds", 64);
   for (uint64_t i = 0; i < 200; ++i) ((i % 2) == 0 ? evens : odds).add({199 - i, i});
   evens.sort();
   odds.sort();
@@ -98,7 +104,8 @@ TEST(ExternalSorterTest, TwoSortedListsReadSideBySide) {
 
 TEST(SpilledListTest, RecordsComeBackInTheOrderTheyWereAddedEachTime) {
   for (std::size_t bufferBytes : {std::size_t{1} << 20, std::size_t{1000}, std::size_t{1}}) {
-    SpilledList<Record> list(bufferBytes);
+    ReadBudget budget;
+    SpilledList<Record> list(budget, "records", bufferBytes);
     for (uint64_t i = 0; i < 5'000; ++i) list.add({i * 3, i});
     EXPECT_EQ(list.size(), 5'000u);
     for (int pass = 0; pass < 2; ++pass) {
@@ -110,6 +117,39 @@ TEST(SpilledListTest, RecordsComeBackInTheOrderTheyWereAddedEachTime) {
       });
       EXPECT_EQ(next, 5'000u) << "buffer of " << bufferBytes << " bytes, pass " << pass;
     }
+  }
+}
+
+// The lists draw from the one budget: when what else is held leaves little, they write to
+// their files sooner instead of growing, and the budget is never exceeded.
+TEST(ExternalSorterTest, SpillsEarlierWhenTheBudgetRefusesToGrowItsBuffer) {
+  ReadBudget budget(std::size_t{1} << 20);
+  BudgetHold others(budget);
+  others.take(budget.cap() - (std::size_t{32} << 10), "the rest");  // 32 KB left
+  const std::vector<Record> records = randomRecords(20'000, 1000);  // 320 KB of records
+  ExternalSorter<Record, ByKeyThenSequence> sorter(budget, "records", std::size_t{1} << 20);
+  for (const Record& r : records) sorter.add(r);
+  EXPECT_GT(sorter.spilledRuns(), 10u) << "a 1 MB share, but 32 KB given: runs of 32 KB or less";
+  EXPECT_LE(budget.peak(), budget.cap());
+  std::vector<Record> out;
+  sorter.drain([&out](const Record& r) { out.push_back(r); });
+  expectSorted(records, out);
+  EXPECT_LE(budget.peak(), budget.cap()) << "the runs' read-back buffers are within it too";
+  EXPECT_EQ(budget.used(), others.bytes());
+}
+
+TEST(SpilledListTest, AListThatCannotGetARecordsRoomIsAnErrorNamingIt) {
+  ReadBudget budget(std::size_t{1} << 20);
+  BudgetHold others(budget);
+  others.take(budget.cap(), "the rest");
+  SpilledList<Record> list(budget, "the list of host ranges", 1 << 20);
+  try {
+    list.add({1, 1});
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "the list of host ranges would take more than the 1 MB of memory --memory-mb "
+              "allows; raise --memory-mb");
   }
 }
 

@@ -1,11 +1,15 @@
 #include "analysis/summary.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 #include "kinetrace/error.h"
 #include "output/summary_builder.h"
+#include "support/temp_dir.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -325,6 +329,58 @@ TEST(SummaryFormatTest, DurationsBytesAndNames) {
   EXPECT_EQ(formatBytes(uint64_t{3} << 30), "3.00 GiB");
   EXPECT_EQ(shortenName("abcdefghij", 8), "abcde...");
   EXPECT_EQ(shortenName("abc", 8), "abc");
+}
+
+// ---- a summary file read back: only a regular file, within the budget ----
+
+class SummaryFileTest : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  testing::TempDir dir_;
+};
+
+std::string refusalOf(const std::string& file, ReadBudget& budget) {
+  try {
+    readSummaryFile(file, budget);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST_F(SummaryFileTest, ASummaryThatIsALinkADeviceOrAFifoIsRefusedByName) {
+  // A directory of traces from someone else may hold a "summary" that is a link to
+  // /dev/zero: read, it would fill the memory.
+  const std::string link = path("kinetrace-r-n-pid1.summary.json");
+  ASSERT_EQ(::symlink("/dev/zero", link.c_str()), 0);
+  const std::string fifo = path("kinetrace-r-n-pid2.summary.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ReadBudget budget(std::size_t{16} << 20);
+  EXPECT_EQ(refusalOf(link, budget),
+            link + " is a symbolic link; only a regular file is read there");
+  EXPECT_EQ(refusalOf(fifo, budget), fifo + " is a FIFO; only a regular file is read there");
+  EXPECT_EQ(refusalOf("/dev/zero", budget),
+            "/dev/zero is a device; only a regular file is read there");
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST_F(SummaryFileTest, ASummaryLargerThanTheBudgetIsRefusedNamingIt) {
+  const std::string file = path("kinetrace-r-n-pid1.summary.json");
+  std::ofstream(file) << R"({"kernels": [)" << std::string(std::size_t{2} << 20, ' ') << "]}";
+  ReadBudget budget(std::size_t{1} << 20);
+  EXPECT_EQ(refusalOf(file, budget),
+            file +
+                ": summary files would take more than the 1 MB of memory --memory-mb allows; "
+                "raise --memory-mb");
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST_F(SummaryFileTest, ARegularSummaryReadsBackAndGivesItsBytesBack) {
+  const std::string file = path("kinetrace-r-n-pid1.summary.json");
+  std::ofstream(file) << R"({"kinetrace_summary": 1, "trace": "t.json", "kernel_count": 3})";
+  ReadBudget budget(std::size_t{1} << 20);
+  EXPECT_EQ(readSummaryFile(file, budget).traceFile, "t.json");
+  EXPECT_EQ(budget.used(), 0u);
 }
 
 }  // namespace

@@ -34,9 +34,9 @@ CollectedTrace idleCauses() {
   b.op("gemm", 5, 8, 10, 20);                  // idle 0-10: before the first GPU operation
   b.op("ncclKernel_AllReduce", 8, 9, 20, 30);  // queued: no gap
   b.range("optimizer.step", 30, 45);
-  b.op("gemm", 40, 42, 50, 60);                       // idle 30-50: host 30-40, launch 40-50
-  b.op("relu", 45, 46, 70, 80);                       // idle 60-70, queued: kernel wait
-  b.sync("Stream Wait Event", 47, 48, 7, 12);         // stream 7 waits for stream 12's event
+  b.op("gemm", 40, 42, 50, 60);                         // idle 30-50: host 30-40, launch 40-50
+  b.op("relu", 45, 46, 70, 80);                         // idle 60-70, queued: kernel wait
+  b.sync("Stream Wait Event", 47, 48, 7, 12);           // stream 7 waits for stream 12's event
   b.op("Memcpy HtoD", 55, 56, 120, 130, "gpu_memcpy");  // idle 80-120: other work
   b.op("softmax", 57, 58, 170, 180);                    // idle 130-170: other
   b.sync("Stream Wait Event", 150, 151, 12);            // on a stream with no work: no stream row
@@ -582,8 +582,8 @@ TEST(TraceAnalysisTest, ATorchProfilerTraceIsAnalysedByItsCategoriesAndArguments
      "args": {"External id": 9, "device": 0, "stream": 7, "correlation": 44}},
     {"ph": "f", "id": 44, "pid": 0, "tid": 7, "ts": 30, "cat": "ac2g", "name": "ac2g", "bp": "e"}
     ]})";
-  TraceCollector collector(path);
-  readTraceFile(path, collector, path);
+  TraceCollector collector(path, budgetOf());
+  readTraceFile(path, collector, path, budgetOf());
   const RankReport r = analyze(collector.take());
   EXPECT_EQ(r.rank, 3);
   ASSERT_EQ(r.devices.size(), 1u);
@@ -596,9 +596,9 @@ TEST(TraceAnalysisTest, ATorchProfilerTraceIsAnalysedByItsCategoriesAndArguments
   EXPECT_EQ(r.steps[0].name, "ProfilerStep#7");
 }
 
-// CUPTI's correlation ids are 32-bit: a larger number is not one, and a kernel carrying it
-// is joined to no call (it would otherwise be to a call whose id shares its low 32 bits).
-TEST(TraceAnalysisTest, ACorrelationBeyondThirtyTwoBitsJoinsNoCall) {
+// Ids are 64-bit end to end: a correlation id past 32 bits (another tracer's) joins the
+// call of the same id, never one whose id shares its low 32 bits.
+TEST(TraceAnalysisTest, ACorrelationBeyondThirtyTwoBitsJoinsItsOwnCall) {
   testing::TempDir dir;
   const std::string path = (dir / "wide.json").string();
   std::ofstream(path) << R"({"traceEvents": [
@@ -611,11 +611,11 @@ TEST(TraceAnalysisTest, ACorrelationBeyondThirtyTwoBitsJoinsNoCall) {
     {"ph": "X", "cat": "kernel", "name": "wide", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
      "args": {"device": 0, "stream": 7, "correlation": 4294967340}}
     ]})";
-  TraceCollector collector(path);
-  readTraceFile(path, collector, path);
+  TraceCollector collector(path, budgetOf());
+  readTraceFile(path, collector, path, budgetOf());
   const RankReport r = analyze(collector.take());
-  EXPECT_EQ(r.launchLatency.count, 1u) << "only the kernel of id 44 has its call";
-  EXPECT_EQ(r.launchLatency.maxNs, 9 * kUs);
+  EXPECT_EQ(r.launchLatency.count, 2u);
+  EXPECT_EQ(r.launchLatency.maxNs, 16 * kUs) << "from the call at 4 us, not the one at 1 us";
 }
 
 }  // namespace

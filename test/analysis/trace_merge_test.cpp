@@ -14,6 +14,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
 #include "support/temp_dir.h"
+#include "test_budget.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -141,7 +142,7 @@ TEST_F(MergeTest, RanksBecomeProcessesOfTheirOwnOnOneClockWithTheirArrowsAndMeta
   // Rank 1's clock reads 2 ms late, and its trace starts a step later.
   const std::string rank0 = write("rank0.json", rankTrace(0, 0, 0));
   const std::string rank1 = write("rank1.json", rankTrace(1, 2'000, 1));
-  const std::vector<RankPlacement> plan = planMerge({rank1, rank0}, {});
+  const std::vector<RankPlacement> plan = planMerge({rank1, rank0}, {}, budgetOf());
   ASSERT_EQ(plan.size(), 2u);
   EXPECT_EQ(plan[0].rank, 0);
   EXPECT_EQ(plan[1].rank, 1);
@@ -149,7 +150,7 @@ TEST_F(MergeTest, RanksBecomeProcessesOfTheirOwnOnOneClockWithTheirArrowsAndMeta
   EXPECT_EQ(plan[1].collectivesMatched, 15u);
 
   MemorySink merged;
-  const MergeReport report = writeMerged(plan, merged, "job.json");
+  const MergeReport report = writeMerged(plan, merged, "job.json", budgetOf());
   // And a name for each rank's GPU process, which had none.
   EXPECT_EQ(report.events + 2, merged.events().size());
 
@@ -202,7 +203,7 @@ TEST_F(MergeTest, RanksBecomeProcessesOfTheirOwnOnOneClockWithTheirArrowsAndMeta
 TEST_F(MergeTest, TracesWithoutRanksOrCollectivesAreMergedAsTheyAreAndSaySo) {
   const std::string a = write("a.json", rankTrace(0, 0, 0, /*withRank=*/false));
   const std::string b = write("b.json", rankTrace(1, 2'000, 0, /*withRank=*/false, false));
-  const std::vector<RankPlacement> plan = planMerge({a, b}, {});
+  const std::vector<RankPlacement> plan = planMerge({a, b}, {}, budgetOf());
   EXPECT_EQ(plan[0].rank, 0);
   EXPECT_FALSE(plan[0].rankFromTrace);
   EXPECT_EQ(plan[1].rank, 1);
@@ -213,7 +214,7 @@ TEST_F(MergeTest, TracesWithoutRanksOrCollectivesAreMergedAsTheyAreAndSaySo) {
   MergeOptions asRecorded;
   asRecorded.alignOnCollectives = false;
   const std::string c = write("c.json", rankTrace(1, 2'000, 0));
-  const std::vector<RankPlacement> unaligned = planMerge({a, c}, asRecorded);
+  const std::vector<RankPlacement> unaligned = planMerge({a, c}, asRecorded, budgetOf());
   EXPECT_EQ(unaligned[1].offsetNs, 0);
 }
 
@@ -223,7 +224,7 @@ TEST_F(MergeTest, ARankGivenAtTheEndOfATraceIsTheOneThatCounts) {
   late.insert(late.size() - 1, R"(, "distributedInfo": {"rank": 5, "world_size": 8})");
   const std::string a = write("a.json", late);
   const std::string b = write("b.json", rankTrace(1, 0, 0));
-  const std::vector<RankPlacement> plan = planMerge({a, b}, {});
+  const std::vector<RankPlacement> plan = planMerge({a, b}, {}, budgetOf());
   EXPECT_EQ(plan[0].rank, 1);
   EXPECT_EQ(plan[1].rank, 5);
   EXPECT_EQ(plan[1].path, a);
@@ -233,7 +234,7 @@ TEST_F(MergeTest, TwoTracesOfOneRankOrAnUnreadableOneAreErrorsNamingTheFiles) {
   const std::string a = write("a.json", rankTrace(1, 0, 0));
   const std::string b = write("b.json", rankTrace(1, 0, 0));
   try {
-    planMerge({a, b}, {});
+    planMerge({a, b}, {}, budgetOf());
     FAIL() << "two traces of rank 1 were merged";
   } catch (const Error& error) {
     const std::string what = error.what();
@@ -243,12 +244,12 @@ TEST_F(MergeTest, TwoTracesOfOneRankOrAnUnreadableOneAreErrorsNamingTheFiles) {
   }
   const std::string bad = write("bad.json", "{\"traceEvents\": [");
   try {
-    planMerge({a, bad}, {});
+    planMerge({a, bad}, {}, budgetOf());
     FAIL() << "a truncated trace was merged";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find(bad), std::string::npos) << error.what();
   }
-  EXPECT_THROW(planMerge({}, {}), Error);
+  EXPECT_THROW(planMerge({}, {}, budgetOf()), Error);
 }
 
 }  // namespace

@@ -24,9 +24,10 @@
 #include "output/perfetto_sink.h"
 #include "output/protobuf.h"
 #include "output/trace_events.h"
+#include "pftrace_surgery.h"
 #include "support/sample_trace.h"
 #include "support/temp_dir.h"
-#include "pftrace_surgery.h"
+#include "test_budget.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -97,7 +98,7 @@ class TraceReaderTest : public ::testing::Test {
   std::string errorReading(const std::string& file) {
     MemorySink sink;
     try {
-      readTraceFile(file, sink, "out");
+      readTraceFile(file, sink, "out", budgetOf());
     } catch (const Error& error) {
       return error.what();
     }
@@ -113,9 +114,9 @@ TEST_F(TraceReaderTest, APftraceReadsBackAsTheEventsThatWereWritten) {
   writeTrace(trace_, "t", {}, written);
   for (const char* name : {"t.pftrace", "t.pftrace.gz"}) {
     const std::string file = writeSample(name);
-    EXPECT_EQ(detectTraceFormat(file), TraceFileFormat::Perfetto) << name;
+    EXPECT_EQ(detectTraceFormat(file, budgetOf()), TraceFileFormat::Perfetto) << name;
     MemorySink read;
-    const ReadReport report = readTraceFile(file, read, "renamed");
+    const ReadReport report = readTraceFile(file, read, "renamed", budgetOf());
     EXPECT_EQ(describe(read), describe(written)) << name;
     EXPECT_EQ(report.events, written.events().size());
     EXPECT_TRUE(report.skipped.empty());
@@ -146,7 +147,7 @@ TEST_F(TraceReaderTest, GpuMetricCountersAndKernelAveragesSurviveAPftraceRoundTr
   writeTrace(trace_, "t", {}, written);
   const std::string file = writeSample("t.pftrace");
   MemorySink read;
-  readTraceFile(file, read, "t");
+  readTraceFile(file, read, "t", budgetOf());
   EXPECT_EQ(describe(read), describe(written));
   std::size_t metricCounters = 0;
   for (const OwnedEvent& e : read.events()) {
@@ -186,7 +187,7 @@ TEST_F(TraceReaderTest, APftraceHoldsItsPacketsCompressedAndEveryChunkReadsBack)
     writeTrace(trace_, "t", {}, sink);
   }
   MemorySink read;
-  readTraceFile(chunked, read, "t");
+  readTraceFile(chunked, read, "t", budgetOf());
   EXPECT_EQ(describe(read), describe(written));
   EXPECT_GT(std::filesystem::file_size(chunked), std::filesystem::file_size(file))
       << "small chunks compress less well";
@@ -291,9 +292,9 @@ TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {
   writeTrace(trace_, "t", {}, written);
   for (const char* name : {"t.json", "t.json.gz"}) {
     const std::string file = writeSample(name);
-    EXPECT_EQ(detectTraceFormat(file), TraceFileFormat::ChromeJson) << name;
+    EXPECT_EQ(detectTraceFormat(file, budgetOf()), TraceFileFormat::ChromeJson) << name;
     MemorySink read;
-    readTraceFile(file, read, "renamed");
+    readTraceFile(file, read, "renamed", budgetOf());
     EXPECT_EQ(describe(read, false), describe(written, false)) << name;
     EXPECT_EQ(read.header().baseTimeNs, trace_.startNs);
     Metadata expected = trace_.header;
@@ -330,7 +331,7 @@ constexpr const char* kTorchStyle = R"({
 TEST_F(TraceReaderTest, ATorchProfilerTraceReadsWithItsNestedArgumentsKept) {
   writeFile(path("torch.json"), kTorchStyle);
   MemorySink read;
-  const ReadReport report = readTraceFile(path("torch.json"), read, "new.pftrace");
+  const ReadReport report = readTraceFile(path("torch.json"), read, "new.pftrace", budgetOf());
   constexpr int64_t kBase = 1'700'000'000'000'000'000;
   ASSERT_EQ(read.events().size(), 5u);
   const OwnedEvent& mm = read.events()[0];
@@ -364,7 +365,7 @@ TEST_F(TraceReaderTest, ATorchProfilerTraceReadsWithItsNestedArgumentsKept) {
 TEST_F(TraceReaderTest, TheJsonArrayFormatIsATraceToo) {
   writeFile(path("array.json"), R"([{"ph":"X","name":"a","pid":1,"tid":2,"ts":3,"dur":4}])");
   MemorySink read;
-  readTraceFile(path("array.json"), read, "x");
+  readTraceFile(path("array.json"), read, "x", budgetOf());
   ASSERT_EQ(read.events().size(), 1u);
   EXPECT_EQ(read.events()[0].timestampNs, 3'000);
   EXPECT_EQ(read.events()[0].durationNs, 4'000);
@@ -374,13 +375,13 @@ TEST_F(TraceReaderTest, TheJsonArrayFormatIsATraceToo) {
 TEST_F(TraceReaderTest, NestedArgumentsSurviveAPftraceRoundTrip) {
   writeFile(path("torch.json"), kTorchStyle);
   MemorySink direct;
-  readTraceFile(path("torch.json"), direct, "x");
+  readTraceFile(path("torch.json"), direct, "x", budgetOf());
   {
     std::unique_ptr<Sink> pftrace = openSink(path("torch.pftrace"));
-    readTraceFile(path("torch.json"), *pftrace, "x");
+    readTraceFile(path("torch.json"), *pftrace, "x", budgetOf());
   }
   MemorySink back;
-  readTraceFile(path("torch.pftrace"), back, "x");
+  readTraceFile(path("torch.pftrace"), back, "x", budgetOf());
   EXPECT_EQ(describe(back), describe(direct));
   EXPECT_EQ(back.header().metadata, direct.header().metadata);
 }
@@ -517,7 +518,7 @@ TEST_F(TraceReaderTest, APftraceSequenceThatClearsItsStateAgainReadsWithItsNewSt
   writeFile(file, testing::withPacketsBeforeTheFooter(original, added.view()));
 
   MemorySink read;
-  readTraceFile(file, read, "reset");
+  readTraceFile(file, read, "reset", budgetOf());
   ASSERT_EQ(read.events().size(), 3u);
   EXPECT_EQ(describe(read.events()[0]), "X name=before cat=cpu_op pid=1 tid=1 ts=" +
                                             std::to_string(kStart + 100) + " dur=50 flow=0");
@@ -630,7 +631,7 @@ TEST_F(TraceReaderTest, APftraceInTheFirstLayoutStillReads) {
   // The trace: a Trace message is its packets, which the buffer holds.
   writeFile(path("old.pftrace"), std::string(bytes.view()));
   MemorySink read;
-  readTraceFile(path("old.pftrace"), read, "old");
+  readTraceFile(path("old.pftrace"), read, "old", budgetOf());
   EXPECT_EQ(read.header().baseTimeNs, kStart);
   ASSERT_EQ(read.events().size(), 2u);
   EXPECT_EQ(describe(read.events()[0]), "X name=kernel cat=kernel pid=7 tid=8 ts=" +

@@ -70,7 +70,7 @@ class ConvertCommandTest : public ::testing::Test {
 
   std::vector<std::string> events(const std::string& name) {
     MemorySink sink;
-    detail::readTraceFile(path(name), sink, "x");
+    detail::readTraceFile(path(name), sink, "x", budget);
     std::vector<std::string> lines;
     for (const OwnedEvent& e : sink.events()) {
       std::string line = std::string(1, static_cast<char>(e.phase)) + " " + e.name + " " +
@@ -84,6 +84,7 @@ class ConvertCommandTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string report_;
+  detail::ReadBudget budget;
 };
 
 TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
@@ -98,12 +99,14 @@ TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
   for (std::size_t i = 1; i < std::size(chain); ++i) {
     ASSERT_EQ(convert(chain[i - 1], chain[i]), 0);
     EXPECT_EQ(events(chain[i]), original) << chain[i - 1] << " -> " << chain[i];
-    EXPECT_NE(report_.find("kinetrace: wrote " + path(chain[i]) + ": " +
-                           std::to_string(original.size()) + " events"),
+    const std::string count = std::to_string(original.size());
+    EXPECT_NE(report_.find("kinetrace: wrote " + path(chain[i]) + ": " + count + " of " + count +
+                           " events"),
               std::string::npos)
         << report_;
   }
-  EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace")), detail::TraceFileFormat::Perfetto);
+  EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace"), budget),
+            detail::TraceFileFormat::Perfetto);
 }
 
 TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
@@ -116,6 +119,35 @@ TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
   EXPECT_NE(report_.find("reading " + path("in.json") + ": 100% ("), std::string::npos) << report_;
   ASSERT_EQ(convert("in.json", "again.pftrace"), 0);
   EXPECT_EQ(report_.find("reading "), std::string::npos) << "small inputs show none: " << report_;
+}
+
+TEST(ConvertOptionsTest, TakesMemoryMbAsAnalyzeDoes) {
+  EXPECT_EQ(parseCommandLine({"convert", "--memory-mb", "32", "a", "b"}).convert.memoryBytes,
+            std::size_t{32} << 20);
+  EXPECT_EQ(parseCommandLine({"convert", "a", "b"}).convert.memoryBytes, std::size_t{256} << 20);
+  EXPECT_EQ(usageErrorOf({"convert", "--memory-mb", "15", "a", "b"}),
+            "kinetrace convert: --memory-mb needs a whole number of megabytes 16..1048576, got "
+            "'15'");
+}
+
+// Every event of IN is written or said, with why: the reader's (a phase the model has no
+// place for) and the sink's (a .pftrace has no time more than a second before its base).
+TEST_F(ConvertCommandTest, ItSaysWroteNOfMAndEveryEventLeftOutWithWhy) {
+  std::ofstream(path("in.json")) << R"({"baseTimeNanoseconds": 10000000000, "traceEvents": [
+    {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
+    {"ph": "X", "name": "early", "pid": 1, "tid": 1, "ts": -2000000, "dur": 1},
+    {"ph": "X", "name": "kept", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
+  ASSERT_EQ(convert("in.json", "out.pftrace"), 0);
+  EXPECT_NE(report_.find("kinetrace: wrote " + path("out.pftrace") + ": 1 of 3 events"),
+            std::string::npos)
+      << report_;
+  EXPECT_NE(report_.find("kinetrace: left out 1 events of phase 'B'"), std::string::npos)
+      << report_;
+  EXPECT_NE(report_.find("kinetrace: left out 1 events more than a second before the trace's "
+                         "base time, which a .pftrace cannot place\n"),
+            std::string::npos)
+      << report_;
+  EXPECT_EQ(events("out.pftrace").size(), 1u);
 }
 
 TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {

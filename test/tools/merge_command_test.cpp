@@ -37,6 +37,15 @@ TEST(MergeOptionsTest, TakesTracesAndAnOutput) {
   EXPECT_NE(helpFor("merge").find("NCCL collectives"), std::string::npos);
 }
 
+TEST(MergeOptionsTest, TakesMemoryMbAsAnalyzeDoes) {
+  EXPECT_EQ(parseCommandLine({"merge", "--memory-mb", "32", "a", "b", "-o", "j"}).merge.memoryBytes,
+            std::size_t{32} << 20);
+  EXPECT_EQ(parseCommandLine({"merge", "a", "b", "-o", "j"}).merge.memoryBytes,
+            std::size_t{256} << 20);
+  EXPECT_EQ(usageErrorOf({"merge", "--memory-mb", "x", "a", "b", "-o", "j"}),
+            "kinetrace merge: --memory-mb needs a whole number of megabytes 16..1048576, got 'x'");
+}
+
 TEST(MergeOptionsTest, WithoutAnOutputOrWithOneTraceItIsAUsageError) {
   EXPECT_EQ(usageErrorOf({"merge", "a.json", "b.json"}),
             "kinetrace merge: give the merged trace's path: kinetrace merge TRACE... -o OUT");
@@ -77,7 +86,7 @@ TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
   const std::string printed(buffer, std::fread(buffer, 1, sizeof buffer - 1, out));
   std::fclose(out);
   std::fclose(messages);
-  EXPECT_NE(printed.find("merged 2 traces into " + options.output + ": 2 events"),
+  EXPECT_NE(printed.find("merged 2 traces into " + options.output + ": wrote 2 of 2 events"),
             std::string::npos)
       << printed;
   EXPECT_NE(printed.find("rank 1 (" + b +
@@ -87,7 +96,8 @@ TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
       << printed;
 
   MemorySink read;
-  detail::readTraceFile(options.output, read, "job");
+  detail::ReadBudget budget;
+  detail::readTraceFile(options.output, read, "job", budget);
   std::vector<int64_t> ends;
   for (const OwnedEvent& e : read.events()) {
     if (e.category == "kernel") ends.push_back(e.timestampNs + e.durationNs);
@@ -98,6 +108,36 @@ TEST(MergeCommandTest, WritesOneTraceAndReportsEachRanksShift) {
   // An output that cannot be written is named before any input is read.
   options.output = (dir / "missing" / "job.json").string();
   EXPECT_THROW(mergeCommand(options, stdout, stderr), Error);
+}
+
+TEST(MergeCommandTest, ItSaysWroteNOfMAndWhatItLeftOutOnStderr) {
+  testing::TempDir dir;
+  const auto [a, b] = writeTwoRanks(dir);
+  std::ofstream(a) << R"({"distributedInfo": {"rank": 0}, "traceEvents": [
+    {"ph": "B", "name": "open", "pid": 1, "tid": 1, "ts": 1},
+    {"ph": "X", "name": "work", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
+  MergeOptions options;
+  options.paths = {a, b};
+  options.output = (dir / "job.json").string();
+  std::FILE* out = std::tmpfile();
+  std::FILE* messages = std::tmpfile();
+  ASSERT_EQ(mergeCommand(options, out, messages), 0);
+  auto text = [](std::FILE* file) {
+    std::rewind(file);
+    char buffer[4096] = {};
+    std::string read(buffer, std::fread(buffer, 1, sizeof buffer - 1, file));
+    std::fclose(file);
+    return read;
+  };
+  const std::string printed = text(out);
+  const std::string said = text(messages);
+  EXPECT_NE(printed.find("merged 2 traces into " + options.output + ": wrote 2 of 3 events"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(said.find("kinetrace: left out 1 events of phase 'B' (the output has no place for "
+                      "them)"),
+            std::string::npos)
+      << said;
 }
 
 TEST(MergeCommandTest, AnOutputThatIsOneOfTheInputsIsRefused) {

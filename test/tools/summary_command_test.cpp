@@ -4,6 +4,7 @@
 #include "summary_command.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -73,6 +74,35 @@ TEST(SummaryCommandTest, AnUnreadableSummaryIsNamedOnErr) {
   EXPECT_EQ(summaryCommand(options, out.file(), err.file()), 1);
   EXPECT_EQ(out.text(), "");
   EXPECT_EQ(err.text().rfind("kinetrace summary: " + summary + ": ", 0), 0u) << err.text();
+}
+
+TEST(SummaryCommandTest, ASummaryPlantedAsALinkToDevZeroIsRefusedByName) {
+  // Read, it would have filled the memory: a directory of traces from someone else.
+  testing::TempDir dir;
+  const std::string planted = (dir / "kinetrace-run1-node1-pid1.summary.json").string();
+  ASSERT_EQ(::symlink("/dev/zero", planted.c_str()), 0);
+  SummaryOptions options;
+  options.paths = {dir.path()};
+  options.memoryBytes = std::size_t{16} << 20;
+  Stream out;
+  Stream err;
+  EXPECT_EQ(summaryCommand(options, out.file(), err.file()), 1);
+  EXPECT_EQ(err.text(), "kinetrace summary: " + planted +
+                            " is a symbolic link; only a regular file is read there\n");
+}
+
+TEST(SummaryCommandTest, TakesMemoryMbAsAnalyzeDoes) {
+  EXPECT_EQ(parseCommandLine({"summary", "--memory-mb", "64", "t"}).summary.memoryBytes,
+            std::size_t{64} << 20);
+  EXPECT_EQ(parseCommandLine({"summary", "t"}).summary.memoryBytes, std::size_t{256} << 20);
+  try {
+    parseCommandLine({"summary", "--memory-mb", "8", "t"});
+    FAIL() << "no error";
+  } catch (const UsageError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "kinetrace summary: --memory-mb needs a whole number of megabytes 16..1048576, got "
+              "'8'");
+  }
 }
 
 }  // namespace

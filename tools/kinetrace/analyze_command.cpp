@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/read_budget.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
 #include "analysis/trace_reader.h"
@@ -82,6 +83,12 @@ std::vector<std::string> traceFilesIn(const std::string& path, std::vector<std::
 }
 
 int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* messages) {
+  detail::ReadBudget budget(options.memoryBytes);
+  return analyzeWithin(options, budget, out, messages);
+}
+
+int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std::FILE* out,
+                  std::FILE* messages) {
   std::vector<std::string> files;
   std::vector<bool> fromDirectory;  // a file a directory held, not one named: skipped if no trace
   std::vector<std::string> duplicates;
@@ -106,8 +113,9 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
   analysis.consecutiveKernelNs = options.kernelWaitNs;
 
   // Each rank's trace is analysed and let go before the next is read: memory holds one
-  // rank's records at a time (within options.memoryBytes, the rest in temporary files),
-  // whatever the number of ranks and the length of their traces.
+  // rank's records at a time (within the budget, the rest in temporary files), whatever the
+  // number of ranks and the length of their traces; what the ranks' reports keep stays
+  // taken from the budget until the end.
   struct Rank {
     detail::RankReport report;
     detail::RankCollectives collectives;
@@ -117,14 +125,13 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
   std::size_t read = 0;             // traces read, of any rank
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
-    detail::TraceCollector collector(file, options.memoryBytes);
+    detail::TraceCollector collector(file, budget);
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
     detail::ReadReport readReport;
     try {
       readReport = detail::readTraceFile(
-          file, collector, file,
-          [&progress](uint64_t done, uint64_t total) { progress.update(done, total); },
-          options.memoryBytes);
+          file, collector, file, budget,
+          [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
     } catch (const Error& thrown) {
       progress.done();
       const Error error = namingFile(file, thrown);
@@ -148,6 +155,7 @@ int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* mes
     }
     if (options.rank >= 0 && trace.rank != options.rank) continue;
     detail::RankAnalysis rank = [&] {
+      const detail::ReadBudget::Reading reading(budget, file);
       try {
         return detail::analyzeRank(std::move(trace), analysis);
       } catch (const Error& error) {

@@ -6,6 +6,10 @@
 
 #include "cli_options.h"
 
+namespace kinetrace::detail {
+class ReadBudget;
+}  // namespace kinetrace::detail
+
 namespace kinetrace::cli {
 
 // The trace files a path names: the path itself (a file, or a pipe), or a directory's
@@ -18,7 +22,12 @@ std::vector<std::string> traceFilesIn(const std::string& path,
 
 // `kinetrace analyze`: reads the traces (any format kinetrace reads), prints the findings
 // and the tables on `out`, progress on `messages`, and writes --json. Throws
-// kinetrace::Error naming the file and the problem. Returns 0.
+// kinetrace::Error naming the file and the problem. Returns 0. What it holds in memory is
+// within options.memoryBytes (one read budget for the whole command).
 int analyzeCommand(const AnalyzeOptions& options, std::FILE* out, std::FILE* messages);
+// The same within a budget the caller made (`kinetrace summary`, analysing a trace without
+// a summary, draws from its own); options.memoryBytes is not read.
+int analyzeWithin(const AnalyzeOptions& options, kinetrace::detail::ReadBudget& budget,
+                  std::FILE* out, std::FILE* messages);
 
 }  // namespace kinetrace::cli

@@ -70,13 +70,13 @@ std::string checkMemoryMb(const std::string& value) {
   return value;
 }
 
-// analyze's working memory: below 16 MB a trace's tables do not fit.
-std::size_t parseAnalyzeMemory(const std::string& value) {
+// The offline commands' --memory-mb: below 16 MB a trace's buffers and tables do not fit.
+std::size_t parseReadMemory(const char* command, const std::string& value) {
   std::size_t megabytes = 0;
   if (!wholeNumber(value, &megabytes) || megabytes < 16 || megabytes > (std::size_t{1} << 20)) {
-    throw UsageError(
-        "kinetrace analyze: --memory-mb needs a whole number of megabytes 16..1048576, got '" +
-        value + "'");
+    throw UsageError(std::string("kinetrace ") + command +
+                     ": --memory-mb needs a whole number of megabytes 16..1048576, got '" + value +
+                     "'");
   }
   return megabytes << 20;
 }
@@ -121,6 +121,17 @@ auto counted(const char* command, std::size_t Options::*member) {
   return [command, member](Options& options, const char* option, Value value) {
     options.*member = parseCount(command, option, value);
   };
+}
+
+// --memory-mb of an offline command, one row for all of them: what reading its traces may
+// hold in memory (the read budget), `help` saying what the command does with the cap.
+template <typename Options>
+detail::OptionSpec<Options> readMemoryOption(const char* command, std::size_t Options::*member,
+                                             const char* help) {
+  return {"--memory-mb", nullptr, "N", help,
+          [command, member](Options& options, const char*, Value value) {
+            options.*member = parseReadMemory(command, value);
+          }};
 }
 
 // A setting of the traced process: checked here as the process will check it, passed on as
@@ -294,7 +305,10 @@ const CommandSpec<SummaryOptions>& summarySpec() {
       Command::Kind::Summary,
       &Command::summary,
       {{"--top", nullptr, "N", "kernels listed per summary (default 5)",
-        counted("summary", &SummaryOptions::topKernels)}},
+        counted("summary", &SummaryOptions::topKernels)},
+       readMemoryOption("summary", &SummaryOptions::memoryBytes,
+                        "the memory reading a summary (or analysing a trace without one) may "
+                        "hold (default 256); a summary file larger than that is refused")},
       Operands::Anywhere,
       [](SummaryOptions& summary, std::vector<std::string> operands) {
         summary.paths = std::move(operands);
@@ -303,11 +317,12 @@ const CommandSpec<SummaryOptions>& summarySpec() {
               "kinetrace summary: no trace given: kinetrace summary TRACE.json|DIRECTORY...");
         }
       },
-      R"(usage: kinetrace summary [--top N] PATH...
+      R"(usage: kinetrace summary [--top N] [--memory-mb N] PATH...
 
 Prints the summary of traces that kinetrace run wrote. PATH is a trace (x.json: its
 x.summary.json is read; a trace without one, saved through the API or by torch.profiler, is
 analysed as 'kinetrace analyze' does), a summary file, or a directory (every summary in it).
+Only regular files are read as summaries: a link, device or FIFO is named and refused.
 )",
       ""};
   return spec;
@@ -321,7 +336,11 @@ const CommandSpec<ConvertOptions>& convertSpec() {
       Command::Kind::Convert,
       &Command::convert,
       {{"--quiet", "-q", nullptr, "no progress and no report, errors only",
-        setTo(&ConvertOptions::quiet, true)}},
+        setTo(&ConvertOptions::quiet, true)},
+       readMemoryOption("convert", &ConvertOptions::memoryBytes,
+                        "the memory reading IN may hold (default 256): its metadata, its "
+                        "longest string, a .pftrace's interned strings and tracks; a trace that "
+                        "needs more is refused, naming what grew")},
       Operands::Anywhere,
       [](ConvertOptions& convert, std::vector<std::string> paths) {
         if (paths.size() != 2) {
@@ -333,7 +352,7 @@ const CommandSpec<ConvertOptions>& convertSpec() {
         convert.input = paths[0];
         convert.output = paths[1];
       },
-      R"(usage: kinetrace convert [--quiet] IN OUT
+      R"(usage: kinetrace convert [--quiet] [--memory-mb N] IN OUT
 
 Rewrites a trace in another format, streaming (a trace of any size needs little memory).
 IN is Chrome trace JSON (as kinetrace, torch.profiler and libkineto write it) or a .pftrace
@@ -345,7 +364,10 @@ name chooses its format:
   *.pftrace             Perfetto's protobuf format (also *.perfetto-trace; *.pftrace.gz)
 
 OUT appears whole or not at all. Events the output cannot hold (Chrome phases other than
-X, i, C, s, f and M; a pid that is not a number) are left out and counted on stderr.
+X, i, C, s, f and M; a pid that is not a number; in a .pftrace, a time more than a second
+before the trace's base time) are left out and counted on stderr, with "wrote N of M
+events". A number that does not fit (a time or id past 64 bits) is an error naming its
+event: no number is changed silently.
 )",
       ""};
   return spec;
@@ -364,6 +386,10 @@ const CommandSpec<MergeOptions>& mergeSpec() {
            stored(&MergeOptions::output)},
           {"--no-align", nullptr, nullptr, "keep every trace's times as recorded",
            setTo(&MergeOptions::align, false)},
+          readMemoryOption("merge", &MergeOptions::memoryBytes,
+                           "the memory reading the traces may hold (default 256): each rank's "
+                           "collectives, GPUs, processes and metadata; a job that needs more is "
+                           "refused, naming what grew"),
           {"--quiet", "-q", nullptr, "no progress and no report, errors only",
            setTo(&MergeOptions::quiet, true)},
       },
@@ -432,11 +458,10 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
            [](AnalyzeOptions& o, const char* option, Value v) {
              o.kernelWaitNs = static_cast<int64_t>(parseCount("analyze", option, v)) * 1000;
            }},
-          {"--memory-mb", nullptr, "N",
-           "the memory a trace's analysis may hold (default 256); what is more goes to "
-           "temporary files in $TMPDIR (else /tmp), so a trace of any length is analysed in "
-           "this much memory",
-           [](AnalyzeOptions& o, const char*, Value v) { o.memoryBytes = parseAnalyzeMemory(v); }},
+          readMemoryOption("analyze", &AnalyzeOptions::memoryBytes,
+                           "the memory a trace's analysis may hold (default 256); what is more "
+                           "goes to temporary files in $TMPDIR (else /tmp), so a trace of any "
+                           "length is analysed in this much memory"),
           {"--quiet", "-q", nullptr, "no progress", setTo(&AnalyzeOptions::quiet, true)},
       },
       Operands::Anywhere,

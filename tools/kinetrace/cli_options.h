@@ -9,8 +9,8 @@
 // The kinetrace command line:
 //
 //   kinetrace run [options] [--] PROGRAM [ARGS...]
-//   kinetrace summary [--top N] PATH...
-//   kinetrace convert [--quiet] IN OUT
+//   kinetrace summary [--top N] [--memory-mb N] PATH...
+//   kinetrace convert [--quiet] [--memory-mb N] IN OUT
 //   kinetrace merge [options] TRACE... -o OUT
 //   kinetrace analyze [options] TRACE|DIR...
 //   kinetrace trigger (--pid PID | --job NAME) (--duration T | --steps N) [options]
@@ -42,13 +42,13 @@ struct RunOptions {
   std::string duration;
   std::string captureRange;
   std::string logLevel;
-  std::string memoryMb;        // KINETRACE_MEMORY_MB: the tracer's whole memory per process
-  std::string format;          // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
-  std::string cudaGraphTrace;  // KINETRACE_CUDA_GRAPH_TRACE: node or graph
+  std::string memoryMb;            // KINETRACE_MEMORY_MB: the tracer's whole memory per process
+  std::string format;              // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
+  std::string cudaGraphTrace;      // KINETRACE_CUDA_GRAPH_TRACE: node or graph
   std::string gpuMetrics;          // KINETRACE_GPU_METRICS
   std::string gpuMetricsInterval;  // KINETRACE_GPU_METRICS_INTERVAL
-  std::string schedule;        // KINETRACE_SCHEDULE: record by steps
-  std::string stepMarks;       // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
+  std::string schedule;            // KINETRACE_SCHEDULE: record by steps
+  std::string stepMarks;           // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
   bool nvtx = true;
   // --torch: kinetrace becomes the profiler backend of the program's PyTorch (libkineto_api.so
   // preloaded) instead of tracing the whole run through CUDA injection.
@@ -62,23 +62,31 @@ struct RunOptions {
   std::vector<std::string> program;  // PROGRAM ARGS...
 };
 
+// What the offline commands (summary, convert, merge, analyze) may hold in memory while
+// they read traces, when --memory-mb is not given: the read budget's default
+// (analysis/read_budget.h, kDefaultReadBudgetBytes).
+constexpr std::size_t kDefaultReadMemoryBytes = std::size_t{256} << 20;
+
 struct SummaryOptions {
   std::size_t topKernels = 5;
+  std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
   std::vector<std::string> paths;
 };
 
 struct ConvertOptions {
   std::string input;
   std::string output;
-  bool quiet = false;  // no progress, no report (errors still)
+  std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
+  bool quiet = false;                                 // no progress, no report (errors still)
   // Inputs at least this large show their progress (smaller ones convert in a second).
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
 
 struct MergeOptions {
-  std::vector<std::string> paths;  // one trace per rank
-  std::string output;              // -o
-  bool align = true;               // --no-align: times as recorded
+  std::vector<std::string> paths;                     // one trace per rank
+  std::string output;                                 // -o
+  bool align = true;                                  // --no-align: times as recorded
+  std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
@@ -91,7 +99,7 @@ struct AnalyzeOptions {
   std::size_t top = 10;            // rows of each table
   int64_t tinyKernelNs = 10'000;   // --tiny-us
   int64_t kernelWaitNs = 30'000;   // --kernel-wait-us (HTA's threshold, trace_analysis.h)
-  std::size_t memoryBytes = std::size_t{256} << 20;  // --memory-mb
+  std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };

@@ -4,15 +4,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "analysis/read_budget.h"
 #include "analysis/trace_reader.h"
 #include "files.h"
 #include "kinetrace/sink.h"
 #include "output/atomic_file.h"
+#include "output/sink_losses.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -31,6 +34,7 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   refuseOutputOverInput(options.output, {options.input}, "kinetrace convert");
   // Ctrl-C, a hangup or a kill leaves no half-written OUT beside the real one.
   detail::removeTemporaryFilesOnSignals();
+  detail::ReadBudget budget(options.memoryBytes);
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,
@@ -38,21 +42,36 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   detail::ReadReport report;
   try {
     report = detail::readTraceFile(
-        options.input, *sink, options.output,
+        options.input, *sink, options.output, budget,
         [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
   } catch (...) {
     progress.done();
     throw;
   }
   progress.done();
+  const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
   if (options.quiet) return 0;
-  std::fprintf(messages, "kinetrace: wrote %s: %llu events%s (from %s%s)\n", options.output.c_str(),
-               static_cast<unsigned long long>(report.events), sizeOf(options.output).c_str(),
+  // Every event of IN is either written or said here with why it was not.
+  uint64_t read = report.events;
+  for (const auto& [why, count] : report.skipped) read += count;
+  uint64_t written = report.events;
+  for (const auto& [why, count] : losses.events) written -= std::min(written, count);
+  std::fprintf(messages, "kinetrace: wrote %s: %llu of %llu events%s (from %s%s)\n",
+               options.output.c_str(), static_cast<unsigned long long>(written),
+               static_cast<unsigned long long>(read), sizeOf(options.output).c_str(),
                options.input.c_str(), sizeOf(options.input).c_str());
   for (const auto& [why, count] : report.skipped) {
     std::fprintf(messages, "kinetrace: left out %llu %s (the output has no place for them)\n",
                  static_cast<unsigned long long>(count), why.c_str());
+  }
+  for (const auto& [why, count] : losses.events) {
+    std::fprintf(messages, "kinetrace: left out %llu %s\n", static_cast<unsigned long long>(count),
+                 why.c_str());
+  }
+  for (const auto& [why, count] : losses.changes) {
+    std::fprintf(messages, "kinetrace: %llu %s\n", static_cast<unsigned long long>(count),
+                 why.c_str());
   }
   return 0;
 }

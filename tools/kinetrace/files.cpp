@@ -1,12 +1,15 @@
 #include "files.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 
 #include "kinetrace/error.h"
 
@@ -44,12 +47,29 @@ bool isDirectory(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
+std::string readSmallFile(const std::string& path, std::size_t maxBytes) {
+  // O_NONBLOCK: opening a FIFO does not wait for a writer; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  struct stat info {};
+  const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  if (!regular || static_cast<uint64_t>(info.st_size) > maxBytes) {
+    ::close(fd);
+    throw Error(regular ? fmt::format("{} is larger than {} bytes, more than such a file holds",
+                                      path, maxBytes)
+                        : fmt::format("{} is not a regular file", path));
+  }
+  std::string bytes(static_cast<std::size_t>(info.st_size), '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  return bytes;
 }
 
 std::vector<std::string> listDirectory(const std::string& dir) {

@@ -1,18 +1,22 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
-// Small file-system helpers of the kinetrace command. None throws: a path that cannot be
-// read reads as missing or empty.
+// Small file-system helpers of the kinetrace command. None throws but readSmallFile and
+// refuseOutputOverInput: a path that cannot be read reads as missing or empty.
 
 namespace kinetrace::cli {
 
 bool isRegularFile(const std::string& path);
 bool isDirectory(const std::string& path);
 
-// The file's bytes; "" when it cannot be read.
-std::string readFile(const std::string& path);
+// The bytes of a small file the user names (a configuration): a regular file (a link to
+// one is followed) of at most `maxBytes`. Throws kinetrace::Error naming it otherwise: a
+// device or FIFO could make the read endless. Files others may have put in place are read
+// with detail::readRegularFile (analysis/regular_file.h) instead, which follows no link.
+std::string readSmallFile(const std::string& path, std::size_t maxBytes);
 
 // The names in `dir` ("." and ".." included), sorted; none when it cannot be read.
 std::vector<std::string> listDirectory(const std::string& dir);

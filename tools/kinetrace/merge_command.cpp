@@ -2,14 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "analysis/read_budget.h"
 #include "analysis/trace_merge.h"
 #include "files.h"
 #include "kinetrace/sink.h"
 #include "output/atomic_file.h"
+#include "output/sink_losses.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -40,6 +43,7 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
   // Opening the output first names an unwritable OUT before reading every input twice.
   refuseOutputOverInput(options.output, options.paths, "kinetrace merge");
   std::unique_ptr<Sink> sink = openSink(options.output);
+  detail::ReadBudget budget(options.memoryBytes);
   detail::MergeOptions mergeOptions;
   mergeOptions.alignOnCollectives = options.align;
 
@@ -47,7 +51,7 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
                         options.progressFromBytes);
   std::vector<detail::RankPlacement> plan;
   try {
-    plan = detail::planMerge(options.paths, mergeOptions,
+    plan = detail::planMerge(options.paths, mergeOptions, budget,
                              [&](uint64_t done, uint64_t total) { scanning.update(done, total); });
   } catch (...) {
     scanning.done();
@@ -59,19 +63,29 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
                        options.progressFromBytes);
   detail::MergeReport report;
   try {
-    report = detail::writeMerged(plan, *sink, options.output, [&](uint64_t done, uint64_t total) {
-      writing.update(done, total);
-    });
+    report =
+        detail::writeMerged(plan, *sink, options.output, budget,
+                            [&](uint64_t done, uint64_t total) { writing.update(done, total); });
   } catch (...) {
     writing.done();
     throw;
   }
   writing.done();
+  const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
   if (options.quiet) return 0;
 
-  std::fprintf(out, "kinetrace: merged %zu traces into %s: %llu events\n", plan.size(),
-               options.output.c_str(), static_cast<unsigned long long>(report.events));
+  // Every event of the inputs is either written or said below with why it was not.
+  uint64_t read = report.events;
+  for (const auto& [why, count] : report.skipped) read += count;
+  uint64_t written = report.events;
+  for (const auto& [why, count] : losses.events) written -= std::min(written, count);
+  std::fprintf(out, "kinetrace: merged %zu traces into %s: wrote %llu of %llu events%s\n",
+               plan.size(), options.output.c_str(), static_cast<unsigned long long>(written),
+               static_cast<unsigned long long>(read),
+               report.addedNames > 0
+                   ? fmt::format(" (and {} process names for the ranks)", report.addedNames).c_str()
+                   : "");
   for (const detail::RankPlacement& p : plan) {
     std::string line = fmt::format("  rank {} ({}): ", p.rank, p.path);
     if (p.collectivesMatched > 0) {
@@ -86,9 +100,18 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
     if (!p.rankFromTrace) line += " (no distributedInfo.rank: its place on the command line)";
     std::fprintf(out, "%s\n", line.c_str());
   }
+  // What was left out goes where errors go, as `convert` says it.
   for (const auto& [why, count] : report.skipped) {
-    std::fprintf(out, "kinetrace: left out %llu %s (the output has no place for them)\n",
+    std::fprintf(messages, "kinetrace: left out %llu %s (the output has no place for them)\n",
                  static_cast<unsigned long long>(count), why.c_str());
+  }
+  for (const auto& [why, count] : losses.events) {
+    std::fprintf(messages, "kinetrace: left out %llu %s\n", static_cast<unsigned long long>(count),
+                 why.c_str());
+  }
+  for (const auto& [why, count] : losses.changes) {
+    std::fprintf(messages, "kinetrace: %llu %s\n", static_cast<unsigned long long>(count),
+                 why.c_str());
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "analysis/read_budget.h"
 #include "error_text.h"
 #include "files.h"
 #include "inject/trace_naming.h"
@@ -108,18 +109,16 @@ std::string problems(const std::vector<ManifestEntry>& outcomes, const RunRemain
 
 namespace {
 
-RunTrace withSummary(std::string path) {
+RunTrace withSummary(std::string path, detail::ReadBudget& budget) {
   RunTrace trace;
   trace.path = std::move(path);
-  std::string text = readFile(inject::summaryPathFor(trace.path));
-  if (!text.empty()) {
-    try {
-      trace.summary = detail::summaryFromJson(text);
-      trace.summary.traceFile = trace.path;
-      trace.hasSummary = true;
-    } catch (const Error&) {
-      // Listed without its summary.
-    }
+  try {
+    // Read as any summary is: a regular file only, within the budget.
+    trace.summary = detail::readSummaryFile(inject::summaryPathFor(trace.path), budget);
+    trace.summary.traceFile = trace.path;
+    trace.hasSummary = true;
+  } catch (const Error&) {
+    // Listed without its summary.
   }
   return trace;
 }
@@ -129,19 +128,21 @@ RunTrace withSummary(std::string path) {
 std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& runId,
                                   const std::vector<inject::ManifestEntry>& outcomes) {
   std::vector<RunTrace> traces;
+  // The summaries are small; the default cap of the offline commands bounds them all.
+  detail::ReadBudget budget;
   const std::string prefix = "kinetrace-" + runId + "-";
   for (const std::string& name : listDirectory(dir)) {
     const bool isTrace = endsWith(name, ".json") || endsWith(name, ".json.gz") ||
                          endsWith(name, ".pftrace");  // the formats of --format
     if (name.rfind(prefix, 0) != 0 || !isTrace || endsWith(name, ".summary.json")) continue;
-    traces.push_back(withSummary(dir + "/" + name));
+    traces.push_back(withSummary(dir + "/" + name, budget));
   }
   for (const ManifestEntry& entry : outcomes) {
     if (entry.event != ManifestEvent::Saved || entry.path.empty()) continue;
     const bool listed = std::any_of(traces.begin(), traces.end(), [&](const RunTrace& trace) {
       return trace.path == entry.path;
     });
-    if (!listed && isRegularFile(entry.path)) traces.push_back(withSummary(entry.path));
+    if (!listed && isRegularFile(entry.path)) traces.push_back(withSummary(entry.path, budget));
   }
   return traces;
 }

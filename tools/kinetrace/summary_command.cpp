@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/read_budget.h"
 #include "analysis/summary.h"
 #include "analyze_command.h"
 #include "error_text.h"
@@ -13,6 +14,8 @@
 namespace kinetrace::cli {
 
 int summaryCommand(const SummaryOptions& options, std::FILE* out, std::FILE* err) {
+  // One budget for every summary read and every trace analysed instead.
+  detail::ReadBudget budget(options.memoryBytes);
   std::vector<std::string> files;
   std::vector<std::string> tracesWithoutSummary;  // analysed instead
   bool missing = false;
@@ -38,20 +41,15 @@ int summaryCommand(const SummaryOptions& options, std::FILE* out, std::FILE* err
   }
   bool first = true;
   for (const std::string& file : files) {
-    std::string text = readFile(file);
-    if (text.empty()) {
-      std::fprintf(err, "kinetrace summary: cannot read %s\n", file.c_str());
-      missing = true;
-      continue;
-    }
     try {
-      detail::Summary summary = detail::summaryFromJson(text);
+      // A summary is read only if it is a regular file, and within the budget: a directory
+      // of traces may hold a "summary" that is a link to /dev/zero.
+      detail::Summary summary = detail::readSummaryFile(file, budget);
       std::fprintf(out, "%s%s", first ? "" : "\n",
                    detail::formatSummary(summary, options.topKernels).c_str());
       first = false;
     } catch (const Error& error) {
-      std::fprintf(err, "kinetrace summary: %s: %s\n", file.c_str(),
-                   withoutKinetracePrefix(error.what()).c_str());
+      std::fprintf(err, "kinetrace summary: %s\n", withoutKinetracePrefix(error.what()).c_str());
       missing = true;
     }
   }
@@ -61,7 +59,7 @@ int summaryCommand(const SummaryOptions& options, std::FILE* out, std::FILE* err
     analyze.top = options.topKernels;
     std::fprintf(out, "%s", first ? "" : "\n");
     try {
-      analyzeCommand(analyze, out, err);
+      analyzeWithin(analyze, budget, out, err);
       first = false;
     } catch (const Error& error) {
       std::fprintf(err, "kinetrace summary: %s\n", withoutKinetracePrefix(error.what()).c_str());

@@ -13,6 +13,7 @@
 
 #include "files.h"
 #include "inject/trigger_channel.h"
+#include "kinetrace/error.h"
 #include "ondemand/kineto_config.h"
 #include "ondemand/trigger_decision.h"
 
@@ -122,7 +123,14 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
   TriggerOptions options = given;
   int64_t startAtNs = 0;
   if (!options.configFile.empty()) {
-    const std::string text = readFile(options.configFile);
+    // A libkineto configuration is a few lines; a megabyte is plenty.
+    constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+    std::string text;
+    try {
+      text = readSmallFile(options.configFile, kMaxConfigBytes);
+    } catch (const Error& error) {
+      throw UsageError(std::string("kinetrace trigger: --config: ") + error.what());
+    }
     if (text.empty()) {
       throw UsageError("kinetrace trigger: --config: cannot read " + options.configFile);
     }
