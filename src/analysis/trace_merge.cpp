@@ -231,6 +231,9 @@ class RankWriter final : public Sink {
   int64_t oddPids_ = 0;
 };
 
+// Wide enough for any sum or difference of two int64 times (GCC and Clang's own type).
+__extension__ typedef __int128 WideNs;
+
 // Whether every event of the plan lies where the merged trace can hold it (trace_merge.h),
 // after its rank's shift; throws kinetrace::Error naming the rank that does not.
 void checkMergedSpan(const std::vector<RankPlacement>& plan, int64_t baseTimeNs) {
@@ -244,10 +247,10 @@ void checkMergedSpan(const std::vector<RankPlacement>& plan, int64_t baseTimeNs)
   }
   for (const RankPlacement& p : plan) {
     if (!p.hasEvents) continue;
-    const __int128 first = static_cast<__int128>(p.firstNs) + p.offsetNs;
-    const __int128 last = static_cast<__int128>(p.lastNs) + p.offsetNs;
-    const __int128 after = last - baseTimeNs;
-    const __int128 before = static_cast<__int128>(baseTimeNs) - first;
+    const WideNs first = static_cast<WideNs>(p.firstNs) + p.offsetNs;
+    const WideNs last = static_cast<WideNs>(p.lastNs) + p.offsetNs;
+    const WideNs after = last - baseTimeNs;
+    const WideNs before = static_cast<WideNs>(baseTimeNs) - first;
     if (after <= kMergedMaxAfterBaseNs && before <= kMergedMaxBeforeBaseNs) continue;
     const bool late = after > kMergedMaxAfterBaseNs;
     throw Error(fmt::format(
