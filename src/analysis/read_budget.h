@@ -81,6 +81,10 @@ class ReadBudget {
   // Throws the BudgetRefusal that take() throws.
   [[noreturn]] void refuse(std::string_view what) const;
 
+  // The counters themselves, for a sink that draws its own state from the same cap
+  // (output/sink_memory.h).
+  MemoryBudget& memory() noexcept { return memory_; }
+
   std::size_t cap() const noexcept { return memory_.cap(); }
   std::size_t used() const noexcept { return memory_.used(); }
   std::size_t peak() const noexcept { return memory_.peak(); }

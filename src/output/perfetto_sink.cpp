@@ -37,6 +37,18 @@ constexpr std::size_t kMaxInternedValueBytes = 1024;
 // The buffer starts at this size, and takes the flush size when half of it is used: a short
 // trace touches (and pays page faults for) a small buffer, not a megabyte.
 constexpr std::size_t kFirstBufferBytes = std::size_t{64} << 10;
+// What a budget is charged besides a record's own size: a hash or tree node's pointers and
+// the allocator's header.
+constexpr std::size_t kNodeBytes = 48;
+// What the lanes remember of a slice, at most (perfetto_lanes.h), for a budget's share.
+constexpr std::size_t kLaneBytesPerSlice = 64;
+
+// The bytes an argument's text takes when kept (a string or JSON text); 0 for a number.
+std::size_t argTextBytes(const Arg& arg) {
+  if (const auto* text = std::get_if<std::string_view>(&arg.value)) return text->size();
+  if (const auto* json = std::get_if<JsonText>(&arg.value)) return json->text.size();
+  return 0;
+}
 using namespace pftrace;
 
 // The kinds of interned strings, one InternTable each.
@@ -91,6 +103,22 @@ class PerfettoSink::Encoder {
     out_.reserve(std::min(bufferBytes_ + 4096, kFirstBufferBytes));
     interned_.reserve(4096);
     metadata_ = newSequence(kMetadataTrackUuid);
+  }
+  ~Encoder() {
+    if (budget_ != nullptr) budget_->release(charged_);
+  }
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+
+  void drawMemoryFrom(MemoryBudget& budget) {
+    expectState(State::Created, "drawMemoryFrom");
+    const std::size_t share = budget.cap() / 8;
+    internBudgetBytes_ = std::min(internBudgetBytes_, share);
+    lanesBudget_ =
+        std::max<std::size_t>(1, std::min(SliceLanes::kDefaultBudget, share / kLaneBytesPerSlice));
+    budget_ = &budget;
+    charge(internBudgetBytes_ + lanesBudget_ * kLaneBytesPerSlice,
+           "its interned strings and lanes");
   }
 
   void begin(const TraceHeader& header) {
@@ -211,7 +239,7 @@ class PerfettoSink::Encoder {
         ThreadTrack& thread = threadTrack(event.pid, event.tid);
         const std::size_t track =
             laneSequence(thread, thread.lanes->place(event.timestampNs, endNs));
-        if (++lanesRemembered_ > SliceLanes::kDefaultBudget) forgetLanesOlderHalf();
+        if (++lanesRemembered_ > lanesBudget_) forgetLanesOlderHalf();
         if (!openTrackEvent(track, event.timestampNs, kTypeSliceBegin)) return;
         eventNames(event.name, event.category);
         annotations(event);
@@ -235,6 +263,19 @@ class PerfettoSink::Encoder {
       case Phase::Metadata:
         return;
     }
+  }
+
+  // Takes `bytes` from the budget, when there is one, for `what`; throws when it cannot.
+  void charge(std::size_t bytes, const char* what) {
+    if (budget_ == nullptr) return;
+    if (!budget_->tryAcquire(bytes)) {
+      throw Error(
+          fmt::format("{}: writing it as a .pftrace, {} would take more than the {} MB of memory "
+                      "--memory-mb allows; raise --memory-mb",
+                      header_.traceName.empty() ? std::string("the output") : header_.traceName,
+                      what, (budget_->cap() + (std::size_t{1} << 20) - 1) >> 20));
+    }
+    charged_ += bytes;
   }
 
   // The slices the tracks' lanes remember are bounded together, not per track (a trace has
@@ -369,6 +410,9 @@ class PerfettoSink::Encoder {
       describeProcess(processTrack(event.pid), event.pid, *text);
     } else if (text != nullptr && event.name == chrome::kThreadName) {
       ThreadTrack& track = threadTrack(event.pid, event.tid);
+      if (text->size() > track.name.capacity()) {
+        charge(text->size() - track.name.capacity(), "its track names");
+      }
       track.name = std::string(*text);
       describeThread(track, event.pid, event.tid, *text);
       for (std::size_t lane = 1; lane <= track.laneSequences.size(); ++lane) {
@@ -376,6 +420,11 @@ class PerfettoSink::Encoder {
       }
     }
     if (headerPending_) {
+      std::size_t bytes = sizeof(KeptEvent) + event.name.size() + event.category.size();
+      for (std::size_t i = 0; i < event.argCount; ++i) {
+        bytes += sizeof(Arg) + kNodeBytes + event.args[i].key.size() + argTextBytes(event.args[i]);
+      }
+      charge(bytes, "the naming events kept until its first event");
       keep(event, keptNamings_.emplace_back());
       return;
     }
@@ -407,6 +456,7 @@ class PerfettoSink::Encoder {
 
   // A sequence for a new track; it starts (its first packet is written) with its first event.
   std::size_t newSequence(uint64_t trackUuid) {
+    charge(sizeof(Sequence), "its tracks");
     Sequence& s = sequences_.emplace_back();
     s.id = static_cast<uint32_t>(sequences_.size());  // kMetadataSequenceId for the first
     s.trackUuid = trackUuid;
@@ -448,6 +498,7 @@ class PerfettoSink::Encoder {
     auto found = processes_.find(pid);
     if (found != processes_.end()) return found->second;
     const uint64_t uuid = nextUuid_++;
+    charge(sizeof(std::pair<int64_t, uint64_t>) + kNodeBytes, "its tracks");
     processes_.emplace(pid, uuid);
     describeProcess(uuid, pid, {});
     return uuid;
@@ -457,6 +508,7 @@ class PerfettoSink::Encoder {
     if (lastThread_ != nullptr && lastThreadKey_ == std::make_pair(pid, tid)) return *lastThread_;
     auto found = threads_.find({pid, tid});
     if (found == threads_.end()) {
+      charge(sizeof(ThreadTrack) + sizeof(SliceLanes) + 2 * kNodeBytes, "its tracks");
       ThreadTrack track;
       track.processUuid = processTrack(pid);
       track.sequence = newSequence(nextUuid_++);
@@ -478,6 +530,8 @@ class PerfettoSink::Encoder {
     auto found = counters_.find(lookup);
     if (found != counters_.end()) return found->second;
     const uint64_t parent = sequence(threadTrack(pid, tid).sequence).trackUuid;
+    charge(sizeof(lookup) + sizeof(std::size_t) + kNodeBytes + name.size() + key.size(),
+           "its counter series");
     const std::size_t track = newSequence(nextUuid_++);
     counters_.emplace(std::move(lookup), track);
     const std::size_t packet = w_.beginMessage(kTracePacket);
@@ -531,6 +585,7 @@ class PerfettoSink::Encoder {
   std::size_t laneSequence(ThreadTrack& t, std::size_t lane) {
     if (lane == 0) return t.sequence;
     while (t.laneSequences.size() < lane) {
+      charge(sizeof(std::size_t), "its tracks");
       t.laneSequences.push_back(newSequence(nextUuid_++));
       describeLane(t, t.laneSequences.size());
     }
@@ -853,6 +908,9 @@ class PerfettoSink::Encoder {
   std::pair<int64_t, int64_t> lastThreadKey_;
   ThreadTrack* lastThread_ = nullptr;
   std::size_t lanesRemembered_ = 0;  // slices remembered by every track's lanes together
+  std::size_t lanesBudget_ = SliceLanes::kDefaultBudget;  // what they may remember
+  MemoryBudget* budget_ = nullptr;  // what the sink's growing state draws from, if anything
+  std::size_t charged_ = 0;         // and what it took
   std::map<std::tuple<int64_t, int64_t, std::string, std::string>, std::size_t> counters_;
 
   InternTable names_;
@@ -898,6 +956,10 @@ PerfettoSink::PerfettoSink(std::unique_ptr<ByteOutput> output, std::size_t buffe
     : encoder_(std::make_unique<Encoder>(std::move(output), bufferBytes, internBudgetBytes)) {}
 
 PerfettoSink::~PerfettoSink() = default;
+
+void PerfettoSink::drawMemoryFrom(MemoryBudget& budget) {
+  encoder_->drawMemoryFrom(budget);
+}
 
 void PerfettoSink::begin(const TraceHeader& header) {
   encoder_->begin(header);

@@ -8,6 +8,7 @@
 #include "kinetrace/sink.h"
 #include "output/atomic_file.h"
 #include "output/sink_losses.h"
+#include "output/sink_memory.h"
 
 namespace kinetrace::detail {
 
@@ -38,14 +39,14 @@ namespace kinetrace::detail {
 //
 // Memory: the buffer, one open slice, a small record per track, the slices the tracks'
 // lanes remember (SliceLanes::kDefaultBudget for all tracks together, however many there
-// are), and the interned strings with a bit per string and
-// sequence that defined it (up to kInternBudgetBytes; past it strings are written in place,
-// uninterned).
+// are), and the interned strings with a bit per string and sequence that defined it (up to
+// kInternBudgetBytes; past it strings are written in place, uninterned); with a budget
+// (drawMemoryFrom), all of it within the budget.
 //
 // Left out, and counted (in the footer and in losses()): events more than a second before
 // the base time, which no clock of the file can place; counter values that are not numbers.
 // Changed, and counted: slices ending past INT64_MAX nanoseconds end there.
-class PerfettoSink final : public Sink, public ReportsLosses {
+class PerfettoSink final : public Sink, public ReportsLosses, public DrawsFromBudget {
  public:
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;
   static constexpr std::size_t kInternBudgetBytes = std::size_t{64} << 20;
@@ -61,6 +62,11 @@ class PerfettoSink final : public Sink, public ReportsLosses {
   void write(const Event& event) override;
   void end(const Metadata& footer) override;
   SinkLosses losses() const override;
+  // From then on its interned strings take at most an eighth of the budget's cap, its lanes
+  // remember at most an eighth's worth of slices (both taken at once), and each track,
+  // counter series and naming event kept until the header is taken as it comes; past the
+  // cap, writing throws kinetrace::Error naming the output and what grew.
+  void drawMemoryFrom(MemoryBudget& budget) override;
 
  private:
   class Encoder;

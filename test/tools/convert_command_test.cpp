@@ -20,6 +20,7 @@
 #include "output/trace_events.h"
 #include "support/sample_trace.h"
 #include "support/temp_dir.h"
+#include "support/test_support.h"
 #include "support/usage_error.h"
 
 namespace kinetrace::cli {
@@ -53,11 +54,14 @@ class ConvertCommandTest : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   int convert(const std::string& in, const std::string& out,
-              uint64_t progressFromBytes = ~uint64_t{0}) {
+              uint64_t progressFromBytes = ~uint64_t{0}, std::size_t memoryBytes = 0,
+              bool quiet = false) {
     ConvertOptions options;
     options.input = path(in);
     options.output = path(out);
     options.progressFromBytes = progressFromBytes;
+    if (memoryBytes != 0) options.memoryBytes = memoryBytes;
+    options.quiet = quiet;
     std::FILE* messages = std::tmpfile();
     const int status = convertCommand(options, stdout, messages);
     std::rewind(messages);
@@ -148,6 +152,37 @@ TEST_F(ConvertCommandTest, ItSaysWroteNOfMAndEveryEventLeftOutWithWhy) {
             std::string::npos)
       << report_;
   EXPECT_EQ(events("out.pftrace").size(), 1u);
+}
+
+TEST_F(ConvertCommandTest, WhatIsLeftOutIsSaidEvenWhenQuiet) {
+  std::ofstream(path("in.json")) << R"({"traceEvents": [
+    {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
+    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
+  ASSERT_EQ(convert("in.json", "out.pftrace", ~uint64_t{0}, 0, /*quiet=*/true), 0);
+  EXPECT_EQ(report_,
+            "kinetrace: left out 1 events of phase 'B' (the output has no place for them)\n");
+}
+
+// The .pftrace writer's tracks grew with the trace whatever --memory-mb said: a stranger's
+// JSON with a thread for each event took memory in proportion to its length.
+TEST_F(ConvertCommandTest, APftraceOfAThreadAnEventStaysWithinTheMemoryAllowed) {
+  {
+    std::ofstream in(path("threads.json"));
+    in << R"({"traceEvents": [)";
+    for (int tid = 1; tid <= 60000; ++tid) {
+      in << (tid > 1 ? "," : "") << R"({"ph":"X","name":"s","pid":1,"ts":1,"dur":1,"tid":)" << tid
+         << "}";
+    }
+    in << "]}";
+  }
+  const std::string error = kinetrace::testing::errorOf(
+      [&] { convert("threads.json", "out.pftrace", ~uint64_t{0}, std::size_t{16} << 20); });
+  EXPECT_EQ(error, path("out.pftrace") +
+                       ": writing it as a .pftrace, its tracks would take more than the 16 MB of "
+                       "memory --memory-mb allows; raise --memory-mb");
+  EXPECT_EQ(dir_.entries(), std::vector<std::string>{"threads.json"}) << "no output left";
+  ASSERT_EQ(convert("threads.json", "out.pftrace"), 0) << "the default allows it";
+  EXPECT_NE(report_.find("60000 of 60000 events"), std::string::npos) << report_;
 }
 
 TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {

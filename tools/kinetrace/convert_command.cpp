@@ -14,8 +14,10 @@
 #include "analysis/trace_reader.h"
 #include "files.h"
 #include "kinetrace/sink.h"
+#include "left_out.h"
 #include "output/atomic_file.h"
 #include "output/sink_losses.h"
+#include "output/sink_memory.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -37,6 +39,8 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   detail::ReadBudget budget(options.memoryBytes);
   // Opening the output first names an unwritable OUT before reading a large IN.
   std::unique_ptr<Sink> sink = openSink(options.output);
+  // Its growing state (a .pftrace's tracks, lanes, interned strings) within the same cap.
+  detail::drawSinkMemoryFrom(*sink, budget.memory());
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,
                         options.progressFromBytes);
   detail::ReadReport report;
@@ -51,28 +55,16 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   progress.done();
   const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
-  if (options.quiet) return 0;
-  // Every event of IN is either written or said here with why it was not.
-  uint64_t read = report.events;
-  for (const auto& [why, count] : report.skipped) read += count;
-  uint64_t written = report.events;
-  for (const auto& [why, count] : losses.events) written -= std::min(written, count);
-  std::fprintf(messages, "kinetrace: wrote %s: %llu of %llu events%s (from %s%s)\n",
-               options.output.c_str(), static_cast<unsigned long long>(written),
-               static_cast<unsigned long long>(read), sizeOf(options.output).c_str(),
-               options.input.c_str(), sizeOf(options.input).c_str());
-  for (const auto& [why, count] : report.skipped) {
-    std::fprintf(messages, "kinetrace: left out %llu %s (the output has no place for them)\n",
-                 static_cast<unsigned long long>(count), why.c_str());
+  if (!options.quiet) {
+    std::fprintf(messages, "kinetrace: wrote %s: %llu of %llu events%s (from %s%s)\n",
+                 options.output.c_str(),
+                 static_cast<unsigned long long>(eventsWritten(report.events, losses)),
+                 static_cast<unsigned long long>(eventsRead(report.events, report.skipped)),
+                 sizeOf(options.output).c_str(), options.input.c_str(),
+                 sizeOf(options.input).c_str());
   }
-  for (const auto& [why, count] : losses.events) {
-    std::fprintf(messages, "kinetrace: left out %llu %s\n", static_cast<unsigned long long>(count),
-                 why.c_str());
-  }
-  for (const auto& [why, count] : losses.changes) {
-    std::fprintf(messages, "kinetrace: %llu %s\n", static_cast<unsigned long long>(count),
-                 why.c_str());
-  }
+  // Every event of IN is either written or said here with why it was not, --quiet or not.
+  sayWhatWasLeftOut(messages, report.skipped, losses);
   return 0;
 }
 

@@ -11,8 +11,10 @@
 #include "analysis/trace_merge.h"
 #include "files.h"
 #include "kinetrace/sink.h"
+#include "left_out.h"
 #include "output/atomic_file.h"
 #include "output/sink_losses.h"
+#include "output/sink_memory.h"
 #include "progress.h"
 
 namespace kinetrace::cli {
@@ -42,8 +44,11 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
   detail::removeTemporaryFilesOnSignals();
   // Opening the output first names an unwritable OUT before reading every input twice.
   refuseOutputOverInput(options.output, options.paths, "kinetrace merge");
-  std::unique_ptr<Sink> sink = openSink(options.output);
+  // Made before the sink, which draws from it and gives back what it took when it goes.
   detail::ReadBudget budget(options.memoryBytes);
+  std::unique_ptr<Sink> sink = openSink(options.output);
+  // Its growing state (a .pftrace's tracks, lanes, interned strings) within the same cap.
+  detail::drawSinkMemoryFrom(*sink, budget.memory());
   detail::MergeOptions mergeOptions;
   mergeOptions.alignOnCollectives = options.align;
 
@@ -73,46 +78,34 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
   writing.done();
   const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
-  if (options.quiet) return 0;
-
-  // Every event of the inputs is either written or said below with why it was not.
-  uint64_t read = report.events;
-  for (const auto& [why, count] : report.skipped) read += count;
-  uint64_t written = report.events;
-  for (const auto& [why, count] : losses.events) written -= std::min(written, count);
-  std::fprintf(out, "kinetrace: merged %zu traces into %s: wrote %llu of %llu events%s\n",
-               plan.size(), options.output.c_str(), static_cast<unsigned long long>(written),
-               static_cast<unsigned long long>(read),
-               report.addedNames > 0
-                   ? fmt::format(" (and {} process names for the ranks)", report.addedNames).c_str()
-                   : "");
-  for (const detail::RankPlacement& p : plan) {
-    std::string line = fmt::format("  rank {} ({}): ", p.rank, p.path);
-    if (p.collectivesMatched > 0) {
-      line += fmt::format(
-          "shifted {}, aligned on {} NCCL collectives, residual skew median {}, "
-          "max {}",
-          signedDuration(p.offsetNs), p.collectivesMatched, duration(p.residualMedianNs),
-          duration(p.residualMaxNs));
-    } else {
-      line += p.note;
+  if (!options.quiet) {
+    // Every event of the inputs is either written or said below with why it was not.
+    const uint64_t read = eventsRead(report.events, report.skipped);
+    const uint64_t written = eventsWritten(report.events, losses);
+    std::fprintf(
+        out, "kinetrace: merged %zu traces into %s: wrote %llu of %llu events%s\n", plan.size(),
+        options.output.c_str(), static_cast<unsigned long long>(written),
+        static_cast<unsigned long long>(read),
+        report.addedNames > 0
+            ? fmt::format(" (and {} process names for the ranks)", report.addedNames).c_str()
+            : "");
+    for (const detail::RankPlacement& p : plan) {
+      std::string line = fmt::format("  rank {} ({}): ", p.rank, p.path);
+      if (p.collectivesMatched > 0) {
+        line += fmt::format(
+            "shifted {}, aligned on {} NCCL collectives, residual skew median {}, "
+            "max {}",
+            signedDuration(p.offsetNs), p.collectivesMatched, duration(p.residualMedianNs),
+            duration(p.residualMaxNs));
+      } else {
+        line += p.note;
+      }
+      if (!p.rankFromTrace) line += " (no distributedInfo.rank: its place on the command line)";
+      std::fprintf(out, "%s\n", line.c_str());
     }
-    if (!p.rankFromTrace) line += " (no distributedInfo.rank: its place on the command line)";
-    std::fprintf(out, "%s\n", line.c_str());
   }
-  // What was left out goes where errors go, as `convert` says it.
-  for (const auto& [why, count] : report.skipped) {
-    std::fprintf(messages, "kinetrace: left out %llu %s (the output has no place for them)\n",
-                 static_cast<unsigned long long>(count), why.c_str());
-  }
-  for (const auto& [why, count] : losses.events) {
-    std::fprintf(messages, "kinetrace: left out %llu %s\n", static_cast<unsigned long long>(count),
-                 why.c_str());
-  }
-  for (const auto& [why, count] : losses.changes) {
-    std::fprintf(messages, "kinetrace: %llu %s\n", static_cast<unsigned long long>(count),
-                 why.c_str());
-  }
+  // What was left out goes where errors go, as `convert` says it, --quiet or not.
+  sayWhatWasLeftOut(messages, report.skipped, losses);
   return 0;
 }
 
