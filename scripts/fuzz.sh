@@ -105,6 +105,11 @@ mkdir -p "$work"
 run_target() {
   local name=$1 dir=$work/$1
   mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/tmp"
+  if [[ ! -x build-fuzz/fuzz/${name}_fuzzer ]]; then
+    echo "no build-fuzz/fuzz/${name}_fuzzer (run without --no-build)" > "$dir/log"
+    echo 1 > "$dir/status"
+    return
+  fi
   cp fuzz/corpus/"$name"/* "$dir/corpus/"
   if [[ -d fuzz/regressions/$name ]]; then cp fuzz/regressions/"$name"/* "$dir/corpus/"; fi
   local options=(-max_total_time="$seconds" -max_len="${max_len[$name]}"
@@ -146,6 +151,7 @@ for name in "${names[@]}"; do
   result=ok
   if [[ -n $artifacts || $(cat "$dir/status") != 0 ]]; then
     result="FOUND: $(grep -m 1 -E '^SUMMARY: |kinetrace fuzz finding: |ERROR: libFuzzer' "$log" || echo "exit status $(cat "$dir/status")")"
+    if grep -q '^no build-fuzz' "$log"; then result="NOT RUN: $(cat "$log")"; fi
     failed=1
   fi
   printf '%-16s %12s %9s %7s %8s %8s  %s\n' "$name" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$result"
