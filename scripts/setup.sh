@@ -6,6 +6,7 @@
 #   scripts/setup.sh --bench    also Google Benchmark (for -DKINETRACE_BUILD_BENCHMARKS=ON)
 #   scripts/setup.sh --browser  also Chromium (the test that opens `kinetrace analyze --html`
 #                               reports in a browser; without it that one test is left out)
+#   scripts/setup.sh --fuzz     also Clang and its libFuzzer runtime (scripts/fuzz.sh)
 #   scripts/setup.sh --check    only lists what is missing; exit status 1 if anything is
 #
 # Debian and Ubuntu (apt-get) are supported. Elsewhere, or without the right to install,
@@ -15,14 +16,16 @@ set -euo pipefail
 
 want_bench=0
 want_browser=0
+want_fuzz=0
 check_only=0
 for arg in "$@"; do
   case $arg in
     --bench) want_bench=1 ;;
     --browser) want_browser=1 ;;
+    --fuzz) want_fuzz=1 ;;
     --check) check_only=1 ;;
     -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown option $arg (known: --bench, --browser, --check)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown option $arg (known: --bench, --browser, --fuzz, --check)" >&2; exit 2 ;;
   esac
 done
 
@@ -55,6 +58,11 @@ if [[ $want_browser == 1 ]]; then
   order+=(chromium fonts-dejavu-core)
 fi
 
+if [[ $want_fuzz == 1 ]]; then
+  probe[clang]=cmd:clang++
+  order+=(clang)
+fi
+
 present() {
   local how=${1%%:*} what=${1#*:}
   if [[ $how == cmd ]]; then command -v "$what" >/dev/null 2>&1; else [[ -e $what ]]; fi
@@ -66,10 +74,42 @@ probe[python3-pandas]=file:/usr/lib/python3/dist-packages/pandas/__init__.py
 probe[python3-yaml]=file:/usr/lib/python3/dist-packages/yaml/__init__.py
 order+=(python3-pandas python3-yaml)
 
+# libFuzzer: whether clang++ links a fuzz target. Debian ships it apart from Clang, in
+# libclang-rt-N-dev (N: Clang's major version; bookworm and later), in libclang-common-N-dev
+# before that; Clang itself only recommends it, and recommendations are not installed here.
+libfuzzer_links() {
+  command -v clang++ >/dev/null 2>&1 || return 1
+  local dir status
+  dir=$(mktemp -d)
+  printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' \
+    > "$dir/target.cpp"
+  status=0
+  clang++ -fsanitize=fuzzer "$dir/target.cpp" -o "$dir/target" >/dev/null 2>&1 || status=1
+  rm -rf "$dir"
+  return $status
+}
+libfuzzer_package() {
+  local major
+  major=$(clang++ -dumpversion | cut -d. -f1)
+  if apt-cache show "libclang-rt-$major-dev" >/dev/null 2>&1; then
+    echo "libclang-rt-$major-dev"
+  else
+    echo "libclang-common-$major-dev"
+  fi
+}
+
 missing=()
 for package in "${order[@]}"; do
   present "${probe[$package]}" || missing+=("$package")
 done
+# Without Clang yet, its libFuzzer package is known once Clang is installed (below).
+if [[ $want_fuzz == 1 ]] && command -v clang++ >/dev/null 2>&1 && ! libfuzzer_links; then
+  if command -v apt-cache >/dev/null 2>&1; then
+    missing+=("$(libfuzzer_package)")
+  else
+    missing+=("libFuzzer (Clang's compiler-rt)")
+  fi
+fi
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup: every build dependency is installed"
@@ -96,4 +136,13 @@ echo "setup: installing ${missing[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ $want_fuzz == 1 ]] && ! libfuzzer_links; then
+  runtime=$(libfuzzer_package)
+  echo "setup: installing $runtime (libFuzzer for the Clang just installed) with apt-get"
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$runtime" >/dev/null
+  if ! libfuzzer_links; then
+    echo "setup: clang++ -fsanitize=fuzzer still links nothing after installing $runtime" >&2
+    exit 1
+  fi
+fi
 echo "setup: done"
