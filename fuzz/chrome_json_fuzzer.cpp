@@ -13,8 +13,8 @@ using namespace kinetrace;
 
 // The one call into the reader: its budget parameter is the only thing to adapt when the
 // reader's signature changes.
-detail::ReadReport readInput(detail::ByteSource& source, Sink& sink) {
-  return detail::readChromeJsonTrace(source, sink, "fuzz.json", {}, fuzz::kReadCapBytes);
+detail::ReadReport readInput(detail::ByteSource& source, Sink& sink, detail::ReadBudget& budget) {
+  return detail::readChromeJsonTrace(source, sink, "fuzz.json", budget);
 }
 
 }  // namespace

@@ -3,18 +3,21 @@
 // anyone who can reach the daemon's port. Corpus: fuzz/corpus/kineto_config; dictionary:
 // fuzz/kineto_config.dict.
 //
-// Besides not crashing: a request the config yields writes its trace only where it may (under
-// /tmp/ or $KINETO_ONDEMAND_TRACE_DIR), checked here on the path as the system will see it
-// (cut at a NUL, ".." and "." resolved), and passes the rule every request is judged by.
+// Besides not crashing: a request the config yields is confined to /tmp and
+// $KINETO_ONDEMAND_TRACE_DIR by its path rule, its path holds no byte that would cut it short,
+// and the rule, applied to the path on this machine's file system (nothing made), never
+// lands it elsewhere; the request passes the rule every request is judged by.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fuzz_support.h"
 #include "ondemand/kineto_config.h"
 #include "ondemand/trigger_decision.h"
+#include "support/path_rule.h"
 
 namespace {
 
@@ -30,26 +33,6 @@ constexpr const char* kOnDemandDirs[] = {"", "/data/traces"};
 detail::Result<ondemand::KinetoConfigRequest> requestFrom(std::string_view text,
                                                           const std::string& onDemandDir) {
   return ondemand::requestFromKinetoConfig(text, kPid, onDemandDir);
-}
-
-// `path` as open() reads it, resolved lexically; false when it climbs above the root.
-bool systemPath(const std::string& path, std::string* out) {
-  const std::string seen = path.substr(0, path.find('\0'));
-  out->clear();
-  std::size_t begin = 0;
-  while (begin <= seen.size()) {
-    std::size_t end = seen.find('/', begin);
-    if (end == std::string::npos) end = seen.size();
-    const std::string part = seen.substr(begin, end - begin);
-    if (part == "..") {
-      if (out->empty()) return false;
-      out->erase(out->rfind('/'));
-    } else if (!part.empty() && part != ".") {
-      *out += "/" + part;
-    }
-    begin = end + 1;
-  }
-  return true;
 }
 
 bool strictlyUnder(const std::string& path, const std::string& dir) {
@@ -70,13 +53,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!request.ok()) continue;
     if (!config.ok()) fuzz::reportFinding("a config that does not parse yields a request");
     const ondemand::TriggerRequest& asked = request.value().request;
-    std::string path;
-    if (asked.output.empty() || asked.output[0] != '/' || !systemPath(asked.output, &path) ||
-        !(strictlyUnder(path, "/tmp") ||
-          (!onDemandDir.empty() && strictlyUnder(path, onDemandDir)))) {
+    std::vector<std::string> allowed{"/tmp"};
+    if (!onDemandDir.empty()) allowed.push_back(onDemandDir);
+    if (asked.outputRule.allowedDirectories != allowed) {
       fuzz::reportFinding(
-          "a daemon's config names a trace path that the system reads as outside /tmp/ and "
-          "the on-demand directory");
+          "a daemon's config yields a request not confined to /tmp/ and the "
+          "on-demand directory");
+    }
+    if (asked.output.empty() || asked.output[0] != '/' ||
+        ondemand::whyPathUnusable(asked.output).has_value()) {
+      fuzz::reportFinding("a daemon's config yields a path that is not absolute and plain");
+    }
+    detail::PathRule lookOnly = asked.outputRule;
+    lookOnly.createDirectories = false;
+    const detail::Result<detail::OutputLocation> landed =
+        detail::resolveOutput(asked.output, lookOnly);
+    if (landed.ok() && !strictlyUnder(landed.value().path(), "/tmp") &&
+        (onDemandDir.empty() || !strictlyUnder(landed.value().path(), onDemandDir))) {
+      fuzz::reportFinding(
+          "a daemon's config lands a trace outside /tmp/ and the on-demand directory");
     }
     if (!ondemand::checkRequest(asked).ok()) {
       fuzz::reportFinding("a daemon's config yields a request the trigger rule refuses");

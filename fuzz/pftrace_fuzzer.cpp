@@ -14,8 +14,8 @@ using namespace kinetrace;
 
 // The one call into the reader: its budget parameter is the only thing to adapt when the
 // reader's signature changes.
-detail::ReadReport readInput(detail::ByteSource& source, Sink& sink) {
-  return detail::readPerfettoTrace(source, sink, "fuzz.pftrace", {}, fuzz::kReadCapBytes);
+detail::ReadReport readInput(detail::ByteSource& source, Sink& sink, detail::ReadBudget& budget) {
+  return detail::readPerfettoTrace(source, sink, "fuzz.pftrace", budget);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "output/atomic_file.h"
 #include "output/chrome_json_sink.h"
 #include "output/perfetto_sink.h"
+#include "output/sink_memory.h"
 
 namespace kinetrace::fuzz {
 namespace {
@@ -28,10 +29,11 @@ class DiscardedOutput final : public detail::ByteOutput {
 void analyse(const std::string& path, detail::TraceFileFormat format, ReadTrace read) {
   HeapLimit limit(kReadCapBytes + kFixedAllowanceBytes, "reading and analysing a trace");
   try {
-    detail::ByteSource source(path);
+    detail::ReadBudget budget(kReadCapBytes);
+    detail::ByteSource source(path, budget);
     if (detail::detectTraceFormat(source) != format) return;
-    detail::TraceCollector collector(path, kReadCapBytes);
-    read(source, collector);
+    detail::TraceCollector collector(path, budget);
+    read(source, collector, budget);
     const detail::AnalysisOptions options;
     detail::RankAnalysis rank = detail::analyzeRank(collector.take(), options);
     std::vector<detail::RankReport> reports;
@@ -53,10 +55,13 @@ void convert(const std::string& path, detail::TraceFileFormat format, ReadTrace 
              const char* what, MakeSink makeSink) {
   HeapLimit limit(kReadCapBytes + kFixedAllowanceBytes, what);
   try {
-    detail::ByteSource source(path);
+    detail::ReadBudget budget(kReadCapBytes);
+    detail::ByteSource source(path, budget);
     if (detail::detectTraceFormat(source) != format) return;
     const std::unique_ptr<Sink> sink = makeSink();
-    read(source, *sink);
+    // As `kinetrace convert` does: the writer's own growing state within the same cap.
+    detail::drawSinkMemoryFrom(*sink, budget.memory());
+    read(source, *sink, budget);
   } catch (const Error&) {
   }
 }

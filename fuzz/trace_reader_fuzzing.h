@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "analysis/byte_source.h"
+#include "analysis/read_budget.h"
 #include "analysis/trace_reader.h"
 #include "kinetrace/sink.h"
 
@@ -29,8 +30,10 @@ constexpr std::size_t kReadCapBytes = std::size_t{16} << 20;
 // other than the cap.
 constexpr std::size_t kFixedAllowanceBytes = std::size_t{8} << 20;
 
-// Reads the source into the sink, as one target's reader does; throws kinetrace::Error.
-using ReadTrace = detail::ReadReport (*)(detail::ByteSource& source, Sink& sink);
+// Reads the source into the sink within the budget, as one target's reader does; throws
+// kinetrace::Error.
+using ReadTrace = detail::ReadReport (*)(detail::ByteSource& source, Sink& sink,
+                                         detail::ReadBudget& budget);
 
 // Reads one input in the three passes with `read`, if it is in `format` (detectTraceFormat:
 // an input of the other format is left to the other target).

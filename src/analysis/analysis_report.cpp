@@ -16,13 +16,19 @@
 namespace kinetrace::detail {
 namespace {
 
+// |n| of any int64, INT64_MIN included (whose negation does not fit an int64).
+uint64_t magnitude(int64_t n) {
+  return n < 0 ? uint64_t{0} - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+}
+
 std::string duration(int64_t ns) {
-  const double v = static_cast<double>(ns);
-  if (ns < 0) return "-" + duration(-ns);
-  if (ns < 10'000) return fmt::format("{:.2f} us", v / 1e3);
-  if (ns < 1'000'000) return fmt::format("{:.1f} us", v / 1e3);
-  if (ns < 10'000'000'000) return fmt::format("{:.2f} ms", v / 1e6);
-  return fmt::format("{:.2f} s", v / 1e9);
+  const double v = static_cast<double>(magnitude(ns));
+  const uint64_t m = magnitude(ns);
+  const char* sign = ns < 0 ? "-" : "";
+  if (m < 10'000) return fmt::format("{}{:.2f} us", sign, v / 1e3);
+  if (m < 1'000'000) return fmt::format("{}{:.1f} us", sign, v / 1e3);
+  if (m < 10'000'000'000) return fmt::format("{}{:.2f} ms", sign, v / 1e6);
+  return fmt::format("{}{:.2f} s", sign, v / 1e9);
 }
 
 std::string percent(int64_t part, int64_t whole) {
@@ -40,8 +46,8 @@ std::string count(uint64_t n) {
 
 std::string bytes(int64_t b) {
   const double v = static_cast<double>(b);
-  if (std::abs(b) < 1'000'000) return fmt::format("{:.1f} kB", v / 1e3);
-  if (std::abs(b) < 1'000'000'000) return fmt::format("{:.1f} MB", v / 1e6);
+  if (magnitude(b) < 1'000'000) return fmt::format("{:.1f} kB", v / 1e3);
+  if (magnitude(b) < 1'000'000'000) return fmt::format("{:.1f} MB", v / 1e6);
   return fmt::format("{:.2f} GB", v / 1e9);
 }
 

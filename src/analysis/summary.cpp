@@ -67,7 +67,9 @@ Summary summarize(const TraceData& trace, std::size_t topKernels) {
 
 std::string formatDuration(int64_t ns) {
   const double value = static_cast<double>(ns);
-  const int64_t magnitude = ns < 0 ? -ns : ns;
+  // INT64_MIN's negation does not fit an int64 (a summary from elsewhere may hold it).
+  const uint64_t magnitude =
+      ns < 0 ? uint64_t{0} - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   if (magnitude >= 1000000000) return fmt::format("{:.3f} s", value / 1e9);
   if (magnitude >= 1000000) return fmt::format("{:.1f} ms", value / 1e6);
   if (magnitude >= 1000) return fmt::format("{:.1f} us", value / 1e3);
