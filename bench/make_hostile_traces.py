@@ -72,6 +72,20 @@ def collectives(out):
     out.write("]}\n")
 
 
+def threads(out):
+    # 2 million slices, each on a thread of its own: the tracks a .pftrace writer keeps.
+    out.write('{"traceEvents": [\n')
+    chunk = []
+    for i in range(2_000_000):
+        sep = "," if i else ""
+        chunk.append(f'{sep}{{"ph":"X","name":"s","pid":1,"tid":{i},"ts":{i * 10},"dur":5}}\n')
+        if len(chunk) == 10_000:
+            out.write("".join(chunk))
+            chunk = []
+    out.write("".join(chunk))
+    out.write("]}\n")
+
+
 # ---- .pftrace ----
 
 def varint(v):
@@ -185,6 +199,7 @@ def main():
         "names.json.gz": lambda p: json_case(p, names),
         "steps.json.gz": lambda p: json_case(p, steps),
         "collectives.json.gz": lambda p: json_case(p, collectives),
+        "threads.json.gz": lambda p: json_case(p, threads),
         "interned.pftrace.gz": lambda p: pftrace_case(base, p, interned(2000)),
         "tracks.pftrace.gz": lambda p: pftrace_case(base, p, tracks(1_000_000)),
         "open-slices.pftrace.gz": lambda p: pftrace_case(base, p, open_slices(1_000_000)),
