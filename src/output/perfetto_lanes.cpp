@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 namespace kinetrace::detail {
 
@@ -115,7 +116,7 @@ std::size_t SliceLanes::laneAt(int64_t timeNs) const {
       consider(inner->start, inner->end, i);
     }
   }
-  if (const SliceIndex::Slice* further = furtherSlices_.innermost(timeNs)) {
+  if (const std::optional<SliceIndex::Slice> further = furtherSlices_.innermost(timeNs)) {
     consider(further->start, further->end, further->lane);
   }
   return lane;
@@ -213,7 +214,7 @@ void SliceLanes::forgetOlderHalf() {
     remembered_ -= std::min(remembered_, forgetBefore(lane.roots, horizon));
     lane.forgottenUntil = std::max(lane.forgottenUntil, horizon);
   }
-  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBefore(horizon));
+  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBy(horizon - 1));
 }
 
 }  // namespace kinetrace::detail

@@ -32,8 +32,8 @@ namespace kinetrace::detail {
 
 class SliceLanes {
  public:
-  // Slices remembered over the track's lanes (about 40 bytes each, 48 past the first
-  // kTriedLanes) before the older half is forgotten.
+  // Slices remembered over the track's lanes (about 40 bytes each) before the older half is
+  // forgotten.
   static constexpr std::size_t kDefaultBudget = std::size_t{1} << 18;
   // Lanes a slice is tried on, one by one, for the first where it nests: a stream's kernels
   // overlap a few at a time (programmatic dependent launch), a thread's ranges nest, so a
