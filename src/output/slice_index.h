@@ -8,9 +8,9 @@
 namespace kinetrace::detail {
 
 // Slices, each on a lane, that answer which one holds a time innermost, in time logarithmic
-// in the slices however they overlap and in whatever order they come: SliceLanes keeps here
-// the slices of the lanes it does not search one by one, which a hostile trace makes as many
-// as its slices.
+// in the slices however they overlap and in whatever order they come. SliceLanes keeps one
+// for each lane it tries in turn (what tells whether a new slice nests there) and one for
+// the lanes past those, which a hostile trace makes as many as its slices.
 // An AVL tree in the order (start, the longest first, the highest lane first), each node
 // knowing the latest end below it. Balanced by the heights of its subtrees rather than by
 // chance: no order of slices, however chosen, makes it deeper than 1.44 log2 of its size
