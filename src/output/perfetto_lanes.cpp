@@ -84,7 +84,9 @@ std::size_t SliceLanes::laneAt(int64_t timeNs) const {
   return lane;
 }
 
-// Forgets about half of what is remembered, the slices that ended first.
+// Forgets about half of what is remembered, the slices that ended first, and at least a
+// quarter: at most once per quarter of a budget of slices placed, so that placing stays
+// logarithmic on average.
 void SliceLanes::forgetOlderHalf() {
   std::vector<int64_t> ends;
   for (const Lane& lane : lanes_) lane.slices.collectEnds(&ends);
@@ -92,15 +94,22 @@ void SliceLanes::forgetOlderHalf() {
   if (ends.empty()) return;
   auto middle = ends.begin() + static_cast<std::ptrdiff_t>(ends.size() / 2);
   std::nth_element(ends.begin(), middle, ends.end());
-  // Past the median end: slices ending before it, and at it when that is all of them (many
-  // equal ends), so something is always forgotten.
-  int64_t horizon = *middle;
-  if (*std::min_element(ends.begin(), ends.end()) == horizon) ++horizon;
+  const int64_t median = *middle;
+  // The slices that end before the median end; where fewer than a quarter do (many end at
+  // it), those that end at it too. Forgetting less would leave the budget nearly full: the
+  // next few slices placed would forget again, each going through all that is remembered
+  // (a quarter of a million slices ending together and one more each time, say).
+  const auto before = static_cast<std::size_t>(
+      std::count_if(ends.begin(), middle, [median](int64_t end) { return end < median; }));
+  const int64_t last = before > 0 && 4 * before >= ends.size() ? median - 1 : median;
+  // A slice that starts after the last end forgotten is apart from every slice forgotten
+  // (one that starts at it too: at INT64_MAX there is no later time).
+  const int64_t forgottenUntil = last == INT64_MAX ? last : last + 1;
   for (Lane& lane : lanes_) {
-    remembered_ -= std::min(remembered_, lane.slices.forgetEndingBy(horizon - 1));
-    lane.forgottenUntil = std::max(lane.forgottenUntil, horizon);
+    remembered_ -= std::min(remembered_, lane.slices.forgetEndingBy(last));
+    lane.forgottenUntil = std::max(lane.forgottenUntil, forgottenUntil);
   }
-  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBy(horizon - 1));
+  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBy(last));
 }
 
 }  // namespace kinetrace::detail

@@ -57,14 +57,16 @@ class SliceLanes {
 
   // The lane for a slice [startNs, endNs], written after every slice placed before.
   // Memory: every slice placed, up to the budget; past it the slices that ended before a
-  // horizon (the median end of those remembered) are forgotten, and a slice that starts
-  // before a lane's horizon goes on another lane (none of the forgotten can touch one that
-  // starts after it): lanes always nest; a very long trace may get more lanes than it needs
-  // (a range written after a quarter of a million slices inside it, say). A further lane
-  // keeps the span of all it was given, forgotten or not (32 to 64 bytes a lane).
+  // horizon (the median end of those remembered, or just after it where fewer than a
+  // quarter end before it) are forgotten, and a slice that starts before a lane's horizon
+  // goes on another lane (none of the forgotten can touch one that starts after it): lanes
+  // always nest; a very long trace may get more lanes than it needs (a range written after
+  // a quarter of a million slices inside it, say). A further lane keeps the span of all it
+  // was given, forgotten or not (32 to 64 bytes a lane).
   // Time: logarithmic in the slices remembered on each of up to kTriedLanes lanes tried,
   // then in the lanes and the slices, whatever order the slices come in (slices in time
-  // order mostly take a few steps), and a forgetting goes through what is remembered.
+  // order mostly take a few steps); a forgetting goes through what is remembered, at most
+  // once per quarter of a budget placed.
   std::size_t place(int64_t startNs, int64_t endNs);
 
   // The lane of the innermost slice placed so far that holds the time (the latest start,
@@ -78,7 +80,8 @@ class SliceLanes {
   // Slices remembered now.
   std::size_t remembered() const { return remembered_; }
   // Forgets about half of what is remembered, the slices that ended first (as when the
-  // budget is reached): how a writer with many tracks bounds their lanes' memory together.
+  // budget is reached), and at least a quarter: how a writer with many tracks bounds their
+  // lanes' memory together.
   void forgetOlderHalf();
 
  private:
