@@ -247,8 +247,16 @@ std::size_t SliceIndex::forgetEndingBy(int64_t lastNs) {
   if (forgotten == 0) return 0;
   // Built again, balanced, from what is kept (in order already), like the forgetting itself
   // once per share of the budget placed at most. In the memory held already, which the
-  // slices placed next take again.
-  nodes_.clear();
+  // slices placed next take again (about half of what a tree that still grows holds, as
+  // much as it forgets); a tree that kept less than a quarter (a lane that slices no longer
+  // go on) gives back all but twice what it kept.
+  if (nodes_.capacity() > 4 * kept.size()) {
+    std::vector<Node> smaller;
+    smaller.reserve(2 * kept.size());
+    nodes_.swap(smaller);
+  } else {
+    nodes_.clear();
+  }
   spine_.clear();
   int height = 0;
   root_ = build(kept, 0, kept.size(), &height);
