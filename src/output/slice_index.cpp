@@ -80,8 +80,12 @@ void SliceIndex::append(uint32_t item) {
   if (spine_.empty()) {
     for (uint32_t at = root_; at != kNil; at = nodes_[at].right) spine_.push_back(at);
   }
+  // Up the spine, latest ends only grow: the first that holds the new end has it above too
+  // (at once for a slice inside the last).
   const int64_t end = nodes_[item].end;
-  for (const uint32_t at : spine_) nodes_[at].latestEnd = std::max(nodes_[at].latestEnd, end);
+  for (std::size_t i = spine_.size(); i-- > 0 && nodes_[spine_[i]].latestEnd < end;) {
+    nodes_[spine_[i]].latestEnd = end;
+  }
   nodes_[spine_.back()].right = item;
   spine_.push_back(item);
   last_ = item;
