@@ -1,4 +1,4 @@
-// Slices laid on lanes on one track, in the shapes traces have and in the one that once made
+// Slices laid on lanes on one track, in the shapes traces have and in those that once made
 // it quadratic: SliceLanes (the .pftrace writer) places each slice and finds the lane of a
 // point at its start, as a launch arrow's; LaneAllocator (the assembler) places each
 // interval. The first argument is the shape (also the label), the second the slices.
@@ -22,12 +22,15 @@ struct Slice {
   int64_t start, end;
 };
 
-enum Shape : int64_t { kStream, kOverlapping, kNestedRanges, kCrossing };
-constexpr const char* kShapeNames[] = {"stream", "overlapping", "nested ranges", "crossing"};
+enum Shape : int64_t { kStream, kOverlapping, kNestedRanges, kCrossing, kNestedDeep, kBackwards };
+constexpr const char* kShapeNames[] = {"stream",   "overlapping",       "nested ranges",
+                                       "crossing", "nested deep first", "backwards"};
 
 // kStream: kernels one after another. kOverlapping: kernels three at a time (programmatic
 // dependent launch). kNestedRanges: host ranges four deep, each written at its end, inner
 // ones first (as kinetrace writes them). kCrossing: every slice crossing every other.
+// kNestedDeep: every slice inside the one before (make_lane_traces.py's nested). kBackwards:
+// slices apart, from the last to the first (its reverse).
 std::vector<Slice> slices(int64_t shape, int64_t count) {
   std::vector<Slice> out;
   out.reserve(static_cast<std::size_t>(count));
@@ -44,8 +47,14 @@ std::vector<Slice> slices(int64_t shape, int64_t count) {
           out.push_back({i * 10'000 + depth * 100, i * 10'000 + 9'000 - depth * 100});
         }
         break;
-      default:
+      case kCrossing:
         out.push_back({i, i + count});
+        break;
+      case kNestedDeep:
+        out.push_back({i * 1'000, (2 * count - i) * 1'000});
+        break;
+      default:
+        out.push_back({(count - i) * 2'000, (count - i) * 2'000 + 1'000});
         break;
     }
   }
@@ -88,7 +97,14 @@ void shapes(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(BM_SliceLanes)->Apply(shapes)->Unit(benchmark::kMillisecond);
+// The shapes a try on one of SliceLanes' lanes once took quadratic time on.
+void outOfOrder(benchmark::internal::Benchmark* b) {
+  for (int64_t shape : {kNestedDeep, kBackwards}) {
+    for (int64_t count : {10'000, 100'000}) b->Args({shape, count});
+  }
+}
+
+BENCHMARK(BM_SliceLanes)->Apply(shapes)->Apply(outOfOrder)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LaneAllocator)->Apply(shapes)->Unit(benchmark::kMillisecond);
 
 }  // namespace

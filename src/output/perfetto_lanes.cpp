@@ -1,7 +1,7 @@
 #include "output/perfetto_lanes.h"
 
 #include <algorithm>
-#include <iterator>
+#include <optional>
 
 namespace kinetrace::detail {
 
@@ -16,7 +16,10 @@ std::size_t SliceLanes::placeOnALane(int64_t startNs, int64_t endNs) {
     if (i == lanes_.size()) lanes_.emplace_back();
     Lane& lane = lanes_[i];
     if (startNs < lane.forgottenUntil) continue;
-    if (tryPlace(lane.roots, startNs, endNs)) return i;
+    if (nestsOn(lane.slices, startNs, endNs)) {
+      lane.slices.insert({startNs, endNs, i});
+      return i;
+    }
   }
   // A slice apart from every slice of a lane nests there, whatever they are: the earlier
   // ones end at or before its start, or it ends before they start.
@@ -31,67 +34,27 @@ std::size_t SliceLanes::placeOnALane(int64_t startNs, int64_t endNs) {
   return lane;
 }
 
-// Places [start, end] among a lane's slices, or says it does not nest. Down the slices that
-// hold it in a loop, not by recursion: nested slices can be as deep as the budget is long.
-bool SliceLanes::tryPlace(std::vector<Node>& roots, int64_t start, int64_t end) {
-  std::vector<Node>* down = &roots;
-  std::vector<Node>::iterator after;
-  for (;;) {
-    std::vector<Node>& level = *down;
-    // The last slice that starts at or before the new one: the only one that can hold it.
-    // Most slices come in time order: after the last one, found without a search.
-    after = !level.empty() && level.back().start <= start
-                ? level.end()
-                : std::upper_bound(level.begin(), level.end(), start,
-                                   [](int64_t t, const Node& n) { return t < n.start; });
-    if (after == level.begin()) break;
-    Node& before = *std::prev(after);
-    if (before.start == start && before.end == start && end == start) {
-      // Both empty at one time: beside the others inside it (all empty at that time), not
-      // inside the last of them, or many at one time would nest as deep as they are many.
-      before.children.push_back(Node{start, end, {}});
-      return true;
-    }
-    if (before.start <= start && end <= before.end && before.end > start) {
-      // The next slice may start where `before` ends (written after it, before the new
-      // one): a new one ending there too would close that one, whose BEGIN comes first at
-      // that time. Nothing inside `before` tells.
-      if (end == before.end && end > start && after != level.end() && after->start == end &&
-          after->end > after->start) {
-        return false;
-      }
-      down = &before.children;
-      continue;
-    }
-    // It started first and ends inside the new one: they cross.
-    if (before.end > start && !(before.start == start && before.end == start)) return false;
-    break;
+// The two slices of the header's comment: the innermost open at the new one's start must
+// end at or after its end, the innermost open at its end must start at or before its start.
+// Both cases need a new slice that is not empty (s < e): an empty one nests on any lane.
+bool SliceLanes::nestsOn(const SliceIndex& lane, int64_t startNs, int64_t endNs) {
+  if (endNs == startNs) return true;
+  const std::optional<SliceIndex::Slice> last = lane.last();
+  if (!last) return true;
+  if (last->start <= startNs) {
+    // In time order, as most slices come: none starts after the new one, so only the first
+    // case can arise, and the last slice, when open at the new one's start, is the innermost
+    // open there (found without a search when the new one goes inside it).
+    const std::optional<SliceIndex::Slice> open =
+        last->end > startNs ? last : lane.innermostOpen(startNs);
+    return !open || open->end >= endNs;
   }
-  std::vector<Node>& level = *down;
-  // Those that start inside the new one must end inside it, and start after its start
-  // unless they are empty or cover the same span.
-  auto first = after;
-  while (first != level.begin() && std::prev(first)->start == start) --first;
-  auto last = first;
-  for (; last != level.end() && last->start <= end; ++last) {
-    const Node& n = *last;
-    if (n.start == end && n.start != start) {
-      if (n.end != n.start) return false;  // opens before the new one's END, which closes it
-      continue;
-    }
-    if (n.end > end) return false;
-    if (n.start == start && n.end != start && n.end != end) return false;
+  if (const std::optional<SliceIndex::Slice> open = lane.innermostOpen(startNs)) {
+    if (open->end < endNs) return false;
   }
-  // The slices from `first` that lie inside become its children; an empty one at its end
-  // stays beside it.
-  auto inside = first;
-  while (inside != last && (inside->start < end || inside->start == start)) ++inside;
-  Node node;
-  node.start = start;
-  node.end = end;
-  node.children.assign(std::make_move_iterator(first), std::make_move_iterator(inside));
-  const auto at = level.erase(first, inside);
-  level.insert(at, std::move(node));
+  if (const std::optional<SliceIndex::Slice> open = lane.innermostOpen(endNs)) {
+    if (open->start > startNs) return false;
+  }
   return true;
 }
 
@@ -111,109 +74,42 @@ std::size_t SliceLanes::laneAt(int64_t timeNs) const {
     }
   };
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
-    if (const Node* inner = innermost(lanes_[i].roots, timeNs)) {
+    if (const std::optional<SliceIndex::Slice> inner = lanes_[i].slices.innermost(timeNs)) {
       consider(inner->start, inner->end, i);
     }
   }
-  if (const SliceIndex::Slice* further = furtherSlices_.innermost(timeNs)) {
+  if (const std::optional<SliceIndex::Slice> further = furtherSlices_.innermost(timeNs)) {
     consider(further->start, further->end, further->lane);
   }
   return lane;
 }
 
-// A slice holds a time from its start until before its end: at its end its SLICE_END,
-// written before whatever comes at that time, has closed it already.
-const SliceLanes::Node* SliceLanes::innermost(const std::vector<Node>& roots, int64_t timeNs) {
-  const Node* best = nullptr;
-  for (const std::vector<Node>* level = &roots;;) {
-    auto after = std::upper_bound(level->begin(), level->end(), timeNs,
-                                  [](int64_t t, const Node& n) { return t < n.start; });
-    if (after == level->begin()) return best;
-    const Node& n = *std::prev(after);
-    if (!(timeNs < n.end || n.start == timeNs)) return best;
-    best = &n;
-    level = &n.children;
-  }
-}
-
-// The traversals below keep the levels still to visit on a list of their own rather than
-// recursing: nested slices can be as deep as the budget is long, far deeper than a stack.
-void SliceLanes::collectEnds(const std::vector<Node>& roots, std::vector<int64_t>* ends) {
-  std::vector<const std::vector<Node>*> levels{&roots};
-  while (!levels.empty()) {
-    const std::vector<Node>* level = levels.back();
-    levels.pop_back();
-    for (const Node& n : *level) {
-      ends->push_back(n.end);
-      if (!n.children.empty()) levels.push_back(&n.children);
-    }
-  }
-}
-
-// Drops the slices that end before the horizon (with what is inside them, which ends no
-// later); returns how many.
-std::size_t SliceLanes::forgetBefore(std::vector<Node>& roots, int64_t horizonNs) {
-  std::size_t dropped = 0;
-  std::vector<std::vector<Node>*> levels{&roots};
-  while (!levels.empty()) {
-    std::vector<Node>& level = *levels.back();
-    levels.pop_back();
-    std::vector<Node> kept;
-    kept.reserve(level.size());
-    for (Node& n : level) {
-      if (n.end < horizonNs) {
-        dropped += 1 + dismantle(std::move(n.children));
-      } else {
-        kept.push_back(std::move(n));
-      }
-    }
-    level = std::move(kept);
-    for (Node& n : level) {
-      if (!n.children.empty()) levels.push_back(&n.children);
-    }
-  }
-  return dropped;
-}
-
-// Destroys slices and what is inside them, each level's slices emptied of theirs before
-// they go, so that no destructor recurses; returns how many.
-std::size_t SliceLanes::dismantle(std::vector<Node> nodes) {
-  std::size_t count = 0;
-  std::vector<std::vector<Node>> levels;
-  levels.push_back(std::move(nodes));
-  while (!levels.empty()) {
-    std::vector<Node> level = std::move(levels.back());
-    levels.pop_back();
-    count += level.size();
-    for (Node& n : level) {
-      if (!n.children.empty()) levels.push_back(std::move(n.children));
-    }
-  }
-  return count;
-}
-
-SliceLanes::~SliceLanes() {
-  for (Lane& lane : lanes_) dismantle(std::move(lane.roots));
-}
-
-// Forgets about half of what is remembered, the slices that ended first: once per half a
-// budget of slices placed, so placing stays constant time on average.
+// Forgets about half of what is remembered, the slices that ended first, and at least a
+// quarter: at most once per quarter of a budget of slices placed, so that placing stays
+// logarithmic on average.
 void SliceLanes::forgetOlderHalf() {
   std::vector<int64_t> ends;
-  for (const Lane& lane : lanes_) collectEnds(lane.roots, &ends);
+  for (const Lane& lane : lanes_) lane.slices.collectEnds(&ends);
   furtherSlices_.collectEnds(&ends);
   if (ends.empty()) return;
   auto middle = ends.begin() + static_cast<std::ptrdiff_t>(ends.size() / 2);
   std::nth_element(ends.begin(), middle, ends.end());
-  // Past the median end: slices ending before it, and at it when that is all of them (many
-  // equal ends), so something is always forgotten.
-  int64_t horizon = *middle;
-  if (*std::min_element(ends.begin(), ends.end()) == horizon) ++horizon;
+  const int64_t median = *middle;
+  // The slices that end before the median end; where fewer than a quarter do (many end at
+  // it), those that end at it too. Forgetting less would leave the budget nearly full: the
+  // next few slices placed would forget again, each going through all that is remembered
+  // (a quarter of a million slices ending together and one more each time, say).
+  const auto before = static_cast<std::size_t>(
+      std::count_if(ends.begin(), middle, [median](int64_t end) { return end < median; }));
+  const int64_t last = before > 0 && 4 * before >= ends.size() ? median - 1 : median;
+  // A slice that starts after the last end forgotten is apart from every slice forgotten
+  // (one that starts at it too: at INT64_MAX there is no later time).
+  const int64_t forgottenUntil = last == INT64_MAX ? last : last + 1;
   for (Lane& lane : lanes_) {
-    remembered_ -= std::min(remembered_, forgetBefore(lane.roots, horizon));
-    lane.forgottenUntil = std::max(lane.forgottenUntil, horizon);
+    remembered_ -= std::min(remembered_, lane.slices.forgetEndingBy(last));
+    lane.forgottenUntil = std::max(lane.forgottenUntil, forgottenUntil);
   }
-  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBefore(horizon));
+  remembered_ -= std::min(remembered_, furtherSlices_.forgetEndingBy(last));
 }
 
 }  // namespace kinetrace::detail

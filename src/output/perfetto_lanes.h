@@ -27,13 +27,24 @@
 // would make a hostile trace quadratic: kernels on one stream that all cross one another
 // need a lane each. Past the first lanes a slice may thus go on a later lane than the first
 // where it would nest; lanes still always nest.
+//
+// Whether a slice nests on a lane is told by two of its slices, not by all of them. The
+// rules above fail for an earlier slice [a, b] and a new one [s, e] exactly when
+//   a <= s < b < e   (open at the new one's start, it ends inside it), or
+//   s < a <= e < b   (it starts inside the new one, or where it ends, and is open past it).
+// A lane's slices nest, so those open at a time (from their start until before their end)
+// hold one another: the innermost of them has both the latest start and the earliest end.
+// The first case exists when the innermost slice open at s ends before e, the second when
+// the innermost open at e starts after s. Each lane keeps its slices in a search tree by
+// start that knows the latest end below each node (SliceIndex), where either is found in
+// time logarithmic in the lane's slices.
 
 namespace kinetrace::detail {
 
 class SliceLanes {
  public:
-  // Slices remembered over the track's lanes (about 40 bytes each, 48 past the first
-  // kTriedLanes) before the older half is forgotten.
+  // Slices remembered over the track's lanes (40 bytes each) before the older half is
+  // forgotten.
   static constexpr std::size_t kDefaultBudget = std::size_t{1} << 18;
   // Lanes a slice is tried on, one by one, for the first where it nests: a stream's kernels
   // overlap a few at a time (programmatic dependent launch), a thread's ranges nest, so a
@@ -41,59 +52,50 @@ class SliceLanes {
   static constexpr std::size_t kTriedLanes = 16;
 
   explicit SliceLanes(std::size_t budget = kDefaultBudget) : budget_(budget) {}
-  ~SliceLanes();
   SliceLanes(const SliceLanes&) = delete;
   SliceLanes& operator=(const SliceLanes&) = delete;
 
   // The lane for a slice [startNs, endNs], written after every slice placed before.
   // Memory: every slice placed, up to the budget; past it the slices that ended before a
-  // horizon (the median end of those remembered) are forgotten, and a slice that starts
-  // before a lane's horizon goes on another lane (none of the forgotten can touch one that
-  // starts after it): lanes always nest; a very long trace may get more lanes than it needs
-  // (a range written after a quarter of a million slices inside it, say). A further lane
-  // keeps the span of all it was given, forgotten or not (32 to 64 bytes a lane).
-  // Time: a try on each of up to kTriedLanes lanes, then logarithmic in the lanes and the
-  // slices. A try walks down the slices that hold the new one and, when slices come out of
-  // time order, moves those after it on its level: ranges nested deep and written outermost
-  // first, or slices written backwards, still take time quadratic in what one lane
-  // remembers (at most the budget).
+  // horizon (the median end of those remembered, or just after it where fewer than a
+  // quarter end before it) are forgotten, and a slice that starts before a lane's horizon
+  // goes on another lane (none of the forgotten can touch one that starts after it): lanes
+  // always nest; a very long trace may get more lanes than it needs (a range written after
+  // a quarter of a million slices inside it, say). A further lane keeps the span of all it
+  // was given, forgotten or not (32 to 64 bytes a lane).
+  // Time: logarithmic in the slices remembered on each of up to kTriedLanes lanes tried,
+  // then in the lanes and the slices, whatever order the slices come in (slices in time
+  // order mostly take a few steps); a forgetting goes through what is remembered, at most
+  // once per quarter of a budget placed.
   std::size_t place(int64_t startNs, int64_t endNs);
 
   // The lane of the innermost slice placed so far that holds the time (the latest start,
   // then the shortest), where an instant or a flow event at that time belongs; 0 when none.
-  // Time: as deep as slices nest on each of the first kTriedLanes lanes, then logarithmic
-  // in the slices.
+  // A slice holds a time from its start until before its end (at its end its SLICE_END,
+  // written before whatever comes at that time, has closed it), and an empty one its start.
+  // Time: logarithmic in the slices, on each of the first kTriedLanes lanes and past them.
   std::size_t laneAt(int64_t timeNs) const;
 
   std::size_t laneCount() const { return lanes_.size() + furtherSpans_.size(); }
   // Slices remembered now.
   std::size_t remembered() const { return remembered_; }
   // Forgets about half of what is remembered, the slices that ended first (as when the
-  // budget is reached): how a writer with many tracks bounds their lanes' memory together.
+  // budget is reached), and at least a quarter: how a writer with many tracks bounds their
+  // lanes' memory together.
   void forgetOlderHalf();
 
  private:
-  struct Node {
-    int64_t start = 0;
-    int64_t end = 0;
-    std::vector<Node> children;  // apart from each other, by start
-  };
   struct Lane {
-    std::vector<Node> roots;  // apart from each other, by start
+    SliceIndex slices;  // each on this lane
     int64_t forgottenUntil = INT64_MIN;
   };
 
   std::size_t placeOnALane(int64_t startNs, int64_t endNs);
-  static bool tryPlace(std::vector<Node>& roots, int64_t start, int64_t end);
-  // The innermost slice holding the time (see laneAt); nullptr when none.
-  static const Node* innermost(const std::vector<Node>& roots, int64_t timeNs);
-  static void collectEnds(const std::vector<Node>& roots, std::vector<int64_t>* ends);
-  static std::size_t forgetBefore(std::vector<Node>& roots, int64_t horizonNs);
-  static std::size_t dismantle(std::vector<Node> nodes);
+  static bool nestsOn(const SliceIndex& lane, int64_t startNs, int64_t endNs);
 
   std::vector<Lane> lanes_;  // the first kTriedLanes
   // The further lanes: what each spans, to find one that a slice is apart from, and their
-  // slices for laneAt (their slices are all apart: no tree to keep).
+  // slices for laneAt (their slices are all apart: the spans tell where one nests).
   LaneSpans furtherSpans_;
   SliceIndex furtherSlices_;
   std::size_t budget_;

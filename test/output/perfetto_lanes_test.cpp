@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <tuple>
 #include <vector>
+
+#include "output/slice_lanes_reference.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -165,6 +168,99 @@ std::vector<Slice> mixedSlices(std::mt19937_64& random, int count, int64_t span,
         break;
       }
     }
+  }
+  return slices;
+}
+
+// The shapes that made a try on a lane slow, and those that test its ties.
+enum class Shape {
+  kNestedOutermostFirst,  // ranges inside ranges, each written before those inside it
+  kNestedInnermostFirst,  // the same, each written after those inside it
+  kBackwards,             // slices apart or overlapping a little, from the last to the first
+  kShuffled,              // mixedSlices in a random order
+  kCrossing,              // each crossing every other
+  kEmpty,                 // empty slices at a few times, and a few slices around them
+  kEqualTimes,            // short slices on a few times: many starts and ends equal
+};
+constexpr Shape kShapes[] = {Shape::kNestedOutermostFirst,
+                             Shape::kNestedInnermostFirst,
+                             Shape::kBackwards,
+                             Shape::kShuffled,
+                             Shape::kCrossing,
+                             Shape::kEmpty,
+                             Shape::kEqualTimes};
+
+// Ranges inside ranges, outermost first: one to three inside each, some sharing a start or
+// an end with the range that holds them or with the one beside them, many deep.
+std::vector<Slice> nestedRanges(std::mt19937_64& random, int count) {
+  auto uniform = [&random](int64_t from, int64_t to) {
+    return std::uniform_int_distribution<int64_t>(from, to)(random);
+  };
+  std::vector<Slice> slices;
+  std::vector<Slice> todo{{0, 4 * static_cast<int64_t>(count)}};
+  while (!todo.empty() && static_cast<int>(slices.size()) < count) {
+    const Slice s = todo.back();
+    todo.pop_back();
+    slices.push_back(s);
+    const int64_t inside = s.end - s.start < 2 ? 0 : std::max<int64_t>(1, uniform(-1, 3));
+    int64_t at = s.start + uniform(0, 1);
+    std::vector<Slice> children;
+    for (int64_t i = 0; i < inside && at <= s.end; ++i) {
+      // Mostly nearly as long as the room left, so that ranges nest deep.
+      const int64_t room = (s.end - at) / (inside - i);
+      const int64_t length =
+          uniform(0, 3) == 0 ? uniform(0, room) : std::max<int64_t>(0, room - uniform(0, 1));
+      children.push_back({at, at + length});
+      at += length + uniform(0, 1);
+    }
+    // Popped first to last: written in time order, as a thread's ranges are.
+    todo.insert(todo.end(), children.rbegin(), children.rend());
+  }
+  return slices;
+}
+
+std::vector<Slice> shapedSlices(std::mt19937_64& random, Shape shape, int count) {
+  auto uniform = [&random](int64_t from, int64_t to) {
+    return std::uniform_int_distribution<int64_t>(from, to)(random);
+  };
+  std::vector<Slice> slices;
+  switch (shape) {
+    case Shape::kNestedOutermostFirst:
+      return nestedRanges(random, count);
+    case Shape::kNestedInnermostFirst:
+      slices = nestedRanges(random, count);
+      std::reverse(slices.begin(), slices.end());
+      return slices;
+    case Shape::kBackwards: {
+      int64_t end = 3 * static_cast<int64_t>(count);
+      for (int i = 0; i < count; ++i) {
+        const int64_t start = end - uniform(0, 3);
+        slices.push_back({start, end});
+        end = start + (uniform(0, 7) == 0 ? uniform(1, 3) : -uniform(0, 2));
+      }
+      return slices;
+    }
+    case Shape::kShuffled:
+      slices = mixedSlices(random, count, count, 25, 4);
+      std::shuffle(slices.begin(), slices.end(), random);
+      return slices;
+    case Shape::kCrossing:
+      for (int64_t i = 0; i < count; ++i) {
+        slices.push_back({i + uniform(0, 2), i + count + uniform(0, 2)});
+      }
+      return slices;
+    case Shape::kEmpty:
+      for (int i = 0; i < count; ++i) {
+        const int64_t at = uniform(0, 3);
+        slices.push_back(uniform(0, 9) == 0 ? Slice{at, at + uniform(0, 3)} : Slice{at, at});
+      }
+      return slices;
+    case Shape::kEqualTimes:
+      for (int i = 0; i < count; ++i) {
+        const int64_t start = uniform(0, 8);
+        slices.push_back({start, start + uniform(0, 4)});
+      }
+      return slices;
   }
   return slices;
 }
@@ -421,6 +517,116 @@ TEST(SliceLanesTest, ManyEmptySlicesAtOneTimeStayOnTheTrack) {
   std::vector<std::size_t> expected(303, 0);
   expected.push_back(1);
   EXPECT_EQ(placeAndCheck(slices), expected);
+}
+
+// The search trees against the nesting trees they replace (slice_lanes_reference.h), on
+// slices of every shape, a few hundred at a time: each slice on the same lane, each point on
+// the same lane, with and without forgetting. Compared up to where the nesting trees
+// forgot less than a quarter of what they remembered, which SliceLanes no longer does.
+TEST(SliceLanesTest, PlacesEverySliceWhereTheNestingTreesDid) {
+  std::mt19937_64 random(20261207);
+  int whole = 0;
+  for (int round = 0; round < 3'000; ++round) {
+    const Shape shape = kShapes[round % std::size(kShapes)];
+    const int count = std::uniform_int_distribution<int>(1, 300)(random);
+    const std::size_t budget = round % 3 == 0
+                                   ? SliceLanes::kDefaultBudget
+                                   : std::uniform_int_distribution<std::size_t>(1, 64)(random);
+    const std::vector<Slice> slices = shapedSlices(random, shape, count);
+    SliceLanes lanes(budget);
+    reference::SliceLanes expected(budget);
+    std::vector<std::size_t> placed;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    bool parted = false;
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+      const Slice& s = slices[i];
+      placed.push_back(lanes.place(s.start, s.end));
+      const std::size_t lane = expected.place(s.start, s.end);
+      if (expected.scantForgettings() > 0) {
+        parted = true;
+        break;
+      }
+      ASSERT_EQ(placed.back(), lane) << "round " << round << " slice " << i;
+      ASSERT_EQ(lanes.remembered(), expected.remembered()) << "round " << round << " slice " << i;
+      first = std::min(first, s.start);
+      last = std::max(last, s.end);
+      // Where a launch arrow to the slice would go, and somewhere else.
+      const int64_t elsewhere = std::uniform_int_distribution<int64_t>(first - 1, last + 1)(random);
+      for (const int64_t t : {s.start, s.end, elsewhere}) {
+        ASSERT_EQ(lanes.laneAt(t), expected.laneAt(t)) << "round " << round << " at " << t;
+      }
+    }
+    if (parted) continue;
+    ++whole;
+    checkLanes(slices, placed);
+    for (int64_t t = first - 1; t <= last + 1; ++t) {
+      ASSERT_EQ(lanes.laneAt(t), expected.laneAt(t)) << "round " << round << " at " << t;
+    }
+  }
+  // Those that part are the empty slices and the equal times, forgetting: compared up to
+  // there, and most of them whole too.
+  EXPECT_GT(whole, 2'500);
+}
+
+// Every shape, ten thousand slices, within the budget and forgetting past a small one:
+// every lane nests, by the header's rules and as trace processor reads it.
+TEST(SliceLanesTest, ManySlicesOfEveryShapeNestOnEveryLane) {
+  std::mt19937_64 random(1207);
+  for (const Shape shape : kShapes) {
+    for (const std::size_t budget : {SliceLanes::kDefaultBudget, std::size_t{1'000}}) {
+      const std::vector<Slice> slices = shapedSlices(random, shape, 10'000);
+      SliceLanes lanes(budget);
+      std::vector<std::size_t> placed;
+      for (const Slice& s : slices) placed.push_back(lanes.place(s.start, s.end));
+      SCOPED_TRACE(testing::Message()
+                   << "shape " << static_cast<int>(shape) << ", budget " << budget);
+      checkLanes(slices, placed);
+    }
+  }
+}
+
+// Forgetting frees at least a quarter of what is remembered, even when most of it ends at
+// one time: forgetting only what ends before it, a slice or two, each slice placed after
+// would forget again, going through all that is remembered each time.
+TEST(SliceLanesTest, ForgettingFreesAQuarterEvenWhenMostSlicesEndTogether) {
+  constexpr std::size_t kBudget = 64;
+  constexpr int64_t kEnd = 1'000'000;
+  std::vector<Slice> slices{{0, 1}};
+  // Ranges that all end together, each holding the last (written innermost first).
+  for (int64_t i = 0; i < static_cast<int64_t>(kBudget) - 2; ++i) {
+    slices.push_back({1'000 - i, kEnd});
+  }
+  for (int64_t i = 0; i < 1'000; ++i) slices.push_back({10 + 2 * i, 11 + 2 * i});
+  SliceLanes lanes(kBudget);
+  std::vector<std::size_t> placed;
+  int forgettings = 0;
+  for (const Slice& s : slices) {
+    const std::size_t before = lanes.remembered();
+    placed.push_back(lanes.place(s.start, s.end));
+    if (lanes.remembered() <= before) {
+      ++forgettings;
+      EXPECT_LE(lanes.remembered(), kBudget * 3 / 4);
+    }
+  }
+  EXPECT_LE(forgettings, static_cast<int>(slices.size() / (kBudget / 4)));
+  checkLanes(slices, placed);
+}
+
+// Slices that end at the last nanosecond are forgotten like any others (no horizon after
+// them overflows), and a lane that forgot them takes only what starts there.
+TEST(SliceLanesTest, SlicesEndingAtTheLastNanosecondAreForgottenAndLanesStillNest) {
+  std::vector<Slice> slices;
+  for (int64_t i = 0; i < 40; ++i) slices.push_back({i, INT64_MAX});
+  SliceLanes lanes(/*budget=*/8);
+  std::vector<std::size_t> placed;
+  for (const Slice& s : slices) {
+    placed.push_back(lanes.place(s.start, s.end));
+    ASSERT_LE(lanes.remembered(), 8u);
+  }
+  slices.push_back({INT64_MAX, INT64_MAX});
+  placed.push_back(lanes.place(INT64_MAX, INT64_MAX));
+  EXPECT_EQ(placed.back(), 0u);
+  checkLanes(slices, placed);
 }
 
 }  // namespace
