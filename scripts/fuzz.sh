@@ -15,8 +15,8 @@
 #
 # Each target starts from a copy of its seed corpus (fuzz/corpus/NAME) and its regression
 # inputs (fuzz/regressions/NAME): what it finds goes into the copy, never into the repository.
-# Per target it prints executions, executions per second, coverage (libFuzzer's final "cov:"
-# edges and "ft:" features) and the working corpus's size; a crash, leak, timeout or memory
+# Per target it prints the CPU minutes it used, executions, executions per second, coverage
+# (libFuzzer's final "cov:" edges and "ft:" features) and the working corpus's size; a crash, leak, timeout or memory
 # limit breach is printed with its file, and makes the exit status 1. To reproduce one:
 #   build-fuzz/fuzz/NAME_fuzzer FILE
 # and to minimise it: build-fuzz/fuzz/NAME_fuzzer -minimize_crash=1 -runs=100000 FILE
@@ -121,6 +121,13 @@ run_target() {
   TMPDIR=$dir/tmp ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     build-fuzz/fuzz/"${name}"_fuzzer "${options[@]}" "$dir/corpus" > "$dir/log" 2>&1 || status=$?
   echo "$status" > "$dir/status"
+  # The CPU time the fuzzer used (user + system, from this subshell's children): with more
+  # jobs than free cores it is less than the wall time, and it is what a long run promises.
+  # (`times` itself in no pipe: a pipe's subshell has no children yet.)
+  times > "$dir/times"
+  awk 'NR == 2 {
+      split($1, u, /[ms]/); split($2, s, /[ms]/)
+      printf "%.1f\n", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) / 60 }' "$dir/times" > "$dir/cpu_minutes"
 }
 
 # Runs the targets, $jobs at a time.
@@ -137,7 +144,7 @@ done
 wait
 
 failed=0
-printf '\n%-16s %12s %9s %7s %8s %8s  %s\n' target executions exec/s cov ft corpus result
+printf '\n%-16s %8s %12s %9s %7s %8s %8s  %s\n' target cpu-min executions exec/s cov ft corpus result
 for name in "${names[@]}"; do
   dir=$work/$name
   log=$dir/log
@@ -154,7 +161,8 @@ for name in "${names[@]}"; do
     if grep -q '^no build-fuzz' "$log"; then result="NOT RUN: $(cat "$log")"; fi
     failed=1
   fi
-  printf '%-16s %12s %9s %7s %8s %8s  %s\n' "$name" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$result"
+  cpu=$(cat "$dir/cpu_minutes" 2>/dev/null || true)
+  printf '%-16s %8s %12s %9s %7s %8s %8s  %s\n' "$name" "${cpu:-?}" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$result"
   for file in $artifacts; do echo "  input: $file"; done
   if [[ $result != ok ]]; then echo "  log: $log"; fi
 done
