@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/json_structure.h"
 #include "kinetrace/error.h"
 
 namespace kinetrace::detail {
@@ -70,25 +71,9 @@ std::size_t parsedFootprintOf(std::string_view json) {
   // of the parser's tree and one of the Value (with a member's key beside it), and a
   // container's vector may have twice the room its items need.
   std::size_t nodes = 1;
-  bool inString = false;
-  bool escaped = false;
-  for (const char c : json) {
-    if (inString) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        inString = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == ',' || c == '[' || c == '{' || c == ':') {
-      ++nodes;
-    }
-  }
+  forEachStructuralChar(json, [&nodes](char c) {
+    if (c == ',' || c == '[' || c == '{' || c == ':') ++nodes;
+  });
   constexpr std::size_t kNodeBytes =
       2 * (sizeof(nlohmann::ordered_json) + sizeof(Value::Member)) + kAllocationOverheadBytes;
   return 2 * json.size() + nodes * kNodeBytes;

@@ -6,28 +6,15 @@
 #include <string_view>
 
 #include "analysis/byte_source.h"
+#include "analysis/json_structure.h"
 #include "kinetrace/error.h"
 
 namespace kinetrace::detail {
 
 void checkJsonDepth(std::string_view text, const std::string& what) {
   std::size_t depth = 0;
-  bool inString = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (inString) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        inString = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
+  forEachStructuralChar(text, [&](char c) {
+    if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
         throw Error(fmt::format("{} nests arrays and objects more than {} levels deep", what,
                                 kMaxJsonDepth));
@@ -35,7 +22,7 @@ void checkJsonDepth(std::string_view text, const std::string& what) {
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
-  }
+  });
 }
 
 TraceFileFormat detectTraceFormat(const std::string& path, ReadBudget& budget) {
