@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "support/text.h"
+
 namespace kinetrace::detail::html {
 
 std::string escape(std::string_view text) {
@@ -79,12 +81,6 @@ std::string_view firstArgument(std::string_view list) {
     if (c == ',' && depth == 0) return list.substr(0, i);
   }
   return list;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

@@ -8,8 +8,12 @@
 #include <vector>
 
 #include "model/trace_file_name.h"
+#include "support/text.h"
 
 namespace kinetrace::inject {
+
+using detail::endsWith;
+
 namespace {
 
 constexpr std::string_view kPrefix = "kinetrace";
@@ -21,10 +25,6 @@ std::optional<std::string> variable(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return std::nullopt;
   return sanitizeNamePart(value, 16);
-}
-
-bool endsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
 }  // namespace

@@ -22,11 +22,13 @@
 
 #include "ondemand/trigger_decision.h"
 #include "support/path_rule.h"
+#include "support/text.h"
 
 namespace kinetrace::inject {
 
 using detail::Failure;
 using detail::Result;
+using detail::endsWith;
 namespace {
 
 // A request or answer is one short line: anything longer is not ours.
@@ -40,11 +42,6 @@ int64_t monotonicNs() {
 
 std::string errorText() {
   return std::strerror(errno);
-}
-
-bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Reads up to a newline (not kept), all of it within `timeoutMs`: a deadline for the whole

@@ -10,29 +10,20 @@
 
 #include "ondemand/trigger_decision.h"
 #include "support/log.h"
+#include "support/text.h"
 
 namespace kinetrace::ondemand {
 
 using detail::Failure;
 using detail::Result;
 using detail::Status;
+using detail::endsWith;
+using detail::trim;
 
 namespace {
 
 constexpr int64_t kNsPerMs = 1000000;
 constexpr int64_t kDefaultDurationMs = 500;  // libkineto's default window
-
-std::string_view trimmed(std::string_view text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-bool endsWith(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // A whole decimal number, or why not.
 Result<int64_t> integer(const std::string& key, const std::string& value) {
@@ -107,7 +98,7 @@ detail::PathRule onDemandOutputRule(const std::string& onDemandDir) {
 bool daemonRequested(const char* variable) {
   const char* value = std::getenv(variable);
   if (value == nullptr) return false;
-  std::string lower(trimmed(value));
+  std::string lower(trim(value));
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return lower == "1" || lower == "true" || lower == "yes" || lower == "on";
@@ -129,14 +120,14 @@ Result<KinetoConfig> parseKinetoConfig(std::string_view text) {
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
       line = line.substr(0, hash);
     }
-    line = trimmed(line);
+    line = trim(line);
     if (line.empty()) continue;
     const std::size_t equals = line.find('=');
     if (equals == std::string_view::npos) {
       return Failure{"\"" + std::string(line) + "\" is not KEY=VALUE"};
     }
-    const std::string key(trimmed(line.substr(0, equals)));
-    const std::string value(trimmed(line.substr(equals + 1)));
+    const std::string key(trim(line.substr(0, equals)));
+    const std::string value(trim(line.substr(equals + 1)));
 
     // Each key's value, or the failure to pass on.
     std::optional<Failure> failed;

@@ -10,14 +10,10 @@
 #include "output/gzip_output.h"
 #include "output/perfetto_compression.h"
 #include "output/perfetto_sink.h"
+#include "support/text.h"
 
 namespace kinetrace::detail {
 namespace {
-
-bool endsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 }  // namespace
 

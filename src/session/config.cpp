@@ -14,10 +14,14 @@
 #include "model/gpu_metric_catalog.h"
 #include "session/schedule_phase.h"
 #include "support/log.h"
+#include "support/text.h"
 
 extern char** environ;
 
 namespace kinetrace {
+
+using detail::trim;
+
 namespace {
 
 struct ActivityName {
@@ -44,14 +48,6 @@ std::string knownActivityNames() {
     names += entry.name;
   }
   return names + ", default, all";
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  return text;
 }
 
 std::string lower(std::string_view text) {

@@ -5,15 +5,10 @@
 #include <charconv>
 
 #include "kinetrace/error.h"
+#include "support/text.h"
 
 namespace kinetrace::detail {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 }  // namespace
 

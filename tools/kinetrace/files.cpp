@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kinetrace/error.h"
+#include "support/text.h"
 
 namespace kinetrace::cli {
 
@@ -80,11 +81,6 @@ std::vector<std::string> listDirectory(const std::string& dir) {
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string baseName(const std::string& path) {

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "support/text.h"
+
 // Small file-system helpers of the kinetrace command. None throws but readSmallFile and
 // refuseOutputOverInput: a path that cannot be read reads as missing or empty.
 
@@ -21,7 +23,7 @@ std::string readSmallFile(const std::string& path, std::size_t maxBytes);
 // The names in `dir` ("." and ".." included), sorted; none when it cannot be read.
 std::vector<std::string> listDirectory(const std::string& dir);
 
-bool endsWith(const std::string& text, const std::string& suffix);
+using detail::endsWith;  // support/text.h
 
 // "/a/b/c.json" -> "c.json"
 std::string baseName(const std::string& path);
