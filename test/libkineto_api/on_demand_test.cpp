@@ -196,13 +196,10 @@ TEST_F(OnDemandTest, AConfigOutsideTheAllowedDirectoriesWritesNothing) {
 // The allowed directories were checked on the text of the path: a link inside one led the
 // trace wherever it pointed.
 TEST_F(OnDemandTest, ALinkInsideTheAllowedDirectoryThatLeadsOutWritesNothing) {
-  // Outside /tmp too (always allowed): a directory beside the test's working one.
-  std::string outside = (std::filesystem::current_path() / "kineto_outside_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(outside.data()), nullptr);
-  struct RemoveAfter {
-    std::string path;
-    ~RemoveAfter() { std::filesystem::remove_all(path); }
-  } removeAfter{outside};
+  // Outside /tmp too (always allowed).
+  const testing::TempDirOutsideTmp outsideDir;
+  if (outsideDir.path().empty()) GTEST_SKIP() << "no directory outside /tmp could be made";
+  const std::string& outside = outsideDir.path();
   ASSERT_EQ(::symlink(outside.c_str(), (dir_.path() + "/out").c_str()), 0);
   onDemand().handleConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
                           "/out/t.json\nACTIVITIES_DURATION_MSECS=10\n");

@@ -49,6 +49,47 @@ class TempDir {
   std::string path_;
 };
 
+// A directory of its own outside /tmp, for tests of what must never be written outside the
+// allowed directories (which always include /tmp): beside the working directory, in $HOME,
+// /var/tmp or /dev/shm, the first of those not under /tmp that takes one. Removed with
+// everything in it at the end of the scope; path() is empty when none could be made.
+class TempDirOutsideTmp {
+ public:
+  explicit TempDirOutsideTmp(const std::string& prefix = "kinetrace_outside") {
+    std::error_code error;
+    const std::filesystem::path tmp = std::filesystem::canonical("/tmp", error);
+    std::vector<std::filesystem::path> parents = {std::filesystem::current_path(error)};
+    if (const char* home = std::getenv("HOME")) parents.emplace_back(home);
+    parents.emplace_back("/var/tmp");
+    parents.emplace_back("/dev/shm");
+    for (const std::filesystem::path& parent : parents) {
+      const std::filesystem::path resolved = std::filesystem::canonical(parent, error);
+      if (error || resolved.empty() || underTmp(resolved, tmp)) continue;
+      std::string pattern = (resolved / (prefix + "_XXXXXX")).string();
+      if (::mkdtemp(pattern.data()) != nullptr) {
+        path_ = pattern.c_str();
+        return;
+      }
+    }
+  }
+  ~TempDirOutsideTmp() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempDirOutsideTmp(const TempDirOutsideTmp&) = delete;
+  TempDirOutsideTmp& operator=(const TempDirOutsideTmp&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  static bool underTmp(const std::filesystem::path& path, const std::filesystem::path& tmp) {
+    const auto [tmpEnd, pathAt] = std::mismatch(tmp.begin(), tmp.end(), path.begin(), path.end());
+    return !tmp.empty() && tmpEnd == tmp.end();
+  }
+
+  std::string path_;
+};
+
 // The whole content of a file ("" when it cannot be read).
 inline std::string fileContents(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
