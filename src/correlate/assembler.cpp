@@ -245,19 +245,20 @@ void Assembler::onCounter(uint32_t instance, int64_t timeNs, HostName name, doub
 }
 
 bool Assembler::keepsPending(CallEffect effect) const {
+  const ActivitySet& a = options_.gpuActivities;
   switch (effect) {
     case CallEffect::Kernel:
-      return options_.kernels;
+      return a.has(Activity::Kernel);
     case CallEffect::Copy:
-      return options_.memcpy;
+      return a.has(Activity::Memcpy);
     case CallEffect::Set:
-      return options_.memset;
+      return a.has(Activity::Memset);
     case CallEffect::Graph:
-      return options_.kernels || options_.memcpy || options_.memset || options_.graphs;
+      return collectsGraphWork();
     case CallEffect::Sync:
-      return options_.sync;
+      return a.has(Activity::Sync);
     case CallEffect::Memory:
-      return options_.memory;
+      return a.has(Activity::Memory);
     case CallEffect::None:
       return false;
   }

@@ -29,11 +29,7 @@ struct AssemblerOptions {
   bool launchCallsRecorded = false;
   // Which GPU record kinds are collected: a call whose records will never come is not kept
   // waiting for them.
-  bool kernels = false;
-  bool memcpy = false;
-  bool memset = false;
-  bool sync = false;
-  bool memory = false;
+  ActivitySet gpuActivities;
   bool graphs = false;  // graph launches come as one GraphRecord each (graph-level tracing)
   // The name of a CUDA API function by its callback id.
   std::function<std::string(ApiDomain, uint32_t)> apiName;
@@ -157,8 +153,13 @@ class Assembler final : public HostEventVisitor {
   bool inWindow(int64_t timeNs) const { return timeNs >= options_.startNs && timeNs <= stopNs_; }
   // Whether a range can get GPU spans (kernels, copies or memsets are collected): only then
   // is its state kept after it ends, until no launch inside it can still be joined.
-  bool collectsSpans() const {
-    return options_.kernels || options_.memcpy || options_.memset || options_.graphs;
+  bool collectsSpans() const { return collectsGraphWork(); }
+  // Whether anything a graph launch runs is collected: its nodes' kernels, copies or
+  // memsets, or the launch as one record (graph level).
+  bool collectsGraphWork() const {
+    const ActivitySet& a = options_.gpuActivities;
+    return a.has(Activity::Kernel) || a.has(Activity::Memcpy) || a.has(Activity::Memset) ||
+           options_.graphs;
   }
   uint32_t threadOf(uint32_t instance);
   uint32_t threadOfTid(int64_t tid);

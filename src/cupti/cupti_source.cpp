@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 
@@ -13,6 +14,22 @@
 
 namespace kinetrace::detail {
 namespace {
+
+// The CUPTI activity kinds that record each GPU activity (Launch, RuntimeAll and DriverAll
+// are callbacks, not activity kinds), one row each.
+struct ActivityRecords {
+  Activity activity;
+  std::array<CUpti_ActivityKind, 2> kinds;  // CUPTI_ACTIVITY_KIND_INVALID: none
+};
+constexpr ActivityRecords kActivityRecords[] = {
+    {Activity::Kernel, {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}},
+    {Activity::Memcpy, {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},  // MEMCPY2: peer
+    {Activity::Memset, {CUPTI_ACTIVITY_KIND_MEMSET}},
+    // Sync records name a context, not a device: the context records say whose it is.
+    {Activity::Sync, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CONTEXT}},
+    {Activity::Memory, {CUPTI_ACTIVITY_KIND_MEMORY2}},
+    {Activity::Overhead, {CUPTI_ACTIVITY_KIND_OVERHEAD}},
+};
 
 // CUPTI's buffer callbacks are plain C functions with no user pointer: they find the one
 // live source here. Set in enable(), cleared in disable().
@@ -125,13 +142,14 @@ Status CuptiSource::enable(const GpuOptions& options, MemoryBudget& budget) {
   callbacks_.epoch = gSubscriptions.fetch_add(1) + 1;
   callbacks_.collection = &collection_;
   // Where graph nodes came from only matters when launches are linked to their calls.
-  if (options_.launchCalls || options_.allRuntimeCalls || options_.allDriverCalls) {
+  const ActivitySet& a = options_.activities;
+  if (a.has(Activity::Launch) || a.has(Activity::RuntimeAll) || a.has(Activity::DriverAll)) {
     callbacks_.graphNodeIds = &cupti;
     callbacks_.launchTargets = &cupti;
   }
-  if (options_.launchCalls) callbacks_.selectLaunchEntryPoints(cupti);
-  if (options_.allRuntimeCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);
-  if (options_.allDriverCalls) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
+  if (a.has(Activity::Launch)) callbacks_.selectLaunchEntryPoints(cupti);
+  if (a.has(Activity::RuntimeAll)) callbacks_.selectAll(CUPTI_CB_DOMAIN_RUNTIME_API, cupti);
+  if (a.has(Activity::DriverAll)) callbacks_.selectAll(CUPTI_CB_DOMAIN_DRIVER_API, cupti);
   if (options_.profilerControl != nullptr) callbacks_.selectProfilerControl();
 
   pool_ = std::make_unique<BufferPool>(
@@ -218,18 +236,12 @@ Status CuptiSource::enableCallbacks() {
 
 Status CuptiSource::enableActivities() {
   std::vector<CUpti_ActivityKind> kinds;
-  if (options_.kernels) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (options_.memcpy) {
-    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
-    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);  // peer-to-peer copies
+  for (const ActivityRecords& row : kActivityRecords) {
+    if (!options_.activities.has(row.activity)) continue;
+    for (CUpti_ActivityKind kind : row.kinds) {
+      if (kind != CUPTI_ACTIVITY_KIND_INVALID) kinds.push_back(kind);
+    }
   }
-  if (options_.memset) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
-  if (options_.sync) {
-    kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-    kinds.push_back(CUPTI_ACTIVITY_KIND_CONTEXT);  // sync records name a context, not a device
-  }
-  if (options_.memory) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
-  if (options_.overhead) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
   // With the node kinds on (measured on the H200, CUDA 13): a graph launch then gives one
   // graph record and none for its nodes, while work launched outside graphs keeps its own.
   if (options_.graphLevel) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kinetrace/config.h"
 #include "kinetrace/value.h"
 #include "model/gpu_metrics.h"
 #include "model/memory_budget.h"
@@ -19,18 +20,12 @@ namespace kinetrace::detail {
 
 // What the session asks a GPU source to record.
 struct GpuOptions {
-  bool kernels = false;
-  bool memcpy = false;
-  bool memset = false;
-  bool sync = false;
-  bool memory = false;
-  bool overhead = false;
+  // The GPU activities to record (Activity::Host is not the source's): each activity's
+  // CUPTI record kinds, and for Launch, RuntimeAll and DriverAll the call callbacks.
+  ActivitySet activities;
   // Graph launches as one record each (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), instead of a record
   // per node: with kernels, copies or memsets only.
   bool graphLevel = false;
-  bool launchCalls = false;  // callbacks on launch / copy / sync / malloc entry points
-  bool allRuntimeCalls = false;
-  bool allDriverCalls = false;
   // When set: called on the program's thread when it calls cudaProfilerStart() (start =
   // true, after the call) or cudaProfilerStop() (start = false, before the call), from
   // enable() to disable(). It runs inside a CUPTI callback: it may start and stop the

@@ -11,20 +11,20 @@ bool TraceRecords::empty() const { return size() == 0; }
 
 std::size_t TraceRecords::size() const {
   std::size_t total = 0;
-  forEachKind([&total](const auto& records) { total += records.size(); });
+  forEachKind([&total](RecordKind, const auto& records) { total += records.size(); });
   return total;
 }
 
 std::size_t TraceRecords::bytes() const {
   std::size_t total = 0;
-  forEachKind([&total](const auto& records) {
+  forEachKind([&total](RecordKind, const auto& records) {
     total += records.size() * sizeof(typename std::decay_t<decltype(records)>::value_type);
   });
   return total + metricValues.size() * sizeof(double);
 }
 
 void TraceRecords::clear() {
-  forEachKind([](auto& records) { records.clear(); });
+  forEachKind([](RecordKind, auto& records) { records.clear(); });
   metricValues.clear();
 }
 
@@ -46,36 +46,14 @@ void TraceRecords::append(TraceRecords&& other) {
     for (GpuMetricSampleRecord& sample : other.metricSamples) sample.values += valuesBefore;
   }
   move(metricValues, other.metricValues);
-  move(ranges, other.ranges);
-  move(instants, other.instants);
-  move(counters, other.counters);
-  move(apiCalls, other.apiCalls);
-  move(flows, other.flows);
-  move(kernels, other.kernels);
-  move(memcpys, other.memcpys);
-  move(memsets, other.memsets);
-  move(graphs, other.graphs);
-  move(syncs, other.syncs);
-  move(memory, other.memory);
-  move(overheads, other.overheads);
-  move(gpuSpans, other.gpuSpans);
-  move(metricSamples, other.metricSamples);
+#define KINETRACE_RECORD_MOVE(Kind, Type, member, countKey, stat) move(member, other.member);
+  KINETRACE_RECORD_KINDS(KINETRACE_RECORD_MOVE)
+#undef KINETRACE_RECORD_MOVE
 }
 
-void RecordCounts::add(const TraceRecords& r) {
-  ranges += r.ranges.size();
-  instants += r.instants.size();
-  counters += r.counters.size();
-  apiCalls += r.apiCalls.size();
-  kernels += r.kernels.size();
-  memcpys += r.memcpys.size();
-  memsets += r.memsets.size();
-  graphs += r.graphs.size();
-  syncs += r.syncs.size();
-  memory += r.memory.size();
-  overheads += r.overheads.size();
-  gpuSpans += r.gpuSpans.size();
-  metricSamples += r.metricSamples.size();
+void RecordCounts::add(const TraceRecords& records) {
+  records.forEachKind(
+      [this](RecordKind kind, const auto& ofKind) { (*this)[kind] += ofKind.size(); });
 }
 
 void GpuBatch::clear() {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/gpu_op.h"
+#include "model/record_kinds.h"
 #include "model/string_table.h"
 
 // The trace model: compact plain records, kinds as enums, strings interned in the trace's
@@ -284,34 +285,24 @@ struct DeviceInfo {
 // Assembled records, grouped by kind: a batch handed from the assembler to whoever keeps or
 // writes them, and the body of a finished trace.
 struct TraceRecords {
-  std::vector<RangeRecord> ranges;
-  std::vector<InstantRecord> instants;
-  std::vector<CounterRecord> counters;
-  std::vector<ApiCallRecord> apiCalls;
-  std::vector<FlowRecord> flows;
-  std::vector<KernelRecord> kernels;
-  std::vector<MemcpyRecord> memcpys;
-  std::vector<MemsetRecord> memsets;
-  std::vector<GraphRecord> graphs;
-  std::vector<SyncRecord> syncs;
-  std::vector<MemoryRecord> memory;
-  std::vector<OverheadRecord> overheads;
-  std::vector<GpuSpanRecord> gpuSpans;
-  std::vector<GpuMetricSampleRecord> metricSamples;
+  // A vector per kind: ranges, instants, ..., kernels, ... (model/record_kinds.h).
+#define KINETRACE_RECORD_VECTOR(Kind, Type, member, countKey, stat) std::vector<Type> member;
+  KINETRACE_RECORD_KINDS(KINETRACE_RECORD_VECTOR)
+#undef KINETRACE_RECORD_VECTOR
   // The values of metric samples and kernels' metric averages (not records: each belongs to
   // the sample or kernel that indexes it). append() keeps the indexes right.
   std::vector<double> metricValues;
 
-  // Calls f(vector) for each kind's vector.
+  // Calls f(kind, vector) for each kind's vector.
   template <typename F>
   void forEachKind(F&& f) {
-    f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
-    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans), f(metricSamples);
+#define KINETRACE_RECORD_VISIT(Kind, Type, member, countKey, stat) f(RecordKind::Kind, member);
+    KINETRACE_RECORD_KINDS(KINETRACE_RECORD_VISIT)
   }
   template <typename F>
   void forEachKind(F&& f) const {
-    f(ranges), f(instants), f(counters), f(apiCalls), f(flows), f(kernels), f(memcpys);
-    f(memsets), f(graphs), f(syncs), f(memory), f(overheads), f(gpuSpans), f(metricSamples);
+    KINETRACE_RECORD_KINDS(KINETRACE_RECORD_VISIT)
+#undef KINETRACE_RECORD_VISIT
   }
   bool empty() const;
   std::size_t size() const;

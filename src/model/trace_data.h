@@ -45,24 +45,6 @@ struct LossCounters {
   uint64_t kernelsWhoseSamplesCameLate = 0;
 };
 
-// How many records of each kind a trace holds (also when they were streamed to a file).
-struct RecordCounts {
-  uint64_t ranges = 0;
-  uint64_t instants = 0;
-  uint64_t counters = 0;
-  uint64_t apiCalls = 0;
-  uint64_t kernels = 0;
-  uint64_t memcpys = 0;
-  uint64_t memsets = 0;
-  uint64_t graphs = 0;  // whole-graph runs (graph-level tracing)
-  uint64_t syncs = 0;
-  uint64_t memory = 0;
-  uint64_t overheads = 0;
-  uint64_t gpuSpans = 0;
-  uint64_t metricSamples = 0;
-  void add(const TraceRecords& records);
-};
-
 // Where a CUDA graph node was created: the call that captured or added it, and the host
 // range open then. Kernels, copies and memsets replayed from the node (or from its clones
 // in executable graphs) point here.

@@ -67,7 +67,7 @@ Value gpuMetricsOf(const TraceData& trace) {
   }
   return Value::object({{"metrics", Value(std::move(metrics))},
                         {"interval_ns", trace.tables.gpuMetrics.intervalNs},
-                        {"samples", trace.counts.metricSamples},
+                        {"samples", trace.counts[RecordKind::MetricSample]},
                         {"lost", l.gpuMetricSamplesLost},
                         {"corrupted", l.gpuMetricSamplesCorrupted},
                         {"setup_dropped", l.gpuMetricSetupSamplesDropped},
@@ -132,21 +132,11 @@ Metadata footerMetadata(const TraceData& trace, const FooterFacts& facts, const 
   out.push_back({"kinetrace_unfinished_ranges", l.unfinishedRanges});
   out.push_back({"kinetrace_graph_node_sites_not_kept", l.graphNodeSitesNotKept});
   out.push_back({"kinetrace_event_args_not_kept", l.eventArgsNotKept});
-  const RecordCounts& c = trace.counts;
-  out.push_back({"kinetrace_record_counts",
-                 Value::object({{"ranges", c.ranges},
-                                {"instants", c.instants},
-                                {"counters", c.counters},
-                                {"api_calls", c.apiCalls},
-                                {"kernels", c.kernels},
-                                {"memcpys", c.memcpys},
-                                {"memsets", c.memsets},
-                                {"graphs", c.graphs},
-                                {"syncs", c.syncs},
-                                {"memory", c.memory},
-                                {"overheads", c.overheads},
-                                {"gpu_spans", c.gpuSpans},
-                                {"metric_samples", c.metricSamples}})});
+  Value counts;
+  for (const RecordKindInfo& kind : kRecordKinds) {
+    if (kind.countKey != nullptr) counts.set(kind.countKey, trace.counts[kind.kind]);
+  }
+  out.push_back({"kinetrace_record_counts", std::move(counts)});
   out.push_back({"kinetrace_window_start_ns", trace.startNs});
   out.push_back({"kinetrace_window_stop_ns", trace.stopNs});
   out.push_back({"kinetrace_host_clock_drift_ns", facts.hostClockDriftNs});

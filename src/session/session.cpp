@@ -22,20 +22,18 @@
 namespace kinetrace::detail {
 namespace {
 
+// Whether any kind a graph's nodes run (kernels, copies, memsets) is recorded: graph-level
+// tracing replaces their records with one per launch, and has nothing to replace without.
+bool recordsGraphWork(const ActivitySet& a) {
+  return a.has(Activity::Kernel) || a.has(Activity::Memcpy) || a.has(Activity::Memset);
+}
+
 GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   const ActivitySet& a = config.activities;
   GpuOptions gpu;
-  gpu.kernels = a.has(Activity::Kernel);
-  gpu.memcpy = a.has(Activity::Memcpy);
-  gpu.memset = a.has(Activity::Memset);
-  gpu.sync = a.has(Activity::Sync);
-  gpu.memory = a.has(Activity::Memory);
-  gpu.overhead = a.has(Activity::Overhead);
-  gpu.graphLevel =
-      config.cudaGraphTrace == GraphTrace::Graph && (gpu.kernels || gpu.memcpy || gpu.memset);
-  gpu.launchCalls = a.has(Activity::Launch);
-  gpu.allRuntimeCalls = a.has(Activity::RuntimeAll);
-  gpu.allDriverCalls = a.has(Activity::DriverAll);
+  gpu.activities = a;
+  gpu.activities.remove(Activity::Host);
+  gpu.graphLevel = config.cudaGraphTrace == GraphTrace::Graph && recordsGraphWork(a);
   // Recording follows the program's cudaProfilerStart/Stop: CUPTI is subscribed at prepare()
   // but collects nothing until the first start.
   gpu.profilerControl = options.profilerControl;
@@ -65,13 +63,12 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
   options.startNs = startNs;
   options.launchCallsRecorded =
       gpuEnabled && (a.has(Activity::Launch) || a.has(Activity::RuntimeAll));
-  options.kernels = gpuEnabled && a.has(Activity::Kernel);
-  options.memcpy = gpuEnabled && a.has(Activity::Memcpy);
-  options.memset = gpuEnabled && a.has(Activity::Memset);
-  options.sync = gpuEnabled && a.has(Activity::Sync);
-  options.memory = gpuEnabled && a.has(Activity::Memory);
-  options.graphs = config.cudaGraphTrace == GraphTrace::Graph &&
-                   (options.kernels || options.memcpy || options.memset);
+  if (gpuEnabled) {
+    options.gpuActivities = a;
+    options.gpuActivities.remove(Activity::Host);
+  }
+  options.graphs =
+      config.cudaGraphTrace == GraphTrace::Graph && recordsGraphWork(options.gpuActivities);
   if (gpu != nullptr) {
     options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) {
       return gpu->apiName(domain, callbackId);

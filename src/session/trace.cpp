@@ -49,16 +49,9 @@ void Trace::addMetadataJson(const std::string& key, const std::string& json) {
 TraceStats Trace::stats() const {
   const detail::TraceData& d = *data_;
   TraceStats s;
-  s.hostRanges = d.counts.ranges;
-  s.hostInstants = d.counts.instants;
-  s.counterSamples = d.counts.counters;
-  s.gpuKernels = d.counts.kernels;
-  s.gpuMemcpys = d.counts.memcpys;
-  s.gpuMemsets = d.counts.memsets;
-  s.gpuGraphs = d.counts.graphs;
-  s.gpuSyncs = d.counts.syncs;
-  s.gpuMemoryEvents = d.counts.memory;
-  s.apiCalls = d.counts.apiCalls;
+  for (const detail::RecordKindInfo& kind : detail::kRecordKinds) {
+    if (kind.stat != nullptr) s.*kind.stat = d.counts[kind.kind];
+  }
   s.droppedHostEvents = d.losses.droppedHostEvents;
   s.droppedGpuRecords = d.losses.cuptiDroppedRecords;
   s.gpuBufferRequestsRefused = d.losses.cuptiBuffersRefused;

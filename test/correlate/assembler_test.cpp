@@ -23,7 +23,8 @@ class AssemblerTest : public ::testing::Test {
     AssemblerOptions options;
     options.startNs = kStart;
     options.launchCallsRecorded = launchCalls;
-    options.kernels = options.memcpy = options.memset = options.sync = options.memory = true;
+    options.gpuActivities.add(Activity::Kernel).add(Activity::Memcpy).add(Activity::Memset);
+    options.gpuActivities.add(Activity::Sync).add(Activity::Memory);
     options.apiName = [](ApiDomain, uint32_t cbid) { return "api" + std::to_string(cbid); };
     assembler = std::make_unique<Assembler>(tables, options);
     assembler->onThread(kThread, 1001, "main");

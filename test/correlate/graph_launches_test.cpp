@@ -84,7 +84,7 @@ class GraphEliminationTest : public ::testing::Test {
     AssemblerOptions options;
     options.startNs = kStart;
     options.launchCallsRecorded = true;
-    options.kernels = options.memcpy = options.memset = true;
+    options.gpuActivities.add(Activity::Kernel).add(Activity::Memcpy).add(Activity::Memset);
     assembler_ = std::make_unique<Assembler>(tables_, options);
     assembler_->onThread(kThread, 1001, "main");
   }

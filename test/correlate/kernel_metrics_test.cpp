@@ -35,7 +35,7 @@ class KernelMetricsTest : public ::testing::Test {
     AssemblerOptions options;
     options.startNs = kStart;
     options.launchCallsRecorded = launchCalls;
-    options.kernels = true;
+    options.gpuActivities.add(Activity::Kernel);
     options.apiName = [](ApiDomain, uint32_t) { return std::string("cudaLaunchKernel"); };
     assembler = std::make_unique<Assembler>(tables, options);
     GpuBatch first;

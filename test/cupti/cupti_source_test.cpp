@@ -202,25 +202,30 @@ TEST_F(CuptiSourceTest, SecondSourceIsRefusedWhileTheFirstIsEnabled) {
 
 TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
   struct Case {
-    bool GpuOptions::*option;
+    GpuOptions options;
     std::set<CUpti_ActivityKind> kinds;
   };
+  const auto with = [](Activity activity) {
+    GpuOptions options;
+    options.activities.add(activity);
+    return options;
+  };
+  GpuOptions graphLevel;
+  graphLevel.graphLevel = true;
   const std::vector<Case> cases = {
-      {&GpuOptions::kernels, {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}},
-      {&GpuOptions::memcpy, {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
-      {&GpuOptions::memset, {CUPTI_ACTIVITY_KIND_MEMSET}},
-      {&GpuOptions::sync, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CONTEXT}},
-      {&GpuOptions::memory, {CUPTI_ACTIVITY_KIND_MEMORY2}},
-      {&GpuOptions::overhead, {CUPTI_ACTIVITY_KIND_OVERHEAD}},
-      {&GpuOptions::graphLevel, {CUPTI_ACTIVITY_KIND_GRAPH_TRACE}},
-      {&GpuOptions::launchCalls, {}},
+      {with(Activity::Kernel), {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}},
+      {with(Activity::Memcpy), {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
+      {with(Activity::Memset), {CUPTI_ACTIVITY_KIND_MEMSET}},
+      {with(Activity::Sync), {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CONTEXT}},
+      {with(Activity::Memory), {CUPTI_ACTIVITY_KIND_MEMORY2}},
+      {with(Activity::Overhead), {CUPTI_ACTIVITY_KIND_OVERHEAD}},
+      {graphLevel, {CUPTI_ACTIVITY_KIND_GRAPH_TRACE}},
+      {with(Activity::Launch), {}},
   };
   for (const Case& c : cases) {
     FakeCuptiApi fake;
     CuptiSource source(environment(fake));
-    GpuOptions options;
-    options.*c.option = true;
-    ASSERT_TRUE(source.enable(options, budget_).ok());
+    ASSERT_TRUE(source.enable(c.options, budget_).ok());
     EXPECT_EQ(fake.enabledKinds, c.kinds);
   }
 }
@@ -252,7 +257,7 @@ TEST_F(CuptiSourceTest, AllCallsOfADomainEnablesEveryNamedCallbackOfIt) {
     FakeCuptiApi fake;
     nameCallbacks(fake);
     GpuOptions options = kernelsOnly();
-    (domain == kRuntime ? options.allRuntimeCalls : options.allDriverCalls) = true;
+    options.activities.add(domain == kRuntime ? Activity::RuntimeAll : Activity::DriverAll);
     CuptiSource source(environment(fake));
     ASSERT_TRUE(source.enable(options, budget_).ok());
     std::set<CallbackKey> expected = {

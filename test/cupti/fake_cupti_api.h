@@ -294,7 +294,7 @@ constexpr std::size_t kBufferBytes = 64 * 1024;
 
 inline GpuOptions kernelsOnly() {
   GpuOptions options;
-  options.kernels = true;
+  options.activities.add(Activity::Kernel);
   options.bufferBytes = kBufferBytes;
   options.maxBufferBytes = 16 * kBufferBytes;
   return options;
@@ -302,8 +302,10 @@ inline GpuOptions kernelsOnly() {
 
 inline GpuOptions everything() {
   GpuOptions options = kernelsOnly();
-  options.memcpy = options.memset = options.sync = options.memory = options.overhead = true;
-  options.launchCalls = true;
+  for (Activity a : {Activity::Memcpy, Activity::Memset, Activity::Sync, Activity::Memory,
+                     Activity::Overhead, Activity::Launch}) {
+    options.activities.add(a);
+  }
   return options;
 }
 

@@ -82,8 +82,7 @@ class ProfilerControlTest : public ::testing::Test {
 
   static GpuOptions profilerApiOptions() {
     GpuOptions options;
-    options.kernels = true;
-    options.launchCalls = true;
+    options.activities.add(Activity::Kernel).add(Activity::Launch);
     options.profilerControl = &recordControl;
     options.deferCollection = true;
     options.bufferBytes = 64 * 1024;

@@ -153,7 +153,7 @@ TEST(MetadataTest, GpuMetricsSayWhatWasSampledAndWhatSamplingLost) {
        detail::MetricUnit::Percent},
       {"dram__bytes_read.sum.per_second", "DRAM read", detail::MetricUnit::BytesPerSecond}};
   trace.tables.gpuMetrics.intervalNs = 1'000'000;
-  trace.counts.metricSamples = 600;
+  trace.counts[detail::RecordKind::MetricSample] = 600;
   trace.losses.gpuMetricSamplesLost = 3;
   trace.losses.gpuMetricSamplesCorrupted = 2;
   trace.losses.gpuMetricSetupSamplesDropped = 1;
