@@ -80,67 +80,15 @@ enum class GraphTrace {
 //   kinetrace::Config config = kinetrace::Config::fromEnvironment();
 //   config.set("activities", "kernel,memcpy");   // same keys as KINETRACE_* in lower case
 //
-// Keys (environment variable KINETRACE_<KEY in upper case>):
-//   output            where the trace is written while recording (path or URL; an existing
-//                     directory gets one file per session; ".json.gz" is compressed,
-//                     ".pftrace" is Perfetto's protobuf format).
-//                     Empty: the trace stays in memory for Profiler::stop() to return
-//   activities        comma list, see ActivitySet::parse
-//   log_level         error | warning | info | debug
-//   memory_mb         the cap on everything the tracer holds in a process: host event
-//                     buffers, CUPTI's activity buffers and the room to decode one of
-//                     them, records waiting to be assembled, names, an output's write
-//                     buffer (about 1.3 MB) and, without an output, the trace itself.
-//                     Reached: records are dropped and counted in the trace, never an
-//                     out-of-memory. 1..1048576; a cap without room to decode a CUPTI
-//                     buffer records no GPU activity and says why; one without room for
-//                     an output's write buffer (memory_mb=1) refuses to start with an
-//                     output. Profiler::addMetadata() entries may take an eighth of it
-//   gpu_buffer_kb     size of one CUPTI activity buffer (16..1048576)
-//   gpu_flush_ms      how often kinetrace asks CUPTI, from a thread of its own, for every
-//                     buffer whose records are complete, full or not
-//                     (cuptiActivityFlushAll(0); CUPTI's own period, set to the same, hands
-//                     over full buffers only), so records never wait long for their buffer
-//                     to fill; 0: never asked (buffers then wait until full). A launch waits
-//                     for its record while CUPTI holds a buffer lent before the record was
-//                     due, up to 10 minutes (CUPTI's flush leaves out a buffer holding an
-//                     incomplete record: on a GPU never idle, until it is full)
-//   clock             auto | tsc | monotonic (see HostClock); read once per process
-//   cuda_graph_trace  node | graph (see GraphTrace): a graph launch's kernels, copies and
-//                     memsets one by one (the default), or one slice per launch
-//   gpu_metrics       GPU hardware metrics sampled over time (CUPTI's PM sampling), as
-//                     counter tracks per GPU and as each kernel's averages: "default"
-//                     (sm,dram,tensor,gr), a comma list of short names (sm, dram, tensor,
-//                     gr, fma, dram_read, dram_write) and metrics as CUPTI names them (one
-//                     hardware pass in all; `kinetrace help metrics`), or "" / "none" (the
-//                     default: no sampling). A GPU or driver that refuses says why once;
-//                     tracing goes on without metrics
-//   gpu_metrics_interval  the sampling interval, "1ms" unless set; 1us..1s
-//   gpu_metrics_buffer_mb  the buffer the GPU writes raw samples into, per GPU, in MiB
-//                     (counted in memory_mb); 0, the default: sized from the interval
-//                     (1 s of samples of a busy GPU, 32..512 MiB). A full one loses samples
-//                     (counted in the trace) and is doubled, within memory_mb and 512 MiB
-//   delay             (injection) time from the traced process's start to the recording's:
-//                     "5s", "200ms", "1.5m", "90" (seconds); units ns, us, ms, s, m, h
-//   duration          (injection) how long to record; "0" (the default) until exit
-//   capture_range     (injection) "none" (whole run), "cudaProfilerApi" or "onDemand"
-//   schedule          (injection) record by the program's steps, as torch.profiler's
-//                     schedule does: "wait=1,warmup=1,active=3,repeat=2[,skip_first=N]"
-//                     (repeat 0: forever); one trace per cycle. Steps are the NVTX ranges
-//                     named by step_marks. Not with delay, duration or another capture_range
-//   step_marks        (injection) comma list of NVTX range names that start a step: a range
-//                     (push or start, any domain) whose message begins with one of them,
-//                     compared without case, then anything but a letter ("step 12",
-//                     "ProfilerStep#12", "Step_3"). Default "ProfilerStep#,step". Step marks
-//                     drive `schedule` and `kinetrace trigger --steps`
-//   run_id            (injection) a tag put in trace file names, so the files of one
-//                     `kinetrace run` can be found among others ([A-Za-z0-9._-], <= 64)
-//   trace_format      (injection) the files' format: "json" (the default), "json.gz" or
-//                     "pftrace" (Perfetto's protobuf, its packets compressed inside
-//                     the file: a few per cent of the JSON's size; open it in
-//                     ui.perfetto.dev)
+// Keys (environment variable KINETRACE_<KEY in upper case>), what each accepts and its
+// default: docs/CONFIGURATION.md, or `kinetrace help settings`; the fields below hold their
+// values. memory_mb caps everything the tracer holds in a process (host event buffers,
+// CUPTI's activity buffers and the room to decode one, records waiting to be assembled,
+// names, an output's write buffer and, without an output, the trace itself): reached,
+// records are dropped and counted in the trace, never an out-of-memory.
 //
-// The injection keys are read by the CUDA injection library that `kinetrace run` loads
+// The keys of traced processes (delay, duration, capture_range, schedule, step_marks,
+// run_id, trace_format) are read by the CUDA injection library that `kinetrace run` loads
 // into a program; a Profiler created in code ignores them (its caller decides when to
 // start and stop). With the injection, `output` names a directory, not a file.
 struct KINETRACE_API Config {

@@ -47,7 +47,7 @@ TEST(RunReportTest, WithNeitherTraceNorOutcomeTheProgramMadeNoCudaCall) {
                   "CUDA call (cuInit): this program made none");
   EXPECT_LACKS(report, "--delay");
   RunOptions delayed = quiet();
-  delayed.delay = "5s";
+  delayed.settings["delay"] = "5s";
   EXPECT_CONTAINS(runReport({}, {}, "/out", delayed), "or it ended before --delay passed.");
 }
 

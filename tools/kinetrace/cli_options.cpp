@@ -3,10 +3,10 @@
 #include <charconv>
 #include <string_view>
 
-#include "error_text.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "option_table.h"
+#include "session/settings.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -15,23 +15,6 @@ using detail::CommandSpec;
 using detail::Operands;
 
 // ---- values ---------------------------------------------------------------------------
-
-// Checks a value the way the traced process will (Config::set), so a mistake is reported
-// here, by option name, before the program starts.
-const std::string& checkConfigValue(const char* option, const char* key, const std::string& value) {
-  try {
-    Config config;
-    config.set(key, value);
-  } catch (const Error& error) {
-    // The option says which setting: the library's own context for it goes, as
-    // Config::fromEnvironment drops it for the variable it names.
-    std::string why = withoutKinetracePrefix(error.what());
-    constexpr std::string_view kConfigContext = "config: ";
-    if (why.rfind(kConfigContext, 0) == 0) why.erase(0, kConfigContext.size());
-    throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " + why);
-  }
-  return value;
-}
 
 // `value` as a whole number, or false when it is not one (or has anything after it).
 template <typename Number>
@@ -59,17 +42,6 @@ int64_t parseStepNumber(const char* option, const std::string& value) {
   return parsed;
 }
 
-// 1 MB .. 1 TB: below that nothing can be recorded, above it is a typo.
-std::string checkMemoryMb(const std::string& value) {
-  constexpr std::size_t kMaxMb = 1024 * 1024;
-  std::size_t parsed = 0;
-  if (!wholeNumber(value, &parsed) || parsed < 1 || parsed > kMaxMb) {
-    throw UsageError("kinetrace run: --memory-mb " + value +
-                     ": needs a whole number of megabytes from 1 to " + std::to_string(kMaxMb));
-  }
-  return value;
-}
-
 // The offline commands' --memory-mb: below 16 MB a trace's buffers and tables do not fit.
 std::size_t parseReadMemory(const char* command, const std::string& value) {
   std::size_t megabytes = 0;
@@ -85,10 +57,9 @@ std::size_t parseReadMemory(const char* command, const std::string& value) {
 int64_t parseDurationOption(const char* option, const std::string& value) {
   Config check;
   try {
-    check.set("duration", value);
-  } catch (const Error& error) {
-    throw UsageError(std::string("kinetrace trigger: ") + option + ": " +
-                     withoutKinetracePrefix(error.what()));
+    kinetrace::detail::findSetting("duration")->read(check, value);
+  } catch (const kinetrace::detail::SettingRefused& refused) {
+    throw UsageError(std::string("kinetrace trigger: ") + option + ": " + refused.what());
   }
   return check.durationNs;
 }
@@ -134,11 +105,19 @@ detail::OptionSpec<Options> readMemoryOption(const char* command, std::size_t Op
           }};
 }
 
-// A setting of the traced process: checked here as the process will check it, passed on as
+// A setting of the traced processes (a row of session/settings.h): checked here as they will
+// check it, so a mistake is reported by option name before the program starts; passed on as
 // given.
-auto configured(const char* key, std::string RunOptions::*member) {
-  return [key, member](RunOptions& options, const char* option, Value value) {
-    options.*member = checkConfigValue(option, key, value);
+auto setting(const kinetrace::detail::Setting& row) {
+  return [&row](RunOptions& options, const char* option, Value value) {
+    try {
+      Config scratch;
+      row.read(scratch, value);
+    } catch (const kinetrace::detail::SettingRefused& refused) {
+      throw UsageError(std::string("kinetrace run: ") + option + " " + value + ": " +
+                       refused.what());
+    }
+    options.settings[row.key] = value;
   };
 }
 
@@ -150,124 +129,83 @@ void finishRun(RunOptions& run, std::vector<std::string> operands) {
     throw UsageError(
         "kinetrace run: no program to run: kinetrace run [options] -- PROGRAM [ARGS...]");
   }
+  const std::string captureRange = run.setting("capture_range");
+  const bool delayOrDuration = !run.setting("delay").empty() || !run.setting("duration").empty();
   Config check;
-  if (!run.captureRange.empty()) check.set("capture_range", run.captureRange);
-  if (check.captureRange == CaptureRange::CudaProfilerApi &&
-      (!run.delay.empty() || !run.duration.empty())) {
+  if (!captureRange.empty()) check.set("capture_range", captureRange);
+  if (check.captureRange == CaptureRange::CudaProfilerApi && delayOrDuration) {
     throw UsageError(
         "kinetrace run: --capture-range=cudaProfilerApi records between the program's "
         "cudaProfilerStart/Stop calls; it cannot be combined with --delay or --duration");
   }
-  if (!run.schedule.empty() && !run.nvtx) {
+  const bool schedule = !run.setting("schedule").empty();
+  if (schedule && !run.nvtx) {
     throw UsageError(
         "kinetrace run: --schedule counts the program's NVTX step ranges; it "
         "cannot be combined with --no-nvtx");
   }
-  if (!run.schedule.empty() &&
-      (!run.delay.empty() || !run.duration.empty() || !run.captureRange.empty())) {
+  if (schedule && (delayOrDuration || !captureRange.empty())) {
     throw UsageError(
         "kinetrace run: --schedule records by the program's steps; it cannot be combined with "
         "--delay, --duration or --capture-range");
   }
 }
 
+// run's table with, after its first option (--output), an option for each setting of the
+// traced processes that has one, in the settings table's order.
+CommandSpec<RunOptions> withSettingOptions(CommandSpec<RunOptions> spec) {
+  std::vector<detail::OptionSpec<RunOptions>> options;
+  for (const kinetrace::detail::Setting& row : kinetrace::detail::settings()) {
+    if (row.runOption == nullptr) continue;
+    options.push_back({row.runOption, row.runShortOption, row.valueName, row.help, setting(row)});
+  }
+  spec.table.insert(spec.table.begin() + 1, options.begin(), options.end());
+  return spec;
+}
+
 const CommandSpec<RunOptions>& runSpec() {
-  static const CommandSpec<RunOptions> spec{
-      "run",
-      Command::Kind::Run,
-      &Command::run,
-      {
-          {"--output", "-o", "DIR",
-           "directory for the traces (created if needed; default kinetrace-traces). Files are "
-           "named kinetrace-RUN[-rankR][-localL]-HOST-pidP.json (or .json.gz, .pftrace: see "
-           "--format), with RANK and LOCAL_RANK as launchers like torchrun set them, plus a "
-           ".summary.json beside each",
-           [](RunOptions& o, const char*, Value v) {
-             if (v.empty()) throw UsageError("kinetrace run: --output needs a directory");
-             o.outputDir = v;
-           }},
-          {"--activities", "-a", "LIST",
-           "what to record, comma-separated (default: default): host, kernel, memcpy, memset, "
-           "sync, memory, overhead, launch, cuda_runtime, cuda_driver, default, all",
-           configured("activities", &RunOptions::activities)},
-          {"--delay", nullptr, "DURATION",
-           "start recording DURATION after each process starts (5s, 200ms, 1m)",
-           configured("delay", &RunOptions::delay)},
-          {"--duration", nullptr, "DURATION",
-           "record for DURATION, then stop (default: until the process exits)",
-           configured("duration", &RunOptions::duration)},
-          {"--format", nullptr, "FORMAT",
-           "json (default), json.gz, or pftrace: Perfetto's protobuf format, a fraction of the "
-           "JSON's size (open it in ui.perfetto.dev; 'kinetrace convert' turns it into JSON "
-           "and back)",
-           configured("trace_format", &RunOptions::format)},
-          {"--cuda-graph-trace", nullptr, "LEVEL",
-           "node (default): every kernel, copy and memset a CUDA graph launch ran, each linked "
-           "to the launch; graph: one slice per launch instead (cheaper with many small nodes; "
-           "what ran inside is not seen)",
-           configured("cuda_graph_trace", &RunOptions::cudaGraphTrace)},
-          {"--gpu-metrics", nullptr, "LIST",
-           "sample GPU hardware metrics over time (CUPTI PM sampling): counter tracks per GPU "
-           "and each kernel's averages, so `kinetrace analyze` tells memory-, compute- and "
-           "tensor-bound time apart. default (sm,dram,tensor,gr), short names (sm, dram, "
-           "tensor, gr, fma, dram_read, dram_write) or CUPTI metric names, comma separated "
-           "(`kinetrace help metrics` lists the GPU's)",
-           configured("gpu_metrics", &RunOptions::gpuMetrics)},
-          {"--gpu-metrics-interval", nullptr, "DURATION",
-           "how often GPU metrics are sampled (default 1ms; 1us..1s)",
-           configured("gpu_metrics_interval", &RunOptions::gpuMetricsInterval)},
-          {"--capture-range", nullptr, "RANGE",
-           "none (default: the whole run); cudaProfilerApi: record between the program's own "
-           "cudaProfilerStart() and cudaProfilerStop() calls, each such window a trace of its "
-           "own; onDemand: record nothing (CUPTI untouched) until `kinetrace trigger` asks",
-           configured("capture_range", &RunOptions::captureRange)},
-          {"--schedule", nullptr, "SPEC",
-           "record by the program's steps, as torch.profiler's schedule: "
-           "wait=1,warmup=1,active=3,repeat=2[,skip_first=N] (repeat=0: forever), one trace "
-           "per cycle; warm-up steps set CUPTI up and record nothing. Steps are the program's "
-           "NVTX ranges named by --step-marks, counted from CUDA's start",
-           configured("schedule", &RunOptions::schedule)},
-          {"--step-marks", nullptr, "NAMES",
-           "comma list of NVTX range names that start a step (default ProfilerStep#,step: "
-           "\"step 12\", \"Step_3\", \"ProfilerStep#7\"; compared without case). Used by "
-           "--schedule and by `kinetrace trigger --steps`",
-           configured("step_marks", &RunOptions::stepMarks)},
-          {"--log-level", nullptr, "LEVEL",
-           "error, warning (default), info or debug: kinetrace's messages from inside the "
-           "traced processes, on their stderr",
-           configured("log_level", &RunOptions::logLevel)},
-          {"--memory-mb", nullptr, "N",
-           "cap on the tracer's own memory in each traced process, in MB (1..1048576): host "
-           "events and CUPTI's buffers together. When it is reached, events are dropped and "
-           "the trace counts them",
-           [](RunOptions& o, const char*, Value v) { o.memoryMb = checkMemoryMb(v); }},
-          {"--nvtx", nullptr, nullptr,
-           "record NVTX ranges (nvtxRangePush, torch.cuda.nvtx, NCCL's) as host ranges, or not "
-           "(default: --nvtx)",
-           setTo(&RunOptions::nvtx, true)},
-          {"--no-nvtx", nullptr, nullptr, nullptr, setTo(&RunOptions::nvtx, false)},
-          {"--no-summary", nullptr, nullptr, "print where the traces went, without their summaries",
-           setTo(&RunOptions::printSummary, false)},
-          {"--top", nullptr, "N", "kernels listed per summary (default 5)",
-           counted("run", &RunOptions::topKernels)},
-          {"--injection-library", nullptr, "PATH", "use this libkinetrace_injection.so",
-           stored(&RunOptions::injectionLibrary)},
-          {"--torch", nullptr, nullptr,
-           "make kinetrace the profiler backend of the program's PyTorch (torch.profiler, "
-           "key_averages(), tensorboard_trace_handler keep working and record with kinetrace; "
-           "traces are written where the program saves them) instead of tracing the whole "
-           "run. Loads libkineto_api.so first (LD_PRELOAD) and injects nothing else.",
-           setTo(&RunOptions::torch, true)},
-          {"--dynolog", nullptr, nullptr,
-           "let the dynolog daemon trigger traces (`dyno gputrace`, as it triggers libkineto): "
-           "every process polls it (KINETRACE_DYNOLOG=1) and, unless a capture mode is chosen, "
-           "records nothing until asked. With --torch (KINETO_USE_DAEMON=1), PyTorch's "
-           "profiler is driven as libkineto drives it.",
-           setTo(&RunOptions::dynolog, true)},
-      },
-      Operands::ProgramAfter,
-      finishRun,
-      R"(usage: kinetrace run [options] [--] PROGRAM [ARGS...]
+  static const CommandSpec<RunOptions> spec = withSettingOptions(
+      {"run",
+       Command::Kind::Run,
+       &Command::run,
+       {
+           {"--output", "-o", "DIR",
+            "directory for the traces (created if needed; default kinetrace-traces). Files are "
+            "named kinetrace-RUN[-rankR][-localL]-HOST-pidP.json (or .json.gz, .pftrace: see "
+            "--format), with RANK and LOCAL_RANK as launchers like torchrun set them, plus a "
+            ".summary.json beside each",
+            [](RunOptions& o, const char*, Value v) {
+              if (v.empty()) throw UsageError("kinetrace run: --output needs a directory");
+              o.outputDir = v;
+            }},
+           {"--nvtx", nullptr, nullptr,
+            "record NVTX ranges (nvtxRangePush, torch.cuda.nvtx, NCCL's) as host ranges, or not "
+            "(default: --nvtx)",
+            setTo(&RunOptions::nvtx, true)},
+           {"--no-nvtx", nullptr, nullptr, nullptr, setTo(&RunOptions::nvtx, false)},
+           {"--no-summary", nullptr, nullptr,
+            "print where the traces went, without their summaries",
+            setTo(&RunOptions::printSummary, false)},
+           {"--top", nullptr, "N", "kernels listed per summary (default 5)",
+            counted("run", &RunOptions::topKernels)},
+           {"--injection-library", nullptr, "PATH", "use this libkinetrace_injection.so",
+            stored(&RunOptions::injectionLibrary)},
+           {"--torch", nullptr, nullptr,
+            "make kinetrace the profiler backend of the program's PyTorch (torch.profiler, "
+            "key_averages(), tensorboard_trace_handler keep working and record with kinetrace; "
+            "traces are written where the program saves them) instead of tracing the whole "
+            "run. Loads libkineto_api.so first (LD_PRELOAD) and injects nothing else.",
+            setTo(&RunOptions::torch, true)},
+           {"--dynolog", nullptr, nullptr,
+            "let the dynolog daemon trigger traces (`dyno gputrace`, as it triggers libkineto): "
+            "every process polls it (KINETRACE_DYNOLOG=1) and, unless a capture mode is chosen, "
+            "records nothing until asked. With --torch (KINETO_USE_DAEMON=1), PyTorch's "
+            "profiler is driven as libkineto drives it.",
+            setTo(&RunOptions::dynolog, true)},
+       },
+       Operands::ProgramAfter,
+       finishRun,
+       R"(usage: kinetrace run [options] [--] PROGRAM [ARGS...]
 
 Runs PROGRAM with kinetrace's injection library loaded by the CUDA driver, and writes one
 trace per process that uses CUDA (the program and any child process it starts: torchrun
@@ -280,7 +218,7 @@ SIGTERM or SIGHUP sent to kinetrace, and SIGINT or SIGQUIT sent to it by a proce
 are passed on to the program; Ctrl-C at the terminal reaches the program directly. Either
 way kinetrace waits for the program to end, then reports.
 )",
-      R"(Recording begins when a process initialises CUDA (its first CUDA call). Traces are written
+       R"(Recording begins when a process initialises CUDA (its first CUDA call). Traces are written
 when the process exits normally, calls exit() from any thread, or receives SIGINT or SIGTERM
 (unless it handles them itself, as Python does SIGINT: it then exits normally). A process
 that crashes or is killed with SIGKILL leaves no trace under the trace's name: what it had
@@ -293,7 +231,7 @@ environment set for the program: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH (w
 --torch: LD_PRELOAD instead), KINETRACE_DYNOLOG=1 with --dynolog (with --torch too:
 KINETO_USE_DAEMON=1), and KINETRACE_OUTPUT, KINETRACE_RUN_ID,
 KINETRACE_ACTIVITIES... (other KINETRACE_* variables already set are passed on and checked).
-)"};
+)"});
   return spec;
 }
 
@@ -638,7 +576,7 @@ Command parseCommandLine(const std::vector<std::string>& args) {
   if (first == "help") {
     command.helpTopic = args.size() > 1 ? args[1] : "";
     if (!command.helpTopic.empty() && command.helpTopic != "metrics" &&
-        findCommand(command.helpTopic) == nullptr) {
+        command.helpTopic != "settings" && findCommand(command.helpTopic) == nullptr) {
       const std::string list = commandList();
       throw UsageError("kinetrace help: no command '" + command.helpTopic +
                        "' (commands: " + list.substr(0, list.size() - 2) + ")");
@@ -685,6 +623,7 @@ usage:
   kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
   kinetrace trigger --pid PID --duration T|--steps N   ask a running traced process to record
   kinetrace help [COMMAND]                         this text, or a command's options
+  kinetrace help settings | metrics                every setting (KINETRACE_*), GPU metrics
   kinetrace --version
 
 examples:

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,19 +37,10 @@ class UsageError : public std::runtime_error {
 
 struct RunOptions {
   std::string outputDir = "kinetrace-traces";
-  // Values as given, for KINETRACE_* variables; empty = not given. Already validated.
-  std::string activities;
-  std::string delay;
-  std::string duration;
-  std::string captureRange;
-  std::string logLevel;
-  std::string memoryMb;            // KINETRACE_MEMORY_MB: the tracer's whole memory per process
-  std::string format;              // KINETRACE_TRACE_FORMAT: json, json.gz or pftrace
-  std::string cudaGraphTrace;      // KINETRACE_CUDA_GRAPH_TRACE: node or graph
-  std::string gpuMetrics;          // KINETRACE_GPU_METRICS
-  std::string gpuMetricsInterval;  // KINETRACE_GPU_METRICS_INTERVAL
-  std::string schedule;            // KINETRACE_SCHEDULE: record by steps
-  std::string stepMarks;           // KINETRACE_STEP_MARKS: the NVTX ranges that start a step
+  // The settings given as options (--activities, --delay, --memory-mb, ...: the rows of
+  // session/settings.h with a `kinetrace run` option), by key, as given and already checked
+  // as the traced processes will check them; they get them as KINETRACE_<KEY>.
+  std::map<std::string, std::string> settings;
   bool nvtx = true;
   // --torch: kinetrace becomes the profiler backend of the program's PyTorch (libkineto_api.so
   // preloaded) instead of tracing the whole run through CUDA injection.
@@ -60,6 +52,12 @@ struct RunOptions {
   std::size_t topKernels = 5;
   std::string injectionLibrary;      // --injection-library; empty: next to the command
   std::vector<std::string> program;  // PROGRAM ARGS...
+
+  // The value given for a setting's key; "" when it was not given.
+  std::string setting(const std::string& key) const {
+    auto found = settings.find(key);
+    return found == settings.end() ? std::string() : found->second;
+  }
 };
 
 // What the offline commands (summary, convert, merge, analyze) may hold in memory while

@@ -21,6 +21,7 @@
 #include "model/gpu_metric_catalog.h"
 #include "run_command.h"
 #include "session/gpu_metric_listing.h"
+#include "session/settings.h"
 #include "summary_command.h"
 #include "trigger_command.h"
 
@@ -48,6 +49,11 @@ int printMetricsHelp(std::FILE* out, std::FILE* err) {
 
 int printHelp(const Command& command, std::FILE* out, std::FILE* err) {
   if (command.helpTopic == "metrics") return printMetricsHelp(out, err);
+  // The table of docs/CONFIGURATION.md, made from the settings table itself.
+  if (command.helpTopic == "settings") {
+    std::fputs(detail::settingsMarkdown().c_str(), out);
+    return 0;
+  }
   std::fputs(helpFor(command.helpTopic).c_str(), out);
   return 0;
 }

@@ -19,6 +19,7 @@
 #include "kinetrace/error.h"
 #include "program_runner.h"
 #include "run_report.h"
+#include "session/settings.h"
 #include "support/path_rule.h"
 
 extern char** environ;
@@ -71,22 +72,10 @@ void exportConfiguration(const RunOptions& options, const std::string& outputDir
                          const std::string& runId, const std::string& library, std::FILE* err) {
   setVariable("KINETRACE_OUTPUT", outputDir);
   setVariable("KINETRACE_RUN_ID", runId);
-  const std::pair<const char*, const std::string*> values[] = {
-      {"KINETRACE_ACTIVITIES", &options.activities},
-      {"KINETRACE_DELAY", &options.delay},
-      {"KINETRACE_DURATION", &options.duration},
-      {"KINETRACE_CAPTURE_RANGE", &options.captureRange},
-      {"KINETRACE_LOG_LEVEL", &options.logLevel},
-      {"KINETRACE_MEMORY_MB", &options.memoryMb},
-      {"KINETRACE_TRACE_FORMAT", &options.format},
-      {"KINETRACE_CUDA_GRAPH_TRACE", &options.cudaGraphTrace},
-      {"KINETRACE_GPU_METRICS", &options.gpuMetrics},
-      {"KINETRACE_GPU_METRICS_INTERVAL", &options.gpuMetricsInterval},
-      {"KINETRACE_SCHEDULE", &options.schedule},
-      {"KINETRACE_STEP_MARKS", &options.stepMarks},
-  };
-  for (const auto& [name, value] : values) {
-    if (!value->empty()) setVariable(name, *value);
+  for (const auto& [key, value] : options.settings) {
+    setVariable(
+        kinetrace::detail::environmentVariableOf(*kinetrace::detail::findSetting(key)).c_str(),
+        value);
   }
   // Every traced process reads these; a bad one would turn its tracing off, so say it now.
   try {

@@ -178,7 +178,7 @@ std::string runReport(const std::vector<RunTrace>& traces,
                "kinetrace: no trace was written. A process is traced from its first CUDA call "
                "(cuInit): this program made none, recorded nothing after it, or was killed "
                "(SIGKILL, a crash) before it could save") +
-           (options.delay.empty() ? "" : ", or it ended before --delay passed") + ".\n";
+           (options.setting("delay").empty() ? "" : ", or it ended before --delay passed") + ".\n";
   }
   if (traces.empty())
     return "kinetrace: no trace was written to " + dir + "/\n" + problems(outcomes, remains);
