@@ -2,8 +2,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kinetrace/export.h"
 #include "kinetrace/log_level.h"
@@ -75,6 +77,28 @@ enum class GraphTrace {
           // cheaper for graphs of many small nodes, but what ran inside is not seen
 };
 
+// Which steps of a loop to record, counted by the program's own step marks
+// (kinetrace::step()), as torch.profiler's schedule counts them: `skipFirst` steps, then
+// cycles of `wait` steps (nothing), `warmup` steps (CUPTI set up, nothing recorded, so the
+// recorded steps do not pay for setting it up) and `active` steps (recorded, one trace per
+// cycle). `repeat` cycles, then nothing; 0 repeats forever.
+struct Schedule {
+  int64_t skipFirst = 0;
+  int64_t wait = 0;
+  int64_t warmup = 1;
+  int64_t active = 1;
+  int64_t repeat = 1;
+};
+
+// The format of a trace file that kinetrace names itself (Config::traceFormat): the files of
+// `kinetrace run` and of an output that is a directory. A file named by its user is written
+// in the format its name says (".json", ".json.gz", ".pftrace").
+enum class TraceFormat : uint8_t {
+  Json,
+  JsonGz,
+  Pftrace,  // Perfetto's protobuf format
+};
+
 // Everything a session is configured with. Build it in code, from the environment, or both:
 //
 //   kinetrace::Config config = kinetrace::Config::fromEnvironment();
@@ -100,16 +124,16 @@ struct KINETRACE_API Config {
   uint32_t gpuFlushMs = 1000;
   HostClock clock = HostClock::Auto;
   GraphTrace cudaGraphTrace = GraphTrace::Node;
-  std::string gpuMetrics;  // "" or a list checked by set()
+  std::vector<std::string> gpuMetrics;  // CUPTI's metric names, to sample in order; none: off
   int64_t gpuMetricsIntervalNs = 1'000'000;
   std::size_t gpuMetricsBufferMb = 0;  // 0: sized from the interval
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;
   std::string runId;
-  std::string traceFormat = "json";  // json | json.gz | pftrace
-  std::string schedule;              // "" or a schedule, checked by set()
-  std::string stepMarks = "ProfilerStep#,step";
+  TraceFormat traceFormat = TraceFormat::Json;
+  std::optional<Schedule> schedule;  // record by steps; none: not by steps
+  std::vector<std::string> stepMarks = {"ProfilerStep#", "step"};
 
   // The cap in bytes (memoryMb << 20).
   std::size_t memoryCapBytes() const { return memoryMb << 20; }

@@ -12,18 +12,7 @@
 
 namespace kinetrace {
 
-// Which steps of a loop to record, counted by the program's own step marks
-// (kinetrace::step()), as torch.profiler's schedule counts them: `skipFirst` steps, then
-// cycles of `wait` steps (nothing), `warmup` steps (CUPTI set up, nothing recorded, so the
-// recorded steps do not pay for setting it up) and `active` steps (recorded, one trace per
-// cycle). `repeat` cycles, then nothing; 0 repeats forever.
-struct Schedule {
-  int64_t skipFirst = 0;
-  int64_t wait = 0;
-  int64_t warmup = 1;
-  int64_t active = 1;
-  int64_t repeat = 1;
-};
+// Schedule, which steps to record: kinetrace/config.h (Config::schedule takes one too).
 
 // Drives a Profiler through a Schedule, one cycle's trace at a time:
 //

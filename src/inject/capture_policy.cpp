@@ -182,7 +182,7 @@ std::unique_ptr<CapturePolicy> onDemandPolicy() {
 }
 
 std::unique_ptr<CapturePolicy> makeCapturePolicy(const Config& config, int64_t processStartNs) {
-  if (!config.schedule.empty()) return schedulePolicy(detail::parseSchedule(config.schedule));
+  if (config.schedule) return schedulePolicy(*config.schedule);
   if (config.captureRange == CaptureRange::CudaProfilerApi) {
     return profilerApiPolicy(config.durationNs);
   }

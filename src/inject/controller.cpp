@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -194,12 +195,12 @@ void Controller::begin() {
     profiler_->addMetadata("kinetrace_capture", policy_->name());
 
     const bool timed = config.delayNs > 0 || config.durationNs > 0;
-    if (!config.schedule.empty()) {
+    if (config.schedule) {
       if (timed || config.captureRange != CaptureRange::Whole) {
         log(LogLevel::Warning,
             "delay, duration and capture_range are ignored with a schedule (steps decide)");
       }
-      profiler_->addMetadata("kinetrace_schedule", config.schedule);
+      profiler_->addMetadata("kinetrace_schedule", detail::formatSchedule(*config.schedule));
     } else if (policy_->usesProfilerApi() && timed) {
       log(LogLevel::Warning, "delay and duration are ignored with capture_range=cudaProfilerApi");
     } else if (config.captureRange == CaptureRange::OnDemand && timed) {
@@ -422,7 +423,8 @@ void Controller::finish() noexcept {
       log(LogLevel::Warning,
           "the triggered window of {} steps never started: step {} was not reached ({} step "
           "marks seen; NVTX ranges named {})",
-          trigger_->steps(), trigger_->startStep(), steps_.load(), options_.config.stepMarks);
+          trigger_->steps(), trigger_->startStep(), steps_.load(),
+          fmt::join(options_.config.stepMarks, ","));
     }
     state_ = State::Done;
     // The hook may still be called (CUPTI stays subscribed until the process ends); with no
@@ -605,8 +607,9 @@ void Controller::offerTriggerLocked(const TriggerRequest& request,
   state_ = State::TriggerPending;
   updateNextStepEventLocked();
   wake();  // a window of a duration is timed by the control thread
-  const std::string noSteps = "no step marks seen yet: NVTX ranges named " +
-                              options_.config.stepMarks + ", or kinetrace::step() calls";
+  const std::string noSteps =
+      fmt::format("no step marks seen yet: NVTX ranges named {}, or kinetrace::step() calls",
+                  fmt::join(options_.config.stepMarks, ","));
   if (!deliver(
           ondemand::acceptedAnswer(*trigger_, steps_.load(std::memory_order_relaxed), noSteps))) {
     undoTriggerLocked();

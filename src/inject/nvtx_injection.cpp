@@ -266,7 +266,7 @@ void markOf(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) 
 // ---- step marks ------------------------------------------------------------------------
 
 struct StepMarks {
-  std::string names;  // comma list
+  std::vector<std::string> names;  // Config::stepMarks
   StepMarkListener listener = nullptr;
   const StepMarks* older = nullptr;  // the set installed before this one
 };
@@ -574,7 +574,7 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept {
   return 1;
 }
 
-void setStepMarks(const std::string& names, StepMarkListener listener) {
+void setStepMarks(const std::vector<std::string>& names, StepMarkListener listener) {
   if (listener == nullptr) {
     gStepMarks.store(nullptr, std::memory_order_release);
     return;
@@ -585,15 +585,10 @@ void setStepMarks(const std::string& names, StepMarkListener listener) {
   gStepMarks.store(marks, std::memory_order_release);
 }
 
-bool isStepMark(std::string_view message, std::string_view names) noexcept {
+bool isStepMark(std::string_view message, const std::vector<std::string>& names) noexcept {
   const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
   const auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
-  while (!names.empty()) {
-    const std::size_t comma = names.find(',');
-    std::string_view name = names.substr(0, comma);
-    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
-    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  for (const std::string& name : names) {
     if (name.empty() || message.size() < name.size()) continue;
     std::size_t i = 0;
     while (i < name.size() && lower(message[i]) == lower(name[i])) ++i;

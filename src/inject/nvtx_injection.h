@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // NVTX capture for the injection library: kinetrace is the NVTX tool.
 //
@@ -50,10 +51,10 @@ int initializeNvtxInjection(NvtxGetExportTable getExportTable) noexcept;
 using StepMarkListener = void (*)() noexcept;
 // `names`: comma list, as Config::stepMarks. Call before the program's loop; a later call
 // replaces the names and listener (the old ones stay readable by threads still using them).
-void setStepMarks(const std::string& names, StepMarkListener listener);
-// Whether `message` starts with one of `names` (comma list) without regard to case, followed
-// by anything but a letter.
-bool isStepMark(std::string_view message, std::string_view names) noexcept;
+void setStepMarks(const std::vector<std::string>& names, StepMarkListener listener);
+// Whether `message` starts with one of `names` without regard to case, followed by anything
+// but a letter.
+bool isStepMark(std::string_view message, const std::vector<std::string>& names) noexcept;
 
 // The payload extension's event calls (nvtxRangePushPayload, nvtxRangePopPayload,
 // nvtxMarkPayload, nvtxRangeStartPayload, nvtxRangeEndPayload), written into the payload

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "kinetrace/config.h"
+
 // File names for the traces the CUDA injection writes: one per traced process and recording
 // window, unique across the processes and ranks of a run and across hosts sharing a file
 // system:
@@ -25,7 +27,7 @@ struct TraceNaming {
   int64_t pid = 0;
   std::optional<std::string> rank;       // RANK, when set
   std::optional<std::string> localRank;  // LOCAL_RANK, when set
-  std::string format = "json";           // Config::traceFormat: json, json.gz or pftrace
+  TraceFormat format = TraceFormat::Json;  // Config::traceFormat
 };
 
 // The naming of the calling process: hostname, getpid(), RANK and LOCAL_RANK.

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kinetrace/config.h"
+
 // The one rule for the names kinetrace gives trace files itself (an output that names a
 // directory, under `kinetrace run` or from a library session):
 //
@@ -15,21 +17,34 @@
 
 namespace kinetrace {
 
-// ".json", ".json.gz" or ".pftrace" for a trace format; ".json" for "" (the default).
-inline std::string_view traceFormatExtension(std::string_view format) {
-  if (format == "json.gz") return ".json.gz";
-  if (format == "pftrace") return ".pftrace";
-  return ".json";
+// Every trace format, one row each: its name as settings and options say it
+// (trace_format=pftrace, --format pftrace) and its files' extension.
+struct TraceFormatName {
+  TraceFormat format;
+  const char* name;
+  const char* extension;
+};
+inline constexpr TraceFormatName kTraceFormats[] = {
+    {TraceFormat::Json, "json", ".json"},
+    {TraceFormat::JsonGz, "json.gz", ".json.gz"},
+    {TraceFormat::Pftrace, "pftrace", ".pftrace"},
+};
+
+inline const TraceFormatName& traceFormatName(TraceFormat format) {
+  for (const TraceFormatName& row : kTraceFormats) {
+    if (row.format == format) return row;
+  }
+  return kTraceFormats[0];
 }
 
-inline std::string traceFileName(const std::vector<std::string>& parts, std::string_view format) {
+inline std::string traceFileName(const std::vector<std::string>& parts, TraceFormat format) {
   std::string name = "kinetrace";
   for (const std::string& part : parts) {
     if (part.empty()) continue;
     name += '-';
     name += part;
   }
-  name += traceFormatExtension(format);
+  name += traceFormatName(format).extension;
   return name;
 }
 

@@ -43,13 +43,7 @@ GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   gpu.maxBufferBytes = config.memoryCapBytes();
   gpu.flushPeriodMs = config.gpuFlushMs;
   if (!config.gpuMetrics.empty()) {
-    // Checked when the key was set: a list that fails here was assigned around set().
-    auto metrics = parseGpuMetricList(config.gpuMetrics);
-    if (metrics.ok()) {
-      gpu.metrics = std::move(metrics.value());
-    } else {
-      log(LogLevel::Warning, "gpu_metrics: {}; no GPU metrics are sampled", metrics.why());
-    }
+    for (const std::string& name : config.gpuMetrics) gpu.metrics.push_back(gpuMetricNamed(name));
     gpu.metricIntervalNs = config.gpuMetricsIntervalNs;
     gpu.metricHardwareBufferBytes = config.gpuMetricsBufferMb << 20;
   }

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <iterator>
 
 #include "kinetrace/error.h"
 #include "model/gpu_metric_catalog.h"
+#include "model/trace_file_name.h"
 #include "session/schedule_phase.h"
 #include "support/text.h"
 
@@ -142,9 +144,18 @@ void readDuration(Config& c, std::string_view v) {
 }
 
 void readTraceFormat(Config& c, std::string_view v) {
-  constexpr Choice<const char*> kFormats[] = {
-      {"json", "json"}, {"json.gz", "json.gz"}, {"pftrace", "pftrace"}};
-  c.traceFormat = parseChoice("trace_format", v, kFormats, "json, json.gz or pftrace");
+  const std::string word = lower(trim(v));
+  std::string accepted;  // "json, json.gz or pftrace"
+  for (std::size_t i = 0; i < std::size(kTraceFormats); ++i) {
+    const TraceFormatName& row = kTraceFormats[i];
+    if (word == row.name) {
+      c.traceFormat = row.format;
+      return;
+    }
+    accepted += i == 0 ? "" : i + 1 == std::size(kTraceFormats) ? " or " : ", ";
+    accepted += row.name;
+  }
+  throw SettingRefused(fmt::format("trace_format must be {}, got \"{}\"", accepted, v));
 }
 
 void readCudaGraphTrace(Config& c, std::string_view v) {
@@ -156,8 +167,8 @@ void readCudaGraphTrace(Config& c, std::string_view v) {
 void readGpuMetrics(Config& c, std::string_view v) {
   auto metrics = parseGpuMetricList(v);
   if (!metrics.ok()) throw SettingRefused("gpu_metrics: " + metrics.why());
-  c.gpuMetrics = std::string(trim(v));
-  if (metrics.value().empty()) c.gpuMetrics.clear();
+  c.gpuMetrics.clear();
+  for (const GpuMetric& metric : metrics.value()) c.gpuMetrics.push_back(metric.name);
 }
 
 void readGpuMetricsInterval(Config& c, std::string_view v) {
@@ -180,21 +191,25 @@ void readCaptureRange(Config& c, std::string_view v) {
 void readSchedule(Config& c, std::string_view v) {
   const std::string_view text = trim(v);
   if (text.empty()) {
-    c.schedule.clear();
+    c.schedule.reset();
     return;
   }
   try {
-    c.schedule = formatSchedule(parseSchedule(text));
+    c.schedule = parseSchedule(text);
   } catch (const Error& error) {
     throw SettingRefused(error.what());
   }
 }
 
 void readStepMarks(Config& c, std::string_view v) {
-  std::string marks(trim(v));
-  if (marks.empty() || marks.find_first_not_of(", ") == std::string::npos) {
-    throw SettingRefused("step_marks needs at least one NVTX range name");
+  std::vector<std::string> marks;
+  for (std::string_view rest = v; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view mark = trim(rest.substr(0, comma));
+    if (!mark.empty()) marks.emplace_back(mark);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
   }
+  if (marks.empty()) throw SettingRefused("step_marks needs at least one NVTX range name");
   c.stepMarks = std::move(marks);
 }
 

@@ -75,13 +75,15 @@ TEST(TraceNamingTest, TheFormatGivesTheExtension) {
   TraceNaming naming;
   naming.host = "h";
   naming.pid = 9;
-  naming.format = "pftrace";
+  naming.format = TraceFormat::Pftrace;
   EXPECT_EQ(traceFileName(naming), "kinetrace-h-pid9.pftrace");
-  naming.format = "json.gz";
+  naming.format = TraceFormat::JsonGz;
   EXPECT_EQ(traceFileName(naming, 2), "kinetrace-h-pid9-w2.json.gz");
   // The rule the library's sessions name files by too.
-  EXPECT_EQ(kinetrace::traceFileName({"pid9", "123"}, "pftrace"), "kinetrace-pid9-123.pftrace");
-  EXPECT_EQ(kinetrace::traceFileName({"pid9", "123"}, ""), "kinetrace-pid9-123.json");
+  EXPECT_EQ(kinetrace::traceFileName({"pid9", "123"}, TraceFormat::Pftrace),
+            "kinetrace-pid9-123.pftrace");
+  EXPECT_EQ(kinetrace::traceFileName({"pid9", "123"}, TraceFormat::Json),
+            "kinetrace-pid9-123.json");
 }
 
 TEST(TraceNamingTest, SummariesSitBesideTheirTraceAndAreFoundByRun) {

@@ -266,7 +266,7 @@ TEST_F(TriggerTest, AnOutputPathWithASpaceIsWrittenThere) {
 
 TEST_F(TriggerTest, ATriggeredWindowInADirectoryHasTheExtensionOfTheTraceFormat) {
   ControllerOptions o = options(CaptureRange::OnDemand);
-  o.config.traceFormat = "pftrace";
+  o.config.traceFormat = TraceFormat::Pftrace;
   Controller controller(o);
   controller.begin();
   TriggerRequest request;

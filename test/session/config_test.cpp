@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "kinetrace/error.h"
+#include "model/gpu_metric_catalog.h"
 #include "support/log.h"
 #include "support/test_support.h"
 
@@ -63,7 +65,7 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   config.set("run_id", "run-1.a_b");
   config.set("trace_format", "PFTRACE");
   config.set("schedule", " active=3, wait=1 ");
-  config.set("step_marks", "iteration,batch");
+  config.set("step_marks", " iteration , batch");
   EXPECT_EQ(config.output, "/tmp/x.json");
   EXPECT_TRUE(config.activities.has(Activity::Kernel));
   EXPECT_EQ(config.logLevel, LogLevel::Debug);
@@ -79,14 +81,22 @@ TEST(ConfigTest, SetAcceptsEveryDocumentedKey) {
   EXPECT_EQ(config.durationNs, 200'000'000);
   EXPECT_EQ(config.captureRange, CaptureRange::CudaProfilerApi);
   EXPECT_EQ(config.runId, "run-1.a_b");
-  EXPECT_EQ(config.traceFormat, "pftrace");
+  EXPECT_EQ(config.traceFormat, TraceFormat::Pftrace);
   EXPECT_THROW(config.set("trace_format", "xml"), Error);
-  EXPECT_EQ(config.schedule, "skip_first=0,wait=1,warmup=1,active=3,repeat=1")
-      << "read back in full, the defaults of unnamed keys included";
-  EXPECT_EQ(config.stepMarks, "iteration,batch");
+  ASSERT_TRUE(config.schedule.has_value());
+  EXPECT_EQ(config.schedule->skipFirst, 0) << "the defaults of unnamed keys";
+  EXPECT_EQ(config.schedule->wait, 1);
+  EXPECT_EQ(config.schedule->warmup, 1);
+  EXPECT_EQ(config.schedule->active, 3);
+  EXPECT_EQ(config.schedule->repeat, 1);
+  EXPECT_EQ(config.stepMarks, (std::vector<std::string>{"iteration", "batch"}))
+      << "each name trimmed";
   EXPECT_THROW(config.set("schedule", "active=-1"), Error);
   EXPECT_THROW(config.set("schedule", "active"), Error);
   EXPECT_THROW(config.set("step_marks", ""), Error);
+  EXPECT_THROW(config.set("step_marks", " , "), Error);
+  config.set("schedule", "");
+  EXPECT_FALSE(config.schedule.has_value()) << "empty: not by steps";
 }
 
 TEST(ConfigTest, GpuMetricKeysTakeShortAndCuptiNamesAnIntervalAndABufferSize) {
@@ -94,10 +104,14 @@ TEST(ConfigTest, GpuMetricKeysTakeShortAndCuptiNamesAnIntervalAndABufferSize) {
   EXPECT_TRUE(config.gpuMetrics.empty()) << "no sampling unless asked";
   EXPECT_EQ(config.gpuMetricsIntervalNs, 1'000'000) << "1 ms by default";
   EXPECT_EQ(config.gpuMetricsBufferMb, 0u) << "sized from the interval by default";
+  // Parsed once, into CUPTI's names: short names and "default" resolved.
   config.set("gpu_metrics", " default ");
-  EXPECT_EQ(config.gpuMetrics, "default");
+  EXPECT_EQ(config.gpuMetrics.size(), 4u);
   config.set("gpu_metrics", "sm,lts__t_bytes.sum.per_second");
-  EXPECT_EQ(config.gpuMetrics, "sm,lts__t_bytes.sum.per_second");
+  ASSERT_EQ(config.gpuMetrics.size(), 2u);
+  EXPECT_EQ(config.gpuMetrics[0], detail::gpuMetricShortNames()[0].metric.name)
+      << "sm is the first short name";
+  EXPECT_EQ(config.gpuMetrics[1], "lts__t_bytes.sum.per_second");
   config.set("gpu_metrics", "none");
   EXPECT_TRUE(config.gpuMetrics.empty());
   config.set("gpu_metrics_interval", "100us");

@@ -160,7 +160,7 @@ TEST(SessionTest, AFileNamedInADirectoryOutputHasTheExtensionOfTheTraceFormat) {
     TempDir dir;
     Config config = hostOnly();
     config.output = dir.path();
-    config.traceFormat = format;
+    config.set("trace_format", format);
     Profiler profiler(config);
     profiler.start();
     Trace trace = profiler.stop();
