@@ -1,4 +1,4 @@
-// The trigger channel's request parser (inject/trigger_channel.h): the line `kinetrace
+// The trigger channel's request parser (runfiles/trigger_channel.h): the line `kinetrace
 // trigger` sends a traced process over its socket. Only the process's owner may connect, but
 // the parser still meets whatever that user's programs send. Corpus: fuzz/corpus/trigger_request.
 //
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "inject/trigger_channel.h"
+#include "runfiles/trigger_channel.h"
 
 namespace {
 
@@ -21,8 +21,8 @@ using namespace kinetrace;
 constexpr std::size_t kHeapLimitBytes = std::size_t{1} << 20;
 
 // The one call into the parser.
-detail::Result<inject::TriggerRequest> parse(const std::string& line) {
-  return inject::parseRequest(line);
+detail::Result<runfiles::TriggerRequest> parse(const std::string& line) {
+  return runfiles::parseRequest(line);
 }
 
 }  // namespace
@@ -32,14 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::HeapLimit limit(kHeapLimitBytes, "parsing a trigger request");
   const auto request = parse(line);
   if (!request.ok()) return 0;
-  const std::string formatted = inject::formatRequest(request.value());
+  const std::string formatted = runfiles::formatRequest(request.value());
   const auto again = parse(formatted);
   if (!again.ok()) fuzz::reportFinding("a request formatRequest wrote does not parse");
   if (again.value().verb != request.value().verb ||
       again.value().output != request.value().output) {
     fuzz::reportFinding("a request formatRequest wrote parses to another verb or output");
   }
-  if (inject::formatRequest(again.value()) != formatted) {
+  if (runfiles::formatRequest(again.value()) != formatted) {
     fuzz::reportFinding("a request written, parsed and written again differs");
   }
   return 0;

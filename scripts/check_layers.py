@@ -30,9 +30,10 @@ ALLOWED = {
     "src/session": {"kinetrace", "support", "model", "output", "host", "correlate", "cupti"},
     "src/analysis": {"kinetrace", "support", "model", "output"},
     "src/ondemand": {"kinetrace", "support", "model"},
-    "src/inject": {"kinetrace", "support", "model", "session", "ondemand"},
+    "src/runfiles": {"kinetrace", "support", "model", "ondemand"},
+    "src/inject": {"kinetrace", "support", "model", "session", "ondemand", "runfiles"},
     "libkineto_api/src": {"kinetrace", "support", "output", "session", "ondemand"},
-    "tools/kinetrace": {"kinetrace", "support", "model", "output", "analysis", "inject", "session",
+    "tools/kinetrace": {"kinetrace", "support", "model", "output", "analysis", "runfiles", "session",
                         "ondemand"},
 }
 

@@ -19,15 +19,25 @@
 #include "inject/nvtx_injection.h"
 #include "inject/nvtx_payload.h"
 #include "inject/process_hooks.h"
-#include "inject/run_manifest.h"
 #include "kinetrace/error.h"
 #include "kinetrace/host.h"
 #include "ondemand/kineto_config.h"
 #include "ondemand/trigger_decision.h"
+#include "runfiles/run_manifest.h"
 #include "session/schedule_phase.h"
 #include "support/log.h"
 
 namespace kinetrace::inject {
+
+using runfiles::answer;
+using runfiles::appendManifest;
+using runfiles::listenForTriggers;
+using runfiles::ManifestEntry;
+using runfiles::ManifestEvent;
+using runfiles::parseRequest;
+using runfiles::summaryPathFor;
+using runfiles::traceFileName;
+using runfiles::TriggerListener;
 namespace {
 
 using detail::Failure;
@@ -70,7 +80,7 @@ std::string currentDirectory() {
   return buffer;
 }
 
-// Tells `kinetrace run` what became of this process's recording (run_manifest.h); the
+// Tells `kinetrace run` what became of this process's recording (runfiles/run_manifest.h); the
 // message is `context` + `why`. Without a run id no command is waiting to read it.
 void noteOutcome(const ControllerOptions& options, const std::string& dir, ManifestEvent event,
                  int window, std::string_view path = {}, std::string_view context = {},

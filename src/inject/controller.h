@@ -13,17 +13,21 @@
 #include <vector>
 
 #include "inject/capture_policy.h"
-#include "inject/trace_naming.h"
-#include "inject/trigger_channel.h"
 #include "kinetrace/config.h"
 #include "kinetrace/profiler.h"
 #include "kinetrace/schedule.h"
 #include "kinetrace/trace.h"
 #include "ondemand/dynolog_client.h"
 #include "ondemand/trigger_window.h"
+#include "runfiles/trace_naming.h"
+#include "runfiles/trigger_channel.h"
 #include "session/seam.h"
 
 namespace kinetrace::inject {
+
+using runfiles::RequestReader;
+using runfiles::TraceNaming;
+using runfiles::TriggerRequest;
 
 struct ControllerOptions {
   Config config;  // KINETRACE_* settings; config.output is the trace directory ("" = cwd)
@@ -55,10 +59,10 @@ using ondemand::TriggerWindow;
 // Runs the traced process's Profiler: when to record is the capture mode's policy
 // (capture_policy.h: the whole run, a delayed window, the windows between the program's own
 // cudaProfilerStart/Stop calls, a step schedule, on demand), and the windows `kinetrace
-// trigger` asks for once the policy lets go (through the trigger channel, trigger_channel.h,
-// which the control thread listens on in every mode: a request that overlaps a recording or
-// comes while the policy waits is refused with a message), and those the dynolog daemon hands
-// over when asked to (ondemand/dynolog_client.h), judged by the same rule
+// trigger` asks for once the policy lets go (through the trigger channel,
+// runfiles/trigger_channel.h, which the control thread listens on in every mode: a request that
+// overlaps a recording or comes while the policy waits is refused with a message), and those the
+// dynolog daemon hands over when asked to (ondemand/dynolog_client.h), judged by the same rule
 // (ondemand/trigger_decision.h). The controller carries out what
 // the policy decides: it starts and stops the Profiler, saves and reports. Each window is
 // written, while it is recorded, to a per-process name; a summary follows next to it

@@ -22,14 +22,18 @@
 #include "inject/nvtx_injection.h"
 #include "inject/nvtx_payload.h"
 #include "inject/process_hooks.h"
-#include "inject/run_manifest.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "ondemand/kineto_config.h"
+#include "runfiles/run_manifest.h"
 
 #define KINETRACE_INJECTION_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace kinetrace::inject {
+
+using runfiles::appendManifest;
+using runfiles::ManifestEvent;
+using runfiles::namingFromEnvironment;
 namespace {
 
 // Never destroyed: the atexit handler, signal handling and CUPTI callbacks reach it until

@@ -6,7 +6,7 @@
 #include "support/path_rule.h"
 
 // A request to record one window on demand, whoever sent it: `kinetrace trigger` over the
-// process's socket (inject/trigger_channel.h) or the dynolog daemon's libkineto config
+// process's socket (runfiles/trigger_channel.h) or the dynolog daemon's libkineto config
 // (ondemand/kineto_config.h). Both become this, are judged by one rule
 // (ondemand/trigger_decision.h) and timed by one window (ondemand/trigger_window.h), so a
 // process answers them alike and writes the same trace for the same ask.

@@ -15,15 +15,18 @@
 #include <thread>
 
 #include "inject/controller.h"
-#include "inject/trigger_channel.h"
 #include "kinetrace/host.h"
 #include "ondemand/dynolog_stand_in.h"
+#include "runfiles/trigger_channel.h"
 #include "session/session.h"
 #include "support/fake_gpu_source.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::inject {
 namespace {
+
+using runfiles::sendRequest;
+using runfiles::TraceNaming;
 
 using namespace std::chrono_literals;
 using kinetrace::testing::DynologStandIn;

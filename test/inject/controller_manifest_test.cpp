@@ -11,12 +11,20 @@
 #include <vector>
 
 #include "inject/controller.h"
-#include "inject/run_manifest.h"
 #include "kinetrace/host.h"
+#include "runfiles/run_manifest.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::inject {
 namespace {
+
+using runfiles::createManifest;
+using runfiles::ManifestEntry;
+using runfiles::ManifestEvent;
+using runfiles::manifestPath;
+using runfiles::readManifest;
+using runfiles::traceFileName;
+using runfiles::TraceNaming;
 
 using kinetrace::testing::TempDir;
 

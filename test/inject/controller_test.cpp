@@ -30,6 +30,8 @@
 namespace kinetrace::inject {
 namespace {
 
+using runfiles::summaryPathFor;
+
 using namespace std::chrono_literals;
 using kinetrace::testing::fileContents;
 using kinetrace::testing::TempDir;

@@ -22,15 +22,24 @@
 #include <vector>
 
 #include "inject/controller.h"
-#include "inject/trigger_channel.h"
 #include "kinetrace/host.h"
 #include "ondemand/trigger_decision.h"
+#include "runfiles/trigger_channel.h"
 #include "session/session.h"
 #include "support/fake_gpu_source.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::inject {
 namespace {
+
+using runfiles::controlDirectory;
+using runfiles::formatRequest;
+using runfiles::parseRequest;
+using runfiles::sendRequest;
+using runfiles::socketsOfJob;
+using runfiles::socketsOfPid;
+using runfiles::traceFileName;
+using runfiles::TraceNaming;
 
 using namespace std::chrono_literals;
 using detail::Result;

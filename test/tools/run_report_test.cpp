@@ -17,9 +17,9 @@
 namespace kinetrace::cli {
 namespace {
 
-using inject::ManifestEntry;
-using inject::ManifestEvent;
 using kinetrace::testing::deadPid;
+using runfiles::ManifestEntry;
+using runfiles::ManifestEvent;
 
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "inject/trigger_channel.h"
+#include "runfiles/trigger_channel.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::cli {
@@ -46,7 +46,7 @@ TEST(TriggerCommandTest, ARelativeOutputIsTheCallersDirectoryNotTheTargets) {
   TempDir dir;
   const std::string controlDir = dir.path() + "/control";
   ::setenv("KINETRACE_CONTROL_DIR", controlDir.c_str(), 1);
-  Result<inject::TriggerListener> listener = inject::listenForTriggers("run9", 777001);
+  Result<runfiles::TriggerListener> listener = runfiles::listenForTriggers("run9", 777001);
   ASSERT_TRUE(listener.ok()) << listener.why();
   const int listenFd = listener.value().fd;
   const std::string socket = listener.value().path;
@@ -61,15 +61,15 @@ TEST(TriggerCommandTest, ARelativeOutputIsTheCallersDirectoryNotTheTargets) {
   std::thread command([&] { status = triggerCommand(options, out, stderr); });
 
   // Serve the one request the command sends, as a traced process would.
-  inject::RequestReader reader(listenFd);
+  runfiles::RequestReader reader(listenFd);
   std::string line;
   while (line.empty()) {
     std::vector<pollfd> waits;
     reader.addPollFds(&waits);
     ASSERT_GT(::poll(waits.data(), waits.size(), 30000), 0) << "the command sent nothing";
-    for (inject::RequestReader::Request& request : reader.service(0)) {
+    for (runfiles::RequestReader::Request& request : reader.service(0)) {
       line = request.line;
-      inject::answer(request.fd, "ok somewhere");
+      runfiles::answer(request.fd, "ok somewhere");
     }
   }
   command.join();
@@ -78,7 +78,7 @@ TEST(TriggerCommandTest, ARelativeOutputIsTheCallersDirectoryNotTheTargets) {
   ::unsetenv("KINETRACE_CONTROL_DIR");
 
   EXPECT_EQ(status, 0);
-  const Result<inject::TriggerRequest> request = inject::parseRequest(line);
+  const Result<runfiles::TriggerRequest> request = runfiles::parseRequest(line);
   ASSERT_TRUE(request.ok()) << request.why();
   EXPECT_EQ(request.value().output, workingDirectory() + "/relative dir/");
 }

@@ -12,13 +12,13 @@
 
 #include "error_text.h"
 #include "files.h"
-#include "inject/run_manifest.h"
-#include "inject/trace_naming.h"
-#include "inject/trigger_channel.h"
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "program_runner.h"
 #include "run_report.h"
+#include "runfiles/run_manifest.h"
+#include "runfiles/trace_naming.h"
+#include "runfiles/trigger_channel.h"
 #include "session/settings.h"
 #include "support/path_rule.h"
 
@@ -128,9 +128,9 @@ void exportTorchBackend(const std::string& library, std::FILE* err) {
 std::vector<int64_t> stillRunning(const std::string& runId) {
   std::vector<int64_t> pids;
   try {
-    inject::removeStaleSockets();
-    for (const std::string& socket : inject::socketsOfJob(runId)) {
-      const int64_t pid = inject::pidOfSocket(socket);
+    runfiles::removeStaleSockets();
+    for (const std::string& socket : runfiles::socketsOfJob(runId)) {
+      const int64_t pid = runfiles::pidOfSocket(socket);
       if (pid > 0) pids.push_back(pid);
     }
   } catch (const std::exception&) {
@@ -280,8 +280,8 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
                  runId.c_str());
   }
 
-  if (!options.torch && !inject::createManifest(outputDir, runId)) {
-    warn(err, "cannot create " + inject::manifestPath(outputDir, runId) + ": " +
+  if (!options.torch && !runfiles::createManifest(outputDir, runId)) {
+    warn(err, "cannot create " + runfiles::manifestPath(outputDir, runId) + ": " +
                   std::strerror(errno) + "; the report will list the traces, not what went wrong");
   }
   int status = runProgram(program, options.program);
@@ -301,7 +301,7 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
                  "where the program saved them\n");
     return exitCode;
   }
-  const std::vector<inject::ManifestEntry> outcomes = inject::readManifest(outputDir, runId);
+  const std::vector<runfiles::ManifestEntry> outcomes = runfiles::readManifest(outputDir, runId);
   RunRemains remains;
   remains.stillRunning = stillRunning(runId);
   remains.leftovers = leftoverFilesOfRun(outputDir, runId);
@@ -311,10 +311,10 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
       err);
   // The manifest is the run's scratch: what it said is in the report now (and in the outer
   // run's, when there is one). Processes still running append nothing once it is gone.
-  for (const inject::ManifestEntry& entry : outcomes) {
-    if (!outer.runId.empty()) inject::appendManifest(outer.dir, outer.runId, entry);
+  for (const runfiles::ManifestEntry& entry : outcomes) {
+    if (!outer.runId.empty()) runfiles::appendManifest(outer.dir, outer.runId, entry);
   }
-  ::unlink(inject::manifestPath(outputDir, runId).c_str());
+  ::unlink(runfiles::manifestPath(outputDir, runId).c_str());
   return exitCode;
 }
 

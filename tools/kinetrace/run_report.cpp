@@ -9,14 +9,14 @@
 #include "analysis/read_budget.h"
 #include "error_text.h"
 #include "files.h"
-#include "inject/trace_naming.h"
 #include "kinetrace/error.h"
+#include "runfiles/trace_naming.h"
 
 namespace kinetrace::cli {
 namespace {
 
-using inject::ManifestEntry;
-using inject::ManifestEvent;
+using runfiles::ManifestEntry;
+using runfiles::ManifestEvent;
 
 bool isIn(const std::string& path, const std::string& dir) {
   return path.size() > dir.size() + 1 && path.compare(0, dir.size() + 1, dir + "/") == 0 &&
@@ -114,7 +114,7 @@ RunTrace withSummary(std::string path, detail::ReadBudget& budget) {
   trace.path = std::move(path);
   try {
     // Read as any summary is: a regular file only, within the budget.
-    trace.summary = detail::readSummaryFile(inject::summaryPathFor(trace.path), budget);
+    trace.summary = detail::readSummaryFile(runfiles::summaryPathFor(trace.path), budget);
     trace.summary.traceFile = trace.path;
     trace.hasSummary = true;
   } catch (const Error&) {
@@ -126,7 +126,7 @@ RunTrace withSummary(std::string path, detail::ReadBudget& budget) {
 }  // namespace
 
 std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& runId,
-                                  const std::vector<inject::ManifestEntry>& outcomes) {
+                                  const std::vector<runfiles::ManifestEntry>& outcomes) {
   std::vector<RunTrace> traces;
   // The summaries are small; the default cap of the offline commands bounds them all.
   detail::ReadBudget budget;
@@ -170,7 +170,7 @@ std::vector<LeftoverFile> leftoverFilesOfRun(const std::string& dir, const std::
 }
 
 std::string runReport(const std::vector<RunTrace>& traces,
-                      const std::vector<inject::ManifestEntry>& outcomes, const std::string& dir,
+                      const std::vector<runfiles::ManifestEntry>& outcomes, const std::string& dir,
                       const RunOptions& options, const RunRemains& remains) {
   if (traces.empty() && outcomes.empty() && remains.stillRunning.empty() &&
       remains.leftovers.empty()) {

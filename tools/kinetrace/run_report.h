@@ -6,7 +6,7 @@
 
 #include "analysis/summary.h"
 #include "cli_options.h"
-#include "inject/run_manifest.h"
+#include "runfiles/run_manifest.h"
 
 // What `kinetrace run` prints once the program has exited: the traces its processes wrote,
 // their summaries, and what went wrong where a process wrote none. Built as text, so each
@@ -24,7 +24,7 @@ struct RunTrace {
 // The traces of run `runId` in `dir`, in name order, then those the manifest says were saved
 // elsewhere (a trigger's --output, a nested run's directory) that are there.
 std::vector<RunTrace> tracesOfRun(const std::string& dir, const std::string& runId,
-                                  const std::vector<inject::ManifestEntry>& outcomes = {});
+                                  const std::vector<runfiles::ManifestEntry>& outcomes = {});
 
 // A temporary file a process of the run was writing its trace to when it was killed.
 struct LeftoverFile {
@@ -44,7 +44,7 @@ struct RunRemains {
 // manifest (in the order they were entered). "The program made no CUDA call" is said only
 // when there is neither a trace nor an outcome nor a process still running or killed.
 std::string runReport(const std::vector<RunTrace>& traces,
-                      const std::vector<inject::ManifestEntry>& outcomes, const std::string& dir,
+                      const std::vector<runfiles::ManifestEntry>& outcomes, const std::string& dir,
                       const RunOptions& options, const RunRemains& remains = {});
 
 }  // namespace kinetrace::cli

@@ -8,8 +8,8 @@
 #include "analyze_command.h"
 #include "error_text.h"
 #include "files.h"
-#include "inject/trace_naming.h"
 #include "kinetrace/error.h"
+#include "runfiles/trace_naming.h"
 
 namespace kinetrace::cli {
 
@@ -23,7 +23,7 @@ int summaryCommand(const SummaryOptions& options, std::FILE* out, std::FILE* err
     if (isDirectory(path)) {
       std::size_t before = files.size();
       for (const std::string& name : listDirectory(path)) {
-        if (inject::isSummaryOfRun(name, "")) files.push_back(path + "/" + name);
+        if (runfiles::isSummaryOfRun(name, "")) files.push_back(path + "/" + name);
       }
       if (files.size() == before) {
         std::fprintf(err, "kinetrace summary: no kinetrace summaries in %s\n", path.c_str());
@@ -31,8 +31,8 @@ int summaryCommand(const SummaryOptions& options, std::FILE* out, std::FILE* err
       }
     } else if (endsWith(path, ".summary.json")) {
       files.push_back(path);
-    } else if (isRegularFile(inject::summaryPathFor(path)) || !isRegularFile(path)) {
-      files.push_back(inject::summaryPathFor(path));
+    } else if (isRegularFile(runfiles::summaryPathFor(path)) || !isRegularFile(path)) {
+      files.push_back(runfiles::summaryPathFor(path));
     } else {
       // A trace saved through the API or by torch.profiler has no summary file: the trace
       // itself is the input.

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "files.h"
-#include "inject/trigger_channel.h"
 #include "kinetrace/error.h"
 #include "ondemand/kineto_config.h"
 #include "ondemand/trigger_decision.h"
+#include "runfiles/trigger_channel.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -60,9 +60,9 @@ std::string describe(const std::string& socket, const std::string& answer) {
 
 // The step count a process reports to `status` ("ok step=K state=S"); -1 when it does not.
 int64_t stepOf(const std::string& socket) {
-  inject::TriggerRequest status;
-  status.verb = inject::TriggerRequest::Verb::Status;
-  const std::string answer = inject::sendRequest(socket, status);
+  runfiles::TriggerRequest status;
+  status.verb = runfiles::TriggerRequest::Verb::Status;
+  const std::string answer = runfiles::sendRequest(socket, status);
   const std::size_t at = answer.find("step=");
   if (answer.rfind("ok ", 0) != 0 || at == std::string::npos) return -1;
   try {
@@ -155,9 +155,9 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
   try {
     // Killed processes could not remove their sockets: a stale one would only say "no
     // answer" (or be taken for a live process of the job).
-    inject::removeStaleSockets();
-    sockets =
-        options.job.empty() ? inject::socketsOfPid(options.pid) : inject::socketsOfJob(options.job);
+    runfiles::removeStaleSockets();
+    sockets = options.job.empty() ? runfiles::socketsOfPid(options.pid)
+                                  : runfiles::socketsOfJob(options.job);
   } catch (const std::exception& error) {
     std::fprintf(out, "kinetrace trigger: %s\n", error.what());
     return 1;
@@ -168,7 +168,7 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
                  "sockets are in %s)\n",
                  options.job.empty() ? ("with pid " + std::to_string(options.pid)).c_str()
                                      : ("of run " + options.job).c_str(),
-                 inject::controlDirectory().c_str());
+                 runfiles::controlDirectory().c_str());
     return 1;
   }
   if (sockets.size() > 1 && !options.output.empty() && !isDirectory(options.output) &&
@@ -176,7 +176,7 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
     throw UsageError("kinetrace trigger: " + std::to_string(sockets.size()) +
                      " processes: --output must be a directory (each writes its own trace)");
   }
-  inject::TriggerRequest request;
+  runfiles::TriggerRequest request;
   request.output = options.output;
   if (options.steps > 0) {
     request.steps = options.steps;
@@ -202,7 +202,7 @@ int triggerCommand(const TriggerOptions& given, std::FILE* out, std::FILE* /*err
   int status = 0;
   for (const std::string& socket : sockets) {
     try {
-      const std::string answer = inject::sendRequest(socket, request);
+      const std::string answer = runfiles::sendRequest(socket, request);
       std::fprintf(out, "%s\n", describe(socket, answer).c_str());
       if (answer.rfind("ok ", 0) != 0) status = 1;
     } catch (const std::exception& error) {

@@ -7,7 +7,7 @@
 
 namespace kinetrace::cli {
 
-// `kinetrace trigger`: asks the processes named to record now (inject/trigger_channel.h).
+// `kinetrace trigger`: asks the processes named to record now (runfiles/trigger_channel.h).
 // Prints each process's answer to `out`; `err` stays unused (a refusal is an answer).
 // Returns 0 when every process accepted, 1 when one refused or could not be reached; throws
 // UsageError for a bad --config file.

@@ -1,6 +1,6 @@
 // The run manifest: lines appended by the traced processes, read back by the command.
 
-#include "inject/run_manifest.h"
+#include "runfiles/run_manifest.h"
 
 #include <gtest/gtest.h>
 #include <limits.h>
@@ -15,7 +15,7 @@
 
 #include "support/test_support.h"
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 namespace {
 
 using kinetrace::testing::TempDir;
@@ -216,4 +216,4 @@ TEST(RunManifestTest, ConcurrentAppendsFromProcessesAndThreadsGiveWholeLines) {
 }
 
 }  // namespace
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

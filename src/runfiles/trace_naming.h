@@ -19,14 +19,14 @@
 // the second and later windows of one process (cudaProfilerStart/Stop called repeatedly).
 // Every part is reduced to [A-Za-z0-9._-], so a name is always a plain file name.
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 
 struct TraceNaming {
   std::string runId;
   std::string host;
   int64_t pid = 0;
-  std::optional<std::string> rank;       // RANK, when set
-  std::optional<std::string> localRank;  // LOCAL_RANK, when set
+  std::optional<std::string> rank;         // RANK, when set
+  std::optional<std::string> localRank;    // LOCAL_RANK, when set
   TraceFormat format = TraceFormat::Json;  // Config::traceFormat
 };
 
@@ -45,4 +45,4 @@ bool isSummaryOfRun(std::string_view fileName, std::string_view runId);
 // Keeps [A-Za-z0-9._-], replaces anything else with '_', caps the length.
 std::string sanitizeNamePart(std::string_view text, std::size_t maxLength = 64);
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

@@ -1,4 +1,4 @@
-#include "inject/run_manifest.h"
+#include "runfiles/run_manifest.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -12,7 +12,7 @@
 
 #include "support/path_rule.h"
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 namespace {
 
 // Writes of at most PIPE_BUF bytes are the ones POSIX promises not to interleave (for
@@ -231,4 +231,4 @@ std::vector<ManifestEntry> readManifest(const std::string& dir, const std::strin
   return entries;
 }
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

@@ -19,7 +19,7 @@
 // A line is tab-separated: event, pid, window, path, message; in path and message a
 // backslash, tab, newline or carriage return is written as \\, \t, \n, \r.
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 
 enum class ManifestEvent {
   Saved,            // the window's trace and summary were written to `path`
@@ -53,4 +53,4 @@ bool appendManifest(const std::string& dir, const std::string& runId,
 // an unknown event or any other malformed line is skipped. No file: no entries.
 std::vector<ManifestEntry> readManifest(const std::string& dir, const std::string& runId);
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

@@ -3,7 +3,7 @@
 // never starve a real request, an answer the client did not stay for is reported, and the
 // sockets of killed processes are cleared away. Times are given to the reader, never waited.
 
-#include "inject/trigger_channel.h"
+#include "runfiles/trigger_channel.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 
 #include "support/temp_dir.h"
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 namespace {
 
 using detail::Result;
@@ -214,4 +214,4 @@ TEST_F(TriggerChannelTest, AControlDirectoryOfAnotherOwnerOrOpenToOthersSaysWhat
 }
 
 }  // namespace
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

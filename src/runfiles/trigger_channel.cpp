@@ -1,4 +1,4 @@
-#include "inject/trigger_channel.h"
+#include "runfiles/trigger_channel.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,11 +24,11 @@
 #include "support/path_rule.h"
 #include "support/text.h"
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 
+using detail::endsWith;
 using detail::Failure;
 using detail::Result;
-using detail::endsWith;
 namespace {
 
 // A request or answer is one short line: anything longer is not ours.
@@ -424,4 +424,4 @@ int removeStaleSockets() {
   return removed;
 }
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

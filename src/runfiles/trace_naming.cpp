@@ -1,4 +1,4 @@
-#include "inject/trace_naming.h"
+#include "runfiles/trace_naming.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "model/trace_file_name.h"
 #include "support/text.h"
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 
 using detail::endsWith;
 
@@ -87,4 +87,4 @@ bool isSummaryOfRun(std::string_view fileName, std::string_view runId) {
   return fileName.substr(0, prefix.size()) == prefix;
 }
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

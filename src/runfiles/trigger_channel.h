@@ -29,11 +29,11 @@
 // is one word. start_at_ns (CLOCK_REALTIME) lets every process of a job start together; start_step
 // does the same by the program's own steps (step marks, Config::stepMarks), which the processes of
 // a job count alike; round_up=R starts at the next multiple of R from there (dynolog's
-// iteration round-up). `status` tells how many steps the process has marked so far. The listener also
-// checks the peer's uid (SO_PEERCRED): only the process's owner may trigger it. Standard
+// iteration round-up). `status` tells how many steps the process has marked so far. The listener
+// also checks the peer's uid (SO_PEERCRED): only the process's owner may trigger it. Standard
 // library and POSIX only.
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 
 using ondemand::TriggerRequest;
 
@@ -125,4 +125,4 @@ int removeStaleSockets();
 // The pid a socket's name carries ("<run id>.<pid>.sock" or "<pid>.sock"); -1 when none.
 int64_t pidOfSocket(const std::string& path);
 
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles

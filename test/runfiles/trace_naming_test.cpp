@@ -1,4 +1,4 @@
-#include "inject/trace_naming.h"
+#include "runfiles/trace_naming.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "model/trace_file_name.h"
 #include "support/test_support.h"
 
-namespace kinetrace::inject {
+namespace kinetrace::runfiles {
 namespace {
 
 using kinetrace::testing::ScopedEnv;
@@ -98,4 +98,4 @@ TEST(TraceNamingTest, SummariesSitBesideTheirTraceAndAreFoundByRun) {
 }
 
 }  // namespace
-}  // namespace kinetrace::inject
+}  // namespace kinetrace::runfiles
