@@ -76,23 +76,6 @@ const char* kindColour(std::string_view kind) {
   return kind == "communication" ? "#f28e2b" : kind == "memory" ? "#59a14f" : "#4e79a7";
 }
 
-// Kernel time by what bounded it (gpu_bound.h): a colour per class.
-const char* boundColour(GpuBound bound) {
-  switch (bound) {
-    case GpuBound::Memory:
-      return "#59a14f";
-    case GpuBound::Compute:
-      return "#4e79a7";
-    case GpuBound::Tensor:
-      return "#b07aa1";
-    case GpuBound::Neither:
-      return "#edc948";
-    case GpuBound::Unknown:
-      break;
-  }
-  return "#d7d7d7";
-}
-
 // A mix's kernel time by class as one stacked bar (each class's share on hover), then the
 // class of its averages with the numbers.
 std::string boundBar(const BoundMix& mix, const std::vector<MetricName>& metrics) {
@@ -104,14 +87,14 @@ std::string boundBar(const BoundMix& mix, const std::vector<MetricName>& metrics
         static_cast<double>(mix.ns[static_cast<std::size_t>(b)]) / static_cast<double>(total);
     if (share <= 0) continue;
     out += fmt::format("<i style=\"width:{:.1f}%;background:{}\" title=\"{} {:.0f}%\"></i>",
-                       share * 100, boundColour(b), gpuBoundName(b), share * 100);
+                       share * 100, infoOf(b).colour, gpuBoundName(b), share * 100);
   }
   return out + "</span>" + escape(describeMix(mix, metrics));
 }
 
 std::string boundLegend() {
   std::string out = "<p class=\"legend\">";
-  for (GpuBound b : kGpuBounds) out += swatch(boundColour(b)) + gpuBoundName(b) + " &nbsp; ";
+  for (GpuBound b : kGpuBounds) out += swatch(infoOf(b).colour) + gpuBoundName(b) + " &nbsp; ";
   return out + "</p>\n";
 }
 
@@ -291,7 +274,7 @@ std::string kernelsSection(const RankReport& r) {
     if (bound) {
       rows.back().push_back(k.bound.empty()
                                 ? text("-")
-                                : raw(swatch(boundColour(k.bound.bound)) +
+                                : raw(swatch(infoOf(k.bound.bound).colour) +
                                       escape(describeMix(k.bound, r.gpuMetrics.metrics))));
     }
   }

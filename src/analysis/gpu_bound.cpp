@@ -25,19 +25,7 @@ GpuBound classifyGpuBound(const BoundInputs& in) {
 }
 
 const char* gpuBoundName(GpuBound bound) {
-  switch (bound) {
-    case GpuBound::Memory:
-      return "memory";
-    case GpuBound::Compute:
-      return "compute";
-    case GpuBound::Tensor:
-      return "tensor";
-    case GpuBound::Neither:
-      return "neither";
-    case GpuBound::Unknown:
-      break;
-  }
-  return "unknown";
+  return infoOf(bound).name;
 }
 
 std::string describeGpuBound(GpuBound bound, const BoundInputs& in) {

@@ -37,6 +37,40 @@ inline constexpr std::size_t kGpuBoundCount = 5;
 inline constexpr std::array<GpuBound, kGpuBoundCount> kGpuBounds = {
     GpuBound::Memory, GpuBound::Compute, GpuBound::Tensor, GpuBound::Neither, GpuBound::Unknown};
 
+// What the reports say of each class, one row each, in the order of the enum: the one place
+// its name, colour and advice are chosen.
+struct GpuBoundInfo {
+  GpuBound bound;
+  const char* name;    // "memory": the text's word and the JSON's key
+  const char* colour;  // the HTML report's
+  const char* advice;  // what helps a kernel of the class ("" for unknown)
+};
+inline constexpr std::array<GpuBoundInfo, kGpuBoundCount> kGpuBoundInfo = {{
+    {GpuBound::Memory, "memory", "#59a14f",
+     "DRAM bandwidth limits it: move fewer bytes (fuse elementwise kernels, as torch.compile "
+     "does; lower precision; fewer copies)"},
+    {GpuBound::Compute, "compute", "#4e79a7",
+     "the SMs' pipes limit it: see whether its math can run on the tensor cores (bf16, fp16 "
+     "or tf32 matmuls) or be done less often"},
+    {GpuBound::Tensor, "tensor", "#b07aa1",
+     "it runs on the tensor cores near their peak: only less work (or lower precision) makes "
+     "it faster"},
+    {GpuBound::Neither, "neither", "#edc948",
+     "no unit is near its peak: latency or occupancy bound (too small to fill the GPU, or "
+     "waiting on memory latency); larger batches or fused kernels help"},
+    {GpuBound::Unknown, "unknown", "#d7d7d7", ""},
+}};
+constexpr bool inEnumOrder(const std::array<GpuBoundInfo, kGpuBoundCount>& rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (static_cast<std::size_t>(rows[i].bound) != i) return false;
+  }
+  return true;
+}
+static_assert(inEnumOrder(kGpuBoundInfo), "a row per class, in the enum's order");
+constexpr const GpuBoundInfo& infoOf(GpuBound bound) {
+  return kGpuBoundInfo[static_cast<std::size_t>(bound)];
+}
+
 // A unit at or above this share of its peak limits the kernel (see above).
 inline constexpr double kLimiterPercent = 60.0;
 

@@ -29,26 +29,6 @@ double shareOf(const BoundMix& mix, GpuBound bound) {
                    : 0.0;
 }
 
-const char* adviceFor(GpuBound bound) {
-  switch (bound) {
-    case GpuBound::Memory:
-      return "DRAM bandwidth limits it: move fewer bytes (fuse elementwise kernels, as "
-             "torch.compile does; lower precision; fewer copies)";
-    case GpuBound::Compute:
-      return "the SMs' pipes limit it: see whether its math can run on the tensor cores "
-             "(bf16, fp16 or tf32 matmuls) or be done less often";
-    case GpuBound::Tensor:
-      return "it runs on the tensor cores near their peak: only less work (or lower "
-             "precision) makes it faster";
-    case GpuBound::Neither:
-      return "no unit is near its peak: latency or occupancy bound (too small to fill the "
-             "GPU, or waiting on memory latency); larger batches or fused kernels help";
-    case GpuBound::Unknown:
-      break;
-  }
-  return "";
-}
-
 }  // namespace
 
 std::string boundShares(const BoundMix& mix) {
@@ -93,7 +73,7 @@ std::vector<std::string> gpuBoundFindings(const RankReport& r, const std::string
           " The longest {}-bound kernel, {}, took {:.1f}% of GPU operation "
           "time at {}: {}.",
           gpuBoundName(lead), top->name.size() > 60 ? top->name.substr(0, 57) + "..." : top->name,
-          100 * top->share, describeMix(top->bound, m.metrics), adviceFor(lead));
+          100 * top->share, describeMix(top->bound, m.metrics), infoOf(lead).advice);
     }
     out.push_back(std::move(sentence));
   }
