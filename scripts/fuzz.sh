@@ -3,6 +3,7 @@
 # for a while; prints what each did and exits 1 if any found something.
 #
 #   scripts/fuzz.sh [--seconds N] [--only NAME] [--skip NAME] [--jobs J] [--work DIR] [--no-build]
+#                   [--resume]
 #
 #   --seconds N   how long each target runs (default 60); CI runs 30, a long run 1800
 #   --only NAME   that target alone (chrome_json, pftrace, summary, trigger_request,
@@ -10,14 +11,17 @@
 #   --skip NAME   every target but that one; may repeat
 #   --jobs J      targets run at once (default 1), each one process on one core
 #   --work DIR    where the working corpora, crash files and logs go (default
-#                 build-fuzz/work; emptied first)
+#                 build-fuzz/work; emptied first unless --resume)
 #   --no-build    run the fuzzers already in build-fuzz/
+#   --resume      go on from the working corpora already in --work (a long run in parts):
+#                 CPU minutes and executions are then the parts' sums
 #
 # Each target starts from a copy of its seed corpus (fuzz/corpus/NAME) and its regression
 # inputs (fuzz/regressions/NAME): what it finds goes into the copy, never into the repository.
 # Per target it prints the CPU minutes it used, executions, executions per second, coverage
-# (libFuzzer's final "cov:" edges and "ft:" features) and the working corpus's size; a crash, leak, timeout or memory
-# limit breach is printed with its file, and makes the exit status 1. To reproduce one:
+# (libFuzzer's final "cov:" edges and "ft:" features) and the working corpus's size; a
+# crash, leak, timeout or memory limit breach is printed with its file, and makes the exit
+# status 1. To reproduce one:
 #   build-fuzz/fuzz/NAME_fuzzer FILE
 # and to minimise it: build-fuzz/fuzz/NAME_fuzzer -minimize_crash=1 -runs=100000 FILE
 # Clang and libFuzzer: scripts/setup.sh --fuzz.
@@ -51,6 +55,7 @@ seconds=60
 jobs=1
 work=build-fuzz/work
 build=1
+resume=0
 only=()
 skip=()
 while [[ $# -gt 0 ]]; do
@@ -61,7 +66,8 @@ while [[ $# -gt 0 ]]; do
     --jobs) jobs=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --resume) resume=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -98,7 +104,7 @@ if [[ $build == 1 ]]; then
   cmake --build build-fuzz -j"$(nproc)" --target "${build_targets[@]}"
 fi
 
-rm -rf "$work"
+if [[ $resume == 0 ]]; then rm -rf "$work"; fi
 mkdir -p "$work"
 
 # run_target NAME: one libFuzzer run; its output in $work/NAME/log.
@@ -112,6 +118,13 @@ run_target() {
   fi
   cp fuzz/corpus/"$name"/* "$dir/corpus/"
   if [[ -d fuzz/regressions/$name ]]; then cp fuzz/regressions/"$name"/* "$dir/corpus/"; fi
+  # Resuming: the earlier parts' log and CPU time stay beside this part's, numbered.
+  if [[ -f $dir/log ]]; then
+    local part=1
+    while [[ -f $dir/log.$part ]]; do part=$((part + 1)); done
+    mv "$dir/log" "$dir/log.$part"
+    if [[ -f $dir/cpu_minutes ]]; then mv "$dir/cpu_minutes" "$dir/cpu_minutes.$part"; fi
+  fi
   local options=(-max_total_time="$seconds" -max_len="${max_len[$name]}"
                  -timeout="${timeout[$name]}" -rss_limit_mb="$rss_limit_mb"
                  -print_final_stats=1 -artifact_prefix="$dir/artifacts/")
@@ -148,7 +161,9 @@ printf '\n%-16s %8s %12s %9s %7s %8s %8s  %s\n' target cpu-min executions exec/s
 for name in "${names[@]}"; do
   dir=$work/$name
   log=$dir/log
-  executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  # Summed over the parts of a resumed run (log.1, log.2, ... and log).
+  executions=$(cat "$dir"/log* 2>/dev/null | sed -n 's/^stat::number_of_executed_units: *//p' |
+               awk '{ n += $1 } END { if (NR) print n }')
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   last=$(grep -E '^#[0-9]+.*cov: [0-9]+ ft: [0-9]+' "$log" | tail -n 1 || true)
   cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<< "$last")
@@ -161,7 +176,7 @@ for name in "${names[@]}"; do
     if grep -q '^no build-fuzz' "$log"; then result="NOT RUN: $(cat "$log")"; fi
     failed=1
   fi
-  cpu=$(cat "$dir/cpu_minutes" 2>/dev/null || true)
+  cpu=$(cat "$dir"/cpu_minutes* 2>/dev/null | awk '{ m += $1 } END { if (NR) printf "%.1f", m }')
   printf '%-16s %8s %12s %9s %7s %8s %8s  %s\n' "$name" "${cpu:-?}" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$result"
   for file in $artifacts; do echo "  input: $file"; done
   if [[ $result != ok ]]; then echo "  log: $log"; fi
