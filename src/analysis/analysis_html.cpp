@@ -437,7 +437,7 @@ std::string reportHtml(const AnalysisReport& report, const AnalysisOptions& opti
   out += kStyle;
   out += "</head><body>\n<h1>Why is the GPU idle? A kinetrace analysis</h1>\n";
   out += "<h2>Findings</h2><ul class=\"findings\">\n";
-  for (const std::string& f : report.findings) out += "<li>" + escape(f) + "</li>\n";
+  for (const Finding& f : report.findings) out += "<li>" + escape(f.text) + "</li>\n";
   out += "</ul>\n";
   if (!report.ranks.empty()) {
     const std::string& path = report.ranks.front().path;

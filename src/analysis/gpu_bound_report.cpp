@@ -41,8 +41,8 @@ std::string boundShares(const BoundMix& mix) {
   return out;
 }
 
-std::vector<std::string> gpuBoundFindings(const RankReport& r, const std::string& prefix) {
-  std::vector<std::string> out;
+std::vector<Finding> gpuBoundFindings(const RankReport& r, const std::string& prefix) {
+  std::vector<Finding> out;
   const GpuMetricsReport& m = r.gpuMetrics;
   if (!m.any()) return out;
   if (!m.metrics.empty() && m.all.totalNs() > 0) {
@@ -75,21 +75,37 @@ std::vector<std::string> gpuBoundFindings(const RankReport& r, const std::string
           gpuBoundName(lead), top->name.size() > 60 ? top->name.substr(0, 57) + "..." : top->name,
           100 * top->share, describeMix(top->bound, m.metrics), infoOf(lead).advice);
     }
-    out.push_back(std::move(sentence));
+    std::vector<std::pair<std::string, double>> evidence;
+    for (GpuBound b : kGpuBounds) {
+      evidence.emplace_back(std::string(gpuBoundName(b)) + "_share", shareOf(m.all, b));
+    }
+    evidence.emplace_back("kernel_ns", static_cast<double>(m.all.totalNs()));
+    out.push_back(Finding{"gpu-bound", std::nullopt, std::move(sentence), std::move(evidence)});
   }
   if (m.hasMetadata && (m.lost > 0 || m.corrupted > 0)) {
-    out.push_back(fmt::format(
-        "{}GPU metric sampling lost {} samples and {} were corrupted (against {} kept): the "
-        "averages are over the samples kept{}; a longer --gpu-metrics-interval loses fewer.",
-        prefix, count(m.lost), count(m.corrupted), count(m.samples),
-        m.kernelsWithoutTheirSamples > 0 ? fmt::format(", and {} kernels ran without their samples",
-                                                       count(m.kernelsWithoutTheirSamples))
-                                         : ""));
+    out.push_back(Finding{
+        "gpu-metric-samples-lost",
+        std::nullopt,
+        fmt::format(
+            "{}GPU metric sampling lost {} samples and {} were corrupted (against {} kept): the "
+            "averages are over the samples kept{}; a longer --gpu-metrics-interval loses fewer.",
+            prefix, count(m.lost), count(m.corrupted), count(m.samples),
+            m.kernelsWithoutTheirSamples > 0
+                ? fmt::format(", and {} kernels ran without their samples",
+                              count(m.kernelsWithoutTheirSamples))
+                : ""),
+        {{"lost", static_cast<double>(m.lost)},
+         {"corrupted", static_cast<double>(m.corrupted)},
+         {"kept", static_cast<double>(m.samples)},
+         {"kernels_without_their_samples", static_cast<double>(m.kernelsWithoutTheirSamples)}}});
   } else if (m.hasMetadata && m.metrics.empty()) {
-    out.push_back(fmt::format(
-        "{}GPU metrics were sampled ({} samples) but no kernel carries their averages: no "
-        "kernel ran while samples were taken.",
-        prefix, count(m.samples)));
+    out.push_back(Finding{"gpu-metrics-without-kernels",
+                          std::nullopt,
+                          fmt::format("{}GPU metrics were sampled ({} samples) but no kernel "
+                                      "carries their averages: no kernel ran while samples were "
+                                      "taken.",
+                                      prefix, count(m.samples)),
+                          {{"samples", static_cast<double>(m.samples)}}});
   }
   return out;
 }

@@ -40,7 +40,8 @@ namespace kinetrace::detail {
 std::string boundShares(const BoundMix& mix);
 // The findings: what bounded the kernels, the longest kernel of the leading class, and what
 // sampling lost. None for a trace without metrics.
-std::vector<std::string> gpuBoundFindings(const RankReport& r, const std::string& prefix);
+// Their rank is the caller's to set.
+std::vector<Finding> gpuBoundFindings(const RankReport& r, const std::string& prefix);
 // The terminal report's lines about the trace's metrics and sampling ("" without metrics).
 std::string gpuMetricsText(const RankReport& r);
 

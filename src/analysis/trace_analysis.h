@@ -2,9 +2,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/gpu_bound.h"
@@ -267,10 +270,61 @@ struct StragglerReport {
   int64_t lateByNs = 0;     // its start minus the earliest rank's
 };
 
+// Every kind of finding `analyze` makes, by the id a program reading --json keys on; an id
+// keeps its meaning for good. docs/ANALYSIS.md holds this table (a test compares them).
+struct FindingKind {
+  const char* id;
+  const char* about;
+};
+inline constexpr FindingKind kFindingKinds[] = {
+    {"gpu-time",
+     "where each GPU's window went: busy, waiting for the host, launching, "
+     "between kernels, waiting on other work"},
+    {"no-gpu-operations", "the trace holds no kernel, copy or memset"},
+    {"before-first-gpu-operation",
+     "a tenth of the window or more passed before the first GPU "
+     "operation"},
+    {"first-launch-module-loading",
+     "the GPU ran out of work while the host was inside a launch "
+     "call (lazy module loading)"},
+    {"host-wait-data-loading", "the GPU waited for the host mostly while data loading ran"},
+    {"host-wait-launching", "the GPU waited for the host: launching is too slow"},
+    {"sync-before-launch", "gaps that opened while the host was in a synchronisation"},
+    {"tiny-kernels", "many kernels shorter than --tiny-us, and what issued them"},
+    {"no-host-ranges", "no GPU operation can be tied to host code"},
+    {"no-steps", "the trace has no step ranges"},
+    {"data-loading-starves-gpu", "the GPU idled while data loading ran"},
+    {"memory-grows-every-step", "allocated memory grew at the end of every step"},
+    {"communication-overlap",
+     "NCCL kernels' share of busy time and their overlap with "
+     "compute"},
+    {"nccl-bandwidth", "NCCL calls' GPU time, sizes and bandwidth"},
+    {"gpu-bound", "what bounded the kernel time by the GPU's hardware metrics"},
+    {"gpu-metric-samples-lost", "GPU metric samples lost or corrupted"},
+    {"gpu-metrics-without-kernels", "GPU metrics were sampled but no kernel ran then"},
+    {"launch-latency-outliers", "launch latency's p99 far above its median"},
+    {"straggler", "one rank started a collective late and the others waited for it"},
+};
+// The table as Markdown (what docs/ANALYSIS.md holds).
+std::string findingKindsMarkdown();
+
+// One thing `analyze` says: a sentence with its numbers for people, and for programs
+// reading --json an id (kFindingKinds), the rank it is about and the figures it rests on.
+struct Finding {
+  std::string id;                   // "host-wait-launching", "tiny-kernels", ...
+  std::optional<std::size_t> rank;  // its index in AnalysisReport::ranks; none: the job's
+  std::string text;
+  // The figures the sentence says, by name: nanoseconds ("..._ns"), shares of 1 ("..._share"),
+  // counts and rates, as numbers.
+  std::vector<std::pair<std::string, double>> evidence;
+};
+// Prints the text (what a test failure shows).
+std::ostream& operator<<(std::ostream& out, const Finding& finding);
+
 struct AnalysisReport {
   std::vector<RankReport> ranks;
   std::vector<StragglerReport> stragglers;  // worst first (top N)
-  std::vector<std::string> findings;        // plain sentences with numbers
+  std::vector<Finding> findings;            // most telling first
 };
 
 // What the straggler analysis needs of a rank once its trace is let go: the starts of its
@@ -303,8 +357,8 @@ AnalysisReport combineRanks(std::vector<RankReport> ranks,
                             const AnalysisOptions& options);
 // analyzeRank of each trace, combined.
 AnalysisReport analyzeTraces(std::vector<CollectedTrace> traces, const AnalysisOptions& options);
-// The findings of a report: plain sentences with numbers, most telling first.
-std::vector<std::string> findingsOf(const AnalysisReport& report, const AnalysisOptions& options);
+// The findings of a report, most telling first.
+std::vector<Finding> findingsOf(const AnalysisReport& report, const AnalysisOptions& options);
 
 std::string formatReport(const AnalysisReport& report, const AnalysisOptions& options);
 std::string reportJson(const AnalysisReport& report);

@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iterator>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "analysis/finding_texts.h"
 #include "analysis/trace_analysis.h"
 #include "analysis_trace_builder.h"
 
@@ -29,7 +34,7 @@ TEST(TraceAnalysisFindingsTest, TheRangesNamedForTinyKernelsCoverMostOfThemOrSay
       }
     }
     const AnalysisReport report = analyzeTraces(one(b.take()), {});
-    for (const std::string& f : report.findings) {
+    for (const std::string& f : testing::findingTexts(report.findings)) {
       if (f.find("kernels under") != std::string::npos) return f;
     }
     return std::string("no tiny-kernel finding");
@@ -96,7 +101,7 @@ TEST(TraceAnalysisFindingsTest, ATraceWithoutStepRangesSaysHowToAddThem) {
   b.op("gemm", 1, 2, 3, 9, "kernel", 7, 1);
   const AnalysisReport report = analyzeTraces(one(b.take()), {});
   std::string findings;
-  for (const std::string& f : report.findings) findings += f + "\n";
+  for (const std::string& f : testing::findingTexts(report.findings)) findings += f + "\n";
   EXPECT_NE(findings.find("the trace has no step ranges, so there is no per-step view"),
             std::string::npos)
       << findings;
@@ -113,7 +118,7 @@ TEST(TraceAnalysisFindingsTest, ATraceWithoutStepRangesSaysHowToAddThem) {
     const AnalysisReport withSteps = analyzeTraces(one(s.take()), {});
     ASSERT_EQ(withSteps.ranks[0].steps.size(), 1u) << step;
     EXPECT_EQ(withSteps.ranks[0].steps[0].name, step);
-    for (const std::string& f : withSteps.findings) {
+    for (const std::string& f : testing::findingTexts(withSteps.findings)) {
       EXPECT_EQ(f.find("no step ranges"), std::string::npos) << f;
     }
   }
@@ -131,7 +136,7 @@ TEST(TraceAnalysisFindingsTest, EachFindingNamesWhatToDoNext) {
                          "Take ",     "Leave it out", "would name", "torch.profiler marks",
                          "look for",  "Look at",      "Overlap",    "Compare",
                          "say which", "Trace with",   "record "};
-  for (const std::string& f : report.findings) {
+  for (const std::string& f : testing::findingTexts(report.findings)) {
     EXPECT_TRUE(std::any_of(std::begin(kNext), std::end(kNext), [&f](const char* next) {
       return f.find(next) != std::string::npos;
     })) << f;
@@ -144,8 +149,8 @@ TEST(TraceAnalysisFindingsTest, ABusyGpuIsSentToItsKernels) {
   b.op("gemm", 0, 1, 1, 99);
   const AnalysisReport report = analyzeTraces(one(b.take()), {});
   ASSERT_FALSE(report.findings.empty());
-  EXPECT_NE(report.findings[0].find("busy 98.0%"), std::string::npos) << report.findings[0];
-  EXPECT_NE(report.findings[0].find("see the kernel table below"), std::string::npos)
+  EXPECT_NE(report.findings[0].text.find("busy 98.0%"), std::string::npos) << report.findings[0];
+  EXPECT_NE(report.findings[0].text.find("see the kernel table below"), std::string::npos)
       << report.findings[0];
 }
 
@@ -161,12 +166,51 @@ TEST(TraceAnalysisFindingsTest, HostWaitDuringDataLoadingIsBlamedOnTheLoaderNotO
   }
   const AnalysisReport report = analyzeTraces(one(b.take()), {});
   bool loader = false;
-  for (const std::string& f : report.findings) {
+  for (const std::string& f : testing::findingTexts(report.findings)) {
     EXPECT_EQ(f.find("does not launch work fast enough"), std::string::npos) << f;
     EXPECT_EQ(f.find("CUDA graph"), std::string::npos) << f;
     loader = loader || f.find("most of it while data loading ran") != std::string::npos;
   }
   EXPECT_TRUE(loader) << ::testing::PrintToString(report.findings);
+}
+
+// Every finding's id is one of the table's, which docs/ANALYSIS.md holds: a program keying
+// on ids finds each documented.
+TEST(TraceAnalysisFindingsTest, EveryIdIsInTheTableAndTheTableIsDocumented) {
+  std::set<std::string> ids;
+  for (const FindingKind& kind : kFindingKinds) {
+    EXPECT_TRUE(ids.insert(kind.id).second) << "two rows for " << kind.id;
+  }
+  // A trace that draws many findings: tiny kernels without steps or host ranges around
+  // them, memory growing, a loader idling the GPU.
+  TraceBuilder b;
+  b.range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 1'000);
+  for (int i = 0; i < 200; ++i) {
+    b.op("tiny", 1'000 + i * 20, 1'000 + i * 20 + 1, 1'000 + i * 20 + 12, 1'000 + i * 20 + 14);
+  }
+  for (int step = 0; step < 4; ++step) b.memory(step * 1'000 + 10, 1'000'000 * (step + 1));
+  TraceBuilder none;
+  none.range("main", 0, 100);
+  for (TraceBuilder* builder : {&b, &none}) {
+    const AnalysisReport report = analyzeTraces(one(builder->take()), {});
+    ASSERT_GE(report.findings.size(), 2u);
+    for (const Finding& finding : report.findings) {
+      EXPECT_EQ(ids.count(finding.id), 1u) << finding.id << ": " << finding.text;
+      EXPECT_EQ(finding.rank, std::optional<std::size_t>(0)) << finding.id;
+    }
+  }
+  std::ifstream file(std::string(KINETRACE_SOURCE_DIR) + "/docs/ANALYSIS.md");
+  ASSERT_TRUE(file.good()) << "docs/ANALYSIS.md not found";
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string doc = text.str();
+  const std::string begin = "<!-- finding kinds -->\n";
+  const std::size_t from = doc.find(begin);
+  const std::size_t to = doc.find("<!-- end of finding kinds -->");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  EXPECT_EQ(doc.substr(from + begin.size(), to - from - begin.size()), findingKindsMarkdown())
+      << "docs/ANALYSIS.md's table is behind kFindingKinds";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/finding_texts.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
 #include "analysis/trace_reader.h"
@@ -175,7 +176,7 @@ TEST(GpuBoundReportTest, TheTextReportHasABoundColumnStepLinesAndTheLosses) {
             std::string::npos)
       << text;
   bool bound = false, lost = false;
-  for (const std::string& f : report.findings) {
+  for (const std::string& f : testing::findingTexts(report.findings)) {
     bound |= f.find("bound by memory 35%, compute 30%, tensor 20%, neither 10%, unknown 5%") !=
              std::string::npos;
     lost |= f.find("lost 5 samples and 2 were corrupted (against 200 kept)") != std::string::npos;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/finding_texts.h"
 #include "analysis/trace_collector.h"
 #include "analysis/trace_reader.h"
 #include "analysis_trace_builder.h"
@@ -312,10 +313,24 @@ TEST(TraceAnalysisTest, TinyKernelsAreCountedWithTheirLaunchCostAndWhoIssuedThem
   ASSERT_EQ(tiny.issuers.size(), 1u);
   EXPECT_EQ(tiny.issuers[0], (std::pair<std::string, uint64_t>{"aten::add", 120}));
   bool said = false;
-  for (const std::string& f : report.findings) {
+  for (const std::string& f : testing::findingTexts(report.findings)) {
     said = said || f.find("120 kernels under 10.0 us (99% of all kernels)") != std::string::npos;
   }
   EXPECT_TRUE(said) << ::testing::PrintToString(report.findings);
+  // A program keys on the id, and reads the figures without parsing the sentence.
+  const auto tinyFinding = std::find_if(report.findings.begin(), report.findings.end(),
+                                        [](const Finding& f) { return f.id == "tiny-kernels"; });
+  ASSERT_NE(tinyFinding, report.findings.end());
+  EXPECT_EQ(tinyFinding->rank, std::optional<std::size_t>(0));
+  const auto figure = [&](const std::string& name) {
+    for (const auto& [key, value] : tinyFinding->evidence) {
+      if (key == name) return value;
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(figure("kernels"), 120.0);
+  EXPECT_EQ(figure("gpu_ns"), static_cast<double>(240 * kUs));
+  EXPECT_EQ(figure("launch_ns"), static_cast<double>(600 * kUs));
 }
 
 TEST(TraceAnalysisTest, StepsGetTheirOwnBreakdownAndDataLoadingStallsAreSeen) {
@@ -382,7 +397,7 @@ TEST(TraceAnalysisTest, MemoryThatGrowsEveryStepIsALeakSignature) {
   EXPECT_EQ(m.growthPerStepBytes, 1'000'000);
   EXPECT_EQ(report.ranks[0].steps[3].allocatedAtEndBytes, 5'000'000);
   bool said = false;
-  for (const std::string& f : report.findings)
+  for (const std::string& f : testing::findingTexts(report.findings))
     said = said || f.find("a leak signature") != std::string::npos;
   EXPECT_TRUE(said);
 }
@@ -422,8 +437,8 @@ TEST(TraceAnalysisTest, NcclCallsAreSummedWithTheirSizesFromTheTrace) {
   EXPECT_NE(text.find("NCCL calls"), std::string::npos) << text;
   EXPECT_NE(text.find("400.0 GB/s"), std::string::npos) << text;
   const auto findings = findingsOf(report, {});
-  EXPECT_TRUE(std::any_of(findings.begin(), findings.end(), [](const std::string& f) {
-    return f.find("ncclAllReduce: 2 operations") != std::string::npos;
+  EXPECT_TRUE(std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.text.find("ncclAllReduce: 2 operations") != std::string::npos;
   })) << ::testing::PrintToString(findings);
   EXPECT_NE(reportJson(report).find("\"nccl_calls\""), std::string::npos);
 }
@@ -443,7 +458,7 @@ TEST(TraceAnalysisTest, ACollectiveStartedLateOnOneRankNamesThatRank) {
   EXPECT_EQ(report.stragglers[0].occurrence, 2u);
   EXPECT_EQ(report.stragglers[0].lateByNs, 550 * kUs);
   bool said = false;
-  for (const std::string& f : report.findings)
+  for (const std::string& f : testing::findingTexts(report.findings))
     said = said || f.find("rank 1 started ncclAllReduce #2") != std::string::npos;
   EXPECT_TRUE(said);
 }
@@ -471,7 +486,7 @@ TEST(TraceAnalysisTest, WithoutNcclKernelsTheLateRankIsTheOneThatCalledLate) {
   EXPECT_EQ(report.stragglers[0].occurrence, 2u);
   EXPECT_EQ(report.stragglers[0].lateByNs, 300 * kUs);
   bool said = false;
-  for (const std::string& f : report.findings)
+  for (const std::string& f : testing::findingTexts(report.findings))
     said = said || f.find("rank 1 called c10d::allreduce_ #2 300.0 us after the first rank") !=
                        std::string::npos;
   EXPECT_TRUE(said) << ::testing::PrintToString(report.findings);
@@ -499,7 +514,7 @@ TEST(TraceAnalysisTest, ATraceWithoutGpuWorkSaysSo) {
   b.range("main", 0, 10);
   const AnalysisReport report = analyzeTraces(one(b.take()), {});
   ASSERT_EQ(report.findings.size(), 1u);
-  EXPECT_NE(report.findings[0].find("no GPU operations in the trace"), std::string::npos);
+  EXPECT_NE(report.findings[0].text.find("no GPU operations in the trace"), std::string::npos);
 }
 
 // A job of many steps on two GPUs: kernels on three streams, queued and not, tiny and not,
@@ -547,7 +562,17 @@ TEST(TraceAnalysisTest, ATraceAnalysedInTinyMemoryGivesTheSameReport) {
 TEST(TraceAnalysisTest, TheJsonHoldsTheFiguresAndTheFindings) {
   const AnalysisReport report = analyzeTraces(one(idleCauses()), {});
   const nlohmann::json json = nlohmann::json::parse(reportJson(report));
-  EXPECT_EQ(json["findings"].size(), report.findings.size());
+  ASSERT_EQ(json["findings"].size(), report.findings.size());
+  for (std::size_t i = 0; i < report.findings.size(); ++i) {
+    const nlohmann::json& finding = json["findings"][i];
+    EXPECT_EQ(finding["id"], report.findings[i].id);
+    EXPECT_EQ(finding["text"], report.findings[i].text);
+    EXPECT_EQ(finding["rank"], json["ranks"][0]["rank"]) << "each finding is this rank's";
+    EXPECT_EQ(finding["evidence"].size(), report.findings[i].evidence.size());
+  }
+  EXPECT_EQ(json["findings"][0]["id"], "gpu-time");
+  EXPECT_EQ(json["findings"][0]["evidence"]["host_wait_share"],
+            report.findings[0].evidence[4].second);
   const nlohmann::json& time = json["ranks"][0]["devices"][0]["time"];
   EXPECT_EQ(time["host_wait_ns"], 10 * kUs);
   EXPECT_EQ(time["before_first_op_ns"], 10 * kUs);
