@@ -1,6 +1,7 @@
 #include "cli_options.h"
 
 #include <charconv>
+#include <deque>
 #include <string_view>
 
 #include "kinetrace/config.h"
@@ -154,10 +155,14 @@ void finishRun(RunOptions& run, std::vector<std::string> operands) {
 // run's table with, after its first option (--output), an option for each setting of the
 // traced processes that has one, in the settings table's order.
 CommandSpec<RunOptions> withSettingOptions(CommandSpec<RunOptions> spec) {
+  // The options' help: the row's, with its default. Made once (the spec is), kept for good.
+  static std::deque<std::string> helps;
   std::vector<detail::OptionSpec<RunOptions>> options;
   for (const kinetrace::detail::Setting& row : kinetrace::detail::settings()) {
     if (row.runOption == nullptr) continue;
-    options.push_back({row.runOption, row.runShortOption, row.valueName, row.help, setting(row)});
+    helps.push_back(std::string(row.help) + " (default: " + row.defaultValue + ")");
+    options.push_back(
+        {row.runOption, row.runShortOption, row.valueName, helps.back().c_str(), setting(row)});
   }
   spec.table.insert(spec.table.begin() + 1, options.begin(), options.end());
   return spec;
