@@ -193,7 +193,7 @@ TEST(TraceAnalysisFindingsTest, EveryIdIsInTheTableAndTheTableIsDocumented) {
   none.range("main", 0, 100);
   for (TraceBuilder* builder : {&b, &none}) {
     const AnalysisReport report = analyzeTraces(one(builder->take()), {});
-    ASSERT_GE(report.findings.size(), 2u);
+    ASSERT_FALSE(report.findings.empty());
     for (const Finding& finding : report.findings) {
       EXPECT_EQ(ids.count(finding.id), 1u) << finding.id << ": " << finding.text;
       EXPECT_EQ(finding.rank, std::optional<std::size_t>(0)) << finding.id;
