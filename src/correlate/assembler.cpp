@@ -700,6 +700,14 @@ void Assembler::addGpu(GpuBatch& batch) {
     o.lane = overheadLanes_[{static_cast<int>(o.object), o.objectId}].place(o.startNs, o.endNs);
     ready_.overheads.push_back(o);
   }
+  // A pool's operations join no launch: the window is all they go through.
+  for (const MemoryPoolRecord& p : r.memoryPools) {
+    if (!inWindow(p.timeNs)) {
+      ++losses_.outOfWindowEvents;
+      continue;
+    }
+    ready_.memoryPools.push_back(p);
+  }
   batch.clear();
 }
 

@@ -107,6 +107,9 @@ void ActivityDecoder::decode(const CUpti_Activity& record, GpuBatch& out) {
     case CUPTI_ACTIVITY_KIND_MEMORY2:
       decodeMemory(reinterpret_cast<const CUpti_ActivityMemory4&>(record), out);
       break;
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+      decodeMemoryPool(reinterpret_cast<const CUpti_ActivityMemoryPool3&>(record), out);
+      break;
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
       decodeOverhead(reinterpret_cast<const CUpti_ActivityOverhead3&>(record), out);
       break;
@@ -269,6 +272,38 @@ void ActivityDecoder::decodeMemory(const CUpti_ActivityMemory4& r, GpuBatch& out
   // CUPTI sees the driver's allocations, which is what a caching allocator reserves.
   m.totalReserved = total;
   out.records.memory.push_back(m);
+}
+
+void ActivityDecoder::decodeMemoryPool(const CUpti_ActivityMemoryPool3& r, GpuBatch& out) {
+  MemoryPoolRecord p;
+  switch (r.memoryPoolOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
+      p.operation = PoolOperation::Created;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+      p.operation = PoolOperation::Destroyed;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED:
+      p.operation = PoolOperation::Trimmed;
+      break;
+    default:
+      ++out.undecoded;
+      return;
+  }
+  p.timeNs = cuptiTime(r.timestamp);
+  p.address = r.address;
+  p.deviceId = r.deviceId;
+  p.correlationId = r.correlationId;
+  p.imported = r.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED;
+  p.managed = r.isManagedPool != 0;
+  // Sizes are the pool's own only for a local pool (CUPTI's documentation).
+  if (!p.imported) {
+    p.sizeBytes = r.size;
+    p.utilizedBytes = r.utilizedSize;
+    p.releaseThresholdBytes = r.releaseThreshold;
+  }
+  if (p.operation == PoolOperation::Trimmed) p.minBytesToKeep = r.minBytesToKeep;
+  out.records.memoryPools.push_back(p);
 }
 
 void ActivityDecoder::decodeOverhead(const CUpti_ActivityOverhead3& r, GpuBatch& out) {

@@ -40,6 +40,7 @@ class ActivityDecoder {
   void decodeGraph(const CUpti_ActivityGraphTrace2& r, GpuBatch& out);
   void decodeSync(const CUpti_ActivitySynchronization2& r, GpuBatch& out);
   void decodeMemory(const CUpti_ActivityMemory4& r, GpuBatch& out);
+  void decodeMemoryPool(const CUpti_ActivityMemoryPool3& r, GpuBatch& out);
   void decodeOverhead(const CUpti_ActivityOverhead3& r, GpuBatch& out);
 
   // Every CUPTI timestamp, GPU- or host-stamped, is in CUPTI's time base.

@@ -27,7 +27,8 @@ constexpr ActivityRecords kActivityRecords[] = {
     {Activity::Memset, {CUPTI_ACTIVITY_KIND_MEMSET}},
     // Sync records name a context, not a device: the context records say whose it is.
     {Activity::Sync, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CONTEXT}},
-    {Activity::Memory, {CUPTI_ACTIVITY_KIND_MEMORY2}},
+    // Allocations and frees, and what the memory pools they come from hold.
+    {Activity::Memory, {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY_POOL}},
     {Activity::Overhead, {CUPTI_ACTIVITY_KIND_OVERHEAD}},
 };
 

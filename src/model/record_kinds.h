@@ -26,7 +26,7 @@
 // The order is the order of the counts in the metadata: new kinds go at the end.
 // clang-format off
 #define KINETRACE_RECORD_KINDS(X)                                                                  \
-  /* Kind         Type                   member         countKey          stat */                   \
+  /* Kind         Type                   member         countKey          stat */                  \
   X(Range,        RangeRecord,           ranges,        "ranges",         &Stats::hostRanges)      \
   X(Instant,      InstantRecord,         instants,      "instants",       &Stats::hostInstants)    \
   X(Counter,      CounterRecord,         counters,      "counters",       &Stats::counterSamples)  \
@@ -40,7 +40,8 @@
   X(Memory,       MemoryRecord,          memory,        "memory",         &Stats::gpuMemoryEvents) \
   X(Overhead,     OverheadRecord,        overheads,     "overheads",      nullptr)                 \
   X(GpuSpan,      GpuSpanRecord,         gpuSpans,      "gpu_spans",      nullptr)                 \
-  X(MetricSample, GpuMetricSampleRecord, metricSamples, "metric_samples", nullptr)
+  X(MetricSample, GpuMetricSampleRecord, metricSamples, "metric_samples", nullptr)                 \
+  X(MemoryPool,   MemoryPoolRecord,      memoryPools,   "memory_pools",   nullptr)
 // clang-format on
 
 namespace kinetrace::detail {

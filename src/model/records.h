@@ -44,6 +44,9 @@ enum class OverheadKind : uint8_t {
   ActivityBufferRequest,
 };
 
+// What happened to a device memory pool (CUPTI's memory pool records).
+enum class PoolOperation : uint8_t { Unknown, Created, Destroyed, Trimmed };
+
 // What CUPTI says an overhead record was spent on.
 enum class OverheadObject : uint8_t { Unknown, Thread, Device };
 
@@ -229,6 +232,24 @@ struct MemoryRecord {
   uint32_t thread = 0;  // the thread whose call allocated (or the first thread seen)
   uint32_t correlationId = 0;
   MemoryKind memoryKind = MemoryKind::Unknown;
+};
+
+// A device memory pool created, destroyed or trimmed (cudaMemPoolCreate, cudaMemPoolDestroy,
+// cudaMemPoolTrimTo, and the pools stream-ordered allocation and graph memory nodes use),
+// with what it held then: the pool's side of "memory that creeps up", which the
+// allocations' [memory] events do not show (a freed allocation's memory stays in its pool).
+struct MemoryPoolRecord {
+  int64_t timeNs = 0;
+  uint64_t address = 0;                // the pool's
+  uint64_t sizeBytes = 0;              // what the pool holds (local pools)
+  uint64_t utilizedBytes = 0;          // of that, allocated
+  uint64_t releaseThresholdBytes = 0;  // what it keeps when idle (local pools)
+  uint64_t minBytesToKeep = 0;         // a trim's
+  uint32_t deviceId = 0;
+  uint32_t correlationId = 0;  // of the call that did it
+  PoolOperation operation = PoolOperation::Unknown;
+  bool imported = false;  // imported from another process; else the process's own
+  bool managed = false;   // of managed memory; else pinned device memory
 };
 
 // The GPU time of a host range on one stream: from the first to the last GPU operation

@@ -37,6 +37,8 @@ constexpr uint16_t kMaxLane = 255;
 // above every thread track; all stay below 2^31: Perfetto's JSON importer takes a tid as
 // a 32-bit number, and some readers as a signed one.
 constexpr int kOverheadLaneShift = 22;
+// A GPU's "memory pools" thread: beside its "GPU metrics" thread, above every stream's.
+constexpr int64_t kMemoryPoolsTid = kGpuMetricsTid + 1;
 constexpr uint64_t kOverheadDeviceBase = uint64_t{1} << 30;
 
 // The event's args, in storage reused for every event: writing a trace allocates nothing
@@ -153,6 +155,7 @@ class EventWriter::Impl {
                   std::string_view name);
   void writeFlowEnd(const GpuPlacement& at, int trackKind);
   void writeMetricSamples(const TraceRecords& records);
+  void writeMemoryPools(const TraceRecords& records);
   void nameHost();
   void nameOverheads();
   void nameGpus();
@@ -331,6 +334,7 @@ class EventWriter::Impl {
   std::vector<OverheadTrack> overheadTracks_;  // sorted
   std::vector<GpuTrack> gpuTracks_;            // sorted
   std::vector<uint32_t> metricDevices_;        // sorted: devices with metric samples
+  std::vector<uint32_t> poolDevices_;          // sorted: devices with memory pool events
   std::vector<std::string> metricArgKeys_;
   std::array<GpuTrack, 64> recentTracks_{};
   std::array<std::array<char, 24>, ArgList::kCapacity> bigNumbers_{};  // addStoredArg's texts
@@ -492,6 +496,7 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
     writeFlowEnd(s.at, kGpuSyncTrack);
   }
   writeMetricSamples(r);
+  writeMemoryPools(r);
   for (const GpuSpanRecord& g : r.gpuSpans) {
     const int64_t tid = noteGpuTrack(g.deviceId, g.streamId, kGpuSpanTrack, g.lane);
     start(Phase::Complete, chrome::kCatGpuAnnotation, tables_.strings.get(g.name), g.deviceId, tid,
@@ -518,6 +523,30 @@ void EventWriter::Impl::writeMetricSamples(const TraceRecords& r) {
       args_.add(metricUnitName(metrics[m].unit), r.metricValues[sample.values + m]);
       send();
     }
+  }
+}
+
+void EventWriter::Impl::writeMemoryPools(const TraceRecords& r) {
+  for (const MemoryPoolRecord& p : r.memoryPools) {
+    insertSorted(poolDevices_, p.deviceId);
+    const char* name = p.operation == PoolOperation::Created     ? chrome::kMemoryPoolCreated
+                       : p.operation == PoolOperation::Destroyed ? chrome::kMemoryPoolDestroyed
+                                                                 : chrome::kMemoryPoolTrimmed;
+    start(Phase::Instant, chrome::kCatGpuMemoryPool, name, p.deviceId, kMemoryPoolsTid, p.timeNs);
+    args_.add(chrome::kArgAddress, p.address);
+    args_.add(chrome::kArgPoolType, std::string_view(p.imported ? "imported" : "local"));
+    args_.add(chrome::kArgPoolMemory, std::string_view(p.managed ? "managed" : "device"));
+    if (!p.imported) {
+      args_.add(chrome::kArgPoolBytes, p.sizeBytes);
+      args_.add(chrome::kArgPoolUtilizedBytes, p.utilizedBytes);
+      args_.add(chrome::kArgPoolReleaseThreshold, p.releaseThresholdBytes);
+    }
+    if (p.operation == PoolOperation::Trimmed) {
+      args_.add(chrome::kArgPoolMinBytesToKeep, p.minBytesToKeep);
+    }
+    args_.add(chrome::kArgDevice, int64_t{p.deviceId});
+    args_.add(chrome::kArgCorrelation, int64_t{p.correlationId});
+    send();
   }
 }
 
@@ -610,13 +639,26 @@ void EventWriter::Impl::nameGpus() {
       writeMetadata(chrome::kThreadSortIndex, device, kGpuMetricsTid, chrome::kNamingSortIndex,
                     int64_t{-1});
     }
+    if (std::binary_search(poolDevices_.begin(), poolDevices_.end(),
+                           static_cast<uint32_t>(device))) {
+      writeMetadata(chrome::kThreadName, device, kMemoryPoolsTid, chrome::kNamingName,
+                    std::string_view(chrome::kMemoryPoolsThreadName));
+      // Above the streams too, after the metrics (equal indexes are ordered by name).
+      writeMetadata(chrome::kThreadSortIndex, device, kMemoryPoolsTid, chrome::kNamingSortIndex,
+                    int64_t{-1});
+    }
   };
-  // Devices with metric samples but no work are named too.
-  for (uint32_t device : metricDevices_) {
-    const bool hasTracks = std::any_of(gpuTracks_.begin(), gpuTracks_.end(),
-                                       [device](const GpuTrack& t) { return t.device == device; });
-    if (!hasTracks) nameDevice(device);
+  // Devices with metric samples or pool events but no work are named too.
+  std::vector<uint32_t> withoutWork;
+  for (const std::vector<uint32_t>* devices : {&metricDevices_, &poolDevices_}) {
+    for (uint32_t device : *devices) {
+      const bool hasTracks =
+          std::any_of(gpuTracks_.begin(), gpuTracks_.end(),
+                      [device](const GpuTrack& t) { return t.device == device; });
+      if (!hasTracks) insertSorted(withoutWork, device);
+    }
   }
+  for (uint32_t device : withoutWork) nameDevice(device);
   for (const GpuTrack& track : gpuTracks_) {  // by device, then stream
     const int64_t device = track.device;
     if (device != namedDevice) {

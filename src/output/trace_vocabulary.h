@@ -39,6 +39,9 @@ inline constexpr char kCatOverhead[] = "overhead";             // CUPTI's own ov
 // process's "GPU metrics" thread (tid kGpuMetricsTid in output/trace_events.h). The event's
 // name is the metric's display name; its one series is keyed by the unit (kUnit...).
 inline constexpr char kCatGpuMetric[] = "gpu_metric";
+// A memory pool created, destroyed or trimmed: an instant on the GPU's process, on its
+// "memory pools" thread, named by what happened (kMemoryPool...).
+inline constexpr char kCatGpuMemoryPool[] = "gpu_memory_pool";
 // Flow categories: a launch call to its GPU work, a forward op to its backward.
 inline constexpr char kFlowLaunch[] = "ac2g";
 inline constexpr char kFlowForwardBackward[] = "fwdbwd";
@@ -48,6 +51,10 @@ inline constexpr char kMemoryEventName[] = "[memory]";
 inline constexpr char kProfilerStepPrefix[] = "ProfilerStep#";  // "ProfilerStep#3"
 inline constexpr char kOverheadProcessName[] = "CUPTI overhead";
 inline constexpr char kGpuMetricsThreadName[] = "GPU metrics";
+inline constexpr char kMemoryPoolsThreadName[] = "memory pools";
+inline constexpr char kMemoryPoolCreated[] = "Memory pool created";
+inline constexpr char kMemoryPoolDestroyed[] = "Memory pool destroyed";
+inline constexpr char kMemoryPoolTrimmed[] = "Memory pool trimmed";
 // The units of GPU metrics, as counter series keys and in kernels' metric arguments.
 inline constexpr char kUnitPercent[] = "%";
 inline constexpr char kUnitBytesPerSecond[] = "bytes/s";
@@ -114,6 +121,15 @@ inline constexpr char kArgMemoryBytes[] = "Bytes";
 inline constexpr char kArgAddress[] = "Addr";
 inline constexpr char kArgDeviceType[] = "Device Type";
 inline constexpr char kArgDeviceId[] = "Device Id";
+// Memory pool events (and kArgAddress, kArgDevice, kArgCorrelation): what the pool holds,
+// how much of it is allocated, what it keeps when idle, what a trim kept at least; "local"
+// or "imported", "device" or "managed" memory.
+inline constexpr char kArgPoolBytes[] = "pool bytes";
+inline constexpr char kArgPoolUtilizedBytes[] = "utilized bytes";
+inline constexpr char kArgPoolReleaseThreshold[] = "release threshold";
+inline constexpr char kArgPoolMinBytesToKeep[] = "min bytes to keep";
+inline constexpr char kArgPoolType[] = "pool type";
+inline constexpr char kArgPoolMemory[] = "pool memory";
 
 // ---- naming events (phase "M") and their one argument ------------------------------------
 inline constexpr char kProcessName[] = "process_name";

@@ -337,6 +337,28 @@ TEST_F(AssemblerTest, TheWindowKeepsWorkQueuedAtStopButNotWorkLaunchedOutsideIt)
   EXPECT_EQ(assembler->losses().outOfWindowEvents, 2u);
 }
 
+// A memory pool's operations join no launch: they are kept in the window, and counted out of
+// it, as they come.
+TEST_F(AssemblerTest, MemoryPoolOperationsAreKeptInTheWindowAndCountedOutsideIt) {
+  make();
+  GpuBatch batch;
+  MemoryPoolRecord pool;
+  pool.operation = PoolOperation::Created;
+  pool.timeNs = kStart - 10;  // before the start
+  batch.records.memoryPools.push_back(pool);
+  pool.timeNs = kStart + 10;
+  batch.records.memoryPools.push_back(pool);
+  pool.operation = PoolOperation::Destroyed;
+  pool.timeNs = kStart + 2 * kSecond;  // after the stop
+  batch.records.memoryPools.push_back(pool);
+  assembler->setStop(kStart + kSecond);
+  assembler->addGpu(batch);
+  finish(kStart + kSecond);
+  ASSERT_EQ(out.memoryPools.size(), 1u);
+  EXPECT_EQ(out.memoryPools[0].timeNs, kStart + 10);
+  EXPECT_EQ(assembler->losses().outOfWindowEvents, 2u);
+}
+
 TEST_F(AssemblerTest, RangesStillOpenAtStopEndThereMarkedUnfinished) {
   make();
   assembler->onRangeBegin(kThread, kStart + 10, 500, copied("open"));

@@ -355,6 +355,45 @@ TEST_F(ActivityDecoderTest, MemoryOperationsOtherThanAllocateAndReleaseAreUndeco
   EXPECT_EQ(batch_.undecoded, 1u);
 }
 
+// A pool's creation, trim and destruction, with what it held: sizes only where CUPTI gives
+// them (a local pool), the bytes a trim kept only for a trim.
+TEST_F(ActivityDecoderTest, MemoryPoolRecordsSayWhatHappenedAndWhatThePoolHeld) {
+  constexpr auto kLocal = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  SyntheticBuffer buffer;
+  buffer.add(synthetic::memoryPoolRecord(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, kLocal,
+                                         0x7000, 0, 0, 10));
+  buffer.add(synthetic::memoryPoolRecord(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, kLocal,
+                                         0x7000, 2 << 20, 1 << 20, 20));
+  buffer.add(synthetic::memoryPoolRecord(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED,
+                                         CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED, 0x9000, 8 << 20,
+                                         8 << 20, 30));
+  buffer.add(synthetic::memoryPoolRecord(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID, kLocal,
+                                         0x7000, 0, 0, 40));
+  ASSERT_EQ(decode(buffer), 4u);
+
+  ASSERT_EQ(records_.memoryPools.size(), 3u);
+  EXPECT_EQ(batch_.undecoded, 1u) << "an operation CUPTI does not name";
+  const MemoryPoolRecord& created = records_.memoryPools[0];
+  EXPECT_EQ(created.operation, PoolOperation::Created);
+  EXPECT_EQ(created.timeNs, 10);
+  EXPECT_EQ(created.address, 0x7000u);
+  EXPECT_EQ(created.deviceId, 1u);
+  EXPECT_EQ(created.correlationId, 77u);
+  EXPECT_FALSE(created.imported);
+  EXPECT_EQ(created.releaseThresholdBytes, uint64_t{1} << 20);
+  EXPECT_EQ(created.minBytesToKeep, 0u) << "only a trim keeps bytes";
+  const MemoryPoolRecord& trimmed = records_.memoryPools[1];
+  EXPECT_EQ(trimmed.operation, PoolOperation::Trimmed);
+  EXPECT_EQ(trimmed.sizeBytes, uint64_t{2} << 20);
+  EXPECT_EQ(trimmed.utilizedBytes, uint64_t{1} << 20);
+  EXPECT_EQ(trimmed.minBytesToKeep, 4096u);
+  const MemoryPoolRecord& destroyed = records_.memoryPools[2];
+  EXPECT_EQ(destroyed.operation, PoolOperation::Destroyed);
+  EXPECT_TRUE(destroyed.imported);
+  EXPECT_EQ(destroyed.sizeBytes, 0u) << "an imported pool's sizes are not its own";
+  EXPECT_EQ(destroyed.utilizedBytes, 0u);
+}
+
 TEST_F(ActivityDecoderTest, OverheadRecordsKeepTheirKindAndTimes) {
   SyntheticBuffer buffer;
   buffer.add(synthetic::overheadRecord(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 10, 20));

@@ -217,7 +217,7 @@ TEST_F(CuptiSourceTest, EnabledActivityKindsFollowTheOptions) {
       {with(Activity::Memcpy), {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
       {with(Activity::Memset), {CUPTI_ACTIVITY_KIND_MEMSET}},
       {with(Activity::Sync), {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CONTEXT}},
-      {with(Activity::Memory), {CUPTI_ACTIVITY_KIND_MEMORY2}},
+      {with(Activity::Memory), {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY_POOL}},
       {with(Activity::Overhead), {CUPTI_ACTIVITY_KIND_OVERHEAD}},
       {graphLevel, {CUPTI_ACTIVITY_KIND_GRAPH_TRACE}},
       {with(Activity::Launch), {}},

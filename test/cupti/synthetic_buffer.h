@@ -142,6 +142,25 @@ inline CUpti_ActivityMemory4 memoryRecord(CUpti_ActivityMemoryOperationType oper
   return r;
 }
 
+// A memory pool's operation; sizes as CUPTI gives them for a local pool.
+inline CUpti_ActivityMemoryPool3 memoryPoolRecord(CUpti_ActivityMemoryPoolOperationType operation,
+                                                  CUpti_ActivityMemoryPoolType type,
+                                                  uint64_t address, uint64_t size,
+                                                  uint64_t utilized, uint64_t timestamp) {
+  auto r = zeroed<CUpti_ActivityMemoryPool3>(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+  r.memoryPoolOperationType = operation;
+  r.memoryPoolType = type;
+  r.address = address;
+  r.size = size;
+  r.utilizedSize = utilized;
+  r.releaseThreshold = 1 << 20;
+  r.minBytesToKeep = 4096;
+  r.deviceId = 1;
+  r.correlationId = 77;
+  r.timestamp = timestamp;
+  return r;
+}
+
 // Overhead spent for no particular object (CUPTI_ACTIVITY_OBJECT_UNKNOWN).
 inline CUpti_ActivityOverhead3 overheadRecord(CUpti_ActivityOverheadKind overheadKind,
                                               uint64_t start, uint64_t end) {

@@ -78,6 +78,8 @@ OVERHEAD_LANE_SHIFT = 22
 OVERHEAD_ID_BITS = 0x3FFFFF
 GPU_METRIC_CAT = "gpu_metric"
 GPU_METRICS_TID = 1 << 30  # a GPU process's "GPU metrics" thread
+MEMORY_POOLS_TID = GPU_METRICS_TID + 1  # its "memory pools" thread
+MEMORY_POOLS_THREAD = "memory pools"
 GPU_METRICS_THREAD = "GPU metrics"
 GPU_METRIC_UNITS = ("%", "bytes/s")
 
@@ -91,7 +93,7 @@ DROP_COUNTERS = ("kinetrace_cupti_dropped_records", "kinetrace_cupti_buffers_ref
 
 # kinetrace_record_counts: the kinds of records it counts, and the event each record is.
 RECORD_KINDS = ("ranges", "instants", "counters", "api_calls", "kernels", "memcpys", "memsets",
-                "syncs", "memory", "overheads", "gpu_spans")
+                "syncs", "memory", "overheads", "gpu_spans", "memory_pools")
 RECORD_KIND_OF_X_CAT = {
     "user_annotation": "ranges", "cpu_op": "ranges", "cuda_runtime": "api_calls", "cuda_driver": "api_calls",
     "kernel": "kernels", "gpu_memcpy": "memcpys", "gpu_memset": "memsets", "cuda_sync": "syncs",
@@ -442,6 +444,8 @@ def record_kind(event):
         return "instants"
     if ph == "i" and event.get("name") == "[memory]":
         return "memory"
+    if ph == "i" and cat == "gpu_memory_pool":
+        return "memory_pools"
     return None
 
 
@@ -569,6 +573,8 @@ def check_naming(report, trace):
     for (pid, tid), name in trace.thread_names.items():
         if (pid in trace.gpu_pids or pid in trace.metric_pids) and tid == GPU_METRICS_TID:
             problem = None if name == GPU_METRICS_THREAD else f"{name!r}, expected {GPU_METRICS_THREAD!r}"
+        elif pid in trace.gpu_pids and tid == MEMORY_POOLS_TID:
+            problem = None if name == MEMORY_POOLS_THREAD else f"{name!r}, expected {MEMORY_POOLS_THREAD!r}"
         elif pid in trace.gpu_pids:
             problem = gpu_track_name_problem(tid, name)
         elif pid == OVERHEAD_PID:
@@ -923,6 +929,7 @@ def check_census(report, trace, manifest):
 
     check_syncs(report, trace, manifest)
     check_memory_events(report, trace, manifest)
+    check_memory_pool_events(report, trace, manifest)
 
 
 def skipped_for(report, trace, activity, name):
@@ -954,6 +961,23 @@ def check_memory_events(report, trace, manifest):
     memory = [e for e in trace.events if e.get("ph") == "i" and e.get("name") == "[memory]"]
     want = alloc.get("mallocs", 0) + alloc.get("frees", 0)
     report.check(name, len(memory) >= want, f"{len(memory)} [memory] events, at least {want} expected")
+
+
+def check_memory_pool_events(report, trace, manifest):
+    """The census's own pool is created, trimmed and destroyed: an instant each on its GPU's
+    "memory pools" thread (memory activity only; other pools, the default one, may add
+    more)."""
+    name = "memory pool operations recorded as instants"
+    if skipped_for(report, trace, "memory", name):
+        return
+    want = manifest.get("memoryPools", {})
+    names = {"created": "Memory pool created", "trimmed": "Memory pool trimmed",
+             "destroyed": "Memory pool destroyed"}
+    found = Counter(e.get("name") for e in trace.events
+                    if e.get("ph") == "i" and e.get("cat") == "gpu_memory_pool")
+    wrong = [f"{op}: {found.get(names[op], 0)} (at least {n})" for op, n in want.items()
+             if found.get(names[op], 0) < n]
+    report.check(name, not wrong, examples(wrong) if wrong else dict(found))
 
 
 def check_streams(report, matches):

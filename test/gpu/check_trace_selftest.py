@@ -65,6 +65,7 @@ MANIFEST = {
         "legacy": ["kernel censusLegacyDefault"],
     },
     "allocations": {"mallocs": 1, "frees": 1},
+    "memoryPools": {"created": 1, "destroyed": 1, "trimmed": 1},
 }
 
 
@@ -126,6 +127,7 @@ def count_records(events):
         "memory": n(lambda e: e["ph"] == "i" and e.get("name") == "[memory]"),
         "overheads": n(lambda e: e["ph"] == "X" and e.get("cat") == "overhead"),
         "gpu_spans": n(lambda e: e["ph"] == "X" and e.get("cat") == "gpu_user_annotation"),
+        "memory_pools": n(lambda e: e["ph"] == "i" and e.get("cat") == "gpu_memory_pool"),
         # A GPU metric sample is one counter per metric, at the sample's start.
         "metric_samples": len({(e["pid"], e["ts"]) for e in events if e.get("cat") == "gpu_metric"}),
     }
@@ -225,6 +227,13 @@ def synthesize(manifest):
                 events.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": HOST_PID,
                                "tid": HOST_TID, "ts": us(at), "args": {"Bytes": 1048576, "Device Id": 0}})
                 at += 1_000
+            # The census's pool: an instant per operation on the GPU's "memory pools" thread.
+            for op, count in manifest.get("memoryPools", {}).items():
+                for _ in range(count):
+                    events.append({"ph": "i", "s": "t", "cat": "gpu_memory_pool",
+                                   "name": "Memory pool " + op, "pid": 0, "tid": (1 << 30) + 1,
+                                   "ts": us(at), "args": {"device": 0, "correlation": 0}})
+                    at += 1_000
         ranges.append((range_name, start, at + 20_000))
         cursor = at + 21_000
     ranges.insert(0, (manifest["ranges"][0], 0, cursor))
@@ -286,6 +295,9 @@ def synthesize(manifest):
     for stream, kind, lane in sorted(tracks):
         events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": gpu_tid(stream, kind, lane),
                        "args": {"name": f"stream {stream}{SUFFIX[kind]}{lane_suffix(lane)}"}})
+    if manifest.get("memoryPools"):
+        events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": (1 << 30) + 1,
+                       "args": {"name": "memory pools"}})
 
     device = {"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000, "computeMajor": 9,
               "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,

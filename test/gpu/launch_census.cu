@@ -140,6 +140,7 @@ class Census {
   void sync(const std::string& traceName) { ++syncs_[traceName]; }
   void malloced() { ++mallocs_; }
   void freed() { ++frees_; }
+  void pool(const std::string& operation) { ++pools_[operation]; }
 
   std::string manifestJson() const {
     std::ostringstream out;
@@ -189,7 +190,13 @@ class Census {
       sep = ",";
     }
     out << "\n  },\n  \"allocations\": {\"mallocs\": " << mallocs_ << ", \"frees\": " << frees_
-        << "}\n}\n";
+        << "},\n  \"memoryPools\": {";
+    sep = "";
+    for (const auto& [operation, n] : pools_) {
+      out << sep << "\n    " << jsonString(operation) << ": " << n;
+      sep = ",";
+    }
+    out << "\n  }\n}\n";
     return out.str();
   }
 
@@ -225,6 +232,7 @@ class Census {
   std::map<Slot, std::vector<std::string>> order_;
   int mallocs_ = 0;
   int frees_ = 0;
+  std::map<std::string, int> pools_;  // by operation: created, trimmed, destroyed
 };
 
 // A kinetrace range that the census knows about: GPU work launched inside it must carry
@@ -484,6 +492,24 @@ void runCensus(Census& census, Resources& r) {
     census.malloced();
     CUDA_CHECK(cudaFree(scratch));
     census.freed();
+    // A pool of its own: created, an allocation from it given back, trimmed, destroyed.
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    census.pool("created");
+    void* fromPool = nullptr;
+    CUDA_CHECK(cudaMallocFromPoolAsync(&fromPool, 1 << 20, pool, r.zero));
+    CUDA_CHECK(cudaFreeAsync(fromPool, r.zero));
+    CUDA_CHECK(cudaStreamSynchronize(r.zero));
+    CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+    census.pool("trimmed");
+    CUDA_CHECK(cudaMemPoolDestroy(pool));
+    census.pool("destroyed");
   }
   {
     CensusRange range(census, "census/syncs");

@@ -610,6 +610,60 @@ TEST_F(TraceEventsGpuTest, MetricSamplesAreCountersOnTheirGpuOnePerMetricWithIts
   EXPECT_TRUE(trackNamed);
 }
 
+// A pool's operations are instants on its GPU's "memory pools" thread, saying what the pool
+// held; the GPU and the thread are named even with no work on the GPU.
+TEST_F(TraceEventsGpuTest, MemoryPoolEventsAreInstantsOnTheirGpusPoolThread) {
+  MemoryPoolRecord created;
+  created.timeNs = kStart + 1'000;
+  created.address = 0x7000;
+  created.deviceId = 2;
+  created.correlationId = 41;
+  created.operation = PoolOperation::Created;
+  created.releaseThresholdBytes = 1 << 20;
+  MemoryPoolRecord trimmed = created;
+  trimmed.timeNs = kStart + 2'000;
+  trimmed.operation = PoolOperation::Trimmed;
+  trimmed.sizeBytes = 4 << 20;
+  trimmed.utilizedBytes = 1 << 20;
+  trimmed.minBytesToKeep = 4096;
+  MemoryPoolRecord imported = created;
+  imported.timeNs = kStart + 3'000;
+  imported.operation = PoolOperation::Destroyed;
+  imported.imported = true;
+  imported.managed = true;
+  trace_.records.memoryPools = {created, trimmed, imported};
+  const json root = save();
+  const auto pools = eventsWith(root, "i", "gpu_memory_pool");
+  ASSERT_EQ(pools.size(), 3u);
+  for (const json& e : pools) {
+    EXPECT_EQ(e["pid"], 2);
+    EXPECT_EQ(e["tid"], kGpuMetricsTid + 1);
+    EXPECT_EQ(e["args"]["device"], 2);
+    EXPECT_EQ(e["args"]["correlation"], 41);
+  }
+  EXPECT_EQ(pools[0]["name"], "Memory pool created");
+  EXPECT_EQ(pools[0]["args"]["pool type"], "local");
+  EXPECT_EQ(pools[0]["args"]["release threshold"], 1 << 20);
+  EXPECT_FALSE(pools[0]["args"].contains("min bytes to keep"));
+  EXPECT_EQ(pools[1]["name"], "Memory pool trimmed");
+  EXPECT_EQ(pools[1]["args"]["pool bytes"], 4 << 20);
+  EXPECT_EQ(pools[1]["args"]["utilized bytes"], 1 << 20);
+  EXPECT_EQ(pools[1]["args"]["min bytes to keep"], 4096);
+  EXPECT_EQ(pools[2]["name"], "Memory pool destroyed");
+  EXPECT_EQ(pools[2]["args"]["pool type"], "imported");
+  EXPECT_EQ(pools[2]["args"]["pool memory"], "managed");
+  EXPECT_FALSE(pools[2]["args"].contains("pool bytes")) << "an imported pool's are not its own";
+  bool gpuNamed = false, trackNamed = false;
+  for (const json& m : eventsWith(root, "M")) {
+    if (m["pid"] == 2 && m["name"] == "process_name") gpuNamed = m["args"]["name"] == "GPU 2";
+    if (m["pid"] == 2 && m["name"] == "thread_name" && m["tid"] == kGpuMetricsTid + 1) {
+      trackNamed = m["args"]["name"] == "memory pools";
+    }
+  }
+  EXPECT_TRUE(gpuNamed);
+  EXPECT_TRUE(trackNamed);
+}
+
 TEST_F(TraceEventsGpuTest, AKernelCarriesItsMetricAveragesKeyedByNameAndUnit) {
   addMetricSamples(trace_);
   trace_.records.metricValues.push_back(46.25);
