@@ -285,7 +285,7 @@ TEST_F(CuptiSourceTest, DeferredCollectionWatchesOnlyProfilerControlUntilStart) 
   EXPECT_EQ(fake_.enabledCallbacks, control);
 
   source.start(1000);
-  EXPECT_EQ(fake_.enabledKinds.size(), 8u);
+  EXPECT_EQ(fake_.enabledKinds.size(), 9u) << "every activity's kinds (kActivityRecords)";
   EXPECT_EQ(fake_.enabledCallbacks.size(), control.size() + 4 + 2) << "and the graph nodes'";
 
   source.stopCollecting();
