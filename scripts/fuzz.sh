@@ -18,7 +18,7 @@
 #
 # Each target starts from a copy of its seed corpus (fuzz/corpus/NAME) and its regression
 # inputs (fuzz/regressions/NAME): what it finds goes into the copy, never into the repository.
-# Per target it prints the CPU minutes it used, executions, executions per second, coverage
+# Per target it prints the CPU minutes it used, executions, executions per CPU-second, coverage
 # (libFuzzer's final "cov:" edges and "ft:" features) and the working corpus's size; a
 # crash, leak, timeout or memory limit breach is printed with its file, and makes the exit
 # status 1. To reproduce one:
@@ -157,14 +157,17 @@ done
 wait
 
 failed=0
-printf '\n%-16s %8s %12s %9s %7s %8s %8s  %s\n' target cpu-min executions exec/s cov ft corpus result
+printf '\n%-16s %8s %12s %10s %7s %8s %8s  %s\n' target cpu-min executions exec/cpu-s cov ft corpus result
 for name in "${names[@]}"; do
   dir=$work/$name
   log=$dir/log
   # Summed over the parts of a resumed run (log.1, log.2, ... and log).
   executions=$(cat "$dir"/log* 2>/dev/null | sed -n 's/^stat::number_of_executed_units: *//p' |
                awk '{ n += $1 } END { if (NR) print n }')
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  # Executions per CPU-second over all parts (libFuzzer's own rate is per wall second of
+  # the last part).
+  rate=$(awk -v n="${executions:-0}" -v m="$(cat "$dir"/cpu_minutes* 2>/dev/null |
+         awk '{ m += $1 } END { print m + 0 }')" 'BEGIN { if (m > 0) printf "%d", n / (m * 60) }')
   last=$(grep -E '^#[0-9]+.*cov: [0-9]+ ft: [0-9]+' "$log" | tail -n 1 || true)
   cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<< "$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<< "$last")
@@ -177,7 +180,7 @@ for name in "${names[@]}"; do
     failed=1
   fi
   cpu=$(cat "$dir"/cpu_minutes* 2>/dev/null | awk '{ m += $1 } END { if (NR) printf "%.1f", m }')
-  printf '%-16s %8s %12s %9s %7s %8s %8s  %s\n' "$name" "${cpu:-?}" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$result"
+  printf '%-16s %8s %12s %10s %7s %8s %8s  %s\n' "$name" "${cpu:-?}" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$result"
   for file in $artifacts; do echo "  input: $file"; done
   if [[ $result != ok ]]; then echo "  log: $log"; fi
 done
