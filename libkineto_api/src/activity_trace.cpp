@@ -150,6 +150,13 @@ class FrameworkMergingSink final : public Sink {
     out_.write(shifted);
   }
 
+  // Passed on as tracks, so a sink with typed tracks gets them so.
+  void describe(const Track& track) override {
+    Track shifted = track;
+    shifted.sinceNs += recording_.clockOffsetNs;
+    out_.describe(shifted);
+  }
+
   void end(const Metadata& footer) override {
     writeFrameworkActivities();
     Metadata merged = footer;

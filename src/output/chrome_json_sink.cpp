@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kinetrace/error.h"
+#include "output/chrome_naming.h"
 #include "output/gzip_output.h"
 #include "output/json_escape.h"
 #include "output/trace_vocabulary.h"
@@ -516,8 +517,16 @@ void ChromeJsonSink::write(const Event& event) {
   firstEvent_ = false;
 }
 
+void ChromeJsonSink::describe(const Track& track) {
+  expectState(State::Writing, "describe");
+  noteLatestTrack(tracks_, track);
+}
+
 void ChromeJsonSink::end(const Metadata& footer) {
   expectState(State::Writing, "end");
+  for (const OwnedTrack& kept : tracks_) {
+    forEachChromeNamingEvent(trackView(kept), [this](const Event& event) { write(event); });
+  }
   CheckedWriter out(*this);
   out.literal("\n  ],");
   bool unused = false;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kinetrace/sink.h"
 #include "output/atomic_file.h"
@@ -48,6 +49,8 @@ class ChromeJsonSink final : public Sink {
 
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;
+  // Kept until end(), which writes each track's naming events once, with its latest name.
+  void describe(const Track& track) override;
   void end(const Metadata& footer) override;
 
  private:
@@ -74,6 +77,7 @@ class ChromeJsonSink final : public Sink {
   std::string traceName_;
   State state_ = State::Created;
   bool firstEvent_ = true;
+  std::vector<OwnedTrack> tracks_;  // described, the latest of each
 };
 
 // The built-in sink for bare paths and "file://" URLs: a ChromeJsonSink over an AtomicFile.

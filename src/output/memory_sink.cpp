@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "kinetrace/sink.h"
+#include "output/chrome_naming.h"
 
 namespace kinetrace {
 namespace {
@@ -39,6 +40,7 @@ void MemorySink::begin(const TraceHeader& header) {
   header_ = header;
   footer_.clear();
   events_.clear();
+  tracks_.clear();
   ended_ = false;
 }
 
@@ -52,11 +54,27 @@ void MemorySink::write(const Event& event) {
   owned.timestampNs = event.timestampNs;
   owned.durationNs = event.durationNs;
   owned.flowId = event.flowId;
+  owned.track = event.track;
   owned.args.reserve(event.argCount);
   for (std::size_t i = 0; i < event.argCount; ++i) owned.args.push_back(copyArg(event.args[i]));
 }
 
+void MemorySink::describe(const Track& track) {
+  detail::noteLatestTrack(tracks_, track);
+}
+
+const OwnedTrack* MemorySink::track(uint64_t id) const {
+  for (const OwnedTrack& t : tracks_) {
+    if (t.id == id) return &t;
+  }
+  return nullptr;
+}
+
 void MemorySink::end(const Metadata& footer) {
+  for (const OwnedTrack& kept : tracks_) {
+    detail::forEachChromeNamingEvent(detail::trackView(kept),
+                                     [this](const Event& event) { write(event); });
+  }
   footer_ = footer;
   ended_ = true;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kinetrace/error.h"
+#include "output/chrome_naming.h"
 #include "output/perfetto_intern.h"
 #include "output/perfetto_lanes.h"
 #include "output/perfetto_layout.h"
@@ -149,6 +150,16 @@ class PerfettoSink::Encoder {
     expectState(State::Writing, "write");
     try {
       writeEvent(event);
+    } catch (...) {
+      state_ = State::Failed;
+      throw;
+    }
+  }
+
+  void describe(const Track& track) {
+    expectState(State::Writing, "describe");
+    try {
+      describeTrack(track);
     } catch (...) {
       state_ = State::Failed;
       throw;
@@ -376,8 +387,12 @@ class PerfettoSink::Encoder {
   void writeCounter(const Event& event) {
     for (std::size_t i = 0; i < event.argCount; ++i) {
       const Arg& arg = event.args[i];
+      // A counter described as a track is found by its unit, its series' key; of the Chrome
+      // trace's counters, a GPU metric's series is keyed by its unit too.
+      const bool keyIsUnit = event.category == chrome::kCatGpuMetric;
       const std::size_t track =
-          counterTrack(event.pid, event.tid, event.name, arg.key, event.category);
+          counterTrack(event.pid, event.tid, event.name, arg.key,
+                       keyIsUnit ? arg.key : std::string_view(), event.category);
       if (const auto* d = std::get_if<double>(&arg.value)) {
         if (!openTrackEvent(track, event.timestampNs, kTypeCounter)) return;
         w_.doubleValue(kEventDoubleCounterValue, *d);
@@ -399,8 +414,9 @@ class PerfettoSink::Encoder {
     }
   }
 
-  // Names the track (the descriptor again, now with its name) and keeps the event itself,
-  // so the file holds sort indexes and labels too.
+  // A Chrome naming event (a trace written the Chrome way, read back): names the track it
+  // names (the descriptor again, now with its name) and keeps the event itself, so the
+  // file holds sort indexes and labels too.
   void writeNaming(const Event& event) {
     const std::string_view* text = nullptr;
     for (std::size_t i = 0; i < event.argCount; ++i) {
@@ -409,16 +425,51 @@ class PerfettoSink::Encoder {
     if (text != nullptr && event.name == chrome::kProcessName) {
       describeProcess(processTrack(event.pid), event.pid, *text);
     } else if (text != nullptr && event.name == chrome::kThreadName) {
-      ThreadTrack& track = threadTrack(event.pid, event.tid);
-      if (text->size() > track.name.capacity()) {
-        charge(text->size() - track.name.capacity(), "its track names");
-      }
-      track.name = std::string(*text);
-      describeThread(track, event.pid, event.tid, *text);
-      for (std::size_t lane = 1; lane <= track.laneSequences.size(); ++lane) {
-        describeLane(track, lane);
-      }
+      nameThread(threadTrack(event.pid, event.tid), event.pid, event.tid, *text);
     }
+    recordNaming(event);
+  }
+
+  // A track described as a track: its descriptor as its kind says, then the Chrome trace's
+  // naming events for it, kept as the Chrome-shaped ones are (a reader gets them back).
+  void describeTrack(const Track& t) {
+    closePendingSlice();
+    flushIfFull();
+    switch (t.kind) {
+      case TrackKind::Process:
+        describeProcess(processTrack(t.pid), t.pid, t.name);
+        break;
+      case TrackKind::Counter: {
+        // Its events' one series is keyed by its unit (the Chrome trace's counters by their
+        // name when they have none).
+        const std::string_view key = t.unit.empty() ? t.name : t.unit;
+        counterTrack(t.pid, t.tid, t.name, key, t.unit, t.category);
+        break;
+      }
+      case TrackKind::Thread:
+      case TrackKind::GpuStream:
+      case TrackKind::Lane:
+        // Each has a tid of its own in the Chrome trace, and is a thread track here, so that
+        // the file reads back as the JSON does.
+        nameThread(threadTrack(t.pid, t.tid), t.pid, t.tid, t.name);
+        break;
+    }
+    forEachChromeNamingEvent(t, [this](const Event& naming) { recordNaming(naming); });
+  }
+
+  void nameThread(ThreadTrack& track, int64_t pid, int64_t tid, std::string_view name) {
+    if (name.size() > track.name.capacity()) {
+      charge(name.size() - track.name.capacity(), "its track names");
+    }
+    track.name = std::string(name);
+    describeThread(track, pid, tid, name);
+    for (std::size_t lane = 1; lane <= track.laneSequences.size(); ++lane) {
+      describeLane(track, lane);
+    }
+  }
+
+  // A naming event as an instant on the metadata track, kept until the header is written.
+  void recordNaming(const Event& event) {
     if (headerPending_) {
       std::size_t bytes = sizeof(KeptEvent) + event.name.size() + event.category.size();
       for (std::size_t i = 0; i < event.argCount; ++i) {
@@ -522,10 +573,11 @@ class PerfettoSink::Encoder {
     return found->second;
   }
 
-  // A GPU metric's series is keyed by its unit: its track is named by the metric alone and
-  // carries the unit (and the category, which a reader gives back to its events).
+  // A counter series' track under its thread's track: named by the event and the series'
+  // key, or, for a series with a unit, by the event alone, carrying the unit and its
+  // samples' category (which a reader gives back to its events).
   std::size_t counterTrack(int64_t pid, int64_t tid, std::string_view name, std::string_view key,
-                           std::string_view category) {
+                           std::string_view unit, std::string_view category) {
     auto lookup = std::make_tuple(pid, tid, std::string(name), std::string(key));
     auto found = counters_.find(lookup);
     if (found != counters_.end()) return found->second;
@@ -539,13 +591,12 @@ class PerfettoSink::Encoder {
     const std::size_t descriptor = w_.beginMessage(kPacketTrackDescriptor);
     w_.varint(kTrackUuid, sequence(track).trackUuid);
     w_.varint(kTrackParentUuid, parent);
-    const bool metric = category == chrome::kCatGpuMetric;
     w_.bytes(kTrackName,
-             key == name || metric ? std::string(name) : fmt::format("{} {}", name, key));
+             key == name || !unit.empty() ? std::string(name) : fmt::format("{} {}", name, key));
     const std::size_t counter = w_.beginMessage(kTrackCounter);
-    if (metric) {
+    if (!unit.empty()) {
       w_.bytes(kCounterCategories, category);
-      w_.bytes(kCounterUnitName, key);
+      w_.bytes(kCounterUnitName, unit);
     }
     w_.endMessage(counter);
     w_.endMessage(descriptor);
@@ -967,6 +1018,10 @@ void PerfettoSink::begin(const TraceHeader& header) {
 void PerfettoSink::write(const Event& event) {
   encoder_->write(event);
 }
+void PerfettoSink::describe(const Track& track) {
+  encoder_->describe(track);
+}
+
 void PerfettoSink::end(const Metadata& footer) {
   encoder_->end(footer);
 }

@@ -18,9 +18,11 @@ namespace kinetrace::detail {
 // whenever it fills.
 //
 // The mapping (docs/PERFETTO_FORMAT.md, perfetto_layout.h):
-//   - every (pid, tid) of the JSON is a thread track under a process track, so host
-//     threads, GPU streams and their lanes are grouped and named as in the JSON; names
-//     come from the process_name / thread_name metadata events;
+//   - a described track (Sink::describe) is written as its kind says: a process track, a
+//     counter track under its parent's track with its unit, and every other kind a thread
+//     track (each has a tid of its own in the JSON too); events that name no track, and
+//     the Chrome trace's naming events (a trace read back), go by pid and tid the same way:
+//     every (pid, tid) a thread track under a process track, named by thread_name;
 //   - every track with events has a packet sequence whose defaults name the track and
 //     whose incremental clocks carry the events' times as small steps;
 //   - a Complete event is a SLICE_BEGIN / SLICE_END pair, an Instant an INSTANT, each
@@ -60,6 +62,7 @@ class PerfettoSink final : public Sink, public ReportsLosses, public DrawsFromBu
 
   void begin(const TraceHeader& header) override;
   void write(const Event& event) override;
+  void describe(const Track& track) override;
   void end(const Metadata& footer) override;
   SinkLosses losses() const override;
   // From then on its interned strings take at most an eighth of the budget's cap, its lanes

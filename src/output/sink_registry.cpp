@@ -10,12 +10,17 @@
 #include "kinetrace/error.h"
 #include "kinetrace/sink.h"
 #include "output/chrome_json_sink.h"
+#include "output/chrome_naming.h"
 #include "output/open_sink.h"
 #include "output/perfetto_sink.h"
 
 namespace kinetrace {
 
 Sink::~Sink() = default;
+
+void Sink::describe(const Track& track) {
+  detail::forEachChromeNamingEvent(track, [this](const Event& event) { write(event); });
+}
 
 namespace {
 

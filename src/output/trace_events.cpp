@@ -23,24 +23,9 @@
 namespace kinetrace::detail {
 namespace {
 
-// libkineto's kExceedMaxPid: above any Linux pid (pid_max <= 2^22), so GPU processes sort
-// after the host process, whose sort index is its pid.
-constexpr int64_t kGpuSortIndexBase = 5'000'000;
-constexpr int64_t kOverheadPid = -1;
-constexpr int64_t kOverheadSortIndex = 2 * kGpuSortIndexBase;
 // c10::DeviceType::CUDA, which PyTorch's memory view expects in "[memory]" events.
 constexpr int64_t kCudaDeviceType = 1;
 constexpr std::string_view kFlowName = chrome::kFlowLaunch;
-// Lanes past this share the last track (gpuTrackTid's lane field is 8 bits wide).
-constexpr uint16_t kMaxLane = 255;
-// Overhead lanes other than 0 go above any thread id (pid_max <= 2^22); device tracks go
-// above every thread track; all stay below 2^31: Perfetto's JSON importer takes a tid as
-// a 32-bit number, and some readers as a signed one.
-constexpr int kOverheadLaneShift = 22;
-// A GPU's "memory pools" thread: beside its "GPU metrics" thread, above every stream's.
-constexpr int64_t kMemoryPoolsTid = kGpuMetricsTid + 1;
-constexpr uint64_t kOverheadDeviceBase = uint64_t{1} << 30;
-
 // The event's args, in storage reused for every event: writing a trace allocates nothing
 // per event. Twenty-four covers the largest event, an NCCL kernel launched from a graph (21
 // args), to which GPU metric averages add one each.
@@ -72,81 +57,18 @@ double displayFloat(float value) {
   return std::round(static_cast<double>(value) * 1e6) / 1e6;
 }
 
-uint16_t cappedLane(uint16_t lane) {
-  return std::min(lane, kMaxLane);
-}
-
-// A GPU track: one lane of one kind of track of one stream of one device.
-struct GpuTrack {
-  uint32_t device = 0;
-  uint32_t stream = 0;
-  uint8_t kind = 0;
-  uint8_t lane = 0;
-  bool operator==(const GpuTrack& o) const {
-    return device == o.device && stream == o.stream && kind == o.kind && lane == o.lane;
-  }
-  // By device, then stream: the order tracks are named in, so each GPU's are together.
-  bool operator<(const GpuTrack& o) const {
-    return std::tie(device, stream, kind, lane) < std::tie(o.device, o.stream, o.kind, o.lane);
-  }
-  uint64_t hash() const {
-    const uint64_t key =
-        (uint64_t{device} << 32 | stream) ^ (uint64_t{kind} << 56 | uint64_t{lane} << 48);
-    return key * 0x9E3779B97F4A7C15ULL;
-  }
-};
-
-// No real track has this key: its kind is none of the three.
-constexpr GpuTrack kNoTrack{~0u, ~0u, 0xFF, 0xFF};
-
-struct OverheadTrack {
-  OverheadObject object = OverheadObject::Unknown;
-  uint64_t objectId = 0;
-  uint8_t lane = 0;
-  bool operator==(const OverheadTrack& o) const {
-    return object == o.object && objectId == o.objectId && lane == o.lane;
-  }
-  bool operator<(const OverheadTrack& o) const {
-    return std::tie(object, objectId, lane) < std::tie(o.object, o.objectId, o.lane);
-  }
-  int64_t tid() const {
-    const uint64_t base = object == OverheadObject::Device ? kOverheadDeviceBase : 0;
-    return static_cast<int64_t>(base + (objectId & 0x3FFFFF) + (uint64_t{lane} << kOverheadLaneShift));
-  }
-};
-
-// Inserts into a sorted vector unless present.
-template <typename T>
-void insertSorted(std::vector<T>& sorted, const T& value) {
-  auto at = std::lower_bound(sorted.begin(), sorted.end(), value);
-  if (at == sorted.end() || !(*at == value)) sorted.insert(at, value);
-}
-
-// " (2)" for the second lane of a track, nothing for the first.
-std::string laneSuffix(uint8_t lane) {
-  return lane == 0 ? "" : fmt::format(" ({})", lane + 1);
-}
-
 }  // namespace
-
-int64_t gpuTrackTid(uint32_t streamId, int trackKind, uint16_t lane) {
-  if (trackKind == kGpuOpsTrack && lane == 0) return streamId;
-  return static_cast<int64_t>(uint64_t{static_cast<uint8_t>(trackKind) & 3u} << 28 |
-                              uint64_t{cappedLane(lane)} << 20 | (streamId & 0xFFFFFu));
-}
 
 class EventWriter::Impl {
  public:
   Impl(Sink& sink, const TraceTables& tables, int64_t baseTimeNs)
-      : sink_(sink), tables_(tables), baseTimeNs_(baseTimeNs) {
-    recentTracks_.fill(kNoTrack);
-  }
+      : sink_(sink), tables_(tables), tracks_(sink, tables, baseTimeNs) {}
 
   void write(const TraceRecords& records) {
     writeHost(records);
     writeGpu(records);
   }
-  void finish();
+  void finish() { tracks_.finish(); }
 
  private:
   void writeHost(const TraceRecords& records);
@@ -156,21 +78,16 @@ class EventWriter::Impl {
   void writeFlowEnd(const GpuPlacement& at, int trackKind);
   void writeMetricSamples(const TraceRecords& records);
   void writeMemoryPools(const TraceRecords& records);
-  void nameHost();
-  void nameOverheads();
-  void nameGpus();
-  void writeMetadata(std::string_view name, int64_t pid, int64_t tid, std::string_view key,
-                     ArgValue value);
-
   // Starts the next event; args are added to args_ until send().
-  void start(Phase phase, std::string_view category, std::string_view name, int64_t pid,
-             int64_t tid, int64_t timestampNs, int64_t durationNs = 0) {
+  void start(Phase phase, std::string_view category, std::string_view name, const TrackRef& on,
+             int64_t timestampNs, int64_t durationNs = 0) {
     event_ = Event{};
     event_.phase = phase;
     event_.category = category;
     event_.name = name;
-    event_.pid = pid;
-    event_.tid = tid;
+    event_.pid = on.pid;
+    event_.tid = on.tid;
+    event_.track = on.id;
     event_.timestampNs = timestampNs;
     event_.durationNs = durationNs;
     args_.clear();
@@ -181,27 +98,6 @@ class EventWriter::Impl {
     sink_.write(event_);
   }
 
-  // The OS thread id of a host record's thread. An index outside the thread table is a
-  // bug upstream; writing the event on tid 0 loses less than refusing the whole trace.
-  int64_t hostTid(uint32_t thread) {
-    if (thread >= tables_.threads.size()) return 0;
-    // The table may have grown since the last write(); grows with it, not per event.
-    if (thread >= usedThreads_.size()) usedThreads_.resize(tables_.threads.size(), false);
-    usedThreads_[thread] = true;
-    return tables_.threads[thread].tid;
-  }
-  int64_t noteGpuTrack(uint32_t device, uint32_t stream, int kind, uint16_t lane) {
-    const GpuTrack track{device, stream, static_cast<uint8_t>(kind),
-                         static_cast<uint8_t>(cappedLane(lane))};
-    // A direct-mapped memo of tracks already noted answers almost every op; the sorted
-    // list (few tracks, so a vector) is searched only on a miss.
-    GpuTrack& memo = recentTracks_[track.hash() >> 58];
-    if (!(memo == track)) {
-      memo = track;
-      insertSorted(gpuTracks_, track);
-    }
-    return gpuTrackTid(stream, kind, lane);
-  }
   // What every GPU operation carries: its range link, where it ran, its launch's id.
   void addPlacementArgs(const GpuPlacement& at) {
     if (at.externalId != 0) args_.add(chrome::kArgExternalId, at.externalId);
@@ -324,38 +220,22 @@ class EventWriter::Impl {
 
   Sink& sink_;
   const TraceTables& tables_;
-  const int64_t baseTimeNs_;
+  TrackBook tracks_;
   Event event_;
   ArgList args_;
-  bool hostProcessUsed_ = false;
-  bool finished_ = false;
-  std::vector<bool> usedThreads_;              // by thread index
-  std::vector<bool> usedAsyncLanes_;           // by lane
-  std::vector<OverheadTrack> overheadTracks_;  // sorted
-  std::vector<GpuTrack> gpuTracks_;            // sorted
-  std::vector<uint32_t> metricDevices_;        // sorted: devices with metric samples
-  std::vector<uint32_t> poolDevices_;          // sorted: devices with memory pool events
   std::vector<std::string> metricArgKeys_;
-  std::array<GpuTrack, 64> recentTracks_{};
   std::array<std::array<char, 24>, ArgList::kCapacity> bigNumbers_{};  // addStoredArg's texts
 };
 
 void EventWriter::Impl::writeHost(const TraceRecords& r) {
-  const int64_t pid = tables_.pid;
   for (const RangeRecord& range : r.ranges) {
     const std::string_view category =
         range.category == RangeCategory::CpuOp ? chrome::kCatCpuOp : chrome::kCatUserAnnotation;
-    int64_t tid = 0;
-    if (range.async) {
-      // Async ranges begin and end on any thread: they get tracks of their own, one per lane
-      // so that they nest.
-      if (range.lane >= usedAsyncLanes_.size()) usedAsyncLanes_.resize(range.lane + 1u, false);
-      usedAsyncLanes_[range.lane] = true;
-      tid = kAsyncLaneTidBase + range.lane;
-    } else {
-      tid = hostTid(range.thread);
-    }
-    start(Phase::Complete, category, tables_.strings.get(range.name), pid, tid, range.startNs,
+    // Async ranges begin and end on any thread: they get tracks of their own, one per lane
+    // so that they nest.
+    const TrackRef on =
+        range.async ? tracks_.asyncLane(range.lane) : tracks_.hostThread(range.thread);
+    start(Phase::Complete, category, tables_.strings.get(range.name), on, range.startNs,
           range.endNs - range.startNs);
     args_.add(chrome::kArgExternalId, range.externalId);
     if (range.unfinished) args_.add(chrome::kArgUnfinished, true);
@@ -368,34 +248,35 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
   for (const ApiCallRecord& call : r.apiCalls) {
     const std::string_view category =
         call.domain == ApiDomain::Driver ? chrome::kCatCudaDriver : chrome::kCatCudaRuntime;
-    start(Phase::Complete, category, tables_.strings.get(call.name), pid, hostTid(call.thread),
-          call.startNs, call.endNs - call.startNs);
+    start(Phase::Complete, category, tables_.strings.get(call.name),
+          tracks_.hostThread(call.thread), call.startNs, call.endNs - call.startNs);
     args_.add(chrome::kArgCallbackId, int64_t{call.callbackId});
     args_.add(chrome::kArgCorrelation, int64_t{call.correlationId});
     if (call.externalId != 0) args_.add(chrome::kArgExternalId, call.externalId);
     send();
   }
   for (const FlowRecord& flow : r.flows) {
-    start(Phase::FlowStart, kFlowName, kFlowName, pid, hostTid(flow.thread), flow.startNs);
+    start(Phase::FlowStart, kFlowName, kFlowName, tracks_.hostThread(flow.thread), flow.startNs);
     event_.flowId = flow.correlationId;
     send();
   }
   for (const InstantRecord& instant : r.instants) {
-    start(Phase::Instant, chrome::kCatUserInstant, tables_.strings.get(instant.name), pid,
-          hostTid(instant.thread), instant.timeNs);
+    start(Phase::Instant, chrome::kCatUserInstant, tables_.strings.get(instant.name),
+          tracks_.hostThread(instant.thread), instant.timeNs);
     addEventArgs(instant.args);
     send();
   }
   for (const CounterRecord& counter : r.counters) {
     const std::string_view name = tables_.strings.get(counter.name);
-    start(Phase::Counter, chrome::kCatCounter, name, pid, hostTid(counter.thread), counter.timeNs);
+    start(Phase::Counter, chrome::kCatCounter, name, tracks_.hostThread(counter.thread),
+          counter.timeNs);
     args_.add(name, counter.value);
     send();
   }
   for (const MemoryRecord& m : r.memory) {
     // PyTorch's own "[memory]" events use this category; its memory view looks for them.
-    start(Phase::Instant, chrome::kCatCpuInstant, chrome::kMemoryEventName, pid, hostTid(m.thread),
-          m.timeNs);
+    start(Phase::Instant, chrome::kCatCpuInstant, chrome::kMemoryEventName,
+          tracks_.hostThread(m.thread), m.timeNs);
     args_.add(chrome::kArgTotalAllocated, m.totalAllocated);
     args_.add(chrome::kArgTotalReserved, m.totalReserved);
     args_.add(chrome::kArgMemoryBytes, m.bytes);
@@ -404,30 +285,25 @@ void EventWriter::Impl::writeHost(const TraceRecords& r) {
     args_.add(chrome::kArgDeviceId, int64_t{m.deviceId});
     send();
   }
-  hostProcessUsed_ = hostProcessUsed_ || !r.ranges.empty() || !r.apiCalls.empty() ||
-                     !r.flows.empty() || !r.instants.empty() || !r.counters.empty() ||
-                     !r.memory.empty();
   for (const OverheadRecord& o : r.overheads) {
-    const OverheadTrack track{o.object, o.objectId, static_cast<uint8_t>(cappedLane(o.lane))};
-    insertSorted(overheadTracks_, track);
-    start(Phase::Complete, chrome::kCatOverhead, overheadKindName(o.kind), kOverheadPid,
-          track.tid(), o.startNs, o.endNs - o.startNs);
+    start(Phase::Complete, chrome::kCatOverhead, overheadKindName(o.kind),
+          tracks_.overhead(o.object, o.objectId, o.lane), o.startNs, o.endNs - o.startNs);
     send();
   }
 }
 
 void EventWriter::Impl::writeGpuOp(const GpuPlacement& at, int trackKind, std::string_view category,
                                    std::string_view name) {
-  const int64_t tid = noteGpuTrack(at.deviceId, at.streamId, trackKind, at.lane);
-  start(Phase::Complete, category, name, at.deviceId, tid, at.startNs, at.endNs - at.startNs);
+  start(Phase::Complete, category, name, tracks_.gpu(at.deviceId, at.streamId, trackKind, at.lane),
+        at.startNs, at.endNs - at.startNs);
 }
 
 // Written after the op's slice: the arrow from its launch call ends here, bound to the
 // slice that encloses its timestamp.
 void EventWriter::Impl::writeFlowEnd(const GpuPlacement& at, int trackKind) {
   if (!at.hasLaunchCall) return;
-  start(Phase::FlowEnd, kFlowName, kFlowName, at.deviceId,
-        gpuTrackTid(at.streamId, trackKind, at.lane), at.startNs);
+  start(Phase::FlowEnd, kFlowName, kFlowName,
+        tracks_.gpu(at.deviceId, at.streamId, trackKind, at.lane), at.startNs);
   event_.flowId = at.correlationId;
   send();
 }
@@ -498,9 +374,9 @@ void EventWriter::Impl::writeGpu(const TraceRecords& r) {
   writeMetricSamples(r);
   writeMemoryPools(r);
   for (const GpuSpanRecord& g : r.gpuSpans) {
-    const int64_t tid = noteGpuTrack(g.deviceId, g.streamId, kGpuSpanTrack, g.lane);
-    start(Phase::Complete, chrome::kCatGpuAnnotation, tables_.strings.get(g.name), g.deviceId, tid,
-          g.startNs, g.endNs - g.startNs);
+    start(Phase::Complete, chrome::kCatGpuAnnotation, tables_.strings.get(g.name),
+          tracks_.gpu(g.deviceId, g.streamId, kGpuSpanTrack, g.lane), g.startNs,
+          g.endNs - g.startNs);
     args_.add(chrome::kArgExternalId, g.externalId);
     send();
   }
@@ -510,16 +386,17 @@ void EventWriter::Impl::writeMetricSamples(const TraceRecords& r) {
   const std::vector<GpuMetric>& metrics = tables_.gpuMetrics.metrics;
   if (r.metricSamples.empty() || metrics.empty()) return;
   uint32_t lastDevice = ~0u;
+  const TrackRef* counters = nullptr;  // the device's, one per metric
   for (const GpuMetricSampleRecord& sample : r.metricSamples) {
     if (sample.values + metrics.size() > r.metricValues.size()) continue;  // a bug upstream
     if (sample.deviceId != lastDevice) {
       lastDevice = sample.deviceId;
-      insertSorted(metricDevices_, sample.deviceId);
+      counters = tracks_.gpuMetrics(sample.deviceId);
     }
     // The value holds from the sample's start until the next sample, as a counter does.
     for (std::size_t m = 0; m < metrics.size(); ++m) {
-      start(Phase::Counter, chrome::kCatGpuMetric, metrics[m].displayName, sample.deviceId,
-            kGpuMetricsTid, sample.startNs);
+      start(Phase::Counter, chrome::kCatGpuMetric, metrics[m].displayName, counters[m],
+            sample.startNs);
       args_.add(metricUnitName(metrics[m].unit), r.metricValues[sample.values + m]);
       send();
     }
@@ -528,11 +405,11 @@ void EventWriter::Impl::writeMetricSamples(const TraceRecords& r) {
 
 void EventWriter::Impl::writeMemoryPools(const TraceRecords& r) {
   for (const MemoryPoolRecord& p : r.memoryPools) {
-    insertSorted(poolDevices_, p.deviceId);
     const char* name = p.operation == PoolOperation::Created     ? chrome::kMemoryPoolCreated
                        : p.operation == PoolOperation::Destroyed ? chrome::kMemoryPoolDestroyed
                                                                  : chrome::kMemoryPoolTrimmed;
-    start(Phase::Instant, chrome::kCatGpuMemoryPool, name, p.deviceId, kMemoryPoolsTid, p.timeNs);
+    start(Phase::Instant, chrome::kCatGpuMemoryPool, name, tracks_.memoryPools(p.deviceId),
+          p.timeNs);
     args_.add(chrome::kArgAddress, p.address);
     args_.add(chrome::kArgPoolType, std::string_view(p.imported ? "imported" : "local"));
     args_.add(chrome::kArgPoolMemory, std::string_view(p.managed ? "managed" : "device"));
@@ -547,134 +424,6 @@ void EventWriter::Impl::writeMemoryPools(const TraceRecords& r) {
     args_.add(chrome::kArgDevice, int64_t{p.deviceId});
     args_.add(chrome::kArgCorrelation, int64_t{p.correlationId});
     send();
-  }
-}
-
-void EventWriter::Impl::writeMetadata(std::string_view name, int64_t pid, int64_t tid,
-                                      std::string_view key, ArgValue value) {
-  start(Phase::Metadata, {}, name, pid, tid, baseTimeNs_);
-  args_.add(key, value);
-  send();
-}
-
-// Names only what appeared, in libkineto's order: the host process and its threads, then
-// CUPTI's overhead, then each GPU and its streams.
-void EventWriter::Impl::finish() {
-  if (finished_) return;
-  finished_ = true;
-  nameHost();
-  nameOverheads();
-  nameGpus();
-}
-
-void EventWriter::Impl::nameHost() {
-  if (!hostProcessUsed_) return;
-  const int64_t pid = tables_.pid;
-  const std::string_view processName =
-      tables_.processName.empty() ? std::string_view("host") : tables_.processName;
-  writeMetadata(chrome::kProcessName, pid, 0, chrome::kNamingName, processName);
-  writeMetadata(chrome::kProcessLabels, pid, 0, chrome::kNamingLabels, std::string_view("CPU"));
-  writeMetadata(chrome::kProcessSortIndex, pid, 0, chrome::kNamingSortIndex, pid);
-
-  // Sorted by tid, one name per tid even if two thread-table entries share it (the one
-  // with a name wins). Names are read now: a thread may have been named after its events.
-  std::map<int64_t, std::string_view> threadNames;
-  for (std::size_t i = 0; i < usedThreads_.size(); ++i) {
-    if (!usedThreads_[i]) continue;
-    const ThreadInfo& thread = tables_.threads[i];
-    std::string_view& name = threadNames[thread.tid];
-    if (name.empty()) name = tables_.strings.get(thread.name);
-  }
-  for (const auto& [tid, given] : threadNames) {
-    const std::string name =
-        given.empty() ? fmt::format("thread {}", tid) : fmt::format("thread {} ({})", tid, given);
-    writeMetadata(chrome::kThreadName, pid, tid, chrome::kNamingName, std::string_view(name));
-    writeMetadata(chrome::kThreadSortIndex, pid, tid, chrome::kNamingSortIndex, tid);
-  }
-  for (std::size_t lane = 0; lane < usedAsyncLanes_.size(); ++lane) {
-    if (!usedAsyncLanes_[lane]) continue;
-    const int64_t tid = kAsyncLaneTidBase + static_cast<int64_t>(lane);
-    const std::string name =
-        lane == 0 ? std::string("async ranges") : fmt::format("async ranges {}", lane + 1);
-    writeMetadata(chrome::kThreadName, pid, tid, chrome::kNamingName, std::string_view(name));
-    writeMetadata(chrome::kThreadSortIndex, pid, tid, chrome::kNamingSortIndex, tid);
-  }
-}
-
-void EventWriter::Impl::nameOverheads() {
-  if (overheadTracks_.empty()) return;
-  writeMetadata(chrome::kProcessName, kOverheadPid, 0, chrome::kNamingName,
-                std::string_view(chrome::kOverheadProcessName));
-  writeMetadata(chrome::kProcessSortIndex, kOverheadPid, 0, chrome::kNamingSortIndex,
-                kOverheadSortIndex);
-  for (const OverheadTrack& track : overheadTracks_) {
-    std::string name = chrome::kOverheadProcessName;
-    if (track.object == OverheadObject::Thread) {
-      name = fmt::format("CUPTI overhead (thread {})", track.objectId);
-    } else if (track.object == OverheadObject::Device) {
-      name = fmt::format("CUPTI overhead (device {})", track.objectId);
-    }
-    name += laneSuffix(track.lane);
-    writeMetadata(chrome::kThreadName, kOverheadPid, track.tid(), chrome::kNamingName,
-                  std::string_view(name));
-    writeMetadata(chrome::kThreadSortIndex, kOverheadPid, track.tid(), chrome::kNamingSortIndex,
-                  track.tid());
-  }
-}
-
-void EventWriter::Impl::nameGpus() {
-  int64_t namedDevice = -1;
-  auto nameDevice = [this](int64_t device) {
-    const std::string label = fmt::format("GPU {}", device);
-    writeMetadata(chrome::kProcessName, device, 0, chrome::kNamingName, std::string_view(label));
-    writeMetadata(chrome::kProcessLabels, device, 0, chrome::kNamingLabels,
-                  std::string_view(label));
-    writeMetadata(chrome::kProcessSortIndex, device, 0, chrome::kNamingSortIndex,
-                  kGpuSortIndexBase + device);
-    if (std::binary_search(metricDevices_.begin(), metricDevices_.end(),
-                           static_cast<uint32_t>(device))) {
-      writeMetadata(chrome::kThreadName, device, kGpuMetricsTid, chrome::kNamingName,
-                    std::string_view(chrome::kGpuMetricsThreadName));
-      // Above the streams, as profilers show a GPU's metrics above its work.
-      writeMetadata(chrome::kThreadSortIndex, device, kGpuMetricsTid, chrome::kNamingSortIndex,
-                    int64_t{-1});
-    }
-    if (std::binary_search(poolDevices_.begin(), poolDevices_.end(),
-                           static_cast<uint32_t>(device))) {
-      writeMetadata(chrome::kThreadName, device, kMemoryPoolsTid, chrome::kNamingName,
-                    std::string_view(chrome::kMemoryPoolsThreadName));
-      // Above the streams too, after the metrics (equal indexes are ordered by name).
-      writeMetadata(chrome::kThreadSortIndex, device, kMemoryPoolsTid, chrome::kNamingSortIndex,
-                    int64_t{-1});
-    }
-  };
-  // Devices with metric samples or pool events but no work are named too.
-  std::vector<uint32_t> withoutWork;
-  for (const std::vector<uint32_t>* devices : {&metricDevices_, &poolDevices_}) {
-    for (uint32_t device : *devices) {
-      const bool hasTracks =
-          std::any_of(gpuTracks_.begin(), gpuTracks_.end(),
-                      [device](const GpuTrack& t) { return t.device == device; });
-      if (!hasTracks) insertSorted(withoutWork, device);
-    }
-  }
-  for (uint32_t device : withoutWork) nameDevice(device);
-  for (const GpuTrack& track : gpuTracks_) {  // by device, then stream
-    const int64_t device = track.device;
-    if (device != namedDevice) {
-      namedDevice = device;
-      nameDevice(device);
-    }
-    std::string name = fmt::format("stream {}", track.stream);
-    if (track.kind == kGpuSyncTrack) name += " sync";
-    if (track.kind == kGpuSpanTrack) name += " annotations";
-    name += laneSuffix(track.lane);
-    const int64_t tid = gpuTrackTid(track.stream, track.kind, track.lane);
-    writeMetadata(chrome::kThreadName, device, tid, chrome::kNamingName, std::string_view(name));
-    // Every track of a stream shares the stream's sort index, so they stay together
-    // (viewers order tracks of equal index by name).
-    writeMetadata(chrome::kThreadSortIndex, device, tid, chrome::kNamingSortIndex,
-                  int64_t{track.stream});
   }
 }
 

@@ -208,7 +208,7 @@ TEST_F(EventWriterTest, TurnsEveryRecordKindIntoItsEvent) {
       {'X', "gpu_user_annotation", "step", 0, gpuTrackTid(7, kGpuSpanTrack, 0)},
   };
   EXPECT_EQ(rows, expected);
-  EXPECT_TRUE(events(Phase::Metadata).empty()) << "naming waits for finish()";
+  EXPECT_TRUE(events(Phase::Metadata).empty()) << "the sink names tracks at its end()";
   const auto flowStart = events(Phase::FlowStart);
   const auto flowEnd = events(Phase::FlowEnd);
   ASSERT_EQ(flowStart.size(), 1u);
@@ -227,6 +227,7 @@ TEST_F(EventWriterTest, GivesEveryLaneOfAStreamATrackOfItsOwnNamedAfterTheStream
   EventWriter writer(sink_, tables_, kBase);
   writer.write(r);
   writer.finish();
+  sink_.end({});
 
   std::set<int64_t> tids;
   for (const OwnedEvent& e : events(Phase::Complete)) tids.insert(e.tid);
@@ -253,12 +254,15 @@ TEST_F(EventWriterTest, LanesPastTheLastShareOneTrack) {
   EventWriter writer(sink_, tables_, kBase);
   writer.write(r);
   writer.finish();
+  sink_.end({});
   const auto slices = events(Phase::Complete);
   ASSERT_EQ(slices.size(), 2u);
   EXPECT_EQ(slices[0].tid, slices[1].tid);
   const auto names = threadNames();
-  ASSERT_EQ(names.size(), 1u);
-  EXPECT_EQ(names.begin()->second, "stream 7 (256)");
+  EXPECT_EQ(names.at({0, slices[0].tid}), "stream 7 (256)");
+  // The lanes' parent, the stream's first lane, is described before them.
+  EXPECT_EQ(names.at({0, 7}), "stream 7");
+  EXPECT_EQ(names.size(), 2u);
 }
 
 TEST_F(EventWriterTest, GivesOverheadLanesTracksNamedAfterTheirThreadOrDevice) {
@@ -278,6 +282,7 @@ TEST_F(EventWriterTest, GivesOverheadLanesTracksNamedAfterTheirThreadOrDevice) {
   EventWriter writer(sink_, tables_, kBase);
   writer.write(r);
   writer.finish();
+  sink_.end({});
 
   const auto slices = events(Phase::Complete);
   ASSERT_EQ(slices.size(), 4u);
@@ -308,6 +313,7 @@ TEST_F(EventWriterTest, NamesEveryTrackOnceAfterManyWrites) {
   }
   EXPECT_TRUE(events(Phase::Metadata).empty());
   writer.finish();
+  sink_.end({});
   const std::map<std::pair<int64_t, int64_t>, std::string> expected = {
       {{kPid, kPid}, "thread 321 (main)"},
       {{kPid, 400}, "thread 400"},
@@ -321,9 +327,9 @@ TEST_F(EventWriterTest, NamesEveryTrackOnceAfterManyWrites) {
     EXPECT_EQ(metadataCount("process_sort_index", pid), 1) << pid;
     EXPECT_EQ(metadataCount("process_labels", pid), 1) << pid;
   }
-  const std::size_t written = sink_.events().size();
+  const std::size_t described = sink_.tracks().size();
   writer.finish();
-  EXPECT_EQ(sink_.events().size(), written) << "a second finish() names nothing again";
+  EXPECT_EQ(sink_.tracks().size(), described) << "a second finish() describes nothing again";
 }
 
 TEST_F(EventWriterTest, ReadsThreadNamesAtFinish) {
@@ -337,12 +343,118 @@ TEST_F(EventWriterTest, ReadsThreadNamesAtFinish) {
   r.instants = {InstantRecord{kBase, intern("later"), late}};
   writer.write(r);
   writer.finish();
+  sink_.end({});
   const auto names = threadNames();
   EXPECT_EQ(names.at({kPid, 400}), "thread 400 (loader)");
   EXPECT_EQ(names.at({kPid, 555}), "thread 555 (late)");
   for (const OwnedEvent& e : events(Phase::Metadata)) {
     EXPECT_EQ(e.timestampNs, kBase) << "naming sits at the trace's base time";
   }
+}
+
+// Logs descriptions and events in the order they come.
+class OrderSink : public Sink {
+ public:
+  void begin(const TraceHeader&) override {}
+  void write(const Event& event) override {
+    if (event.phase != Phase::Metadata) log.push_back({false, event.track, std::string(event.name)});
+  }
+  void describe(const Track& track) override {
+    log.push_back({true, track.id, std::string(track.name)});
+    tracks[track.id] = OwnedTrack{track.id,  track.parent, track.kind,
+                                  std::string(track.name), std::string(track.label),
+                                  track.sortIndex, std::string(track.unit),
+                                  std::string(track.category), track.pid, track.tid};
+  }
+  void end(const Metadata&) override {}
+  struct Entry {
+    bool description;
+    uint64_t track;
+    std::string name;
+  };
+  std::vector<Entry> log;
+  std::map<uint64_t, OwnedTrack> tracks;  // the latest description of each
+};
+
+TEST_F(EventWriterTest, DescribesEveryTrackWithItsKindAndParentBeforeItsFirstEvent) {
+  tables_.gpuMetrics.metrics = {GpuMetric{"sm__throughput", "SM throughput", MetricUnit::Percent}};
+  TraceRecords r;
+  RangeRecord range;
+  range.startNs = kBase;
+  range.endNs = kBase + 5;
+  range.name = intern("range");
+  range.thread = worker_;
+  r.ranges.push_back(range);
+  r.kernels = {kernel(1, 7, 0), kernel(1, 7, 1)};
+  r.syncs.push_back(sync(7, 0));
+  r.metricValues = {42.0};
+  r.metricSamples.push_back(GpuMetricSampleRecord{kBase, kBase + 1000, 1, 0});
+  OrderSink sink;
+  EventWriter writer(sink, tables_, kBase);
+  writer.write(r);
+  writer.finish();
+
+  std::set<uint64_t> described;
+  for (const OrderSink::Entry& e : sink.log) {
+    if (e.description) {
+      const OwnedTrack& t = sink.tracks.at(e.track);
+      EXPECT_TRUE(t.parent == 0 || described.count(t.parent)) << t.name << ": parent first";
+      described.insert(e.track);
+    } else {
+      EXPECT_TRUE(described.count(e.track)) << e.name << ": its track described before it";
+    }
+  }
+  auto trackOf = [&sink](std::string_view name) -> const OwnedTrack& {
+    for (const auto& [id, t] : sink.tracks) {
+      if (t.name == name) return t;
+    }
+    ADD_FAILURE() << "no track " << name;
+    return sink.tracks.begin()->second;
+  };
+  const OwnedTrack& gpu = trackOf("GPU 1");
+  EXPECT_EQ(gpu.kind, TrackKind::Process);
+  EXPECT_EQ(gpu.label, "GPU 1");
+  const OwnedTrack& stream = trackOf("stream 7");
+  EXPECT_EQ(stream.kind, TrackKind::GpuStream);
+  EXPECT_EQ(stream.parent, gpu.id);
+  const OwnedTrack& lane = trackOf("stream 7 (2)");
+  EXPECT_EQ(lane.kind, TrackKind::Lane);
+  EXPECT_EQ(lane.parent, stream.id) << "a lane's parent is its stream's first lane";
+  EXPECT_EQ(trackOf("stream 7 sync").kind, TrackKind::GpuStream);
+  EXPECT_EQ(trackOf("stream 7 sync").parent, trackOf("GPU 0").id);
+  const OwnedTrack& metrics = trackOf("GPU metrics");
+  EXPECT_EQ(metrics.kind, TrackKind::Thread);
+  EXPECT_EQ(metrics.parent, gpu.id);
+  const OwnedTrack& counter = trackOf("SM throughput");
+  EXPECT_EQ(counter.kind, TrackKind::Counter);
+  EXPECT_EQ(counter.parent, metrics.id);
+  EXPECT_EQ(counter.unit, "%");
+  const OwnedTrack& host = trackOf("host");
+  EXPECT_EQ(host.kind, TrackKind::Process);
+  EXPECT_EQ(host.label, "CPU");
+  const OwnedTrack& thread = trackOf("thread 400");
+  EXPECT_EQ(thread.kind, TrackKind::Thread);
+  EXPECT_EQ(thread.parent, host.id);
+  EXPECT_EQ(thread.tid, 400);
+}
+
+TEST_F(EventWriterTest, DescribesAThreadAgainUnderTheSameIdWhenItIsNamedLater) {
+  OrderSink sink;
+  EventWriter writer(sink, tables_, kBase);
+  TraceRecords r;
+  r.instants.push_back(InstantRecord{kBase, intern("early"), worker_});
+  writer.write(r);
+  tables_.threads[worker_].name = intern("loader");
+  writer.finish();
+  std::vector<std::string> names;
+  uint64_t id = 0;
+  for (const OrderSink::Entry& e : sink.log) {
+    if (!e.description || e.name.rfind("thread 400", 0) != 0) continue;
+    EXPECT_TRUE(id == 0 || id == e.track) << "the same track, described again";
+    id = e.track;
+    names.push_back(e.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"thread 400", "thread 400 (loader)"}));
 }
 
 TEST_F(EventWriterTest, FlowsKeepBothEndsWhenTheyArriveInDifferentWrites) {
@@ -361,6 +473,7 @@ TEST_F(EventWriterTest, FlowsKeepBothEndsWhenTheyArriveInDifferentWrites) {
   second.kernels.push_back(unlaunched);
   writer.write(second);
   writer.finish();
+  sink_.end({});
 
   const auto starts = events(Phase::FlowStart);
   const auto ends = events(Phase::FlowEnd);
