@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -51,32 +53,21 @@ namespace {
 // Range ids (kinetrace's own ranges) start here; a framework's correlation ids stay below.
 constexpr uint64_t kFirstRangeId = uint64_t{1} << 40;
 
-ActivityType activityTypeOf(internal::TraceOperation::Kind kind) {
-  using Kind = internal::TraceOperation::Kind;
-  switch (kind) {
-    case Kind::Kernel:
-      return ActivityType::CONCURRENT_KERNEL;
-    case Kind::Memcpy:
-      return ActivityType::GPU_MEMCPY;
-    case Kind::Memset:
-      return ActivityType::GPU_MEMSET;
-    case Kind::Graph:
-      // A whole graph's run (graph-level tracing): GPU work the framework's views count as
-      // a kernel; kineto has no type of its own for it.
-      return ActivityType::CONCURRENT_KERNEL;
-    case Kind::Sync:
-      return ActivityType::CUDA_SYNC;
-    case Kind::RuntimeCall:
-      return ActivityType::CUDA_RUNTIME;
-    case Kind::DriverCall:
-      return ActivityType::CUDA_DRIVER;
+// kinetrace files each operation under the category libkineto names its activity type by
+// ("kernel", "gpu_memcpy", "cuda_runtime"), so its type is read back from that name. A
+// whole graph's run ("cuda_graph", graph-level tracing) has no type of its own in kineto:
+// GPU work that frameworks' views count as a kernel.
+ActivityType activityTypeOf(const internal::TraceOperation& op) {
+  if (op.kind == kinetrace::detail::RecordKind::Graph) return ActivityType::CONCURRENT_KERNEL;
+  try {
+    return libkineto::toActivityType(std::string(op.category));
+  } catch (const std::invalid_argument&) {
+    return ActivityType::CONCURRENT_KERNEL;  // a category kineto lacks: GPU work all the same
   }
-  return ActivityType::CONCURRENT_KERNEL;
 }
 
-bool isCall(internal::TraceOperation::Kind kind) {
-  return kind == internal::TraceOperation::Kind::RuntimeCall ||
-         kind == internal::TraceOperation::Kind::DriverCall;
+bool isCall(const internal::TraceOperation& op) {
+  return op.kind == kinetrace::detail::RecordKind::ApiCall;
 }
 
 // The framework's arguments of one activity as trace args: values it marked quoted are
@@ -329,7 +320,7 @@ void ActivityTrace::addGpuActivities() {
   std::unordered_map<uint32_t, const GenericTraceActivity*> annotationOfLaunch;
   if (!annotations.empty()) {
     internal::visitOperations(recording_.trace, [&](const internal::TraceOperation& op) {
-      if (!isCall(op.kind) || op.correlationId == 0) return;
+      if (!isCall(op) || op.correlationId == 0) return;
       const GenericTraceActivity* annotation =
           annotations.innermost(op.tid, op.startNs + recording_.clockOffsetNs);
       if (annotation != nullptr) annotationOfLaunch.emplace(op.correlationId, annotation);
@@ -342,12 +333,12 @@ void ActivityTrace::addGpuActivities() {
   std::map<std::tuple<const GenericTraceActivity*, uint32_t, uint32_t>, AnnotationSpan> spans;
 
   internal::visitOperations(recording_.trace, [&](const internal::TraceOperation& op) {
-    const ActivityType type = activityTypeOf(op.kind);
+    const ActivityType type = activityTypeOf(op);
     GenericTraceActivity& activity = gpu_.emplace_back(span_, type, std::string(op.name));
     activity.startTime = op.startNs + recording_.clockOffsetNs;
     activity.endTime = op.endNs + recording_.clockOffsetNs;
     activity.id = static_cast<int32_t>(op.correlationId);
-    const bool call = isCall(op.kind);
+    const bool call = isCall(op);
     if (call) {
       activity.device = static_cast<int32_t>(op.pid);
       activity.resource = static_cast<int32_t>(op.tid);

@@ -178,17 +178,24 @@ std::size_t eventBound(const Event& event) {
   return bound;
 }
 
-bool isKnownPhase(Phase phase) {
+// How an event of that phase opens in the JSON; empty for a value no Phase names (a sink
+// handed a bad event refuses it).
+std::string_view phaseOpening(Phase phase) {
   switch (phase) {
     case Phase::Complete:
+      return R"({"ph":"X")";
     case Phase::Instant:
+      return R"({"ph":"i")";
     case Phase::Counter:
+      return R"({"ph":"C")";
     case Phase::FlowStart:
+      return R"({"ph":"s")";
     case Phase::FlowEnd:
+      return R"({"ph":"f")";
     case Phase::Metadata:
-      return true;
+      return R"({"ph":"M")";
   }
-  return false;
+  return {};
 }
 
 template <typename Writer>
@@ -234,29 +241,10 @@ void writeArgValue(Writer& out, const ArgValue& value) {
   }
 }
 
-// The phase must be known (isKnownPhase).
+// The phase must be known (phaseOpening).
 template <typename Writer>
 void writeEvent(Writer& out, const Event& event, int64_t baseTimeNs) {
-  switch (event.phase) {
-    case Phase::Complete:
-      out.literal(R"({"ph":"X")");
-      break;
-    case Phase::Instant:
-      out.literal(R"({"ph":"i")");
-      break;
-    case Phase::Counter:
-      out.literal(R"({"ph":"C")");
-      break;
-    case Phase::FlowStart:
-      out.literal(R"({"ph":"s")");
-      break;
-    case Phase::FlowEnd:
-      out.literal(R"({"ph":"f")");
-      break;
-    case Phase::Metadata:
-      out.literal(R"({"ph":"M")");
-      break;
-  }
+  out.raw(phaseOpening(event.phase));
   if (!event.category.empty()) {
     out.literal(R"(,"cat":)");
     out.string(event.category);
@@ -490,7 +478,7 @@ void ChromeJsonSink::writeMetadataLines(const Metadata& metadata, bool* sawDispl
 
 void ChromeJsonSink::write(const Event& event) {
   expectState(State::Writing, "write");
-  if (!isKnownPhase(event.phase)) {
+  if (phaseOpening(event.phase).empty()) {
     throw Error(fmt::format("event \"{}\" has an unknown phase {}", event.name,
                             static_cast<int>(event.phase)));
   }

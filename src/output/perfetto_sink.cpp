@@ -171,6 +171,10 @@ class PerfettoSink::Encoder {
     try {
       closePendingSlice();
       if (headerPending_) writeHeader(header_.baseTimeNs);
+      for (const OwnedTrack& described : describedTracks_) {
+        forEachChromeNamingEvent(trackView(described),
+                                 [this](const Event& naming) { writeNamingInstant(naming); });
+      }
       writeFooter(footer);
       flush();
       output_->commit();
@@ -427,18 +431,32 @@ class PerfettoSink::Encoder {
     } else if (text != nullptr && event.name == chrome::kThreadName) {
       nameThread(threadTrack(event.pid, event.tid), event.pid, event.tid, *text);
     }
-    recordNaming(event);
+    if (headerPending_) {
+      std::size_t bytes = sizeof(KeptEvent) + event.name.size() + event.category.size();
+      for (std::size_t i = 0; i < event.argCount; ++i) {
+        bytes += sizeof(Arg) + kNodeBytes + event.args[i].key.size() + argTextBytes(event.args[i]);
+      }
+      charge(bytes, "the naming events kept until its first event");
+      keep(event, keptNamings_.emplace_back());
+      return;
+    }
+    writeNamingInstant(event);
   }
 
-  // A track described as a track: its descriptor as its kind says, then the Chrome trace's
-  // naming events for it, kept as the Chrome-shaped ones are (a reader gets them back).
+  // A track described as a track: its descriptor as its kind says, named from the first.
+  // Its Chrome naming events are kept, the latest description of each track, and written
+  // at the end as instants on the metadata track (a reader gets them back where the JSON
+  // has them: after the events).
   void describeTrack(const Track& t) {
     closePendingSlice();
     flushIfFull();
     switch (t.kind) {
-      case TrackKind::Process:
-        describeProcess(processTrack(t.pid), t.pid, t.name);
+      case TrackKind::Process: {
+        const bool known = processes_.count(t.pid) != 0;
+        const uint64_t uuid = processTrack(t.pid, t.name);
+        if (known) describeProcess(uuid, t.pid, t.name);
         break;
+      }
       case TrackKind::Counter: {
         // Its events' one series is keyed by its unit (the Chrome trace's counters by their
         // name when they have none).
@@ -448,13 +466,20 @@ class PerfettoSink::Encoder {
       }
       case TrackKind::Thread:
       case TrackKind::GpuStream:
-      case TrackKind::Lane:
+      case TrackKind::Lane: {
         // Each has a tid of its own in the Chrome trace, and is a thread track here, so that
         // the file reads back as the JSON does.
-        nameThread(threadTrack(t.pid, t.tid), t.pid, t.tid, t.name);
+        ThreadTrack& thread = threadTrack(t.pid, t.tid, t.name);
+        if (thread.name != t.name) nameThread(thread, t.pid, t.tid, t.name);
         break;
+      }
     }
-    forEachChromeNamingEvent(t, [this](const Event& naming) { recordNaming(naming); });
+    if (t.kind == TrackKind::Counter) return;  // the Chrome trace does not name counters
+    const std::size_t before = describedTracks_.size();
+    noteLatestTrack(describedTracks_, t);
+    if (describedTracks_.size() > before) {
+      charge(sizeof(OwnedTrack) + t.name.size() + t.label.size(), "its track names");
+    }
   }
 
   void nameThread(ThreadTrack& track, int64_t pid, int64_t tid, std::string_view name) {
@@ -466,20 +491,6 @@ class PerfettoSink::Encoder {
     for (std::size_t lane = 1; lane <= track.laneSequences.size(); ++lane) {
       describeLane(track, lane);
     }
-  }
-
-  // A naming event as an instant on the metadata track, kept until the header is written.
-  void recordNaming(const Event& event) {
-    if (headerPending_) {
-      std::size_t bytes = sizeof(KeptEvent) + event.name.size() + event.category.size();
-      for (std::size_t i = 0; i < event.argCount; ++i) {
-        bytes += sizeof(Arg) + kNodeBytes + event.args[i].key.size() + argTextBytes(event.args[i]);
-      }
-      charge(bytes, "the naming events kept until its first event");
-      keep(event, keptNamings_.emplace_back());
-      return;
-    }
-    writeNamingInstant(event);
   }
 
   // The naming event as an instant on the metadata track, inside the span of the events
@@ -545,28 +556,32 @@ class PerfettoSink::Encoder {
     w_.endMessage(clock);
   }
 
-  uint64_t processTrack(int64_t pid) {
+  // The process's track, made (and described, with `name` when given) the first time.
+  uint64_t processTrack(int64_t pid, std::string_view name = {}) {
     auto found = processes_.find(pid);
     if (found != processes_.end()) return found->second;
     const uint64_t uuid = nextUuid_++;
     charge(sizeof(std::pair<int64_t, uint64_t>) + kNodeBytes, "its tracks");
     processes_.emplace(pid, uuid);
-    describeProcess(uuid, pid, {});
+    describeProcess(uuid, pid, name);
     return uuid;
   }
 
-  ThreadTrack& threadTrack(int64_t pid, int64_t tid) {
+  // The thread's track, made (and described, with `name` when given) the first time.
+  ThreadTrack& threadTrack(int64_t pid, int64_t tid, std::string_view name = {}) {
     if (lastThread_ != nullptr && lastThreadKey_ == std::make_pair(pid, tid)) return *lastThread_;
     auto found = threads_.find({pid, tid});
     if (found == threads_.end()) {
-      charge(sizeof(ThreadTrack) + sizeof(SliceLanes) + 2 * kNodeBytes, "its tracks");
+      charge(sizeof(ThreadTrack) + sizeof(SliceLanes) + 2 * kNodeBytes + name.size(),
+             "its tracks");
       ThreadTrack track;
       track.processUuid = processTrack(pid);
       track.sequence = newSequence(nextUuid_++);
       track.tid = tid;
+      track.name = std::string(name);
       track.lanes = std::make_unique<SliceLanes>();
       found = threads_.emplace(std::make_pair(pid, tid), std::move(track)).first;
-      describeThread(track, pid, tid, {});
+      describeThread(found->second, pid, tid, name);
     }
     lastThreadKey_ = {pid, tid};
     lastThread_ = &found->second;  // unordered_map references survive rehashing
@@ -975,6 +990,7 @@ class PerfettoSink::Encoder {
   bool headerPending_ = false;
   int64_t headerTimeNs_ = 0;
   std::deque<KeptEvent> keptNamings_;
+  std::vector<OwnedTrack> describedTracks_;  // for their naming instants at the end
   int64_t spanFirstNs_ = INT64_MAX;  // of the events written so far
   int64_t spanLastNs_ = INT64_MIN;
 

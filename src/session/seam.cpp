@@ -11,6 +11,7 @@
 #include "output/open_sink.h"
 #include "output/trace_events.h"
 #include "output/trace_summary.h"
+#include "output/trace_vocabulary.h"
 #include "output/value_json.h"
 #include "session/session.h"
 
@@ -79,29 +80,33 @@ void visitOperations(const Trace& trace, const std::function<void(const TraceOpe
   const detail::TraceData& data = detail::dataOf(trace);
   const detail::TraceRecords& records = data.records;
   const detail::StringTable& strings = data.tables.strings;
-  auto gpu = [&](TraceOperation::Kind kind, std::string_view name, const detail::GpuPlacement& at) {
+  auto gpu = [&](detail::RecordKind kind, const char* category, std::string_view name,
+                 const detail::GpuPlacement& at) {
     TraceOperation op;
     op.kind = kind;
+    op.category = category;
     op.name = name;
     static_cast<detail::GpuOp&>(op) = at;
     op.paired = at.hasLaunchCall;
     visit(op);
   };
+  using detail::RecordKind;
+  namespace chrome = detail::chrome;
   for (const detail::KernelRecord& k : records.kernels) {
-    gpu(TraceOperation::Kind::Kernel, strings.get(k.name), k.at);
+    gpu(RecordKind::Kernel, chrome::kCatKernel, strings.get(k.name), k.at);
   }
   for (const detail::MemcpyRecord& m : records.memcpys) {
-    gpu(TraceOperation::Kind::Memcpy, detail::memcpyEventName(m.copyKind, m.srcKind, m.dstKind),
-        m.at);
+    gpu(RecordKind::Memcpy, chrome::kCatMemcpy,
+        detail::memcpyEventName(m.copyKind, m.srcKind, m.dstKind), m.at);
   }
   for (const detail::MemsetRecord& m : records.memsets) {
-    gpu(TraceOperation::Kind::Memset, detail::memsetEventName(m.memoryKind), m.at);
+    gpu(RecordKind::Memset, chrome::kCatMemset, detail::memsetEventName(m.memoryKind), m.at);
   }
   for (const detail::GraphRecord& g : records.graphs) {
-    gpu(TraceOperation::Kind::Graph, strings.get(g.name), g.at);
+    gpu(RecordKind::Graph, chrome::kCatCudaGraph, strings.get(g.name), g.at);
   }
   for (const detail::SyncRecord& s : records.syncs) {
-    gpu(TraceOperation::Kind::Sync, detail::syncKindName(s.kind), s.at);
+    gpu(RecordKind::Sync, chrome::kCatCudaSync, detail::syncKindName(s.kind), s.at);
   }
   // A call started GPU work in the trace exactly when an arrow starts at it.
   std::vector<uint32_t> arrows;
@@ -110,8 +115,9 @@ void visitOperations(const Trace& trace, const std::function<void(const TraceOpe
   std::sort(arrows.begin(), arrows.end());
   for (const detail::ApiCallRecord& call : records.apiCalls) {
     TraceOperation op;
-    op.kind = call.domain == detail::ApiDomain::Driver ? TraceOperation::Kind::DriverCall
-                                                       : TraceOperation::Kind::RuntimeCall;
+    op.kind = RecordKind::ApiCall;
+    op.category =
+        call.domain == detail::ApiDomain::Driver ? chrome::kCatCudaDriver : chrome::kCatCudaRuntime;
     op.name = strings.get(call.name);
     op.startNs = call.startNs;
     op.endNs = call.endNs;

@@ -14,6 +14,7 @@
 #include "kinetrace/value.h"
 #include "model/event_args.h"
 #include "model/gpu_op.h"
+#include "model/record_kinds.h"
 #include "support/path_rule.h"
 
 // The internal seam: what front-ends built on kinetrace's core -- the CUDA injection
@@ -62,8 +63,12 @@ KINETRACE_API std::optional<Value> parseJson(const std::string& text);
 // events a sink would write. A call has the operation's times, correlation and External id
 // (the pushed correlation id or host range open at the call), and no device or stream.
 struct TraceOperation : detail::GpuOp {
-  enum class Kind : uint8_t { Kernel, Memcpy, Memset, Graph, Sync, RuntimeCall, DriverCall };
-  Kind kind = Kind::Kernel;
+  // Its kind of record (model/record_kinds.h): Kernel, Memcpy, Memset, Graph or Sync for a
+  // GPU operation, ApiCall for a call.
+  detail::RecordKind kind = detail::RecordKind::Kernel;
+  // The category traces file it under ("kernel", "gpu_memcpy", "cuda_sync", "cuda_runtime",
+  // "cuda_driver", "cuda_graph"): libkineto's names of its activity types, where it has one.
+  std::string_view category;
   std::string_view name;  // as traces show it; valid during the visit only
   int64_t pid = 0;        // calls: the process and the OS thread that made the call
   int64_t tid = 0;

@@ -525,6 +525,78 @@ TEST_F(PerfettoSinkTest, NamingEventsNameTheTracksAndAreKept) {
             (std::vector<A>{{"name", "string:stream 7"}, {"pid", "int:0"}, {"tid", "int:7"}}));
 }
 
+TEST_F(PerfettoSinkTest, DescribedTracksAreWrittenAsTheirKindsSayBeforeTheirEvents) {
+  Track gpu;
+  gpu.id = 1;
+  gpu.kind = TrackKind::Process;
+  gpu.name = "GPU 2";
+  gpu.label = "GPU 2";
+  gpu.pid = 2;
+  gpu.sinceNs = kBase;
+  sink_->describe(gpu);
+  Track stream;
+  stream.id = 2;
+  stream.parent = 1;
+  stream.kind = TrackKind::GpuStream;
+  stream.name = "stream 7";
+  stream.pid = 2;
+  stream.tid = 7;
+  stream.sinceNs = kBase;
+  sink_->describe(stream);
+  // A counter whose samples' category says nothing: its unit comes from its description.
+  Track counter;
+  counter.id = 3;
+  counter.parent = 2;
+  counter.kind = TrackKind::Counter;
+  counter.name = "SM throughput";
+  counter.unit = "%";
+  counter.category = "hardware";
+  counter.pid = 2;
+  counter.tid = 7;
+  sink_->describe(counter);
+  Event k = event(Phase::Complete, "k", "kernel", 2, 7, kBase, 10);
+  k.track = 2;
+  sink_->write(k);
+  const Arg args[] = {{"%", 40.0}};
+  Event c = event(Phase::Counter, "SM throughput", "hardware", 2, 7, kBase + 5);
+  c.track = 3;
+  c.args = args;
+  c.argCount = 1;
+  sink_->write(c);
+  const Decoded d = finish();
+
+  const DecodedEvent* slice = nullptr;
+  const DecodedEvent* sample = nullptr;
+  for (const DecodedEvent& e : d.events) {
+    if (e.name == "k" && slice == nullptr) slice = &e;
+    if (e.type == 4u) sample = &e;
+  }
+  ASSERT_NE(slice, nullptr);
+  ASSERT_NE(sample, nullptr);
+  const Descriptor* thread = descriptor(d, slice->track);
+  ASSERT_NE(thread, nullptr);
+  EXPECT_TRUE(thread->thread);
+  EXPECT_EQ(thread->processOrThreadName, "stream 7") << "named in its first descriptor";
+  const Descriptor* process = descriptor(d, thread->parent);
+  ASSERT_NE(process, nullptr);
+  EXPECT_TRUE(process->process);
+  EXPECT_EQ(process->pid, 2);
+  EXPECT_EQ(descriptor(d, thread->parent, true)->processOrThreadName, "GPU 2");
+  const Descriptor* series = descriptor(d, sample->track);
+  ASSERT_NE(series, nullptr);
+  EXPECT_TRUE(series->counter);
+  EXPECT_EQ(series->name, "SM throughput");
+  EXPECT_EQ(series->counterUnit, "%");
+  EXPECT_EQ(series->counterCategory, "hardware");
+  EXPECT_EQ(series->parent, slice->track) << "under its parent's track";
+  EXPECT_EQ(sample->counter, 40.0);
+  // The Chrome trace's naming events are kept too, for a reader to give back.
+  int namings = 0;
+  for (const DecodedEvent& e : d.events) namings += e.category == "__metadata";
+  EXPECT_EQ(namings, 5) << "process_name, process_labels, process_sort_index, thread_name, "
+                           "thread_sort_index";
+}
+
 TEST_F(PerfettoSinkTest, EventsTooEarlyForTheTimebaseAreCountedInTheFooter) {
   sink_->write(event(Phase::Instant, "ancient", "x", 1, 1, kBase - 2 * kLead));
   sink_->write(event(Phase::Complete, "also", "x", 1, 1, kBase - 2 * kLead, 5));
