@@ -4,6 +4,7 @@
 // collected, left waiting for them in PendingCalls. Table entries are HostTableWriter's.
 
 #include <algorithm>
+#include <iterator>
 
 #include "correlate/assembler.h"
 
