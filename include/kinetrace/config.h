@@ -51,6 +51,11 @@ class KINETRACE_API ActivitySet {
     return *this;
   }
   constexpr bool anyGpu() const { return (bits_ & ~static_cast<uint32_t>(Activity::Host)) != 0; }
+  // Whether any kind a CUDA graph's nodes run (kernels, copies, memsets) is in the set: what
+  // graph-level tracing (GraphTrace::Graph) replaces with one record per launch.
+  constexpr bool anyGraphWork() const {
+    return has(Activity::Kernel) || has(Activity::Memcpy) || has(Activity::Memset);
+  }
   constexpr uint32_t bits() const { return bits_; }
   std::string toString() const;
   bool operator==(const ActivitySet& other) const { return bits_ == other.bits_; }

@@ -3,25 +3,27 @@
 // Everything the reader holds draws from the read budget: its buffers, the lexer's longest
 // token, the event or metadata value being built, and the top-level metadata kept for the
 // sink's header and footer.
+//
+// This file routes the parse (the top-level object's metadata, the traceEvents array),
+// builds each value and turns each event into the sink's; the bytes in and the parser's
+// memory are JsonSourceBuffer's (json_source_buffer.h), an event field's conversion to the
+// model's types chrome_event_fields.h's.
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
 #include <deque>
 #include <istream>
 #include <limits>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <streambuf>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/byte_source.h"
+#include "analysis/chrome_event_fields.h"
+#include "analysis/json_source_buffer.h"
 #include "analysis/trace_reader.h"
 #include "kinetrace/error.h"
 #include "output/trace_vocabulary.h"
@@ -32,327 +34,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr const char* kReaderBuffers = "the JSON reader's buffers";
-
-// The file's bytes as a streambuf for nlohmann's stream input, reporting progress.
-// nlohmann's lexer keeps every byte it reads between two strings or numbers (for its error
-// messages), whitespace included: long runs of whitespace outside strings are cut short
-// here. A string or number (a token) is held by the lexer twice, in buffers it clears but
-// never shrinks: the budget is asked for the longest token's room before the lexer holds
-// it, and one too long for it is refused naming it.
-class SourceBuffer : public std::streambuf {
- public:
-  SourceBuffer(ByteSource& source, const ReadProgress& progress, ReadBudget& budget)
-      : source_(source),
-        progress_(progress),
-        budget_(budget),
-        buffersHold_(takeBuffers(budget)),
-        tokenHold_(budget),
-        raw_(new char[kBufferBytes]),
-        buffer_(new char[kBufferBytes]),
-        anchors_(BudgetAllocator<Anchor>(budget, kReaderBuffers)),
-        // Whitespace before the trace was read while telling the format.
-        rawOffset_(source.contentOffset()) {}
-
-  // Whether the whole file has been read, and how many bytes were handed to the parser.
-  bool atEnd() const { return atEnd_; }
-  uint64_t delivered() const { return delivered_; }
-
-  // The offset in the (decompressed) file of the byte the parser counts as `position`.
-  uint64_t fileOffsetOf(uint64_t position) const {
-    if (anchors_.empty() || position < bufferStart_) return position + droppedBefore_;
-    const std::size_t k = static_cast<std::size_t>(position - bufferStart_);
-    const Anchor* at = &anchors_.front();
-    for (const Anchor& anchor : anchors_) {
-      if (anchor.filtered > k) break;
-      at = &anchor;
-    }
-    return at->raw + (k - at->filtered);
-  }
-  // The offset in the file of the next byte the parser will take.
-  uint64_t fileOffsetNow() const {
-    return fileOffsetOf(bufferStart_ + static_cast<uint64_t>(gptr() - eback()));
-  }
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    bufferStart_ = delivered_;
-    droppedBefore_ = rawOffset_ - delivered_;
-    while (true) {
-      const std::size_t got = source_.read(raw_.get(), kBufferBytes);
-      if (progress_) progress_(source_.consumedBytes(), source_.fileBytes());
-      if (got == 0) {
-        atEnd_ = true;
-        anchors_.clear();
-        return traits_type::eof();
-      }
-      const std::size_t kept = filter(got);
-      if (kept == 0) continue;  // all of it whitespace let go
-      delivered_ += kept;
-      setg(buffer_.get(), buffer_.get(), buffer_.get() + kept);
-      return traits_type::to_int_type(buffer_[0]);
-    }
-  }
-
- private:
-  struct Anchor {
-    std::size_t filtered;  // index in buffer_
-    uint64_t raw;          // offset in the file
-  };
-
-  static BudgetHold takeBuffers(ReadBudget& budget) {
-    BudgetHold hold(budget);
-    hold.take(2 * (kBufferBytes + kAllocationOverheadBytes), kReaderBuffers);
-    return hold;
-  }
-
-  // The lexer's two buffers double as they grow, so each may have twice the room of the
-  // longest token: four times its bytes, asked for in steps so the budget is not asked per
-  // byte.
-  void noteTokenByte() {
-    ++tokenBytes_;
-    if (tokenBytes_ * 4 <= tokenHold_.bytes()) return;
-    const std::size_t wanted = static_cast<std::size_t>(tokenBytes_) * 4 + kTokenStepBytes;
-    if (!tokenHold_.tryTake(wanted - tokenHold_.bytes())) {
-      budget_.refuse(
-          fmt::format("the {} at byte {}, {} bytes long so far (the JSON parser "
-                      "holds it four times over),",
-                      inString_ ? "string" : "number", tokenStart_, tokenBytes_));
-    }
-  }
-
-  // Copies raw_[0, size) to buffer_, dropping whitespace beyond kKeptWhitespace bytes of
-  // one run outside strings; returns the bytes kept.
-  std::size_t filter(std::size_t size) {
-    anchors_.clear();
-    bool anchorDue = true;
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < size; ++i) {
-      const char c = raw_[i];
-      if (inString_) {
-        noteTokenByte();
-        if (escaped_) {
-          escaped_ = false;
-        } else if (c == '\\') {
-          escaped_ = true;
-        } else if (c == '"') {
-          inString_ = false;
-        }
-        whitespaceRun_ = 0;
-      } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-        inToken_ = false;
-        if (++whitespaceRun_ > kKeptWhitespace) {
-          anchorDue = true;
-          continue;
-        }
-      } else {
-        whitespaceRun_ = 0;
-        if (c == '"') {
-          inString_ = true;
-          inToken_ = false;
-          tokenBytes_ = 0;
-          tokenStart_ = rawOffset_ + i;
-        } else if (c == ',' || c == ':' || c == '[' || c == ']' || c == '{' || c == '}') {
-          inToken_ = false;
-        } else {
-          // A number (or a literal): the lexer holds it as it holds a string.
-          if (!inToken_) {
-            inToken_ = true;
-            tokenBytes_ = 0;
-            tokenStart_ = rawOffset_ + i;
-          }
-          noteTokenByte();
-        }
-      }
-      if (anchorDue) {
-        anchors_.push_back({out, rawOffset_ + i});
-        anchorDue = false;
-      }
-      buffer_[out++] = c;
-    }
-    rawOffset_ += size;
-    return out;
-  }
-
-  ByteSource& source_;
-  const ReadProgress& progress_;
-  ReadBudget& budget_;
-  // Not zeroed: zeroing a fresh megabyte is 256 page faults, half of those of converting a
-  // small trace.
-  static constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
-  // Whitespace of one run passed on as it is: byte offsets in messages stay exact for any
-  // indentation, and the lexer keeps no more than this of a run.
-  static constexpr std::size_t kKeptWhitespace = 256;
-  static constexpr std::size_t kTokenStepBytes = std::size_t{64} << 10;
-  BudgetHold buffersHold_;
-  BudgetHold tokenHold_;  // the lexer's buffers: four times the longest token so far
-  std::unique_ptr<char[]> raw_;
-  std::unique_ptr<char[]> buffer_;
-  BudgetVector<Anchor> anchors_;  // of buffer_: where its bytes were in the file
-  uint64_t rawOffset_;            // file bytes filtered so far
-  uint64_t bufferStart_ = 0;      // of buffer_, among the bytes delivered
-  uint64_t droppedBefore_ = 0;    // whitespace dropped before buffer_
-  uint64_t delivered_ = 0;
-  uint64_t tokenBytes_ = 0;  // of the string or number being read
-  uint64_t tokenStart_ = 0;
-  std::size_t whitespaceRun_ = 0;
-  bool inString_ = false;
-  bool inToken_ = false;  // a number or literal
-  bool escaped_ = false;
-  bool atEnd_ = false;
-};
-
-// Microseconds as written ("1234.5678", "12", "-3.25", "1.5e3") to nanoseconds, exactly
-// for plain decimals: a double holds an epoch time in microseconds only to ~0.25 us.
-std::optional<int64_t> microsTextToNanos(const std::string& text) {
-  std::size_t i = 0;
-  const bool negative = !text.empty() && text[0] == '-';
-  if (negative) ++i;
-  int64_t whole = 0;
-  bool digits = false;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    if (whole > (std::numeric_limits<int64_t>::max() - 9) / 10) return std::nullopt;
-    whole = whole * 10 + (text[i] - '0');
-    digits = true;
-  }
-  int64_t fraction = 0;  // nanoseconds
-  int fractionDigits = 0;
-  bool roundUp = false;
-  if (i < text.size() && text[i] == '.') {
-    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-      digits = true;
-      if (fractionDigits < 3) {
-        fraction = fraction * 10 + (text[i] - '0');
-        ++fractionDigits;
-      } else if (fractionDigits == 3) {
-        roundUp = text[i] >= '5';
-        ++fractionDigits;
-      }
-    }
-  }
-  if (!digits) return std::nullopt;
-  if (i != text.size()) {
-    // An exponent or something else: through a double, rounded to the nanosecond.
-    char* end = nullptr;
-    const double micros = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size() || !std::isfinite(micros)) return std::nullopt;
-    const double nanos = std::round(micros * 1000.0);
-    // 2^63 is exact as a double; anything at or beyond it does not fit.
-    if (!(nanos > -9223372036854775808.0 && nanos < 9223372036854775808.0)) return std::nullopt;
-    return static_cast<int64_t>(nanos);
-  }
-  while (fractionDigits < 3) {
-    fraction *= 10;
-    ++fractionDigits;
-  }
-  // Exact to the last nanosecond of int64: what a writer wrote from an int64 reads back.
-  int64_t nanos = 0;
-  if (__builtin_mul_overflow(whole, int64_t{1000}, &nanos) ||
-      __builtin_add_overflow(nanos, fraction + (roundUp ? 1 : 0), &nanos)) {
-    return std::nullopt;
-  }
-  return negative ? -nanos : nanos;
-}
-
-// An integer as the model holds it (int64), or why not: nlohmann reads every non-negative
-// integer as unsigned, and one past 2^63 - 1 must not wrap into a negative one.
-enum class IntegerStatus { Fits, NotANumber, TooLarge };
-struct Integer {
-  IntegerStatus status = IntegerStatus::NotANumber;
-  int64_t value = 0;
-};
-
-Integer integerOf(const Json& json) {
-  if (json.is_number_unsigned()) {
-    const auto value = json.get<uint64_t>();
-    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return {IntegerStatus::TooLarge, 0};
-    }
-    return {IntegerStatus::Fits, static_cast<int64_t>(value)};
-  }
-  if (json.is_number_integer()) return {IntegerStatus::Fits, json.get<int64_t>()};
-  if (json.is_string()) {
-    const std::string& text = json.get_ref<const std::string&>();
-    if (text.empty()) return {};
-    char* end = nullptr;
-    errno = 0;
-    const long long value = std::strtoll(text.c_str(), &end, 0);
-    if (end != text.c_str() + text.size()) return {};
-    if (errno == ERANGE) return {IntegerStatus::TooLarge, 0};
-    if (errno != 0) return {};
-    return {IntegerStatus::Fits, value};
-  }
-  return {};
-}
-
-// A flow's id: any 64-bit unsigned number, or its text. A negative one has no place among
-// them (the model's ids are unsigned) and is not made one by wrapping.
-enum class FlowIdStatus { Fits, NotANumber, Negative };
-struct FlowId {
-  FlowIdStatus status = FlowIdStatus::NotANumber;
-  uint64_t value = 0;
-};
-
-FlowId flowIdOf(const Json& json) {
-  if (json.is_number_unsigned()) return {FlowIdStatus::Fits, json.get<uint64_t>()};
-  if (json.is_number_integer()) {
-    const auto value = json.get<int64_t>();
-    if (value < 0) return {FlowIdStatus::Negative, 0};
-    return {FlowIdStatus::Fits, static_cast<uint64_t>(value)};
-  }
-  if (json.is_string()) {
-    const std::string& text = json.get_ref<const std::string&>();
-    if (text.empty() || text[0] == '-')
-      return {text.empty() ? FlowIdStatus::NotANumber : FlowIdStatus::Negative, 0};
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long value = std::strtoull(text.c_str(), &end, 0);
-    if (errno != 0 || end != text.c_str() + text.size()) return {};
-    return {FlowIdStatus::Fits, value};
-  }
-  return {};
-}
-
-// A JSON integer that fits int64_t, or nullopt.
-std::optional<int64_t> fittingInt64(const Json& json) {
-  if (!json.is_number_integer()) return std::nullopt;  // unsigned ones included
-  const Integer integer = integerOf(json);
-  if (integer.status != IntegerStatus::Fits) return std::nullopt;
-  return integer.value;
-}
-
-std::optional<Phase> phaseOf(const std::string& ph) {
-  if (ph == "X") return Phase::Complete;
-  if (ph == "i" || ph == "I") return Phase::Instant;
-  if (ph == "C") return Phase::Counter;
-  if (ph == "s") return Phase::FlowStart;
-  if (ph == "f") return Phase::FlowEnd;
-  if (ph == "M") return Phase::Metadata;
-  return std::nullopt;
-}
-
-// The reason in one of nlohmann's messages, without its tag and place:
-// "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..." and
-// "[json.exception.out_of_range.406] number overflow parsing '1e400'" give what follows.
-std::string plainReason(std::string what) {
-  if (what.rfind("[json.exception.", 0) == 0) {
-    const std::size_t tagEnd = what.find("] ");
-    if (tagEnd != std::string::npos) what.erase(0, tagEnd + 2);
-  }
-  if (what.rfind("parse error", 0) == 0) {
-    const std::size_t colon = what.find(": ");
-    if (colon != std::string::npos) what.erase(0, colon + 2);
-  }
-  return what;
-}
-
 // nlohmann's SAX interface, routing the top level (metadata, the traceEvents array) and
 // building each event and each top-level value as a small JSON value.
 class TraceSax {
  public:
-  TraceSax(const std::string& path, const SourceBuffer& input, Sink& sink, std::string traceName,
-           ReadReport& report, ReadBudget& budget)
+  TraceSax(const std::string& path, const JsonSourceBuffer& input, Sink& sink,
+           std::string traceName, ReadReport& report, ReadBudget& budget)
       : path_(path),
         input_(input),
         sink_(sink),
@@ -777,7 +464,7 @@ class TraceSax {
   static constexpr std::size_t kKeptArgs = 1024;
 
   const std::string& path_;
-  const SourceBuffer& input_;
+  const JsonSourceBuffer& input_;
   Sink& sink_;
   ReadReport& report_;
   ReadBudget& budget_;
@@ -808,7 +495,7 @@ ReadReport readChromeJsonTrace(ByteSource& source, Sink& sink, const std::string
                                ReadBudget& budget, const ReadProgress& progress) {
   const std::string& path = source.path();
   const ReadBudget::Reading reading(budget, path);
-  SourceBuffer buffer(source, progress, budget);
+  JsonSourceBuffer buffer(source, progress, budget);
   std::istream input(&buffer);
   ReadReport report;
   TraceSax sax(path, buffer, sink, traceName, report, budget);

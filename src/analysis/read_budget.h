@@ -220,6 +220,9 @@ class BudgetAllocator {
 template <typename T>
 using BudgetVector = std::vector<T, BudgetAllocator<T>>;
 using BudgetString = std::basic_string<char, std::char_traits<char>, BudgetAllocator<char>>;
+inline std::string_view viewOf(const BudgetString& text) {
+  return std::string_view(text.data(), text.size());
+}
 template <typename K, typename V, typename Less = std::less<K>>
 using BudgetMap = std::map<K, V, Less, BudgetAllocator<std::pair<const K, V>>>;
 template <typename K, typename Less = std::less<K>>

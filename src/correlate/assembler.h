@@ -1,10 +1,8 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -13,9 +11,12 @@
 #include "correlate/clock_bounds.h"
 #include "correlate/graph_launches.h"
 #include "correlate/graph_sites.h"
+#include "correlate/host_table_writer.h"
 #include "correlate/kernel_metrics.h"
 #include "correlate/lane_allocator.h"
 #include "correlate/nccl_groups.h"
+#include "correlate/pending_calls.h"
+#include "correlate/range_spans.h"
 #include "host/host_recorder.h"
 #include "model/gpu_source.h"
 #include "model/trace_data.h"
@@ -44,16 +45,18 @@ struct AssemblerOptions {
 //    counted, not kept;
 //  - ranges paired from their begin and end, async ranges from begin and end on any
 //    threads, each async range on a lane where it overlaps no other;
-//  - API calls named;
+//  - API calls named; threads, names and event arguments written to the tables once each
+//    (HostTableWriter);
 //  - launch links: a GPU operation and the call that launched it share CUPTI's correlation
 //    id; a joined operation gets the call's External id (the host range open at the
-//    launch) and an arrow from the call. Either side may arrive first; an operation whose
-//    call never comes is counted (when calls are recorded);
+//    launch) and an arrow from the call. Either side may arrive first (calls wait in
+//    PendingCalls, operations here); an operation whose call never comes is counted (when
+//    calls are recorded);
 //  - GPU spans: per host range and stream, from the first to the last GPU operation
 //    launched inside it, written once the range has ended and every launch before its
-//    end has been joined;
+//    end has been joined (RangeSpans);
 //  - lanes: operations that overlap on one stream, synchronisations and spans each go on
-//    a track where they nest;
+//    a track where they nest (StreamLanes);
 //  - the clock offset bound (ClockBoundsTracker).
 //  - GPU metrics: samples pass through to the trace, and each kernel of a sampled device
 //    gets its metric averages before it goes out (KernelMetrics), which may hold it until
@@ -63,6 +66,11 @@ struct AssemblerOptions {
 // named by the work replayed from them).
 // What it holds while waiting (pending calls, open ranges, spans, lanes) is bounded by
 // what is in flight, not by the length of the window.
+//
+// Its members are defined in three files, by side: assembler_host_events.cpp (host events:
+// the window filter on them, ranges, async ranges, API calls), assembler_launch_join.cpp
+// (GPU operations joined to their calls, or waiting for them), assembler.cpp (GPU batches
+// in, each kind on its way out, completion, finishing, memory).
 //
 // Single-threaded: the pipeline thread (or the stopping thread once it has ended) calls
 // every member.
@@ -113,31 +121,10 @@ class Assembler final : public HostEventVisitor {
   void takeReady(TraceRecords& out);
 
  private:
-  struct PendingCall {
-    int64_t startNs;
-    int64_t endNs;
-    uint64_t externalId;
-    uint32_t thread;
-    CallEffect effect;
-    bool arrowStarted = false;  // a graph launch's arrow starts once, whatever it ran
-  };
   struct OpenRange {
     int64_t startNs;
     uint64_t id;
     StringId name;
-  };
-  // A range that may still receive GPU operations: its GPU time per stream.
-  struct SpanState {
-    uint32_t deviceId;
-    uint32_t streamId;
-    int64_t startNs;
-    int64_t endNs;
-  };
-  struct RangeState {
-    uint64_t parentId = 0;
-    StringId name = 0;
-    int64_t endNs = INT64_MAX;  // INT64_MAX while open
-    std::vector<SpanState> spans;
   };
   struct AsyncOpen {
     int64_t startNs;
@@ -150,6 +137,11 @@ class Assembler final : public HostEventVisitor {
     int64_t arrivedAtHorizonNs;
   };
 
+  // How long after a GPU operation ended its launch call's record may still be on its way
+  // (written when the call returns, drained on the next cycle). An operation whose call has
+  // not come by then is written without it.
+  static constexpr int64_t kLateCallGraceNs = 500'000'000;
+
   bool inWindow(int64_t timeNs) const { return timeNs >= options_.startNs && timeNs <= stopNs_; }
   // Whether a range can get GPU spans (kernels, copies or memsets are collected): only then
   // is its state kept after it ends, until no launch inside it can still be joined.
@@ -157,23 +149,29 @@ class Assembler final : public HostEventVisitor {
   // Whether anything a graph launch runs is collected: its nodes' kernels, copies or
   // memsets, or the launch as one record (graph level).
   bool collectsGraphWork() const {
-    const ActivitySet& a = options_.gpuActivities;
-    return a.has(Activity::Kernel) || a.has(Activity::Memcpy) || a.has(Activity::Memset) ||
-           options_.graphs;
+    return options_.gpuActivities.anyGraphWork() || options_.graphs;
   }
-  uint32_t threadOf(uint32_t instance);
-  uint32_t threadOfTid(int64_t tid);
-  StringId intern(HostName name);
-  StringId apiNameOf(ApiDomain domain, uint32_t callbackId);
-  // Keeps an event's arguments (`encoded`) in the tables; returns InstantRecord::args for
-  // them. `rangeId`: a range's External id (0 for an instant), by which its record and the
-  // GPU work launched inside it find them; arguments added at its end join those of its
-  // begin. `event`: the event's name.
-  uint32_t keepArgs(std::string_view event, std::string_view encoded, uint64_t rangeId);
-  bool keepsPending(CallEffect effect) const;
-  PendingCall* findCall(uint32_t correlationId);
-  void forgetCall(uint32_t correlationId, const PendingCall& call);
 
+  // ---- host side (assembler_host_events.cpp) ----
+  bool keepsPending(CallEffect effect) const;
+  void closeRange(uint32_t thread, const OpenRange& open, int64_t endNs, uint64_t parentId,
+                  bool unfinished);
+  void finishAsync(uint64_t id, const AsyncOpen& open, int64_t endNs, bool unfinished);
+  // At the stop: every range and async range still open ends there, marked unfinished.
+  void endOpenRanges();
+  // Drops the ends of async ranges whose begin has not come in kEarlyEndGraceNs.
+  void forgetEarlyAsyncEnds(int64_t horizonNs);
+
+  // ---- the launch join (assembler_launch_join.cpp) ----
+  // A batch's GPU operations, each joined to its call now or waiting for it.
+  void addOperations(TraceRecords& records);
+  // Tries again to join the operations waiting for their calls; gives up on those past the
+  // grace, or on all of them (`giveUpAll`), writing them without their call.
+  void retryWaiting(bool giveUpAll);
+  // The start of the earliest GPU work (kernel, copy, memset, graph) waiting for its call.
+  int64_t earliestWaitingWork() const;
+  std::size_t waitingBytes() const;
+  void shrinkWaiting();
   template <typename Record>
   void addOperation(Record record, std::vector<Waiting<Record>>& waiting);
   template <typename Record>
@@ -185,19 +183,15 @@ class Assembler final : public HostEventVisitor {
   template <typename Record>
   void retryWaiting(std::vector<Waiting<Record>>& waiting, bool giveUpAll);
   void join(GpuPlacement& at, uint32_t callCorrelationId, PendingCall& call, bool gpuWork);
+
+  // ---- each kind on its way out (assembler.cpp) ----
   void emit(KernelRecord& record);
   void emit(MemcpyRecord& record);
   void emit(MemsetRecord& record);
   void emit(GraphRecord& record);
   void emit(SyncRecord& record);
   void emit(MemoryRecord& record);
-  void placeOnStream(GpuPlacement& at, int track);
-  void extendSpans(const GpuPlacement& at);
-  void closeRange(uint32_t thread, const OpenRange& open, int64_t endNs, uint64_t parentId,
-                  bool unfinished);
-  void finishAsync(uint64_t id, const AsyncOpen& open, int64_t endNs, bool unfinished);
-  void finalizeRange(uint64_t id, RangeState& state);
-  int64_t launchWatermark();
+  void placeOnStream(GpuPlacement& at, StreamTrack track);
   void expirePending(int64_t horizonNs);
 
   TraceTables& tables_;
@@ -206,26 +200,14 @@ class Assembler final : public HostEventVisitor {
   int64_t horizonNs_ = INT64_MIN;
   TraceRecords ready_;
   LossCounters losses_;
-
-  std::unordered_map<uint32_t, uint32_t> threadByInstance_;
-  std::unordered_map<int64_t, uint32_t> threadByTid_;
-  std::unordered_map<const char*, StringId> literalNames_;
-  std::unordered_map<uint32_t, StringId> apiNames_;  // domain << 16 | callback id
+  HostTableWriter hostTables_;
 
   std::unordered_map<uint32_t, std::vector<OpenRange>> openRanges_;  // by thread instance
-  std::unordered_map<uint64_t, RangeState> ranges_;                  // by range id
-  std::deque<uint64_t> closedRanges_;                                // in the order they ended
   std::unordered_map<uint64_t, AsyncOpen> asyncOpen_;
   std::unordered_map<uint64_t, int64_t> asyncEndedEarly_;  // end drained before its begin
   NcclGroups ncclGroups_;
 
-  std::unordered_map<uint32_t, PendingCall> pending_;
-  // (start, correlation id), oldest first: the watermark below which every call is joined.
-  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
-                      std::greater<>>
-      pendingByStart_;
-  // GpuBatch::allRecordsBeforeNs of the latest batch: calls before it had their chance.
-  int64_t allGpuRecordsBeforeNs_ = INT64_MAX;
+  PendingCalls pending_;
   std::unordered_map<uint32_t, uint64_t> externalIds_;  // CUPTI external correlation
   GraphLaunches graphLaunches_;  // which launch ran a conditional body's node (correlation 0)
   LaunchTarget target_;          // the target of the call whose onApiCall comes next
@@ -242,9 +224,10 @@ class Assembler final : public HostEventVisitor {
 
   std::map<uint32_t, DeviceInfo> devices_;
   // Lanes per (device, stream) and track kind; per CUPTI overhead object; for async ranges.
-  std::map<std::pair<uint64_t, int>, LaneAllocator> streamLanes_;
+  StreamLanes streamLanes_;
   std::map<std::pair<int, uint64_t>, LaneAllocator> overheadLanes_;
   LaneAllocator asyncLanes_;
+  RangeSpans rangeSpans_;  // the GPU spans of host ranges
   ClockBoundsTracker clock_;
   ClockOffsetBounds clockBounds_;
 };

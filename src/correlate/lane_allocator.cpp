@@ -71,4 +71,17 @@ std::size_t LaneAllocator::heldBytes() const {
   return lanes_.capacity() * sizeof(Lane) + lanes_.size() * kKeep * 16 + further_.heldBytes();
 }
 
+uint16_t StreamLanes::place(uint32_t deviceId, uint32_t streamId, StreamTrack track,
+                            int64_t startNs, int64_t endNs) {
+  const uint64_t stream = uint64_t{deviceId} << 32 | streamId;
+  return lanes_[{stream, track}].place(startNs, endNs);
+}
+
+std::size_t StreamLanes::heldBytes() const {
+  constexpr std::size_t kNode = 32;  // a map node's links and key
+  std::size_t bytes = 0;
+  for (const auto& [key, lanes] : lanes_) bytes += lanes.heldBytes() + kNode;
+  return bytes;
+}
+
 }  // namespace kinetrace::detail

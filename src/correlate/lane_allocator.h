@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,23 @@ class LaneAllocator {
 
   std::vector<Lane> lanes_;  // the first kTriedLanes
   LaneSpans further_;        // the spans of lanes kTriedLanes, kTriedLanes + 1, ...
+};
+
+// The lanes of every GPU stream, one LaneAllocator per (device, stream) and kind of track a
+// stream has in a trace: its operations, its synchronisations, and the GPU spans of the host
+// ranges that launched work on it each nest on tracks of their own.
+enum class StreamTrack { Ops = 0, Syncs = 1, Spans = 2 };
+
+class StreamLanes {
+ public:
+  // The lane of [startNs, endNs] among `track`'s of the stream (LaneAllocator::place).
+  uint16_t place(uint32_t deviceId, uint32_t streamId, StreamTrack track, int64_t startNs,
+                 int64_t endNs);
+  // Roughly what the lanes hold, for the memory budget.
+  std::size_t heldBytes() const;
+
+ private:
+  std::map<std::pair<uint64_t, StreamTrack>, LaneAllocator> lanes_;
 };
 
 }  // namespace kinetrace::detail

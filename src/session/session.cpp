@@ -22,18 +22,13 @@
 namespace kinetrace::detail {
 namespace {
 
-// Whether any kind a graph's nodes run (kernels, copies, memsets) is recorded: graph-level
-// tracing replaces their records with one per launch, and has nothing to replace without.
-bool recordsGraphWork(const ActivitySet& a) {
-  return a.has(Activity::Kernel) || a.has(Activity::Memcpy) || a.has(Activity::Memset);
-}
-
 GpuOptions gpuOptionsFor(const Config& config, const SessionOptions& options) {
   const ActivitySet& a = config.activities;
   GpuOptions gpu;
   gpu.activities = a;
   gpu.activities.remove(Activity::Host);
-  gpu.graphLevel = config.cudaGraphTrace == GraphTrace::Graph && recordsGraphWork(a);
+  // Graph-level tracing replaces the records of a graph's work: without any, nothing to replace.
+  gpu.graphLevel = config.cudaGraphTrace == GraphTrace::Graph && a.anyGraphWork();
   // Recording follows the program's cudaProfilerStart/Stop: CUPTI is subscribed at prepare()
   // but collects nothing until the first start.
   gpu.profilerControl = options.profilerControl;
@@ -62,7 +57,7 @@ AssemblerOptions assemblerOptionsFor(const Config& config, bool gpuEnabled, int6
     options.gpuActivities.remove(Activity::Host);
   }
   options.graphs =
-      config.cudaGraphTrace == GraphTrace::Graph && recordsGraphWork(options.gpuActivities);
+      config.cudaGraphTrace == GraphTrace::Graph && options.gpuActivities.anyGraphWork();
   if (gpu != nullptr) {
     options.apiName = [gpu](ApiDomain domain, uint32_t callbackId) {
       return gpu->apiName(domain, callbackId);
