@@ -74,8 +74,8 @@ TEST(MemoryPassTest, TheCurveIsBoundedAndKeepsEachStretchsHighestSample) {
   EXPECT_EQ(r.memoryCurve.size(), 334u) << "1,000 samples in stretches of 3";
   EXPECT_LE(r.memoryCurve.size(), RankReport::kMemoryCurvePoints);
   const auto highest = std::max_element(r.memoryCurve.begin(), r.memoryCurve.end(),
-                                        [](const MemorySample& a, const MemorySample& b) {
-                                          return a.allocatedBytes < b.allocatedBytes;
+                                        [](const MemorySample& x, const MemorySample& y) {
+                                          return x.allocatedBytes < y.allocatedBytes;
                                         });
   EXPECT_EQ(highest->allocatedBytes, 1'000'000) << "the spike is not lost";
   EXPECT_EQ(highest->timeNs, kBase + 500 * kUs);
