@@ -18,7 +18,8 @@ namespace kinetrace::detail {
 
 RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   BudgetHold working(*trace.budget);
-  const PassContext context{trace, options, working, std::make_shared<BudgetHold>(*trace.budget)};
+  const passes::PassContext context{trace, options, working,
+                                    std::make_shared<BudgetHold>(*trace.budget)};
   RankAnalysis out;
   RankReport& report = out.report;
   report.held = context.reportHold;
@@ -26,15 +27,15 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   report.rank = trace.rank;
   report.events = trace.events;
 
-  TimePass time(context);
-  KernelPass kernels(context);
-  LaunchPass launch(context);
-  CommunicationPass communication(context);
-  // The order of the figures' dependencies: the steps before the device sweep fills in
-  // their time; the devices before the queue depths are laid on their timelines; the kernel
-  // table and the steps before their bounds.
-  StepsPass(context).finish(report);
-  joinOperations(trace, [&](const JoinedOp& op) {
+  passes::TimePass time(context);
+  passes::KernelPass kernels(context);
+  passes::LaunchPass launch(context);
+  passes::CommunicationPass communication(context);
+  // In the order the figures need one another: the steps before the device sweep fills in
+  // their time; the kernel table and the steps before their bounds; the devices before the
+  // queue depths are laid on their timelines.
+  passes::StepsPass(context).finish(report);
+  passes::joinOperations(trace, [&](const passes::JoinedOp& op) {
     time.add(op);
     kernels.add(op);
     communication.add(op);
@@ -42,9 +43,10 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   });
   time.finish(report);
   kernels.finish(report);
+  // The GPU-bound pass reads no operations, only the kernels' metric averages.
   analyzeGpuBounds(trace, report);
   launch.finish(report);
-  MemoryPass(context).finish(report);
+  passes::MemoryPass(context).finish(report);
   communication.finish(report);
   out.collectives = communication.collectives();
   return out;
@@ -59,7 +61,7 @@ AnalysisReport combineRanks(std::vector<RankReport> ranks,
                             const AnalysisOptions& options) {
   AnalysisReport report;
   report.ranks = std::move(ranks);
-  report.stragglers = stragglers(collectives, options);
+  report.stragglers = passes::stragglers(collectives, options);
   report.findings = findingsOf(report, options);
   return report;
 }

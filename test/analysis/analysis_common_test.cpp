@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 TEST(AnalysisCommonTest, TheUnionMergesOverlappingAndTouchingIntervalsAndDropsEmptyOnes) {
@@ -98,4 +98,4 @@ TEST(AnalysisCommonTest, FinishedTimesDeriveMemoryAndIdleAndAreZeroWithoutAWindo
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

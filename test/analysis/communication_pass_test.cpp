@@ -11,7 +11,7 @@
 
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 // Two all-reduces of 3 MB (10 us each), a broadcast of 4 MB (40 us), a communicator's
@@ -117,4 +117,4 @@ TEST(CommunicationPassTest, NoStragglerWithoutSeveralRanksALateStartOrTheSameCol
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 constexpr int64_t kKernelWaitNs = 30;
@@ -128,4 +128,4 @@ TEST(IdleCausesTest, ASyncRecordIsFoundAsItsKindDeviceAndStreams) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -11,7 +11,7 @@
 
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 RankReport kernelsOf(CollectedTrace trace, AnalysisOptions options = {}) {
@@ -129,4 +129,4 @@ TEST(KernelPassTest, OnlyTheRowsKeptCopyTheirNamesIntoTheReport) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

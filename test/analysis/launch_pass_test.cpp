@@ -9,7 +9,7 @@
 
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 // Latencies 2, 5, 40 and 1000 us on stream 7; c's launch call takes 30 us; a kernel
@@ -105,4 +105,4 @@ TEST(LaunchPassTest, AStreamOnADeviceWithoutATimelineHasNoQueueTimeline) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

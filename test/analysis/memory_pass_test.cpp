@@ -10,7 +10,7 @@
 
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 StepReport stepEndingAt(int64_t endUs) {
@@ -92,4 +92,4 @@ TEST(MemoryPassTest, ATraceWithoutSamplesHasNoMemoryFigures) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -10,7 +10,7 @@
 
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 TEST(PassContextTest, EachOperationIsJoinedToItsLaunchCallByCorrelationId) {
@@ -58,4 +58,4 @@ TEST(PassContextTest, AKeptNameTakesWhatALongNameHoldsFromTheReportsHold) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -10,7 +10,7 @@
 #include "analysis/passes/pass_context.h"
 #include "analysis_trace_builder.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 class PassFixture {
  public:
@@ -38,4 +38,4 @@ class PassFixture {
   PassContext context_;
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -6,7 +6,7 @@
 
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 TEST(StepsPassTest, StepsComeInTimeOrderEachNameOnceAsItsLongestRange) {
@@ -60,4 +60,4 @@ TEST(StepsPassTest, WhatTheStepsTakeIsHeldForTheAnalysisAndTheReport) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

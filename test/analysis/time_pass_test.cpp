@@ -10,7 +10,7 @@
 #include "analysis/passes/steps_pass.h"
 #include "pass_fixture.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 // The steps, then the time pass, alone over the trace.
@@ -145,4 +145,4 @@ TEST(TimePassTest, AStepsTimeIsItsPartOfTheDevicesBusyAndIdleTime) {
 }
 
 }  // namespace
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

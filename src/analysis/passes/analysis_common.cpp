@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 // The q-quantile's place among `count` sorted values.
@@ -108,4 +108,4 @@ void finishTimes(TimeBreakdown& t) {
   t.idleNs = t.windowNs - t.busyNs;
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -14,7 +14,7 @@
 // What the analysis's passes share: interval arithmetic, distributions read off sorted
 // values, a bounded "top N", and the short forms of names and durations a sentence quotes.
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 using Interval = std::pair<int64_t, int64_t>;  // [start, end)
 using Intervals = std::vector<Interval>;
@@ -96,4 +96,4 @@ void addTimes(TimeBreakdown& to, const TimeBreakdown& from);
 // window is all zeros.
 void finishTimes(TimeBreakdown& t);
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

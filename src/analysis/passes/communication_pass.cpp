@@ -8,7 +8,7 @@
 
 #include "analysis/passes/analysis_common.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 constexpr const char* kCollectiveStarts = "collective starts";
@@ -132,4 +132,4 @@ std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& rank
   return out;
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

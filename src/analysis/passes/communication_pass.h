@@ -6,7 +6,7 @@
 #include "analysis/passes/pass_context.h"
 #include "analysis/spill.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // Communication: a rank's NCCL kernels and what NCCL's calls moved; and the starts of its
 // collectives (NCCL kernels, torch.distributed's calls), which stragglers() compares across
@@ -35,4 +35,4 @@ class CommunicationPass {
 std::vector<StragglerReport> stragglers(const std::vector<RankCollectives>& ranks,
                                         const AnalysisOptions& options);
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 GapTable::GapTable(const PassContext& context)
     : context_(context),
@@ -91,4 +91,4 @@ std::vector<GapReport> GapTable::longestGaps(bool severalDevices) {
   return out;
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -7,7 +7,7 @@
 #include "analysis/passes/idle_causes.h"
 #include "analysis/passes/pass_context.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // The gaps the report lists, from those the time pass's sweep finds (time_pass.h): the
 // longest (options.top, a trace has as many gaps as operations) with why and what the host
@@ -50,4 +50,4 @@ class GapTable {
   BudgetMap<Found, FoundTally> hostSyncs_;
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 const char* causeName(Cause cause) {
   switch (cause) {
@@ -98,4 +98,4 @@ void addIdle(TimeBreakdown& t, const Gap& gap, int64_t from, int64_t to,
   }
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -12,7 +12,7 @@
 // wait, waiting on other work, other). Pure: the time pass (time_pass.h) finds the gaps and
 // what was around them; these say what that means.
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 enum class Cause { BeforeFirstOp, HostWait, Launch, KernelWait, OtherWork, Other };
 
@@ -72,4 +72,4 @@ Cause causeOf(const Gap& gap, int64_t consecutiveKernelNs);
 void addIdle(TimeBreakdown& t, const Gap& gap, int64_t from, int64_t to,
              const Intervals& dataLoading);
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

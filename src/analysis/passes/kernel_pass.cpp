@@ -9,7 +9,7 @@
 
 #include "analysis/passes/analysis_common.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 KernelPass::KernelPass(const PassContext& context)
     : context_(context),
@@ -152,4 +152,4 @@ void KernelPass::tinyKernelIssuers(RankReport& report) {
   }
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -6,7 +6,7 @@
 #include "analysis/passes/pass_context.h"
 #include "analysis/spill.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // What ran on the GPUs: the kernel table (each name's duration distribution, the top
 // options.top by total time, and one row per kind), the counts of operations and kernels,
@@ -69,4 +69,4 @@ class KernelPass {
   BudgetUnorderedMap<uint32_t, uint64_t> issuers_;  // range name (or kNoRange) -> tiny kernels
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

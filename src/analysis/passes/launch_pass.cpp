@@ -4,7 +4,7 @@
 #include <tuple>
 #include <utility>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 bool LaunchPass::ByStreamThenTime::operator()(const QueueChange& a, const QueueChange& b) const {
   // At equal times, starts (-1) first.
@@ -112,4 +112,4 @@ void LaunchPass::queueDepths(RankReport& report) {
   }
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

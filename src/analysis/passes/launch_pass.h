@@ -8,7 +8,7 @@
 #include "analysis/passes/pass_context.h"
 #include "analysis/spill.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // How long the GPU operations took to start once launched: the launch latency's
 // distribution and histogram, its worst options.top (outliers), the slowest launch call,
@@ -55,4 +55,4 @@ class LaunchPass {
   std::string slowestCallOf_;
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 void MemoryPass::finish(RankReport& report) {
   MemoryReport& m = report.memory;
@@ -63,4 +63,4 @@ void MemoryPass::finish(RankReport& report) {
   }
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

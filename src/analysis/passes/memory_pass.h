@@ -2,7 +2,7 @@
 
 #include "analysis/passes/pass_context.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // Allocated GPU memory over the window, from the trace's "[memory]" samples: the peak, the
 // first and last, a curve of at most RankReport::kMemoryCurvePoints points, each step's
@@ -20,4 +20,4 @@ class MemoryPass {
   const PassContext& context_;
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 std::string PassContext::keptName(uint32_t id) const {
   const std::string_view name = trace.name(id);
@@ -11,4 +11,4 @@ std::string PassContext::keptName(uint32_t id) const {
   return std::string(name);
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -22,9 +22,11 @@
 // sorted in the order its figures need (spill.h), so the analysis's memory is the trace's
 // budget whatever its length. The rest of the trace's lists are read by the one pass each
 // that needs them. trace_analysis.cpp runs the passes, in the order their figures need one
-// another (steps before the device sweep, devices before queue depths).
+// another (steps before the device sweep, devices before queue depths); the GPU-bound pass
+// (analyzeGpuBounds, gpu_bound.h) is a function, as it reads the kernels' metric averages
+// only.
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // What every pass reads, and where what it keeps comes from. Read-only for the passes: they
 // read (and so consume) the trace's lists and take their memory from the holds.
@@ -92,4 +94,4 @@ void joinOperations(CollectedTrace& trace, Visit&& visit) {
   while (!calls.done()) calls.pop();  // lets the calls' memory and file go
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

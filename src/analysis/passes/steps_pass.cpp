@@ -6,7 +6,7 @@
 
 #include "analysis/passes/analysis_common.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 constexpr const char* kStepRanges = "step ranges";
@@ -57,4 +57,4 @@ void StepsPass::finish(RankReport& report) {
   }
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

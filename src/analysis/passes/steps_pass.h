@@ -2,7 +2,7 @@
 
 #include "analysis/passes/pass_context.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // The trace's steps (ProfilerStep#N, "step 12", ...): report.steps in time order, each name
 // once, with their names and bounds; the other passes fill in what happened in each (the
@@ -18,4 +18,4 @@ class StepsPass {
   const PassContext& context_;
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 namespace {
 
 // Stream Wait Events a stream keeps until the launch after them, at most: few (a wait
@@ -371,4 +371,4 @@ void TimePass::finish(RankReport& report) {
   gaps_.finish(report, report.devices.size() > 1);
 }
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes

@@ -5,7 +5,7 @@
 #include "analysis/passes/pass_context.h"
 #include "analysis/spill.h"
 
-namespace kinetrace::detail {
+namespace kinetrace::detail::passes {
 
 // Where each GPU's time went: busy time by what ran, idle time by why (idle_causes.h), for
 // the trace's window and each step's, with each stream's busy time, each device's busy
@@ -30,4 +30,4 @@ class TimePass {
   GapTable gaps_;
 };
 
-}  // namespace kinetrace::detail
+}  // namespace kinetrace::detail::passes
