@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks who includes whom (docs/ARCHITECTURE.md, "Layers").
+"""Checks who includes whom (docs/ARCHITECTURE.md, "Layers", and the analysis passes).
 
     scripts/check_layers.py [SOURCE_DIR] [--library build/lib/libkinetrace.so]
 
@@ -84,6 +84,36 @@ def check_includes(root):
     return violations, files, includes
 
 
+# The analysis passes (src/analysis/passes/, docs/ARCHITECTURE.md): each figure family's pass
+# ("*_pass") is independent of the others, which only trace_analysis.cpp runs together, and
+# reads the collected trace, not a file: from the rest of src/analysis a pass may include the
+# collected trace's, the report's and the budget's headers only, never a reader or a report.
+PASSES = "src/analysis/passes"
+PASS_INCLUDE = re.compile(r'#\s*include\s*"analysis/passes/(\w+_pass)\.h"')
+ANALYSIS_INCLUDE = re.compile(r'#\s*include\s*"analysis/(\w+\.h)"')
+PASS_MAY_INCLUDE = {"trace_analysis.h", "trace_collector.h", "spill.h", "read_budget.h",
+                    "gpu_bound.h"}
+
+
+def check_passes(root):
+    violations = []
+    for path in sorted((root / PASSES).glob("*")):
+        if path.suffix not in (".h", ".cpp"):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            where = f"{path.relative_to(root)}:{number}"
+            other = PASS_INCLUDE.match(line.strip())
+            if other and other.group(1) != path.stem:
+                violations.append(f"{where}: a pass may not include another pass "
+                                  f"({other.group(1)}); trace_analysis.cpp runs them together")
+            outside = ANALYSIS_INCLUDE.match(line.strip())
+            if outside and outside.group(1) not in PASS_MAY_INCLUDE:
+                violations.append(f"{where}: a pass reads the collected trace, not "
+                                  f"analysis/{outside.group(1)} (it may include: "
+                                  f"{', '.join(sorted(PASS_MAY_INCLUDE))})")
+    return violations
+
+
 def check_library(library):
     try:
         symbols = subprocess.run(["nm", "-C", str(library)], check=True, capture_output=True,
@@ -106,6 +136,7 @@ def main():
                         help="libkinetrace.so, to check that it holds the tracer only")
     args = parser.parse_args()
     violations, files, includes = check_includes(args.source.resolve())
+    violations += check_passes(args.source.resolve())
     if args.library:
         violations += check_library(args.library)
     for violation in violations:
