@@ -15,13 +15,8 @@
 namespace kinetrace::detail {
 namespace {
 
-using report_text::bytes;
-using report_text::count;
-using report_text::duration;
-using report_text::percent;
-using report_text::share;
-using report_text::shorten;
-using report_text::who;
+// The figures as the text says them (analysis/report_text.h).
+using namespace report_text;
 
 void breakdownLine(std::string& out, const std::string& label, const TimeBreakdown& t) {
   out += fmt::format(

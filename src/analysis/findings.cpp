@@ -18,13 +18,8 @@
 namespace kinetrace::detail {
 namespace {
 
-using report_text::bytes;
-using report_text::count;
-using report_text::duration;
-using report_text::percent;
-using report_text::share;
-using report_text::shorten;
-using report_text::who;
+// The figures as the text says them (analysis/report_text.h).
+using namespace report_text;
 
 // The biggest part of the idle time, and what to look at for it (or, when the GPU was
 // busy, the kernels).
