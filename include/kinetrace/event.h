@@ -64,15 +64,15 @@ struct Track {
   uint64_t id = 0;      // nonzero, unique in the trace; events name it in Event::track
   uint64_t parent = 0;  // the enclosing track's id; 0 for a process
   TrackKind kind = TrackKind::Thread;
-  std::string_view name;       // as a viewer shows it: "GPU 0", "stream 7 (2)", "SM throughput"
-  std::string_view label;      // a process's label ("CPU", "GPU 0"), empty for none
-  int64_t sortIndex = 0;       // order among its siblings (equal indexes: by name)
-  std::string_view unit;       // a counter's unit ("%", "bytes/s"); empty for none
-  std::string_view category;   // a counter's samples' category; empty for none
+  std::string_view name;      // as a viewer shows it: "GPU 0", "stream 7 (2)", "SM throughput"
+  std::string_view label;     // a process's label ("CPU", "GPU 0"), empty for none
+  int64_t sortIndex = 0;      // order among its siblings (equal indexes: by name)
+  std::string_view unit;      // a counter's unit ("%", "bytes/s"); empty for none
+  std::string_view category;  // a counter's samples' category; empty for none
   int64_t pid = 0;
-  int64_t tid = 0;             // a process: 0
-  int64_t sinceNs = 0;         // when the description holds from (the Chrome trace's naming
-                               // events' time): the trace's start for kinetrace's tracks
+  int64_t tid = 0;      // a process: 0
+  int64_t sinceNs = 0;  // when the description holds from (the Chrome trace's naming
+                        // events' time): the trace's start for kinetrace's tracks
 };
 
 struct Event {

@@ -49,7 +49,8 @@ class EventWriter {
 };
 
 // Writes a trace held in memory: begin(trace.header), every record (with its tracks'
-// descriptions), end(trace.footer followed by `extraFooter`). `traceName` is the header's traceName.
+// descriptions), end(trace.footer followed by `extraFooter`). `traceName` is the header's
+// traceName.
 void writeTrace(const TraceData& trace, const std::string& traceName, const Metadata& extraFooter,
                 Sink& sink);
 

@@ -63,8 +63,8 @@ uint64_t TrackBook::GpuKey::hash() const {
 TrackBook::TrackBook(Sink& sink, const TraceTables& tables, int64_t sinceNs)
     : sink_(sink), tables_(tables), sinceNs_(sinceNs) {}
 
-TrackRef TrackBook::describe(TrackKind kind, uint64_t parent, const std::string& name,
-                             int64_t pid, int64_t tid, int64_t sortIndex, std::string_view label,
+TrackRef TrackBook::describe(TrackKind kind, uint64_t parent, const std::string& name, int64_t pid,
+                             int64_t tid, int64_t sortIndex, std::string_view label,
                              std::string_view unit, std::string_view category) {
   Track track;
   track.id = nextId_++;
@@ -113,8 +113,7 @@ TrackRef TrackBook::hostThread(uint32_t thread) {
     const uint64_t parent = hostProcess().id;
     ref.id = 1;  // counted as used by hostThreadName
     it->second.name = hostThreadName(tid);
-    it->second.ref =
-        describe(TrackKind::Thread, parent, it->second.name, tables_.pid, tid, tid);
+    it->second.ref = describe(TrackKind::Thread, parent, it->second.name, tables_.pid, tid, tid);
   }
   ref = it->second.ref;
   return ref;
@@ -184,8 +183,8 @@ TrackRef TrackBook::gpu(uint32_t device, uint32_t stream, int kind, uint16_t lan
 
 TrackRef TrackBook::makeGpu(const GpuKey& key) {
   // A lane's parent is the first lane of its stream's track of that kind, made first.
-  const uint64_t parent = key.lane == 0 ? device(key.device).process.id
-                                        : gpu(key.device, key.stream, key.kind, 0).id;
+  const uint64_t parent =
+      key.lane == 0 ? device(key.device).process.id : gpu(key.device, key.stream, key.kind, 0).id;
   std::string name = fmt::format("stream {}", key.stream);
   if (key.kind == kGpuSyncTrack) name += " sync";
   if (key.kind == kGpuSpanTrack) name += " annotations";

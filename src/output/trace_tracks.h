@@ -89,8 +89,8 @@ class TrackBook {
   };
   struct Device {
     TrackRef process;
-    TrackRef metrics;  // id 0 until a metric sample needs it
-    TrackRef pools;    // id 0 until a pool event needs it
+    TrackRef metrics;                      // id 0 until a metric sample needs it
+    TrackRef pools;                        // id 0 until a pool event needs it
     std::vector<TrackRef> metricCounters;  // by metric; empty until a sample needs them
   };
 
@@ -109,9 +109,9 @@ class TrackBook {
   uint64_t nextId_ = 1;
   TrackRef hostProcess_;
   TrackRef overheadProcess_;
-  std::vector<TrackRef> threadTracks_;          // by thread index; id 0 until needed
-  std::map<int64_t, HostThread> hostThreads_;   // by OS tid: entries sharing one share it
-  std::vector<TrackRef> asyncLanes_;            // by lane; id 0 until needed
+  std::vector<TrackRef> threadTracks_;         // by thread index; id 0 until needed
+  std::map<int64_t, HostThread> hostThreads_;  // by OS tid: entries sharing one share it
+  std::vector<TrackRef> asyncLanes_;           // by lane; id 0 until needed
   std::map<std::pair<OverheadObject, uint64_t>, std::vector<TrackRef>> overheads_;  // by lane
   std::map<uint32_t, Device> devices_;
   std::map<GpuKey, TrackRef> gpuTracks_;

@@ -357,14 +357,21 @@ class OrderSink : public Sink {
  public:
   void begin(const TraceHeader&) override {}
   void write(const Event& event) override {
-    if (event.phase != Phase::Metadata) log.push_back({false, event.track, std::string(event.name)});
+    if (event.phase != Phase::Metadata)
+      log.push_back({false, event.track, std::string(event.name)});
   }
   void describe(const Track& track) override {
     log.push_back({true, track.id, std::string(track.name)});
-    tracks[track.id] = OwnedTrack{track.id,  track.parent, track.kind,
-                                  std::string(track.name), std::string(track.label),
-                                  track.sortIndex, std::string(track.unit),
-                                  std::string(track.category), track.pid, track.tid};
+    tracks[track.id] = OwnedTrack{track.id,
+                                  track.parent,
+                                  track.kind,
+                                  std::string(track.name),
+                                  std::string(track.label),
+                                  track.sortIndex,
+                                  std::string(track.unit),
+                                  std::string(track.category),
+                                  track.pid,
+                                  track.tid};
   }
   void end(const Metadata&) override {}
   struct Entry {
