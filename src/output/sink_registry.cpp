@@ -13,6 +13,7 @@
 #include "output/chrome_naming.h"
 #include "output/open_sink.h"
 #include "output/perfetto_sink.h"
+#include "support/text.h"
 
 namespace kinetrace {
 
@@ -70,6 +71,18 @@ std::unique_ptr<Sink> openTraceFile(const std::string& pathOrFileUrl,
     return detail::openPerfettoFile(std::string(path), rule);
   return detail::openChromeJsonFile(pathOrFileUrl, rule);
 }
+
+}  // namespace
+
+bool detail::namesTraceFormat(std::string_view url) {
+  const std::string_view scheme = schemeOf(url);
+  if (!scheme.empty() && lowercase(scheme) != "file") return true;
+  if (!scheme.empty()) url.remove_prefix(std::string_view("file://").size());
+  return detail::endsWith(url, ".json") || detail::endsWith(url, ".json.gz") ||
+         (!url.empty() && detail::isPerfettoPath(url));
+}
+
+namespace {
 
 class SinkRegistry {
  public:

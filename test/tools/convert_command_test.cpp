@@ -34,8 +34,8 @@ TEST(ConvertOptionsTest, TakesAnInputAndAnOutput) {
   EXPECT_EQ(command.convert.input, "in.json");
   EXPECT_EQ(command.convert.output, "out.pftrace");
   EXPECT_FALSE(command.convert.quiet);
-  EXPECT_TRUE(parseCommandLine({"convert", "-q", "a", "b"}).convert.quiet);
-  EXPECT_EQ(parseCommandLine({"convert", "--", "-odd name", "b"}).convert.input, "-odd name");
+  EXPECT_TRUE(parseCommandLine({"convert", "-q", "a", "b.json"}).convert.quiet);
+  EXPECT_EQ(parseCommandLine({"convert", "--", "-odd name", "b.json"}).convert.input, "-odd name");
   EXPECT_EQ(parseCommandLine({"convert", "--help"}).helpTopic, "convert");
   EXPECT_EQ(parseCommandLine({"help", "convert"}).helpTopic, "convert");
 }
@@ -45,8 +45,19 @@ TEST(ConvertOptionsTest, AnythingButTwoPathsIsAUsageError) {
             "kinetrace convert: give an input and an output trace: kinetrace convert IN OUT "
             "(got 1 paths)");
   EXPECT_NE(usageErrorOf({"convert", "a", "b", "c"}).find("(got 3 paths)"), std::string::npos);
-  EXPECT_NE(usageErrorOf({"convert", "--zip", "a", "b"}).find("unknown option '--zip'"),
+  EXPECT_NE(usageErrorOf({"convert", "--zip", "a", "b.json"}).find("unknown option '--zip'"),
             std::string::npos);
+}
+
+TEST(ConvertOptionsTest, AnOutputWhoseNameChoosesNoFormatIsAUsageError) {
+  EXPECT_EQ(usageErrorOf({"convert", "in.json", "out.txt"}),
+            "kinetrace convert: out.txt: OUT's name chooses its format, and this one names none: "
+            "end it in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz)");
+  EXPECT_NE(usageErrorOf({"convert", "in.json", "trace"}), "") << "no extension at all";
+  for (const char* out : {"a.json", "a.json.gz", "a.pftrace", "a.perfetto-trace", "a.pftrace.gz",
+                          "file:///tmp/a.json", "perfetto:///tmp/a", "myscheme://anything"}) {
+    EXPECT_EQ(parseCommandLine({"convert", "in.json", out}).convert.output, out) << out;
+  }
 }
 
 class ConvertCommandTest : public ::testing::Test {
@@ -126,10 +137,10 @@ TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
 }
 
 TEST(ConvertOptionsTest, TakesMemoryMbAsAnalyzeDoes) {
-  EXPECT_EQ(parseCommandLine({"convert", "--memory-mb", "32", "a", "b"}).convert.memoryBytes,
+  EXPECT_EQ(parseCommandLine({"convert", "--memory-mb", "32", "a", "b.json"}).convert.memoryBytes,
             std::size_t{32} << 20);
-  EXPECT_EQ(parseCommandLine({"convert", "a", "b"}).convert.memoryBytes, std::size_t{256} << 20);
-  EXPECT_EQ(usageErrorOf({"convert", "--memory-mb", "15", "a", "b"}),
+  EXPECT_EQ(parseCommandLine({"convert", "a", "b.json"}).convert.memoryBytes, std::size_t{256} << 20);
+  EXPECT_EQ(usageErrorOf({"convert", "--memory-mb", "15", "a", "b.json"}),
             "kinetrace convert: --memory-mb needs a whole number of megabytes 16..1048576, got "
             "'15'");
 }

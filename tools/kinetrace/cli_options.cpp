@@ -7,6 +7,7 @@
 #include "kinetrace/config.h"
 #include "kinetrace/error.h"
 #include "option_table.h"
+#include "output/open_sink.h"
 #include "session/settings.h"
 
 namespace kinetrace::cli {
@@ -294,6 +295,13 @@ const CommandSpec<ConvertOptions>& convertSpec() {
         }
         convert.input = paths[0];
         convert.output = paths[1];
+        // OUT's name chooses its format: a name that chooses none would be written as JSON
+        // without a word.
+        if (!kinetrace::detail::namesTraceFormat(convert.output)) {
+          throw UsageError("kinetrace convert: " + convert.output +
+                           ": OUT's name chooses its format, and this one names none: end it "
+                           "in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz)");
+        }
       },
       R"(usage: kinetrace convert [--quiet] [--memory-mb N] IN OUT
 
