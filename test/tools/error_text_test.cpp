@@ -28,5 +28,18 @@ TEST(ErrorTextTest, MessagesWithoutAPrefixAreLeftAlone) {
   EXPECT_EQ(withoutKinetracePrefix(""), "");
 }
 
+TEST(ErrorTextTest, AnErrorLineHasOnePrefixTheCommandsWhenTheMessageNamesIt) {
+  EXPECT_EQ(errorLine("kinetrace: kinetrace convert: out.json is also an input"),
+            "kinetrace convert: out.json is also an input");
+  EXPECT_EQ(errorLine("kinetrace convert: out.json is also an input"),
+            "kinetrace convert: out.json is also an input");
+  EXPECT_EQ(errorLine("cannot read t.json: no such file or directory"),
+            "kinetrace: cannot read t.json: no such file or directory");
+  EXPECT_EQ(errorLine("kinetrace: kinetrace config: unknown key \"x\""),
+            "kinetrace: unknown key \"x\"");
+  EXPECT_EQ(errorLine("kinetrace nonsense: x"), "kinetrace: kinetrace nonsense: x")
+      << "only a command's own name is a prefix";
+}
+
 }  // namespace
 }  // namespace kinetrace::cli

@@ -1,5 +1,7 @@
 #include "error_text.h"
 
+#include "cli_options.h"
+
 namespace kinetrace::cli {
 
 std::string withoutKinetracePrefix(std::string_view message) {
@@ -15,6 +17,15 @@ std::string withoutKinetracePrefix(std::string_view message) {
     }
   }
   return std::string(message);
+}
+
+std::string errorLine(std::string_view message) {
+  const std::string text = withoutKinetracePrefix(message);
+  for (const std::string& command : commandNames()) {
+    const std::string own = "kinetrace " + command + ": ";
+    if (text.compare(0, own.size(), own) == 0) return text;
+  }
+  return "kinetrace: " + text;
 }
 
 }  // namespace kinetrace::cli

@@ -15,4 +15,9 @@ namespace kinetrace::cli {
 //     == "cannot write trace to t.json: File too large"
 std::string withoutKinetracePrefix(std::string_view message);
 
+// The line the command prints for an error: the message with exactly one prefix. A message
+// that names its command ("kinetrace convert: OUT and IN are the same file") keeps that
+// prefix alone; any other gets "kinetrace: ". Never "kinetrace: kinetrace convert: ...".
+std::string errorLine(std::string_view message);
+
 }  // namespace kinetrace::cli

@@ -100,11 +100,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.what());
     return error.exitCode();
   } catch (const kinetrace::Error& error) {
-    std::fprintf(stderr, "kinetrace: %s\n", withoutKinetracePrefix(error.what()).c_str());
+    std::fprintf(stderr, "%s\n", errorLine(error.what()).c_str());
     // A setting refused is a mistake in how kinetrace was asked, as a bad option is.
     return error.kind() == kinetrace::ErrorKind::Setting ? 2 : 1;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "kinetrace: %s\n", withoutKinetracePrefix(error.what()).c_str());
+    std::fprintf(stderr, "%s\n", errorLine(error.what()).c_str());
     return 1;
   }
   return 0;
