@@ -205,6 +205,21 @@ TEST_F(AnalyzeCommandTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
   EXPECT_EQ(contentsOf(path("b.json")), before);
 }
 
+TEST_F(AnalyzeCommandTest, AnOutputThatCannotBeWrittenIsSaidBeforeTheTracesAreRead) {
+  // A trace that cannot be read: were it read first, its error would come first.
+  std::ofstream(path("broken.json")) << "{\"traceEvents\": [ not json";
+  AnalyzeOptions options;
+  options.quiet = true;
+  options.paths = {path("broken.json")};
+  options.htmlOutput = path("no such directory/report.html");
+  EXPECT_NE(errorOf(options).find("no such directory/report.html"), std::string::npos)
+      << errorOf(options);
+  options.htmlOutput.clear();
+  options.jsonOutput = dir_.path();  // a directory
+  EXPECT_NE(errorOf(options).find(dir_.path()), std::string::npos) << errorOf(options);
+  EXPECT_EQ(errorOf(options).find("broken.json"), std::string::npos) << errorOf(options);
+}
+
 TEST_F(AnalyzeCommandTest, OneTraceInSeveralFormatsIsReadOnce) {
   // The format is told by content: copies of one JSON trace under each name will do.
   for (const char* name : {"t.json", "t.json.gz", "t.pftrace"}) writeRankTrace(path(name), 0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,7 @@
 #include "files.h"
 #include "kinetrace/error.h"
 #include "kinetrace/trace.h"
+#include "output/atomic_file.h"
 #include "progress.h"
 #include "session/seam.h"
 
@@ -102,6 +104,18 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   for (const std::string& output : {options.jsonOutput, options.htmlOutput}) {
     refuseOutputOverInput(output, files, "kinetrace analyze");
   }
+  // The reports' files are made (a temporary file beside each name) before the reading: an
+  // output that cannot be written is said at once, not after minutes of analysis, and a
+  // Ctrl-C meanwhile leaves none of them behind.
+  detail::removeTemporaryFilesOnSignals();
+  std::unique_ptr<detail::AtomicFile> jsonFile;
+  std::unique_ptr<detail::AtomicFile> htmlFile;
+  if (!options.jsonOutput.empty()) {
+    jsonFile = std::make_unique<detail::AtomicFile>(options.jsonOutput);
+  }
+  if (!options.htmlOutput.empty()) {
+    htmlFile = std::make_unique<detail::AtomicFile>(options.htmlOutput);
+  }
   if (!options.quiet) {
     for (const std::string& line : duplicates) {
       std::fprintf(messages, "kinetrace: skipped %s\n", line.c_str());
@@ -183,12 +197,12 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   }
   const detail::AnalysisReport report =
       detail::combineRanks(std::move(reports), collectives, analysis);
-  if (!options.jsonOutput.empty()) {
-    internal::writeFileAtomically(options.jsonOutput, detail::reportJson(report));
-  }
-  if (!options.htmlOutput.empty()) {
-    internal::writeFileAtomically(options.htmlOutput, detail::reportHtml(report, analysis));
-  }
+  auto complete = [](detail::AtomicFile& file, const std::string& text) {
+    file.write(text.data(), text.size());
+    file.commit();
+  };
+  if (jsonFile) complete(*jsonFile, detail::reportJson(report));
+  if (htmlFile) complete(*htmlFile, detail::reportHtml(report, analysis));
   std::fputs(detail::formatReport(report, analysis).c_str(), out);
   return 0;
 }
