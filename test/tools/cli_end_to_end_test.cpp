@@ -881,4 +881,20 @@ TEST(KinetraceRunTest, CtrlCAtTheTerminalReachesTheProgramOnceAndKinetraceReport
                                                         << r.err;
 }
 
+TEST(KinetraceCommandsTest, AnalyzeAndConvertReadATraceFromStandardInputAsDash) {
+  const RunDir dir;
+  const std::string trace =
+      R"({"traceEvents": [)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 40,)"
+      R"( "args": {"device": 0, "stream": 7}}]})";
+  Result analyzed = run({KINETRACE_CLI, "analyze", "-"}, {}, trace);
+  EXPECT_EQ(analyzed.exitCode, 0) << analyzed.err;
+  EXPECT_CONTAINS(analyzed.out, "gemm");
+  const std::string json = dir.path() + "/from_stdin.json";
+  Result converted = run({KINETRACE_CLI, "convert", "-", json}, {}, trace);
+  EXPECT_EQ(converted.exitCode, 0) << converted.err;
+  EXPECT_EQ(eventNames(nlohmann::json::parse(readFile(json)), "kernel"),
+            std::vector<std::string>{"gemm"});
+}
+
 }  // namespace

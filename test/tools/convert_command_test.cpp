@@ -49,6 +49,13 @@ TEST(ConvertOptionsTest, AnythingButTwoPathsIsAUsageError) {
             std::string::npos);
 }
 
+TEST(ConvertOptionsTest, DashIsStandardInput) {
+  EXPECT_EQ(parseCommandLine({"convert", "-", "out.json"}).convert.input, "/dev/stdin");
+  EXPECT_EQ(parseCommandLine({"convert", "./-", "out.json"}).convert.input, "./-");
+  EXPECT_EQ(parseCommandLine({"analyze", "a.json", "-"}).analyze.paths,
+            (std::vector<std::string>{"a.json", "/dev/stdin"}));
+}
+
 TEST(ConvertOptionsTest, AnOutputWhoseNameChoosesNoFormatIsAUsageError) {
   EXPECT_EQ(usageErrorOf({"convert", "in.json", "out.txt"}),
             "kinetrace convert: out.txt: OUT's name chooses its format, and this one names none: "

@@ -272,6 +272,11 @@ Only regular files are read as summaries: a link, device or FIFO is named and re
   return spec;
 }
 
+// A trace operand: "-" is standard input (a file named so is "./-").
+std::string standardInputFor(const std::string& operand) {
+  return operand == "-" ? std::string("/dev/stdin") : operand;
+}
+
 // convert ------------------------------------------------------------------------------
 
 const CommandSpec<ConvertOptions>& convertSpec() {
@@ -293,7 +298,7 @@ const CommandSpec<ConvertOptions>& convertSpec() {
               "(got " +
               std::to_string(paths.size()) + " paths)");
         }
-        convert.input = paths[0];
+        convert.input = standardInputFor(paths[0]);
         convert.output = paths[1];
         // OUT's name chooses its format: a name that chooses none would be written as JSON
         // without a word.
@@ -307,8 +312,8 @@ const CommandSpec<ConvertOptions>& convertSpec() {
 
 Rewrites a trace in another format, streaming (a trace of any size needs little memory).
 IN is Chrome trace JSON (as kinetrace, torch.profiler and libkineto write it) or a .pftrace
-that kinetrace wrote, gzip-compressed or not: the content decides, not the name. OUT's
-name chooses its format:
+that kinetrace wrote, gzip-compressed or not: the content decides, not the name; - reads it
+from standard input. OUT's name chooses its format:
 
   *.json                Chrome trace JSON
   *.json.gz             Chrome trace JSON, gzip-compressed
@@ -417,6 +422,7 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
       },
       Operands::Anywhere,
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {
+        for (std::string& path : paths) path = standardInputFor(path);
         analyze.paths = std::move(paths);
         if (analyze.paths.empty()) {
           throw UsageError(
@@ -428,7 +434,7 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
 Answers "why is my GPU idle?" from traces kinetrace or torch.profiler wrote (.json, .json.gz,
 .pftrace; a directory: every trace in it, one per rank, a trace saved in several formats
 read once: .json first, then .json.gz, then .pftrace, the others named as skipped; a pipe or
-FIFO is read as a stream): findings in plain sentences, then
+FIFO is read as a stream, - standard input): findings in plain sentences, then
 per trace the GPU time (busy: compute, communication, memory; idle: before the first GPU
 operation, waiting for the host, launching, kernel wait, waiting on other work (what it
 waited on, where the trace shows it), other) per GPU, stream and step, the kernels that

@@ -66,7 +66,8 @@ Command parseWith(const CommandSpec<Options>& spec, const std::vector<std::strin
   const std::string prefix = std::string("kinetrace ") + spec.name + ": ";
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& word = args[i];
-    const bool optionLike = !word.empty() && word[0] == '-';
+    // A lone "-" is an operand (standard input, by convention), never an option.
+    const bool optionLike = word.size() > 1 && word[0] == '-';
     if (spec.operands != Operands::None && word == "--") {
       rest(i + 1);
       break;
