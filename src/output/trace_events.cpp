@@ -1,7 +1,5 @@
 #include "output/trace_events.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -9,11 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include "output/kind_names.h"

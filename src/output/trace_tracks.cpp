@@ -63,11 +63,19 @@ uint64_t TrackBook::GpuKey::hash() const {
 TrackBook::TrackBook(Sink& sink, const TraceTables& tables, int64_t sinceNs)
     : sink_(sink), tables_(tables), sinceNs_(sinceNs) {}
 
-TrackRef TrackBook::describe(TrackKind kind, uint64_t parent, const std::string& name, int64_t pid,
-                             int64_t tid, int64_t sortIndex, std::string_view label,
+TrackRef TrackBook::describe(TrackKind kind, uint64_t parent, const std::string& name,
+                             int64_t pid, int64_t tid, int64_t sortIndex, std::string_view label,
                              std::string_view unit, std::string_view category) {
+  const TrackRef ref{nextId_++, pid, tid};
+  describeAs(ref, kind, parent, name, sortIndex, label, unit, category);
+  return ref;
+}
+
+void TrackBook::describeAs(const TrackRef& ref, TrackKind kind, uint64_t parent,
+                           const std::string& name, int64_t sortIndex, std::string_view label,
+                           std::string_view unit, std::string_view category) {
   Track track;
-  track.id = nextId_++;
+  track.id = ref.id;
   track.parent = parent;
   track.kind = kind;
   track.name = name;
@@ -75,11 +83,10 @@ TrackRef TrackBook::describe(TrackKind kind, uint64_t parent, const std::string&
   track.sortIndex = sortIndex;
   track.unit = unit;
   track.category = category;
-  track.pid = pid;
-  track.tid = tid;
+  track.pid = ref.pid;
+  track.tid = ref.tid;
   track.sinceNs = sinceNs_;
   sink_.describe(track);
-  return TrackRef{track.id, pid, tid};
 }
 
 TrackRef TrackBook::hostProcess() {
@@ -229,16 +236,7 @@ void TrackBook::finish() {
     std::string name = hostThreadName(tid);
     if (name == thread.name) continue;
     thread.name = std::move(name);
-    Track track;
-    track.id = thread.ref.id;
-    track.parent = hostProcess_.id;
-    track.kind = TrackKind::Thread;
-    track.name = thread.name;
-    track.sortIndex = tid;
-    track.pid = thread.ref.pid;
-    track.tid = tid;
-    track.sinceNs = sinceNs_;
-    sink_.describe(track);
+    describeAs(thread.ref, TrackKind::Thread, hostProcess_.id, thread.name, tid);
   }
 }
 

@@ -97,6 +97,10 @@ class TrackBook {
   TrackRef describe(TrackKind kind, uint64_t parent, const std::string& name, int64_t pid,
                     int64_t tid, int64_t sortIndex, std::string_view label = {},
                     std::string_view unit = {}, std::string_view category = {});
+  // Describes the track `ref` (again, under its id: a host thread renamed).
+  void describeAs(const TrackRef& ref, TrackKind kind, uint64_t parent, const std::string& name,
+                  int64_t sortIndex, std::string_view label = {}, std::string_view unit = {},
+                  std::string_view category = {});
   TrackRef hostProcess();
   TrackRef overheadProcess();
   Device& device(uint32_t device);

@@ -12,6 +12,7 @@
 
 #include "kinetrace/sink.h"
 #include "model/trace_data.h"
+#include "output/chrome_naming.h"
 #include "output/trace_events.h"
 #include "support/allocation_counter.h"
 
@@ -362,16 +363,7 @@ class OrderSink : public Sink {
   }
   void describe(const Track& track) override {
     log.push_back({true, track.id, std::string(track.name)});
-    tracks[track.id] = OwnedTrack{track.id,
-                                  track.parent,
-                                  track.kind,
-                                  std::string(track.name),
-                                  std::string(track.label),
-                                  track.sortIndex,
-                                  std::string(track.unit),
-                                  std::string(track.category),
-                                  track.pid,
-                                  track.tid};
+    noteLatestTrack(described, track);
   }
   void end(const Metadata&) override {}
   struct Entry {
@@ -380,7 +372,15 @@ class OrderSink : public Sink {
     std::string name;
   };
   std::vector<Entry> log;
-  std::map<uint64_t, OwnedTrack> tracks;  // the latest description of each
+  std::vector<OwnedTrack> described;  // the latest description of each
+
+  const OwnedTrack& track(uint64_t id) const {
+    for (const OwnedTrack& t : described) {
+      if (t.id == id) return t;
+    }
+    ADD_FAILURE() << "no track " << id;
+    return described.front();
+  }
 };
 
 TEST_F(EventWriterTest, DescribesEveryTrackWithItsKindAndParentBeforeItsFirstEvent) {
@@ -404,7 +404,7 @@ TEST_F(EventWriterTest, DescribesEveryTrackWithItsKindAndParentBeforeItsFirstEve
   std::set<uint64_t> described;
   for (const OrderSink::Entry& e : sink.log) {
     if (e.description) {
-      const OwnedTrack& t = sink.tracks.at(e.track);
+      const OwnedTrack& t = sink.track(e.track);
       EXPECT_TRUE(t.parent == 0 || described.count(t.parent)) << t.name << ": parent first";
       described.insert(e.track);
     } else {
@@ -412,11 +412,11 @@ TEST_F(EventWriterTest, DescribesEveryTrackWithItsKindAndParentBeforeItsFirstEve
     }
   }
   auto trackOf = [&sink](std::string_view name) -> const OwnedTrack& {
-    for (const auto& [id, t] : sink.tracks) {
+    for (const OwnedTrack& t : sink.described) {
       if (t.name == name) return t;
     }
     ADD_FAILURE() << "no track " << name;
-    return sink.tracks.begin()->second;
+    return sink.described.front();
   };
   const OwnedTrack& gpu = trackOf("GPU 1");
   EXPECT_EQ(gpu.kind, TrackKind::Process);
