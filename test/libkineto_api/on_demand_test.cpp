@@ -215,6 +215,13 @@ TEST_F(OnDemandTest, AWindowThatCouldNeverStartIsRefusedAndLeavesTheProcessFree)
 }
 
 TEST_F(OnDemandTest, AForkedChildNeitherPollsNorRecordsNorWaitsForTheParentsThreads) {
+#if defined(__SANITIZE_THREAD__)
+  // The child allocates while the parent's driver thread runs: ThreadSanitizer's runtime does
+  // not take its own locks across fork, and the child waited forever for one (a 300 s timeout
+  // in CI's TSan stage, once). The plain and ASan builds run this test.
+  GTEST_SKIP() << "a forked child of a multi-threaded process cannot allocate safely under "
+                  "ThreadSanitizer";
+#endif
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
