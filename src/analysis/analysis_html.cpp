@@ -14,6 +14,7 @@
 #include "analysis/analysis_html_charts.h"
 #include "analysis/gpu_bound_report.h"
 #include "analysis/trace_analysis.h"
+#include "support/text.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -52,13 +53,6 @@ std::string table(const std::vector<std::string>& header,
     out += "</tr>\n";
   }
   return out + "</tbody></table>\n";
-}
-
-std::string count(uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
-    digits.insert(static_cast<std::size_t>(at), ",");
-  return digits;
 }
 
 std::string swatch(const char* colour) {
@@ -201,8 +195,8 @@ std::string overTime(const RankReport& r, const AnalysisOptions& options) {
     out += fmt::format(
                "<h4>Allocated GPU memory</h4><p>{} samples: {} at the first, {} at the last, "
                "peak {}.</p>\n",
-               count(r.memory.samples), bytes(r.memory.firstBytes), bytes(r.memory.lastBytes),
-               bytes(r.memory.peakBytes)) +
+               withThousands(r.memory.samples), bytes(r.memory.firstBytes),
+               bytes(r.memory.lastBytes), bytes(r.memory.peakBytes)) +
            html::memoryChart(r);
   }
   return out;
@@ -213,7 +207,7 @@ std::string streamsTable(const RankReport& r) {
   for (const DeviceReport& d : r.devices) {
     for (const StreamBreakdown& s : d.streams) {
       rows.push_back({text(fmt::format("GPU {}", s.device)), number(std::to_string(s.stream)),
-                      number(count(s.operations)), number(duration(s.busyNs)),
+                      number(withThousands(s.operations)), number(duration(s.busyNs)),
                       number(percent(s.busyNs, d.time.windowNs)),
                       number(std::to_string(s.maxQueueDepth))});
     }
@@ -234,8 +228,8 @@ std::string gpuMetricsNote(const RankReport& r) {
                "<p>{} of {} kernels carry their metric averages. All kernels: {} (a unit at "
                "{:.0f}% of "
                "its peak or more limits a kernel). Kernel time bound by: {}</p>\n",
-               count(m.kernelsWithMetrics), count(m.kernels), escape(describeMix(m.all, m.metrics)),
-               kLimiterPercent, boundBar(m.all, m.metrics)) +
+               withThousands(m.kernelsWithMetrics), withThousands(m.kernels),
+               escape(describeMix(m.all, m.metrics)), kLimiterPercent, boundBar(m.all, m.metrics)) +
            boundLegend();
   }
   if (m.hasMetadata) {
@@ -243,9 +237,10 @@ std::string gpuMetricsNote(const RankReport& r) {
         "<p{}>Sampled every {}: {} samples kept, {} lost, {} corrupted, {} set-up samples "
         "dropped{}.</p>\n",
         m.lost > 0 || m.corrupted > 0 ? " class=\"note\"" : "", duration(m.intervalNs),
-        count(m.samples), count(m.lost), count(m.corrupted), count(m.setupDropped),
+        withThousands(m.samples), withThousands(m.lost), withThousands(m.corrupted),
+        withThousands(m.setupDropped),
         m.kernelsWithoutTheirSamples > 0 ? fmt::format("; {} kernels ran without their samples",
-                                                       count(m.kernelsWithoutTheirSamples))
+                                                       withThousands(m.kernelsWithoutTheirSamples))
                                          : "");
   }
   return out;
@@ -255,11 +250,11 @@ std::string kernelsSection(const RankReport& r) {
   std::string out = fmt::format(
       "<h3>Kernels</h3><p>{} kernels, {} of kernel time, by kind, then the {} longest in total "
       "(names shortened; the full name on hover).</p>\n",
-      count(r.kernelCount), duration(r.kernelNs), r.kernels.size());
+      withThousands(r.kernelCount), duration(r.kernelNs), r.kernels.size());
   std::vector<std::vector<Cell>> kinds;
   for (const KernelRow& k : r.kinds) {
     kinds.push_back({raw(swatch(kindColour(k.kind)) + escape(k.kind)),
-                     number(count(k.duration.count)), number(duration(k.duration.totalNs)),
+                     number(withThousands(k.duration.count)), number(duration(k.duration.totalNs)),
                      raw(shareBar(k.share, kindColour(k.kind)))});
   }
   out += table({"kind", "operations", "total", "share of GPU operation time"}, kinds);
@@ -267,8 +262,8 @@ std::string kernelsSection(const RankReport& r) {
   const bool bound = !r.gpuMetrics.metrics.empty();
   std::vector<std::vector<Cell>> rows;
   for (const KernelRow& k : r.kernels) {
-    rows.push_back({raw(nameHtml(k.name, 60)), text(k.kind), number(count(k.duration.count)),
-                    number(duration(k.duration.totalNs)),
+    rows.push_back({raw(nameHtml(k.name, 60)), text(k.kind),
+                    number(withThousands(k.duration.count)), number(duration(k.duration.totalNs)),
                     raw(shareBar(k.share, kindColour(k.kind))), number(duration(k.duration.meanNs)),
                     number(duration(k.duration.p50Ns)), number(duration(k.duration.maxNs))});
     if (bound) {
@@ -289,13 +284,14 @@ std::string tinySection(const RankReport& r) {
   std::string out = fmt::format(
       "<h3>Tiny kernels</h3><p>{} kernels under {} ({:.0f}% of all kernels): {} on the GPU, {} "
       "in their launch calls; {} took longer to launch than to run.</p>\n",
-      count(tiny.count), duration(tiny.thresholdNs), 100 * tiny.shareOfKernels,
-      duration(tiny.kernelNs), duration(tiny.launchNs), count(tiny.launchLongerCount));
+      withThousands(tiny.count), duration(tiny.thresholdNs), 100 * tiny.shareOfKernels,
+      duration(tiny.kernelNs), duration(tiny.launchNs), withThousands(tiny.launchLongerCount));
   if (tiny.issuers.empty()) return out;
   std::vector<std::vector<Cell>> rows;
   for (const auto& [name, n] : tiny.issuers) {
     const double share = tiny.count > 0 ? static_cast<double>(n) / tiny.count : 0.0;
-    rows.push_back({raw(nameHtml(name, 70, false)), number(count(n)), raw(shareBar(share))});
+    rows.push_back(
+        {raw(nameHtml(name, 70, false)), number(withThousands(n)), raw(shareBar(share))});
   }
   uint64_t listed = 0;
   for (const auto& issuer : tiny.issuers) listed += issuer.second;
@@ -312,7 +308,7 @@ std::string latencySection(const RankReport& r) {
   return fmt::format(
              "<h3>Launch latency</h3><p>From the launch call to the operation's start, over {} "
              "operations: p50 {}, p90 {}, p99 {}, max {}.</p>\n",
-             count(l.count), duration(l.p50Ns), duration(l.p90Ns), duration(l.p99Ns),
+             withThousands(l.count), duration(l.p50Ns), duration(l.p90Ns), duration(l.p99Ns),
              duration(l.maxNs)) +
          html::latencyHistogram(r);
 }
@@ -337,7 +333,7 @@ std::string gapsSection(const RankReport& r) {
     if (found.empty()) return;
     std::vector<std::vector<Cell>> foundRows;
     for (const FoundRow& f : found) {
-      foundRows.push_back({text(f.found), number(count(f.gaps)), number(duration(f.ns))});
+      foundRows.push_back({text(f.found), number(withThousands(f.gaps)), number(duration(f.ns))});
     }
     out += fmt::format("<h3>{}</h3>\n", heading) + table({what, "gaps", "idle time"}, foundRows);
   };
@@ -363,7 +359,7 @@ std::string communicationSection(const RankReport& r) {
   if (!r.ncclCalls.empty()) {
     std::vector<std::vector<Cell>> rows;
     for (const NcclCallRow& row : r.ncclCalls) {
-      rows.push_back({text(row.call), number(count(row.operations)),
+      rows.push_back({text(row.call), number(withThousands(row.operations)),
                       number(bytes(static_cast<int64_t>(row.bytes))), number(duration(row.gpuNs)),
                       number(fmt::format("{:.1f}", row.gigabytesPerSecond))});
     }
@@ -378,7 +374,7 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
       r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("trace {}", index + 1);
   std::string out = fmt::format(
       "<section class=\"rank\" id=\"trace{}\"><h2>{} <small>{} ({} events)</small></h2>\n", index,
-      escape(who), escape(r.path), count(r.events));
+      escape(who), escape(r.path), withThousands(r.events));
   if (r.devices.empty()) return out + "<p>No GPU operations in this trace.</p></section>\n";
   const int64_t window = r.time.windowNs / static_cast<int64_t>(r.devices.size());
   out += fmt::format(

@@ -162,13 +162,6 @@ const Part kParts[kPartCount] = {
 
 namespace {
 
-std::string thousands(uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
-    digits.insert(static_cast<std::size_t>(at), ",");
-  return digits;
-}
-
 // Room for a label of `chars` characters in the charts' 11 px font, generously: a label is
 // only drawn where it fits.
 double textWidth(std::size_t chars) {
@@ -477,7 +470,7 @@ std::string latencyHistogram(const RankReport& r) {
   auto y = [&](double n) { return kTop + kHeight - kHeight * n / axisTop; };
   for (double v = 0; v <= axisTop + 1e-9; v += step) {
     svg.line(kTimeLeft - 4, y(v), kTimeLeft + kTimePlot, y(v), v == 0 ? "#888" : "#eee");
-    svg.text(kTimeLeft - 8, y(v) + 4, thousands(static_cast<uint64_t>(v)), "end", "tick");
+    svg.text(kTimeLeft - 8, y(v) + 4, withThousands(static_cast<uint64_t>(v)), "end", "tick");
   }
   svg.text(kTimeLeft - 48, kTop + kHeight / 2.0, "operations", "end", "label");
   const double w = static_cast<double>(kTimePlot) / static_cast<double>(shown);
@@ -497,7 +490,7 @@ std::string latencyHistogram(const RankReport& r) {
     if (buckets[b] > 0) {
       svg.rect(x + 1, y(static_cast<double>(buckets[b])), w - 2, h, "#4e79a7",
                fmt::format("{}: {} operations", range, buckets[b]));
-      const std::string value = thousands(buckets[b]);
+      const std::string value = withThousands(buckets[b]);
       if (textWidth(value.size()) <= w)
         svg.text(x + w / 2, y(static_cast<double>(buckets[b])) - 3, value, "middle", "value");
     }

@@ -5,15 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "support/text.h"
+
 namespace kinetrace::detail {
 namespace {
-
-std::string count(uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
-    digits.insert(static_cast<std::size_t>(at), ",");
-  return digits;
-}
 
 std::string interval(int64_t ns) {
   if (ns >= 1'000'000 && ns % 1'000 == 0)
@@ -89,10 +84,10 @@ std::vector<Finding> gpuBoundFindings(const RankReport& r, const std::string& pr
         fmt::format(
             "{}GPU metric sampling lost {} samples and {} were corrupted (against {} kept): the "
             "averages are over the samples kept{}; a longer --gpu-metrics-interval loses fewer.",
-            prefix, count(m.lost), count(m.corrupted), count(m.samples),
+            prefix, withThousands(m.lost), withThousands(m.corrupted), withThousands(m.samples),
             m.kernelsWithoutTheirSamples > 0
                 ? fmt::format(", and {} kernels ran without their samples",
-                              count(m.kernelsWithoutTheirSamples))
+                              withThousands(m.kernelsWithoutTheirSamples))
                 : ""),
         {{"lost", static_cast<double>(m.lost)},
          {"corrupted", static_cast<double>(m.corrupted)},
@@ -104,7 +99,7 @@ std::vector<Finding> gpuBoundFindings(const RankReport& r, const std::string& pr
                           fmt::format("{}GPU metrics were sampled ({} samples) but no kernel "
                                       "carries their averages: no kernel ran while samples were "
                                       "taken.",
-                                      prefix, count(m.samples)),
+                                      prefix, withThousands(m.samples)),
                           {{"samples", static_cast<double>(m.samples)}}});
   }
   return out;
@@ -115,9 +110,9 @@ std::string gpuMetricsText(const RankReport& r) {
   if (!m.any()) return "";
   std::string names;
   for (const MetricName& metric : m.metrics) names += (names.empty() ? "" : ", ") + metric.key();
-  std::string out =
-      fmt::format("GPU metrics: {} of {} kernels carry averages{}{}\n", count(m.kernelsWithMetrics),
-                  count(m.kernels), names.empty() ? "" : " of ", names);
+  std::string out = fmt::format("GPU metrics: {} of {} kernels carry averages{}{}\n",
+                                withThousands(m.kernelsWithMetrics), withThousands(m.kernels),
+                                names.empty() ? "" : " of ", names);
   if (!m.metrics.empty()) {
     out += fmt::format("  kernel time bound by {} (limiter: {:.0f}% of peak)\n", boundShares(m.all),
                        kLimiterPercent);
@@ -127,11 +122,11 @@ std::string gpuMetricsText(const RankReport& r) {
     out += fmt::format(
         "  sampled every {}: {} samples kept, {} lost, {} corrupted, {} set-up "
         "samples dropped{}\n",
-        interval(m.intervalNs), count(m.samples), count(m.lost), count(m.corrupted),
-        count(m.setupDropped),
-        m.kernelsWithoutTheirSamples > 0
-            ? fmt::format("; {} kernels without their samples", count(m.kernelsWithoutTheirSamples))
-            : "");
+        interval(m.intervalNs), withThousands(m.samples), withThousands(m.lost),
+        withThousands(m.corrupted), withThousands(m.setupDropped),
+        m.kernelsWithoutTheirSamples > 0 ? fmt::format("; {} kernels without their samples",
+                                                       withThousands(m.kernelsWithoutTheirSamples))
+                                         : "");
   }
   return out;
 }

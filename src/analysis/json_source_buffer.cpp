@@ -71,7 +71,7 @@ void JsonSourceBuffer::noteTokenByte() {
     budget_.refuse(
         fmt::format("the {} at byte {}, {} bytes long so far (the JSON parser "
                     "holds it four times over),",
-                    inString_ ? "string" : "number", tokenStart_, tokenBytes_));
+                    strings_.inString ? "string" : "number", tokenStart_, tokenBytes_));
   }
 }
 
@@ -83,15 +83,9 @@ std::size_t JsonSourceBuffer::filter(std::size_t size) {
   std::size_t out = 0;
   for (std::size_t i = 0; i < size; ++i) {
     const char c = raw_[i];
-    if (inString_) {
+    if (strings_.inString) {
       noteTokenByte();
-      if (escaped_) {
-        escaped_ = false;
-      } else if (c == '\\') {
-        escaped_ = true;
-      } else if (c == '"') {
-        inString_ = false;
-      }
+      strings_.stepInString(c);
       whitespaceRun_ = 0;
     } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
       inToken_ = false;
@@ -102,7 +96,7 @@ std::size_t JsonSourceBuffer::filter(std::size_t size) {
     } else {
       whitespaceRun_ = 0;
       if (c == '"') {
-        inString_ = true;
+        strings_.inString = true;
         inToken_ = false;
         tokenBytes_ = 0;
         tokenStart_ = rawOffset_ + i;

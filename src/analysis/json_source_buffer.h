@@ -17,6 +17,7 @@
 #include <memory>
 #include <streambuf>
 
+#include "analysis/json_structure.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_reader.h"
 
@@ -75,9 +76,8 @@ class JsonSourceBuffer : public std::streambuf {
   uint64_t tokenBytes_ = 0;  // of the string or number being read
   uint64_t tokenStart_ = 0;
   std::size_t whitespaceRun_ = 0;
-  bool inString_ = false;
+  JsonStringScan strings_;
   bool inToken_ = false;  // a number or literal
-  bool escaped_ = false;
   bool atEnd_ = false;
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "support/text.h"
+
 namespace kinetrace::detail::report_text {
 namespace {
 
@@ -29,10 +31,7 @@ std::string percent(int64_t part, int64_t whole) {
 }
 
 std::string count(uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
-    digits.insert(static_cast<std::size_t>(at), ",");
-  return digits;
+  return withThousands(n);
 }
 
 std::string bytes(int64_t b) {

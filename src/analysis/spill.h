@@ -125,6 +125,18 @@ class ListBuffer {
     buffer_.push(item);
     return true;
   }
+  // Adds `item`, calling writeOut() first when the buffer is full (it must leave the buffer
+  // empty), and counts it.
+  template <typename WriteOut>
+  void add(const T& item, WriteOut&& writeOut) {
+    if (!tryAdd(item)) {
+      writeOut();
+      tryAdd(item);
+    }
+    ++added_;
+  }
+  // Items add() took, written out or not.
+  uint64_t added() const { return added_; }
   BudgetBuffer<T>& items() { return buffer_; }
   const BudgetBuffer<T>& items() const { return buffer_; }
   ReadBudget& budget() const { return buffer_.budget(); }
@@ -135,6 +147,7 @@ class ListBuffer {
   BudgetBuffer<T> buffer_;
   const char* what_;
   std::size_t maxItems_;
+  uint64_t added_ = 0;
 };
 
 template <typename T>
@@ -147,13 +160,9 @@ class SpilledList {
       : memory_(budget, what, maxBytes) {}
 
   void add(const T& item) {
-    if (!memory_.tryAdd(item)) {
-      spill();
-      memory_.tryAdd(item);
-    }
-    ++size_;
+    memory_.add(item, [this] { spill(); });
   }
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return memory_.added(); }
 
   // Calls visit(record) for each record, in the order they were added. Can be repeated.
   template <typename Visit>
@@ -177,7 +186,6 @@ class SpilledList {
   ListBuffer<T> memory_;
   std::unique_ptr<SpillFile> file_;
   uint64_t spilled_ = 0;
-  uint64_t size_ = 0;
 };
 
 template <typename T, typename Less>
@@ -194,13 +202,9 @@ class ExternalSorter {
         heap_(BudgetAllocator<std::size_t>(budget, what)) {}
 
   void add(const T& item) {
-    if (!memory_.tryAdd(item)) {
-      spillRun();
-      memory_.tryAdd(item);
-    }
-    ++size_;
+    memory_.add(item, [this] { spillRun(); });
   }
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return memory_.added(); }
   // Runs written to the file so far (0: all in memory).
   std::size_t spilledRuns() const { return runs_.size(); }
 
@@ -291,7 +295,6 @@ class ExternalSorter {
   Less less_;
   BudgetVector<Run> runs_;  // of a list that spills: what its file holds
   std::unique_ptr<SpillFile> file_;
-  uint64_t size_ = 0;
   // While reading:
   std::size_t memoryAt_ = 0;  // the next record of the buffer
   BudgetVector<SpillReader<T>> readers_;

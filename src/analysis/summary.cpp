@@ -10,6 +10,7 @@
 #include "kinetrace/error.h"
 #include "output/summary_builder.h"
 #include "output/value_json.h"
+#include "support/text.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -20,17 +21,6 @@ double ratio(int64_t part, int64_t whole) {
 
 std::string percent(double fraction) {
   return fmt::format("{:.1f}%", fraction * 100.0);
-}
-
-// 61482 -> "61,482".
-std::string grouped(uint64_t value) {
-  std::string digits = std::to_string(value);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 }  // namespace
@@ -110,13 +100,13 @@ std::string formatSummary(const Summary& s, std::size_t topKernels) {
                      s.devices.size() == 1 ? "" : "s"));
   }
   if (s.kernelCount > 0) {
-    line(fmt::format("kernels {} (sum of durations {})", grouped(s.kernelCount),
+    line(fmt::format("kernels {} (sum of durations {})", withThousands(s.kernelCount),
                      formatDuration(s.kernelTotalNs)));
     std::size_t shown = std::min(topKernels, s.topKernels.size());
     for (std::size_t i = 0; i < shown; ++i) {
       const KernelTotal& k = s.topKernels[i];
       line(fmt::format("  {:>6} {:>10} x{:<7} {}", percent(ratio(k.totalNs, s.kernelTotalNs)),
-                       formatDuration(k.totalNs), grouped(k.count), shortenName(k.name, 80)));
+                       formatDuration(k.totalNs), withThousands(k.count), shortenName(k.name, 80)));
     }
   }
   if (s.memcpyCount > 0) {
@@ -125,21 +115,22 @@ std::string formatSummary(const Summary& s, std::size_t topKernels) {
       if (!kinds.empty()) kinds += ", ";
       kinds += fmt::format("{} {}", c.kind, formatBytes(c.bytes));
     }
-    line(fmt::format("memcpy  {} copies, {} ({})", grouped(s.memcpyCount),
+    line(fmt::format("memcpy  {} copies, {} ({})", withThousands(s.memcpyCount),
                      formatBytes(s.memcpyBytes), kinds));
   }
   if (s.memsetCount > 0) {
-    line(fmt::format("memset  {} sets, {}", grouped(s.memsetCount), formatBytes(s.memsetBytes)));
+    line(fmt::format("memset  {} sets, {}", withThousands(s.memsetCount),
+                     formatBytes(s.memsetBytes)));
   }
   if (s.graphCount > 0) {
     line(fmt::format("graphs  {} launches traced whole (cuda_graph_trace=graph)",
-                     grouped(s.graphCount)));
+                     withThousands(s.graphCount)));
   }
   std::string losses;
   auto loss = [&losses](uint64_t count, const char* what) {
     if (count == 0) return;
     if (!losses.empty()) losses += "; ";
-    losses += fmt::format("{} {}", grouped(count), what);
+    losses += fmt::format("{} {}", withThousands(count), what);
   };
   loss(s.droppedGpuRecords, "GPU records (raise --memory-mb)");
   loss(s.droppedHostEvents, "host events (raise --memory-mb)");

@@ -26,12 +26,7 @@ bool looksLikeCuptiName(std::string_view name) {
 }
 
 std::string shortNameList() {
-  std::string names;
-  for (const NamedGpuMetric& named : gpuMetricShortNames()) {
-    if (!names.empty()) names += ", ";
-    names += named.shortName;
-  }
-  return names;
+  return joinNames(gpuMetricShortNames(), [](const NamedGpuMetric& m) { return m.shortName; });
 }
 
 }  // namespace

@@ -107,23 +107,25 @@ const unsigned char* findSpecial(const unsigned char* p, const unsigned char* en
 constexpr char kHexDigits[] = "0123456789abcdef";
 constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
 
+// Copies `size` bytes, one to two Words, as a Word from the front and one from the back
+// (overlapping when size is less than two Words).
+template <typename Word>
+inline void copyAsTwoWords(char* out, const unsigned char* from, std::size_t size) {
+  Word head;
+  Word tail;
+  std::memcpy(&head, from, sizeof(Word));
+  std::memcpy(&tail, from + size - sizeof(Word), sizeof(Word));
+  std::memcpy(out, &head, sizeof(Word));
+  std::memcpy(out + size - sizeof(Word), &tail, sizeof(Word));
+}
+
 // Most runs are short (an arg key, a word between two escapes): copying them inline avoids
 // a call into memcpy. Overlapping loads and stores cover every length without a loop.
 inline void copyRun(char* out, const unsigned char* from, std::size_t size) {
   if (size >= 8 && size <= 16) {
-    uint64_t head;
-    uint64_t tail;
-    std::memcpy(&head, from, 8);
-    std::memcpy(&tail, from + size - 8, 8);
-    std::memcpy(out, &head, 8);
-    std::memcpy(out + size - 8, &tail, 8);
+    copyAsTwoWords<uint64_t>(out, from, size);
   } else if (size >= 4 && size < 8) {
-    uint32_t head;
-    uint32_t tail;
-    std::memcpy(&head, from, 4);
-    std::memcpy(&tail, from + size - 4, 4);
-    std::memcpy(out, &head, 4);
-    std::memcpy(out + size - 4, &tail, 4);
+    copyAsTwoWords<uint32_t>(out, from, size);
   } else if (size < 4) {
     for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<char>(from[i]);
   } else {

@@ -107,12 +107,7 @@ class SinkRegistry {
 
   std::string knownSchemes() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::string names;
-    for (const auto& entry : factories_) {
-      if (!names.empty()) names += ", ";
-      names += entry.first;
-    }
-    return names;
+    return detail::joinNames(factories_, [](const auto& entry) { return entry.first; });
   }
 
  private:

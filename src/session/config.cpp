@@ -40,12 +40,8 @@ constexpr ActivityName kActivityNames[] = {
 };
 
 std::string knownActivityNames() {
-  std::string names;
-  for (const auto& entry : kActivityNames) {
-    if (!names.empty()) names += ", ";
-    names += entry.name;
-  }
-  return names + ", default, all";
+  return detail::joinNames(kActivityNames, [](const auto& entry) { return entry.name; }) +
+         ", default, all";
 }
 
 }  // namespace

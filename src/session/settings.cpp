@@ -358,12 +358,7 @@ const Setting* findSetting(std::string_view key) {
 }
 
 std::string settingKeys() {
-  std::string keys;
-  for (const Setting& setting : settings()) {
-    if (!keys.empty()) keys += ", ";
-    keys += setting.key;
-  }
-  return keys;
+  return joinNames(settings(), [](const Setting& setting) { return setting.key; });
 }
 
 std::string environmentVariableOf(const Setting& setting) {

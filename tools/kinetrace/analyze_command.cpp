@@ -143,11 +143,10 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
     detail::ReadReport readReport;
     try {
-      readReport = detail::readTraceFile(
-          file, collector, file, budget,
-          [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
+      readReport = progress.follow([&](auto onProgress) {
+        return detail::readTraceFile(file, collector, file, budget, onProgress);
+      });
     } catch (const Error& thrown) {
-      progress.done();
       const Error error = namingFile(file, thrown);
       if (!fromDirectory[f]) throw error;
       // Something else that a directory of traces holds (a report, a JSON config): said,
@@ -156,7 +155,6 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
       unread.push_back(error.what());
       continue;
     }
-    progress.done();
     ++read;
     auto skipped = readReport.skipped;
     detail::CollectedTrace trace = collector.take();

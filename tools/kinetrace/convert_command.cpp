@@ -43,16 +43,9 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   detail::drawSinkMemoryFrom(*sink, budget.memory());
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,
                         options.progressFromBytes);
-  detail::ReadReport report;
-  try {
-    report = detail::readTraceFile(
-        options.input, *sink, options.output, budget,
-        [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
-  } catch (...) {
-    progress.done();
-    throw;
-  }
-  progress.done();
+  const detail::ReadReport report = progress.follow([&](auto onProgress) {
+    return detail::readTraceFile(options.input, *sink, options.output, budget, onProgress);
+  });
   const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
   if (!options.quiet) {

@@ -54,28 +54,15 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
 
   ProgressLine scanning(messages, "finding ranks and collectives", !options.quiet,
                         options.progressFromBytes);
-  std::vector<detail::RankPlacement> plan;
-  try {
-    plan = detail::planMerge(options.paths, mergeOptions, budget,
-                             [&](uint64_t done, uint64_t total) { scanning.update(done, total); });
-  } catch (...) {
-    scanning.done();
-    throw;
-  }
-  scanning.done();
+  const std::vector<detail::RankPlacement> plan = scanning.follow([&](auto onProgress) {
+    return detail::planMerge(options.paths, mergeOptions, budget, onProgress);
+  });
 
   ProgressLine writing(messages, "writing " + options.output, !options.quiet,
                        options.progressFromBytes);
-  detail::MergeReport report;
-  try {
-    report =
-        detail::writeMerged(plan, *sink, options.output, budget,
-                            [&](uint64_t done, uint64_t total) { writing.update(done, total); });
-  } catch (...) {
-    writing.done();
-    throw;
-  }
-  writing.done();
+  const detail::MergeReport report = writing.follow([&](auto onProgress) {
+    return detail::writeMerged(plan, *sink, options.output, budget, onProgress);
+  });
   const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
   if (!options.quiet) {

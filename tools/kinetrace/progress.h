@@ -20,6 +20,16 @@ class ProgressLine {
   void update(uint64_t done, uint64_t total);
   // Ends the line on a terminal. Call before printing anything else.
   void done();
+  // Returns work(onProgress), where onProgress(done, total) updates this line, and ends
+  // the line after it however it ends (a throw included), so what follows starts clean.
+  template <typename Work>
+  auto follow(Work&& work) {
+    struct Ending {
+      ProgressLine& line;
+      ~Ending() { line.done(); }
+    } ending{*this};
+    return work([this](uint64_t done, uint64_t total) { update(done, total); });
+  }
 
  private:
   std::FILE* out_;
