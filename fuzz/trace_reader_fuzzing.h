@@ -13,7 +13,7 @@
 // `kinetrace convert` does (into the Chrome JSON writer, then into the Perfetto writer, their
 // bytes thrown away), each from its own start.
 //
-// Limits, as the readers promise them (README, "Why is the GPU idle?"; trace_reader.h): an
+// Limits, as the readers promise them (docs/ANALYSIS.md, "Memory"; trace_reader.h): an
 // input is read with the smallest cap `kinetrace analyze --memory-mb` takes, 16 MB, and each
 // pass may hold at most that plus kFixedAllowanceBytes on the heap; any input ends in an
 // answer or a kinetrace::Error, never a crash or another exception.

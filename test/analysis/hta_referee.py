@@ -11,9 +11,10 @@ figure, kinetrace, HTA default, HTA no-rounding, diff % (kinetrace against each)
 
 A figure agrees when it is within 0.5% of HTA's with the rounding off (the setting that
 defines it as kinetrace does; the default's difference is shown beside it and named). A
-figure the two define differently is named with its cause (the README's list of differences
-with HTA, "How `kinetrace analyze` relates to HTA"), and where the cause can be taken out
-a row follows that takes it out and must agree. Anything else is an unexplained difference.
+figure the two define differently is named with its cause (docs/ANALYSIS.md's list of
+differences with HTA, "How kinetrace analyze relates to HTA"), and where the cause can be
+taken out a row follows that takes it out and must agree. Anything else is an unexplained
+difference.
 
 HTA's location: --hta-dir, else $HTA_DIR, else ../shared/refs/hta beside the repository,
 else an importable `hta`. HTA needs pandas (Debian's python3-pandas) and PyYAML; plotly,
@@ -39,7 +40,8 @@ SKIP = 77
 TOLERANCE = 0.005  # relative: 0.5%
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Named differences: the README's list, by key. Each row that differs by one says which.
+# Named differences: docs/ANALYSIS.md's list ("How kinetrace analyze relates to HTA"), by key.
+# Each row that differs by one says which.
 NAMED = {
     "rounding": "HTA as shipped rounds each event's start up and its end down to whole "
                 "microseconds (HTA_DISABLE_NS_ROUNDING=1 turns it off)",
@@ -706,7 +708,8 @@ def main(argv):
                    {r.verdict.split("by definition: ", 1)[1] for c in comparisons for r in c.rows
                     if r.verdict.startswith("by definition: ")})
     if named:
-        text.append("named differences (README.md, \"How kinetrace analyze relates to HTA\"):")
+        text.append("named differences (docs/ANALYSIS.md, "
+                    "\"How kinetrace analyze relates to HTA\"):")
         text += [f"  {key}: {NAMED.get(key, key)}" for key in named]
     rows = sum(len(c.rows) for c in comparisons)
     text.append(f"hta_referee: {len(comparisons)} traces, {rows} figures, "
