@@ -141,7 +141,11 @@ uint32_t TraceCollector::intern(std::string_view name) {
 
 void TraceCollector::begin(const TraceHeader& header) {
   noteMetricsMetadata(header.metadata);
-  for (const Value::Member& member : header.metadata) {
+  noteRank(header.metadata);
+}
+
+void TraceCollector::noteRank(const Metadata& metadata) {
+  for (const Value::Member& member : metadata) {
     if (member.key != chrome::kDistributedInfo) continue;
     if (const Value* rank = member.value.find(chrome::kRank)) {
       if (rank->kind() == Value::Kind::Int) trace_.rank = rank->asInt();
@@ -386,6 +390,9 @@ void TraceCollector::noteMetricsMetadata(const Metadata& metadata) {
 
 void TraceCollector::end(const Metadata& footer) {
   noteMetricsMetadata(footer);
+  // torch.profiler writes its distributedInfo after the events: the later word counts, as
+  // in `kinetrace merge`.
+  noteRank(footer);
 }
 
 }  // namespace kinetrace::detail

@@ -270,6 +270,7 @@ class TraceCollector final : public Sink {
   void noteNcclCall(const Event& event);
   void noteKernelMetrics(const Event& event, const CollectedGpuOp& op);
   void noteMetricsMetadata(const Metadata& metadata);
+  void noteRank(const Metadata& metadata);
   CollectedTrace trace_;
   BudgetUnorderedSet<uint32_t, NameHash, NameEqual> ids_;
   std::string_view probe_;

@@ -428,7 +428,7 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
       {chrome::kDistributedInfo,
        Value::object({{chrome::kRank, plan.front().rank},
                       {chrome::kWorldSize, static_cast<int64_t>(plan.size())},
-                      {"kinetrace_merged_ranks", static_cast<int64_t>(plan.size())}})});
+                      {chrome::kMergedRanks, static_cast<int64_t>(plan.size())}})});
   // Every rank's GPUs, as HTA and Perfetto look for them: one list, each GPU saying its rank
   // (its "id" stays the rank's device index; its process is rank * stride + id).
   Value::Array devices;
@@ -473,7 +473,7 @@ MergeReport writeMerged(const std::vector<RankPlacement>& plan, Sink& out,
     }));
   }
   Metadata footer;
-  footer.push_back({"kinetrace_merge", Value(Value::Array(std::move(ranks)))});
+  footer.push_back({chrome::kMergeFooter, Value(Value::Array(std::move(ranks)))});
   out.end(footer);
   return report;
 }

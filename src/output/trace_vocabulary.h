@@ -151,6 +151,10 @@ inline constexpr char kDeviceProperties[] = "deviceProperties";
 inline constexpr char kDistributedInfo[] = "distributedInfo";  // {"rank", "world_size", ...}
 inline constexpr char kRank[] = "rank";
 inline constexpr char kWorldSize[] = "world_size";
+// A trace `kinetrace merge` wrote: distributedInfo's count of the ranks it holds, and the
+// footer's list of them, each {"rank", "path", ..., "header", "footer"} (its own metadata).
+inline constexpr char kMergedRanks[] = "kinetrace_merged_ranks";
+inline constexpr char kMergeFooter[] = "kinetrace_merge";
 // kinetrace's own: how it was recorded and what was lost.
 inline constexpr char kGpuStatus[] = "kinetrace_gpu_status";
 // {"metrics": [{"name", "display_name", "unit"}], "interval_ns", "samples", "lost",

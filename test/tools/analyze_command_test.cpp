@@ -1,5 +1,6 @@
 // `kinetrace analyze`: its command line, the traces a directory holds, one analysis over
-// several ranks' files, --rank and --json; `kinetrace summary` of a trace without a summary.
+// several ranks' files or a merged trace's ranks, --rank and --json; `kinetrace summary` of a
+// trace without a summary.
 
 #include "analyze_command.h"
 
@@ -14,6 +15,7 @@
 
 #include "cli_options.h"
 #include "kinetrace/error.h"
+#include "merge_command.h"
 #include "summary_command.h"
 #include "support/temp_dir.h"
 #include "support/usage_error.h"
@@ -275,6 +277,127 @@ TEST_F(AnalyzeCommandTest, ADirectoryOfUnreadableFilesSaysWhyForEach) {
                 " is not a trace: it starts with 'n' where Chrome trace JSON starts with '{' or "
                 "'[' and a Perfetto trace with the byte 0x0a\n  " +
                 path("b.json") + " is not a Chrome trace: it has no traceEvents array");
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+// The ranks of an analysis's --json with what names the file they came from left out.
+nlohmann::json ranksOf(const std::string& jsonPath) {
+  nlohmann::json ranks = nlohmann::json::parse(std::ifstream(jsonPath))["ranks"];
+  for (nlohmann::json& rank : ranks) rank.erase("path");
+  return ranks;
+}
+
+// A merged trace was read as one rank: both ranks' correlation ids (1 on each) joined one
+// rank's launch to the other's kernel, and the two ranks' streams added up on "GPU 0".
+TEST_F(AnalyzeCommandTest, AMergedTraceReadsAsItsRanksWithEachRanksOwnFigures) {
+  writeRankTrace(path("rank0.json"), 0);
+  writeRankTrace(path("rank1.json"), 1);
+  MergeOptions merge;
+  merge.paths = {path("rank0.json"), path("rank1.json")};
+  merge.output = path("job.json");
+  merge.quiet = true;
+  ASSERT_EQ(mergeCommand(merge, std::tmpfile(), std::tmpfile()), 0);
+
+  AnalyzeOptions separate;
+  separate.paths = {path("rank0.json"), path("rank1.json")};
+  separate.jsonOutput = path("separate.json");
+  analyze(separate);
+  AnalyzeOptions merged;
+  merged.paths = {path("job.json")};
+  merged.jsonOutput = path("merged.json");
+  const std::string text = analyze(merged);
+
+  const nlohmann::json expected = ranksOf(path("separate.json"));
+  const nlohmann::json got = ranksOf(path("merged.json"));
+  ASSERT_EQ(got.size(), 2u) << text;
+  for (std::size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(got[r]["rank"], r);
+    EXPECT_EQ(got[r]["kernel_count"], 2);
+    EXPECT_EQ(got[r]["devices"], expected[r]["devices"]) << "rank " << r;
+    EXPECT_EQ(got[r]["launch_latency"], expected[r]["launch_latency"]) << "rank " << r;
+    EXPECT_EQ(got[r], expected[r]) << "rank " << r;
+  }
+  EXPECT_NE(text.find("rank 1 started ncclAllReduce #1"), std::string::npos) << text;
+
+  // The same from a merged .pftrace.
+  merge.output = path("job.pftrace");
+  ASSERT_EQ(mergeCommand(merge, std::tmpfile(), std::tmpfile()), 0);
+  merged.paths = {merge.output};
+  merged.jsonOutput = path("merged_pftrace.json");
+  analyze(merged);
+  EXPECT_EQ(ranksOf(path("merged_pftrace.json")), expected);
+
+  // --rank picks one rank of the merged trace.
+  merged.rank = 1;
+  merged.jsonOutput = path("one.json");
+  analyze(merged);
+  const nlohmann::json one = ranksOf(path("one.json"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], expected[1]);
+}
+
+TEST_F(AnalyzeCommandTest, TwoTracesOfOneRankAreRefusedNamingBoth) {
+  writeRankTrace(path("a.json"), 1);
+  writeRankTrace(path("b.json"), 1);
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  EXPECT_EQ(errorOf(options), path("a.json") + " and " + path("b.json") +
+                                  " are both rank 1: a job has one trace per rank; give one "
+                                  "of them");
+  // A merged trace beside one of its own ranks' files claims that rank twice.
+  writeRankTrace(path("rank0.json"), 0);
+  MergeOptions merge;
+  merge.paths = {path("rank0.json"), path("a.json")};
+  merge.output = path("job.json");
+  merge.quiet = true;
+  ASSERT_EQ(mergeCommand(merge, std::tmpfile(), std::tmpfile()), 0);
+  options.paths = {merge.output, path("rank0.json")};
+  EXPECT_NE(errorOf(options).find("are both rank 0"), std::string::npos) << errorOf(options);
+}
+
+TEST_F(AnalyzeCommandTest, FilesOfADirectoryThatAreNoTracesAreSaidAgainAfterTheReport) {
+  writeRankTrace(path("rank0.json"), 0);
+  std::ofstream(path("config.json")) << R"({"lr": 0.1})";
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  options.quiet = true;
+  std::FILE* out = std::tmpfile();
+  std::FILE* messages = std::tmpfile();
+  ASSERT_EQ(analyzeCommand(options, out, messages), 0);
+  std::rewind(messages);
+  std::string said;
+  char buffer[4096];
+  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, messages)) said.append(buffer, got);
+  const std::string end = said.substr(said.rfind("kinetrace: the report leaves out"));
+  EXPECT_EQ(end,
+            "kinetrace: the report leaves out 1 of the 2 files given, which could not be "
+            "read as traces:\n  " +
+                path("config.json") + " is not a Chrome trace: it has no traceEvents array\n");
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+// torch.profiler writes distributedInfo after the events; its rank counts as the header's
+// does (it was read as "trace 1", so two such ranks could not be told apart).
+TEST_F(AnalyzeCommandTest, ARankWrittenAfterTheEventsIsTheTracesRank) {
+  std::ofstream(path("late.json")) << R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 80,
+     "args": {"device": 0, "stream": 7}}],
+    "distributedInfo": {"rank": 3, "world_size": 4}})";
+  AnalyzeOptions options;
+  options.paths = {path("late.json")};
+  options.jsonOutput = path("analysis.json");
+  analyze(options);
+  EXPECT_EQ(ranksOf(path("analysis.json"))[0]["rank"], 3);
 }
 
 }  // namespace

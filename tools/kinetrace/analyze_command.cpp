@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/ranked_collector.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
@@ -126,20 +127,21 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   analysis.tinyKernelNs = options.tinyKernelNs;
   analysis.consecutiveKernelNs = options.kernelWaitNs;
 
-  // Each rank's trace is analysed and let go before the next is read: memory holds one
-  // rank's records at a time (within the budget, the rest in temporary files), whatever the
-  // number of ranks and the length of their traces; what the ranks' reports keep stays
-  // taken from the budget until the end.
+  // Each file is analysed and let go before the next is read: memory holds one file's
+  // records at a time (within the budget, the rest in temporary files), whatever the number
+  // of files and the length of their traces; what the ranks' reports keep stays taken from
+  // the budget until the end. A merged trace is read as the ranks it holds.
   struct Rank {
     detail::RankReport report;
     detail::RankCollectives collectives;
+    std::string file;  // where the rank came from, to name it when two files claim it
   };
   std::vector<Rank> ranks;
   std::vector<std::string> unread;  // why each file left out could not be read
   std::size_t read = 0;             // traces read, of any rank
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
-    detail::TraceCollector collector(file, budget);
+    detail::RankedCollector collector(file, budget);
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
     detail::ReadReport readReport;
     try {
@@ -157,24 +159,32 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
     }
     ++read;
     auto skipped = readReport.skipped;
-    detail::CollectedTrace trace = collector.take();
-    for (const auto& [why, count] : trace.leftOut) skipped[why] += count;
+    std::vector<detail::CollectedTrace> traces = collector.take();
+    for (const detail::CollectedTrace& trace : traces) {
+      for (const auto& [why, count] : trace.leftOut) skipped[why] += count;
+    }
     for (const auto& [why, count] : skipped) {
       if (!options.quiet) {
         std::fprintf(messages, "kinetrace: %s: left out %llu %s\n", file.c_str(),
                      static_cast<unsigned long long>(count), why.c_str());
       }
     }
-    if (options.rank >= 0 && trace.rank != options.rank) continue;
-    detail::RankAnalysis rank = [&] {
-      const detail::ReadBudget::Reading reading(budget, file);
-      try {
-        return detail::analyzeRank(std::move(trace), analysis);
-      } catch (const Error& error) {
-        throw namingFile(file, error);
-      }
-    }();
-    ranks.push_back({std::move(rank.report), std::move(rank.collectives)});
+    if (collector.merged() && !options.quiet) {
+      std::fprintf(messages, "kinetrace: %s: a merged trace, read as its %zu ranks\n", file.c_str(),
+                   traces.size());
+    }
+    for (detail::CollectedTrace& trace : traces) {
+      if (options.rank >= 0 && trace.rank != options.rank) continue;
+      detail::RankAnalysis rank = [&] {
+        const detail::ReadBudget::Reading reading(budget, file);
+        try {
+          return detail::analyzeRank(std::move(trace), analysis);
+        } catch (const Error& error) {
+          throw namingFile(file, error);
+        }
+      }();
+      ranks.push_back({std::move(rank.report), std::move(rank.collectives), file});
+    }
   }
   if (ranks.empty() && read == 0) {
     std::string why;
@@ -187,6 +197,15 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const Rank& a, const Rank& b) { return a.report.rank < b.report.rank; });
+  // Two traces of one rank would be read as one job's two ranks: refused, as merge does.
+  for (std::size_t r = 1; r < ranks.size(); ++r) {
+    const Rank& before = ranks[r - 1];
+    if (ranks[r].report.rank >= 0 && ranks[r].report.rank == before.report.rank) {
+      throw Error(
+          fmt::format("{} and {} are both rank {}: a job has one trace per rank; give one of them",
+                      before.file, ranks[r].file, before.report.rank));
+    }
+  }
   std::vector<detail::RankReport> reports;
   std::vector<detail::RankCollectives> collectives;
   for (Rank& rank : ranks) {
@@ -202,6 +221,14 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   if (jsonFile) complete(*jsonFile, detail::reportJson(report));
   if (htmlFile) complete(*htmlFile, detail::reportHtml(report, analysis));
   std::fputs(detail::formatReport(report, analysis).c_str(), out);
+  // Said again after the report, where it is read: its figures leave these files out.
+  if (!unread.empty()) {
+    std::fprintf(messages,
+                 "kinetrace: the report leaves out %zu of the %zu files given, which "
+                 "could not be read as traces:\n",
+                 unread.size(), files.size());
+    for (const std::string& line : unread) std::fprintf(messages, "  %s\n", line.c_str());
+  }
   return 0;
 }
 
