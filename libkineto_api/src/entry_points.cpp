@@ -16,8 +16,8 @@
 #include "kinetrace/error.h"
 #include "libkineto.h"
 #include "ondemand/kineto_config.h"
-#include "support/log.h"
 #include "session/seam.h"
+#include "support/log.h"
 
 namespace {
 
@@ -98,8 +98,13 @@ void libkineto_init(bool cpuOnly, bool /*logOnError*/) {
   // libkineto's on-demand traces: PyTorch calls libkineto_init at import when the variable is
   // set, and counts steps through step() from then on.
   if (kinetrace::ondemand::daemonRequested()) {
-    profiler->enableOnDemand(kinetrace::ondemand::DynologClientOptions::fromEnvironment(),
-                             kinetrace::ondemand::onDemandTraceDir());
+    kinetrace::ondemand::DynologClientOptions dynolog =
+        kinetrace::ondemand::DynologClientOptions::fromEnvironment();
+    // Every process that imports torch gets here, a job's launcher too: it answers the
+    // daemon only once it uses a GPU, so that it takes none of a request's process slots. A
+    // CPU-only build records CPU activity and answers at once.
+    if (!cpuOnly) dynolog.answers = kinetrace::internal::processUsesGpu;
+    profiler->enableOnDemand(std::move(dynolog), kinetrace::ondemand::onDemandTraceDir());
   }
   api.registerProfiler(std::move(profiler));
 }

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "cupti/make_cupti_source.h"
+
 namespace kinetrace::detail {
 
 Status DriverApi::open(bool initialize) {
@@ -126,6 +128,18 @@ int DriverApi::deviceOf(CUcontext context) const noexcept {
   CUcontext popped = nullptr;
   cuCtxPopCurrent_(&popped);
   return static_cast<int>(device);
+}
+
+bool processUsesGpu() {
+  // RTLD_NOLOAD: a process that has not loaded the driver has done no GPU work, and loading
+  // it here would cost that process the driver's memory for nothing.
+  void* loaded = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (loaded == nullptr) return false;
+  DriverApi driver;
+  const bool uses =
+      driver.open(/*initialize=*/false).ok() && !driver.devicesWithActivePrimaryContext().empty();
+  dlclose(loaded);
+  return uses;
 }
 
 std::vector<uint32_t> DriverApi::devicesWithActivePrimaryContext() const {

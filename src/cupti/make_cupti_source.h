@@ -20,4 +20,10 @@ Result<std::unique_ptr<GpuSource>> makeCuptiSource();
 // type  description"), or why they cannot be listed (no GPU, no driver, no CUPTI).
 Result<std::string> listChipGpuMetrics(uint32_t device);
 
+// Whether this process has started using a GPU: the CUDA driver is loaded in it (never loaded
+// by this call) and a device's primary context is active, as the CUDA runtime makes it at a
+// program's first allocation or launch. A launcher that only counts devices has started the
+// driver but made no context. Without the CUDA toolkit, true: nothing can tell.
+bool processUsesGpu();
+
 }  // namespace kinetrace::detail

@@ -12,4 +12,8 @@ Result<std::string> listChipGpuMetrics(uint32_t) {
   return Failure{"this kinetrace was built without the CUDA toolkit (CUPTI backend compiled out)"};
 }
 
+bool processUsesGpu() {
+  return true;
+}
+
 }  // namespace kinetrace::detail

@@ -26,6 +26,7 @@
 #include "kinetrace/error.h"
 #include "ondemand/kineto_config.h"
 #include "runfiles/run_manifest.h"
+#include "session/seam.h"
 
 #define KINETRACE_INJECTION_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -109,6 +110,9 @@ int initializeCuda() noexcept {
     options.processStartBootNs = processStartBootTimeNs();
     if (ondemand::daemonRequested("KINETRACE_DYNOLOG") || ondemand::daemonRequested()) {
       options.dynolog = ondemand::DynologClientOptions::fromEnvironment();
+      // The driver started is not yet GPU work: a launcher that counts devices answers the
+      // daemon only if it goes on to use one (session/seam.h).
+      options.dynolog->answers = internal::processUsesGpu;
       options.onDemandDir = ondemand::onDemandTraceDir();
       // The daemon decides when to record: a process recording its whole run would answer
       // it "busy" until it ends. A capture mode chosen explicitly is kept.

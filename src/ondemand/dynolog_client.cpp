@@ -203,7 +203,7 @@ void DynologClient::loop() {
   while (!stopping_.load()) {
     int64_t now = monotonicNs();
     if (pollRequested_.exchange(false) || now >= nextPollNs) {
-      sendPoll();
+      if (answering()) sendPoll();
       now = monotonicNs();
       nextPollNs = now + intervalNs_;
     }
@@ -220,6 +220,20 @@ void DynologClient::loop() {
     }
     if (fds[1].revents & POLLIN) receiveAll();
   }
+}
+
+bool DynologClient::answering() {
+  if (answers_) return true;
+  try {
+    answers_ = !options_.answers || options_.answers();
+  } catch (...) {
+    answers_ = true;  // a check that fails must not keep the process from being traced
+  }
+  if (!answers_ && !waitingLogged_) {
+    waitingLogged_ = true;
+    log(LogLevel::Debug, "not answering dynolog until this process uses a GPU");
+  }
+  return answers_;
 }
 
 void DynologClient::sendPoll() {

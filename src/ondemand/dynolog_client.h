@@ -34,6 +34,11 @@ struct DynologClientOptions {
   // The process's identity: jobId and pids (the poll's type is filled per poll). Empty pids:
   // this process's pid and ancestors.
   Poll identity;
+  // Whether the process answers the daemon yet, asked when a poll is due; while false no
+  // poll is sent, so the daemon does not know the process (and a request's process limit
+  // counts only processes that answer). Once true, it is not asked again. Empty: at once.
+  // libkineto polls from the framework's import on; kinetrace waits for GPU use.
+  std::function<bool()> answers;
 
   // From the environment, as libkineto reads it: ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS
   // (seconds, a decimal such as 0.05 allowed; not a positive number: a warning, and 5),
@@ -91,6 +96,7 @@ class DynologClient {
   enum class Reach { Unknown, Reachable, Unreachable };
 
   void loop();
+  bool answering();
   bool bindSocket();
   void sendPoll();
   void receiveAll();
@@ -117,6 +123,8 @@ class DynologClient {
   bool sendErrorLogged_ = false;
   bool malformedLogged_ = false;
   Reach reach_ = Reach::Unknown;
+  bool answers_ = false;  // options_.answers said yes (or there is none)
+  bool waitingLogged_ = false;
   std::string receiveBuffer_;
 
   std::atomic<bool> stopping_{false};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cupti/make_cupti_source.h"
 #include "host/host_recorder.h"
 #include "model/clock.h"
 #include "model/trace_data.h"
@@ -162,6 +163,14 @@ void startUnder(Profiler& profiler, const std::string& output, const detail::Pat
 
 std::unique_ptr<Sink> openSinkUnder(const std::string& url, const detail::PathRule& rule) {
   return detail::openSinkUnder(url, rule);
+}
+
+bool processUsesGpu() noexcept {
+  try {
+    return detail::processUsesGpu();
+  } catch (...) {
+    return true;  // a question that fails must not keep a process from being traced
+  }
 }
 
 }  // namespace internal

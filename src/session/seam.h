@@ -55,6 +55,12 @@ KINETRACE_API void popCorrelationId() noexcept;
 using StepListener = void (*)() noexcept;
 KINETRACE_API void setStepListener(StepListener listener) noexcept;
 
+// Whether this process has started using a GPU (cupti/make_cupti_source.h: a device's primary
+// context is active; the driver is never loaded by asking). A process answers dynolog as a
+// GPU process only once it has, so that a launcher or agent importing the framework
+// (torchrun's, accelerate's) takes none of a request's process slots. True without CUDA.
+KINETRACE_API bool processUsesGpu() noexcept;
+
 // JSON text as a metadata Value; nullopt when it is not valid JSON.
 KINETRACE_API std::optional<Value> parseJson(const std::string& text);
 

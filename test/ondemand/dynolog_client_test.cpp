@@ -131,6 +131,36 @@ TEST_F(DynologClientTest, PollsWithItsIdentityAndWantsActivitiesWhenIdle) {
   EXPECT_EQ(client->counts().unreachable, 0);
 }
 
+// A launcher imports the framework and never uses a GPU: it must not register with the
+// daemon, where it would take one of a request's process slots. Polls wait until answers()
+// says yes, which is then not asked again.
+TEST_F(DynologClientTest, SendsNoPollUntilTheProcessAnswersThenPollsAsUsual) {
+  DynologStandIn daemon(dir_.path());
+  std::mutex mutex;
+  std::condition_variable asked;
+  int askedCount = 0;
+  bool ready = false;
+  DynologClientOptions options = optionsFor(dir_.path());
+  options.answers = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++askedCount;
+    asked.notify_all();
+    return ready;
+  };
+  auto client = start(std::move(options));
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(asked.wait_for(lock, kDeadline, [&] { return askedCount >= 3; }));
+    // Three polls were due, none was sent.
+    EXPECT_EQ(daemon.pollCount(), 0u);
+    ready = true;
+  }
+  ASSERT_TRUE(daemon.waitForPolls(3));
+  client->stop();
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_LE(askedCount, 4) << "asked again after it answered";
+}
+
 TEST_F(DynologClientTest, RunsOnItsOwnNamedThread) {
   DynologStandIn daemon(dir_.path());
   auto client = start(optionsFor(dir_.path()));
