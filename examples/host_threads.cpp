@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,6 +113,14 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(stats.counterSamples),
                 static_cast<unsigned long long>(stats.droppedHostEvents),
                 static_cast<unsigned long long>(stats.unfinishedRanges));
+    // What to run next: the kinetrace command built beside this example reads the trace back
+    // (why the GPU was idle; on a machine without one, the host's view).
+    const std::filesystem::path built =
+        std::filesystem::path(argv[0]).parent_path().parent_path() / "bin" / "kinetrace";
+    std::error_code ignored;
+    const std::string command =
+        std::filesystem::is_regular_file(built, ignored) ? built.string() : "kinetrace";
+    std::printf("next: %s analyze %s\n", command.c_str(), output.c_str());
   } catch (const kinetrace::Error& error) {
     std::fprintf(stderr, "kinetrace: %s\n", error.what());
     return 1;

@@ -60,6 +60,69 @@ nlohmann::ordered_json toJson(const KernelRow& k) {
   return {{"name", k.name}, {"kind", k.kind}, {"share", k.share}, {"duration", toJson(k.duration)}};
 }
 
+nlohmann::ordered_json hostJson(const HostReport& host) {
+  nlohmann::ordered_json top = nlohmann::ordered_json::array();
+  for (const HostRangeRow& row : host.top) {
+    top.push_back({{"name", row.name},
+                   {"count", row.count},
+                   {"total_ns", row.totalNs},
+                   {"max_ns", row.maxNs}});
+  }
+  nlohmann::ordered_json threads = nlohmann::ordered_json::array();
+  for (const HostThreadRow& row : host.threads) {
+    threads.push_back(
+        {{"tid", row.tid}, {"name", row.name}, {"ranges", row.ranges}, {"busy_ns", row.busyNs}});
+  }
+  return {
+      {"ranges", host.ranges}, {"window_ns", host.windowNs},       {"top_ranges", top},
+      {"threads", threads},    {"thread_count", host.threadCount}, {"gpu_status", host.gpuStatus}};
+}
+
+// The host's view, for a trace without GPU operations: its steps, the ranges that took the
+// most time, and the threads that ran them.
+void hostText(std::string& out, const RankReport& r, const AnalysisOptions& options) {
+  const HostReport& host = r.host;
+  if (!host.gpuStatus.empty()) out += "No GPU activity recorded: " + host.gpuStatus + "\n";
+  out += fmt::format("Host: {} ranges on {} threads over {}\n", count(host.ranges),
+                     count(host.threadCount), duration(host.windowNs));
+  if (!r.steps.empty()) {
+    out += fmt::format("Steps ({})\n", count(r.steps.size()));
+    for (std::size_t k = 0; k < std::min(r.steps.size(), options.stepsShown); ++k) {
+      const StepReport& s = r.steps[k];
+      out += fmt::format("  {:<20} {:>10}\n", shorten(s.name, 20), duration(s.endNs - s.startNs));
+    }
+    if (r.steps.size() > options.stepsShown) {
+      out += fmt::format("  ... and {} more steps (all of them in the JSON report)\n",
+                         count(r.steps.size() - options.stepsShown));
+    }
+  }
+  if (!host.top.empty()) {
+    // No share of the window: ranges of several threads overlap, and nested ones count in
+    // each, so shares would add up past 100%.
+    out += "Host ranges by total time (all threads; nested ranges count in each)\n";
+    out +=
+        fmt::format("  {:>9} {:>11} {:>10} {:>10}  {}\n", "count", "total", "mean", "max", "name");
+    for (const HostRangeRow& row : host.top) {
+      const int64_t mean = row.totalNs / static_cast<int64_t>(std::max<uint64_t>(row.count, 1));
+      out +=
+          fmt::format("  {:>9} {:>11} {:>10} {:>10}  {}\n", count(row.count), duration(row.totalNs),
+                      duration(mean), duration(row.maxNs), shorten(row.name));
+    }
+  }
+  if (!host.threads.empty()) {
+    out += "Threads by time inside a range\n";
+    for (const HostThreadRow& row : host.threads) {
+      out += fmt::format("  {:>12} {:>7} {:>11} {:>9} ranges  {}\n", row.tid,
+                         percent(row.busyNs, host.windowNs), duration(row.busyNs),
+                         count(row.ranges), row.name.empty() ? "(unnamed)" : shorten(row.name));
+    }
+    if (host.threadCount > host.threads.size()) {
+      out +=
+          fmt::format("  ... and {} more threads\n", count(host.threadCount - host.threads.size()));
+    }
+  }
+}
+
 }  // namespace
 
 std::string formatReport(const AnalysisReport& report, const AnalysisOptions& options) {
@@ -69,6 +132,7 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
   for (std::size_t i = 0; i < report.ranks.size(); ++i) {
     const RankReport& r = report.ranks[i];
     out += fmt::format("\n{} ({}): {} events\n", who(r, i), r.path, count(r.events));
+    if (r.devices.empty()) hostText(out, r, options);
     if (!r.devices.empty()) out += "GPU time (percentages of the window)\n";
     for (const DeviceReport& d : r.devices) {
       breakdownLine(out, fmt::format("GPU {}", d.device), d.time);
@@ -305,6 +369,7 @@ std::string reportJson(const AnalysisReport& report) {
                       {"peak_at_ns", r.memory.peakAtNs},
                       {"grows_every_step", r.memory.growsEveryStep},
                       {"growth_per_step_bytes", r.memory.growthPerStepBytes}};
+    rank["host"] = hostJson(r.host);
     ranks.push_back(rank);
   }
   root["ranks"] = ranks;

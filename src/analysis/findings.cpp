@@ -135,11 +135,21 @@ std::vector<Finding> findingsOf(const AnalysisReport& report, const AnalysisOpti
            {"peak_bytes", ns(r.memory.peakBytes)}}};
     }
     if (r.devices.empty()) {
+      // Why there is none, when the recorder said; else the likely reasons. The host's view
+      // follows in the report.
+      const std::string why =
+          r.host.gpuStatus.empty()
+              ? "was GPU activity recorded? Trace with `kinetrace run` or torch.profiler's CUDA "
+                "activity (ProfilerActivity.CUDA)"
+              : "the recorder says why: " + r.host.gpuStatus;
       say("no-gpu-operations",
-          prefix +
-              "no GPU operations in the trace (kernels, copies, memsets): nothing to say "
-              "about the GPU; was GPU activity recorded? Trace with `kinetrace run` or "
-              "torch.profiler's CUDA activity (ProfilerActivity.CUDA).");
+          fmt::format("{}no GPU operations in the trace (kernels, copies, memsets); {}. The "
+                      "host's view: {} ranges on {} threads{}.",
+                      prefix, why, count(r.host.ranges), count(r.host.threadCount),
+                      r.steps.empty() ? "" : fmt::format(", {} steps", count(r.steps.size()))),
+          {{"host_ranges", static_cast<double>(r.host.ranges)},
+           {"host_threads", static_cast<double>(r.host.threadCount)},
+           {"steps", static_cast<double>(r.steps.size())}});
       if (leak) out.push_back(std::move(*leak));
       continue;
     }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "analysis/passes/communication_pass.h"
+#include "analysis/passes/host_pass.h"
 #include "analysis/passes/kernel_pass.h"
 #include "analysis/passes/launch_pass.h"
 #include "analysis/passes/memory_pass.h"
@@ -47,6 +48,7 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   analyzeGpuBounds(trace, report);
   launch.finish(report);
   passes::MemoryPass(context).finish(report);
+  passes::HostPass(context).finish(report);
   communication.finish(report);
   out.collectives = communication.collectives();
   return out;

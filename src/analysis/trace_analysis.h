@@ -205,6 +205,31 @@ struct NcclCallRow {
   double gigabytesPerSecond = 0;  // bytes over GPU time: NCCL's "algorithm bandwidth"
 };
 
+// The host's side of a trace, what a trace without GPU operations has to show: the ranges by
+// name and the threads that ran them.
+struct HostRangeRow {
+  std::string name;
+  uint64_t count = 0;
+  int64_t totalNs = 0;  // inclusive: ranges nested in one count in both
+  int64_t maxNs = 0;
+};
+struct HostThreadRow {
+  int64_t tid = 0;
+  std::string name;  // its thread_name, "" when the trace names none
+  uint64_t ranges = 0;
+  int64_t busyNs = 0;  // covered by at least one of its ranges
+};
+struct HostReport {
+  uint64_t ranges = 0;
+  int64_t windowNs = 0;                // from the first to the last event of the trace
+  std::vector<HostRangeRow> top;       // by total time, longest first (top N)
+  std::vector<HostThreadRow> threads;  // by busy time, busiest first (top N)
+  uint64_t threadCount = 0;            // threads with ranges, shown or not
+  // Why the trace has no GPU activity, as the recorder said (kinetrace_gpu_status: "no
+  // NVIDIA driver: ..."); "" when it did not say.
+  std::string gpuStatus;
+};
+
 struct MemoryReport {
   uint64_t samples = 0;
   int64_t peakBytes = 0;
@@ -239,6 +264,7 @@ struct RankReport {
   int64_t slowestCallNs = 0;      // the longest launch call of a GPU operation
   std::string slowestCallOf;      // that operation
   MemoryReport memory;
+  HostReport host;
   // Launch latencies by power-of-two bucket: [0] under 1 us, [k] from 2^(k-1) to 2^k us,
   // the last everything from 2^(kLatencyBuckets-2) us up.
   static constexpr int kLatencyBuckets = 20;

@@ -117,6 +117,7 @@ CollectedTrace::CollectedTrace(ReadBudget& readBudget, std::size_t bytesPerList)
       collectiveCalls(readBudget, "the list of collective calls", listBytes),
       ncclCalls(BudgetAllocator<std::pair<BudgetString, NcclCallTotals>>(readBudget, "NCCL calls")),
       kernelMetrics(readBudget, "the list of kernel metrics", listBytes),
+      threadNames(BudgetAllocator<std::pair<int64_t, uint32_t>>(readBudget, "thread names")),
       metricsHeld(readBudget) {}
 
 TraceCollector::TraceCollector(std::string path, ReadBudget& budget)
@@ -141,11 +142,16 @@ uint32_t TraceCollector::intern(std::string_view name) {
 
 void TraceCollector::begin(const TraceHeader& header) {
   noteMetricsMetadata(header.metadata);
-  noteRank(header.metadata);
+  noteRankAndGpuStatus(header.metadata);
 }
 
-void TraceCollector::noteRank(const Metadata& metadata) {
+void TraceCollector::noteRankAndGpuStatus(const Metadata& metadata) {
   for (const Value::Member& member : metadata) {
+    if (member.key == chrome::kGpuStatus && member.value.kind() == Value::Kind::String) {
+      // A sentence, cut where a hostile trace would make it a megabyte.
+      constexpr std::size_t kMostStatusBytes = 1000;
+      trace_.gpuStatus = member.value.asString().substr(0, kMostStatusBytes);
+    }
     if (member.key != chrome::kDistributedInfo) continue;
     if (const Value* rank = member.value.find(chrome::kRank)) {
       if (rank->kind() == Value::Kind::Int) trace_.rank = rank->asInt();
@@ -154,7 +160,14 @@ void TraceCollector::noteRank(const Metadata& metadata) {
 }
 
 void TraceCollector::write(const Event& event) {
-  if (event.phase == Phase::Metadata) return;
+  if (event.phase == Phase::Metadata) {
+    if (event.name == chrome::kThreadName) {
+      if (const std::optional<std::string_view> name = textArg(event, chrome::kNamingName)) {
+        trace_.threadNames.emplace_back(event.tid, intern(*name));
+      }
+    }
+    return;
+  }
   if (event.phase == Phase::Complete && event.durationNs < 0) {
     // A range that ends before it starts: summing it would take time away from the rest.
     ++trace_.leftOut["events with a negative duration (\"dur\")"];
@@ -392,7 +405,7 @@ void TraceCollector::end(const Metadata& footer) {
   noteMetricsMetadata(footer);
   // torch.profiler writes its distributedInfo after the events: the later word counts, as
   // in `kinetrace merge`.
-  noteRank(footer);
+  noteRankAndGpuStatus(footer);
 }
 
 }  // namespace kinetrace::detail

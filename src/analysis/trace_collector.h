@@ -220,6 +220,10 @@ struct CollectedTrace {
   // Kernels' metric averages; the metrics found and the sampling metadata in gpuMetrics.
   ExternalSorter<KernelMetricValue, ByStartThenKernel> kernelMetrics;
   GpuMetricsReport gpuMetrics;
+  // Threads' names (thread_name metadata): tid and name id, in the trace's order.
+  BudgetVector<std::pair<int64_t, uint32_t>> threadNames;
+  // kinetrace_gpu_status: why the recorder had no GPU activity to record ("" when unsaid).
+  std::string gpuStatus;
   // Events left out of the analysis, by reason ("events with a negative duration"): said,
   // never summed in.
   std::map<std::string, uint64_t> leftOut;
@@ -270,7 +274,7 @@ class TraceCollector final : public Sink {
   void noteNcclCall(const Event& event);
   void noteKernelMetrics(const Event& event, const CollectedGpuOp& op);
   void noteMetricsMetadata(const Metadata& metadata);
-  void noteRank(const Metadata& metadata);
+  void noteRankAndGpuStatus(const Metadata& metadata);
   CollectedTrace trace_;
   BudgetUnorderedSet<uint32_t, NameHash, NameEqual> ids_;
   std::string_view probe_;

@@ -100,6 +100,13 @@ class TraceBuilder {
     return *this;
   }
 
+  // A thread's name, as a thread_name metadata event.
+  TraceBuilder& threadName(int64_t tid, const std::string& name) {
+    Arg args[] = {{"name", std::string_view(name)}};
+    write(Phase::Metadata, "thread_name", "", kHostPid, tid, 0, 0, args, 1);
+    return *this;
+  }
+
   // The trace's end, with the metadata known only then ("kinetrace_gpu_metrics", ...).
   CollectedTrace take(const Metadata& footer = {}) {
     collector_.end(footer);

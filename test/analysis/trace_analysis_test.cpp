@@ -517,6 +517,50 @@ TEST(TraceAnalysisTest, ATraceWithoutGpuWorkSaysSo) {
   EXPECT_NE(report.findings[0].text.find("no GPU operations in the trace"), std::string::npos);
 }
 
+// The first run on a machine without a GPU: the trace has steps and ranges on threads, and
+// says why it has no GPU activity. The report shows the host's view and that reason, where
+// it said only "no GPU operations".
+TEST(TraceAnalysisTest, AHostOnlyTraceGetsTheHostsViewAndTheReasonGpuActivityIsMissing) {
+  TraceBuilder b;
+  b.threadName(1, "main").threadName(2, "data loader");
+  for (int64_t step = 0; step < 3; ++step) {
+    b.range("ProfilerStep#" + std::to_string(step), step * 100, step * 100 + 90);
+    b.range("forward", step * 100 + 10, step * 100 + 60);
+    b.range("load batch", step * 100, step * 100 + 80, 0, "user_annotation", 2);
+  }
+  const AnalysisReport report = analyzeTraces(
+      one(b.take({{"kinetrace_gpu_status", "no NVIDIA driver: libcuda.so.1: cannot open"}})), {});
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].id, std::string("no-gpu-operations"));
+  EXPECT_EQ(report.findings[0].text,
+            "no GPU operations in the trace (kernels, copies, memsets); the recorder says why: "
+            "no NVIDIA driver: libcuda.so.1: cannot open. The host's view: 9 ranges on 2 "
+            "threads, 3 steps.");
+
+  const std::string text = formatReport(report, {});
+  EXPECT_NE(text.find("No GPU activity recorded: no NVIDIA driver: libcuda.so.1: cannot open\n"
+                      "Host: 9 ranges on 2 threads over 290.0 us\n"
+                      "Steps (3)\n"
+                      "  ProfilerStep#0          90.0 us\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("        3    240.0 us    80.0 us    80.0 us  load batch\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("            1   93.1%    270.0 us         6 ranges  main\n"),
+            std::string::npos)
+      << text;
+
+  const nlohmann::json json = nlohmann::json::parse(reportJson(report));
+  const nlohmann::json& host = json["ranks"][0]["host"];
+  EXPECT_EQ(host["ranges"], 9);
+  EXPECT_EQ(host["thread_count"], 2);
+  EXPECT_EQ(host["gpu_status"], "no NVIDIA driver: libcuda.so.1: cannot open");
+  EXPECT_EQ(host["top_ranges"][0]["name"], "load batch");
+  EXPECT_EQ(host["threads"][1]["name"], "data loader");
+  EXPECT_EQ(host["threads"][1]["busy_ns"], 240 * kUs);
+}
+
 // A job of many steps on two GPUs: kernels on three streams, queued and not, tiny and not,
 // copies, an all-reduce, data loading, memory samples; written in an order that is not
 // the order of time.

@@ -3,6 +3,7 @@
 // driver does and makes real NVTX calls, built once on its own and once linking
 // libkinetrace.so and recording through its public API.
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -202,6 +203,24 @@ TEST(KinetraceRunTest, ExitCodePassesThroughAndNoTraceIsReportedWithoutCuda) {
   EXPECT_CONTAINS(r.err, "exited with status 7");
   EXPECT_CONTAINS(r.err, "no trace was written");
   EXPECT_TRUE(dir.traces().empty());
+}
+
+// A machine without the NVIDIA driver is said before the program runs, and again as the
+// reason no trace was written; with the driver, neither.
+TEST(KinetraceRunTest, NoDriverIsSaidBeforeTheProgramRuns) {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  const bool haveDriver = driver != nullptr;
+  if (driver != nullptr) ::dlclose(driver);
+  RunDir dir;
+  Result r = run(kinetraceRun(dir, {}, {HOST_ONLY_PROGRAM, "exit", "0"}));
+  const std::size_t said = r.err.find("kinetrace run: no NVIDIA driver here (");
+  if (haveDriver) {
+    EXPECT_EQ(said, std::string::npos) << r.err;
+    return;
+  }
+  ASSERT_NE(said, std::string::npos) << r.err;
+  EXPECT_LT(said, r.err.find("exited with status 0")) << "said before the program ran:\n" << r.err;
+  EXPECT_CONTAINS(r.err, "no trace was written: there is no NVIDIA driver here");
 }
 
 TEST(KinetraceRunTest, StdinAndStdoutStayTheProgramsOwn) {

@@ -1,5 +1,6 @@
 #include "run_command.h"
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -213,6 +214,19 @@ std::string prepareOutputDirectory(const std::string& dir) {
   return path;
 }
 
+// Why the NVIDIA driver cannot be loaded here, "" when it can: without it the program's CUDA
+// calls fail and nothing of its GPU activity can be recorded, which is said before it runs,
+// not after.
+std::string driverProblem() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver == nullptr) {
+    const char* why = ::dlerror();
+    return why != nullptr ? why : "libcuda.so.1 cannot be loaded";
+  }
+  ::dlclose(driver);
+  return "";
+}
+
 std::string resolveProgram(const std::string& program) {
   auto check = [&](const std::string& path) {
     if (::access(path.c_str(), X_OK) == 0 && !isDirectory(path)) return true;
@@ -280,6 +294,14 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
                  runId.c_str());
   }
 
+  // Said once the run is set up (a setting it refuses is said first), before the program
+  // starts.
+  const std::string noDriver = driverProblem();
+  if (!noDriver.empty()) {
+    warn(err, "no NVIDIA driver here (" + noDriver +
+                  "): the program's CUDA calls will fail and none of its GPU activity can be "
+                  "recorded; running it anyway");
+  }
   if (!options.torch && !runfiles::createManifest(outputDir, runId)) {
     warn(err, "cannot create " + runfiles::manifestPath(outputDir, runId) + ": " +
                   std::strerror(errno) + "; the report will list the traces, not what went wrong");
@@ -305,6 +327,7 @@ int runCommand(const RunOptions& options, std::FILE* /*out*/, std::FILE* err) {
   RunRemains remains;
   remains.stillRunning = stillRunning(runId);
   remains.leftovers = leftoverFilesOfRun(outputDir, runId);
+  remains.noDriver = !noDriver.empty();
   std::fputs(
       runReport(tracesOfRun(outputDir, runId, outcomes), outcomes, outputDir, options, remains)
           .c_str(),

@@ -174,6 +174,11 @@ std::string runReport(const std::vector<RunTrace>& traces,
                       const RunOptions& options, const RunRemains& remains) {
   if (traces.empty() && outcomes.empty() && remains.stillRunning.empty() &&
       remains.leftovers.empty()) {
+    if (remains.noDriver) {
+      return "kinetrace: no trace was written: there is no NVIDIA driver here (see above), so "
+             "the program's CUDA calls could not start the tracer. Record host activity "
+             "through the C++ API, or run where a GPU and its driver are.\n";
+    }
     return std::string(
                "kinetrace: no trace was written. A process is traced from its first CUDA call "
                "(cuInit): this program made none, recorded nothing after it, or was killed "

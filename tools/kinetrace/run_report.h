@@ -38,6 +38,7 @@ std::vector<LeftoverFile> leftoverFilesOfRun(const std::string& dir, const std::
 struct RunRemains {
   std::vector<int64_t> stillRunning;  // traced processes that outlive the program
   std::vector<LeftoverFile> leftovers;
+  bool noDriver = false;  // the NVIDIA driver could not be loaded (said before the run)
 };
 
 // The report, from the traces found and the outcomes the processes entered in the run
