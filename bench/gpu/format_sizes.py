@@ -40,10 +40,10 @@ def convert(kinetrace, source, target):
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise RuntimeError(f"kinetrace convert {source} {target} failed: {stderr.strip()}")
-    match = re.search(r"wrote .*?: (\d+) (?:of \d+ )?events", stderr)
+    match = re.search(r"wrote .*?: ([\d,]+) (?:of [\d,]+ )?events", stderr)
     if not match:
         raise RuntimeError(f"no event count in: {stderr.strip()}")
-    return seconds, usage.ru_utime + usage.ru_stime, int(match.group(1))
+    return seconds, usage.ru_utime + usage.ru_stime, int(match.group(1).replace(",", ""))
 
 
 def events_of(path):

@@ -274,8 +274,17 @@ class TraceSax {
   // `taken`: what was taken for it before it was built, replaced by its footprint here.
   void metadataValue(Value value, std::size_t taken) {
     metadataHold_.giveBack(taken);
-    if (topKey_ == chrome::kTraceName || topKey_ == chrome::kTraceEvents)
-      return;  // the new trace has its own name
+    if (topKey_ == chrome::kTraceEvents) return;
+    if (topKey_ == chrome::kTraceName) {
+      // The trace keeps its name through a conversion. Before the events it is the header's;
+      // after them (where kinetrace and libkineto write it) it goes with the footer, which
+      // the sinks read it from at the end. One that is not a string is no name.
+      if (value.kind() != Value::Kind::String) return;
+      if (!begun_) {
+        header_.traceName = value.asString();
+        return;
+      }
+    }
     if (topKey_ == chrome::kBaseTimeNanoseconds) {
       if (begun_) {
         throw Error(fmt::format(

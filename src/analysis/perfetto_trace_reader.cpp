@@ -246,6 +246,11 @@ class PerfettoReader {
          e.annotations[3].text != kFormatNameLayout1)) {
       fail(fmt::format("the trace header is not in the layout \"{}\"", kFormatName));
     }
+    // The trace keeps its name through a conversion (a name known only at its end comes
+    // with the footer).
+    if (e.annotations[0].kind == Annotation::Kind::String && !e.annotations[0].text.empty()) {
+      header_.traceName = e.annotations[0].text;
+    }
     header_.baseTimeNs = e.annotations[1].i;
     timebaseNs_ = e.annotations[2].i;
     for (std::size_t i = kHeaderFixedAnnotations; i < e.annotations.size(); ++i) {

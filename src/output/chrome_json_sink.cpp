@@ -290,6 +290,17 @@ void writeEvent(Writer& out, const Event& event, int64_t baseTimeNs) {
   out.literal("}");
 }
 
+// The trace's name: a footer's traceName (a converted trace's own, read after its events),
+// else the one it began with.
+const std::string& traceNameIn(const Metadata& footer, const std::string& began) {
+  for (const Value::Member& member : footer) {
+    if (member.key == chrome::kTraceName && member.value.kind() == Value::Kind::String) {
+      return member.value.asString();
+    }
+  }
+  return began;
+}
+
 bool isKeyTheSinkWrites(std::string_view key) {
   return key == chrome::kTraceEvents || key == chrome::kTraceName ||
          key == chrome::kBaseTimeNanoseconds;
@@ -520,7 +531,7 @@ void ChromeJsonSink::end(const Metadata& footer) {
   bool unused = false;
   writeMetadataLines(footer, &unused);
   out.literal("\n  \"traceName\": ");
-  out.string(traceName_);
+  out.string(traceNameIn(footer, traceName_));
   out.literal("\n}\n");
   flush();
   try {

@@ -118,7 +118,9 @@ void PerfettoSink::Encoder::forgetLanesOlderHalf() {
 void PerfettoSink::Encoder::writeFooter(const Metadata& footer) {
   if (!openInstant(metadata_, headerTimeNs_, kFooterEventName, kLayoutCategory)) return;
   for (const Value::Member& member : footer) {
-    if (isKeyTheSinkWrites(member.key)) continue;
+    // A trace's name known only at its end (a converted trace's own) is the footer's: the
+    // header, written at the first event, has the name the trace began with.
+    if (isKeyTheSinkWrites(member.key) && member.key != chrome::kTraceName) continue;
     valueAnnotation(member.key, member.value);
   }
   if (eventsBeforeTimebase_ > 0) {

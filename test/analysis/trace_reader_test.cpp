@@ -120,7 +120,9 @@ TEST_F(TraceReaderTest, APftraceReadsBackAsTheEventsThatWereWritten) {
     EXPECT_EQ(describe(read), describe(written)) << name;
     EXPECT_EQ(report.events, written.events().size());
     EXPECT_TRUE(report.skipped.empty());
-    EXPECT_EQ(read.header().traceName, "renamed");
+    // The trace keeps the name it was written under (the reader's is for a trace that has
+    // none).
+    EXPECT_EQ(read.header().traceName, name);
     EXPECT_EQ(read.header().baseTimeNs, trace_.startNs);
     EXPECT_EQ(read.header().metadata, trace_.header);
     EXPECT_EQ(read.footer(), trace_.footer);
@@ -300,7 +302,10 @@ TEST_F(TraceReaderTest, JsonAndJsonGzReadBackAsTheEventsThatWereWritten) {
     Metadata expected = trace_.header;
     expected.push_back({"displayTimeUnit", "ms"});  // the JSON sink adds it
     EXPECT_EQ(read.header().metadata, expected);
-    EXPECT_EQ(read.footer(), trace_.footer);
+    // The name the JSON sink wrote after the events comes with the footer.
+    Metadata footer = trace_.footer;
+    footer.push_back({"traceName", name});
+    EXPECT_EQ(read.footer(), footer);
   }
 }
 
@@ -359,7 +364,8 @@ TEST_F(TraceReaderTest, ATorchProfilerTraceReadsWithItsNestedArgumentsKept) {
   EXPECT_EQ(read.header().baseTimeNs, kBase);
   ASSERT_EQ(read.header().metadata.size(), 2u);
   EXPECT_EQ(read.header().metadata[1].key, "deviceProperties");
-  EXPECT_EQ(read.footer(), (Metadata{{"displayTimeUnit", "ms"}}));
+  EXPECT_EQ(read.footer(), (Metadata{{"traceName", "old.json"}, {"displayTimeUnit", "ms"}}))
+      << "its own name, after the events, comes with the footer";
 }
 
 TEST_F(TraceReaderTest, TheJsonArrayFormatIsATraceToo) {

@@ -3,12 +3,14 @@
 
 #include "convert_command.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,7 +61,8 @@ TEST(ConvertOptionsTest, DashIsStandardInput) {
 TEST(ConvertOptionsTest, AnOutputWhoseNameChoosesNoFormatIsAUsageError) {
   EXPECT_EQ(usageErrorOf({"convert", "in.json", "out.txt"}),
             "kinetrace convert: out.txt: OUT's name chooses its format, and this one names none: "
-            "end it in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz)");
+            "end it in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz), or give - "
+            "for JSON on standard output");
   EXPECT_NE(usageErrorOf({"convert", "in.json", "trace"}), "") << "no extension at all";
   for (const char* out : {"a.json", "a.json.gz", "a.pftrace", "a.perfetto-trace", "a.pftrace.gz",
                           "file:///tmp/a.json", "perfetto:///tmp/a", "myscheme://anything"}) {
@@ -129,6 +132,61 @@ TEST_F(ConvertCommandTest, EveryFormatConvertsToEveryOtherWithTheSameEvents) {
   }
   EXPECT_EQ(detail::detectTraceFormat(path("e.pftrace"), budget),
             detail::TraceFileFormat::Perfetto);
+  // Through every format and back, the trace keeps the name it was recorded under.
+  MemorySink last;
+  detail::readTraceFile(path("e.pftrace"), last, "reader's default", budget);
+  const Value* traceName = last.metadata("traceName");  // written after the events: the footer's
+  ASSERT_NE(traceName, nullptr);
+  EXPECT_EQ(*traceName, Value("start.json"));
+}
+
+// torch.profiler and kinetrace write traceName after the events: it comes through a JSON and
+// a .pftrace to the last JSON, not replaced by each output's path.
+TEST_F(ConvertCommandTest, TheRoundTripKeepsTheTracesNameWrittenAfterItsEvents) {
+  std::ofstream(path("run.json")) << R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1, "dur": 2}],
+    "traceName": "/data/run_1234.pt.trace.json"})";
+  ASSERT_EQ(convert("run.json", "run.pftrace"), 0);
+  ASSERT_EQ(convert("run.pftrace", "back.json"), 0);
+  ASSERT_EQ(convert("run.json", "copy.json.gz"), 0);
+  for (const char* name : {"back.json", "copy.json.gz"}) {
+    MemorySink read;
+    detail::readTraceFile(path(name), read, "reader's default", budget);
+    const Value* traceName = read.metadata("traceName");
+    ASSERT_NE(traceName, nullptr) << name;
+    EXPECT_EQ(*traceName, Value("/data/run_1234.pt.trace.json")) << name;
+  }
+  const nlohmann::json back = nlohmann::json::parse(std::ifstream(path("back.json")));
+  EXPECT_EQ(back["traceName"], "/data/run_1234.pt.trace.json");
+}
+
+TEST_F(ConvertCommandTest, DashWritesJsonToStandardOutput) {
+  std::ofstream(path("in.json")) << R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]})";
+  EXPECT_EQ(parseCommandLine({"convert", "in.json", "-"}).convert.output, "-");
+  ConvertOptions options;
+  options.input = path("in.json");
+  options.output = "-";
+  // Standard output is the test's own: the bytes go to a file put in its place.
+  std::fflush(stdout);
+  const int saved = ::dup(STDOUT_FILENO);
+  const int file = ::open(path("stdout.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(file, 0);
+  ::dup2(file, STDOUT_FILENO);
+  ::close(file);
+  std::FILE* messages = std::tmpfile();
+  const int status = convertCommand(options, stdout, messages);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  ASSERT_EQ(status, 0);
+  const nlohmann::json written = nlohmann::json::parse(std::ifstream(path("stdout.json")));
+  ASSERT_EQ(written["traceEvents"].size(), 1u);
+  EXPECT_EQ(written["traceEvents"][0]["name"], "gemm");
+  std::rewind(messages);
+  char line[512] = {};
+  ASSERT_NE(std::fgets(line, sizeof line, messages), nullptr);
+  EXPECT_EQ(std::string(line).rfind("kinetrace: wrote standard output: 1 of 1 events", 0), 0u)
+      << line;
 }
 
 TEST_F(ConvertCommandTest, LargeInputsShowTheirProgress) {
@@ -200,7 +258,7 @@ TEST_F(ConvertCommandTest, APftraceOfAThreadAnEventStaysWithinTheMemoryAllowed) 
                        "memory --memory-mb allows; raise --memory-mb");
   EXPECT_EQ(dir_.entries(), std::vector<std::string>{"threads.json"}) << "no output left";
   ASSERT_EQ(convert("threads.json", "out.pftrace"), 0) << "the default allows it";
-  EXPECT_NE(report_.find("60000 of 60000 events"), std::string::npos) << report_;
+  EXPECT_NE(report_.find("60,000 of 60,000 events"), std::string::npos) << report_;
 }
 
 TEST_F(ConvertCommandTest, EventsWithoutAPlaceAreCountedInTheReport) {

@@ -20,6 +20,8 @@
 #include "output/atomic_file.h"
 #include "progress.h"
 #include "session/seam.h"
+#include "standard_output.h"
+#include "support/text.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -111,10 +113,10 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   detail::removeTemporaryFilesOnSignals();
   std::unique_ptr<detail::AtomicFile> jsonFile;
   std::unique_ptr<detail::AtomicFile> htmlFile;
-  if (!options.jsonOutput.empty()) {
+  if (!options.jsonOutput.empty() && !isStandardOutput(options.jsonOutput)) {
     jsonFile = std::make_unique<detail::AtomicFile>(options.jsonOutput);
   }
-  if (!options.htmlOutput.empty()) {
+  if (!options.htmlOutput.empty() && !isStandardOutput(options.htmlOutput)) {
     htmlFile = std::make_unique<detail::AtomicFile>(options.htmlOutput);
   }
   if (!options.quiet) {
@@ -165,8 +167,8 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
     }
     for (const auto& [why, count] : skipped) {
       if (!options.quiet) {
-        std::fprintf(messages, "kinetrace: %s: left out %llu %s\n", file.c_str(),
-                     static_cast<unsigned long long>(count), why.c_str());
+        std::fprintf(messages, "kinetrace: %s: left out %s %s\n", file.c_str(),
+                     detail::withThousands(count).c_str(), why.c_str());
       }
     }
     if (collector.merged() && !options.quiet) {
@@ -220,7 +222,14 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   };
   if (jsonFile) complete(*jsonFile, detail::reportJson(report));
   if (htmlFile) complete(*htmlFile, detail::reportHtml(report, analysis));
-  std::fputs(detail::formatReport(report, analysis).c_str(), out);
+  // Standard output carries one report: the one asked for there, else the text.
+  if (isStandardOutput(options.jsonOutput)) {
+    std::fputs(detail::reportJson(report).c_str(), out);
+  } else if (isStandardOutput(options.htmlOutput)) {
+    std::fputs(detail::reportHtml(report, analysis).c_str(), out);
+  } else {
+    std::fputs(detail::formatReport(report, analysis).c_str(), out);
+  }
   // Said again after the report, where it is read: its figures leave these files out.
   if (!unread.empty()) {
     std::fprintf(messages,

@@ -302,10 +302,11 @@ const CommandSpec<ConvertOptions>& convertSpec() {
         convert.output = paths[1];
         // OUT's name chooses its format: a name that chooses none would be written as JSON
         // without a word.
-        if (!kinetrace::detail::namesTraceFormat(convert.output)) {
+        if (convert.output != "-" && !kinetrace::detail::namesTraceFormat(convert.output)) {
           throw UsageError("kinetrace convert: " + convert.output +
                            ": OUT's name chooses its format, and this one names none: end it "
-                           "in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz)");
+                           "in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz), "
+                           "or give - for JSON on standard output");
         }
       },
       R"(usage: kinetrace convert [--quiet] [--memory-mb N] IN OUT
@@ -318,6 +319,7 @@ from standard input. OUT's name chooses its format:
   *.json                Chrome trace JSON
   *.json.gz             Chrome trace JSON, gzip-compressed
   *.pftrace             Perfetto's protobuf format (also *.perfetto-trace; *.pftrace.gz)
+  -                     Chrome trace JSON on standard output
 
 OUT appears whole or not at all. Events the output cannot hold (Chrome phases other than
 X, i, C, s, f and M; a pid that is not a number; in a .pftrace, a time more than a second
@@ -338,7 +340,8 @@ const CommandSpec<MergeOptions>& mergeSpec() {
       &Command::merge,
       {
           {"--output", "-o", "OUT",
-           "the merged trace; its name chooses the format (.json, .json.gz, .pftrace)",
+           "the merged trace; its name chooses the format (.json, .json.gz, .pftrace); - "
+           "for JSON on standard output (the merge's report then goes to stderr)",
            stored(&MergeOptions::output)},
           {"--no-align", nullptr, nullptr, "keep every trace's times as recorded",
            setTo(&MergeOptions::align, false)},
@@ -392,9 +395,11 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
           {"--html", nullptr, "FILE",
            "a report to open in a browser: the findings, charts (busy and idle per GPU and "
            "step; busy time, queue depth per stream and memory over the window; launch "
-           "latency) and tables, in one self-contained file",
+           "latency) and tables, in one self-contained file; - for standard output, in place "
+           "of the text",
            stored(&AnalyzeOptions::htmlOutput)},
-          {"--json", nullptr, "FILE", "the analysis as JSON too",
+          {"--json", nullptr, "FILE",
+           "the analysis as JSON too; - for standard output, in place of the text",
            stored(&AnalyzeOptions::jsonOutput)},
           {"--rank", nullptr, "N", "only the traces of rank N",
            [](AnalyzeOptions& o, const char* option, Value v) {
@@ -424,6 +429,11 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {
         for (std::string& path : paths) path = standardInputFor(path);
         analyze.paths = std::move(paths);
+        if (analyze.jsonOutput == "-" && analyze.htmlOutput == "-") {
+          throw UsageError(
+              "kinetrace analyze: --json - and --html - both ask for standard output, which "
+              "carries one report: name a file for one of them");
+        }
         if (analyze.paths.empty()) {
           throw UsageError(
               "kinetrace analyze: no trace given: kinetrace analyze TRACE|DIRECTORY...");

@@ -19,6 +19,8 @@
 #include "output/sink_losses.h"
 #include "output/sink_memory.h"
 #include "progress.h"
+#include "standard_output.h"
+#include "support/text.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -38,7 +40,7 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   detail::removeTemporaryFilesOnSignals();
   detail::ReadBudget budget(options.memoryBytes);
   // Opening the output first names an unwritable OUT before reading a large IN.
-  std::unique_ptr<Sink> sink = openSink(options.output);
+  std::unique_ptr<Sink> sink = openTraceOutput(options.output);
   // Its growing state (a .pftrace's tracks, lanes, interned strings) within the same cap.
   detail::drawSinkMemoryFrom(*sink, budget.memory());
   ProgressLine progress(messages, "reading " + options.input, !options.quiet,
@@ -49,12 +51,12 @@ int convertCommand(const ConvertOptions& options, std::FILE* /*out*/, std::FILE*
   const detail::SinkLosses losses = detail::lossesOf(*sink);
   sink.reset();
   if (!options.quiet) {
-    std::fprintf(messages, "kinetrace: wrote %s: %llu of %llu events%s (from %s%s)\n",
-                 options.output.c_str(),
-                 static_cast<unsigned long long>(eventsWritten(report.events, losses)),
-                 static_cast<unsigned long long>(eventsRead(report.events, report.skipped)),
-                 sizeOf(options.output).c_str(), options.input.c_str(),
-                 sizeOf(options.input).c_str());
+    std::fprintf(messages, "kinetrace: wrote %s: %s of %s events%s (from %s%s)\n",
+                 outputName(options.output).c_str(),
+                 detail::withThousands(eventsWritten(report.events, losses)).c_str(),
+                 detail::withThousands(eventsRead(report.events, report.skipped)).c_str(),
+                 isStandardOutput(options.output) ? "" : sizeOf(options.output).c_str(),
+                 options.input.c_str(), sizeOf(options.input).c_str());
   }
   // Every event of IN is either written or said here with why it was not, --quiet or not.
   sayWhatWasLeftOut(messages, report.skipped, losses);

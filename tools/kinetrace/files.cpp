@@ -28,7 +28,7 @@ bool isReadableStream(const std::string& path) {
 
 void refuseOutputOverInput(const std::string& output, const std::vector<std::string>& inputs,
                            const char* command) {
-  if (output.empty()) return;
+  if (output.empty() || output == "-") return;  // none, or standard output
   struct stat out {};
   if (::stat(output.c_str(), &out) != 0) return;  // not there yet: nothing to destroy
   for (const std::string& input : inputs) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "support/text.h"
+
 namespace kinetrace::cli {
 
 uint64_t eventsRead(uint64_t handed, const std::map<std::string, uint64_t>& skipped) {
@@ -17,16 +19,15 @@ uint64_t eventsWritten(uint64_t handed, const detail::SinkLosses& losses) {
 void sayWhatWasLeftOut(std::FILE* messages, const std::map<std::string, uint64_t>& skipped,
                        const detail::SinkLosses& losses) {
   for (const auto& [why, count] : skipped) {
-    std::fprintf(messages, "kinetrace: left out %llu %s (the output has no place for them)\n",
-                 static_cast<unsigned long long>(count), why.c_str());
+    std::fprintf(messages, "kinetrace: left out %s %s (the output has no place for them)\n",
+                 detail::withThousands(count).c_str(), why.c_str());
   }
   for (const auto& [why, count] : losses.events) {
-    std::fprintf(messages, "kinetrace: left out %llu %s\n", static_cast<unsigned long long>(count),
+    std::fprintf(messages, "kinetrace: left out %s %s\n", detail::withThousands(count).c_str(),
                  why.c_str());
   }
   for (const auto& [why, count] : losses.changes) {
-    std::fprintf(messages, "kinetrace: %llu %s\n", static_cast<unsigned long long>(count),
-                 why.c_str());
+    std::fprintf(messages, "kinetrace: %s %s\n", detail::withThousands(count).c_str(), why.c_str());
   }
 }
 

@@ -16,6 +16,8 @@
 #include "output/sink_losses.h"
 #include "output/sink_memory.h"
 #include "progress.h"
+#include "standard_output.h"
+#include "support/text.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -46,7 +48,9 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
   refuseOutputOverInput(options.output, options.paths, "kinetrace merge");
   // Made before the sink, which draws from it and gives back what it took when it goes.
   detail::ReadBudget budget(options.memoryBytes);
-  std::unique_ptr<Sink> sink = openSink(options.output);
+  std::unique_ptr<Sink> sink = openTraceOutput(options.output);
+  // Its report goes where messages go when the trace itself is on standard output.
+  if (isStandardOutput(options.output)) out = messages;
   // Its growing state (a .pftrace's tracks, lanes, interned strings) within the same cap.
   detail::drawSinkMemoryFrom(*sink, budget.memory());
   detail::MergeOptions mergeOptions;
@@ -58,7 +62,7 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
     return detail::planMerge(options.paths, mergeOptions, budget, onProgress);
   });
 
-  ProgressLine writing(messages, "writing " + options.output, !options.quiet,
+  ProgressLine writing(messages, "writing " + outputName(options.output), !options.quiet,
                        options.progressFromBytes);
   const detail::MergeReport report = writing.follow([&](auto onProgress) {
     return detail::writeMerged(plan, *sink, options.output, budget, onProgress);
@@ -70,9 +74,9 @@ int mergeCommand(const MergeOptions& options, std::FILE* out, std::FILE* message
     const uint64_t read = eventsRead(report.events, report.skipped);
     const uint64_t written = eventsWritten(report.events, losses);
     std::fprintf(
-        out, "kinetrace: merged %zu traces into %s: wrote %llu of %llu events%s\n", plan.size(),
-        options.output.c_str(), static_cast<unsigned long long>(written),
-        static_cast<unsigned long long>(read),
+        out, "kinetrace: merged %zu traces into %s: wrote %s of %s events%s\n", plan.size(),
+        outputName(options.output).c_str(), detail::withThousands(written).c_str(),
+        detail::withThousands(read).c_str(),
         report.addedNames > 0
             ? fmt::format(" (and {} process names for the ranks)", report.addedNames).c_str()
             : "");
