@@ -24,11 +24,14 @@ using html::duration;
 using html::escape;
 using html::nameHtml;
 using html::percent;
+using html::sinceStart;
 
-// A cell: its HTML, and whether it is a number (right-aligned, never wrapped).
+// A cell: its HTML, and whether it is a number (right-aligned, never wrapped) or a name (a
+// long word of a kernel or range, the only text that may break inside a word).
 struct Cell {
   std::string html;
   bool number = false;
+  bool name = false;
 };
 Cell text(std::string_view s) {
   return {escape(s), false};
@@ -39,20 +42,29 @@ Cell number(std::string_view s) {
 Cell raw(std::string s) {
   return {std::move(s), false};
 }
+Cell nameCell(std::string_view full, std::size_t width, bool kernel = true) {
+  return {nameHtml(full, width, kernel), false, true};
+}
 
+// A table in a box of its own that scrolls sideways where the window is too narrow for it,
+// so the page itself never does and no column is cut off.
 std::string table(const std::vector<std::string>& header,
                   const std::vector<std::vector<Cell>>& rows, std::string_view cls = "") {
-  std::string out = cls.empty() ? "<table>" : fmt::format("<table class=\"{}\">", cls);
+  std::string out = "<div class=\"scroll\">";
+  out += cls.empty() ? "<table>" : fmt::format("<table class=\"{}\">", cls);
   out += "<thead><tr>";
   for (const std::string& h : header) out += "<th>" + escape(h) + "</th>";
   out += "</tr></thead><tbody>\n";
   for (const auto& row : rows) {
     out += "<tr>";
-    for (const Cell& cell : row)
-      out += (cell.number ? "<td class=\"n\">" : "<td>") + cell.html + "</td>";
+    for (const Cell& cell : row) {
+      const char* open = cell.number ? "<td class=\"n\">" : "<td>";
+      if (cell.name) open = "<td class=\"name\">";
+      out += open + cell.html + "</td>";
+    }
     out += "</tr>\n";
   }
-  return out + "</tbody></table>\n";
+  return out + "</tbody></table></div>\n";
 }
 
 std::string swatch(const char* colour) {
@@ -138,7 +150,7 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
   out += fmt::format(
       "<p>Busy and idle time of each step, as shares of its window (all GPUs together){}.</p>\n",
       shown < r.steps.size()
-          ? fmt::format("; the first {} of {} steps, all of them in <code>--json</code>", shown,
+          ? fmt::format("; the first {} of {} steps, all of them in the JSON report", shown,
                         r.steps.size())
           : "");
   const bool memory = std::any_of(r.steps.begin(), r.steps.end(),
@@ -151,8 +163,7 @@ std::string stepsSection(const RankReport& r, const AnalysisOptions& options) {
     const StepReport& s = r.steps[k];
     const TimeBreakdown& t = s.time;
     bars.emplace_back(s.name, t);
-    std::vector<Cell> row = {raw(nameHtml(s.name, 28, false)),
-                             number(duration(s.endNs - s.startNs)),
+    std::vector<Cell> row = {nameCell(s.name, 28, false), number(duration(s.endNs - s.startNs)),
                              number(percent(t.busyNs, t.windowNs))};
     for (const html::Part& p : html::kParts) row.push_back(number(percent(t.*p.field, t.windowNs)));
     row.push_back(number(percent(t.dataLoadingIdleNs, t.windowNs)));
@@ -262,8 +273,8 @@ std::string kernelsSection(const RankReport& r) {
   const bool bound = !r.gpuMetrics.metrics.empty();
   std::vector<std::vector<Cell>> rows;
   for (const KernelRow& k : r.kernels) {
-    rows.push_back({raw(nameHtml(k.name, 60)), text(k.kind),
-                    number(withThousands(k.duration.count)), number(duration(k.duration.totalNs)),
+    rows.push_back({nameCell(k.name, 60), text(k.kind), number(withThousands(k.duration.count)),
+                    number(duration(k.duration.totalNs)),
                     raw(shareBar(k.share, kindColour(k.kind))), number(duration(k.duration.meanNs)),
                     number(duration(k.duration.p50Ns)), number(duration(k.duration.maxNs))});
     if (bound) {
@@ -288,10 +299,9 @@ std::string tinySection(const RankReport& r) {
       duration(tiny.kernelNs), duration(tiny.launchNs), withThousands(tiny.launchLongerCount));
   if (tiny.issuers.empty()) return out;
   std::vector<std::vector<Cell>> rows;
-  for (const auto& [name, n] : tiny.issuers) {
+  for (const auto& [issuer, n] : tiny.issuers) {
     const double share = tiny.count > 0 ? static_cast<double>(n) / tiny.count : 0.0;
-    rows.push_back(
-        {raw(nameHtml(name, 70, false)), number(withThousands(n)), raw(shareBar(share))});
+    rows.push_back({nameCell(issuer, 70, false), number(withThousands(n)), raw(shareBar(share))});
   }
   uint64_t listed = 0;
   for (const auto& issuer : tiny.issuers) listed += issuer.second;
@@ -316,16 +326,28 @@ std::string latencySection(const RankReport& r) {
 std::string gapsSection(const RankReport& r) {
   if (r.gaps.empty()) return "";
   const int64_t start = r.devices.empty() ? 0 : r.devices.front().timelineStartNs;
+  // What was found in the trace is a column only where some gap has it; a gap without an
+  // operation or host range where others have one says so with a dash, not an empty cell.
+  const bool evidence = std::any_of(r.gaps.begin(), r.gaps.end(),
+                                    [](const GapReport& g) { return !g.evidence.empty(); });
+  auto nameOrDash = [](const std::string& full, bool kernel) {
+    return full.empty() ? text("-") : nameCell(full, 50, kernel);
+  };
   std::vector<std::vector<Cell>> rows;
   for (const GapReport& g : r.gaps) {
-    rows.push_back({text(fmt::format("GPU {}", g.device)), number(duration(g.startNs - start)),
-                    number(duration(g.durationNs)), text(g.cause), text(g.evidence),
-                    raw(nameHtml(g.endedBy, 50)), raw(nameHtml(g.hostWas, 50, false))});
+    std::vector<Cell> row = {text(fmt::format("GPU {}", g.device)),
+                             number(sinceStart(g.startNs - start)), number(duration(g.durationNs)),
+                             text(g.cause)};
+    if (evidence) row.push_back(text(g.evidence.empty() ? "-" : g.evidence));
+    row.push_back(nameOrDash(g.endedBy, true));
+    row.push_back(nameOrDash(g.hostWas, false));
+    rows.push_back(std::move(row));
   }
-  std::string out =
-      "<h3>Longest idle gaps</h3>\n" + table({"device", "at", "length", "cause",
-                                              "found in the trace", "ended by", "the host was in"},
-                                             rows);
+  std::vector<std::string> header = {"device", "from trace start", "length", "cause"};
+  if (evidence) header.emplace_back("found in the trace");
+  header.emplace_back("ended by");
+  header.emplace_back("the host was in");
+  std::string out = "<h3>Longest idle gaps</h3>\n" + table(header, rows);
   // What the trace shows the idle time waited on: a Stream Wait Event on a queued
   // operation's stream; a sync the host was in when the GPU ran out of work.
   auto foundTable = [&out](const char* heading, const char* what,
@@ -396,23 +418,26 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
   return out + "</section>\n";
 }
 
+// Only names (td.name, code, a path) may break inside a word, and those at their parts.
+// A table's scrolling box shades the side where more of it is out of view, with no script:
+// the shadows stay with the box, white covers that move with the table hide them at its ends.
 constexpr std::string_view kStyle = R"(<style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1100px; padding: 0 12px; color: #222; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 36px; border-bottom: 1px solid #ddd; }
-h2 small { font-weight: normal; color: #777; font-size: 13px; overflow-wrap: anywhere; }
+h2 small { font-weight: normal; color: #777; font-size: 13px; overflow-wrap: break-word; }
 h3 { font-size: 15px; margin: 24px 0 6px; } h4 { font-size: 13px; margin: 14px 0 4px; }
 svg.chart { display: block; max-width: 100%; height: auto; font: 11px system-ui, sans-serif; fill: #333; }
 svg.chart text.value { font-weight: 600; }
 ul.findings li { margin: 6px 0; }
 p.note { background: #f6f6f2; border-left: 3px solid #bab0ac; padding: 6px 10px; }
-code { font-size: 12.5px; background: #f3f3f3; padding: 0 3px; }
-table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px; }
+code { font-size: 12.5px; background: #f3f3f3; padding: 0 3px; overflow-wrap: break-word; }
+div.scroll { overflow-x: auto; margin: 6px 0 10px; background: linear-gradient(to right, #fff 30%, #fff0) left / 40px 100% local no-repeat, linear-gradient(to left, #fff 30%, #fff0) right / 40px 100% local no-repeat, radial-gradient(farthest-side at 0 50%, #0003, #0000) left / 12px 100% no-repeat, radial-gradient(farthest-side at 100% 50%, #0003, #0000) right / 12px 100% no-repeat; }
+table { border-collapse: collapse; font-size: 13px; }
 td, th { border-bottom: 1px solid #eee; padding: 3px 10px; text-align: left; vertical-align: top; }
 th { font-weight: 600; color: #555; }
 td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td { overflow-wrap: anywhere; }
+td.name { overflow-wrap: break-word; min-width: 8em; }
 span.name { border-bottom: 1px dotted #999; }
-td > span { white-space: nowrap; }
 i.sw { display: inline-block; width: 11px; height: 11px; margin-right: 6px; vertical-align: -1px; }
 span.bar { display: inline-block; width: 90px; height: 10px; background: #eee; margin-right: 6px; vertical-align: 0; }
 span.bar i { display: block; height: 10px; }
@@ -433,7 +458,7 @@ std::string reportHtml(const AnalysisReport& report, const AnalysisOptions& opti
   out += kStyle;
   out += "</head><body>\n<h1>Why is the GPU idle? A kinetrace analysis</h1>\n";
   out += "<h2>Findings</h2><ul class=\"findings\">\n";
-  for (const Finding& f : report.findings) out += "<li>" + escape(f.text) + "</li>\n";
+  for (const Finding& f : report.findings) out += "<li>" + html::sentenceHtml(f.text) + "</li>\n";
   out += "</ul>\n";
   if (!report.ranks.empty()) {
     const std::string& path = report.ranks.front().path;
@@ -450,7 +475,7 @@ std::string reportHtml(const AnalysisReport& report, const AnalysisOptions& opti
     std::vector<std::vector<Cell>> rows;
     for (const StragglerReport& s : report.stragglers) {
       rows.push_back({text(fmt::format("rank {}", s.slowRank)), number(duration(s.lateByNs)),
-                      raw(nameHtml(s.collective, 60)), number(std::to_string(s.occurrence))});
+                      nameCell(s.collective, 60), number(std::to_string(s.occurrence))});
     }
     out += "<h2>Collectives started late on one rank</h2>\n" +
            table({"slow rank", "late by", "collective", "occurrence"}, rows);

@@ -40,6 +40,22 @@ std::string escape(std::string_view text) {
   return out;
 }
 
+std::string sentenceHtml(std::string_view text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t open = text.find('`', at);
+    const std::size_t close = open == std::string_view::npos ? open : text.find('`', open + 1);
+    if (close == std::string_view::npos) {
+      out += escape(text.substr(at));
+      break;
+    }
+    out += escape(text.substr(at, open - at)) + "<code>" +
+           escape(text.substr(open + 1, close - open - 1)) + "</code>";
+    at = close + 1;
+  }
+  return out;
+}
+
 std::string duration(int64_t ns) {
   const double v = static_cast<double>(ns);
   if (ns < 0) return "-" + duration(-ns);
@@ -49,6 +65,10 @@ std::string duration(int64_t ns) {
   if (ns < 10'000'000) return fmt::format("{:.2f} ms", v / 1e6);
   if (ns < 10'000'000'000) return fmt::format("{:.1f} ms", v / 1e6);
   return fmt::format("{:.2f} s", v / 1e9);
+}
+
+std::string sinceStart(int64_t ns) {
+  return ns == 0 ? "0.00 us" : duration(ns);
 }
 
 std::string bytes(int64_t b) {
@@ -141,10 +161,28 @@ std::string clip(std::string_view text, std::size_t width) {
   return std::string(text.substr(0, width > 3 ? width - 3 : 0)) + "...";
 }
 
+namespace {
+
+// `name` escaped, with a break opportunity after each separator of its parts.
+std::string breakableHtml(std::string_view name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    out += escape(std::string_view(&c, 1));
+    // After the last of a run ("::", "__"; the "..." of a clipped name stays whole), and not
+    // where a space follows, which breaks already.
+    const bool separator = c == '_' || c == '.' || c == '/' || c == ',' || c == ':';
+    if (separator && i + 1 < name.size() && name[i + 1] != c && name[i + 1] != ' ') out += "<wbr>";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string nameHtml(std::string_view full, std::size_t width, bool kernel) {
   const std::string shown = clip(kernel ? shortKernelName(full) : std::string(full), width);
-  if (shown == full) return "<span>" + escape(full) + "</span>";
-  return "<span class=\"name\" title=\"" + escape(full) + "\">" + escape(shown) + "</span>";
+  if (shown == full) return "<span>" + breakableHtml(full) + "</span>";
+  return "<span class=\"name\" title=\"" + escape(full) + "\">" + breakableHtml(shown) + "</span>";
 }
 
 const Part kParts[kPartCount] = {
@@ -228,9 +266,11 @@ std::string tickLabel(double value, double step, double unit, std::string_view u
 
 // The charts over time: names on the left, the window across, room on the right for the
 // last tick's label.
-constexpr int kTimeLeft = 130, kTimePlot = 900, kTimeRight = 40;
+constexpr int kTimeLeft = 170, kTimePlot = 860, kTimeRight = 40;
 constexpr int kTimeWidth = kTimeLeft + kTimePlot + kTimeRight;
-constexpr std::size_t kLabelChars = 19;  // what fits in kTimeLeft
+// Where a row's names end in a chart whose rows have a y axis each: left of its tick labels.
+constexpr int kRowLabelRight = kTimeLeft - 44;
+constexpr std::size_t kLabelChars = 19;  // what fits left of kRowLabelRight
 
 struct Window {
   int64_t startNs = 0;
@@ -285,6 +325,23 @@ void timeAxis(Svg& svg, double y, const Window& w) {
   svg.text(kTimeLeft - 18, y + 16, "from trace start", "end", "label");
 }
 
+// What a chart's y axes measure, above their tick labels.
+void yAxisName(Svg& svg, std::string_view name) {
+  svg.text(kTimeLeft - 8, 12, name, "end", "label");
+}
+
+// A y axis beside a row `height` high from `top`: a tick at each value's fraction of the
+// row's height, labelled.
+void rowAxis(Svg& svg, double top, double height,
+             const std::vector<std::pair<double, std::string>>& ticks) {
+  svg.line(kTimeLeft, top, kTimeLeft, top + height);
+  for (const auto& [fraction, label] : ticks) {
+    const double y = top + height * (1 - fraction);
+    svg.line(kTimeLeft - 4, y, kTimeLeft, y);
+    svg.text(kTimeLeft - 8, y + 4, label, "end", "tick");
+  }
+}
+
 }  // namespace
 
 std::string breakdownBars(std::string_view chart,
@@ -326,14 +383,17 @@ std::string breakdownBars(std::string_view chart,
 std::string timelineChart(const RankReport& r) {
   const Window w = windowOf(r);
   if (w.lengthNs <= 0) return "";
-  constexpr int kRow = 36, kBar = 28;
+  // A row per GPU, each with its own 0-100% axis; what they measure is named above them.
+  constexpr int kTop = 24, kRow = 58, kBar = 40;
   const int rows = static_cast<int>(r.devices.size());
-  Svg svg("timeline", kTimeWidth, rows * kRow + 30);
+  const int axis = kTop + (rows - 1) * kRow + kBar + 6;
+  Svg svg("timeline", kTimeWidth, axis + 30);
+  yAxisName(svg, "busy");
   for (int i = 0; i < rows; ++i) {
     const DeviceReport& d = r.devices[static_cast<std::size_t>(i)];
-    const double y = i * kRow + 4;
-    svg.text(kTimeLeft - 8, y + 12, fmt::format("GPU {}", d.device), "end", "label");
-    svg.text(kTimeLeft - 8, y + 25, percent(d.time.busyNs, d.time.windowNs) + " busy", "end",
+    const double y = kTop + i * kRow;
+    svg.text(kRowLabelRight, y + 14, fmt::format("GPU {}", d.device), "end", "label");
+    svg.text(kRowLabelRight, y + 28, percent(d.time.busyNs, d.time.windowNs) + " busy", "end",
              "label");
     svg.rect(kTimeLeft, y, kTimePlot, kBar, "#eeeeee");
     const double binWidth = static_cast<double>(kTimePlot) /
@@ -346,8 +406,9 @@ std::string timelineChart(const RankReport& r) {
                fmt::format("GPU {} at {}: busy {:.0f}%", d.device,
                            duration(d.timelineBinNs * static_cast<int64_t>(b)), busy * 100));
     }
+    rowAxis(svg, y, kBar, {{0.0, "0%"}, {0.5, "50%"}, {1.0, "100%"}});
   }
-  timeAxis(svg, rows * kRow + 2, w);
+  timeAxis(svg, axis, w);
   return svg.finish();
 }
 
@@ -375,18 +436,28 @@ std::string queueDepthChart(const RankReport& r, std::size_t maxStreams) {
            std::make_pair(b.first->device, b.first->stream);
   });
 
-  constexpr int kRow = 44, kBar = 34;
+  // A row per stream, each with an axis of its own scale (at most 3 steps: 16 px apart, room
+  // for a tick label each); what they count is named above them.
+  constexpr int kTop = 24, kRow = 68, kBar = 48;
   const int rows = static_cast<int>(shown.size());
-  Svg svg("queue-depth", kTimeWidth, rows * kRow + 30);
+  const int axis = kTop + (rows - 1) * kRow + kBar + 6;
+  Svg svg("queue-depth", kTimeWidth, axis + 30);
+  yAxisName(svg, "operations queued");
   for (int i = 0; i < rows; ++i) {
     const QueueDepthTimeline& q = *shown[static_cast<std::size_t>(i)].first;
     const int most = *std::max_element(q.maxDepth.begin(), q.maxDepth.end());
-    const double y = i * kRow + 6;
+    const double step = std::max(1.0, niceStep(most, 3));
+    const double axisTop = std::ceil(most / step - 1e-9) * step;
+    const double y = kTop + i * kRow;
     const std::string label = fmt::format("GPU {} stream {}", q.device, q.stream);
-    svg.text(kTimeLeft - 8, y + 12, clip(label, kLabelChars), "end", "label",
+    svg.text(kRowLabelRight, y + 14, clip(label, kLabelChars), "end", "label",
              label.size() > kLabelChars ? label : "");
-    svg.text(kTimeLeft - 8, y + 27, fmt::format("up to {} queued", most), "end", "label");
+    svg.text(kRowLabelRight, y + 28, fmt::format("up to {} queued", most), "end", "label");
     svg.line(kTimeLeft, y + kBar, kTimeLeft + kTimePlot, y + kBar, "#ccc");
+    std::vector<std::pair<double, std::string>> ticks;
+    for (double v = 0; v <= axisTop + 1e-9; v += step)
+      ticks.emplace_back(v / axisTop, withThousands(static_cast<uint64_t>(v)));
+    rowAxis(svg, y, kBar, ticks);
     const DeviceReport* device = nullptr;
     for (const DeviceReport& d : r.devices) {
       if (d.device == q.device) device = &d;
@@ -399,14 +470,14 @@ std::string queueDepthChart(const RankReport& r, std::size_t maxStreams) {
       const double x =
           w.x(device->timelineStartNs + device->timelineBinNs * static_cast<int64_t>(b));
       if (x >= kTimeLeft + kTimePlot) break;
-      const double h = kBar * static_cast<double>(q.maxDepth[b]) / most;
+      const double h = kBar * static_cast<double>(q.maxDepth[b]) / axisTop;
       svg.rect(
           x, y + kBar - h, std::min(binWidth, kTimeLeft + kTimePlot - x), h, "#76b7b2",
           fmt::format("stream {} from {}: up to {} queued", q.stream,
                       duration(device->timelineBinNs * static_cast<int64_t>(b)), q.maxDepth[b]));
     }
   }
-  timeAxis(svg, rows * kRow + 2, w);
+  timeAxis(svg, axis, w);
   return svg.finish();
 }
 
@@ -414,9 +485,11 @@ std::string memoryChart(const RankReport& r) {
   const Window w = windowOf(r);
   const auto& curve = r.memoryCurve;
   if (w.lengthNs <= 0 || curve.empty()) return "";
-  constexpr int kTop = 12, kHeight = 170;
+  // Above the plot, room for the peak's label.
+  constexpr int kTop = 30, kHeight = 170;
   Svg svg("memory", kTimeWidth, kTop + kHeight + 30);
-  int64_t top = 1;
+  yAxisName(svg, "allocated");
+  int64_t top = std::max<int64_t>(1, r.memory.peakBytes);
   for (const MemorySample& s : curve) top = std::max(top, s.allocatedBytes);
   // A y axis of round values in the unit of the peak.
   const double unit = top >= 1e9 ? 1e9 : top >= 1e6 ? 1e6 : top >= 1e3 ? 1e3 : 1;
@@ -446,9 +519,21 @@ std::string memoryChart(const RankReport& r) {
   const std::string peak = "peak " + bytes(r.memory.peakBytes);
   svg.rect(peakX - 3, peakY - 3, 6, 6, "#e15759",
            peak + " at " + duration(r.memory.peakAtNs - w.startNs));
-  const bool right = peakX + textWidth(peak.size()) + 8 < kTimeLeft + kTimePlot;
-  svg.text(right ? peakX + 8 : peakX - 8, std::max(peakY + 14, 22.0), peak, right ? "start" : "end",
-           "value");
+  // The peak's value above the plot, over the peak (moved in where it would stick out): the
+  // line never rises above its peak, so it crosses the label nowhere, where one beside the
+  // point was crossed wherever the line came back down close by. A leader joins the two.
+  const double half = textWidth(peak.size()) / 2;
+  double labelX = peakX;
+  std::string_view anchor = "middle";
+  if (peakX - half < kTimeLeft) {
+    labelX = kTimeLeft;
+    anchor = "start";
+  } else if (peakX + half > kTimeLeft + kTimePlot) {
+    labelX = kTimeLeft + kTimePlot;
+    anchor = "end";
+  }
+  if (peakY - 4 > kTop - 8) svg.line(peakX, kTop - 8, peakX, peakY - 4, "#bbb");
+  svg.text(labelX, kTop - 12, peak, anchor, "value");
   return svg.finish();
 }
 

@@ -17,8 +17,15 @@
 namespace kinetrace::detail::html {
 
 std::string escape(std::string_view text);
+// A sentence written for the terminal (a finding's), as HTML: escaped, and its `code` spans
+// set as <code>, never left as backticks. A backtick without its pair (one in a name the
+// trace holds) is kept as it is.
+std::string sentenceHtml(std::string_view text);
 // Durations in the unit that fits them ("3.00 us", "12.5 ms"), as the text report writes.
 std::string duration(int64_t ns);
+// A moment as the time since the trace's start, as duration() writes it; the start itself
+// with its unit too ("0.00 us"), where an amount of nothing is a plain "0".
+std::string sinceStart(int64_t ns);
 // Bytes in the unit that fits them: kB, MB or GB.
 std::string bytes(int64_t b);
 std::string percent(int64_t part, int64_t whole);
@@ -31,7 +38,9 @@ std::string percent(int64_t part, int64_t whole);
 std::string shortKernelName(std::string_view name);
 // `text` cut to `width` characters, with an ellipsis.
 std::string clip(std::string_view text, std::size_t width);
-// HTML: the short form of a name shown, the full name on hover.
+// HTML: the short form of a name shown, the full name on hover. A name is one long word
+// ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"), so it may break after its
+// "_", "::", ".", "/" and "," (<wbr>) where a narrow column needs it, not mid-part.
 std::string nameHtml(std::string_view full, std::size_t width = 80, bool kernel = true);
 
 // The parts of a time breakdown, in the order and colours every chart and table uses.
@@ -51,12 +60,15 @@ extern const Part kParts[kPartCount];
 // where it fits, with a 0-100% axis.
 std::string breakdownBars(std::string_view chart,
                           const std::vector<std::pair<std::string, TimeBreakdown>>& rows);
-// How busy each GPU was, bin by bin, on the window's time axis.
+// How busy each GPU was, bin by bin, on the window's time axis: a row per GPU, each with a
+// 0-100% y axis.
 std::string timelineChart(const RankReport& r);
 // Queue depth over time, a row per stream (at most `maxStreams`, the busiest), on the same
-// axis; "" when no stream had a launch call to count.
+// axis, each row with a y axis of operations to its most; "" when no stream had a launch call
+// to count.
 std::string queueDepthChart(const RankReport& r, std::size_t maxStreams);
-// Allocated memory on the same axis, with a y axis in the unit that fits.
+// Allocated memory on the same axis, with a y axis in the unit that fits and the peak's
+// value above the plot, where the line never crosses it.
 std::string memoryChart(const RankReport& r);
 // Launch latencies by power-of-two bucket, counts on the bars and on a y axis.
 std::string latencyHistogram(const RankReport& r);

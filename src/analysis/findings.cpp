@@ -363,7 +363,8 @@ std::vector<Finding> findingsOf(const AnalysisReport& report, const AnalysisOpti
           fmt::format(
               "{}launch latency (launch call to start) p50 {}, p99 {}, max {}: some work queued "
               "behind long-running operations: the host ran ahead of the GPU, which is no loss in "
-              "itself; the launch outliers (--json) say which operations waited longest.",
+              "itself; the JSON report's `launch_latency.outliers` say which operations waited "
+              "longest.",
               prefix, duration(r.launchLatency.p50Ns), duration(r.launchLatency.p99Ns),
               duration(r.launchLatency.maxNs)),
           {{"p50_ns", ns(r.launchLatency.p50Ns)},

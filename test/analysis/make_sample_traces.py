@@ -4,12 +4,15 @@ of every problem `kinetrace analyze` looks for: a data loader that stalls each s
 of tiny kernels, a memory leak, and an all-reduce that rank 1 joins late.
 
     make_sample_traces.py OUT_DIR [--steps N] [--ranks R] [--no-steps]
-                          [--alloc-start BYTES] [--alloc-step BYTES]   -> OUT_DIR/rank0.json, ...
+                          [--alloc-start BYTES] [--alloc-step BYTES] [--alloc-spike BYTES]
+                                                                   -> OUT_DIR/rank0.json, ...
 
 (6 steps and 2 ranks by default; bench/analyze_speed.sh asks for thousands of steps to make
 a trace of a gigabyte. --no-steps leaves the ProfilerStep ranges out, as a trace recorded
 without a schedule has none; allocated memory starts at --alloc-start and grows by
---alloc-step a step.) The file is written event by event, so any size takes little memory.
+--alloc-step a step; --alloc-spike holds BYTES more for a millisecond in the middle of the
+third step, a peak that the line falls from right after, as a temporary buffer's would.)
+The file is written event by event, so any size takes little memory.
 """
 import argparse
 import json
@@ -18,7 +21,8 @@ import os
 BASE = 1_700_000_000_000_000_000
 
 
-def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_step=3_000_000):
+def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_step=3_000_000,
+          alloc_spike=0):
     """Writes the trace of `rank` to the open file `out`."""
     first = True
 
@@ -49,6 +53,11 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
         events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
                        "args": {"External id": ext, "device": 0, "stream": stream, "correlation": correlation}})
 
+    def memory(ts, total, change):
+        events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
+                       "tid": 100 + rank, "ts": ts, "s": "t",
+                       "args": {"Total Allocated": total, "Bytes": change, "Device Id": 0}})
+
     ext = 0
     for step in range(steps):
         t = step * 10_000
@@ -63,13 +72,14 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
         for i in range(100):
             launch("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", t + 5_000 + i * 25,
                    t + 5_003 + i * 25, 3, ext=ext)
+        if alloc_spike and step == 2:
+            memory(t + 5_000, allocated + alloc_spike, alloc_spike)
+            memory(t + 6_000, allocated, -alloc_spike)
         start = t + 8_200 + (1_200 if rank == 1 else 0)
         launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", t + 8_100, start,
                9_900 - (start - t), stream=20)
         allocated += alloc_step
-        events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
-                       "tid": 100 + rank, "ts": t + 9_500, "s": "t",
-                       "args": {"Total Allocated": allocated, "Bytes": alloc_step, "Device Id": 0}})
+        memory(t + 9_500, allocated, alloc_step)
     out.write("\n]}\n")
 
 
@@ -81,11 +91,13 @@ def main():
     p.add_argument("--no-steps", action="store_true")
     p.add_argument("--alloc-start", type=int, default=100_000_000)
     p.add_argument("--alloc-step", type=int, default=3_000_000)
+    p.add_argument("--alloc-spike", type=int, default=0)
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for rank in range(args.ranks):
         with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
-            trace(rank, args.steps, f, not args.no_steps, args.alloc_start, args.alloc_step)
+            trace(rank, args.steps, f, not args.no_steps, args.alloc_start, args.alloc_step,
+                  args.alloc_spike)
 
 
 if __name__ == "__main__":
