@@ -418,11 +418,12 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
   return out + "</section>\n";
 }
 
-// Only names (td.name, code, a path) may break inside a word, and those at their parts.
+// Only names (td.name, code, a path) may break inside a word, and those at their parts. The
+// page is as wide as a step table with every column (GPU metrics' too) needs at 1400 px.
 // A table's scrolling box shades the side where more of it is out of view, with no script:
 // the shadows stay with the box, white covers that move with the table hide them at its ends.
 constexpr std::string_view kStyle = R"(<style>
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1100px; padding: 0 12px; color: #222; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1280px; padding: 0 12px; color: #222; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 36px; border-bottom: 1px solid #ddd; }
 h2 small { font-weight: normal; color: #777; font-size: 13px; overflow-wrap: break-word; }
 h3 { font-size: 15px; margin: 24px 0 6px; } h4 { font-size: 13px; margin: 14px 0 4px; }
@@ -433,7 +434,7 @@ p.note { background: #f6f6f2; border-left: 3px solid #bab0ac; padding: 6px 10px;
 code { font-size: 12.5px; background: #f3f3f3; padding: 0 3px; overflow-wrap: break-word; }
 div.scroll { overflow-x: auto; margin: 6px 0 10px; background: linear-gradient(to right, #fff 30%, #fff0) left / 40px 100% local no-repeat, linear-gradient(to left, #fff 30%, #fff0) right / 40px 100% local no-repeat, radial-gradient(farthest-side at 0 50%, #0003, #0000) left / 12px 100% no-repeat, radial-gradient(farthest-side at 100% 50%, #0003, #0000) right / 12px 100% no-repeat; }
 table { border-collapse: collapse; font-size: 13px; }
-td, th { border-bottom: 1px solid #eee; padding: 3px 10px; text-align: left; vertical-align: top; }
+td, th { border-bottom: 1px solid #eee; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { font-weight: 600; color: #555; }
 td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 td.name { overflow-wrap: break-word; min-width: 8em; }
@@ -442,6 +443,7 @@ i.sw { display: inline-block; width: 11px; height: 11px; margin-right: 6px; vert
 span.bar { display: inline-block; width: 90px; height: 10px; background: #eee; margin-right: 6px; vertical-align: 0; }
 span.bar i { display: block; height: 10px; }
 td:has(span.bar) { white-space: nowrap; }
+td:has(> span.stack), table.kernels td:has(> i.sw) { min-width: 15em; }
 table.parts td.n { min-width: 9em; }
 span.pc { display: inline-block; min-width: 4.2em; color: #555; }
 span.stack { display: inline-block; width: 110px; height: 10px; background: #eee; margin-right: 6px; white-space: nowrap; font-size: 0; }

@@ -8,15 +8,15 @@
 # every table fits), no table cell is cut off, and no word of ordinary text breaks across
 # lines (kernel and range names may, at their parts). The text shows no terminal markup:
 # no backticks, no command-line flag of the report. Two reports: the sample job (two ranks,
-# steps, every problem), and one trace without step ranges whose memory is a few kilobytes
-# and peaks for a moment. Leaves whole-page screenshots to look at in
+# steps, every problem, GPU metrics: the widest tables), and one trace without step ranges
+# whose memory is a few kilobytes and peaks for a moment. Leaves whole-page screenshots to look at in
 # WORK_DIR/{report,plain}-{900,1400}.png.
 #
 #   html_report_in_browser.sh KINETRACE CHROMIUM MAKE_SAMPLE_TRACES_PY WORK_DIR
 set -euo pipefail
 kinetrace=$1 chromium=$2 make_traces=$3 work=$4
 rm -rf "$work" && mkdir -p "$work/traces" "$work/plain"
-python3 "$make_traces" "$work/traces"
+python3 "$make_traces" "$work/traces" --gpu-metrics
 python3 "$make_traces" "$work/plain" --ranks 1 --no-steps --alloc-start 0 --alloc-step 400 \
   --alloc-spike 2000
 "$kinetrace" analyze -q "$work/traces" --html "$work/report.html" > "$work/report.txt"
@@ -221,6 +221,7 @@ done
 grep -q '<th>queue depth, most</th>' "$dom" || fail "the streams table has no queue depth"
 grep -q '<th>issued from (host range)</th>' "$dom" || fail "the tiny kernels' issuers are missing"
 grep -q '<th>share of GPU operation time</th>' "$dom" || fail "the kinds table is missing"
+grep -q '<th>kernels bound by</th>' "$dom" || fail "the step table has no GPU metrics' column"
 grep -q '<td>ProfilerStep#5</td>\|<span>ProfilerStep#5</span>' "$dom" || fail "the step table misses step 5"
 # Short kernel names, the full one on hover.
 grep -q 'title="void at::native::vectorized_elementwise_kernel&lt;4, at::native::AddFunctor&lt;float&gt;&gt;">vectorized_<wbr>elementwise_<wbr>kernel<' "$dom" ||

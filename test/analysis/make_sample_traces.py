@@ -5,13 +5,16 @@ of tiny kernels, a memory leak, and an all-reduce that rank 1 joins late.
 
     make_sample_traces.py OUT_DIR [--steps N] [--ranks R] [--no-steps]
                           [--alloc-start BYTES] [--alloc-step BYTES] [--alloc-spike BYTES]
+                          [--gpu-metrics]
                                                                    -> OUT_DIR/rank0.json, ...
 
 (6 steps and 2 ranks by default; bench/analyze_speed.sh asks for thousands of steps to make
 a trace of a gigabyte. --no-steps leaves the ProfilerStep ranges out, as a trace recorded
 without a schedule has none; allocated memory starts at --alloc-start and grows by
 --alloc-step a step; --alloc-spike holds BYTES more for a millisecond in the middle of the
-third step, a peak that the line falls from right after, as a temporary buffer's would.)
+third step, a peak that the line falls from right after, as a temporary buffer's would;
+--gpu-metrics gives each kernel its hardware metric averages as `kinetrace run --gpu-metrics`
+writes them, so the report adds what bounded each kernel and step.)
 The file is written event by event, so any size takes little memory.
 """
 import argparse
@@ -21,8 +24,22 @@ import os
 BASE = 1_700_000_000_000_000_000
 
 
+# Each kernel's metric averages under --gpu-metrics: the gemm tensor-bound, the elementwise
+# adds memory-bound, the all-reduce neither.
+METRICS = {"sm90_xmma": {"SM throughput (%)": 71.0, "DRAM throughput (%)": 20.0, "Tensor pipe active (%)": 93.5},
+           "void at::native": {"SM throughput (%)": 6.0, "DRAM throughput (%)": 82.0, "Tensor pipe active (%)": 0.0},
+           "ncclDevKernel": {"SM throughput (%)": 12.0, "DRAM throughput (%)": 30.0, "Tensor pipe active (%)": 0.0}}
+METRICS_FOOTER = {"metrics": [{"name": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                               "display_name": "SM throughput", "unit": "%"},
+                              {"name": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                               "display_name": "DRAM throughput", "unit": "%"},
+                              {"name": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                               "display_name": "Tensor pipe active", "unit": "%"}],
+                  "interval_ns": 100_000, "samples": 600, "lost": 0, "corrupted": 0, "setup_dropped": 0}
+
+
 def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_step=3_000_000,
-          alloc_spike=0):
+          alloc_spike=0, gpu_metrics=False):
     """Writes the trace of `rank` to the open file `out`."""
     first = True
 
@@ -50,8 +67,11 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100 + rank,
                        "tid": 100 + rank, "ts": call, "dur": 4,
                        "args": {"External id": ext, "cbid": 211, "correlation": correlation}})
+        args = {"External id": ext, "device": 0, "stream": stream, "correlation": correlation}
+        if gpu_metrics:
+            args.update(next(m for prefix, m in METRICS.items() if name.startswith(prefix)))
         events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
-                       "args": {"External id": ext, "device": 0, "stream": stream, "correlation": correlation}})
+                       "args": args})
 
     def memory(ts, total, change):
         events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
@@ -80,7 +100,8 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
                9_900 - (start - t), stream=20)
         allocated += alloc_step
         memory(t + 9_500, allocated, alloc_step)
-    out.write("\n]}\n")
+    out.write("\n]" + (', "kinetrace_gpu_metrics": ' + json.dumps(METRICS_FOOTER) if gpu_metrics else "")
+              + "}\n")
 
 
 def main():
@@ -92,12 +113,13 @@ def main():
     p.add_argument("--alloc-start", type=int, default=100_000_000)
     p.add_argument("--alloc-step", type=int, default=3_000_000)
     p.add_argument("--alloc-spike", type=int, default=0)
+    p.add_argument("--gpu-metrics", action="store_true")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for rank in range(args.ranks):
         with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
             trace(rank, args.steps, f, not args.no_steps, args.alloc_start, args.alloc_step,
-                  args.alloc_spike)
+                  args.alloc_spike, args.gpu_metrics)
 
 
 if __name__ == "__main__":
