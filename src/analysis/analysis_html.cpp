@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -254,6 +255,11 @@ std::string gpuMetricsNote(const RankReport& r) {
                                                        withThousands(m.kernelsWithoutTheirSamples))
                                          : "");
   }
+  if (m.fit.done) {
+    std::string sentence = fitSentence(m);
+    sentence[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sentence[0])));
+    out += "<p>" + escape(sentence) + ".</p>\n";
+  }
   return out;
 }
 
@@ -281,7 +287,7 @@ std::string kernelsSection(const RankReport& r) {
       rows.back().push_back(k.bound.empty()
                                 ? text("-")
                                 : raw(swatch(infoOf(k.bound.bound).colour) +
-                                      escape(describeMix(k.bound, r.gpuMetrics.metrics))));
+                                      escape(kernelBoundText(k, r.gpuMetrics.metrics))));
     }
   }
   std::vector<std::string> header = {"kernel", "kind", "count",  "total",

@@ -173,9 +173,7 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
             "  {:>6.1f}% {:>9} {:>11} {:>10} {:>10} {:>10}  {}{} [{}]\n", 100 * k.share,
             count(k.duration.count), duration(k.duration.totalNs), duration(k.duration.meanNs),
             duration(k.duration.p50Ns), duration(k.duration.maxNs),
-            bound ? fmt::format("{:<40} ",
-                                k.bound.empty() ? "-" : describeMix(k.bound, r.gpuMetrics.metrics))
-                  : "",
+            bound ? fmt::format("{:<40} ", kernelBoundText(k, r.gpuMetrics.metrics)) : "",
             shorten(k.name), k.kind);
       }
       out += gpuMetricsText(r);
@@ -295,6 +293,7 @@ std::string reportJson(const AnalysisReport& report) {
       kernels.push_back(toJson(k));
       if (!k.bound.empty())
         kernels.back()["gpu_bound"] = boundMixJson(k.bound, r.gpuMetrics.metrics);
+      if (k.fit.fitted) kernels.back()["metric_fit"] = metricFitJson(k.fit, r.gpuMetrics.metrics);
     }
     rank["kinds"] = kinds;
     rank["kernels"] = kernels;

@@ -145,11 +145,13 @@ class MixBuilder {
 
 }  // namespace
 
-void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
+void analyzeGpuBounds(CollectedTrace& trace, RankReport& report, const NameFits& fits) {
   GpuMetricsReport& out = report.gpuMetrics;
   // The metrics' names, copied into the report, are as long as the trace made them.
   if (report.held) report.held->take(trace.metricsHeld.bytes(), "GPU metric names");
+  MetricFitSummary fitted = std::move(out.fit);  // the fit pass's, before this one
   out = trace.gpuMetrics;
+  out.fit = std::move(fitted);
   if (out.metrics.empty()) {
     // Nothing to class: the records (each kernel's "none") and their file go.
     trace.kernelMetrics.drain([](const KernelMetricValue&) {});
@@ -194,6 +196,15 @@ void analyzeGpuBounds(CollectedTrace& trace, RankReport& report) {
   bool have = false;
   auto finishKernel = [&]() {
     if (!have) return;
+    // A kernel shorter than a sample: its name's fitted values in place of its averages,
+    // none where the fit could not tell them.
+    if (auto fit = fits.find(kernel.name); fit != fits.end() && fit->second.shorterThanSample) {
+      for (std::size_t m = 0; m < n && m < fit->second.values.size(); ++m) {
+        if (std::isnan(fit->second.values[m])) continue;
+        values[m] =
+            fit->second.resolved ? fit->second.values[m] : std::numeric_limits<double>::quiet_NaN();
+      }
+    }
     const GpuBound bound = classifyGpuBound(boundInputsOf(metrics, values));
     const int64_t ns = kernel.endNs - kernel.startNs;
     all.add(values, bound, ns);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 // What bounds a busy GPU: each kernel's time classed by the GPU hardware metrics sampled
@@ -121,6 +122,30 @@ struct BoundMix {
   bool empty() const { return averages.empty(); }
 };
 
+// A kernel name's metrics solved from all the samples (analysis/metric_fit.h), which stand
+// in for its averages when its kernels are shorter than a sample: a sample averages its whole
+// window, the name's kernels, its neighbours and idle time alike.
+struct MetricFitRow {
+  bool fitted = false;             // the name was a column of the fit
+  bool shorterThanSample = false;  // its mean kernel is shorter than the sampling interval
+  // Every fitted metric's value is told apart from the other names' (its standard error
+  // within kMostFitErrorPoints); otherwise its values are not shown as its own.
+  bool resolved = false;
+  std::vector<double> values;         // per GpuMetricsReport::metrics; NaN: not fitted
+  std::vector<double> standardError;  // the same; infinity: cannot be told
+};
+// A fitted value is the name's own when its standard error is at most this many points.
+inline constexpr double kMostFitErrorPoints = 2.5;
+
+// What the fit found over the whole trace.
+struct MetricFitSummary {
+  bool done = false;
+  uint64_t samples = 0;      // sample windows fitted (each device's)
+  std::size_t names = 0;     // kernel names with a column of their own
+  std::vector<double> r2;    // per metric, what the fit explains of the samples; NaN: not fitted
+  std::vector<double> idle;  // per metric, the value fitted to idle time; NaN: not fitted
+};
+
 // What the trace says of its GPU metrics, and what the analysis found of them.
 struct GpuMetricsReport {
   std::vector<MetricName> metrics;  // as found in kernels' args, first seen first
@@ -135,6 +160,7 @@ struct GpuMetricsReport {
   uint64_t corrupted = 0;
   uint64_t setupDropped = 0;
   uint64_t kernelsWithoutTheirSamples = 0;
+  MetricFitSummary fit;
   // Whether there is anything to say: kernels with averages, or metadata of sampling.
   bool any() const { return !metrics.empty() || hasMetadata; }
 };
@@ -149,12 +175,24 @@ std::string averagesOf(const BoundMix& mix, const std::vector<MetricName>& metri
 // 32%, DRAM 57%, tensor 37%)".
 std::string describeMix(const BoundMix& mix, const std::vector<MetricName>& metrics);
 
+// What the GPU-bound pass uses in place of a short kernel's own averages
+// (passes/metric_fit_pass.h): its name's fitted values, or none when the fit could not tell
+// them apart.
+struct NameFit {
+  bool shorterThanSample = false;
+  bool resolved = false;
+  std::vector<double> values;  // per metric; NaN: not fitted
+};
+using NameFits = std::unordered_map<uint32_t, NameFit>;  // by the trace's name id
+
 struct CollectedTrace;
 struct RankReport;
 
 // Reads the trace's kernel metric averages (consumed) and fills report.gpuMetrics, each
-// top kernel's bound and each step's; report.kernels and report.steps must be final.
-// Memory: the trace's budget (its kernelMetrics list), whatever its length.
-void analyzeGpuBounds(CollectedTrace& trace, RankReport& report);
+// top kernel's bound and each step's; report.kernels and report.steps must be final. A
+// kernel shorter than a sample whose name was fitted is classed by its name's fitted values
+// (`fits`), or as unknown where they could not be told; its own averages are mostly its
+// neighbours'. Memory: the trace's budget (its kernelMetrics list), whatever its length.
+void analyzeGpuBounds(CollectedTrace& trace, RankReport& report, const NameFits& fits = {});
 
 }  // namespace kinetrace::detail

@@ -19,8 +19,14 @@
 //                           "sampling": {"interval_ns", "samples", "lost", "corrupted",
 //                                        "setup_dropped", "kernels_without_their_samples"}
 //                                       (only when the trace has kinetrace_gpu_metrics)}
+//                           "fit": {"samples", "names", "r2": {"<key>": share of the samples'
+//                                   variance explained}, "idle": {"<key>": idle's value}}
+//                                  (only when samples were fitted: metric_fit.h)
 //   ranks[i].kernels[k].gpu_bound, ranks[i].steps[k].gpu_bound   a mix, when the trace has
 //                           metrics (not on copies and memsets)
+//   ranks[i].kernels[k].metric_fit   {"shorter_than_sample", "resolved",
+//                           "values": {"<key>": fitted value}, "standard_error": {"<key>":
+//                           points, null where the name cannot be told apart}} (fitted names)
 //   a mix:                 {"bound": "memory" | "compute" | "tensor" | "neither" | "unknown"
 //                                     (a kernel's: the class of its averages; a step's or
 //                                     the trace's: the class with the most kernel time),
@@ -42,6 +48,15 @@ std::string boundShares(const BoundMix& mix);
 // sampling lost. None for a trace without metrics.
 // Their rank is the caller's to set.
 std::vector<Finding> gpuBoundFindings(const RankReport& r, const std::string& prefix);
+// A kernel name's bound as the tables show it: its mix described, "... (fitted)" where its
+// kernels are shorter than a sample and the fit told its values, "unresolved: ..." where it
+// could not; "-" without metrics.
+std::string kernelBoundText(const KernelRow& k, const std::vector<MetricName>& metrics);
+// What the fit of short kernels' metrics explained, a sentence (metric_fit.h).
+std::string fitSentence(const GpuMetricsReport& m);
+// A kernel row's "metric_fit" (null when its name was not fitted).
+nlohmann::ordered_json metricFitJson(const MetricFitRow& fit,
+                                     const std::vector<MetricName>& metrics);
 // The terminal report's lines about the trace's metrics and sampling ("" without metrics).
 std::string gpuMetricsText(const RankReport& r);
 

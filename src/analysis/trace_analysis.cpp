@@ -11,6 +11,7 @@
 #include "analysis/passes/kernel_pass.h"
 #include "analysis/passes/launch_pass.h"
 #include "analysis/passes/memory_pass.h"
+#include "analysis/passes/metric_fit_pass.h"
 #include "analysis/passes/pass_context.h"
 #include "analysis/passes/steps_pass.h"
 #include "analysis/passes/time_pass.h"
@@ -32,6 +33,7 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   passes::KernelPass kernels(context);
   passes::LaunchPass launch(context);
   passes::CommunicationPass communication(context);
+  passes::MetricFitPass metricFit(context);
   // In the order the figures need one another: the steps before the device sweep fills in
   // their time; the kernel table and the steps before their bounds; the devices before the
   // queue depths are laid on their timelines.
@@ -41,11 +43,14 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
     kernels.add(op);
     communication.add(op);
     launch.add(op);
+    metricFit.add(op);
   });
   time.finish(report);
   kernels.finish(report);
-  // The GPU-bound pass reads no operations, only the kernels' metric averages.
-  analyzeGpuBounds(trace, report);
+  // The GPU-bound pass reads no operations, only the kernels' metric averages, and for
+  // kernels shorter than a sample their names' values fitted from all the samples.
+  const NameFits fits = metricFit.finish(report);
+  analyzeGpuBounds(trace, report, fits);
   launch.finish(report);
   passes::MemoryPass(context).finish(report);
   passes::HostPass(context).finish(report);

@@ -154,9 +154,11 @@ struct KernelRow {
   std::string kind;  // compute, communication, memory
   Distribution duration;
   double share = 0;  // of all kernel time
-  // What bounded this name's kernels (their time-weighted averages, classed); empty when
-  // the trace has no GPU metrics, and for copies and memsets.
+  // What bounded this name's kernels (their time-weighted averages, classed; for kernels
+  // shorter than a sample, the values the fit solved, or unknown when it could not tell);
+  // empty when the trace has no GPU metrics, and for copies and memsets.
   BoundMix bound;
+  MetricFitRow fit;
 };
 
 struct GapReport {

@@ -117,6 +117,7 @@ CollectedTrace::CollectedTrace(ReadBudget& readBudget, std::size_t bytesPerList)
       collectiveCalls(readBudget, "the list of collective calls", listBytes),
       ncclCalls(BudgetAllocator<std::pair<BudgetString, NcclCallTotals>>(readBudget, "NCCL calls")),
       kernelMetrics(readBudget, "the list of kernel metrics", listBytes),
+      metricSamples(readBudget, "the list of GPU metric samples", listBytes),
       threadNames(BudgetAllocator<std::pair<int64_t, uint32_t>>(readBudget, "thread names")),
       metricsHeld(readBudget) {}
 
@@ -189,6 +190,10 @@ void TraceCollector::write(const Event& event) {
     } else if (allocated.status == IntArg::Status::DoesNotFit) {
       ++trace_.leftOut["memory samples whose \"Total Allocated\" is not a 64-bit integer"];
     }
+    return;
+  }
+  if (event.phase == Phase::Counter && event.category == chrome::kCatGpuMetric) {
+    noteMetricSample(event);
     return;
   }
   if (event.phase != Phase::Complete) return;
@@ -338,30 +343,13 @@ void TraceCollector::noteKernelMetrics(const Event& event, const CollectedGpuOp&
     } else {
       continue;
     }
-    const std::string_view key = event.args[i].key;
-    key_.assign(key.data(), key.size());
-    auto found = metricIds_.find(key_);
-    if (found == metricIds_.end()) {
-      std::optional<MetricName> metric = metricOfKey(key);
-      if (!metric) continue;
-      if (trace_.gpuMetrics.metrics.size() == kMaxKernelMetrics) {
-        ++trace_.leftOut[fmt::format("kernel metric averages past the first {} metrics",
-                                     kMaxKernelMetrics)];
-        continue;
-      }
-      // The key, and the metric's name and unit, each kept once more.
-      trace_.metricsHeld.take(
-          3 * (key_.size() + sizeof(std::string) + 2 * kAllocationOverheadBytes),
-          "GPU metric names");
-      found =
-          metricIds_.emplace(key_, static_cast<uint32_t>(trace_.gpuMetrics.metrics.size())).first;
-      trace_.gpuMetrics.metrics.push_back(std::move(*metric));
-    }
+    const std::optional<uint32_t> metric = metricIdOf(event.args[i].key);
+    if (!metric) continue;
     if (!std::isfinite(number)) {
       ++trace_.leftOut["kernel metric averages that are not finite numbers"];
       continue;
     }
-    record.metric = found->second;
+    record.metric = *metric;
     record.value = number;
     trace_.kernelMetrics.add(record);
     any = true;
@@ -372,6 +360,51 @@ void TraceCollector::noteKernelMetrics(const Event& event, const CollectedGpuOp&
     record.metric = KernelMetricValue::kNoMetric;
     record.value = 0;
     trace_.kernelMetrics.add(record);
+  }
+}
+
+std::optional<uint32_t> TraceCollector::metricIdOf(std::string_view key) {
+  key_.assign(key.data(), key.size());
+  auto found = metricIds_.find(key_);
+  if (found != metricIds_.end()) return found->second;
+  std::optional<MetricName> metric = metricOfKey(key);
+  if (!metric) return std::nullopt;
+  if (trace_.gpuMetrics.metrics.size() == kMaxKernelMetrics) {
+    ++trace_.leftOut[fmt::format("GPU metric values past the first {} metrics", kMaxKernelMetrics)];
+    return std::nullopt;
+  }
+  // The key, and the metric's name and unit, each kept once more.
+  trace_.metricsHeld.take(3 * (key_.size() + sizeof(std::string) + 2 * kAllocationOverheadBytes),
+                          "GPU metric names");
+  found = metricIds_.emplace(key_, static_cast<uint32_t>(trace_.gpuMetrics.metrics.size())).first;
+  trace_.gpuMetrics.metrics.push_back(std::move(*metric));
+  return found->second;
+}
+
+// A sample's value of one metric: a gpu_metric counter event named for the metric, its one
+// argument keyed by the unit ("SM throughput", {"%": 42.0}), on its device's process.
+void TraceCollector::noteMetricSample(const Event& event) {
+  for (std::size_t i = 0; i < event.argCount; ++i) {
+    double number = 0;
+    const ArgValue& value = event.args[i].value;
+    if (const auto* d = std::get_if<double>(&value)) {
+      number = *d;
+    } else if (const auto* whole = std::get_if<int64_t>(&value)) {
+      number = static_cast<double>(*whole);
+    } else {
+      continue;
+    }
+    if (!std::isfinite(number)) {
+      ++trace_.leftOut["GPU metric samples that are not finite numbers"];
+      continue;
+    }
+    sampleKey_.assign(event.name.data(), event.name.size());
+    sampleKey_ += " (";
+    sampleKey_.append(event.args[i].key.data(), event.args[i].key.size());
+    sampleKey_ += ")";
+    const std::optional<uint32_t> metric = metricIdOf(sampleKey_);
+    if (!metric) continue;
+    trace_.metricSamples.add({event.pid, event.timestampNs, number, *metric});
   }
 }
 

@@ -150,6 +150,22 @@ struct KernelMetricValue {
   uint32_t name = 0;
   uint32_t metric = kNoMetric;  // in CollectedTrace::gpuMetrics.metrics
 };
+// A GPU metric sample's value, as kinetrace writes samples (a gpu_metric counter event per
+// metric): on its device, from its start until the device's next sample.
+struct MetricSampleValue {
+  int64_t device = 0;
+  int64_t startNs = 0;
+  double value = 0;
+  uint32_t metric = 0;  // in CollectedTrace::gpuMetrics.metrics
+};
+// By device, then start, then metric: a sample's values are read together.
+struct ByDeviceThenSampleStart {
+  bool operator()(const MetricSampleValue& a, const MetricSampleValue& b) const {
+    if (a.device != b.device) return a.device < b.device;
+    if (a.startNs != b.startNs) return a.startNs < b.startNs;
+    return a.metric < b.metric;
+  }
+};
 // By start, then kernel: a kernel's records are read together.
 struct ByStartThenKernel {
   bool operator()(const KernelMetricValue& a, const KernelMetricValue& b) const {
@@ -219,6 +235,8 @@ struct CollectedTrace {
   BudgetVector<std::pair<BudgetString, NcclCallTotals>> ncclCalls;
   // Kernels' metric averages; the metrics found and the sampling metadata in gpuMetrics.
   ExternalSorter<KernelMetricValue, ByStartThenKernel> kernelMetrics;
+  // The metric samples themselves, for the metrics of kernels shorter than a sample.
+  ExternalSorter<MetricSampleValue, ByDeviceThenSampleStart> metricSamples;
   GpuMetricsReport gpuMetrics;
   // Threads' names (thread_name metadata): tid and name id, in the trace's order.
   BudgetVector<std::pair<int64_t, uint32_t>> threadNames;
@@ -273,6 +291,10 @@ class TraceCollector final : public Sink {
   uint32_t intern(std::string_view name);
   void noteNcclCall(const Event& event);
   void noteKernelMetrics(const Event& event, const CollectedGpuOp& op);
+  void noteMetricSample(const Event& event);
+  // The index of the metric an args' key names ("SM throughput (%)"), added when new;
+  // nullopt (and counted in leftOut) when the key names none or the metrics are too many.
+  std::optional<uint32_t> metricIdOf(std::string_view key);
   void noteMetricsMetadata(const Metadata& metadata);
   void noteRankAndGpuStatus(const Metadata& metadata);
   CollectedTrace trace_;
@@ -280,6 +302,7 @@ class TraceCollector final : public Sink {
   std::string_view probe_;
   std::unordered_map<std::string, uint32_t> metricIds_;  // by the args' key: kMaxKernelMetrics
   std::string key_;
+  std::string sampleKey_;
   bool any_ = false;
 };
 

@@ -100,6 +100,17 @@ class TraceBuilder {
     return *this;
   }
 
+  // One GPU metric sample on device 0, as kinetrace writes it: a gpu_metric counter event
+  // per metric, named for it, its value keyed by the unit ({"SM throughput", "%", 42.0}).
+  TraceBuilder& metricSample(int64_t atUs,
+                             const std::vector<std::pair<std::string, double>>& percents) {
+    for (const auto& [name, value] : percents) {
+      Arg args[] = {{"%", value}};
+      write(Phase::Counter, name, "gpu_metric", 0, 1000, atUs, atUs, args, 1);
+    }
+    return *this;
+  }
+
   // A thread's name, as a thread_name metadata event.
   TraceBuilder& threadName(int64_t tid, const std::string& name) {
     Arg args[] = {{"name", std::string_view(name)}};

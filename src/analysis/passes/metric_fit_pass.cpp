@@ -1,0 +1,219 @@
+#include "analysis/passes/metric_fit_pass.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "analysis/metric_fit.h"
+
+namespace kinetrace::detail::passes {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// A name needs this many samples' worth of occupancy before its values can be its own.
+constexpr double kLeastSupportSamples = 3;
+// Below this many samples per column the fit does not speak at all: the kernels' own
+// averages stand, as in a trace without samples.
+constexpr std::size_t kLeastSamplesPerColumn = 5;
+
+}  // namespace
+
+MetricFitPass::MetricFitPass(const PassContext& context)
+    : context_(context),
+      kernels_(context.budget(), kAnalysisLists, context.trace.listBytes),
+      names_(0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
+             BudgetAllocator<char>(context.budget(), "distinct names")) {}
+
+void MetricFitPass::add(const JoinedOp& op) {
+  if (op.kind == GpuOpKind::Memory || context_.trace.gpuMetrics.metrics.empty()) return;
+  kernels_.add({op.device, op.startNs, op.endNs, op.name});
+  // Sums that saturate: a hostile trace's durations may add up past 64 bits.
+  const auto add = [](int64_t& sum, int64_t ns) {
+    if (__builtin_add_overflow(sum, ns, &sum)) sum = INT64_MAX;
+  };
+  Tally& tally = names_[op.name];
+  ++tally.count;
+  add(tally.ns, op.endNs - op.startNs);
+  add(kernelNs_, op.endNs - op.startNs);
+}
+
+NameFits MetricFitPass::finish(RankReport& report) {
+  CollectedTrace& trace = context_.trace;
+  const std::vector<MetricName>& metrics = trace.gpuMetrics.metrics;
+  NameFits fits;
+  std::vector<std::size_t> fitted;  // the metrics fitted: those in % of a peak
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    if (metrics[m].unit == "%") fitted.push_back(m);
+  }
+  if (fitted.empty() || trace.metricSamples.size() == 0 || kernelNs_ <= 0) {
+    trace.metricSamples.drain([](const MetricSampleValue&) {});
+    return fits;
+  }
+
+  // The columns: the names making kFittedShare of kernel time, longest first; then the other
+  // kernels; then idle.
+  using Named = std::pair<uint32_t, Tally>;
+  BudgetVector<Named> byTime(names_.begin(), names_.end(),
+                             BudgetAllocator<Named>(context_.budget(), kAnalysisLists));
+  std::sort(byTime.begin(), byTime.end(), [&](const auto& a, const auto& b) {
+    if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
+    return trace.name(a.first) < trace.name(b.first);
+  });
+  std::unordered_map<uint32_t, std::size_t> columnOf;
+  int64_t covered = 0;
+  for (const auto& [name, tally] : byTime) {
+    if (columnOf.size() == kMostFittedNames ||
+        static_cast<double>(covered) >= kFittedShare * static_cast<double>(kernelNs_)) {
+      break;
+    }
+    columnOf.emplace(name, columnOf.size());
+    covered = tally.ns > INT64_MAX - covered ? INT64_MAX : covered + tally.ns;
+  }
+  const std::size_t otherColumn = columnOf.size();
+  const std::size_t idleColumn = otherColumn + 1;
+  const std::size_t columns = idleColumn + 1;
+  std::vector<LinearFit> fitsByMetric(fitted.size(), LinearFit(columns));
+
+  // The sweep, device by device: each sample's window against the kernels that ran in it.
+  const int64_t intervalNs = trace.gpuMetrics.intervalNs;
+  kernels_.sort();
+  // Of the device, started before the window's end: as many as run at once.
+  BudgetVector<Kernel> active(BudgetAllocator<Kernel>(context_.budget(), kAnalysisLists));
+  int64_t activeDevice = INT64_MIN;
+  std::vector<double> occupancy(columns);
+  using Span = std::pair<int64_t, int64_t>;
+  BudgetVector<Span> busy(BudgetAllocator<Span>(context_.budget(), kAnalysisLists));
+  auto fitWindow = [&](int64_t device, int64_t startNs, int64_t endNs,
+                       const std::vector<double>& values) {
+    int64_t lengthNs = 0;
+    if (endNs <= startNs || __builtin_sub_overflow(endNs, startNs, &lengthNs)) return;
+    if (device != activeDevice) {
+      active.clear();
+      activeDevice = device;
+    }
+    while (!kernels_.done() && kernels_.front().device < device) kernels_.pop();
+    while (!kernels_.done() && kernels_.front().device == device &&
+           kernels_.front().startNs < endNs) {
+      active.push_back(kernels_.front());
+      kernels_.pop();
+    }
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [&](const Kernel& k) { return k.endNs <= startNs; }),
+                 active.end());
+    std::fill(occupancy.begin(), occupancy.end(), 0.0);
+    busy.clear();
+    const double length = static_cast<double>(lengthNs);
+    for (const Kernel& k : active) {
+      const int64_t from = std::max(k.startNs, startNs);
+      const int64_t to = std::min(k.endNs, endNs);
+      if (to <= from) continue;
+      auto column = columnOf.find(k.name);
+      occupancy[column != columnOf.end() ? column->second : otherColumn] +=
+          static_cast<double>(to - from) / length;
+      busy.emplace_back(from, to);
+    }
+    // Idle: the part of the window no kernel covered.
+    std::sort(busy.begin(), busy.end());
+    int64_t busyNs = 0;
+    int64_t until = startNs;
+    for (const auto& [from, to] : busy) {
+      if (to <= until) continue;
+      busyNs += to - std::max(from, until);
+      until = to;
+    }
+    occupancy[idleColumn] = static_cast<double>(lengthNs - busyNs) / length;
+    for (std::size_t f = 0; f < fitted.size(); ++f) {
+      const double value = values[fitted[f]];
+      if (std::isfinite(value)) fitsByMetric[f].add(occupancy, value);
+    }
+  };
+
+  // Samples come as one value per metric, in order; a sample is whole when the next begins,
+  // and its window ends at the device's next sample, or an interval after its start (a lost
+  // sample leaves a hole, not a longer window). So a whole sample waits for the next.
+  struct Sample {
+    int64_t device = 0;
+    int64_t startNs = 0;
+    std::vector<double> values;
+  };
+  std::optional<Sample> waiting;  // whole, its end not known yet
+  Sample filling{0, 0, std::vector<double>(metrics.size(), kNaN)};
+  bool anyValue = false;
+  auto whole = [&]() {
+    if (waiting) {
+      int64_t end = waiting->device == filling.device ? filling.startNs : INT64_MAX;
+      int64_t intervalEnd = 0;
+      if (intervalNs > 0 && !__builtin_add_overflow(waiting->startNs, intervalNs, &intervalEnd)) {
+        end = std::min(end, intervalEnd);
+      }
+      if (end != INT64_MAX) fitWindow(waiting->device, waiting->startNs, end, waiting->values);
+    }
+    waiting = filling;
+    std::fill(filling.values.begin(), filling.values.end(), kNaN);
+  };
+  trace.metricSamples.drain([&](const MetricSampleValue& v) {
+    if (anyValue && (v.device != filling.device || v.startNs != filling.startNs)) whole();
+    anyValue = true;
+    filling.device = v.device;
+    filling.startNs = v.startNs;
+    if (v.metric < filling.values.size()) filling.values[v.metric] = v.value;
+  });
+  if (anyValue) {
+    whole();
+    filling.device = waiting->device + 1;  // none follows: the last window is an interval
+    whole();
+  }
+
+  std::size_t fittedSamples = 0;
+  for (const LinearFit& fit : fitsByMetric) fittedSamples = std::max(fittedSamples, fit.samples());
+  if (fittedSamples < kLeastSamplesPerColumn * columns) return fits;
+
+  // The results, each fitted metric's, gathered per name.
+  MetricFitSummary& summary = report.gpuMetrics.fit;
+  summary.done = true;
+  summary.names = columnOf.size();
+  summary.r2.assign(metrics.size(), kNaN);
+  summary.idle.assign(metrics.size(), kNaN);
+  std::vector<LinearFit::Result> results;
+  for (std::size_t f = 0; f < fitted.size(); ++f) {
+    results.push_back(fitsByMetric[f].solve());
+    summary.samples = std::max<uint64_t>(summary.samples, results.back().samples);
+    summary.r2[fitted[f]] = results.back().r2;
+    summary.idle[fitted[f]] = results.back().values[idleColumn];
+  }
+  for (const auto& [name, column] : columnOf) {
+    NameFit fit;
+    const Tally& tally = names_[name];
+    const int64_t meanNs = tally.ns / static_cast<int64_t>(std::max<uint64_t>(tally.count, 1));
+    fit.shorterThanSample = intervalNs > 0 && meanNs < intervalNs;
+    fit.values.assign(metrics.size(), kNaN);
+    std::vector<double> errors(metrics.size(), kNaN);
+    fit.resolved = true;
+    for (std::size_t f = 0; f < fitted.size(); ++f) {
+      const LinearFit::Result& r = results[f];
+      if (r.samples == 0) continue;
+      fit.values[fitted[f]] = r.values[column];
+      errors[fitted[f]] = r.standardError[column];
+      if (!(r.standardError[column] <= kMostFitErrorPoints) ||
+          r.support[column] < kLeastSupportSamples) {
+        fit.resolved = false;
+      }
+    }
+    for (KernelRow& row : report.kernels) {
+      if (row.name != trace.name(name)) continue;
+      row.fit.fitted = true;
+      row.fit.shorterThanSample = fit.shorterThanSample;
+      row.fit.resolved = fit.resolved;
+      row.fit.values = fit.values;
+      row.fit.standardError = errors;
+    }
+    fits.emplace(name, std::move(fit));
+  }
+  return fits;
+}
+
+}  // namespace kinetrace::detail::passes

@@ -1,0 +1,235 @@
+// Per-name GPU metrics of kernels shorter than a sample (analysis/metric_fit.h and the
+// metric-fit pass): the non-negative least-squares solver, what the fit says of how well it
+// explains the samples and of each value's error, and the analysis that uses it in place of
+// the short kernels' averages, which are mostly their neighbours' and idle time's.
+
+#include "analysis/metric_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "analysis/passes/metric_fit_pass.h"
+#include "pass_fixture.h"
+
+namespace kinetrace::detail {
+namespace {
+
+TEST(NonNegativeLeastSquaresTest, SolvesExactlyWhereTheSolutionIsPositive) {
+  // A = [[1,0],[0,2],[1,1]], x = (3, 4): b = (3, 8, 7).
+  const std::vector<double> gram = {2, 1, 1, 5};  // AᵀA
+  const std::vector<double> moment = {10, 23};    // Aᵀb
+  const std::vector<double> x = nonNegativeLeastSquares(gram, moment, 2);
+  EXPECT_NEAR(x[0], 3, 1e-9);
+  EXPECT_NEAR(x[1], 4, 1e-9);
+}
+
+TEST(NonNegativeLeastSquaresTest, AValueTheDataPullsBelowZeroIsZeroAndTheRestRefitted) {
+  // b = (1, -1) on A = I: unconstrained (1, -1); constrained (1, 0).
+  const std::vector<double> x = nonNegativeLeastSquares({1, 0, 0, 1}, {1, -1}, 2);
+  EXPECT_NEAR(x[0], 1, 1e-12);
+  EXPECT_EQ(x[1], 0);
+  // Correlated columns: the unconstrained solution of A = [[1,1],[1,0.9]], b = (1, 1.2) is
+  // (3, -2); with x >= 0, the best is along one column alone.
+  const std::vector<double> y = nonNegativeLeastSquares({2, 1.9, 1.9, 1.81}, {2.2, 2.08}, 2);
+  EXPECT_GE(y[0], 0);
+  EXPECT_GE(y[1], 0);
+  EXPECT_NEAR(y[0], 1.1, 1e-9);
+  EXPECT_EQ(y[1], 0);
+}
+
+TEST(LinearFitTest, RecoversEachColumnsValueFromMixedSamplesAndSaysTheFitIsGood) {
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> share(0, 0.45);
+  std::normal_distribution<double> noise(0, 0.2);
+  LinearFit fit(3);
+  for (int s = 0; s < 2000; ++s) {
+    const double a = share(random);
+    const double b = share(random);
+    const std::vector<double> occupancy = {a, b, 1 - a - b};
+    fit.add(occupancy, 80 * a + 15 * b + 2 * (1 - a - b) + noise(random));
+  }
+  const LinearFit::Result r = fit.solve();
+  EXPECT_EQ(r.samples, 2000u);
+  EXPECT_NEAR(r.values[0], 80, 0.5);
+  EXPECT_NEAR(r.values[1], 15, 0.5);
+  EXPECT_NEAR(r.values[2], 2, 0.5);
+  EXPECT_GT(r.r2, 0.99);
+  for (double error : r.standardError) EXPECT_LT(error, 0.5);
+}
+
+TEST(LinearFitTest, ColumnsThatNeverVaryApartCannotBeToldAndSaySo) {
+  LinearFit fit(3);
+  for (int s = 0; s < 500; ++s) {
+    const double busy = (s % 10) / 10.0;
+    // Columns 0 and 1 always together, in the same proportion.
+    fit.add({busy * 0.5, busy * 0.5, 1 - busy}, 60 * busy);
+  }
+  const LinearFit::Result r = fit.solve();
+  EXPECT_TRUE(std::isinf(r.standardError[0]));
+  EXPECT_TRUE(std::isinf(r.standardError[1]));
+  EXPECT_NEAR(r.values[0] + r.values[1], 120, 1e-6) << "their sum is what the data says";
+  EXPECT_GT(r.r2, 0.999);
+}
+
+}  // namespace
+
+namespace passes {
+namespace {
+
+constexpr int64_t kSampleUs = 1000;
+
+// A training loop's GPU: kernels of a few tens of microseconds, of three names, in changing
+// proportions, with idle time, sampled every millisecond. Each kernel carries the
+// overlap-weighted average of the samples it touched, as kinetrace's sampler writes it.
+// `twins`: "attention" always runs right after an equal "gemm", so the two never vary apart.
+CollectedTrace shortKernels(bool twins) {
+  struct Truth {
+    double sm, dram;
+  };
+  const std::map<std::string, Truth> truth = {
+      {"gemm", {85, 10}}, {"attention", {30, 75}}, {"layer_norm", {8, 40}}};
+  const Truth idle{0, 0};
+  std::mt19937 random(3);
+  std::uniform_int_distribution<int> count(2, 12);
+  std::uniform_int_distribution<int> pick(0, 2);
+  const std::vector<std::string> names = {"gemm", "attention", "layer_norm"};
+  struct Kernel {
+    std::string name;
+    int64_t startUs, endUs;
+  };
+  std::vector<Kernel> kernels;
+  std::vector<std::pair<double, double>> samples;  // (sm, dram) per window
+  for (int64_t s = 0; s < 400; ++s) {
+    const int64_t windowStart = s * kSampleUs;
+    int64_t at = windowStart + 5;
+    double sm = 0, dram = 0;
+    for (int k = count(random); k > 0 && at + 80 < windowStart + kSampleUs; --k) {
+      const std::string& name =
+          twins ? names[static_cast<std::size_t>(k % 2)] : names[pick(random)];
+      const int64_t length = 20 + 10 * pick(random);
+      kernels.push_back({name, at, at + length});
+      sm += truth.at(name).sm * static_cast<double>(length) / kSampleUs;
+      dram += truth.at(name).dram * static_cast<double>(length) / kSampleUs;
+      if (twins) {
+        const std::string& other = name == "gemm" ? names[1] : names[0];
+        kernels.push_back({other, at + length, at + 2 * length});
+        sm += truth.at(other).sm * static_cast<double>(length) / kSampleUs;
+        dram += truth.at(other).dram * static_cast<double>(length) / kSampleUs;
+        at += length;
+      }
+      at += length + 15 * pick(random);
+    }
+    samples.emplace_back(sm + idle.sm, dram + idle.dram);
+  }
+  TraceBuilder b;
+  for (std::size_t s = 0; s < samples.size(); ++s) {
+    b.metricSample(static_cast<int64_t>(s) * kSampleUs,
+                   {{"SM throughput", samples[s].first}, {"DRAM throughput", samples[s].second}});
+  }
+  for (const Kernel& k : kernels) {
+    const auto& [sm, dram] = samples[static_cast<std::size_t>(k.startUs / kSampleUs)];
+    b.kernel(k.name, k.startUs, k.endUs,
+             {{"SM throughput (%)", sm}, {"DRAM throughput (%)", dram}});
+  }
+  return b.take({{"kinetrace_gpu_metrics",
+                  Value::object({{"interval_ns", kSampleUs * 1000}, {"samples", 400}})}});
+}
+
+const KernelRow& rowOf(const RankReport& report, const std::string& name) {
+  for (const KernelRow& row : report.kernels) {
+    if (row.name == name) return row;
+  }
+  ADD_FAILURE() << "no row " << name;
+  return report.kernels.front();
+}
+
+TEST(MetricFitPassTest, ShortKernelsGetTheirNamesFittedValuesAndTheirBoundFromThem) {
+  const RankReport report = analyze(shortKernels(false));
+  const MetricFitSummary& fit = report.gpuMetrics.fit;
+  ASSERT_TRUE(fit.done);
+  EXPECT_EQ(fit.samples, 400u);
+  ASSERT_EQ(report.gpuMetrics.metrics.size(), 2u);
+  for (double r2 : fit.r2) EXPECT_GT(r2, 0.999);
+  const struct {
+    const char* name;
+    double sm, dram;
+    GpuBound bound;
+  } expected[] = {{"gemm", 85, 10, GpuBound::Compute},
+                  {"attention", 30, 75, GpuBound::Memory},
+                  {"layer_norm", 8, 40, GpuBound::Neither}};
+  for (const auto& e : expected) {
+    const KernelRow& row = rowOf(report, e.name);
+    EXPECT_TRUE(row.fit.fitted) << e.name;
+    EXPECT_TRUE(row.fit.shorterThanSample) << e.name;
+    EXPECT_TRUE(row.fit.resolved) << e.name;
+    EXPECT_NEAR(row.fit.values[0], e.sm, 1) << e.name;
+    EXPECT_NEAR(row.fit.values[1], e.dram, 1) << e.name;
+    // Its own averages are its windows', a third of its own values or less: the bound comes
+    // from the fit.
+    EXPECT_EQ(row.bound.bound, e.bound) << e.name;
+    EXPECT_NEAR(row.bound.averages[0], e.sm, 1) << e.name;
+  }
+}
+
+TEST(MetricFitPassTest, NamesThatAlwaysRunTogetherAreUnresolvedNotGivenANumber) {
+  const RankReport report = analyze(shortKernels(true));
+  for (const char* name : {"gemm", "attention"}) {
+    const KernelRow& row = rowOf(report, name);
+    EXPECT_TRUE(row.fit.fitted) << name;
+    EXPECT_FALSE(row.fit.resolved) << name;
+    EXPECT_EQ(row.bound.bound, GpuBound::Unknown) << name << ": no number it cannot stand by";
+  }
+}
+
+TEST(MetricFitPassTest, TheReportsSayWhichValuesAreFittedAndWhichCannotBeTold) {
+  const AnalysisReport fitted = analyzeTraces(one(shortKernels(false)), {});
+  const std::string text = formatReport(fitted, {});
+  EXPECT_NE(text.find("compute (SM 85%, DRAM 10%) (fitted)"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernels shorter than a sample: their names' metrics solved from 400 "
+                      "samples (3 names, idle its own term); the fit explains SM throughput "
+                      "100%, DRAM throughput 100% of the samples' variance"),
+            std::string::npos)
+      << text;
+  const nlohmann::json json = nlohmann::json::parse(reportJson(fitted));
+  const nlohmann::json& rank = json["ranks"][0];
+  EXPECT_EQ(rank["gpu_metrics"]["fit"]["samples"], 400);
+  EXPECT_GT(rank["gpu_metrics"]["fit"]["r2"]["SM throughput (%)"].get<double>(), 0.999);
+  bool sawGemm = false;
+  for (const nlohmann::json& kernel : rank["kernels"]) {
+    if (kernel["name"] != "gemm") continue;
+    sawGemm = true;
+    EXPECT_EQ(kernel["metric_fit"]["resolved"], true);
+    EXPECT_EQ(kernel["metric_fit"]["shorter_than_sample"], true);
+    EXPECT_NEAR(kernel["metric_fit"]["values"]["SM throughput (%)"].get<double>(), 85, 1);
+    EXPECT_LT(kernel["metric_fit"]["standard_error"]["SM throughput (%)"].get<double>(), 1);
+  }
+  EXPECT_TRUE(sawGemm);
+
+  const AnalysisReport twins = analyzeTraces(one(shortKernels(true)), {});
+  const std::string said = formatReport(twins, {});
+  EXPECT_NE(said.find("unresolved: shorter than a sample, not told apart from others"),
+            std::string::npos)
+      << said;
+  const nlohmann::json twinJson = nlohmann::json::parse(reportJson(twins));
+  for (const nlohmann::json& kernel : twinJson["ranks"][0]["kernels"]) {
+    if (kernel["name"] != "gemm") continue;
+    EXPECT_EQ(kernel["metric_fit"]["resolved"], false);
+    EXPECT_TRUE(kernel["metric_fit"]["standard_error"]["SM throughput (%)"].is_null());
+  }
+}
+
+TEST(MetricFitPassTest, ATraceWithoutSamplesIsNotFittedAndKeepsItsAverages) {
+  TraceBuilder b;
+  b.kernel("gemm", 0, 5000, {{"SM throughput (%)", 90.0}, {"DRAM throughput (%)", 5.0}});
+  const RankReport report = analyze(b.take());
+  EXPECT_FALSE(report.gpuMetrics.fit.done);
+  EXPECT_FALSE(report.kernels[0].fit.fitted);
+  EXPECT_EQ(report.kernels[0].bound.bound, GpuBound::Compute);
+}
+
+}  // namespace
+}  // namespace passes
+}  // namespace kinetrace::detail
