@@ -397,13 +397,63 @@ std::string communicationSection(const RankReport& r) {
   return out;
 }
 
+// A trace without GPU operations: why, and what the host did (its steps, the ranges that took
+// the most time, the threads that ran them).
+std::string hostSection(const RankReport& r, const AnalysisOptions& options) {
+  const HostReport& host = r.host;
+  std::string out = "<h3>No GPU activity</h3>\n";
+  out += host.gpuStatus.empty()
+             ? "<p class=\"note\">The trace holds no kernel, copy or memset, and does not say "
+               "why. Record GPU activity with <code>kinetrace run</code>, or torch.profiler's "
+               "CUDA activity (<code>ProfilerActivity.CUDA</code>).</p>\n"
+             : "<p class=\"note\">The recorder says why: " + escape(host.gpuStatus) + ".</p>\n";
+  out += fmt::format("<h3>The host</h3>\n<p>{} ranges on {} threads over {}.</p>\n",
+                     withThousands(host.ranges), withThousands(host.threadCount),
+                     duration(host.windowNs));
+  if (!r.steps.empty()) {
+    const std::size_t shown = std::min(r.steps.size(), options.stepsShown);
+    std::vector<std::vector<Cell>> rows;
+    for (std::size_t k = 0; k < shown; ++k) {
+      const StepReport& s = r.steps[k];
+      rows.push_back({nameCell(s.name, 28, false), number(duration(s.endNs - s.startNs))});
+    }
+    out += fmt::format("<h4>Steps ({})</h4>\n", withThousands(r.steps.size())) +
+           table({"step", "length"}, rows);
+  }
+  if (!host.top.empty()) {
+    std::vector<std::vector<Cell>> rows;
+    for (const HostRangeRow& row : host.top) {
+      const int64_t mean = row.totalNs / static_cast<int64_t>(std::max<uint64_t>(row.count, 1));
+      rows.push_back({nameCell(row.name, 60, false), number(withThousands(row.count)),
+                      number(duration(row.totalNs)), number(duration(mean)),
+                      number(duration(row.maxNs))});
+    }
+    out +=
+        "<h4>Ranges by total time</h4><p>All threads; a range nested in another counts in "
+        "both.</p>\n" +
+        table({"range", "count", "total", "mean", "longest"}, rows);
+  }
+  if (!host.threads.empty()) {
+    std::vector<std::vector<Cell>> rows;
+    for (const HostThreadRow& row : host.threads) {
+      rows.push_back({number(std::to_string(row.tid)),
+                      nameCell(row.name.empty() ? "(unnamed)" : row.name, 40, false),
+                      number(duration(row.busyNs)), number(percent(row.busyNs, host.windowNs)),
+                      number(withThousands(row.ranges))});
+    }
+    out += "<h4>Threads by time inside a range</h4>\n" +
+           table({"thread", "name", "inside a range", "of the window", "ranges"}, rows);
+  }
+  return out;
+}
+
 std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOptions& options) {
   const std::string who =
       r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("trace {}", index + 1);
   std::string out = fmt::format(
       "<section class=\"rank\" id=\"trace{}\"><h2>{} <small>{} ({} events)</small></h2>\n", index,
       escape(who), escape(r.path), withThousands(r.events));
-  if (r.devices.empty()) return out + "<p>No GPU operations in this trace.</p></section>\n";
+  if (r.devices.empty()) return out + hostSection(r, options) + "</section>\n";
   const int64_t window = r.time.windowNs / static_cast<int64_t>(r.devices.size());
   out += fmt::format(
       "<h3>Where the GPU's time went</h3><p>A {} window on {} GPU{}: busy {}, idle {}. Busy "

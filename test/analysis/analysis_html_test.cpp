@@ -307,3 +307,32 @@ TEST(HtmlReportTest, TablesScrollInTheirOwnBoxAndOnlyNamesBreakInsideAWord) {
 
 }  // namespace
 }  // namespace kinetrace::detail
+
+namespace kinetrace::detail {
+namespace {
+
+// A trace recorded without a GPU was a near-empty page ("No GPU operations in this trace"):
+// it shows why, and the host's steps, ranges and threads.
+TEST(HostOnlyReportTest, ShowsWhyThereIsNoGpuActivityAndWhatTheHostDid) {
+  TraceBuilder b;
+  b.threadName(1, "main").threadName(2, "data loader");
+  for (int64_t step = 0; step < 3; ++step) {
+    b.range("ProfilerStep#" + std::to_string(step), step * 100, step * 100 + 90);
+    b.range("load batch", step * 100, step * 100 + 80, 0, "user_annotation", 2);
+  }
+  const AnalysisReport report =
+      analyzeTraces(one(b.take({{"kinetrace_gpu_status", "no NVIDIA driver: <libcuda>"}})), {});
+  const std::string page = reportHtml(report, {});
+  EXPECT_EQ(page.find("No GPU operations in this trace"), std::string::npos);
+  EXPECT_NE(page.find("The recorder says why: no NVIDIA driver: &lt;libcuda&gt;."),
+            std::string::npos)
+      << "said, and escaped";
+  EXPECT_NE(page.find("6 ranges on 2 threads over 290.0 us"), std::string::npos) << page;
+  EXPECT_NE(page.find("<h4>Steps (3)</h4>"), std::string::npos);
+  EXPECT_NE(page.find("<h4>Ranges by total time</h4>"), std::string::npos);
+  EXPECT_NE(page.find("<h4>Threads by time inside a range</h4>"), std::string::npos);
+  EXPECT_NE(page.find("data loader"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kinetrace::detail
