@@ -97,6 +97,14 @@ def chrome_json(out, scratch):
          "tid": 7, "ts": 75, "dur": 5, "args": {"device": 0, "stream": 7, "bytes": 4096}},
         {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7,
          "ts": 81, "dur": 1, "args": {"device": 0, "stream": 7, "wait_on_stream": 9}},
+        # GPU metric samples as kinetrace writes them: a gpu_metric counter per metric, its
+        # value keyed by the unit (the analysis fits short kernels' metrics from them).
+        {"ph": "C", "cat": "gpu_metric", "name": "SM throughput", "pid": 0,
+         "tid": 1073741824, "ts": 0, "args": {"%": 42.5}},
+        {"ph": "C", "cat": "gpu_metric", "name": "SM throughput", "pid": 0,
+         "tid": 1073741824, "ts": 40, "args": {"%": 91.0}},
+        {"ph": "C", "cat": "gpu_metric", "name": "DRAM throughput", "pid": 0,
+         "tid": 1073741825, "ts": 40, "args": {"%": 12.0}},
         {"ph": "C", "name": "SM throughput (%)", "pid": 0, "tid": 0, "ts": 30,
          "args": {"SM throughput (%)": 88.0}},
         {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 4242,
@@ -142,6 +150,18 @@ def pftrace(out, scratch, kinetrace, json_dir):
                      os.path.join(scratch, "one_stream.pftrace.gz"))
     write(f"{d}/hta_one_stream.pftrace.gz", packed)
     write(f"{d}/hta_one_stream_plain_packets.pftrace", gzip.decompress(packed))
+    # Two ranks merged by `kinetrace merge`: read back as its ranks, split by process.
+    ranks = []
+    for rank in (0, 1):
+        path = os.path.join(scratch, f"rank{rank}.json")
+        with open(path, "w") as f:
+            f.write(first_events(sample_trace(rank, 1), 40))
+        ranks.append(path)
+    subprocess.run([kinetrace, "merge", "--quiet", *ranks, "-o", "merged.json"], cwd=scratch,
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(scratch, "merged.json"), "rb") as f:
+        write(f"{out}/chrome_json/kinetrace_merged_two_ranks.json",
+              f.read().replace(scratch.encode(), b"traces"))
     # Back to JSON through kinetrace's own JSON writer: its layout, for the JSON target.
     write(f"{out}/chrome_json/kinetrace_converted_from_pftrace.json",
           convert(kinetrace, f"{d}/hta_streams_nccl.pftrace",

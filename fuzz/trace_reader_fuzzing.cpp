@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/ranked_collector.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
 #include "fuzz_support.h"
@@ -25,20 +26,23 @@ class DiscardedOutput final : public detail::ByteOutput {
   void commit() override {}
 };
 
-// `kinetrace analyze` on one trace.
+// `kinetrace analyze` on one trace: as its ranks when it says it is a merged one.
 void analyse(const std::string& path, detail::TraceFileFormat format, ReadTrace read) {
   HeapLimit limit(kReadCapBytes + kFixedAllowanceBytes, "reading and analysing a trace");
   try {
     detail::ReadBudget budget(kReadCapBytes);
     detail::ByteSource source(path, budget);
     if (detail::detectTraceFormat(source) != format) return;
-    detail::TraceCollector collector(path, budget);
+    detail::RankedCollector collector(path, budget);
     read(source, collector, budget);
     const detail::AnalysisOptions options;
-    detail::RankAnalysis rank = detail::analyzeRank(collector.take(), options);
     std::vector<detail::RankReport> reports;
-    reports.push_back(std::move(rank.report));
-    const std::vector<detail::RankCollectives> collectives{std::move(rank.collectives)};
+    std::vector<detail::RankCollectives> collectives;
+    for (detail::CollectedTrace& trace : collector.take()) {
+      detail::RankAnalysis rank = detail::analyzeRank(std::move(trace), options);
+      reports.push_back(std::move(rank.report));
+      collectives.push_back(std::move(rank.collectives));
+    }
     const detail::AnalysisReport report =
         detail::combineRanks(std::move(reports), collectives, options);
     (void)detail::formatReport(report, options);

@@ -1,7 +1,5 @@
 #include "analysis/ranked_collector.h"
 
-#include <fmt/format.h>
-
 #include <utility>
 
 #include "analysis/trace_merge.h"
@@ -77,7 +75,7 @@ void RankedCollector::begin(const TraceHeader& header) {
 TraceCollector& RankedCollector::rankCollector(int64_t rank) {
   std::unique_ptr<TraceCollector>& collector = ranks_[rank];
   if (!collector) {
-    collector = std::make_unique<TraceCollector>(fmt::format("{} (rank {})", path_, rank), budget_);
+    collector = std::make_unique<TraceCollector>(path_, budget_);  // the report says the rank
     // The rank is the one its pids say: the merge placed each rank's processes by it.
     TraceHeader header = header_;
     header.metadata.push_back({chrome::kDistributedInfo, Value::object({{chrome::kRank, rank}})});
