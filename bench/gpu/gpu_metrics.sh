@@ -28,6 +28,14 @@
 #   torch_profiler  the same loop recorded by torch.profiler (--profiler) under `kinetrace run
 #             --torch --gpu-metrics default`: the PyTorch backend's path (libkineto_api); the
 #             exported trace checked as torch's
+#   fit       torch_train.py --model resnet18 (kernels of 3-20 us against 1 ms samples) under
+#             `kinetrace run --gpu-metrics default`, `kinetrace analyze --json` (short kernels'
+#             metrics fitted from all the samples), then the same program under Nsight Compute
+#             (NCU, default /usr/local/cuda/bin/ncu) for FIT_NCU_KERNELS kernels after the
+#             first FIT_NCU_SKIP; fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
+#             names making 80% of kernel time (within 5 points, or unresolved) and says the
+#             sampling's start-up gap (OUT_DIR/gpu_metrics_fit.md). Not in the default parts:
+#             PARTS=fit
 #
 # Environment (defaults): PARTS ("phases overhead torch torch_profiler", plus soak when SOAK is set), SOAK
 # (600 when PARTS names soak), PHASE_MS (1000), PHASE_ROUNDS (2), ROUNDS (5), TORCH_STEPS
@@ -52,7 +60,7 @@ else
 fi
 SOAK=${SOAK:-600}
 for part in "${PART_LIST[@]}"; do
-  [[ " phases overhead soak torch torch_profiler " == *" $part "* ]] || { echo "gpu_metrics.sh: unknown part $part (known: phases overhead soak torch torch_profiler)" >&2; exit 2; }
+  [[ " phases overhead soak torch torch_profiler fit " == *" $part "* ]] || { echo "gpu_metrics.sh: unknown part $part (known: phases overhead soak torch torch_profiler fit)" >&2; exit 2; }
 done
 for number in PHASE_MS PHASE_ROUNDS ROUNDS TORCH_STEPS RUN_TIMEOUT SOAK; do
   [[ ${!number} =~ ^[1-9][0-9]*$ ]] || { echo "gpu_metrics.sh: $number must be a positive whole number, not '${!number}'" >&2; exit 2; }
@@ -274,6 +282,29 @@ part_torch_profiler() {
   grep -E '^RESULT|kinetrace' "$WORK/torch_profiler.log" | tail -n 8
   [[ -s $trace ]] || { echo "torch.profiler exported no trace (see $WORK/torch_profiler.log)"; tail -n 20 "$WORK/torch_profiler.log"; return 1; }
   torch_checks torch_profiler "$trace" || rc=1
+  return $rc
+}
+
+part_fit() {
+  torch_ready fit || return 0
+  local ncu=${NCU:-/usr/local/cuda/bin/ncu} dir=$WORK/fit rc=0
+  [[ -x $ncu ]] || { echo "no Nsight Compute at $ncu: the fit part is skipped" | tee "$OUT_DIR/gpu_metrics_fit.md"; return 0; }
+  local program=("$PYTHON" "$BENCH_DIR/torch_train.py" --model resnet18)
+  run "$RUN_TIMEOUT" "$KINETRACE" run "${METRIC_FLAGS[@]}" --output "$dir" -- \
+    "${program[@]}" --steps "$TORCH_STEPS" --warmup 5 > "$WORK/fit.log" 2>&1 || rc=1
+  grep -E '^RESULT|kinetrace' "$WORK/fit.log" | tail -n 8
+  TRACE=$(trace_in "$dir")
+  [[ -n $TRACE ]] || { echo "no trace from the ResNet-18 run (see $WORK/fit.log)"; tail -n 20 "$WORK/fit.log"; return 1; }
+  run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$TRACE" --json "$WORK/fit_analyze.json" > "$OUT_DIR/gpu_metrics_fit_analyze.txt" || rc=1
+  cp "$WORK/fit_analyze.json" "$OUT_DIR/gpu_metrics_fit_analyze.json" 2> /dev/null
+  run "$RUN_TIMEOUT" "$ncu" --csv --page raw --target-processes all \
+    --launch-skip "${FIT_NCU_SKIP:-200}" --launch-count "${FIT_NCU_KERNELS:-300}" \
+    --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed \
+    "${program[@]}" --steps 2 --warmup 1 > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
+  cp "$WORK/fit_ncu.csv" "$OUT_DIR/gpu_metrics_fit_ncu.csv" 2> /dev/null
+  python3 "$BENCH_DIR/fit_vs_ncu.py" "$WORK/fit_analyze.json" "$WORK/fit_ncu.csv" --trace "$TRACE" \
+    --md "$OUT_DIR/gpu_metrics_fit.md" || rc=1
+  echo -e "\n$FOOTER" >> "$OUT_DIR/gpu_metrics_fit.md"
   return $rc
 }
 

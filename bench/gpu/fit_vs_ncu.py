@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Sets `kinetrace analyze`'s per-kernel GPU metrics beside Nsight Compute's for the same
+kernels: for each kernel name of the top ones that make --share of the kernel time (as the
+analysis's kernel table ranks them), the SM, DRAM and tensor figures kinetrace gives (the
+fitted values for kernels shorter than a sample, the kernels' own averages otherwise) and
+ncu's mean over that name's kernels it profiled, with the differences.
+
+    fit_vs_ncu.py ANALYZE_JSON NCU_CSV [--share 0.8] [--tolerance 5] [--md OUT.md]
+                  [--trace TRACE]
+
+ANALYZE_JSON: `kinetrace analyze --json` of the traced run. NCU_CSV: `ncu --csv --page raw
+--metrics sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_
+sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed` of the
+same program. A name counts as agreeing when every figure is within --tolerance points, or
+when kinetrace marks it unresolved (it gives no number then). Exit 0 when every compared
+name agrees, 1 when one does not, 2 on unreadable input. With --trace (the traced run's
+trace, .json or .json.gz), also the start-up gap of sampling: when the first metric sample
+came, after the trace's first kernel."""
+
+import argparse
+import csv
+import gzip
+import io
+import json
+import sys
+
+# kinetrace's metric key -> ncu's metric, the same quantity.
+METRICS = [
+    ("SM throughput (%)", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM"),
+    ("DRAM throughput (%)", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM"),
+    ("Tensor pipe active (%)", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+     "tensor"),
+]
+
+
+def base_name(name):
+    """A kernel's name without its parameter list: ncu and CUPTI may print those differently."""
+    depth = 0
+    for i, c in enumerate(name):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0:
+            return name[:i].strip()
+    return name.strip()
+
+
+def read_ncu(path):
+    """{base name: {ncu metric: mean}} over the kernels ncu profiled."""
+    with open(path, newline="") as f:
+        text = f.read()
+    # ncu prints its own lines (==PROF==) before the table; the table starts at its header.
+    start = text.find('"ID"')
+    if start < 0:
+        raise ValueError(f"{path}: no ncu CSV table (a header with \"ID\")")
+    rows = list(csv.DictReader(io.StringIO(text[start:])))
+    sums = {}
+    for row in rows:
+        name = row.get("Kernel Name", "")
+        if not name or name == "Kernel Name":
+            continue
+        entry = sums.setdefault(base_name(name), {})
+        for _, metric, _ in METRICS:
+            value = row.get(metric, "").replace(",", "")
+            try:
+                number = float(value)
+            except ValueError:
+                continue  # the units row, or a metric ncu could not collect
+            total, count = entry.get(metric, (0.0, 0))
+            entry[metric] = (total + number, count + 1)
+    return {name: {m: total / count for m, (total, count) in metrics.items()}
+            for name, metrics in sums.items()}
+
+
+def kinetrace_rows(analysis, share):
+    """The top kernel names making `share` of kernel time, each with kinetrace's figures."""
+    rank = analysis["ranks"][0]
+    rows, covered = [], 0.0
+    for kernel in rank["kernels"]:
+        if kernel.get("kind") == "memory":
+            continue
+        if covered >= share:
+            break
+        covered += kernel.get("share", 0.0)
+        fit = kernel.get("metric_fit")
+        short = bool(fit and fit.get("shorter_than_sample"))
+        if short and not fit.get("resolved"):
+            figures, source = None, "unresolved"
+        elif short:
+            figures, source = fit.get("values", {}), "fitted"
+        else:
+            figures = kernel.get("gpu_bound", {}).get("averages", {})
+            source = "averages"
+        rows.append({"name": kernel["name"], "share": kernel.get("share", 0.0),
+                     "figures": figures, "source": source})
+    return rows, covered
+
+
+def compare(analysis, ncu, share, tolerance):
+    rows, covered = kinetrace_rows(analysis, share)
+    table, failures = [], 0
+    for row in rows:
+        measured = ncu.get(base_name(row["name"]))
+        line = {"name": row["name"], "share": row["share"], "source": row["source"],
+                "cells": [], "verdict": ""}
+        if measured is None:
+            line["verdict"] = "not profiled by ncu"
+            table.append(line)
+            continue
+        worst = 0.0
+        for key, metric, label in METRICS:
+            theirs = measured.get(metric)
+            ours = None if row["figures"] is None else row["figures"].get(key)
+            line["cells"].append((label, theirs, ours))
+            if theirs is not None and ours is not None:
+                worst = max(worst, abs(ours - theirs))
+        if row["source"] == "unresolved":
+            line["verdict"] = "unresolved (no number given)"
+        elif worst <= tolerance:
+            line["verdict"] = f"within {tolerance:g} (worst {worst:.1f})"
+        else:
+            line["verdict"] = f"OFF by {worst:.1f}"
+            failures += 1
+        table.append(line)
+    return table, covered, failures
+
+
+def markdown(table, covered, failures):
+    out = ["| kernel | share | kinetrace from | " +
+           " | ".join(f"{label} ncu / kinetrace / diff" for _, _, label in METRICS) +
+           " | verdict |", "|" + "---|" * (4 + len(METRICS))]
+    for line in table:
+        cells = []
+        for label, theirs, ours in line["cells"] or [(l, None, None) for _, _, l in METRICS]:
+            if theirs is None or ours is None:
+                cells.append(f"{'-' if theirs is None else f'{theirs:.1f}'} / "
+                             f"{'-' if ours is None else f'{ours:.1f}'} / -")
+            else:
+                cells.append(f"{theirs:.1f} / {ours:.1f} / {ours - theirs:+.1f}")
+        name = line["name"] if len(line["name"]) <= 70 else line["name"][:67] + "..."
+        out.append(f"| `{name}` | {100 * line['share']:.1f}% | {line['source']} | " +
+                   " | ".join(cells) + f" | {line['verdict']} |")
+    out.append("")
+    out.append(f"{len(table)} names, {100 * covered:.1f}% of kernel time; "
+               f"{failures} outside the tolerance")
+    return "\n".join(out) + "\n"
+
+
+def startup_gap(path):
+    """The first GPU metric sample's time after the first kernel's start, in ms (a line)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    kernels = [e["ts"] for e in events if e.get("cat") == "kernel" and "ts" in e]
+    samples = [e["ts"] for e in events if e.get("cat") == "gpu_metric" and "ts" in e]
+    if not kernels or not samples:
+        return "start-up gap: no kernels or no metric samples in the trace\n"
+    first_kernel, first_sample = min(kernels), min(samples)
+    gap_ms = (first_sample - first_kernel) / 1000.0
+    return (f"start-up gap: the first metric sample {gap_ms:.1f} ms after the first kernel; "
+            f"{sum(1 for t in kernels if t < first_sample)} of {len(kernels)} kernels ran "
+            f"before it\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("analyze_json")
+    p.add_argument("ncu_csv")
+    p.add_argument("--share", type=float, default=0.8)
+    p.add_argument("--tolerance", type=float, default=5.0)
+    p.add_argument("--md")
+    p.add_argument("--trace")
+    args = p.parse_args(argv)
+    try:
+        with open(args.analyze_json) as f:
+            analysis = json.load(f)
+        ncu = read_ncu(args.ncu_csv)
+        table, covered, failures = compare(analysis, ncu, args.share, args.tolerance)
+        text = markdown(table, covered, failures)
+        if args.trace:
+            text += "\n" + startup_gap(args.trace)
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        print(f"fit_vs_ncu.py: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
