@@ -159,6 +159,9 @@ def startup_gap(path):
         return "start-up gap: no kernels or no metric samples in the trace\n"
     first_kernel, first_sample = min(kernels), min(samples)
     gap_ms = (first_sample - first_kernel) / 1000.0
+    if gap_ms <= 0:
+        return (f"start-up gap: none, the first metric sample {-gap_ms:.1f} ms before the first "
+                f"kernel\n")
     return (f"start-up gap: the first metric sample {gap_ms:.1f} ms after the first kernel; "
             f"{sum(1 for t in kernels if t < first_sample)} of {len(kernels)} kernels ran "
             f"before it\n")

@@ -31,8 +31,8 @@
 #   fit       torch_train.py --model resnet18 (kernels of 3-20 us against 1 ms samples) under
 #             `kinetrace run --gpu-metrics default`, `kinetrace analyze --json` (short kernels'
 #             metrics fitted from all the samples), then the same program under Nsight Compute
-#             (NCU, default /usr/local/cuda/bin/ncu) for FIT_NCU_KERNELS kernels after the
-#             first FIT_NCU_SKIP; fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
+#             (NCU, default /usr/local/cuda/bin/ncu) for every kernel of step FIT_NCU_STEP (3,
+#             after two warm-up steps; NVTX ranges per step); fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
 #             names making 80% of kernel time (within 5 points, or unresolved) and says the
 #             sampling's start-up gap (OUT_DIR/gpu_metrics_fit.md). Not in the default parts:
 #             PARTS=fit
@@ -297,10 +297,12 @@ part_fit() {
   [[ -n $TRACE ]] || { echo "no trace from the ResNet-18 run (see $WORK/fit.log)"; tail -n 20 "$WORK/fit.log"; return 1; }
   run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$TRACE" --json "$WORK/fit_analyze.json" > "$OUT_DIR/gpu_metrics_fit_analyze.txt" || rc=1
   cp "$WORK/fit_analyze.json" "$OUT_DIR/gpu_metrics_fit_analyze.json" 2> /dev/null
+  # Every kernel of one step after the warm-up (an NVTX range per step), so that each top name
+  # of the traced run is among those ncu profiles.
   run "$RUN_TIMEOUT" "$ncu" --csv --page raw --target-processes all \
-    --launch-skip "${FIT_NCU_SKIP:-200}" --launch-count "${FIT_NCU_KERNELS:-300}" \
+    --nvtx --nvtx-include "regex:^step ${FIT_NCU_STEP:-3}/" \
     --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed \
-    "${program[@]}" --steps 2 --warmup 1 > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
+    "${program[@]}" --steps 2 --warmup 2 --nvtx-steps > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
   cp "$WORK/fit_ncu.csv" "$OUT_DIR/gpu_metrics_fit_ncu.csv" 2> /dev/null
   python3 "$BENCH_DIR/fit_vs_ncu.py" "$WORK/fit_analyze.json" "$WORK/fit_ncu.csv" --trace "$TRACE" \
     --md "$OUT_DIR/gpu_metrics_fit.md" || rc=1

@@ -85,12 +85,14 @@ constexpr int64_t kSampleUs = 1000;
 // proportions, with idle time, sampled every millisecond. Each kernel carries the
 // overlap-weighted average of the samples it touched, as kinetrace's sampler writes it.
 // `twins`: "attention" always runs right after an equal "gemm", so the two never vary apart.
-CollectedTrace shortKernels(bool twins) {
+// `engineNoise`: a "GR active" metric as well, of values no name explains (a whole-engine
+// figure). `gemmSm`: gemm's SM throughput (past 100: what no sample could hold).
+CollectedTrace shortKernels(bool twins, bool engineNoise = false, double gemmSm = 85) {
   struct Truth {
     double sm, dram;
   };
   const std::map<std::string, Truth> truth = {
-      {"gemm", {85, 10}}, {"attention", {30, 75}}, {"layer_norm", {8, 40}}};
+      {"gemm", {gemmSm, 10}}, {"attention", {30, 75}}, {"layer_norm", {8, 40}}};
   const Truth idle{0, 0};
   std::mt19937 random(3);
   std::uniform_int_distribution<int> count(2, 12);
@@ -125,9 +127,12 @@ CollectedTrace shortKernels(bool twins) {
     samples.emplace_back(sm + idle.sm, dram + idle.dram);
   }
   TraceBuilder b;
+  std::uniform_real_distribution<double> engine(0, 100);
   for (std::size_t s = 0; s < samples.size(); ++s) {
-    b.metricSample(static_cast<int64_t>(s) * kSampleUs,
-                   {{"SM throughput", samples[s].first}, {"DRAM throughput", samples[s].second}});
+    std::vector<std::pair<std::string, double>> values = {{"SM throughput", samples[s].first},
+                                                          {"DRAM throughput", samples[s].second}};
+    if (engineNoise) values.emplace_back("GR active", engine(random));
+    b.metricSample(static_cast<int64_t>(s) * kSampleUs, values);
   }
   for (const Kernel& k : kernels) {
     const auto& [sm, dram] = samples[static_cast<std::size_t>(k.startUs / kSampleUs)];
@@ -182,6 +187,23 @@ TEST(MetricFitPassTest, NamesThatAlwaysRunTogetherAreUnresolvedNotGivenANumber) 
     EXPECT_FALSE(row.fit.resolved) << name;
     EXPECT_EQ(row.bound.bound, GpuBound::Unknown) << name << ": no number it cannot stand by";
   }
+}
+
+// What a real trace showed: "GR active", a whole-engine figure, fitted past 100% with errors
+// above the bar for every name, made every name unresolved; only the metrics the classes
+// read decide. A value past 100% of a peak, which no sample could hold, does.
+TEST(MetricFitPassTest, OnlyTheMetricsTheClassesReadDecideAndNoneMayPassItsPeak) {
+  const RankReport noisy = analyze(shortKernels(false, /*engineNoise=*/true));
+  ASSERT_EQ(noisy.gpuMetrics.metrics.size(), 3u);
+  EXPECT_TRUE(rowOf(noisy, "gemm").fit.resolved);
+  EXPECT_GT(rowOf(noisy, "gemm").fit.standardError[2], kMostFitErrorPoints)
+      << "GR active cannot be told, and does not count";
+
+  const RankReport impossible = analyze(shortKernels(false, false, /*gemmSm=*/160));
+  EXPECT_NEAR(rowOf(impossible, "gemm").fit.values[0], 160, 1);
+  EXPECT_FALSE(rowOf(impossible, "gemm").fit.resolved);
+  EXPECT_EQ(rowOf(impossible, "gemm").bound.bound, GpuBound::Unknown);
+  EXPECT_TRUE(rowOf(impossible, "attention").fit.resolved);
 }
 
 TEST(MetricFitPassTest, TheReportsSayWhichValuesAreFittedAndWhichCannotBeTold) {

@@ -46,8 +46,17 @@ NameFits MetricFitPass::finish(RankReport& report) {
   const std::vector<MetricName>& metrics = trace.gpuMetrics.metrics;
   NameFits fits;
   std::vector<std::size_t> fitted;  // the metrics fitted: those in % of a peak
+  std::vector<bool> readsBound;      // of them, those the bound classes read
   for (std::size_t m = 0; m < metrics.size(); ++m) {
-    if (metrics[m].unit == "%") fitted.push_back(m);
+    if (metrics[m].unit != "%") continue;
+    fitted.push_back(m);
+    const std::string& name = metrics[m].name;
+    readsBound.push_back(name == kMetricSmThroughput || name == kMetricDramThroughput ||
+                         name == kMetricTensorActive);
+  }
+  // A trace whose % metrics are none of those: each one counts.
+  if (std::none_of(readsBound.begin(), readsBound.end(), [](bool b) { return b; })) {
+    readsBound.assign(readsBound.size(), true);
   }
   if (fitted.empty() || trace.metricSamples.size() == 0 || kernelNs_ <= 0) {
     trace.metricSamples.drain([](const MetricSampleValue&) {});
@@ -196,10 +205,17 @@ NameFits MetricFitPass::finish(RankReport& report) {
     for (std::size_t f = 0; f < fitted.size(); ++f) {
       const LinearFit::Result& r = results[f];
       if (r.samples == 0) continue;
-      fit.values[fitted[f]] = r.values[column];
+      const double value = r.values[column];
+      fit.values[fitted[f]] = value;
       errors[fitted[f]] = r.standardError[column];
+      // Told apart when the metrics the class is read from are: a name's share of a
+      // whole-engine figure (GR active) says nothing of the name. A share of a peak past
+      // 100% by more than its error is no value the samples could have: the sum model does
+      // not hold for the name (work the trace does not show, clocks that drift).
+      if (!readsBound[f]) continue;
       if (!(r.standardError[column] <= kMostFitErrorPoints) ||
-          r.support[column] < kLeastSupportSamples) {
+          r.support[column] < kLeastSupportSamples ||
+          value > 100 + 2 * r.standardError[column]) {
         fit.resolved = false;
       }
     }
