@@ -206,6 +206,62 @@ TEST(MetricFitPassTest, OnlyTheMetricsTheClassesReadDecideAndNoneMayPassItsPeak)
   EXPECT_TRUE(rowOf(impossible, "attention").fit.resolved);
 }
 
+// Kernels in the middle of the windows, and kernels across their edges; the samples' values
+// are what the GPU did in [at + skew, at + skew + 1 ms) while the trace says [at, at + 1 ms):
+// the samples' clock `skewUs` behind the kernels'.
+CollectedTrace edgesAndMiddles(int64_t skewUs) {
+  std::mt19937 random(5);
+  std::bernoulli_distribution present(0.5);
+  std::uniform_int_distribution<int> count(1, 3);
+  struct Kernel {
+    const char* name;
+    int64_t startUs, endUs;
+    double sm;
+  };
+  std::vector<Kernel> kernels;
+  for (int64_t s = 0; s < 400; ++s) {
+    const int64_t at = s * kSampleUs;
+    for (int k = count(random); k > 0; --k) {
+      kernels.push_back({"middle", at + 100 * k, at + 100 * k + 40, 20});
+    }
+    if (present(random)) kernels.push_back({"edge", at + kSampleUs - 10, at + kSampleUs + 50, 90});
+  }
+  TraceBuilder b;
+  for (const Kernel& k : kernels) b.kernel(k.name, k.startUs, k.endUs);
+  for (int64_t s = 0; s < 400; ++s) {
+    const int64_t from = s * kSampleUs + skewUs;
+    const int64_t to = from + kSampleUs;
+    double sm = 0;
+    for (const Kernel& k : kernels) {
+      const int64_t overlap = std::min(k.endUs, to) - std::max(k.startUs, from);
+      if (overlap > 0) sm += k.sm * static_cast<double>(overlap) / kSampleUs;
+    }
+    b.metricSample(s * kSampleUs, {{"SM throughput", sm}, {"DRAM throughput", 1.0}});
+  }
+  return b.take({{"kinetrace_gpu_metrics", Value::object({{"interval_ns", kSampleUs * 1000}})}});
+}
+
+// With the clocks aligned, a kernel across the windows' edges is solved as well as one in
+// their middle. With the samples' clock 55 us behind, the sum no longer holds window by
+// window: the residuals grow, the edge kernel's error with them, and it is unresolved, not
+// given a number. (Checking each name against windows moved a little either way instead
+// would call the aligned edge kernel unresolved too: its share of each window moves with
+// any shift, by construction.)
+TEST(MetricFitPassTest, ANameWhoseValuesHangOnTheClocksAlignmentIsUnresolved) {
+  const RankReport aligned = analyze(edgesAndMiddles(0));
+  ASSERT_TRUE(rowOf(aligned, "edge").fit.fitted);
+  EXPECT_TRUE(rowOf(aligned, "edge").fit.resolved);
+  EXPECT_NEAR(rowOf(aligned, "edge").fit.values[0], 90, 1);
+  EXPECT_TRUE(rowOf(aligned, "middle").fit.resolved);
+  EXPECT_NEAR(rowOf(aligned, "middle").fit.values[0], 20, 1);
+
+  const RankReport skewed = analyze(edgesAndMiddles(55));
+  ASSERT_TRUE(rowOf(skewed, "edge").fit.fitted);
+  EXPECT_FALSE(rowOf(skewed, "edge").fit.resolved)
+      << "fitted SM " << rowOf(skewed, "edge").fit.values[0];
+  EXPECT_EQ(rowOf(skewed, "edge").bound.bound, GpuBound::Unknown);
+}
+
 TEST(MetricFitPassTest, TheReportsSayWhichValuesAreFittedAndWhichCannotBeTold) {
   const AnalysisReport fitted = analyzeTraces(one(shortKernels(false)), {});
   const std::string text = formatReport(fitted, {});
