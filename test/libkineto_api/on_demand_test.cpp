@@ -132,6 +132,23 @@ TEST_F(OnDemandTest, ADurationConfigDrivesTheFrameworksClientAndWritesItsOps) {
   libkineto::api().registerClient(nullptr);
 }
 
+// A rank's on-demand trace says which rank it is (as torchrun sets RANK and WORLD_SIZE), so
+// that `kinetrace merge`, `kinetrace analyze` and HTA read a job's traces as its ranks; no
+// torch.profiler runs to add its own distributedInfo then.
+TEST_F(OnDemandTest, AnOnDemandTraceOfARankSaysItsRank) {
+  ::setenv("RANK", "3", 1);
+  ::setenv("WORLD_SIZE", "8", 1);
+  onDemand().handleConfig("ACTIVITIES_LOG_FILE=" + dir_.path() +
+                          "/ranked.json\nACTIVITIES_DURATION_MSECS=10\n");
+  const bool idle = onDemand().waitUntilIdle(20000);
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
+  ASSERT_TRUE(idle);
+  const nlohmann::json trace = read(written("ranked"));
+  EXPECT_EQ(trace["distributedInfo"]["rank"], 3);
+  EXPECT_EQ(trace["distributedInfo"]["world_size"], 8);
+}
+
 TEST_F(OnDemandTest, AnIterationConfigStartsAndEndsOnTheSteppingThreadAtTheStepsAsked) {
   libkineto::api().registerClient(&client_);
   for (int i = 0; i < 6; ++i) backend_.step();  // steps 0..5 done
