@@ -1,8 +1,11 @@
 #include "analysis/ranked_collector.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 #include "analysis/trace_merge.h"
+#include "kinetrace/error.h"
 #include "output/trace_vocabulary.h"
 
 namespace kinetrace::detail {
@@ -73,8 +76,18 @@ void RankedCollector::begin(const TraceHeader& header) {
 }
 
 TraceCollector& RankedCollector::rankCollector(int64_t rank) {
+  auto found = ranks_.find(rank);
+  if (found != ranks_.end()) return *found->second;
+  // Each rank collects on its own: a file that claims to be merged and spreads its events
+  // over more ranks than a merge writes would hold a collector per pid range.
+  if (ranks_.size() == static_cast<std::size_t>(kMaxMergedRanks)) {
+    throw Error(fmt::format(
+        "{}: says it is a merged trace, but its processes fall in more than {} ranks' pid "
+        "ranges, which `kinetrace merge` never writes",
+        path_, kMaxMergedRanks));
+  }
   std::unique_ptr<TraceCollector>& collector = ranks_[rank];
-  if (!collector) {
+  {
     collector = std::make_unique<TraceCollector>(path_, budget_);  // the report says the rank
     // The rank is the one its pids say: the merge placed each rank's processes by it.
     TraceHeader header = header_;

@@ -402,3 +402,28 @@ TEST_F(AnalyzeCommandTest, ARankWrittenAfterTheEventsIsTheTracesRank) {
 
 }  // namespace
 }  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+// A file that says it is merged but scatters its events over thousands of ranks' pid
+// ranges would hold a collector per range: refused past what a merge writes.
+TEST_F(AnalyzeCommandTest, AMergedTraceOfMoreRanksThanAMergeWritesIsRefused) {
+  std::ofstream out(path("forged.json"));
+  out << R"({"distributedInfo": {"rank": 0, "kinetrace_merged_ranks": 2}, "traceEvents": [)";
+  for (int rank = 0; rank < 300; ++rank) {
+    out << (rank ? "," : "") << R"({"ph": "X", "cat": "user_annotation", "name": "r", "pid": )"
+        << rank * 10'000'000LL << R"(, "tid": 1, "ts": 0, "dur": 1})";
+  }
+  out << "]}";
+  out.close();
+  AnalyzeOptions options;
+  options.paths = {path("forged.json")};
+  EXPECT_EQ(errorOf(options),
+            path("forged.json") +
+                ": says it is a merged trace, but its processes fall in more than 200 ranks' pid "
+                "ranges, which `kinetrace merge` never writes");
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
