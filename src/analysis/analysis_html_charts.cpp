@@ -57,14 +57,16 @@ std::string sentenceHtml(std::string_view text) {
 }
 
 std::string duration(int64_t ns) {
-  const double v = static_cast<double>(ns);
-  if (ns < 0) return "-" + duration(-ns);
-  if (ns == 0) return "0";
-  if (ns < 10'000) return fmt::format("{:.2f} us", v / 1e3);
-  if (ns < 1'000'000) return fmt::format("{:.1f} us", v / 1e3);
-  if (ns < 10'000'000) return fmt::format("{:.2f} ms", v / 1e6);
-  if (ns < 10'000'000'000) return fmt::format("{:.1f} ms", v / 1e6);
-  return fmt::format("{:.2f} s", v / 1e9);
+  // The magnitude as unsigned: INT64_MIN's negation does not fit an int64.
+  const uint64_t m = ns < 0 ? uint64_t{0} - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  const double v = static_cast<double>(m);
+  const char* sign = ns < 0 ? "-" : "";
+  if (m == 0) return "0 us";  // a time, with its unit like every other
+  if (m < 10'000) return fmt::format("{}{:.2f} us", sign, v / 1e3);
+  if (m < 1'000'000) return fmt::format("{}{:.1f} us", sign, v / 1e3);
+  if (m < 10'000'000) return fmt::format("{}{:.2f} ms", sign, v / 1e6);
+  if (m < 10'000'000'000) return fmt::format("{}{:.1f} ms", sign, v / 1e6);
+  return fmt::format("{}{:.2f} s", sign, v / 1e9);
 }
 
 std::string sinceStart(int64_t ns) {

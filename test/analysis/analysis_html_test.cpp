@@ -63,6 +63,9 @@ TEST(HtmlTextTest, BytesAndDurationsTakeTheUnitThatFits) {
   EXPECT_EQ(html::bytes(80'000'000'000), "80.00 GB");
   EXPECT_EQ(html::duration(3'000), "3.00 us");
   EXPECT_EQ(html::duration(753'530'000), "753.5 ms");
+  // No bare "0": a time has its unit ("communication 0" read as a count).
+  EXPECT_EQ(html::duration(0), "0 us");
+  EXPECT_EQ(html::duration(INT64_MIN), "-9223372036.85 s") << "no overflow negating it";
   EXPECT_EQ(html::nameHtml("void k<int>(int)"),
             "<span class=\"name\" title=\"void k&lt;int&gt;(int)\">k</span>");
   // The start of the trace with its unit, as any other moment.
