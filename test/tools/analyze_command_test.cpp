@@ -341,23 +341,27 @@ TEST_F(AnalyzeCommandTest, AMergedTraceReadsAsItsRanksWithEachRanksOwnFigures) {
   EXPECT_EQ(one[0], expected[1]);
 }
 
-TEST_F(AnalyzeCommandTest, TwoTracesOfOneRankAreRefusedNamingBoth) {
+// Two traces claiming one rank are said, naming both, as merge does; both are read (separate
+// runs, or one process's windows, all say rank 0 without a launcher's RANK).
+TEST_F(AnalyzeCommandTest, TwoTracesOfOneRankAreSaidNamingBothAndBothRead) {
   writeRankTrace(path("a.json"), 1);
   writeRankTrace(path("b.json"), 1);
   AnalyzeOptions options;
   options.paths = {dir_.path()};
-  EXPECT_EQ(errorOf(options), path("a.json") + " and " + path("b.json") +
-                                  " are both rank 1: a job has one trace per rank; give one "
-                                  "of them");
-  // A merged trace beside one of its own ranks' files claims that rank twice.
-  writeRankTrace(path("rank0.json"), 0);
-  MergeOptions merge;
-  merge.paths = {path("rank0.json"), path("a.json")};
-  merge.output = path("job.json");
-  merge.quiet = true;
-  ASSERT_EQ(mergeCommand(merge, std::tmpfile(), std::tmpfile()), 0);
-  options.paths = {merge.output, path("rank0.json")};
-  EXPECT_NE(errorOf(options).find("are both rank 0"), std::string::npos) << errorOf(options);
+  options.quiet = true;
+  options.jsonOutput = path("analysis.json");
+  std::FILE* messages = std::tmpfile();
+  ASSERT_EQ(analyzeCommand(options, std::tmpfile(), messages), 0);
+  std::rewind(messages);
+  std::string said;
+  char buffer[4096];
+  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, messages)) said.append(buffer, got);
+  EXPECT_NE(said.find("kinetrace: " + path("a.json") + " and " + path("b.json") +
+                      " both say they are rank 1: read as two traces; for one job's ranks, give "
+                      "one trace per rank\n"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(ranksOf(path("analysis.json")).size(), 2u);
 }
 
 TEST_F(AnalyzeCommandTest, FilesOfADirectoryThatAreNoTracesAreSaidAgainAfterTheReport) {

@@ -199,13 +199,18 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const Rank& a, const Rank& b) { return a.report.rank < b.report.rank; });
-  // Two traces of one rank would be read as one job's two ranks: refused, as merge does.
+  // Two traces that claim one rank are said, as merge says it: a job's analysis (its
+  // stragglers, its ranks side by side) wants one trace per rank. Both are still read: the
+  // traces of separate runs, or of one process's several windows, all say rank 0 without a
+  // launcher's RANK.
   for (std::size_t r = 1; r < ranks.size(); ++r) {
     const Rank& before = ranks[r - 1];
     if (ranks[r].report.rank >= 0 && ranks[r].report.rank == before.report.rank) {
-      throw Error(
-          fmt::format("{} and {} are both rank {}: a job has one trace per rank; give one of them",
-                      before.file, ranks[r].file, before.report.rank));
+      std::fprintf(messages,
+                   "kinetrace: %s and %s both say they are rank %lld: read as two traces; for "
+                   "one job's ranks, give one trace per rank\n",
+                   before.file.c_str(), ranks[r].file.c_str(),
+                   static_cast<long long>(before.report.rank));
     }
   }
   std::vector<detail::RankReport> reports;
