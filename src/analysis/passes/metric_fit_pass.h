@@ -15,12 +15,14 @@ namespace kinetrace::detail::passes {
 // for kernels shorter than a sample, whose averages are mostly their neighbours' and idle
 // time's. Per device, each sample window's value is fitted to the shares of it that each of
 // the names making kFittedShare of kernel time occupied (at most kMostFittedNames, the
-// other kernels one column, idle time its own), for every metric in % of a peak. Reads the
-// GPU operations and the trace's metric samples (consumed).
+// other kernels one column, idle time its own), for every metric in % of a peak. The other
+// kernels' column is one value for many kinds of kernel: kept small, so that what it cannot
+// say is not laid on the names that run beside them. Reads the GPU operations and the
+// trace's metric samples (consumed).
 class MetricFitPass {
  public:
-  static constexpr double kFittedShare = 0.8;
-  static constexpr std::size_t kMostFittedNames = 16;
+  static constexpr double kFittedShare = 0.95;
+  static constexpr std::size_t kMostFittedNames = 48;
 
   explicit MetricFitPass(const PassContext& context);
 
