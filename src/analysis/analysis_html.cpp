@@ -402,7 +402,10 @@ std::string communicationSection(const RankReport& r) {
 std::string hostSection(const RankReport& r, const AnalysisOptions& options) {
   const HostReport& host = r.host;
   std::string out = "<h3>No GPU activity</h3>\n";
-  out += host.gpuStatus.empty()
+  out += host.gpuRecorded
+             ? "<p class=\"note\">GPU activity was recorded, and no kernel, copy or memset ran "
+               "in the window.</p>\n"
+         : host.gpuStatus.empty()
              ? "<p class=\"note\">The trace holds no kernel, copy or memset, and does not say "
                "why. Record GPU activity with <code>kinetrace run</code>, or torch.profiler's "
                "CUDA activity (<code>ProfilerActivity.CUDA</code>).</p>\n"

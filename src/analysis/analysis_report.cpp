@@ -73,16 +73,24 @@ nlohmann::ordered_json hostJson(const HostReport& host) {
     threads.push_back(
         {{"tid", row.tid}, {"name", row.name}, {"ranges", row.ranges}, {"busy_ns", row.busyNs}});
   }
-  return {
-      {"ranges", host.ranges}, {"window_ns", host.windowNs},       {"top_ranges", top},
-      {"threads", threads},    {"thread_count", host.threadCount}, {"gpu_status", host.gpuStatus}};
+  return {{"ranges", host.ranges},
+          {"window_ns", host.windowNs},
+          {"top_ranges", top},
+          {"threads", threads},
+          {"thread_count", host.threadCount},
+          {"gpu_status", host.gpuStatus},
+          {"gpu_recorded", host.gpuRecorded}};
 }
 
 // The host's view, for a trace without GPU operations: its steps, the ranges that took the
 // most time, and the threads that ran them.
 void hostText(std::string& out, const RankReport& r, const AnalysisOptions& options) {
   const HostReport& host = r.host;
-  if (!host.gpuStatus.empty()) out += "No GPU activity recorded: " + host.gpuStatus + "\n";
+  if (host.gpuRecorded) {
+    out += "GPU activity was recorded; no GPU operation ran in the window\n";
+  } else if (!host.gpuStatus.empty()) {
+    out += "No GPU activity recorded: " + host.gpuStatus + "\n";
+  }
   out += fmt::format("Host: {} ranges on {} threads over {}\n", count(host.ranges),
                      count(host.threadCount), duration(host.windowNs));
   if (!r.steps.empty()) {

@@ -138,7 +138,8 @@ std::vector<Finding> findingsOf(const AnalysisReport& report, const AnalysisOpti
       // Why there is none, when the recorder said; else the likely reasons. The host's view
       // follows in the report.
       const std::string why =
-          r.host.gpuStatus.empty()
+          r.host.gpuRecorded ? "GPU activity was recorded, and none ran in the window"
+          : r.host.gpuStatus.empty()
               ? "was GPU activity recorded? Trace with `kinetrace run` or torch.profiler's CUDA "
                 "activity (ProfilerActivity.CUDA)"
               : "the recorder says why: " + r.host.gpuStatus;

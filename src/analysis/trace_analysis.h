@@ -228,8 +228,10 @@ struct HostReport {
   std::vector<HostThreadRow> threads;  // by busy time, busiest first (top N)
   uint64_t threadCount = 0;            // threads with ranges, shown or not
   // Why the trace has no GPU activity, as the recorder said (kinetrace_gpu_status: "no
-  // NVIDIA driver: ..."); "" when it did not say.
+  // NVIDIA driver: ..."); "" when it did not say, or when it did record GPU activity
+  // (gpuRecorded): then no GPU operation ran in the window.
   std::string gpuStatus;
+  bool gpuRecorded = false;
 };
 
 struct MemoryReport {

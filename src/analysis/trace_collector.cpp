@@ -153,6 +153,8 @@ void TraceCollector::noteRankAndGpuStatus(const Metadata& metadata) {
       constexpr std::size_t kMostStatusBytes = 1000;
       trace_.gpuStatus = member.value.asString().substr(0, kMostStatusBytes);
     }
+    // CUPTI's version is written when it recorded: the status then says how, not why not.
+    if (member.key == "cupti_version") trace_.gpuRecorded = true;
     if (member.key != chrome::kDistributedInfo) continue;
     if (const Value* rank = member.value.find(chrome::kRank)) {
       if (rank->kind() == Value::Kind::Int) trace_.rank = rank->asInt();

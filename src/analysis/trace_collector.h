@@ -240,8 +240,10 @@ struct CollectedTrace {
   GpuMetricsReport gpuMetrics;
   // Threads' names (thread_name metadata): tid and name id, in the trace's order.
   BudgetVector<std::pair<int64_t, uint32_t>> threadNames;
-  // kinetrace_gpu_status: why the recorder had no GPU activity to record ("" when unsaid).
+  // kinetrace_gpu_status: why the recorder had no GPU activity to record, or how it recorded
+  // it ("" when unsaid).
   std::string gpuStatus;
+  bool gpuRecorded = false;  // CUPTI recorded (the trace says its version)
   // Events left out of the analysis, by reason ("events with a negative duration"): said,
   // never summed in.
   std::map<std::string, uint64_t> leftOut;

@@ -67,6 +67,18 @@ TEST(HostPassTest, TheRecordersReasonForNoGpuActivityIsKeptFromEitherEnd) {
   HostPass(f.context()).finish(report);
   EXPECT_EQ(report.host.gpuStatus, "no NVIDIA driver: libcuda.so.1 missing");
 
+  // A trace whose recorder did record GPU activity (CUPTI's version in it): its status says
+  // how it recorded, not why there is nothing; no kernel ran in the window.
+  TraceBuilder recorded;
+  recorded.range("run", 0, 10);
+  PassFixture quiet(
+      recorded.take({{"cupti_version", 130001},
+                     {"kinetrace_gpu_status", "CUPTI 130001 active; GPU timestamps"}}));
+  RankReport idle;
+  HostPass(quiet.context()).finish(idle);
+  EXPECT_TRUE(idle.host.gpuRecorded);
+  EXPECT_EQ(idle.host.gpuStatus, "") << "not given as the reason";
+
   TraceBuilder plain;
   PassFixture none(plain.take());
   RankReport empty;

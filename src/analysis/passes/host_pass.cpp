@@ -21,7 +21,8 @@ void HostPass::finish(RankReport& report) {
   const CollectedTrace& trace = context_.trace;
   host.windowNs = trace.events > 0 ? trace.lastNs - trace.firstNs : 0;
   host.ranges = trace.hostRanges.size();
-  host.gpuStatus = trace.gpuStatus;
+  host.gpuRecorded = trace.gpuRecorded;
+  if (!trace.gpuRecorded) host.gpuStatus = trace.gpuStatus;
   rangesByName(host);
   threads(host);
 }
