@@ -13,8 +13,10 @@ a trace of a gigabyte. --no-steps leaves the ProfilerStep ranges out, as a trace
 without a schedule has none; allocated memory starts at --alloc-start and grows by
 --alloc-step a step; --alloc-spike holds BYTES more for a millisecond in the middle of the
 third step, a peak that the line falls from right after, as a temporary buffer's would;
---gpu-metrics gives each kernel its hardware metric averages as `kinetrace run --gpu-metrics`
-writes them, so the report adds what bounded each kernel and step.)
+--gpu-metrics gives each kernel its hardware metric averages and writes the samples they come
+from (a gpu_metric counter per metric every 100 us, each the kernels' values weighted by their
+share of the window), as `kinetrace run --gpu-metrics` writes them, so the report adds what
+bounded each kernel and step, and fits the short kernels' values from the samples.)
 The file is written event by event, so any size takes little memory.
 """
 import argparse
@@ -36,6 +38,7 @@ METRICS_FOOTER = {"metrics": [{"name": "sm__throughput.avg.pct_of_peak_sustained
                               {"name": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
                                "display_name": "Tensor pipe active", "unit": "%"}],
                   "interval_ns": 100_000, "samples": 600, "lost": 0, "corrupted": 0, "setup_dropped": 0}
+INTERVAL_US = METRICS_FOOTER["interval_ns"] // 1000
 
 
 def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_step=3_000_000,
@@ -55,6 +58,7 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
     out.write(', "traceEvents": [\n')
     correlation = 0
     allocated = alloc_start
+    ran = []  # this step's kernels under --gpu-metrics: (start, end, their metrics)
 
     def host(name, ts, dur, cat="user_annotation", ext=0):
         args = {"External id": ext} if ext else {}
@@ -69,7 +73,9 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
                        "args": {"External id": ext, "cbid": 211, "correlation": correlation}})
         args = {"External id": ext, "device": 0, "stream": stream, "correlation": correlation}
         if gpu_metrics:
-            args.update(next(m for prefix, m in METRICS.items() if name.startswith(prefix)))
+            metrics = next(m for prefix, m in METRICS.items() if name.startswith(prefix))
+            args.update(metrics)
+            ran.append((start, start + dur, metrics))
         events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
                        "args": args})
 
@@ -77,6 +83,21 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
         events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100 + rank,
                        "tid": 100 + rank, "ts": ts, "s": "t",
                        "args": {"Total Allocated": total, "Bytes": change, "Device Id": 0}})
+
+    def samples(begin, end):
+        """The step's metric samples, a window of INTERVAL_US each, from the kernels that ran."""
+        for at in range(begin, end, INTERVAL_US):
+            values = dict.fromkeys(next(iter(METRICS.values())), 0.0)
+            for start, stop, metrics in ran:
+                overlap = min(stop, at + INTERVAL_US) - max(start, at)
+                if overlap > 0:
+                    for key, value in metrics.items():
+                        values[key] += value * overlap / INTERVAL_US
+            for index, (key, value) in enumerate(values.items()):
+                events.append({"ph": "C", "cat": "gpu_metric", "name": key[: -len(" (%)")],
+                               "pid": 0, "tid": 1_000_000 + index, "ts": at,
+                               "args": {"%": round(value, 6)}})
+        ran.clear()
 
     ext = 0
     for step in range(steps):
@@ -100,6 +121,8 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
                9_900 - (start - t), stream=20)
         allocated += alloc_step
         memory(t + 9_500, allocated, alloc_step)
+        if gpu_metrics:
+            samples(t, t + 10_000)
     out.write("\n]" + (', "kinetrace_gpu_metrics": ' + json.dumps(METRICS_FOOTER) if gpu_metrics else "")
               + "}\n")
 
