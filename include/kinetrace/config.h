@@ -135,6 +135,9 @@ struct KINETRACE_API Config {
   int64_t delayNs = 0;
   int64_t durationNs = 0;  // 0: until the program exits
   CaptureRange captureRange = CaptureRange::Whole;
+  // A process answers dynolog only once it uses a GPU (false), or from its start (true: a
+  // CPU-only workload of a CUDA build, traced on demand for its host activity).
+  bool dynologAnswersAtStart = false;
   std::string runId;
   TraceFormat traceFormat = TraceFormat::Json;
   std::optional<Schedule> schedule;  // record by steps; none: not by steps

@@ -102,8 +102,11 @@ void libkineto_init(bool cpuOnly, bool /*logOnError*/) {
         kinetrace::ondemand::DynologClientOptions::fromEnvironment();
     // Every process that imports torch gets here, a job's launcher too: it answers the
     // daemon only once it uses a GPU, so that it takes none of a request's process slots. A
-    // CPU-only build records CPU activity and answers at once.
-    if (!cpuOnly) dynolog.answers = kinetrace::internal::processUsesGpu;
+    // CPU-only build records CPU activity and answers at once, as does any process with
+    // KINETRACE_DYNOLOG_ANSWER=start.
+    if (!cpuOnly && !base.dynologAnswersAtStart) {
+      dynolog.answers = kinetrace::internal::processUsesGpu;
+    }
     profiler->enableOnDemand(std::move(dynolog), kinetrace::ondemand::onDemandTraceDir());
   }
   api.registerProfiler(std::move(profiler));

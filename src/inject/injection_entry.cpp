@@ -112,7 +112,9 @@ int initializeCuda() noexcept {
       options.dynolog = ondemand::DynologClientOptions::fromEnvironment();
       // The driver started is not yet GPU work: a launcher that counts devices answers the
       // daemon only if it goes on to use one (session/seam.h).
-      options.dynolog->answers = internal::processUsesGpu;
+      if (!options.config.dynologAnswersAtStart) {
+        options.dynolog->answers = internal::processUsesGpu;
+      }
       options.onDemandDir = ondemand::onDemandTraceDir();
       // The daemon decides when to record: a process recording its whole run would answer
       // it "busy" until it ends. A capture mode chosen explicitly is kept.

@@ -179,6 +179,11 @@ void readGpuMetricsInterval(Config& c, std::string_view v) {
   c.gpuMetricsIntervalNs = interval;
 }
 
+void readDynologAnswer(Config& c, std::string_view v) {
+  constexpr Choice<bool> kWhen[] = {{"gpu", false}, {"start", true}};
+  c.dynologAnswersAtStart = parseChoice("dynolog_answer", v, kWhen, "gpu or start");
+}
+
 void readCaptureRange(Config& c, std::string_view v) {
   constexpr Choice<CaptureRange> kRanges[] = {{"none", CaptureRange::Whole},
                                               {"whole", CaptureRange::Whole},
@@ -300,6 +305,11 @@ const std::vector<Setting>& settings() {
        "cudaProfilerStart() and cudaProfilerStop() calls, each such window a trace of its "
        "own; onDemand: record nothing (CUPTI untouched) until `kinetrace trigger` asks",
        "--capture-range", nullptr, readCaptureRange},
+      {"dynolog_answer", "WHEN", "gpu",
+       "when a process answers the dynolog daemon (on-demand traces): gpu, once it uses a GPU "
+       "(a launcher or agent that never does takes none of a request's process slots); start, "
+       "from its start (a CPU-only workload of a CUDA build, traced for its host activity)",
+       nullptr, nullptr, readDynologAnswer},
       {"schedule", "SPEC", "none",
        "record by the program's steps, as torch.profiler's schedule: "
        "wait=1,warmup=1,active=3,repeat=2[,skip_first=N] (repeat=0: forever), one trace "

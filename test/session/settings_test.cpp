@@ -76,6 +76,23 @@ TEST(SettingsTest, ConfigSetReadsThroughTheRowAndSaysWhoRefused) {
   }
 }
 
+// When a process answers dynolog: once it uses a GPU by default (a launcher takes no slot),
+// or from its start for a CPU-only workload.
+TEST(SettingsTest, DynologAnswerIsGpuOrStart) {
+  Config config;
+  EXPECT_FALSE(config.dynologAnswersAtStart);
+  config.set("dynolog_answer", "start");
+  EXPECT_TRUE(config.dynologAnswersAtStart);
+  config.set("dynolog_answer", "GPU");
+  EXPECT_FALSE(config.dynologAnswersAtStart);
+  try {
+    config.set("dynolog_answer", "later");
+    FAIL() << "an unknown value accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("gpu or start"), std::string::npos) << error.what();
+  }
+}
+
 // docs/CONFIGURATION.md holds the table `kinetrace help settings` prints: a row added,
 // renamed or re-worded without the docs following fails here.
 TEST(SettingsTest, TheDocumentationsTableIsTheSettingsTable) {
