@@ -14,6 +14,7 @@
 
 #include "analysis/analysis_html_charts.h"
 #include "analysis/gpu_bound_report.h"
+#include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
 #include "support/text.h"
 
@@ -26,6 +27,7 @@ using html::escape;
 using html::nameHtml;
 using html::percent;
 using html::sinceStart;
+using report_text::counted;
 
 // A cell: its HTML, and whether it is a number (right-aligned, never wrapped) or a name (a
 // long word of a kernel or range, the only text that may break inside a word).
@@ -410,9 +412,9 @@ std::string hostSection(const RankReport& r, const AnalysisOptions& options) {
                "why. Record GPU activity with <code>kinetrace run</code>, or torch.profiler's "
                "CUDA activity (<code>ProfilerActivity.CUDA</code>).</p>\n"
              : "<p class=\"note\">The recorder says why: " + escape(host.gpuStatus) + ".</p>\n";
-  out += fmt::format("<h3>The host</h3>\n<p>{} ranges on {} threads over {}.</p>\n",
-                     withThousands(host.ranges), withThousands(host.threadCount),
-                     duration(host.windowNs));
+  out += fmt::format("<h3>The host</h3>\n<p>{} on {} over {}.</p>\n",
+                     counted(host.ranges, "range", "ranges"),
+                     counted(host.threadCount, "thread", "threads"), duration(host.windowNs));
   if (!r.steps.empty()) {
     const std::size_t shown = std::min(r.steps.size(), options.stepsShown);
     std::vector<std::vector<Cell>> rows;

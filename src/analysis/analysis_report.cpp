@@ -91,8 +91,8 @@ void hostText(std::string& out, const RankReport& r, const AnalysisOptions& opti
   } else if (!host.gpuStatus.empty()) {
     out += "No GPU activity recorded: " + host.gpuStatus + "\n";
   }
-  out += fmt::format("Host: {} ranges on {} threads over {}\n", count(host.ranges),
-                     count(host.threadCount), duration(host.windowNs));
+  out += fmt::format("Host: {} on {} over {}\n", counted(host.ranges, "range", "ranges"),
+                     counted(host.threadCount, "thread", "threads"), duration(host.windowNs));
   if (!r.steps.empty()) {
     out += fmt::format("Steps ({})\n", count(r.steps.size()));
     for (std::size_t k = 0; k < std::min(r.steps.size(), options.stepsShown); ++k) {

@@ -145,9 +145,10 @@ std::vector<Finding> findingsOf(const AnalysisReport& report, const AnalysisOpti
               : "the recorder says why: " + r.host.gpuStatus;
       say("no-gpu-operations",
           fmt::format("{}no GPU operations in the trace (kernels, copies, memsets); {}. The "
-                      "host's view: {} ranges on {} threads{}.",
-                      prefix, why, count(r.host.ranges), count(r.host.threadCount),
-                      r.steps.empty() ? "" : fmt::format(", {} steps", count(r.steps.size()))),
+                      "host's view: {} on {}{}.",
+                      prefix, why, counted(r.host.ranges, "range", "ranges"),
+                      counted(r.host.threadCount, "thread", "threads"),
+                      r.steps.empty() ? "" : ", " + counted(r.steps.size(), "step", "steps")),
           {{"host_ranges", static_cast<double>(r.host.ranges)},
            {"host_threads", static_cast<double>(r.host.threadCount)},
            {"steps", static_cast<double>(r.steps.size())}});

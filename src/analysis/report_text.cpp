@@ -34,6 +34,10 @@ std::string count(uint64_t n) {
   return withThousands(n);
 }
 
+std::string counted(uint64_t n, std::string_view one, std::string_view many) {
+  return withThousands(n) + " " + std::string(n == 1 ? one : many);
+}
+
 std::string bytes(int64_t b) {
   const double v = static_cast<double>(b);
   if (magnitude(b) < 1'000'000) return fmt::format("{:.1f} kB", v / 1e3);

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "analysis/trace_analysis.h"
 
@@ -17,6 +18,8 @@ std::string duration(int64_t ns);
 std::string percent(int64_t part, int64_t whole);
 // "1,234,567".
 std::string count(uint64_t n);
+// "1 thread", "2,048 threads": a count with its noun, singular or plural.
+std::string counted(uint64_t n, std::string_view one, std::string_view many);
 // "12.3 kB", "4.5 MB", "1.23 GB".
 std::string bytes(int64_t b);
 // At most `width` letters, "..." where cut.

@@ -7,20 +7,22 @@
 # page never scrolls sideways, a table that does not fit scrolls in its own box (at 1400 px
 # every table fits), no table cell is cut off, and no word of ordinary text breaks across
 # lines (kernel and range names may, at their parts). The text shows no terminal markup:
-# no backticks, no command-line flag of the report. Two reports: the sample job (two ranks,
-# steps, every problem, GPU metrics: the widest tables), and one trace without step ranges
-# whose memory is a few kilobytes and peaks for a moment. Leaves whole-page screenshots to look at in
-# WORK_DIR/{report,plain}-{900,1400}.png.
+# no backticks, no command-line flag of the report. Three reports: the sample job (two ranks,
+# steps, every problem, GPU metrics: the widest tables), one trace without step ranges whose
+# memory is a few kilobytes and peaks for a moment, and one recorded without a GPU (the host's
+# view). Leaves whole-page screenshots to look at in WORK_DIR/{report,plain,host}-{900,1400}.png.
 #
 #   html_report_in_browser.sh KINETRACE CHROMIUM MAKE_SAMPLE_TRACES_PY WORK_DIR
 set -euo pipefail
 kinetrace=$1 chromium=$2 make_traces=$3 work=$4
-rm -rf "$work" && mkdir -p "$work/traces" "$work/plain"
+rm -rf "$work" && mkdir -p "$work/traces" "$work/plain" "$work/host"
 python3 "$make_traces" "$work/traces" --gpu-metrics
 python3 "$make_traces" "$work/plain" --ranks 1 --no-steps --alloc-start 0 --alloc-step 400 \
   --alloc-spike 2000
 "$kinetrace" analyze -q "$work/traces" --html "$work/report.html" > "$work/report.txt"
 "$kinetrace" analyze -q "$work/plain" --html "$work/plain.html" > "$work/plain.txt"
+python3 "$make_traces" "$work/host" --ranks 1 --host-only
+"$kinetrace" analyze -q "$work/host" --html "$work/host.html" > "$work/host.txt"
 
 fail() {
   echo "FAIL: $*" >&2
@@ -235,5 +237,12 @@ grep -q 'No step ranges in this trace' "$dom" || fail "plain: a trace without st
 grep -q 'ProfilerStep#N' "$dom" || fail "plain: no word on how to mark steps"
 grep -q 'peak 2.8 kB' "$dom" || fail "plain: memory of a few kilobytes not written in kB"
 grep -q 'data-chart="steps"' "$dom" && fail "plain: a step chart without steps"
+
+check host host/rank0.json
+dom=$work/host-1400.dom.html
+grep -q 'The recorder says why: no NVIDIA driver' "$dom" || fail "host: the reason for no GPU activity is missing"
+grep -q '<h4>Steps (6)</h4>' "$dom" || fail "host: the steps are missing"
+grep -q '<h4>Ranges by total time</h4>' "$dom" || fail "host: the ranges are missing"
+grep -q '<h4>Threads by time inside a range</h4>' "$dom" || fail "host: the threads are missing"
 echo "reports rendered, layout checked at ${widths[*]} px: $rects marks; screenshots" \
-  "$work/{report,plain}-{${widths[0]},${widths[1]}}.png"
+  "$work/{report,plain,host}-{${widths[0]},${widths[1]}}.png"

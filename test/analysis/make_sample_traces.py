@@ -5,7 +5,7 @@ of tiny kernels, a memory leak, and an all-reduce that rank 1 joins late.
 
     make_sample_traces.py OUT_DIR [--steps N] [--ranks R] [--no-steps]
                           [--alloc-start BYTES] [--alloc-step BYTES] [--alloc-spike BYTES]
-                          [--gpu-metrics]
+                          [--gpu-metrics] [--host-only]
                                                                    -> OUT_DIR/rank0.json, ...
 
 (6 steps and 2 ranks by default; bench/analyze_speed.sh asks for thousands of steps to make
@@ -16,7 +16,9 @@ third step, a peak that the line falls from right after, as a temporary buffer's
 --gpu-metrics gives each kernel its hardware metric averages and writes the samples they come
 from (a gpu_metric counter per metric every 100 us, each the kernels' values weighted by their
 share of the window), as `kinetrace run --gpu-metrics` writes them, so the report adds what
-bounded each kernel and step, and fits the short kernels' values from the samples.)
+bounded each kernel and step, and fits the short kernels' values from the samples;
+--host-only leaves every GPU operation out, as a trace recorded on a machine without a GPU,
+which says why in its kinetrace_gpu_status.)
 The file is written event by event, so any size takes little memory.
 """
 import argparse
@@ -42,7 +44,7 @@ INTERVAL_US = METRICS_FOOTER["interval_ns"] // 1000
 
 
 def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_step=3_000_000,
-          alloc_spike=0, gpu_metrics=False):
+          alloc_spike=0, gpu_metrics=False, host_only=False):
     """Writes the trace of `rank` to the open file `out`."""
     first = True
 
@@ -53,9 +55,16 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
             first = False
 
     events = Events()
-    out.write(json.dumps({"schemaVersion": 1, "baseTimeNanoseconds": BASE,
-                          "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}})[:-1])
+    header = {"schemaVersion": 1, "baseTimeNanoseconds": BASE,
+              "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+    if host_only:
+        header["kinetrace_gpu_status"] = ("no NVIDIA driver: libcuda.so.1: cannot open shared "
+                                          "object file: No such file or directory")
+    out.write(json.dumps(header)[:-1])
     out.write(', "traceEvents": [\n')
+    if host_only:
+        events.append({"ph": "M", "name": "thread_name", "pid": 100 + rank, "tid": 100 + rank,
+                       "args": {"name": "main"}})
     correlation = 0
     allocated = alloc_start
     ran = []  # this step's kernels under --gpu-metrics: (start, end, their metrics)
@@ -67,6 +76,8 @@ def trace(rank, steps, out, step_ranges=True, alloc_start=100_000_000, alloc_ste
 
     def launch(name, call, start, dur, cat="kernel", stream=7, ext=0):
         nonlocal correlation
+        if host_only:
+            return
         correlation += 1
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100 + rank,
                        "tid": 100 + rank, "ts": call, "dur": 4,
@@ -137,12 +148,13 @@ def main():
     p.add_argument("--alloc-step", type=int, default=3_000_000)
     p.add_argument("--alloc-spike", type=int, default=0)
     p.add_argument("--gpu-metrics", action="store_true")
+    p.add_argument("--host-only", action="store_true")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for rank in range(args.ranks):
         with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
             trace(rank, args.steps, f, not args.no_steps, args.alloc_start, args.alloc_step,
-                  args.alloc_spike, args.gpu_metrics)
+                  args.alloc_spike, args.gpu_metrics, args.host_only)
 
 
 if __name__ == "__main__":
