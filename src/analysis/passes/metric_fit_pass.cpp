@@ -16,6 +16,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // A name needs this many samples' worth of occupancy before its values can be its own.
 constexpr double kLeastSupportSamples = 3;
+// The largest value of a % metric the fit takes from a sample.
+constexpr double kMostSampleValue = 1e4;
 // Below this many samples per column the fit does not speak at all: the kernels' own
 // averages stand, as in a trace without samples.
 constexpr std::size_t kLeastSamplesPerColumn = 5;
@@ -136,8 +138,12 @@ NameFits MetricFitPass::finish(RankReport& report) {
     }
     occupancy[idleColumn] = static_cast<double>(lengthNs - busyNs) / length;
     for (std::size_t f = 0; f < fitted.size(); ++f) {
+      // A share of a peak far outside 0..100 is no sample's (a hostile trace's 1e300 would
+      // overflow the sums to infinity): left out of the fit.
       const double value = values[fitted[f]];
-      if (std::isfinite(value)) fitsByMetric[f].add(occupancy, value);
+      if (std::isfinite(value) && std::abs(value) <= kMostSampleValue) {
+        fitsByMetric[f].add(occupancy, value);
+      }
     }
   };
 
