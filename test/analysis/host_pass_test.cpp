@@ -5,10 +5,22 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "pass_fixture.h"
 
 namespace kinetrace::detail::passes {
 namespace {
+
+// The host pass alone over `trace`, keeping `top` rows per table.
+HostReport hostOf(CollectedTrace trace, std::size_t top) {
+  AnalysisOptions options;
+  options.top = top;
+  PassFixture f(std::move(trace), options);
+  RankReport report;
+  HostPass(f.context()).finish(report);
+  return report.host;
+}
 
 TEST(HostPassTest, RangesByNameLongestTotalFirstWithCountAndLongest) {
   TraceBuilder b;
@@ -16,12 +28,7 @@ TEST(HostPassTest, RangesByNameLongestTotalFirstWithCountAndLongest) {
   b.range("forward", 40, 50);
   b.range("load batch", 0, 35, 0, "user_annotation", 2);
   b.range("tiny", 60, 61);
-  AnalysisOptions options;
-  options.top = 2;
-  PassFixture f(b.take(), options);
-  RankReport report;
-  HostPass(f.context()).finish(report);
-  const HostReport& host = report.host;
+  const HostReport host = hostOf(b.take(), /*top=*/2);
   EXPECT_EQ(host.ranges, 4u);
   EXPECT_EQ(host.windowNs, 61 * kUs);
   ASSERT_EQ(host.top.size(), 2u) << "the top options.top";
@@ -41,12 +48,7 @@ TEST(HostPassTest, AThreadIsBusyWhileInsideAnyRangeNestedOrOverlappingCountedOnc
   b.range("b", 10, 30, 0, "user_annotation", 2);  // overlaps a: 0..30 once
   b.range("c", 50, 60, 0, "user_annotation", 2);
   b.range("d", 0, 5, 0, "user_annotation", 3);
-  AnalysisOptions options;
-  options.top = 2;
-  PassFixture f(b.take(), options);
-  RankReport report;
-  HostPass(f.context()).finish(report);
-  const HostReport& host = report.host;
+  const HostReport host = hostOf(b.take(), /*top=*/2);
   EXPECT_EQ(host.threadCount, 3u);
   ASSERT_EQ(host.threads.size(), 2u) << "the busiest options.top";
   EXPECT_EQ(host.threads[0].tid, 1);

@@ -47,16 +47,31 @@ class AnalyzeCommandTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
+  // What was written to `file`, which is closed.
+  static std::string readBack(std::FILE* file) {
+    std::rewind(file);
+    std::string text;
+    char buffer[4096];
+    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, got);
+    std::fclose(file);
+    return text;
+  }
+
+  // The report on standard output.
   std::string analyze(AnalyzeOptions options) {
     options.quiet = true;
     std::FILE* out = std::tmpfile();
     analyzeCommand(options, out, stderr);
-    std::rewind(out);
-    std::string text;
-    char buffer[4096];
-    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, out)) text.append(buffer, got);
+    return readBack(out);
+  }
+
+  // What the command said on stderr (its report goes nowhere); the run must succeed.
+  std::string messagesOf(const AnalyzeOptions& options) {
+    std::FILE* out = std::tmpfile();
+    std::FILE* messages = std::tmpfile();
+    EXPECT_EQ(analyzeCommand(options, out, messages), 0);
     std::fclose(out);
-    return text;
+    return readBack(messages);
   }
 
   testing::TempDir dir_;
@@ -350,12 +365,7 @@ TEST_F(AnalyzeCommandTest, TwoTracesOfOneRankAreSaidNamingBothAndBothRead) {
   options.paths = {dir_.path()};
   options.quiet = true;
   options.jsonOutput = path("analysis.json");
-  std::FILE* messages = std::tmpfile();
-  ASSERT_EQ(analyzeCommand(options, std::tmpfile(), messages), 0);
-  std::rewind(messages);
-  std::string said;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, messages)) said.append(buffer, got);
+  const std::string said = messagesOf(options);
   EXPECT_NE(said.find("kinetrace: " + path("a.json") + " and " + path("b.json") +
                       " both say they are rank 1: read as two traces; for one job's ranks, give "
                       "one trace per rank\n"),
@@ -370,14 +380,10 @@ TEST_F(AnalyzeCommandTest, FilesOfADirectoryThatAreNoTracesAreSaidAgainAfterTheR
   AnalyzeOptions options;
   options.paths = {dir_.path()};
   options.quiet = true;
-  std::FILE* out = std::tmpfile();
-  std::FILE* messages = std::tmpfile();
-  ASSERT_EQ(analyzeCommand(options, out, messages), 0);
-  std::rewind(messages);
-  std::string said;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, messages)) said.append(buffer, got);
-  const std::string end = said.substr(said.rfind("kinetrace: the report leaves out"));
+  const std::string said = messagesOf(options);
+  const std::size_t at = said.rfind("kinetrace: the report leaves out");
+  ASSERT_NE(at, std::string::npos) << said;
+  const std::string end = said.substr(at);
   EXPECT_EQ(end,
             "kinetrace: the report leaves out 1 of the 2 files given, which could not be "
             "read as traces:\n  " +

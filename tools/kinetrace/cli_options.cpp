@@ -9,6 +9,7 @@
 #include "option_table.h"
 #include "output/open_sink.h"
 #include "session/settings.h"
+#include "standard_output.h"
 
 namespace kinetrace::cli {
 namespace {
@@ -302,7 +303,8 @@ const CommandSpec<ConvertOptions>& convertSpec() {
         convert.output = paths[1];
         // OUT's name chooses its format: a name that chooses none would be written as JSON
         // without a word.
-        if (convert.output != "-" && !kinetrace::detail::namesTraceFormat(convert.output)) {
+        if (!isStandardOutput(convert.output) &&
+            !kinetrace::detail::namesTraceFormat(convert.output)) {
           throw UsageError("kinetrace convert: " + convert.output +
                            ": OUT's name chooses its format, and this one names none: end it "
                            "in .json, .json.gz or .pftrace (or .perfetto-trace, .pftrace.gz), "
@@ -429,7 +431,7 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {
         for (std::string& path : paths) path = standardInputFor(path);
         analyze.paths = std::move(paths);
-        if (analyze.jsonOutput == "-" && analyze.htmlOutput == "-") {
+        if (isStandardOutput(analyze.jsonOutput) && isStandardOutput(analyze.htmlOutput)) {
           throw UsageError(
               "kinetrace analyze: --json - and --html - both ask for standard output, which "
               "carries one report: name a file for one of them");

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kinetrace/error.h"
+#include "standard_output.h"
 #include "support/text.h"
 
 namespace kinetrace::cli {
@@ -28,7 +29,7 @@ bool isReadableStream(const std::string& path) {
 
 void refuseOutputOverInput(const std::string& output, const std::vector<std::string>& inputs,
                            const char* command) {
-  if (output.empty() || output == "-") return;  // none, or standard output
+  if (output.empty() || isStandardOutput(output)) return;
   struct stat out {};
   if (::stat(output.c_str(), &out) != 0) return;  // not there yet: nothing to destroy
   for (const std::string& input : inputs) {

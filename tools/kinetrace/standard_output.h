@@ -19,7 +19,7 @@ inline bool isStandardOutput(const std::string& path) {
 
 // Bytes to a descriptor as they come; commit() has nothing left to do. A write that fails
 // (a full disk, a closed pipe) throws kinetrace::Error naming standard output.
-class DescriptorOutput final : public detail::ByteOutput {
+class DescriptorOutput final : public kinetrace::detail::ByteOutput {
  public:
   explicit DescriptorOutput(int fd) : fd_(fd) {}
   void write(const char* data, std::size_t size) override;
