@@ -6,7 +6,8 @@ torch.profiler's, bench/gpu/torch_proof.sh).
     torch_train.py [--model transformer|resnet18] [--steps N] [--warmup W]
                    [--mode none|torch-cuda|torch-cpu-cuda] [--profiler-api] [--out DIR]
                    [--distributed] [--batch B] [--channels-last] [--nvtx-steps]
-                   [--compile] [--profiler-steps]
+                   [--compile] [--profiler-steps] [--annotate] [--loader-ms MS]
+                   [--sync-after-forward] [--vocab N]
 
   --model transformer    a 4-layer transformer encoder (d_model 256, batch 16 x 128 tokens)
                          + AdamW: launch-bound, about 285 kernel launches a step
@@ -34,6 +35,18 @@ torch.profiler's, bench/gpu/torch_proof.sh).
   --profiler-steps       the torch modes call the profiler's step() after each measured step,
                          so the trace has a ProfilerStep#N range per step (as torch.profiler
                          users' traces with a schedule do)
+  --annotate             each step's forward, backward and optimizer step inside a
+                         record_function range ("## forward ##", ...): user annotations, and
+                         their GPU spans in torch.profiler's traces
+  --loader-ms MS         each step waits MS on the host for its batch, inside a range named as
+                         PyTorch names a DataLoader's next() (a slow data loader)
+  --sync-after-forward   each step reads its loss on the host after the forward pass
+                         (loss.item(): the host waits for the GPU mid-step)
+  --vocab N              transformer only: the vocabulary (default 8192), the size of the
+                         output layer's GEMMs and of the loss's kernels
+
+The last four make the one known change between two runs that `kinetrace diff` must name
+(bench/gpu/analysis_traces.sh).
 
 Every step copies its batch from pinned host memory and ends with torch.cuda.synchronize(),
 so a step's wall time is its GPU time plus whatever the CPU could not hide. Prints one
@@ -74,6 +87,10 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--compile", action="store_true")
     p.add_argument("--profiler-steps", action="store_true")
+    p.add_argument("--annotate", action="store_true")
+    p.add_argument("--loader-ms", type=float, default=0.0)
+    p.add_argument("--sync-after-forward", action="store_true")
+    p.add_argument("--vocab", type=int, default=8192, help="transformer only")
     args = p.parse_args()
     if args.batch is None:
         args.batch = 16 if args.model == "transformer" else 32
@@ -81,6 +98,8 @@ def parse_args():
         p.error("--steps and --batch must be positive, --warmup not negative")
     if args.channels_last and args.model != "resnet18":
         p.error("--channels-last applies to --model resnet18 only")
+    if args.loader_ms < 0 or args.vocab <= 0:
+        p.error("--loader-ms must not be negative, --vocab must be positive")
     if args.compile and args.warmup < 2:
         p.error("--compile needs --warmup 2 or more: the first steps compile")
     return args
@@ -113,8 +132,9 @@ def thread_cpu_summary(before, after, wall_s):
 
 
 class Transformer(nn.Module):
-    def __init__(self, args, vocab=8192):
+    def __init__(self, args):
         super().__init__()
+        vocab = args.vocab
         self.embed = nn.Embedding(vocab, args.d_model)
         layer = nn.TransformerEncoderLayer(args.d_model, args.heads, dim_feedforward=4 * args.d_model,
                                            dropout=0.1, batch_first=True)
@@ -172,7 +192,7 @@ def build(args, device):
         model = Transformer(args).to(device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         # Fixed data on the host, copied each step: the trace has host-to-device copies to count.
-        batches = [torch.randint(0, 8192, (args.batch, args.seq + 1), generator=generator).pin_memory()
+        batches = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=generator).pin_memory()
                    for _ in range(4)]
 
         def inputs(i):
@@ -204,13 +224,26 @@ def training_step(args, device):
     if args.compile:
         model = torch.compile(model)
     loss_fn = nn.CrossEntropyLoss()
+    from contextlib import nullcontext
+    from torch.profiler import record_function
+
+    def annotated(name):
+        return record_function(f"## {name} ##") if args.annotate else nullcontext()
 
     def step(i):
+        if args.loader_ms > 0:
+            with record_function("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"):
+                time.sleep(args.loader_ms / 1000.0)
         x, targets = inputs(i)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(logits(model(x)), targets)
-        loss.backward()
-        optimizer.step()
+        with annotated("forward"):
+            loss = loss_fn(logits(model(x)), targets)
+        if args.sync_after_forward:
+            loss.item()
+        with annotated("backward"):
+            loss.backward()
+        with annotated("optimizer"):
+            optimizer.step()
         torch.cuda.synchronize()
 
     return step
