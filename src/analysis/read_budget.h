@@ -36,7 +36,10 @@
 // uses take() (or BudgetAllocator), which throws kinetrace::Error naming the file being
 // read, what grew and the cap, and saying to raise --memory-mb.
 //
-// Single-threaded use, as the offline commands are; the counters are MemoryBudget's.
+// A ReadBudget is used by one thread at a time. Commands that read several files at once
+// (`analyze` of a job's ranks) give each reading thread a ReadBudget of its own that draws
+// on the command's counters (MemoryBudget's, atomic): one cap for all, and each thread's
+// refusals naming its own file.
 
 namespace kinetrace::detail {
 
@@ -65,7 +68,10 @@ class BudgetRefusal : public Error {
 
 class ReadBudget {
  public:
-  explicit ReadBudget(std::size_t capBytes = kDefaultReadBudgetBytes) : memory_(capBytes) {}
+  explicit ReadBudget(std::size_t capBytes = kDefaultReadBudgetBytes)
+      : own_(capBytes), memory_(own_) {}
+  // A budget that draws on another's counters (`shared.memory()`), for another thread.
+  explicit ReadBudget(MemoryBudget& shared) : memory_(shared) {}
   ReadBudget(const ReadBudget&) = delete;
   ReadBudget& operator=(const ReadBudget&) = delete;
 
@@ -111,7 +117,8 @@ class ReadBudget {
   };
 
  private:
-  MemoryBudget memory_;
+  MemoryBudget own_;
+  MemoryBudget& memory_;  // own_, or the counters shared with other threads' budgets
   std::string file_;
 };
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -433,6 +434,72 @@ TEST_F(AnalyzeCommandTest, AMergedTraceOfMoreRanksThanAMergeWritesIsRefused) {
             path("forged.json") +
                 ": says it is a merged trace, but its processes fall in more than 200 ranks' pid "
                 "ranges, which `kinetrace merge` never writes");
+}
+
+}  // namespace
+}  // namespace kinetrace::cli
+
+namespace kinetrace::cli {
+namespace {
+
+// A job's ranks read several at a time give the report read one at a time gives, byte for
+// byte, with the messages of each file in the files' order.
+TEST_F(AnalyzeCommandTest, RanksReadTogetherReportAsRanksReadOneAtATime) {
+  for (int rank = 0; rank < 5; ++rank) {
+    writeRankTrace(path("rank" + std::to_string(rank) + ".json"), rank);
+  }
+  std::ofstream(path("rank2b.json")) << "not json";  // said, in its place among the files
+  std::filesystem::create_directory(path("out"));    // the reports: not in the directory read
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  options.jobs = 1;
+  options.jsonOutput = path("out/one.json");
+  const std::string oneText = analyze(options);
+  const std::string oneMessages = messagesOf(options);
+  options.jobs = 4;
+  options.jsonOutput = path("out/four.json");
+  EXPECT_EQ(analyze(options), oneText);
+  EXPECT_EQ(messagesOf(options), oneMessages);
+  EXPECT_NE(oneMessages.find("skipped " + path("rank2b.json")), std::string::npos) << oneMessages;
+  EXPECT_EQ(ranksOf(path("out/one.json")), ranksOf(path("out/four.json")));
+  EXPECT_EQ(ranksOf(path("out/four.json")).size(), 5u);
+}
+
+// Files that each need most of --memory-mb (their distinct names are kept in memory) cannot
+// be read side by side: each refused beside the others is read again alone, and all are
+// analysed, as when read one at a time. One that does not fit even alone is an error, not a
+// directory's non-trace file.
+TEST_F(AnalyzeCommandTest, TracesThatFitTheBudgetOnlyAloneAreAllAnalysedWhenReadTogether) {
+  const auto writeNames = [&](const std::string& name, int rank, int names) {
+    std::ofstream out(path(name));
+    out << R"({"distributedInfo": {"rank": )" << rank << R"(}, "traceEvents": [)";
+    for (int i = 0; i < names; ++i) {
+      out << (i ? "," : "") << R"({"ph": "X", "cat": "kernel", "name": "k)" << i
+          << std::string(180, 'x') << R"(", "pid": 0, "tid": 7, "ts": )" << 10 + 3 * i
+          << R"(, "dur": 2, "args": {"device": 0, "stream": 7}})";
+    }
+    out << "]}";
+  };
+  for (int rank = 0; rank < 3; ++rank) {
+    writeNames("rank" + std::to_string(rank) + ".json", rank, 36'000);
+  }
+  std::filesystem::create_directory(path("out"));
+  AnalyzeOptions options;
+  options.paths = {dir_.path()};
+  options.memoryBytes = std::size_t{16} << 20;
+  options.jobs = 1;
+  options.jsonOutput = path("out/one.json");
+  const std::string one = analyze(options);
+  options.jobs = 3;
+  options.jsonOutput = path("out/three.json");
+  EXPECT_EQ(analyze(options), one);
+  EXPECT_EQ(ranksOf(path("out/three.json")).size(), 3u);
+
+  writeNames("rank3.json", 3, 60'000);
+  options.jsonOutput.clear();
+  EXPECT_NE(
+      errorOf(options).find(path("rank3.json") + ": distinct names would take more than the 16 MB"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -9,16 +9,14 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/ranked_collector.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
-#include "analysis/trace_reader.h"
 #include "files.h"
 #include "kinetrace/error.h"
 #include "kinetrace/trace.h"
 #include "output/atomic_file.h"
-#include "progress.h"
+#include "rank_reading.h"
 #include "session/seam.h"
 #include "standard_output.h"
 #include "support/text.h"
@@ -45,14 +43,6 @@ int traceSuffixOf(const std::string& name) {
     }
   }
   return best;
-}
-
-// An error met while reading or analysing `file` (a temporary file that could not be
-// written, say) names the trace it was about.
-Error namingFile(const std::string& file, const Error& error) {
-  const std::string what = error.what();
-  if (what.find(file) != std::string::npos) return error;
-  return Error(fmt::format("{}: {}", file, what));
 }
 
 }  // namespace
@@ -129,82 +119,29 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   analysis.tinyKernelNs = options.tinyKernelNs;
   analysis.consecutiveKernelNs = options.kernelWaitNs;
 
-  // Each file is analysed and let go before the next is read: memory holds one file's
-  // records at a time (within the budget, the rest in temporary files), whatever the number
-  // of files and the length of their traces; what the ranks' reports keep stays taken from
-  // the budget until the end. A merged trace is read as the ranks it holds.
-  struct Rank {
-    detail::RankReport report;
-    detail::RankCollectives collectives;
-    std::string file;  // where the rank came from, to name it when two files claim it
-  };
-  std::vector<Rank> ranks;
-  std::vector<std::string> unread;  // why each file left out could not be read
-  std::size_t read = 0;             // traces read, of any rank
-  for (std::size_t f = 0; f < files.size(); ++f) {
-    const std::string& file = files[f];
-    detail::RankedCollector collector(file, budget);
-    ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
-    detail::ReadReport readReport;
-    try {
-      readReport = progress.follow([&](auto onProgress) {
-        return detail::readTraceFile(file, collector, file, budget, onProgress);
-      });
-    } catch (const Error& thrown) {
-      const Error error = namingFile(file, thrown);
-      if (!fromDirectory[f]) throw error;
-      // Something else that a directory of traces holds (a report, a JSON config): said,
-      // and left out.
-      std::fprintf(messages, "kinetrace: skipped %s\n", error.what());
-      unread.push_back(error.what());
-      continue;
-    }
-    ++read;
-    auto skipped = readReport.skipped;
-    std::vector<detail::CollectedTrace> traces = collector.take();
-    for (const detail::CollectedTrace& trace : traces) {
-      for (const auto& [why, count] : trace.leftOut) skipped[why] += count;
-    }
-    for (const auto& [why, count] : skipped) {
-      if (!options.quiet) {
-        std::fprintf(messages, "kinetrace: %s: left out %s %s\n", file.c_str(),
-                     detail::withThousands(count).c_str(), why.c_str());
-      }
-    }
-    if (collector.merged() && !options.quiet) {
-      std::fprintf(messages, "kinetrace: %s: a merged trace, read as its %zu ranks\n", file.c_str(),
-                   traces.size());
-    }
-    for (detail::CollectedTrace& trace : traces) {
-      if (options.rank >= 0 && trace.rank != options.rank) continue;
-      detail::RankAnalysis rank = [&] {
-        const detail::ReadBudget::Reading reading(budget, file);
-        try {
-          return detail::analyzeRank(std::move(trace), analysis);
-        } catch (const Error& error) {
-          throw namingFile(file, error);
-        }
-      }();
-      ranks.push_back({std::move(rank.report), std::move(rank.collectives), file});
-    }
-  }
-  if (ranks.empty() && read == 0) {
+  // Each file is analysed and let go once its report is made: memory holds the records of
+  // the files being read (within the budget, the rest in temporary files), whatever the
+  // number of files and the length of their traces; what the ranks' reports keep stays
+  // taken from the budget until the end. A merged trace is read as the ranks it holds.
+  AnalysedRanks analysed = analyseFiles(files, fromDirectory, options, analysis, budget, messages);
+  std::vector<AnalysedRank>& ranks = analysed.ranks;
+  const std::vector<std::string>& unread = analysed.unread;
+  if (ranks.empty() && analysed.read == 0) {
     std::string why;
     for (const std::string& line : unread) why += "\n  " + line;
     throw Error(
         fmt::format("no trace could be read among the {} files given:{}", files.size(), why));
   }
   if (ranks.empty()) {
-    throw Error(fmt::format("no trace of rank {} among the {} traces read", options.rank, read));
+    throw Error(
+        fmt::format("no trace of rank {} among the {} traces read", options.rank, analysed.read));
   }
-  std::stable_sort(ranks.begin(), ranks.end(),
-                   [](const Rank& a, const Rank& b) { return a.report.rank < b.report.rank; });
   // Two traces that claim one rank are said, as merge says it: a job's analysis (its
   // stragglers, its ranks side by side) wants one trace per rank. Both are still read: the
   // traces of separate runs, or of one process's several windows, all say rank 0 without a
   // launcher's RANK.
   for (std::size_t r = 1; r < ranks.size(); ++r) {
-    const Rank& before = ranks[r - 1];
+    const AnalysedRank& before = ranks[r - 1];
     if (ranks[r].report.rank >= 0 && ranks[r].report.rank == before.report.rank) {
       std::fprintf(messages,
                    "kinetrace: %s and %s both say they are rank %lld: read as two traces; for "
@@ -215,7 +152,7 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   }
   std::vector<detail::RankReport> reports;
   std::vector<detail::RankCollectives> collectives;
-  for (Rank& rank : ranks) {
+  for (AnalysedRank& rank : ranks) {
     reports.push_back(std::move(rank.report));
     collectives.push_back(std::move(rank.collectives));
   }

@@ -425,6 +425,16 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
                            "the memory a trace's analysis may hold (default 256); what is more "
                            "goes to temporary files in $TMPDIR (else /tmp), so a trace of any "
                            "length is analysed in this much memory"),
+          {"--jobs", "-j", "N",
+           "traces read at once, each by a core of its own, all within --memory-mb (default: "
+           "one per core)",
+           [](AnalyzeOptions& o, const char* option, Value v) {
+             const uint64_t jobs = parseCount("analyze", option, v);
+             if (jobs == 0 || jobs > 1024) {
+               throw UsageError("kinetrace analyze: --jobs needs a whole number 1..1024");
+             }
+             o.jobs = static_cast<unsigned>(jobs);
+           }},
           {"--quiet", "-q", nullptr, "no progress", setTo(&AnalyzeOptions::quiet, true)},
       },
       Operands::Anywhere,

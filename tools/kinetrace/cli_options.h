@@ -98,6 +98,7 @@ struct AnalyzeOptions {
   int64_t tinyKernelNs = 10'000;   // --tiny-us
   int64_t kernelWaitNs = 30'000;   // --kernel-wait-us (HTA's threshold, trace_analysis.h)
   std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
+  unsigned jobs = 0;                                  // --jobs: files read at once; 0: one per core
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
 };
