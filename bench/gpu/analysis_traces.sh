@@ -51,11 +51,6 @@ profiled() {
 
 profiled ref_transformer --model transformer --annotate
 profiled ref_resnet18 --model resnet18 --annotate
-profiled diff_base --model transformer --annotate
-profiled diff_loader --model transformer --annotate --loader-ms 20
-profiled diff_vocab --model transformer --annotate --vocab 2048
-profiled diff_sync --model transformer --annotate --sync-after-forward
-profiled diff_base_again --model transformer --annotate
 
 if command -v torchrun > /dev/null; then
   echo "+ torchrun ddp_straggler.py --backend gloo"
@@ -74,5 +69,13 @@ if [[ -x $KINETRACE && -x $BUILD_DIR/bin/graph_replay ]]; then
 fi
 
 profiled ref_compile --model transformer --compile --annotate
+
+# The diff pairs last, one after another on a quiet machine: what differs between them is
+# the change made, and run-to-run noise.
+profiled diff_base --model transformer --annotate
+profiled diff_loader --model transformer --annotate --loader-ms 20
+profiled diff_vocab --model transformer --annotate --vocab 2048
+profiled diff_sync --model transformer --annotate --sync-after-forward
+profiled diff_base_again --model transformer --annotate
 
 [[ ${#failed[@]} -eq 0 ]] || { echo "analysis_traces.sh: no trace for ${failed[*]}"; exit 1; }
