@@ -19,7 +19,8 @@
 #   diff_sync      the same with the loss read on the host after the forward pass
 #                  (--sync-after-forward)
 #
-# Environment: STEPS (10 profiled steps), WARMUP (5), PYTHON (python3, with torch).
+# Environment: STEPS (10 profiled steps), WARMUP (5), PYTHON (python3, with torch), SETS
+# (which to record: "refs gloo graphs compile diffs", the default, or some of them).
 # About 4 minutes on an H100 (torch.compile's the longest).
 
 # shellcheck source=bench/gpu/common.sh
@@ -29,6 +30,7 @@ WARMUP=${WARMUP:-5}
 WORK=$OUT_DIR/analysis_traces
 rm -rf "$WORK" && mkdir -p "$WORK"
 TRAIN=$BENCH_DIR/torch_train.py
+SETS=" ${SETS:-refs gloo graphs compile diffs} "
 failed=()
 
 # keep NAME FILE: FILE gzipped as OUT_DIR/NAME.json.gz.
@@ -49,10 +51,12 @@ profiled() {
   keep "$name" "$WORK/$name/torch_trace.json"
 }
 
-profiled ref_transformer --model transformer --annotate
-profiled ref_resnet18 --model resnet18 --annotate
+if [[ $SETS == *" refs "* ]]; then
+  profiled ref_transformer --model transformer --annotate
+  profiled ref_resnet18 --model resnet18 --annotate
+fi
 
-if command -v torchrun > /dev/null; then
+if [[ $SETS == *" gloo "* ]] && command -v torchrun > /dev/null; then
   echo "+ torchrun ddp_straggler.py --backend gloo"
   timeout 300 torchrun --nproc_per_node 2 "$BENCH_DIR/ddp_straggler.py" --out "$WORK/gloo" \
     --backend gloo > "$WORK/gloo.log" 2>&1 || tail -n 10 "$WORK/gloo.log"
@@ -60,7 +64,7 @@ if command -v torchrun > /dev/null; then
   keep ref_gloo_rank1 "$WORK/gloo/rank1.json"
 fi
 
-if [[ -x $KINETRACE && -x $BUILD_DIR/bin/graph_replay ]]; then
+if [[ $SETS == *" graphs "* && -x $KINETRACE && -x $BUILD_DIR/bin/graph_replay ]]; then
   echo "+ kinetrace run graph_replay"
   timeout 300 "$KINETRACE" run --output "$WORK/graphs" -- "$BUILD_DIR/bin/graph_replay" \
     --replays 30 --loop 5 --manifest "$WORK/graphs_manifest.json" > "$WORK/graphs.log" 2>&1 ||
@@ -68,14 +72,16 @@ if [[ -x $KINETRACE && -x $BUILD_DIR/bin/graph_replay ]]; then
   keep ref_graphs "$(find "$WORK/graphs" -name '*.json' ! -name '*.summary.json' | head -n 1)"
 fi
 
-profiled ref_compile --model transformer --compile --annotate
+[[ $SETS == *" compile "* ]] && profiled ref_compile --model transformer --compile --annotate
 
 # The diff pairs last, one after another on a quiet machine: what differs between them is
 # the change made, and run-to-run noise.
-profiled diff_base --model transformer --annotate
-profiled diff_loader --model transformer --annotate --loader-ms 20
-profiled diff_vocab --model transformer --annotate --vocab 2048
-profiled diff_sync --model transformer --annotate --sync-after-forward
-profiled diff_base_again --model transformer --annotate
+if [[ $SETS == *" diffs "* ]]; then
+  profiled diff_base --model transformer --annotate
+  profiled diff_loader --model transformer --annotate --loader-ms 20
+  profiled diff_vocab --model transformer --annotate --vocab 2048
+  profiled diff_sync --model transformer --annotate --sync-after-forward
+  profiled diff_base_again --model transformer --annotate
+fi
 
 [[ ${#failed[@]} -eq 0 ]] || { echo "analysis_traces.sh: no trace for ${failed[*]}"; exit 1; }
