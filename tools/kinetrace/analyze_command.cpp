@@ -128,6 +128,9 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   analysis.top = options.top;
   analysis.tinyKernelNs = options.tinyKernelNs;
   analysis.consecutiveKernelNs = options.kernelWaitNs;
+  analysis.sequenceLength = options.sequenceLength;
+  analysis.sequenceOperator = options.sequenceOperator;
+  analysis.maxQueueLength = options.maxQueueLength;
 
   // Each file is analysed and let go before the next is read: memory holds one file's
   // records at a time (within the budget, the rest in temporary files), whatever the number
