@@ -219,9 +219,10 @@ std::vector<Finding> workloadFindings(const RankReport& r, const std::string& pr
         "fusable-kernel-sequence",
         std::nullopt,
         fmt::format(
-            "{}the kernels {} ran back to back {} times{}: fusing them into one kernel "
-            "(torch.compile, a fused op) would save up to {} ({} of the window): {} of launch "
-            "calls and {} of gaps between them.",
+            "{}the kernels {} ran back to back {} times{}: fusing them into one kernel would "
+            "save up to {} ({} of the window): {} of launch calls and {} of the GPU moving "
+            "between them. Fuse them (torch.compile, a fused op); see the kernel sequences "
+            "below for the other chains.",
             prefix, chainText(top, 30), count(top.count),
             top.issuer.empty() ? "" : ", issued under " + shorten(top.issuer, 40),
             duration(top.savedNs), share(ofWindow(top.savedNs)), duration(top.savedNs - top.gapNs),
@@ -242,7 +243,8 @@ std::vector<Finding> workloadFindings(const RankReport& r, const std::string& pr
         fmt::format(
             "{}GPU {} stream {}'s launch queue held {} operations or more for {} ({} of the "
             "window): the host blocked in its launch calls until the GPU caught up, so the GPU's "
-            "work bounds that stretch, not launching: make the kernels faster or fewer.",
+            "work bounds that stretch, not launching: see the kernel table below for what to "
+            "make faster or fewer.",
             prefix, st.device, st.stream, count(static_cast<uint64_t>(q.maxQueueLength)),
             duration(st.fullNs), share(st.windowShare)),
         {{"device", static_cast<double>(st.device)},
@@ -264,7 +266,7 @@ std::vector<Finding> workloadFindings(const RankReport& r, const std::string& pr
         "gpu-time-by-annotation",
         std::nullopt,
         fmt::format("{}of the GPU operations' time, {}: the annotations to look inside first "
-                    "(attributed by {}; the table below has them all).",
+                    "(attributed by {}); see the table of annotations below for them all.",
                     prefix, parts, a.attributedBy),
         {{"attributed_share", static_cast<double>(a.attributedNs) / static_cast<double>(a.gpuNs)},
          {"top_gpu_ns", static_cast<double>(a.rows.front().gpuNs)},
@@ -279,8 +281,8 @@ std::vector<Finding> workloadFindings(const RankReport& r, const std::string& pr
         "slow-host-copies",
         std::nullopt,
         fmt::format("{}{} copies took {} ({} of the window) at {:.2f} GB/s on average (median "
-                    "{:.2f}): far below the link's rate; copy from pinned memory "
-                    "(pin_memory=True) and in fewer, larger copies.",
+                    "{:.2f}): far below the link's rate. Take them from pinned memory "
+                    "(pin_memory=True), in fewer, larger copies.",
                     prefix, k.kind, duration(k.gpuNs), share(ofWindow(k.gpuNs)), k.meanGbps,
                     k.p50Gbps),
         {{"gpu_ns", static_cast<double>(k.gpuNs)},

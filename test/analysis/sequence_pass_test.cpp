@@ -1,0 +1,245 @@
+// The kernel-sequence pass: chains of kernels that ran back to back on a stream, what issued
+// them and what fusing each would save; and HTA's exact mode (--sequence-op), the kernel
+// sequences of the shallowest operators of a name, as HTA's get_frequent_cuda_kernel_sequences.
+
+#include "analysis/passes/sequence_pass.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "pass_fixture.h"
+
+namespace kinetrace::detail::passes {
+namespace {
+
+using Names = std::vector<std::string>;
+
+KernelSequenceReport sequencesOf(CollectedTrace trace, std::size_t length = 3,
+                                 const std::string& op = "", std::size_t top = 10) {
+  AnalysisOptions options;
+  options.sequenceLength = length;
+  options.sequenceOperator = op;
+  options.top = top;
+  PassFixture f(std::move(trace), options);
+  SequencePass pass(f.context());
+  f.addOperations(pass);
+  RankReport report;
+  pass.finish(report);
+  return report.kernelSequences;
+}
+
+const KernelSequenceRow* row(const KernelSequenceReport& s, const Names& kernels) {
+  for (const KernelSequenceRow& r : s.rows) {
+    if (r.kernels == kernels) return &r;
+  }
+  return nullptr;
+}
+
+// a, b, c three times on stream 7, every launch call 1 us long and made well before its
+// kernel (queued), kernels 10 us long and 2 us apart; all inside "## forward ##".
+CollectedTrace repeated() {
+  TraceBuilder b;
+  b.range("## forward ##", 0, 500);
+  const char* names[] = {"a", "b", "c"};
+  for (int i = 0; i < 9; ++i) {
+    const int64_t start = 100 + 12 * i;
+    b.op(names[i % 3], 10 + 2 * i, 11 + 2 * i, start, start + 10);
+  }
+  return b.take();
+}
+
+TEST(SequencePassTest, AChainIsCountedWhereItsOccurrencesDoNotOverlap) {
+  const KernelSequenceReport s = sequencesOf(repeated());
+  EXPECT_EQ(s.mode, "windows");
+  EXPECT_EQ(s.length, 3u);
+  EXPECT_EQ(s.chains, 3u) << "a>b>c, b>c>a, c>a>b";
+  const KernelSequenceRow* abc = row(s, {"a", "b", "c"});
+  ASSERT_NE(abc, nullptr);
+  EXPECT_EQ(abc->count, 3u);
+  EXPECT_EQ(abc->issuer, "## forward ##");
+  const KernelSequenceRow* bca = row(s, {"b", "c", "a"});
+  ASSERT_NE(bca, nullptr);
+  EXPECT_EQ(bca->count, 2u) << "at kernels 1 and 4; the one at 7 would need a tenth";
+  EXPECT_EQ(s.counted, 3u + 2 + 2);
+}
+
+TEST(SequencePassTest, FusingSavesTheLaunchesAfterTheFirstAndTheGapsBetweenQueuedKernels) {
+  const KernelSequenceReport s = sequencesOf(repeated());
+  const KernelSequenceRow* abc = row(s, {"a", "b", "c"});
+  ASSERT_NE(abc, nullptr);
+  EXPECT_EQ(abc->gpuNs, 90 * kUs);
+  EXPECT_EQ(abc->launchNs, 9 * kUs);
+  EXPECT_EQ(abc->gapNs, 12 * kUs) << "two 2 us gaps, three times";
+  EXPECT_EQ(abc->savedNs, (6 + 12) * kUs) << "two launches of 1 us and two gaps, three times";
+  EXPECT_EQ(s.rows[0].kernels, (Names{"a", "b", "c"})) << "the most saved first";
+}
+
+TEST(SequencePassTest, AGapTheGpuSpentWaitingForTheHostIsNotSaved) {
+  TraceBuilder b;
+  b.op("a", 0, 1, 5, 10);
+  b.op("b", 60, 61, 65, 70);  // launched 50 us after a ended: the host's time
+  b.op("c", 62, 63, 72, 80);  // queued before b ended: its 2 us gap counts
+  const KernelSequenceReport s = sequencesOf(b.take());
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.rows[0].gapNs, 2 * kUs);
+  EXPECT_EQ(s.rows[0].savedNs, 4 * kUs);
+  EXPECT_EQ(s.rows[0].issuer, "") << "no host range around the launches";
+}
+
+// a b, a copy, c d, a kernel of no known launch call, e, f (launched by thread 2), g.
+CollectedTrace broken() {
+  TraceBuilder b;
+  b.op("a", 0, 1, 10, 11);
+  b.op("b", 1, 2, 12, 13);
+  b.op("Memcpy HtoD", 2, 3, 14, 15, "gpu_memcpy");
+  b.op("c", 3, 4, 16, 17);
+  b.op("d", 4, 5, 18, 19);
+  b.kernel("no call", 20, 21);
+  b.op("e", 6, 7, 22, 23);
+  b.op("f", 7, 8, 24, 25, "kernel", 7, 0, 0, 2);
+  b.op("g", 8, 9, 26, 27);
+  return b.take();
+}
+
+TEST(SequencePassTest, ACopyAnUnlaunchedKernelOrAnotherThreadBreaksAChain) {
+  EXPECT_TRUE(sequencesOf(broken()).rows.empty());
+  const KernelSequenceReport pairs = sequencesOf(broken(), 2);
+  EXPECT_EQ(pairs.chains, 2u);
+  EXPECT_NE(row(pairs, {"a", "b"}), nullptr);
+  EXPECT_NE(row(pairs, {"c", "d"}), nullptr);
+}
+
+TEST(SequencePassTest, TheIssuerIsTheInnermostRangeAroundEveryLaunchCall) {
+  TraceBuilder b;
+  b.range("step", 0, 100);
+  b.range("block", 0, 50);
+  b.range("aten::linear", 1, 5, 0, "cpu_op");
+  b.op("a", 2, 3, 60, 61);
+  b.op("b", 3, 4, 62, 63);
+  b.op("c", 6, 7, 64, 65);    // outside aten::linear, inside block
+  b.op("d", 60, 61, 66, 67);  // outside block
+  const KernelSequenceReport s = sequencesOf(b.take());
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(row(s, {"a", "b", "c"})->issuer, "block");
+  EXPECT_EQ(row(s, {"b", "c", "d"})->issuer, "step");
+}
+
+TEST(SequencePassTest, TheLengthIsTheOptions) {
+  const KernelSequenceReport s = sequencesOf(repeated(), 2);
+  EXPECT_EQ(s.length, 2u);
+  EXPECT_EQ(row(s, {"a", "b"})->count, 3u);
+  EXPECT_EQ(row(s, {"c", "a"})->count, 2u);
+}
+
+TEST(SequencePassTest, TheTableIsBoundedByTop) {
+  TraceBuilder b;
+  for (int i = 0; i < 40; ++i) b.op("k" + std::to_string(i), i, i + 1, 100 + i, 101 + i);
+  const KernelSequenceReport s = sequencesOf(b.take(), 3, "", 5);
+  EXPECT_EQ(s.chains, 38u);
+  EXPECT_EQ(s.rows.size(), 5u);
+}
+
+TEST(SequencePassTest, SpilledListsGiveTheSameFigures) {
+  TraceBuilder inMemory;
+  TraceBuilder spilled(-1, 4096);
+  for (TraceBuilder* b : {&inMemory, &spilled}) {
+    b->range("loop", 0, 100'000);
+    for (int i = 0; i < 3000; ++i) {
+      b->op(i % 4 == 3 ? "d" : "k" + std::to_string(i % 4), 3 * i, 3 * i + 1, 10 + 3 * i,
+            12 + 3 * i);
+    }
+  }
+  const KernelSequenceReport a = sequencesOf(inMemory.take());
+  const KernelSequenceReport s = sequencesOf(spilled.take());
+  ASSERT_EQ(a.rows.size(), s.rows.size());
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(a.rows[i].kernels, s.rows[i].kernels);
+    EXPECT_EQ(a.rows[i].count, s.rows[i].count);
+    EXPECT_EQ(a.rows[i].savedNs, s.rows[i].savedNs);
+  }
+  EXPECT_EQ(a.rows[0].count, 750u);
+}
+
+// ---- HTA's exact mode ----
+
+// Two steps: "## forward ##" holding two aten::linear (gemm, bias, relu each) and one
+// aten::linear of two kernels; "## backward ##" on the main thread while the autograd
+// thread (tid 2) runs aten::mm (gemm_bwd, sum_bwd, scale_bwd).
+CollectedTrace training() {
+  TraceBuilder b;
+  int64_t gpu = 1000;
+  for (int step = 0; step < 2; ++step) {
+    const int64_t t = step * 500;
+    b.range("ProfilerStep#" + std::to_string(step), t, t + 400);
+    b.range("## forward ##", t + 10, t + 200);
+    for (int layer = 0; layer < 3; ++layer) {
+      const int64_t op = t + 20 + 50 * layer;
+      b.range("aten::linear", op, op + 40, 0, "cpu_op");
+      b.range("aten::addmm", op + 1, op + 35, 0, "cpu_op");
+      const char* kernels[] = {"gemm", "bias", "relu"};
+      for (int k = 0; k < (layer < 2 ? 3 : 2); ++k, gpu += 10) {
+        b.op(kernels[k], op + 2 + 5 * k, op + 3 + 5 * k, gpu, gpu + 4);
+      }
+    }
+    b.range("## backward ##", t + 210, t + 390);
+    b.range("autograd::engine::evaluate_function: MmBackward0", t + 220, t + 300, 0, "cpu_op", 2);
+    b.range("aten::mm", t + 221, t + 290, 0, "cpu_op", 2);
+    const char* backward[] = {"gemm_bwd", "sum_bwd", "scale_bwd"};
+    for (int k = 0; k < 3; ++k, gpu += 10) {
+      b.op(backward[k], t + 222 + 5 * k, t + 223 + 5 * k, gpu, gpu + 6, "kernel", 7, 0, 0, 2);
+    }
+  }
+  return b.take();
+}
+
+TEST(SequencePassTest, HtasModeTakesTheShallowestOperatorsOfTheNameWithEnoughOperations) {
+  const KernelSequenceReport s = sequencesOf(training(), 3, "aten::");
+  EXPECT_EQ(s.mode, "operator");
+  EXPECT_EQ(s.operatorName, "aten::");
+  ASSERT_EQ(s.rows.size(), 1u)
+      << "aten::linear (depth 2); not aten::addmm (3), nor the backward thread's aten::mm, "
+         "which hangs under ## backward ## at depth 3; the linear of two kernels too few";
+  const KernelSequenceRow& r = s.rows[0];
+  EXPECT_EQ(r.issuer, "aten::linear");
+  EXPECT_EQ(r.kernels, (Names{"gemm", "bias", "relu"}));
+  EXPECT_EQ(r.count, 4u);
+  EXPECT_EQ(r.gpuNs, 4 * 12 * kUs);
+  EXPECT_EQ(r.operatorNs, 4 * 40 * kUs);
+}
+
+TEST(SequencePassTest, HtasModeHangsTheBackwardThreadUnderTheBackwardAnnotation) {
+  const KernelSequenceReport s = sequencesOf(training(), 3, "## backward ##");
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.rows[0].kernels, (Names{"gemm_bwd", "sum_bwd", "scale_bwd"}));
+  EXPECT_EQ(s.rows[0].count, 2u);
+  EXPECT_EQ(s.rows[0].operatorNs, 2 * 180 * kUs);
+  const KernelSequenceReport steps = sequencesOf(training(), 3, "ProfilerStep");
+  ASSERT_EQ(steps.rows.size(), 2u) << "each step's name is its own";
+  EXPECT_EQ(steps.rows[0].issuer, "ProfilerStep#0");
+  EXPECT_EQ(steps.rows[0].length, 11u) << "the forward's 8 kernels and the backward's 3";
+}
+
+TEST(SequencePassTest, HtasModeFindsNoneWhereAGpuAnnotationBearsTheName) {
+  TraceBuilder b;
+  b.range("aten::linear", 0, 40, 0, "cpu_op");
+  for (int k = 0; k < 3; ++k) b.op("k", 1 + k, 2 + k, 100 + 10 * k, 105 + 10 * k);
+  b.gpuAnnotation("aten::linear", 100, 125);
+  const KernelSequenceReport s = sequencesOf(b.take(), 3, "aten::");
+  EXPECT_TRUE(s.rows.empty());
+  EXPECT_NE(s.noneBecause.find("HTA's least"), std::string::npos) << s.noneBecause;
+}
+
+TEST(SequencePassTest, HtasModeKeepsAFewDozenNamesOfALongSequenceAndCountsTheRest) {
+  TraceBuilder b;
+  b.range("ProfilerStep#0", 0, 1000);
+  for (int k = 0; k < 50; ++k) b.op("k", 1 + k, 2 + k, 100 + 10 * k, 105 + 10 * k);
+  const KernelSequenceReport s = sequencesOf(b.take(), 3, "ProfilerStep");
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.rows[0].length, 50u);
+  EXPECT_EQ(s.rows[0].kernels.size(), 32u);
+}
+
+}  // namespace
+}  // namespace kinetrace::detail::passes
