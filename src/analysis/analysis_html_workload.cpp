@@ -103,9 +103,10 @@ std::string sequencesSection(const KernelSequenceReport& s) {
   }
   return fmt::format(
              "<h3>Kernel sequences</h3><p>Chains of {} kernels that ran back to back on "
-             "a stream, launched by one thread, and the innermost host range around "
-             "their launches; {} distinct, by what fusing each into one kernel would "
-             "save: the launch calls after the first and the gaps between them.</p>\n",
+             "a stream, launched by one thread, twice or more, and the innermost host range "
+             "around their launches (of {} distinct chains), by what fusing each into one "
+             "kernel would save: the launch calls after the first and the gaps between "
+             "them.</p>\n",
              s.length, withThousands(s.chains)) +
          table({"kernels", "issued under", "count", "fusing saves", "GPU time", "launch calls",
                 "gaps"},
@@ -154,7 +155,9 @@ std::string copyBandwidthSection(const RankReport& r) {
   const CopyBandwidthReport& c = r.copyBandwidth;
   if (c.kinds.empty()) return "";
   std::vector<std::vector<Cell>> rows;
-  auto gbps = [](double v) { return number(fmt::format("{:.2f}", v)); };
+  auto gbps = [](double v) {
+    return number(v < 1e6 ? fmt::format("{:.2f}", v) : fmt::format("{:.2e}", v));
+  };
   for (const CopyKindBandwidth& k : c.kinds) {
     rows.push_back({plain(k.kind), number(withThousands(k.operations)),
                     number(html::bytes(k.bytes)), number(duration(k.gpuNs)), gbps(k.meanGbps),

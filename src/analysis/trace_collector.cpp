@@ -351,13 +351,21 @@ void TraceCollector::noteCopy(const Event& event, const CollectedGpuOp& op) {
       bandwidth = static_cast<double>(*whole);
     }
   }
+  // No link moves an exabyte a second: a bandwidth past that is a hostile trace's, which a
+  // sum of two would make infinite.
+  constexpr double kMostGigabytesPerSecond = 1e9;
+  auto credible = [](double gbps) { return gbps >= 0 && gbps <= kMostGigabytesPerSecond; };
+  if (bandwidth && !credible(*bandwidth)) {
+    ++trace_.leftOut
+          ["\"memory bandwidth (GB/s)\" values not from 0 to 1e9 (the copy's bytes over its "
+           "duration taken instead)"];
+    bandwidth.reset();
+  }
   if (!bandwidth && copy.bytes >= 0 && op.endNs > op.startNs) {
     // Bytes per nanosecond are gigabytes per second.
-    bandwidth = static_cast<double>(copy.bytes) / static_cast<double>(op.endNs - op.startNs);
-  }
-  if (bandwidth && !(std::isfinite(*bandwidth) && *bandwidth >= 0)) {
-    ++trace_.leftOut["copies whose \"memory bandwidth (GB/s)\" is not a finite number"];
-    bandwidth.reset();
+    const double gbps =
+        static_cast<double>(copy.bytes) / static_cast<double>(op.endNs - op.startNs);
+    if (credible(gbps)) bandwidth = gbps;
   }
   copy.gigabytesPerSecond = bandwidth.value_or(0.0);
   trace_.copies.add(copy);

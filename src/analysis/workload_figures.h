@@ -50,7 +50,8 @@ struct KernelSequenceReport {
   std::string operatorName;
   uint64_t chains = 0;                  // distinct chains found (kept or not)
   uint64_t counted = 0;                 // their occurrences
-  std::vector<KernelSequenceRow> rows;  // windows: most saved first; operator: HTA's order
+  // windows: those that ran twice or more, the most saved first; operator: HTA's order.
+  std::vector<KernelSequenceRow> rows;
   // HTA's mode: why it finds none where that is not for want of the operator ("" else).
   std::string noneBecause;
   std::map<std::string, uint64_t> leftOut;

@@ -55,11 +55,12 @@ void sequencesText(std::string& out, const KernelSequenceReport& s) {
     if (!s.noneBecause.empty()) out += "  none, as in HTA: " + s.noneBecause + "\n";
   } else {
     out += fmt::format(
-        "Kernel sequences ({} kernels back to back on a stream; {} distinct, by what fusing "
-        "them would save: the launches after the first and the gaps)\n",
+        "Kernel sequences ({} kernels back to back on a stream, twice or more; of {} distinct, "
+        "by what fusing them would save: the launches after the first and the gaps)\n",
         s.length, count(s.chains));
     out += fmt::format("  {:>10} {:>7} {:>10} {:>10} {:>10}  {}\n", "saved", "count", "GPU",
                        "launching", "gaps", "issued under: kernels");
+    if (s.rows.empty()) out += "  (no chain ran twice)\n";
     for (const KernelSequenceRow& row : s.rows) {
       out += fmt::format(
           "  {:>10} {:>7} {:>10} {:>10} {:>10}  {}: {}\n", duration(row.savedNs), count(row.count),
@@ -100,16 +101,21 @@ void fullQueueText(std::string& out, const FullQueueReport& q) {
   }
 }
 
+// GB/s with two decimals; a hostile trace's huge ones in exponent form, within the column.
+std::string gbps(double v) {
+  return v < 1e6 ? fmt::format("{:.2f}", v) : fmt::format("{:.2e}", v);
+}
+
 void copyBandwidthText(std::string& out, const CopyBandwidthReport& c) {
   if (c.kinds.empty()) return;
   out += "Copy bandwidth, GB/s (over the values the summed bandwidth of each kind takes)\n";
   out += fmt::format("  {:<15} {:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "kind",
                      "ops", "bytes", "time", "mean", "min", "p25", "p50", "p75", "max");
   for (const CopyKindBandwidth& k : c.kinds) {
-    out += fmt::format(
-        "  {:<15} {:>8} {:>10} {:>10} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f}\n",
-        shorten(k.kind, 15), count(k.operations), bytes(k.bytes), duration(k.gpuNs), k.meanGbps,
-        k.minGbps, k.p25Gbps, k.p50Gbps, k.p75Gbps, k.maxGbps);
+    out += fmt::format("  {:<15} {:>8} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+                       shorten(k.kind, 15), count(k.operations), bytes(k.bytes), duration(k.gpuNs),
+                       gbps(k.meanGbps), gbps(k.minGbps), gbps(k.p25Gbps), gbps(k.p50Gbps),
+                       gbps(k.p75Gbps), gbps(k.maxGbps));
   }
   leftOutText(out, c.leftOut);
 }

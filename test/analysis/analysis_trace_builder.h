@@ -24,9 +24,10 @@ inline constexpr int64_t kHostPid = 77;
 class TraceBuilder {
  public:
   // `memoryBytes`: what the analysis's lists keep as if it were the budget (spill.h), within
-  // the default budget; a tiny one sends every list to its file.
-  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultReadBudgetBytes)
-      : collector_("t.json", budgetOf(), listBytesOf(memoryBytes)) {
+  // the budget of `capBytes` (test_budget.h); a tiny one sends every list to its file.
+  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultReadBudgetBytes,
+                        std::size_t capBytes = kDefaultReadBudgetBytes)
+      : collector_("t.json", budgetOf(capBytes), listBytesOf(memoryBytes)) {
     TraceHeader header{"t.json", kBase, {}};
     if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
     collector_.begin(header);

@@ -78,50 +78,72 @@ TEST(SequencePassTest, FusingSavesTheLaunchesAfterTheFirstAndTheGapsBetweenQueue
 
 TEST(SequencePassTest, AGapTheGpuSpentWaitingForTheHostIsNotSaved) {
   TraceBuilder b;
-  b.op("a", 0, 1, 5, 10);
-  b.op("b", 60, 61, 65, 70);  // launched 50 us after a ended: the host's time
-  b.op("c", 62, 63, 72, 80);  // queued before b ended: its 2 us gap counts
+  for (int64_t t : {0, 1000}) {
+    b.op("a", t, t + 1, t + 5, t + 10);
+    b.op("b", t + 60, t + 61, t + 65, t + 70);  // launched 50 us after a ended: the host's
+    b.op("c", t + 62, t + 63, t + 72, t + 80);  // queued before b ended: its 2 us gap counts
+  }
   const KernelSequenceReport s = sequencesOf(b.take());
-  ASSERT_EQ(s.rows.size(), 1u);
-  EXPECT_EQ(s.rows[0].gapNs, 2 * kUs);
-  EXPECT_EQ(s.rows[0].savedNs, 4 * kUs);
-  EXPECT_EQ(s.rows[0].issuer, "") << "no host range around the launches";
+  const KernelSequenceRow* abc = row(s, {"a", "b", "c"});
+  ASSERT_NE(abc, nullptr);
+  EXPECT_EQ(abc->count, 2u);
+  EXPECT_EQ(abc->gapNs, 2 * 2 * kUs);
+  EXPECT_EQ(abc->savedNs, 2 * 4 * kUs);
+  EXPECT_EQ(abc->issuer, "") << "no host range around the launches";
+}
+
+TEST(SequencePassTest, AChainThatRanOnceIsCountedButIsNoRow) {
+  TraceBuilder b;
+  b.op("a", 0, 1, 5, 10);
+  b.op("b", 1, 2, 12, 15);
+  b.op("c", 2, 3, 16, 20);
+  const KernelSequenceReport s = sequencesOf(b.take());
+  EXPECT_EQ(s.chains, 1u);
+  EXPECT_EQ(s.counted, 1u);
+  EXPECT_TRUE(s.rows.empty());
 }
 
 // a b, a copy, c d, a kernel of no known launch call, e, f (launched by thread 2), g.
+// Twice.
 CollectedTrace broken() {
   TraceBuilder b;
-  b.op("a", 0, 1, 10, 11);
-  b.op("b", 1, 2, 12, 13);
-  b.op("Memcpy HtoD", 2, 3, 14, 15, "gpu_memcpy");
-  b.op("c", 3, 4, 16, 17);
-  b.op("d", 4, 5, 18, 19);
-  b.kernel("no call", 20, 21);
-  b.op("e", 6, 7, 22, 23);
-  b.op("f", 7, 8, 24, 25, "kernel", 7, 0, 0, 2);
-  b.op("g", 8, 9, 26, 27);
+  for (int64_t t : {0, 100}) {
+    b.op("a", t, t + 1, t + 10, t + 11);
+    b.op("b", t + 1, t + 2, t + 12, t + 13);
+    b.op("Memcpy HtoD", t + 2, t + 3, t + 14, t + 15, "gpu_memcpy");
+    b.op("c", t + 3, t + 4, t + 16, t + 17);
+    b.op("d", t + 4, t + 5, t + 18, t + 19);
+    b.kernel("no call", t + 20, t + 21);
+    b.op("e", t + 6, t + 7, t + 22, t + 23);
+    b.op("f", t + 7, t + 8, t + 24, t + 25, "kernel", 7, 0, 0, 2);
+    b.op("g", t + 8, t + 9, t + 26, t + 27);
+  }
   return b.take();
 }
 
 TEST(SequencePassTest, ACopyAnUnlaunchedKernelOrAnotherThreadBreaksAChain) {
-  EXPECT_TRUE(sequencesOf(broken()).rows.empty());
+  const KernelSequenceReport threes = sequencesOf(broken());
+  EXPECT_EQ(threes.chains, 1u) << "only g a b, across the repeat";
+  EXPECT_TRUE(threes.rows.empty());
   const KernelSequenceReport pairs = sequencesOf(broken(), 2);
-  EXPECT_EQ(pairs.chains, 2u);
+  EXPECT_EQ(pairs.chains, 3u) << "a b, c d, and g a across the two";
   EXPECT_NE(row(pairs, {"a", "b"}), nullptr);
   EXPECT_NE(row(pairs, {"c", "d"}), nullptr);
 }
 
 TEST(SequencePassTest, TheIssuerIsTheInnermostRangeAroundEveryLaunchCall) {
   TraceBuilder b;
-  b.range("step", 0, 100);
-  b.range("block", 0, 50);
-  b.range("aten::linear", 1, 5, 0, "cpu_op");
-  b.op("a", 2, 3, 60, 61);
-  b.op("b", 3, 4, 62, 63);
-  b.op("c", 6, 7, 64, 65);    // outside aten::linear, inside block
-  b.op("d", 60, 61, 66, 67);  // outside block
+  for (int64_t t : {0, 1000}) {
+    b.range("step", t, t + 100);
+    b.range("block", t, t + 50);
+    b.range("aten::linear", t + 1, t + 5, 0, "cpu_op");
+    b.op("a", t + 2, t + 3, t + 60, t + 61);
+    b.op("b", t + 3, t + 4, t + 62, t + 63);
+    b.op("c", t + 6, t + 7, t + 64, t + 65);    // outside aten::linear, inside block
+    b.op("d", t + 60, t + 61, t + 66, t + 67);  // outside block
+  }
   const KernelSequenceReport s = sequencesOf(b.take());
-  ASSERT_EQ(s.rows.size(), 2u);
+  ASSERT_EQ(s.rows.size(), 2u) << "c d a and d a b ran once";
   EXPECT_EQ(row(s, {"a", "b", "c"})->issuer, "block");
   EXPECT_EQ(row(s, {"b", "c", "d"})->issuer, "step");
 }
@@ -135,9 +157,11 @@ TEST(SequencePassTest, TheLengthIsTheOptions) {
 
 TEST(SequencePassTest, TheTableIsBoundedByTop) {
   TraceBuilder b;
-  for (int i = 0; i < 40; ++i) b.op("k" + std::to_string(i), i, i + 1, 100 + i, 101 + i);
+  for (int i = 0; i < 80; ++i) {
+    b.op("k" + std::to_string(i % 40), i, i + 1, 100 + i, 101 + i);
+  }
   const KernelSequenceReport s = sequencesOf(b.take(), 3, "", 5);
-  EXPECT_EQ(s.chains, 38u);
+  EXPECT_EQ(s.chains, 40u) << "38 twice, and the two across the repeat once";
   EXPECT_EQ(s.rows.size(), 5u);
 }
 

@@ -138,6 +138,36 @@ TEST(WorkloadReportTest, TheTextAndThePageHaveASectionForEachFigure) {
   }
 }
 
+// A hostile trace within a small budget: tens of thousands of distinct kernel and annotation
+// names, every annotation open over every kernel after it, ranges nested 1,000 deep, absurd
+// bandwidths. The analysis finishes within the cap, its tables bounded, what it left out
+// counted.
+TEST(WorkloadReportTest, AHostileTraceStaysWithinASmallBudgetAndSaysWhatItLeftOut) {
+  constexpr std::size_t kCap = std::size_t{24} << 20;
+  constexpr int kNames = 40'000;
+  TraceBuilder b(-1, kCap, kCap);
+  for (int d = 0; d < 1000; ++d) b.range("nest" + std::to_string(d), d, 1'000'000 - d);
+  for (int i = 0; i < kNames; ++i) {
+    const std::string n = std::to_string(i);
+    b.op("kernel " + n, 1000 + i, 1001 + i, 2000 + 3 * i, 2002 + 3 * i);
+    b.gpuAnnotation("span " + n, 2000 + 3 * i, 900'000);
+    if (i % 100 == 0)
+      b.copy("Memcpy HtoD (Pageable)", 1000 + i, 2000 + 3 * i, 2001 + 3 * i, 10, 1e300, 13);
+  }
+  CollectedTrace trace = b.take();
+  EXPECT_EQ(trace.leftOut.begin()->second, 400u) << trace.leftOut.begin()->first;
+  const RankReport r = analyze(std::move(trace));
+  EXPECT_LE(budgetOf(kCap).peak(), kCap);
+  EXPECT_EQ(r.kernelSequences.chains, static_cast<uint64_t>(kNames - 2));
+  EXPECT_TRUE(r.kernelSequences.rows.empty()) << "none repeats";
+  EXPECT_EQ(r.kernelSequences.leftOut.begin()->second, 1000u - 256)
+      << "ranges past 256 deep, as issuers";
+  EXPECT_EQ(r.annotations.rows.size(), 10u);
+  EXPECT_GT(r.annotations.leftOut.size(), 0u);
+  ASSERT_EQ(r.copyBandwidth.kinds.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.copyBandwidth.kinds[0].maxGbps, 0.01) << "its bytes over its duration";
+}
+
 TEST(WorkloadReportTest, HtasModeSaysWhyItFoundNone) {
   TraceBuilder b;
   b.range("aten::linear", 0, 40, 0, "cpu_op");

@@ -208,7 +208,7 @@ void SequencePass::table(ExternalSorter<Window, ByChain>& chains, KernelSequence
     if (!tally) return;
     ++report.chains;
     report.counted += tally->row.count;
-    top.add(std::move(*tally));
+    if (tally->row.count >= 2) top.add(std::move(*tally));  // a chain that ran once repeats not
   };
   chains.drain([&](const Window& w) {
     if (!tally || w.names != tally->key.names || w.issuer != tally->key.issuer) {

@@ -31,7 +31,8 @@ using ChainNames = std::array<uint32_t, AnalysisOptions::kMaxSequenceLength>;
 //   windows (kinetrace's)  every run of options.sequenceLength compute kernels that ran one
 //                          after another on a stream, launched by one thread, with the
 //                          innermost host range around all their launch calls as issuer;
-//                          counted where occurrences do not overlap on their stream
+//                          counted where occurrences do not overlap on their stream; the
+//                          chains that ran twice or more are the rows
 //   operator (HTA's)       options.sequenceOperator named: HTA's
 //                          get_frequent_cuda_kernel_sequences (operator_sequences.h)
 //
