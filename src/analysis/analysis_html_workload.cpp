@@ -132,7 +132,17 @@ std::string annotationsSection(const AnnotationReport& a) {
     out += fmt::format("<p>{} more annotations in the trace.</p>\n",
                        withThousands(a.annotations - a.rows.size()));
   }
-  return out + leftOutNote(a.leftOut);
+  out += leftOutNote(a.leftOut);
+  if (a.modules.empty()) return out;
+  std::vector<std::vector<Cell>> modules;
+  for (const AnnotationRow& row : a.modules) {
+    modules.push_back({name(row.name, 60, false), number(duration(row.gpuNs)),
+                       number(percent(row.gpuNs, a.gpuNs)), number(withThousands(row.operations))});
+  }
+  return out +
+         "<h4>Modules</h4><p>Each GPU operation counted in the innermost module around its "
+         "launch call.</p>\n" +
+         table({"module", "GPU time", "of all", "operations"}, modules);
 }
 
 std::string fullQueueSection(const FullQueueReport& q) {

@@ -85,6 +85,10 @@ struct AnnotationReport {
   int64_t gpuNs = 0;  // every GPU operation's duration, summed
   int64_t attributedNs = 0;
   std::vector<AnnotationRow> rows;  // by GPU time, most first (top N); then by span time
+  // The modules ("nn.Module: ...", torch.profiler's with_modules): each operation to the
+  // innermost module around its launch call; by GPU time (top N). No spans.
+  std::vector<AnnotationRow> modules;
+  uint64_t moduleCount = 0;  // modules with operations
   std::map<std::string, uint64_t> leftOut;
 };
 

@@ -88,6 +88,12 @@ void annotationsText(std::string& out, const AnnotationReport& a) {
     out += fmt::format("  ... and {} more annotations\n", count(a.annotations - a.rows.size()));
   }
   leftOutText(out, a.leftOut);
+  if (a.modules.empty()) return;
+  out += "GPU time per module (each operation to the innermost module around its launch)\n";
+  for (const AnnotationRow& row : a.modules) {
+    out += fmt::format("  {:>11} {:>6} {:>9}  {}\n", duration(row.gpuNs),
+                       percent(row.gpuNs, a.gpuNs), count(row.operations), shorten(row.name));
+  }
 }
 
 void fullQueueText(std::string& out, const FullQueueReport& q) {
@@ -164,6 +170,10 @@ void addWorkloadJson(Json& rank, const RankReport& r) {
                            {"span_min_ns", row.spanMinNs},
                            {"span_max_ns", row.spanMaxNs}});
   }
+  Json modules = Json::array();
+  for (const AnnotationRow& row : a.modules) {
+    modules.push_back({{"name", row.name}, {"operations", row.operations}, {"gpu_ns", row.gpuNs}});
+  }
   rank["annotations"] = {{"attributed_by", a.attributedBy},
                          {"annotations", a.annotations},
                          {"operations", a.operations},
@@ -171,7 +181,9 @@ void addWorkloadJson(Json& rank, const RankReport& r) {
                          {"gpu_ns", a.gpuNs},
                          {"attributed_ns", a.attributedNs},
                          {"left_out", leftOutJson(a.leftOut)},
-                         {"rows", annotations}};
+                         {"rows", annotations},
+                         {"module_count", a.moduleCount},
+                         {"modules", modules}};
   const FullQueueReport& q = r.fullQueue;
   Json streams = Json::array();
   for (const FullQueueStream& st : q.streams) {

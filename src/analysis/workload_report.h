@@ -22,7 +22,8 @@
 //                        "annotations", "operations", "attributed_operations", "gpu_ns",
 //                        "attributed_ns", "left_out",
 //                        "rows": [{"name", "operations", "gpu_ns", "spans", "span_ns",
-//                                  "span_min_ns", "span_max_ns"}]}
+//                                  "span_min_ns", "span_max_ns"}],
+//                        "module_count", "modules": [{"name", "operations", "gpu_ns"}]}
 //   launch_queue_full   {"max_queue_length", "window_ns", "full_ns", "streams_full",
 //                        "streams": [{"device", "stream", "max_depth", "full_ns",
 //                                     "window_share"}]}

@@ -98,6 +98,29 @@ TEST(AnnotationPassTest, WithoutSpansTheInnermostAnnotationRangeAroundTheLaunchT
   EXPECT_EQ(a.rows[2].spans, 0u);
 }
 
+TEST(AnnotationPassTest, ModulesGetTheOperationsLaunchedInsideThemWhateverTookThem) {
+  TraceBuilder b;
+  b.gpuAnnotation("## forward ##", 100, 200);
+  b.range("## forward ##", 0, 90);
+  b.range("nn.Module: Model_0", 1, 80, 0, "python_function");
+  b.range("nn.Module: Linear_0", 2, 30, 0, "python_function");
+  b.range("aten::linear", 3, 20, 0, "cpu_op");
+  b.op("gemm", 4, 5, 110, 130);    // in Linear_0
+  b.op("relu", 40, 41, 130, 135);  // in Model_0 only
+  b.op("loss", 85, 86, 140, 141);  // in no module
+  const AnnotationReport a = annotationsOf(b.take());
+  EXPECT_EQ(a.attributedBy, "gpu_user_annotation");
+  ASSERT_EQ(a.rows.size(), 1u);
+  EXPECT_EQ(a.rows[0].operations, 3u) << "the span took them all";
+  EXPECT_EQ(a.moduleCount, 2u);
+  ASSERT_EQ(a.modules.size(), 2u);
+  EXPECT_EQ(a.modules[0].name, "nn.Module: Linear_0");
+  EXPECT_EQ(a.modules[0].gpuNs, 20 * kUs);
+  EXPECT_EQ(a.modules[1].name, "nn.Module: Model_0");
+  EXPECT_EQ(a.modules[1].operations, 1u);
+  EXPECT_EQ(a.modules[1].gpuNs, 5 * kUs);
+}
+
 TEST(AnnotationPassTest, ATraceWithoutAnnotationsAttributesNothing) {
   TraceBuilder b;
   b.range("aten::mm", 0, 10, 0, "cpu_op");

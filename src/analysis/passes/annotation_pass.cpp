@@ -164,19 +164,32 @@ void AnnotationPass::byHostRanges(ExternalSorter<Credited, ByName>& credits,
       open.push_back(range);
     }
     while (!open.empty() && open.back().endNs <= call.startNs) open.pop_back();
+    bool annotated = false;
     for (auto inner = open.rbegin(); inner != open.rend(); ++inner) {
       if (inner->endNs < call.endNs) continue;  // ends inside the call: not around it
-      credits.add({inner->name, Credit::ByHostRange, call.operationNs});
-      ++byHostRange_;
-      byHostRangeNs_ = addCapped(byHostRangeNs_, call.operationNs);
-      return;
+      const bool module = isModule(inner->name);
+      if (!annotated) {
+        credits.add({inner->name, Credit::ByHostRange, call.operationNs});
+        ++byHostRange_;
+        byHostRangeNs_ = addCapped(byHostRangeNs_, call.operationNs);
+        annotated = true;
+      }
+      if (module) {
+        credits.add({inner->name, Credit::ByModule, call.operationNs});
+        return;
+      }
     }
   });
   while (!ranges.done()) ranges.pop();
 }
 
+bool AnnotationPass::isModule(uint32_t name) const {
+  return context_.trace.name(name).rfind("nn.Module: ", 0) == 0;
+}
+
 // Each name's credits summed; the top options.top by the GPU time attributed the chosen way,
-// then by span time. Names are copied for the rows kept only.
+// then by span time; and the modules by their own GPU time. Names are copied for the rows
+// kept only.
 void AnnotationPass::table(ExternalSorter<Credited, ByName>& credits, Credit chosen,
                            AnnotationReport& out) {
   struct Tally {
@@ -190,8 +203,15 @@ void AnnotationPass::table(ExternalSorter<Credited, ByName>& credits, Credit cho
     return trace.name(a.name) < trace.name(b.name);
   };
   TopN<Tally, decltype(before)> top(context_.options.top, before);
+  TopN<Tally, decltype(before)> modules(context_.options.top, before);
   std::optional<Tally> tally;
+  std::optional<Tally> module;  // the same name's credits as a module
   auto close = [&]() {
+    if (module && module->row.operations > 0) {
+      ++out.moduleCount;
+      modules.add(*module);
+    }
+    module.reset();
     if (!tally || (tally->row.operations == 0 && tally->row.spans == 0)) return;
     ++out.annotations;
     top.add(*tally);
@@ -208,18 +228,26 @@ void AnnotationPass::table(ExternalSorter<Credited, ByName>& credits, Credit cho
       row.spanMaxNs = row.spans == 0 ? credit.ns : std::max(row.spanMaxNs, credit.ns);
       ++row.spans;
       row.spanNs = addCapped(row.spanNs, credit.ns);
+    } else if (credit.credit == Credit::ByModule) {
+      if (!module) module.emplace(Tally{credit.name, {}});
+      ++module->row.operations;
+      module->row.gpuNs = addCapped(module->row.gpuNs, credit.ns);
     } else if (credit.credit == chosen) {
       ++row.operations;
       row.gpuNs = addCapped(row.gpuNs, credit.ns);
     }
   });
   close();
-  std::vector<Tally> rows = top.take();
-  std::sort(rows.begin(), rows.end(), before);
-  for (Tally& kept : rows) {
-    kept.row.name = context_.keptName(kept.name);
-    out.rows.push_back(std::move(kept.row));
-  }
+  auto keep = [&](TopN<Tally, decltype(before)>& from, std::vector<AnnotationRow>& to) {
+    std::vector<Tally> rows = from.take();
+    std::sort(rows.begin(), rows.end(), before);
+    for (Tally& kept : rows) {
+      kept.row.name = context_.keptName(kept.name);
+      to.push_back(std::move(kept.row));
+    }
+  };
+  keep(top, out.rows);
+  keep(modules, out.modules);
 }
 
 }  // namespace kinetrace::detail::passes

@@ -19,7 +19,9 @@ namespace kinetrace::detail::passes {
 //                         call, on the launching thread (a trace whose annotations have no
 //                         span on the operations' streams: kinetrace's NVTX ranges)
 //
-// Beside each, its spans' count and time (HTA's get_gpu_user_annotation_breakdown). Reads
+// Beside each, its spans' count and time (HTA's get_gpu_user_annotation_breakdown). And the
+// modules (torch.profiler's with_modules): each operation to the innermost module range
+// around its launch call, whatever annotation the way above chose. Reads
 // the trace's GPU annotations and host ranges. Overlapping nonsense is bounded: at most
 // kMostOpen annotations open at once on a stream or thread, the rest counted as left out.
 class AnnotationPass {
@@ -56,7 +58,9 @@ class AnnotationPass {
     bool operator()(const OnThread& a, const OnThread& b) const;
   };
   // What a name is credited with: a span of its own, or an operation by either way.
-  enum class Credit : uint8_t { Span, ByGpuSpan, ByHostRange };
+  // ByModule: an operation to the innermost module around its launch, whichever annotation
+  // took it.
+  enum class Credit : uint8_t { Span, ByGpuSpan, ByHostRange, ByModule };
   struct Credited {
     uint32_t name = 0;
     Credit credit = Credit::Span;
@@ -69,6 +73,7 @@ class AnnotationPass {
   void byGpuSpans(ExternalSorter<Credited, ByName>& credits, AnnotationReport& out);
   void byHostRanges(ExternalSorter<Credited, ByName>& credits, AnnotationReport& out);
   void table(ExternalSorter<Credited, ByName>& credits, Credit chosen, AnnotationReport& out);
+  bool isModule(uint32_t name) const;
 
   const PassContext& context_;
   ExternalSorter<OnStream, ByStreamThenStart> operations_;
