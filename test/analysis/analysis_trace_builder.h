@@ -60,6 +60,21 @@ class TraceBuilder {
     return *this;
   }
 
+  // A kernel run by a CUDA graph launch: the launch call (correlation `correlation`) is
+  // written once, with its first node.
+  TraceBuilder& graphNode(const std::string& name, int64_t correlation, int64_t callUs,
+                          int64_t callEndUs, int64_t startUs, int64_t endUs) {
+    if (correlation != lastGraphLaunch_) {
+      lastGraphLaunch_ = correlation;
+      Arg callArgs[] = {{"cbid", int64_t{311}}, {"correlation", correlation}};
+      write(Phase::Complete, "cudaGraphLaunch", "cuda_runtime", kHostPid, 1, callUs, callEndUs,
+            callArgs, 2);
+    }
+    Arg args[] = {{"device", int64_t{0}}, {"stream", int64_t{7}}, {"correlation", correlation}};
+    write(Phase::Complete, name, "kernel", 0, 7, startUs, endUs, args, 3);
+    return *this;
+  }
+
   // A copy or memset (by its name: "Memcpy HtoD (Pageable -> Device)", "Memset (Device)")
   // launched at `callUs`, as torch.profiler writes it: its bytes and its bandwidth in GB/s
   // (negative: none written).
@@ -172,6 +187,7 @@ class TraceBuilder {
 
   TraceCollector collector_;
   int64_t correlation_ = 0;
+  int64_t lastGraphLaunch_ = 0;
 };
 
 inline RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {

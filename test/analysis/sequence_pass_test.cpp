@@ -92,6 +92,21 @@ TEST(SequencePassTest, AGapTheGpuSpentWaitingForTheHostIsNotSaved) {
   EXPECT_EQ(abc->issuer, "") << "no host range around the launches";
 }
 
+TEST(SequencePassTest, KernelsOfOneGraphLaunchShareItsCallWhichCountsOnce) {
+  TraceBuilder b;
+  for (int64_t t : {0, 1000}) {
+    // One cudaGraphLaunch (correlation 7 + t) of 10 us running a, b, c back to back.
+    for (const auto& [name, start] : {std::pair{"a", 20}, {"b", 30}, {"c", 40}}) {
+      b.graphNode(name, 7 + t, t, t + 10, t + start, t + start + 8);
+    }
+  }
+  const KernelSequenceReport s = sequencesOf(b.take());
+  const KernelSequenceRow* abc = row(s, {"a", "b", "c"});
+  ASSERT_NE(abc, nullptr);
+  EXPECT_EQ(abc->launchNs, 2 * 10 * kUs) << "the graph launch's call, once each time";
+  EXPECT_EQ(abc->savedNs, 2 * 2 * 2 * kUs) << "no launch saved; two 2 us gaps each time";
+}
+
 TEST(SequencePassTest, AChainThatRanOnceIsCountedButIsNoRow) {
   TraceBuilder b;
   b.op("a", 0, 1, 5, 10);

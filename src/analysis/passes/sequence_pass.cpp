@@ -61,6 +61,7 @@ void SequencePass::add(const JoinedOp& op) {
   s.callEndNs = op.callEndNs;
   s.callTid = op.callTid;
   s.sequence = op.sequence;
+  s.correlationId = op.correlationId;
   s.name = op.name;
   s.kind = op.kind;
   s.hasCall = op.hasCall;
@@ -123,7 +124,10 @@ void SequencePass::windows(ExternalSorter<Window, ByThreadThenCall>& out) {
       w.firstCallNs = std::min(w.firstCallNs, k.callStartNs);
       w.lastCallEndNs = std::max(w.lastCallEndNs, k.callEndNs);
       w.gpuNs = addCapped(w.gpuNs, k.endNs - k.startNs);
-      const int64_t launch = std::max<int64_t>(0, k.callEndNs - k.callStartNs);
+      // Kernels of one graph launch share its call: it is counted once.
+      const bool ownCall =
+          i == 0 || k.correlationId == 0 || k.correlationId != run[i - 1].correlationId;
+      const int64_t launch = ownCall ? std::max<int64_t>(0, k.callEndNs - k.callStartNs) : 0;
       w.launchNs = addCapped(w.launchNs, launch);
       if (i > 0) {
         w.savedLaunchNs = addCapped(w.savedLaunchNs, launch);

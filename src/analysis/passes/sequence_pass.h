@@ -18,6 +18,7 @@ struct SequenceOp {
   int64_t callEndNs = 0;
   int64_t callTid = 0;
   uint64_t sequence = 0;
+  uint64_t correlationId = 0;  // kernels of one graph launch share their launch call's
   uint32_t name = 0;
   GpuOpKind kind = GpuOpKind::Compute;
   bool hasCall = false;
