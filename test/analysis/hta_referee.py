@@ -294,6 +294,7 @@ def run_hta(hta_dir, traces, no_rounding):
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--hta-worker", "--hta-dir", hta_dir or "",
+             "--sequence-ops", ",".join(SEQUENCE_OPERATORS),
              "--", *[f"{rank}:{path}" for path, rank in traces]],
             stdout=subprocess.PIPE, stderr=log, env=env, text=True)
         if process.returncode != 0:
@@ -884,14 +885,19 @@ def find_hta(argument):
 
 
 def main(argv):
+    global SEQUENCE_OPERATORS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", nargs="+", metavar="TRACE")
     parser.add_argument("--kinetrace", help="the kinetrace command")
     parser.add_argument("--hta-dir", help="the directory holding HTA's hta package")
     parser.add_argument("--out", help="also write the tables to this file")
     parser.add_argument("--hta-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sequence-ops", default=",".join(SEQUENCE_OPERATORS),
+                        help="the operators whose kernel sequences are compared, by commas "
+                             "(\"\" for none: HTA's call graph takes minutes on a large trace)")
     args = parser.parse_args(argv)
 
+    SEQUENCE_OPERATORS = tuple(op for op in args.sequence_ops.split(",") if op)
     if args.hta_worker:
         traces = [(spec.split(":", 1)[1], int(spec.split(":", 1)[0])) for spec in args.traces]
         return hta_worker(args.hta_dir, traces)
