@@ -94,7 +94,10 @@ std::string sequencesSection(const KernelSequenceReport& s) {
   }
   for (const KernelSequenceRow& row : s.rows) {
     rows.push_back({{chainHtml(row), "name"},
-                    name(row.issuer.empty() ? "(no host range)" : row.issuer, 40, false),
+                    name(row.acrossRanges     ? "(across host ranges)"
+                         : row.issuer.empty() ? "(no host range)"
+                                              : row.issuer,
+                         40, false),
                     number(withThousands(row.count)),
                     number(duration(row.savedNs)),
                     number(duration(row.gpuNs)),

@@ -31,9 +31,12 @@ namespace kinetrace::detail {
 struct KernelSequenceRow {
   std::vector<std::string> kernels;  // in the order they ran; HTA's mode: the op's, all of them
   uint64_t length = 0;               // kernels in the chain (kernels holds at most a few dozen)
-  // The innermost host range that enclosed every launch call of the chain (""; none); in
+  // The innermost host range that enclosed every launch call of the chain ("": none); in
   // HTA's mode, the operator whose kernels these are.
   std::string issuer;
+  // No range enclosed them all, though ranges were open at the first launch: the chain
+  // crosses ranges (one operator's kernel, then the next's).
+  bool acrossRanges = false;
   uint64_t count = 0;      // times it ran (occurrences that do not overlap one another)
   int64_t gpuNs = 0;       // the kernels' durations, summed over the occurrences
   int64_t launchNs = 0;    // every launch call's duration, summed

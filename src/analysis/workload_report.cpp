@@ -30,6 +30,11 @@ std::string chainText(const KernelSequenceRow& row, std::size_t width = 40) {
   return text;
 }
 
+std::string issuerText(const KernelSequenceRow& row) {
+  if (row.acrossRanges) return "(across host ranges)";
+  return row.issuer.empty() ? "(no host range)" : shorten(row.issuer, 40);
+}
+
 Json leftOutJson(const std::map<std::string, uint64_t>& leftOut) {
   Json out = Json::object();
   for (const auto& [why, n] : leftOut) out[why] = n;
@@ -62,10 +67,9 @@ void sequencesText(std::string& out, const KernelSequenceReport& s) {
                        "launching", "gaps", "issued under: kernels");
     if (s.rows.empty()) out += "  (no chain ran twice)\n";
     for (const KernelSequenceRow& row : s.rows) {
-      out += fmt::format(
-          "  {:>10} {:>7} {:>10} {:>10} {:>10}  {}: {}\n", duration(row.savedNs), count(row.count),
-          duration(row.gpuNs), duration(row.launchNs), duration(row.gapNs),
-          row.issuer.empty() ? "(no host range)" : shorten(row.issuer, 40), chainText(row));
+      out += fmt::format("  {:>10} {:>7} {:>10} {:>10} {:>10}  {}: {}\n", duration(row.savedNs),
+                         count(row.count), duration(row.gpuNs), duration(row.launchNs),
+                         duration(row.gapNs), issuerText(row), chainText(row));
     }
   }
   leftOutText(out, s.leftOut);
@@ -144,6 +148,7 @@ void addWorkloadJson(Json& rank, const RankReport& r) {
     sequences.push_back({{"kernels", row.kernels},
                          {"length", row.length},
                          {"issuer", row.issuer},
+                         {"across_ranges", row.acrossRanges},
                          {"count", row.count},
                          {"gpu_ns", row.gpuNs},
                          {"launch_ns", row.launchNs},

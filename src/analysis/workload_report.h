@@ -15,7 +15,9 @@
 //   kernel_sequences    {"mode": "windows" | "operator", "length", "operator", "chains",
 //                        "counted", "none_because" (HTA's mode: why it finds none),
 //                        "left_out": {reason: count},
-//                        "rows": [{"kernels": [names], "length", "issuer", "count",
+//                        "rows": [{"kernels": [names], "length", "issuer" ("": none),
+//                                  "across_ranges" (ranges open, none around every launch),
+//                                  "count",
 //                                  "gpu_ns", "launch_ns", "gap_ns", "saved_ns",
 //                                  "operator_ns"}]}
 //   annotations         {"attributed_by": "gpu_user_annotation" | "host ranges" | "",

@@ -161,6 +161,23 @@ TEST(SequencePassTest, TheIssuerIsTheInnermostRangeAroundEveryLaunchCall) {
   ASSERT_EQ(s.rows.size(), 2u) << "c d a and d a b ran once";
   EXPECT_EQ(row(s, {"a", "b", "c"})->issuer, "block");
   EXPECT_EQ(row(s, {"b", "c", "d"})->issuer, "step");
+  EXPECT_FALSE(row(s, {"b", "c", "d"})->acrossRanges);
+}
+
+TEST(SequencePassTest, AChainAcrossOperatorsHasNoIssuerButSaysSo) {
+  TraceBuilder b;
+  for (int64_t t : {0, 100}) {
+    for (int k = 0; k < 3; ++k) {
+      const int64_t op = t + 10 * k;
+      b.range("autograd::op" + std::to_string(k), op, op + 8, 0, "cpu_op");
+      b.op("k" + std::to_string(k), op + 1, op + 2, 1000 + op, 1005 + op);
+    }
+  }
+  const KernelSequenceReport s = sequencesOf(b.take());
+  const KernelSequenceRow* chain = row(s, {"k0", "k1", "k2"});
+  ASSERT_NE(chain, nullptr);
+  EXPECT_EQ(chain->issuer, "");
+  EXPECT_TRUE(chain->acrossRanges);
 }
 
 TEST(SequencePassTest, TheLengthIsTheOptions) {

@@ -173,7 +173,9 @@ void SequencePass::issuers(ExternalSorter<Window, ByThreadThenCall>& windows,
       open.push_back(range);
     }
     while (!open.empty() && open.back().endNs <= w.firstCallNs) open.pop_back();
-    w.issuer = kNoIssuer;
+    // Ranges open at the first call but none around the last: the chain crosses ranges (the
+    // backward pass's operators, one after another).
+    w.issuer = open.empty() ? kNoIssuer : kAcrossRanges;
     for (auto inner = open.rbegin(); inner != open.rend(); ++inner) {
       if (inner->endNs >= w.lastCallEndNs) {
         w.issuer = inner->name;
@@ -243,7 +245,11 @@ void SequencePass::table(ExternalSorter<Window, ByChain>& chains, KernelSequence
   for (Tally& kept : rows) {
     for (std::size_t i = 0; i < length; ++i)
       kept.row.kernels.push_back(context_.keptName(kept.key.names[i]));
-    if (kept.key.issuer != kNoIssuer) kept.row.issuer = context_.keptName(kept.key.issuer);
+    if (kept.key.issuer == kAcrossRanges) {
+      kept.row.acrossRanges = true;
+    } else if (kept.key.issuer != kNoIssuer) {
+      kept.row.issuer = context_.keptName(kept.key.issuer);
+    }
     report.rows.push_back(std::move(kept.row));
   }
 }

@@ -60,7 +60,7 @@ class SequencePass {
   // One run of `length` kernels on a stream.
   struct Window {
     ChainNames names{};
-    uint32_t issuer = 0;  // a name id, or kNoIssuer
+    uint32_t issuer = 0;  // a name id, or kNoIssuer, or kAcrossRanges
     int64_t tid = 0;
     int64_t firstCallNs = 0;  // the earliest launch call's start
     int64_t lastCallEndNs = 0;
@@ -80,6 +80,7 @@ class SequencePass {
     bool operator()(const Window& a, const Window& b) const;
   };
   static constexpr uint32_t kNoIssuer = ~uint32_t{0};
+  static constexpr uint32_t kAcrossRanges = ~uint32_t{0} - 1;
 
   void windows(ExternalSorter<Window, ByThreadThenCall>& out);
   void issuers(ExternalSorter<Window, ByThreadThenCall>& windows,
