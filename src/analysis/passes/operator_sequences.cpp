@@ -148,28 +148,32 @@ void OperatorSequences::linkParents() {
   const std::string_view parentPrefix =
       backwardAnnotated ? kBackwardAnnotation : std::string_view(chrome::kProfilerStepPrefix);
   std::vector<Open> stack;
-  std::vector<std::pair<uint64_t, Parent>> found;  // by the range's place in the trace
   ranges.drain([&](const Range& range) {
     while (!stack.empty() && stack.back().range.range.endNs <= range.range.startNs)
       stack.pop_back();
     if (stack.size() == kDeepestRange) return;
     stack.push_back(opened(range, stack, range.range.tid));
     if (!startsWith(context_.trace.name(range.range.name), parentPrefix)) return;
-    context_.working.take(sizeof(found.front()) * 2, kAnalysisLists);
-    found.push_back({range.index, Parent{range.range.startNs, range.range.endNs, stack.back().depth,
-                                         stack.back().candidate}});
+    context_.working.take(sizeof(Parent), kAnalysisLists);
+    parents_.push_back(Parent{range.range.startNs, range.range.endNs, stack.back().depth,
+                              stack.back().candidate, range.index});
   });
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [at, parent] : found) parents_.push_back(parent);
 }
 
 std::optional<OperatorSequences::Parent> OperatorSequences::parentOf(int64_t startNs,
                                                                      int64_t endNs) const {
-  for (const Parent& p : parents_) {
-    if (p.startNs <= startNs && endNs <= p.endNs) return p;
+  // The parents by start: those that began by `startNs`, the latest first. They do not
+  // overlap in a trace of a training loop; where a hostile one nests them, the first in the
+  // trace of the few looked at holds the node, as HTA takes the first.
+  constexpr int kLookedAt = 16;
+  auto at = std::upper_bound(parents_.begin(), parents_.end(), startNs,
+                             [](int64_t start, const Parent& p) { return start < p.startNs; });
+  std::optional<Parent> first;
+  for (int looked = 0; at != parents_.begin() && looked < kLookedAt; ++looked) {
+    const Parent& p = *--at;
+    if (endNs <= p.endNs && (!first || p.index < first->index)) first = p;
   }
-  return std::nullopt;
+  return first;
 }
 
 // A range opened on a thread's stack: a child of the stack's top, or a top node (under its

@@ -67,6 +67,7 @@ class OperatorSequences {
     int64_t endNs = 0;
     int64_t depth = 0;
     Candidate candidate;
+    uint64_t index = 0;  // its place in the trace
   };
   // An operation under a candidate.
   struct Under {
@@ -110,7 +111,7 @@ class OperatorSequences {
   std::vector<bool> matching_;  // by name id: whether it holds the operator's name
   std::optional<int64_t> forwardTid_;
   std::optional<int64_t> backwardTid_;
-  std::vector<Parent> parents_;  // in the trace's order
+  std::vector<Parent> parents_;  // by start
   int64_t leastDepth_ = INT64_MAX;
 };
 
