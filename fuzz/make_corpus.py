@@ -63,7 +63,7 @@ def chrome_json(out, scratch):
           first_events(sample_trace(0, 1, step_ranges=False), 60))
     hta = os.path.join(scratch, "hta")
     os.makedirs(hta, exist_ok=True)
-    for name in ("one_stream", "syncs", "streams_nccl", "after_steps"):
+    for name in ("one_stream", "syncs", "streams_nccl", "after_steps", "workload"):
         getattr(make_hta_traces, name)(os.path.join(hta, f"{name}.json"))
         with open(os.path.join(hta, f"{name}.json"), "rb") as f:
             write(f"{d}/hta_{name}.json", f.read())

@@ -16,6 +16,7 @@
 #include "analysis/gpu_bound_report.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
+#include "analysis/workload_report.h"
 #include "support/text.h"
 
 namespace kinetrace::detail {
@@ -476,6 +477,7 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
   out += latencySection(r);
   out += gapsSection(r);
   out += communicationSection(r);
+  out += workloadHtml(r);
   return out + "</section>\n";
 }
 

@@ -483,6 +483,47 @@ std::string queueDepthChart(const RankReport& r, std::size_t maxStreams) {
   return svg.finish();
 }
 
+std::string copyBandwidthChart(const RankReport& r) {
+  const Window w = windowOf(r);
+  const CopyBandwidthReport& c = r.copyBandwidth;
+  if (w.lengthNs <= 0 || c.kinds.empty()) return "";
+  // A row per kind, each with an axis of its own scale, as the queue depth's rows.
+  constexpr int kTop = 24, kRow = 68, kBar = 48;
+  const int rows = static_cast<int>(c.kinds.size());
+  const int axis = kTop + (rows - 1) * kRow + kBar + 6;
+  Svg svg("copy-bandwidth", kTimeWidth, axis + 30);
+  yAxisName(svg, "GB/s");
+  const double binWidth = kTimePlot * static_cast<double>(c.timelineBinNs) /
+                          static_cast<double>(std::max<int64_t>(w.lengthNs, 1));
+  for (int i = 0; i < rows; ++i) {
+    const CopyKindBandwidth& k = c.kinds[static_cast<std::size_t>(i)];
+    const double most =
+        k.timeline.empty() ? 0.0 : *std::max_element(k.timeline.begin(), k.timeline.end());
+    const double step = niceStep(std::max(most, 1e-3), 3);
+    const double axisTop = std::max(step, std::ceil(most / step - 1e-9) * step);
+    const double y = kTop + i * kRow;
+    svg.text(kRowLabelRight, y + 14, clip(k.kind, kLabelChars), "end", "label");
+    svg.text(kRowLabelRight, y + 28, fmt::format("mean {:.2f} GB/s", k.meanGbps), "end", "label");
+    svg.line(kTimeLeft, y + kBar, kTimeLeft + kTimePlot, y + kBar, "#ccc");
+    std::vector<std::pair<double, std::string>> ticks;
+    for (double v = 0; v <= axisTop + step * 1e-9; v += step) {
+      ticks.emplace_back(v / axisTop, v == 0 ? "0" : fmt::format("{:g}", v));
+    }
+    rowAxis(svg, y, kBar, ticks);
+    for (std::size_t b = 0; b < k.timeline.size(); ++b) {
+      if (k.timeline[b] <= 0) continue;
+      const double x = w.x(c.timelineStartNs + c.timelineBinNs * static_cast<int64_t>(b));
+      if (x >= kTimeLeft + kTimePlot) break;
+      const double h = kBar * std::min(1.0, k.timeline[b] / axisTop);
+      svg.rect(x, y + kBar - h, std::min(binWidth, kTimeLeft + kTimePlot - x), h, "#f28e2b",
+               fmt::format("{} from {}: {:.2f} GB/s on average", k.kind,
+                           duration(c.timelineBinNs * static_cast<int64_t>(b)), k.timeline[b]));
+    }
+  }
+  timeAxis(svg, axis, w);
+  return svg.finish();
+}
+
 std::string memoryChart(const RankReport& r) {
   const Window w = windowOf(r);
   const auto& curve = r.memoryCurve;

@@ -70,6 +70,9 @@ std::string queueDepthChart(const RankReport& r, std::size_t maxStreams);
 // Allocated memory on the same axis, with a y axis in the unit that fits and the peak's
 // value above the plot, where the line never crosses it.
 std::string memoryChart(const RankReport& r);
+// Each kind of copy's bandwidth on the same axis, a row per kind: the time-weighted mean of
+// each slice (CopyBandwidthReport); "" when the trace has no copies.
+std::string copyBandwidthChart(const RankReport& r);
 // Launch latencies by power-of-two bucket, counts on the bars and on a y axis.
 std::string latencyHistogram(const RankReport& r);
 

@@ -14,6 +14,7 @@
 #include "analysis/gpu_bound_report.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
+#include "analysis/workload_report.h"
 
 namespace kinetrace::detail {
 namespace {
@@ -355,6 +356,10 @@ std::vector<Finding> findingsOf(const AnalysisReport& report, const AnalysisOpti
            {"top_gigabytes_per_second", top.gigabytesPerSecond}});
     }
     for (Finding& finding : gpuBoundFindings(r, prefix)) {
+      finding.rank = i;
+      out.push_back(std::move(finding));
+    }
+    for (Finding& finding : workloadFindings(r, prefix)) {
       finding.rank = i;
       out.push_back(std::move(finding));
     }

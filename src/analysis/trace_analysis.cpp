@@ -6,13 +6,17 @@
 #include <memory>
 #include <utility>
 
+#include "analysis/passes/annotation_pass.h"
 #include "analysis/passes/communication_pass.h"
+#include "analysis/passes/copy_bandwidth_pass.h"
+#include "analysis/passes/full_queue_pass.h"
 #include "analysis/passes/host_pass.h"
 #include "analysis/passes/kernel_pass.h"
 #include "analysis/passes/launch_pass.h"
 #include "analysis/passes/memory_pass.h"
 #include "analysis/passes/metric_fit_pass.h"
 #include "analysis/passes/pass_context.h"
+#include "analysis/passes/sequence_pass.h"
 #include "analysis/passes/steps_pass.h"
 #include "analysis/passes/time_pass.h"
 
@@ -34,6 +38,9 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   passes::LaunchPass launch(context);
   passes::CommunicationPass communication(context);
   passes::MetricFitPass metricFit(context);
+  passes::SequencePass sequences(context);
+  passes::AnnotationPass annotations(context);
+  passes::FullQueuePass fullQueue(context);
   // In the order the figures need one another: the steps before the device sweep fills in
   // their time; the kernel table and the steps before their bounds; the devices before the
   // queue depths are laid on their timelines.
@@ -44,6 +51,9 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
     communication.add(op);
     launch.add(op);
     metricFit.add(op);
+    sequences.add(op);
+    annotations.add(op);
+    fullQueue.add(op);
   });
   time.finish(report);
   kernels.finish(report);
@@ -54,6 +64,12 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   launch.finish(report);
   passes::MemoryPass(context).finish(report);
   passes::HostPass(context).finish(report);
+  // These read the host ranges (which the host pass and the gap table read too), the GPU
+  // annotations and the copies.
+  sequences.finish(report);
+  annotations.finish(report);
+  fullQueue.finish(report);
+  passes::CopyBandwidthPass(context).finish(report);
   communication.finish(report);
   out.collectives = communication.collectives();
   return out;

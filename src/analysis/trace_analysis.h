@@ -13,6 +13,7 @@
 #include "analysis/gpu_bound.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_collector.h"
+#include "analysis/workload_figures.h"
 
 // `kinetrace analyze`: why the GPU was idle, from the events of one or more traces (one per
 // rank). Definitions, chosen to match Holistic Trace Analysis (HTA) where it has the same
@@ -75,6 +76,16 @@ struct AnalysisOptions {
   // Steps shown in the text and HTML reports (the JSON has them all): a long run has
   // thousands.
   std::size_t stepsShown = 30;
+  // Kernel sequences (workload_figures.h): the chains' length (HTA's min_pattern_len, 3 by
+  // default; at most kMaxSequenceLength), and HTA's exact mode: the operator whose kernels
+  // make the sequences ("" for kinetrace's own chains); `kinetrace analyze
+  // --min-pattern-len`, `--sequence-op`.
+  static constexpr std::size_t kMaxSequenceLength = 16;
+  std::size_t sequenceLength = 3;
+  std::string sequenceOperator;
+  // A stream's launch queue holding this many operations is full (HTA's max_queue_length:
+  // CUDA's 1024); `kinetrace analyze --max-queue-length`.
+  int64_t maxQueueLength = 1024;
 };
 
 struct Distribution {
@@ -284,6 +295,11 @@ struct RankReport {
   // GPU hardware metrics: the metrics kernels carry, what bounded the kernels, what
   // sampling lost (gpu_bound.h). Empty (any() false) for a trace without them.
   GpuMetricsReport gpuMetrics;
+  // How the workload is built (workload_figures.h).
+  KernelSequenceReport kernelSequences;
+  AnnotationReport annotations;
+  FullQueueReport fullQueue;
+  CopyBandwidthReport copyBandwidth;
   // What the steps, devices and streams above take of the read budget, given back when the
   // last copy of the report goes (null for a report made by hand).
   std::shared_ptr<BudgetHold> held;
@@ -334,6 +350,11 @@ inline constexpr FindingKind kFindingKinds[] = {
     {"gpu-metrics-without-kernels", "GPU metrics were sampled but no kernel ran then"},
     {"launch-latency-outliers", "launch latency's p99 far above its median"},
     {"straggler", "one rank started a collective late and the others waited for it"},
+    {"fusable-kernel-sequence",
+     "a chain of kernels repeats back to back; fusing it would save its launches and gaps"},
+    {"launch-queue-full", "a stream's launch queue was full: the host blocked in launch calls"},
+    {"gpu-time-by-annotation", "the user annotations whose GPU operations took the most time"},
+    {"slow-host-copies", "host-device copies far below the link's bandwidth took much time"},
 };
 // The table as Markdown (what docs/ANALYSIS.md holds).
 std::string findingKindsMarkdown();

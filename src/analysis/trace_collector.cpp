@@ -112,6 +112,8 @@ CollectedTrace::CollectedTrace(ReadBudget& readBudget, std::size_t bytesPerList)
       steps(BudgetAllocator<CollectedRange>(readBudget, "step ranges")),
       dataLoading(BudgetAllocator<CollectedRange>(readBudget, "data-loading ranges")),
       hostRanges(readBudget, "the list of host ranges", listBytes),
+      gpuAnnotations(readBudget, "the list of GPU annotations", listBytes),
+      copies(readBudget, "the list of copies", listBytes),
       rangeOfExternalId(readBudget, "the list of External ids", listBytes),
       memory(readBudget, "the list of memory samples", listBytes),
       collectiveCalls(readBudget, "the list of collective calls", listBytes),
@@ -230,6 +232,7 @@ void TraceCollector::write(const Event& event) {
                                                    : GpuOpKind::Compute;
     trace_.gpuOps.add(op);
     noteNcclCall(event);
+    noteCopy(event, op);
     if (cat == chrome::kCatKernel) noteKernelMetrics(event, op);
     return;
   }
@@ -258,7 +261,21 @@ void TraceCollector::write(const Event& event) {
     trace_.syncs.add(sync);
     return;
   }
-  if (cat == chrome::kCatGpuAnnotation || cat == chrome::kCatOverhead) return;
+  if (cat == chrome::kCatGpuAnnotation) {
+    const IntArg device = intArg(event, chrome::kArgDevice);
+    const IntArg stream = intArg(event, chrome::kArgStream);
+    if (device.status == IntArg::Status::DoesNotFit ||
+        stream.status == IntArg::Status::DoesNotFit) {
+      ++trace_.leftOut["GPU annotations whose device or stream is not a 64-bit integer"];
+      return;
+    }
+    trace_.gpuAnnotations.add({event.timestampNs, end,
+                               device.status == IntArg::Status::Fits ? device.value : event.pid,
+                               stream.status == IntArg::Status::Fits ? stream.value : event.tid,
+                               trace_.gpuAnnotations.size(), intern(event.name)});
+    return;
+  }
+  if (cat == chrome::kCatOverhead) return;
   if (cat == chrome::kCatCudaRuntime || cat == chrome::kCatCudaDriver) {
     const IntArg correlation = intArg(event, chrome::kArgCorrelation);
     if (correlation.fitsUnsigned) {
@@ -267,6 +284,8 @@ void TraceCollector::write(const Event& event) {
     return;
   }
   CollectedRange range{event.timestampNs, end, event.tid, intern(event.name)};
+  range.annotation = cat == chrome::kCatUserAnnotation ||
+                     (cat == "python_function" && event.name.rfind("nn.Module: ", 0) == 0);
   if (isStep(event.name)) trace_.steps.push_back(range);
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
   if (event.name.rfind("c10d::", 0) == 0) {
@@ -308,6 +327,48 @@ void TraceCollector::noteNcclCall(const Event& event) {
   const IntArg bytes = intArg(event, chrome::kArgNcclBytes);
   totals.bytes += bytes.fitsUnsigned ? bytes.unsignedValue : 0;
   totals.gpuNs += event.durationNs;
+}
+
+// HTA's kinds of memory operation (get_memory_kernel_type): "Memset", or a copy's name to
+// its direction ("Memcpy HtoD (Pageable -> Device)" -> "Memcpy HtoD").
+void TraceCollector::noteCopy(const Event& event, const CollectedGpuOp& op) {
+  const std::string_view name = event.name;
+  const bool memset = name.rfind("Memset", 0) == 0;
+  if (!memset && name.rfind("Memcpy", 0) != 0) return;
+  CollectedCopy copy;
+  copy.startNs = op.startNs;
+  copy.endNs = op.endNs;
+  copy.device = op.device;
+  copy.sequence = trace_.copies.size();
+  copy.kind = intern(memset ? std::string_view("Memset") : name.substr(0, 11));
+  const IntArg bytes = intArg(event, chrome::kArgBytes);
+  if (bytes.status == IntArg::Status::Fits && bytes.value >= 0) copy.bytes = bytes.value;
+  std::optional<double> bandwidth;
+  for (std::size_t i = 0; i < event.argCount; ++i) {
+    if (event.args[i].key != chrome::kArgBandwidth) continue;
+    if (const auto* d = std::get_if<double>(&event.args[i].value)) bandwidth = *d;
+    if (const auto* whole = std::get_if<int64_t>(&event.args[i].value)) {
+      bandwidth = static_cast<double>(*whole);
+    }
+  }
+  // No link moves an exabyte a second: a bandwidth past that is a hostile trace's, which a
+  // sum of two would make infinite.
+  constexpr double kMostGigabytesPerSecond = 1e9;
+  auto credible = [](double gbps) { return gbps >= 0 && gbps <= kMostGigabytesPerSecond; };
+  if (bandwidth && !credible(*bandwidth)) {
+    ++trace_.leftOut
+          ["\"memory bandwidth (GB/s)\" values not from 0 to 1e9 (the copy's bytes over its "
+           "duration taken instead)"];
+    bandwidth.reset();
+  }
+  if (!bandwidth && copy.bytes >= 0 && op.endNs > op.startNs) {
+    // Bytes per nanosecond are gigabytes per second.
+    const double gbps =
+        static_cast<double>(copy.bytes) / static_cast<double>(op.endNs - op.startNs);
+    if (credible(gbps)) bandwidth = gbps;
+  }
+  copy.gigabytesPerSecond = bandwidth.value_or(0.0);
+  trace_.copies.add(copy);
 }
 
 namespace {

@@ -32,6 +32,11 @@
 //                    data-loading ranges (a name containing "DataLoader", "dataloader",
 //                    "data_loader" or "data loader"), and the names of ranges with an
 //                    "External id" (what issued a kernel)
+//   GPU annotations  "X" of category gpu_user_annotation: device and stream as for GPU
+//                    operations
+//   copies           GPU operations named "Memcpy ..." or "Memset ...": their kind (HTA's:
+//                    the name's first 11 letters, "Memcpy HtoD"; "Memset"), bytes and
+//                    bandwidth
 //   memory           "[memory]" instants: "Total Allocated" over time
 //   collective calls host ranges named "c10d::..." (torch.distributed's operators:
 //                    c10d::allreduce_, c10d::broadcast_, ...), whichever the backend: with
@@ -100,6 +105,32 @@ struct CollectedRange {
   int64_t endNs = 0;
   int64_t tid = 0;
   uint32_t name = 0;
+  // A user's annotation: a user_annotation range (record_function, an NVTX range), or a
+  // module's (torch.profiler's with_modules: a python_function named "nn.Module: ...").
+  bool annotation = false;
+};
+
+// A gpu_user_annotation: a host range's span over the GPU work it launched, on the device
+// and stream of that work (torch.profiler's; kinetrace's NVTX ranges' spans).
+struct CollectedGpuAnnotation {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
+  uint64_t sequence = 0;  // its place among the trace's GPU annotations
+  uint32_t name = 0;
+};
+
+// A copy or memset, by its name as HTA kinds it ("Memcpy HtoD", "Memset"), with what it
+// moved: the trace's "memory bandwidth (GB/s)", else its bytes over its duration.
+struct CollectedCopy {
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  int64_t device = 0;
+  int64_t bytes = -1;  // -1: the trace does not say
+  double gigabytesPerSecond = 0;
+  uint64_t sequence = 0;
+  uint32_t kind = 0;  // a name id: "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memset", ...
 };
 
 // The GPU operations of one NCCL call (ncclAllReduce, ...), summed.
@@ -228,6 +259,8 @@ struct CollectedTrace {
   BudgetVector<CollectedRange> steps;
   BudgetVector<CollectedRange> dataLoading;
   SpilledList<CollectedRange> hostRanges;  // every host range, for "what the host was doing"
+  SpilledList<CollectedGpuAnnotation> gpuAnnotations;
+  SpilledList<CollectedCopy> copies;
   ExternalSorter<ExternalIdRange, ByExternalId> rangeOfExternalId;
   ExternalSorter<SequencedSample, BySampleTime> memory;
   ExternalSorter<CollectiveStart, ByStart> collectiveCalls;  // torch.distributed's calls
@@ -292,6 +325,7 @@ class TraceCollector final : public Sink {
 
   uint32_t intern(std::string_view name);
   void noteNcclCall(const Event& event);
+  void noteCopy(const Event& event, const CollectedGpuOp& op);
   void noteKernelMetrics(const Event& event, const CollectedGpuOp& op);
   void noteMetricSample(const Event& event);
   // The index of the metric an args' key names ("SM throughput (%)"), added when new;

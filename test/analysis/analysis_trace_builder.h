@@ -24,9 +24,10 @@ inline constexpr int64_t kHostPid = 77;
 class TraceBuilder {
  public:
   // `memoryBytes`: what the analysis's lists keep as if it were the budget (spill.h), within
-  // the default budget; a tiny one sends every list to its file.
-  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultReadBudgetBytes)
-      : collector_("t.json", budgetOf(), listBytesOf(memoryBytes)) {
+  // the budget of `capBytes` (test_budget.h); a tiny one sends every list to its file.
+  explicit TraceBuilder(int64_t rank = -1, std::size_t memoryBytes = kDefaultReadBudgetBytes,
+                        std::size_t capBytes = kDefaultReadBudgetBytes)
+      : collector_("t.json", budgetOf(capBytes), listBytesOf(memoryBytes)) {
     TraceHeader header{"t.json", kBase, {}};
     if (rank >= 0) header.metadata.push_back({"distributedInfo", Value::object({{"rank", rank}})});
     collector_.begin(header);
@@ -43,18 +44,62 @@ class TraceBuilder {
   }
 
   // A launch call and the GPU operation it queued.
+  // `callTid`: the launching thread.
   TraceBuilder& op(const std::string& name, int64_t callUs, int64_t callEndUs, int64_t startUs,
                    int64_t endUs, const std::string& category = "kernel", uint32_t stream = 7,
-                   int64_t externalId = 0, int64_t device = 0) {
+                   int64_t externalId = 0, int64_t device = 0, int64_t callTid = 1) {
     const int64_t correlation = ++correlation_;
     Arg callArgs[] = {{"cbid", int64_t{211}}, {"correlation", correlation}};
-    write(Phase::Complete, "cudaLaunchKernel", "cuda_runtime", kHostPid, 1, callUs, callEndUs,
+    write(Phase::Complete, "cudaLaunchKernel", "cuda_runtime", kHostPid, callTid, callUs, callEndUs,
           callArgs, 2);
     Arg opArgs[] = {{"device", device},
                     {"stream", int64_t{stream}},
                     {"correlation", correlation},
                     {"External id", externalId}};
     write(Phase::Complete, name, category, device, stream, startUs, endUs, opArgs, 4);
+    return *this;
+  }
+
+  // A kernel run by a CUDA graph launch: the launch call (correlation `correlation`) is
+  // written once, with its first node.
+  TraceBuilder& graphNode(const std::string& name, int64_t correlation, int64_t callUs,
+                          int64_t callEndUs, int64_t startUs, int64_t endUs) {
+    if (correlation != lastGraphLaunch_) {
+      lastGraphLaunch_ = correlation;
+      Arg callArgs[] = {{"cbid", int64_t{311}}, {"correlation", correlation}};
+      write(Phase::Complete, "cudaGraphLaunch", "cuda_runtime", kHostPid, 1, callUs, callEndUs,
+            callArgs, 2);
+    }
+    Arg args[] = {{"device", int64_t{0}}, {"stream", int64_t{7}}, {"correlation", correlation}};
+    write(Phase::Complete, name, "kernel", 0, 7, startUs, endUs, args, 3);
+    return *this;
+  }
+
+  // A copy or memset (by its name: "Memcpy HtoD (Pageable -> Device)", "Memset (Device)")
+  // launched at `callUs`, as torch.profiler writes it: its bytes and its bandwidth in GB/s
+  // (negative: none written).
+  TraceBuilder& copy(const std::string& name, int64_t callUs, int64_t startUs, int64_t endUs,
+                     int64_t bytes, double gigabytesPerSecond, uint32_t stream = 7) {
+    const int64_t correlation = ++correlation_;
+    Arg callArgs[] = {{"cbid", int64_t{41}}, {"correlation", correlation}};
+    write(Phase::Complete, "cudaMemcpyAsync", "cuda_runtime", kHostPid, 1, callUs, callUs + 1,
+          callArgs, 2);
+    Arg args[] = {{"device", int64_t{0}},
+                  {"stream", int64_t{stream}},
+                  {"correlation", correlation},
+                  {"bytes", bytes},
+                  {"memory bandwidth (GB/s)", gigabytesPerSecond}};
+    write(Phase::Complete, name, name.rfind("Memset", 0) == 0 ? "gpu_memset" : "gpu_memcpy", 0,
+          stream, startUs, endUs, args, gigabytesPerSecond < 0 ? 4 : 5);
+    return *this;
+  }
+
+  // A gpu_user_annotation: a host range's span over its GPU work, on the work's stream, as
+  // torch.profiler writes it (no device or stream argument: its pid and tid say them).
+  TraceBuilder& gpuAnnotation(const std::string& name, int64_t startUs, int64_t endUs,
+                              uint32_t stream = 7) {
+    Arg args[] = {{"External id", int64_t{1}}};
+    write(Phase::Complete, name, "gpu_user_annotation", 0, stream, startUs, endUs, args, 1);
     return *this;
   }
 
@@ -142,6 +187,7 @@ class TraceBuilder {
 
   TraceCollector collector_;
   int64_t correlation_ = 0;
+  int64_t lastGraphLaunch_ = 0;
 };
 
 inline RankReport analyze(CollectedTrace trace, AnalysisOptions options = {}) {

@@ -67,7 +67,26 @@ NAMED = {
                "device is busy); kinetrace sums each device's figures",
     "launch": "kinetrace's launch latency runs start to start for every launch call; HTA's "
               "launch delay from the end of a runtime launch call, clipped at 0",
+    "residue": "HTA's summed copy bandwidth falls back through float subtraction and can stop "
+               "at 1e-14 GB/s instead of 0, which its summary counts as a value; kinetrace's "
+               "sum is 0 when no copy of the kind runs",
+    "annotation-spans": "the trace's gpu_user_annotation spans are not on the operations' "
+                        "streams (kinetrace's own traces): HTA attributes no operation; "
+                        "kinetrace attributes each by the annotation range around its launch",
+    "first-event": "HTA's call tree links no GPU operation to a launch call that is the trace's "
+                   "first event (its row index, 0, reads as no link): HTA's kernel sequences "
+                   "leave that operation out",
+    "sync-work": "HTA's kernel lists (GPUKernelFilter, its call tree) hold the cuda_sync "
+                 "records that carry a stream and a correlation; kinetrace's hold kernels, "
+                 "copies and memsets only",
 }
+
+# The operators whose kernel sequences are compared (HTA's get_frequent_cuda_kernel_sequences,
+# kinetrace analyze --sequence-op), and the launch-queue limits (HTA's max_queue_length).
+SEQUENCE_OPERATORS = ("aten::", "autograd::", "## backward ##", "ProfilerStep")
+QUEUE_LIMITS = (1024, 4)
+# A kernel's pattern as HTA writes it: its operator and operations joined by "|".
+PATTERN_NAMES_KEPT = 32  # kinetrace keeps the first 32 names of a sequence
 
 GPU_OP_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")
 CALL_CATEGORIES = ("cuda_runtime", "cuda_driver")
@@ -162,7 +181,87 @@ def hta_figures(ta, rank):
     attempt("idle", idle)
     attempt("queue", queue)
     attempt("launches", launches)
+    workload_figures(ta, rank, attempt)
     return figures
+
+
+def workload_figures(ta, rank, attempt):
+    """HTA's figures for kinetrace's workload passes: GPU time per annotation, time at a full
+    launch queue, copy bandwidth and (last: its call graph changes the trace's frame) kernel
+    sequences."""
+    import shutil
+
+    def annotations():
+        spans = {}
+        frame = ta.get_gpu_user_annotation_breakdown(visualize=False, duration_ratio=1.0,
+                                                     num_kernels=1 << 30)
+        for _, row in (frame.iterrows() if frame is not None else ()):
+            total, mean = float(row["sum (us)"]), float(row["mean (us)"])
+            spans[str(row["name"])] = {"sum": total,
+                                       "count": int(round(total / mean)) if mean else None}
+        kernels = {}
+        frame = ta.get_gpu_kernels_with_user_annotations(rank, expand_names=True,
+                                                         shorten_names=False)
+        if frame is not None:
+            for name, group in frame.groupby("s_user_annotation"):
+                kernels[str(name)] = {"count": int(len(group)), "sum": float(group["dur"].sum())}
+        return {"spans": spans, "kernels": kernels}
+
+    def full_queue():
+        series = ta.get_queue_length_time_series(ranks=[rank])
+        out = {}
+        for limit in QUEUE_LIMITS:
+            frame = ta.get_time_spent_blocked_on_full_queue(series, max_queue_length=limit) \
+                if series else None
+            out[str(limit)] = None
+            if frame is not None and len(frame):
+                row = frame.iloc[0]
+                out[str(limit)] = {"stream": int(row["stream"]),
+                                   "duration": float(row["duration_at_max_queue_length"]),
+                                   "relative": float(row["relative_duration_at_max_queue_length"])}
+        return out
+
+    def describe(values):
+        frame = values.describe()
+        return {"count": int(frame["count"]), "mean": float(frame["mean"]),
+                "std": float(frame["std"]) if frame["count"] > 1 else 0.0,
+                "min": float(frame["min"]), "p25": float(frame["25%"]),
+                "p50": float(frame["50%"]), "p75": float(frame["75%"]),
+                "max": float(frame["max"])}
+
+    def memory_bw():
+        summary, clean = {}, {}
+        series = ta.get_memory_bw_time_series(ranks=[rank]).get(rank)
+        if series is not None:
+            # HTA's summary (get_memory_bw_summary: describe() of the values above 0), and the
+            # same without the float residue of a sum that came back to 0.
+            for kind, group in series.groupby("name"):
+                values = group["memory_bw_gbps"]
+                if (values > 0).any():
+                    summary[str(kind)] = describe(values[values > 0])
+                if (values > 1e-9).any():
+                    clean[str(kind)] = describe(values[values > 1e-9])
+        return {"summary": summary, "without_residue": clean}
+
+    def sequences():
+        out = {}
+        directory = tempfile.mkdtemp()
+        try:
+            for op in SEQUENCE_OPERATORS:
+                frame = ta.get_frequent_cuda_kernel_sequences(op, directory, min_pattern_len=3,
+                                                              rank=rank, visualize=False)
+                out[op] = [{"pattern": str(row["pattern"]), "count": int(row["count"]),
+                            "gpu": float(row["GPU kernel duration (us)"]),
+                            "cpu": float(row["CPU op duration (us)"])}
+                           for _, row in frame.iterrows()] if len(frame) else []
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        return out
+
+    attempt("annotations", annotations)
+    attempt("full_queue", full_queue)
+    attempt("memory_bw", memory_bw)
+    attempt("sequences", sequences)
 
 
 def hta_worker(hta_dir, traces):
@@ -195,6 +294,7 @@ def run_hta(hta_dir, traces, no_rounding):
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--hta-worker", "--hta-dir", hta_dir or "",
+             "--sequence-ops", ",".join(SEQUENCE_OPERATORS),
              "--", *[f"{rank}:{path}" for path, rank in traces]],
             stdout=subprocess.PIPE, stderr=log, env=env, text=True)
         if process.returncode != 0:
@@ -254,7 +354,11 @@ class TraceFacts:
         self.syncs_on_streams = 0
         self.launched_on = {}  # stream -> its operations' correlation ids
         self.profiler_steps = 0
-        for event in document.get("traceEvents", []):
+        events = document.get("traceEvents", [])
+        first = events[0] if events and isinstance(events[0], dict) else {}
+        self.first_event_launch = first.get("cat") in CALL_CATEGORIES and \
+            "correlation" in (first.get("args") or {})
+        for event in events:
             if not read_by_kinetrace(event):
                 continue
             phase = event["ph"]
@@ -404,7 +508,147 @@ class Context:
         return tuple(ns(get(part)) if part else None for part in parts)
 
 
-def compare(path, facts, report, hta_default, hta_exact):
+# ---- the workload passes: sequences, annotations, full queue, copy bandwidth -------------
+
+def compare_workload(c, runs):
+    """kinetrace's workload figures (runs: its reports with --top large and the queue limit
+    of 4, "workload", and with --sequence-op OP, by OP) against HTA's."""
+    compare_annotations(c, runs["workload"]["ranks"][0])
+    compare_full_queue(c, {1024: c.rank, 4: runs["workload"]["ranks"][0]})
+    compare_copy_bandwidth(c, runs["workload"]["ranks"][0])
+    for op in SEQUENCE_OPERATORS:
+        compare_sequences(c, op, runs[op]["ranks"][0])
+
+
+def compare_annotations(c, rank):
+    """Each annotation's spans (HTA's get_gpu_user_annotation_breakdown) and the GPU
+    operations attributed to it (get_gpu_kernels_with_user_annotations), the 20 HTA gives
+    most time to."""
+    parts = c.parts("annotations")
+    if not any(parts):
+        return
+    kt = rank.get("annotations", {})
+    rows = {row["name"]: row for row in kt.get("rows", [])}
+    syncs = "sync-work" if c.facts.syncs_on_streams else None
+    filtered = c.comparison.left_out
+    _, exact = parts
+    reference = exact or parts[0]
+    spans = sorted(reference["spans"].items(), key=lambda item: -item[1]["sum"])[:20]
+    for name, _ in spans:
+        row = rows.get(name, {})
+        short = name if len(name) <= 40 else name[:37] + "..."
+        c.add(f"annotation {short}: spans", row.get("spans", 0),
+              *(p and p["spans"].get(name, {}).get("count") for p in parts), unit="",
+              named=filtered)
+        c.add(f"annotation {short}: span time", row.get("span_ns", 0),
+              *(ns(p and p["spans"].get(name, {}).get("sum")) for p in parts), named=filtered)
+    kernels = sorted(((n, v) for n, v in reference["kernels"].items() if n),
+                     key=lambda item: -item[1]["sum"])[:20]
+    if kt.get("attributed_by") == "host ranges":
+        c.comparison.note("operations attributed to an annotation",
+                          kt.get("attributed_operations"), None,
+                          sum(v["count"] for n, v in reference["kernels"].items() if n),
+                          "annotation-spans", unit="")
+        return
+    for name, _ in kernels:
+        row = rows.get(name, {})
+        short = name if len(name) <= 40 else name[:37] + "..."
+        c.add(f"annotation {short}: operations", row.get("operations", 0),
+              *(p and p["kernels"].get(name, {}).get("count", 0) for p in parts), unit="",
+              named=syncs or filtered)
+        c.add(f"annotation {short}: GPU time", row.get("gpu_ns", 0),
+              *(ns(p and p["kernels"].get(name, {}).get("sum", 0)) for p in parts),
+              named=syncs or filtered)
+
+
+def compare_full_queue(c, ranks):
+    """HTA's time at a full queue: one stream per rank (its last with any), in ns, and its
+    share of HTA's duration (the first event's start to the last's)."""
+    parts = c.parts("full_queue")
+    if not any(parts):
+        return
+    for limit in QUEUE_LIMITS:
+        kt = ranks[limit].get("launch_queue_full", {})
+        answers = [p and p.get(str(limit)) for p in parts]
+        reference = answers[1] or answers[0]
+        streams = {(s["stream"]): s for s in kt.get("streams", [])}
+        if reference is None:
+            c.add(f"stream time at {limit} queued (HTA: none)", kt.get("full_ns", 0), 0, 0)
+            continue
+        stream = reference["stream"]
+        row = streams.get(stream, {})
+        named = "queue-calls" if c.facts.other_launches.get(stream) else None
+        c.add(f"stream {stream} time at {limit} queued", row.get("full_ns", 0),
+              *(ns(a and a["duration"]) for a in answers), named=named)
+        c.comparison.note(f"stream {stream} time at {limit} queued, share", row.get(
+            "window_share"), *(a and a["relative"] for a in answers), "window", unit="share")
+
+
+def compare_copy_bandwidth(c, rank):
+    """HTA's memory bandwidth summary, kind by kind; where HTA's sum stopped at a float
+    residue, the same figures without it must agree."""
+    parts = c.parts("memory_bw")
+    if not any(parts):
+        return
+    kinds = {k["kind"]: k for k in rank.get("copy_bandwidth", {}).get("kinds", [])}
+    reference = parts[1] or parts[0]
+    for kind in sorted(reference["summary"]):
+        k = kinds.get(kind, {})
+        for stat, key, unit in (("count", "samples", ""), ("mean", "mean_gbps", "GB/s"),
+                                ("std", "std_gbps", "GB/s"), ("min", "min_gbps", "GB/s"),
+                                ("p25", "p25_gbps", "GB/s"), ("p50", "p50_gbps", "GB/s"),
+                                ("p75", "p75_gbps", "GB/s"), ("max", "max_gbps", "GB/s")):
+            def of(part, which="summary", stat=stat):
+                value = part and part[which].get(kind, {}).get(stat)
+                return value
+
+            clean = of(parts[1] or parts[0], "without_residue")
+            c.add(f"{kind} bandwidth {stat}", k.get(key, 0), of(parts[0]), of(parts[1]),
+                  unit=unit, absolute=1e-9 if unit else 0, named="residue",
+                  explains=lambda kinetrace, h, clean=clean, unit=unit: clean is not None and
+                  not differs(kinetrace, clean, 1e-9 if unit else 0))
+
+
+def sequence_key(names, length):
+    """A sequence as both can name it: its operator, its first names (kinetrace keeps 32) and
+    its length."""
+    return (names[0], tuple(names[1:1 + PATTERN_NAMES_KEPT]), length)
+
+
+def compare_sequences(c, op, rank):
+    """HTA's frequent kernel sequences of `op` (kinetrace analyze --sequence-op): how many,
+    and each one's count, GPU time and operator time."""
+    parts = c.parts("sequences")
+    if not any(parts):
+        return
+    kt = rank.get("kernel_sequences", {})
+    found = {sequence_key([r["issuer"]] + r["kernels"], r["length"]): r
+             for r in kt.get("rows", [])}
+    answers = [p and p.get(op) for p in parts]
+    named = "sync-work" if c.facts.syncs_on_streams else \
+        "first-event" if c.facts.first_event_launch else c.comparison.left_out
+    c.add(f"{op} sequences", kt.get("chains", 0),
+          *(None if a is None else len(a) for a in answers), unit="", named=named)
+    reference = answers[1] if answers[1] is not None else answers[0]
+    for hta_row in sorted(reference or [], key=lambda r: (-r["count"], r["pattern"]))[:10]:
+        pattern = hta_row["pattern"]
+        names = pattern.split("|")
+        row = found.get(sequence_key(names, len(names) - 1), {})
+        short = pattern if len(pattern) <= 48 else pattern[:45] + "..."
+
+        def of(answer, field, pattern=pattern):
+            match = [r for r in (answer or []) if r["pattern"] == pattern]
+            return match[0][field] if match else None
+
+        c.add(f"{short}: count", row.get("count", 0), *(of(a, "count") for a in answers),
+              unit="", named=named)
+        c.add(f"{short}: GPU time", row.get("gpu_ns", 0), *(ns(of(a, "gpu")) for a in answers),
+              named=named)
+        c.add(f"{short}: operator time", row.get("operator_ns", 0),
+              *(ns(of(a, "cpu")) for a in answers), named=named)
+
+
+def compare(path, facts, report, hta_default, hta_exact, runs=None):
     comparison = Comparison(path, facts)
     ranks = report.get("ranks", [])
     if not ranks:
@@ -424,6 +668,8 @@ def compare(path, facts, report, hta_default, hta_exact):
         if str(device) in c.devices:
             compare_idle(c, device)
     note_launches(c)
+    if runs:
+        compare_workload(c, runs)
     return comparison
 
 
@@ -602,6 +848,10 @@ def fmt(value, unit):
         return "-"
     if unit == "ns":
         return f"{value / 1000.0:,.3f} us"
+    if unit == "GB/s":
+        return f"{value:,.4f} GB/s"
+    if unit == "share":
+        return f"{value:.4f}"
     return f"{value:,.0f}"
 
 
@@ -635,14 +885,19 @@ def find_hta(argument):
 
 
 def main(argv):
+    global SEQUENCE_OPERATORS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", nargs="+", metavar="TRACE")
     parser.add_argument("--kinetrace", help="the kinetrace command")
     parser.add_argument("--hta-dir", help="the directory holding HTA's hta package")
     parser.add_argument("--out", help="also write the tables to this file")
     parser.add_argument("--hta-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sequence-ops", default=",".join(SEQUENCE_OPERATORS),
+                        help="the operators whose kernel sequences are compared, by commas "
+                             "(\"\" for none: HTA's call graph takes minutes on a large trace)")
     args = parser.parse_args(argv)
 
+    SEQUENCE_OPERATORS = tuple(op for op in args.sequence_ops.split(",") if op)
     if args.hta_worker:
         traces = [(spec.split(":", 1)[1], int(spec.split(":", 1)[0])) for spec in args.traces]
         return hta_worker(args.hta_dir, traces)
@@ -664,19 +919,30 @@ def main(argv):
     if not args.kinetrace:
         parser.error("--kinetrace is required")
 
-    facts, reports = {}, {}
+    facts, reports, runs = {}, {}, {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for i, path in enumerate(args.traces):
-                facts[path] = TraceFacts(path)
-                out = os.path.join(tmp, f"{i}.json")
-                process = subprocess.run([args.kinetrace, "analyze", "-q", path, "--json", out],
+            def analyze(path, *options):
+                out = os.path.join(tmp, "report.json")
+                process = subprocess.run([args.kinetrace, "analyze", "-q", path, "--json", out,
+                                          *options],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          text=True)
                 if process.returncode != 0:
                     raise RuntimeError(f"kinetrace analyze {path} failed: {process.stderr}")
                 with open(out) as f:
-                    reports[path] = json.load(f)
+                    return json.load(f)
+
+            for path in args.traces:
+                facts[path] = TraceFacts(path)
+                reports[path] = analyze(path)
+                # The workload passes' figures: every row, the small queue limit, and each
+                # operator's kernel sequences as HTA finds them.
+                every = ("--top", "1000")
+                runs[path] = {"workload": analyze(path, *every, "--max-queue-length",
+                                                  str(QUEUE_LIMITS[1]))}
+                for op in SEQUENCE_OPERATORS:
+                    runs[path][op] = analyze(path, *every, "--sequence-op", op)
         # A trace without GPU operations (a host-only run) has nothing to compare.
         gpu_traces = [path for path in args.traces if facts[path].devices]
         specs = [(os.path.abspath(path), facts[path].rank) for path in gpu_traces]
@@ -687,7 +953,7 @@ def main(argv):
             if path in gpu_traces:
                 spec = os.path.abspath(path)
                 comparisons.append(compare(path, facts[path], reports[path], hta_default[spec],
-                                           hta_exact[spec]))
+                                           hta_exact[spec], runs[path]))
             else:
                 comparisons.append(Comparison(path, facts[path]))
                 comparisons[-1].rows.append(Row("GPU operations", 0, None, None,

@@ -3,7 +3,7 @@
 kinetrace analyze and real HTA on: each holds the cases where the two could part ways.
 
     make_hta_traces.py OUT_DIR   -> OUT_DIR/one_stream.json, syncs.json, streams_nccl.json,
-                                   after_steps.json
+                                   after_steps.json, workload.json, long_queue.json
 
 - one_stream.json: one stream of kernels, copies and memsets in three ProfilerSteps; host
   waits; queued operations whose gaps are below 30 us (1.3, 2.7, 29.4: HTA's kernel wait)
@@ -18,6 +18,16 @@ kinetrace analyze and real HTA on: each holds the cases where the two could part
   ProfilerSteps; a cooperative launch.
 - after_steps.json: two ProfilerSteps and a kernel launched after the last one, which HTA
   leaves out.
+- workload.json: three ProfilerSteps of a training loop as torch.profiler records it with
+  record_function and with_modules: "## forward ##" (a module range, aten::linear ops
+  launching the same three kernels each), "## backward ##" on the main thread with the
+  backward pass's autograd:: ops on a thread of their own, "## optimizer ##"; the
+  gpu_user_annotation spans of those that launched on their own thread, nested in the
+  step's; copies of each kind with bytes and
+  bandwidth (two device-to-device copies overlapping, a memset of no duration); for the kernel
+  sequences, GPU time per annotation and copy bandwidth.
+- long_queue.json: one thread launching 1,100 kernels faster than the GPU runs them, so the
+  stream's queue passes 1,024 (HTA's max_queue_length) for a while.
 
 Timestamps carry nanoseconds (three decimals of microseconds), as real traces do, so HTA's
 rounding to whole microseconds shows.
@@ -36,25 +46,40 @@ class Trace:
         self.correlation = 0
         self.rank = rank
 
-    def host(self, name, ts, dur, cat="user_annotation"):
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": TID,
+    def host(self, name, ts, dur, cat="user_annotation", tid=TID):
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid,
                             "ts": round(ts, 3), "dur": round(dur, 3), "args": {}})
 
-    def launch(self, call, call_ts, call_dur, cat, name, start, dur, stream):
+    def launch(self, call, call_ts, call_dur, cat, name, start, dur, stream, tid=TID,
+               args=None):
         """A launch call and the GPU operation it started, joined by a correlation id."""
         self.correlation += 1
         self.events.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": PID,
-                            "tid": TID, "ts": round(call_ts, 3), "dur": round(call_dur, 3),
+                            "tid": tid, "ts": round(call_ts, 3), "dur": round(call_dur, 3),
                             "args": {"correlation": self.correlation}})
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": DEVICE, "tid": stream,
                             "ts": round(start, 3), "dur": round(dur, 3),
                             "args": {"device": DEVICE, "stream": stream,
-                                     "correlation": self.correlation}})
+                                     "correlation": self.correlation, **(args or {})}})
         return start + dur
 
+    def copy(self, call_ts, name, start, dur, stream, nbytes, tid=TID):
+        """A copy or memset as torch.profiler writes it: its bytes and bandwidth in GB/s."""
+        category = "gpu_memset" if name.startswith("Memset") else "gpu_memcpy"
+        call = "cudaMemsetAsync" if category == "gpu_memset" else "cudaMemcpyAsync"
+        bandwidth = nbytes / (dur * 1e3) if dur > 0 else 0.0
+        return self.launch(call, call_ts, 2.0, category, name, start, dur, stream, tid,
+                           {"bytes": nbytes, "memory bandwidth (GB/s)": bandwidth})
+
+    def gpu_annotation(self, name, ts, dur, stream=7):
+        """A record_function's span over the GPU work it launched, on the work's stream."""
+        self.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": name,
+                            "pid": DEVICE, "tid": stream, "ts": round(ts, 3),
+                            "dur": round(dur, 3), "args": {"External id": 1}})
+
     def kernel(self, call_ts, start, dur, stream=7, name="gemm_kernel", call_dur=2.125,
-               call="cudaLaunchKernel"):
-        return self.launch(call, call_ts, call_dur, "kernel", name, start, dur, stream)
+               call="cudaLaunchKernel", tid=TID):
+        return self.launch(call, call_ts, call_dur, "kernel", name, start, dur, stream, tid)
 
     def sync(self, name, ts, dur, stream):
         """A synchronisation record on the GPU's timeline, as CUPTI reports it."""
@@ -172,6 +197,86 @@ def after_steps(path):
     t.write(path)
 
 
+def workload(path):
+    t = Trace()
+    backward_tid = TID + 1
+    gpu = 50.0  # where stream 7 is free
+    host = 10.0
+    for step in range(3):
+        step_start = host
+        step_gpu = gpu + 3.0
+        # Input to the GPU: a pageable copy, slow for its size.
+        gpu = t.copy(host + 1.0, "Memcpy HtoD (Pageable -> Device)", gpu + 6.25, 40.5 + step, 7,
+                     1 << 20)
+        # Forward: a module's range, two linear layers launching gemm, bias, relu each; a
+        # third layer launching two kernels only.
+        forward = host + 8.0
+        t.host("## forward ##", forward, 150.0)
+        t.host("nn.Module: MLP_0", forward + 1.0, 140.0, cat="python_function")
+        forward_gpu = None
+        for layer in range(3):
+            op = forward + 3.0 + 45.0 * layer
+            t.host("aten::linear", op, 40.0, cat="cpu_op")
+            t.host("aten::addmm", op + 1.0, 35.0, cat="cpu_op")
+            kernels = ("gemm", "bias", "relu") if layer < 2 else ("gemm", "bias")
+            for i, name in enumerate(kernels):
+                call = op + 2.0 + 6.0 * i
+                start = max(gpu + 1.5 + 0.125 * i, call + 4.0)
+                forward_gpu = forward_gpu or start
+                gpu = t.kernel(call, start, 7.5 + i, name=name, call_dur=3.25)
+        t.gpu_annotation("## forward ##", forward_gpu, gpu - forward_gpu)
+        # Backward: annotated on the main thread, run by the autograd thread.
+        backward = forward + 160.0
+        t.host("## backward ##", backward, 120.0)
+        node = backward + 4.0
+        t.host("autograd::engine::evaluate_function: AddmmBackward0", node, 100.0,
+               cat="cpu_op", tid=backward_tid)
+        t.host("aten::mm", node + 2.0, 80.0, cat="cpu_op", tid=backward_tid)
+        backward_gpu = None
+        for i, name in enumerate(("gemm_bwd", "gemm_bwd_b", "reduce_bwd")):
+            call = node + 4.0 + 9.0 * i
+            start = max(gpu + 2.25, call + 5.0)
+            backward_gpu = backward_gpu or start
+            gpu = t.kernel(call, start, 11.0 + i, name=name, call_dur=4.0, tid=backward_tid)
+        # No span for "## backward ##": its launches are the autograd thread's, not inside the
+        # range on the main thread.
+        # Device-to-device copies on stream 13, two overlapping, and a memset of no duration.
+        copies = backward + 20.0
+        t.copy(copies, "Memcpy DtoD (Device -> Device)", backward_gpu + 1.0, 30.0, 13, 8 << 20)
+        t.copy(copies + 3.0, "Memcpy DtoD (Device -> Device)", backward_gpu + 11.5, 25.25, 13,
+               2 << 20)
+        t.copy(copies + 6.0, "Memset (Device)", backward_gpu + 45.0, 0.0, 13, 4096)
+        # Optimizer: four kernels, outside the forward and backward spans.
+        optimizer = backward + 130.0
+        t.host("## optimizer ##", optimizer, 60.0)
+        optimizer_gpu = None
+        for i in range(4):
+            call = optimizer + 2.0 + 5.0 * i
+            start = max(gpu + 1.0, call + 3.5)
+            optimizer_gpu = optimizer_gpu or start
+            gpu = t.kernel(call, start, 6.0, name=f"adam_{i % 2}", call_dur=2.5)
+        t.gpu_annotation("## optimizer ##", optimizer_gpu, gpu - optimizer_gpu)
+        # The loss back to the host, inside the step but outside every other annotation.
+        gpu = t.copy(optimizer + 40.0, "Memcpy DtoH (Device -> Pageable)", gpu + 4.0, 3.75, 7,
+                     4)
+        host = max(optimizer + 70.0, gpu + 5.0)
+        t.host(f"ProfilerStep#{step}", step_start, host - step_start)
+        t.gpu_annotation(f"ProfilerStep#{step}", step_gpu, gpu - step_gpu)
+        host += 4.0
+    t.write(path)
+
+
+def long_queue(path):
+    t = Trace()
+    gpu = 20.0
+    for i in range(1100):
+        call = 10.0 + 0.5 * i
+        gpu = t.kernel(call, max(gpu + 0.25, call + 3.0), 20.125, name="step_kernel",
+                       call_dur=0.375)
+    t.host("ProfilerStep#0", 5.0, gpu + 10.0)
+    t.write(path)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -182,6 +287,8 @@ def main():
     syncs(os.path.join(out, "syncs.json"))
     streams_nccl(os.path.join(out, "streams_nccl.json"))
     after_steps(os.path.join(out, "after_steps.json"))
+    workload(os.path.join(out, "workload.json"))
+    long_queue(os.path.join(out, "long_queue.json"))
     return 0
 
 

@@ -110,6 +110,24 @@ TEST(AnalyzeOptionsTest, ReadsItsOptionsAndNeedsATrace) {
   }
 }
 
+TEST(AnalyzeOptionsTest, ReadsTheWorkloadFiguresOptionsAndTheirBounds) {
+  const AnalyzeOptions defaults = parseCommandLine({"analyze", "t"}).analyze;
+  EXPECT_EQ(defaults.sequenceLength, 3u) << "HTA's min_pattern_len";
+  EXPECT_EQ(defaults.sequenceOperator, "");
+  EXPECT_EQ(defaults.maxQueueLength, 1024) << "HTA's max_queue_length";
+  const AnalyzeOptions set = parseCommandLine({"analyze", "--min-pattern-len", "5", "--sequence-op",
+                                               "aten::", "--max-queue-length", "4096", "t"})
+                                 .analyze;
+  EXPECT_EQ(set.sequenceLength, 5u);
+  EXPECT_EQ(set.sequenceOperator, "aten::");
+  EXPECT_EQ(set.maxQueueLength, 4096);
+  EXPECT_EQ(usageErrorOf({"analyze", "--min-pattern-len", "17", "t"}),
+            "kinetrace analyze: --min-pattern-len needs a whole number 1..16, got '17'");
+  EXPECT_EQ(usageErrorOf({"analyze", "--max-queue-length", "0", "t"}),
+            "kinetrace analyze: --max-queue-length needs a whole number of operations, 1 or "
+            "more, got '0'");
+}
+
 TEST_F(AnalyzeCommandTest, ADirectoryIsItsTracesOnePerRank) {
   writeRankTrace(path("rank0.json"), 0);
   writeRankTrace(path("rank1.json"), 1);

@@ -118,6 +118,9 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   analysis.top = options.top;
   analysis.tinyKernelNs = options.tinyKernelNs;
   analysis.consecutiveKernelNs = options.kernelWaitNs;
+  analysis.sequenceLength = options.sequenceLength;
+  analysis.sequenceOperator = options.sequenceOperator;
+  analysis.maxQueueLength = options.maxQueueLength;
 
   // Each file is analysed and let go once its report is made: memory holds the records of
   // the files being read (within the budget, the rest in temporary files), whatever the

@@ -421,6 +421,32 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
            [](AnalyzeOptions& o, const char* option, Value v) {
              o.kernelWaitNs = static_cast<int64_t>(parseCount("analyze", option, v)) * 1000;
            }},
+          {"--min-pattern-len", nullptr, "N",
+           "kernel sequences are chains of N kernels (default 3, at most 16: HTA's "
+           "min_pattern_len); with --sequence-op, the operators with N operations or more",
+           [](AnalyzeOptions& o, const char* option, Value v) {
+             const std::size_t n = parseCount("analyze", option, v);
+             if (n < 1 || n > 16) {
+               throw UsageError(std::string("kinetrace analyze: ") + option +
+                                " needs a whole number 1..16, got '" + v + "'");
+             }
+             o.sequenceLength = n;
+           }},
+          {"--sequence-op", nullptr, "NAME",
+           "kernel sequences as HTA's get_frequent_cuda_kernel_sequences finds them: the "
+           "operations of each shallowest host range whose name holds NAME",
+           stored(&AnalyzeOptions::sequenceOperator)},
+          {"--max-queue-length", nullptr, "N",
+           "a stream's launch queue is full at N operations launched and not yet started "
+           "(default 1024: CUDA's, HTA's max_queue_length)",
+           [](AnalyzeOptions& o, const char* option, Value v) {
+             int64_t n = 0;
+             if (!wholeNumber(v, &n) || n < 1 || n > INT32_MAX) {
+               throw UsageError(std::string("kinetrace analyze: ") + option +
+                                " needs a whole number of operations, 1 or more, got '" + v + "'");
+             }
+             o.maxQueueLength = n;
+           }},
           readMemoryOption("analyze", &AnalyzeOptions::memoryBytes,
                            "the memory a trace's analysis may hold (default 256); what is more "
                            "goes to temporary files in $TMPDIR (else /tmp), so a trace of any "

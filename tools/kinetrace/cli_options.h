@@ -97,6 +97,9 @@ struct AnalyzeOptions {
   std::size_t top = 10;            // rows of each table
   int64_t tinyKernelNs = 10'000;   // --tiny-us
   int64_t kernelWaitNs = 30'000;   // --kernel-wait-us (HTA's threshold, trace_analysis.h)
+  std::size_t sequenceLength = 3;  // --min-pattern-len (HTA's min_pattern_len)
+  std::string sequenceOperator;    // --sequence-op: HTA's operator_name
+  int64_t maxQueueLength = 1024;   // --max-queue-length (HTA's max_queue_length)
   std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
   unsigned jobs = 0;                                  // --jobs: files read at once; 0: one per core
   bool quiet = false;
