@@ -499,7 +499,7 @@ TEST_F(AnalyzeCommandTest, TracesThatFitTheBudgetOnlyAloneAreAllAnalysedWhenRead
     out << "]}";
   };
   for (int rank = 0; rank < 3; ++rank) {
-    writeNames("rank" + std::to_string(rank) + ".json", rank, 36'000);
+    writeNames("rank" + std::to_string(rank) + ".json", rank, 24'000);
   }
   std::filesystem::create_directory(path("out"));
   AnalyzeOptions options;

@@ -72,7 +72,7 @@ bool OperatorSequences::matches(uint32_t name) const {
   return name < matching_.size() && matching_[name];
 }
 
-void OperatorSequences::finish(ExternalSorter<SequenceOp, SequencePass::ByStreamThenStart>& ops,
+void OperatorSequences::finish(ExternalSorter<SequenceOp, SequenceOpsByStreamThenStart>& ops,
                                KernelSequenceReport& out) {
   ExternalSorter<SequenceOp, OpByThreadThenCall> byThread(context_.budget(), kAnalysisLists,
                                                           context_.trace.listBytes);

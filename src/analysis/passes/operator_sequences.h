@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "analysis/passes/pass_context.h"
-#include "analysis/passes/sequence_pass.h"
+#include "analysis/passes/sequence_ops.h"
 #include "analysis/spill.h"
 
 namespace kinetrace::detail::passes {
@@ -28,7 +28,7 @@ class OperatorSequences {
   explicit OperatorSequences(const PassContext& context);
 
   // Reads the operations (in the windows mode's order) and the trace's host ranges.
-  void finish(ExternalSorter<SequenceOp, SequencePass::ByStreamThenStart>& ops,
+  void finish(ExternalSorter<SequenceOp, SequenceOpsByStreamThenStart>& ops,
               KernelSequenceReport& out);
 
   // The names a row keeps of a sequence, the rest counted in its length.

@@ -32,11 +32,6 @@ int64_t addCapped(int64_t sum, int64_t ns) {
 
 }  // namespace
 
-bool SequencePass::ByStreamThenStart::operator()(const SequenceOp& a, const SequenceOp& b) const {
-  return std::tie(a.device, a.stream, a.startNs, a.sequence) <
-         std::tie(b.device, b.stream, b.startNs, b.sequence);
-}
-
 bool SequencePass::ByThreadThenCall::operator()(const Window& a, const Window& b) const {
   return std::tie(a.tid, a.firstCallNs, a.device, a.stream, a.position) <
          std::tie(b.tid, b.firstCallNs, b.device, b.stream, b.position);

@@ -4,28 +4,10 @@
 #include <cstdint>
 
 #include "analysis/passes/pass_context.h"
+#include "analysis/passes/sequence_ops.h"
 #include "analysis/spill.h"
 
 namespace kinetrace::detail::passes {
-
-// A GPU operation as the kernel sequences read it.
-struct SequenceOp {
-  int64_t device = 0;
-  int64_t stream = 0;
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  int64_t callStartNs = 0;
-  int64_t callEndNs = 0;
-  int64_t callTid = 0;
-  uint64_t sequence = 0;
-  uint64_t correlationId = 0;  // kernels of one graph launch share their launch call's
-  uint32_t name = 0;
-  GpuOpKind kind = GpuOpKind::Compute;
-  bool hasCall = false;
-};
-
-// The names of a chain: at most AnalysisOptions::kMaxSequenceLength, the rest 0.
-using ChainNames = std::array<uint32_t, AnalysisOptions::kMaxSequenceLength>;
 
 // Frequent kernel sequences, ranked by what fusing each would save. Two modes:
 //
@@ -50,11 +32,6 @@ class SequencePass {
 
   // report.kernelSequences.
   void finish(RankReport& report);
-
-  // The order the windows mode reads the operations in: by stream, then start.
-  struct ByStreamThenStart {
-    bool operator()(const SequenceOp& a, const SequenceOp& b) const;
-  };
 
  private:
   // One run of `length` kernels on a stream.
@@ -88,7 +65,7 @@ class SequencePass {
   void table(ExternalSorter<Window, ByChain>& chains, KernelSequenceReport& report);
 
   const PassContext& context_;
-  ExternalSorter<SequenceOp, ByStreamThenStart> ops_;
+  ExternalSorter<SequenceOp, SequenceOpsByStreamThenStart> ops_;
 };
 
 }  // namespace kinetrace::detail::passes
