@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analysis/gpu_bound_report.h"
+#include "analysis/passes/critical_path_render.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
 
@@ -239,6 +240,7 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
                            duration(row.gpuNs), row.gigabytesPerSecond);
       }
     }
+    out += criticalPathText(r.criticalPath, options);
     if (r.memory.samples > 0) {
       out += fmt::format("Memory: {} samples, allocated {} -> {}, peak {}\n",
                          count(r.memory.samples), bytes(r.memory.firstBytes),
@@ -377,6 +379,7 @@ std::string reportJson(const AnalysisReport& report) {
                       {"grows_every_step", r.memory.growsEveryStep},
                       {"growth_per_step_bytes", r.memory.growthPerStepBytes}};
     rank["host"] = hostJson(r.host);
+    if (r.criticalPath.asked) rank["critical_path"] = criticalPathJson(r.criticalPath);
     ranks.push_back(rank);
   }
   root["ranks"] = ranks;

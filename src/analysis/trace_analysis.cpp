@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "analysis/passes/communication_pass.h"
+#include "analysis/passes/critical_path_pass.h"
 #include "analysis/passes/host_pass.h"
 #include "analysis/passes/kernel_pass.h"
 #include "analysis/passes/launch_pass.h"
@@ -56,6 +57,7 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   passes::HostPass(context).finish(report);
   communication.finish(report);
   out.collectives = communication.collectives();
+  passes::CriticalPathPass(context).finish(report);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/gpu_bound.h"
+#include "analysis/passes/critical_path_report.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_collector.h"
 
@@ -75,6 +76,11 @@ struct AnalysisOptions {
   // Steps shown in the text and HTML reports (the JSON has them all): a long run has
   // thousands.
   std::size_t stepsShown = 30;
+  // Each step's critical path (passes/critical_path_pass.h): `kinetrace analyze
+  // --critical-path`; the trace must have been collected with its critical-path events.
+  bool criticalPath = false;
+  // And the marks of the paths' events, to lay over the trace (--critical-path-trace).
+  bool criticalPathMarks = false;
 };
 
 struct Distribution {
@@ -284,6 +290,8 @@ struct RankReport {
   // GPU hardware metrics: the metrics kernels carry, what bounded the kernels, what
   // sampling lost (gpu_bound.h). Empty (any() false) for a trace without them.
   GpuMetricsReport gpuMetrics;
+  // Each step's critical path, when asked (AnalysisOptions::criticalPath).
+  CriticalPathReport criticalPath;
   // What the steps, devices and streams above take of the read budget, given back when the
   // last copy of the report goes (null for a report made by hand).
   std::shared_ptr<BudgetHold> held;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/passes/critical_path_marks.h"
 #include "analysis/ranked_collector.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_analysis.h"
@@ -18,6 +19,7 @@
 #include "kinetrace/error.h"
 #include "kinetrace/trace.h"
 #include "output/atomic_file.h"
+#include "output/sink_memory.h"
 #include "progress.h"
 #include "session/seam.h"
 #include "standard_output.h"
@@ -53,6 +55,26 @@ Error namingFile(const std::string& file, const Error& error) {
   const std::string what = error.what();
   if (what.find(file) != std::string::npos) return error;
   return Error(fmt::format("{}: {}", file, what));
+}
+
+// The trace read again, its critical paths' events and arrows laid over it (--critical-path-
+// trace), into `out`.
+void writePathTrace(const std::string& file, const AnalyzeOptions& options,
+                    detail::CriticalPathMarks& marks, Sink& out, detail::ReadBudget& budget,
+                    std::FILE* messages) {
+  detail::CriticalPathTraceSink marker(out, marks);
+  ProgressLine progress(messages, "marking the critical path on " + file, !options.quiet,
+                        options.progressFromBytes);
+  progress.follow([&](auto onProgress) {
+    return detail::readTraceFile(file, marker, options.criticalPathTrace, budget, onProgress);
+  });
+  if (!options.quiet) {
+    std::fprintf(messages,
+                 "kinetrace: wrote %s: %s events on the critical path marked, %s arrows\n",
+                 outputName(options.criticalPathTrace).c_str(),
+                 detail::withThousands(marker.markedEvents()).c_str(),
+                 detail::withThousands(marker.arrows()).c_str());
+  }
 }
 
 }  // namespace
@@ -104,8 +126,14 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
       fromDirectory.push_back(directory);
     }
   }
-  for (const std::string& output : {options.jsonOutput, options.htmlOutput}) {
+  for (const std::string& output :
+       {options.jsonOutput, options.htmlOutput, options.criticalPathTrace}) {
     refuseOutputOverInput(output, files, "kinetrace analyze");
+  }
+  if (!options.criticalPathTrace.empty() && (files.size() != 1 || !isRegularFile(files[0]))) {
+    throw Error(
+        "kinetrace analyze: --critical-path-trace marks the path on the trace it came from: give "
+        "one trace file (read twice, so not a pipe)");
   }
   // The reports' files are made (a temporary file beside each name) before the reading: an
   // output that cannot be written is said at once, not after minutes of analysis, and a
@@ -119,6 +147,11 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   if (!options.htmlOutput.empty() && !isStandardOutput(options.htmlOutput)) {
     htmlFile = std::make_unique<detail::AtomicFile>(options.htmlOutput);
   }
+  std::unique_ptr<Sink> pathTrace;
+  if (!options.criticalPathTrace.empty()) {
+    pathTrace = openTraceOutput(options.criticalPathTrace);
+    detail::drawSinkMemoryFrom(*pathTrace, budget.memory());  // a .pftrace's tracks, within the cap
+  }
   if (!options.quiet) {
     for (const std::string& line : duplicates) {
       std::fprintf(messages, "kinetrace: skipped %s\n", line.c_str());
@@ -128,6 +161,8 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   analysis.top = options.top;
   analysis.tinyKernelNs = options.tinyKernelNs;
   analysis.consecutiveKernelNs = options.kernelWaitNs;
+  analysis.criticalPath = options.criticalPath;
+  analysis.criticalPathMarks = pathTrace != nullptr;
 
   // Each file is analysed and let go before the next is read: memory holds one file's
   // records at a time (within the budget, the rest in temporary files), whatever the number
@@ -144,6 +179,7 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     detail::RankedCollector collector(file, budget);
+    if (options.criticalPath) collector.keepCriticalPathEvents();
     ProgressLine progress(messages, "reading " + file, !options.quiet, options.progressFromBytes);
     detail::ReadReport readReport;
     try {
@@ -170,6 +206,12 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
         std::fprintf(messages, "kinetrace: %s: left out %s %s\n", file.c_str(),
                      detail::withThousands(count).c_str(), why.c_str());
       }
+    }
+    if (pathTrace && collector.merged()) {
+      throw Error(fmt::format(
+          "kinetrace analyze: --critical-path-trace marks one rank's own trace, and {} is a "
+          "merged trace of {} ranks: give one rank's trace",
+          file, traces.size()));
     }
     if (collector.merged() && !options.quiet) {
       std::fprintf(messages, "kinetrace: %s: a merged trace, read as its %zu ranks\n", file.c_str(),
@@ -225,6 +267,10 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
     file.write(text.data(), text.size());
     file.commit();
   };
+  if (pathTrace && !report.ranks.empty() && report.ranks.front().criticalPath.marks) {
+    writePathTrace(files.front(), options, *report.ranks.front().criticalPath.marks, *pathTrace,
+                   budget, messages);
+  }
   if (jsonFile) complete(*jsonFile, detail::reportJson(report));
   if (htmlFile) complete(*htmlFile, detail::reportHtml(report, analysis));
   // Standard output carries one report: the one asked for there, else the text.

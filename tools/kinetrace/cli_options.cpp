@@ -426,6 +426,19 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
                            "goes to temporary files in $TMPDIR (else /tmp), so a trace of any "
                            "length is analysed in this much memory"),
           {"--quiet", "-q", nullptr, "no progress", setTo(&AnalyzeOptions::quiet, true)},
+          {"--critical-path", nullptr, nullptr,
+           "each step's critical path too: the longest chain of dependent host and GPU work, "
+           "its length and parts (CPU, launch, compute, communication, memory, sync, waiting), "
+           "what on it took the time and what shortening that would save",
+           setTo(&AnalyzeOptions::criticalPath, true)},
+          {"--critical-path-trace", nullptr, "FILE",
+           "with --critical-path: the trace again (one trace file given), its events on a "
+           "step's path marked (\"critical\": 1) and the path drawn as arrows, to open in "
+           "Perfetto (.json, .json.gz or .pftrace)",
+           [](AnalyzeOptions& o, const char*, Value v) {
+             o.criticalPathTrace = v;
+             o.criticalPath = true;
+           }},
       },
       Operands::Anywhere,
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {

@@ -100,6 +100,8 @@ struct AnalyzeOptions {
   std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
+  bool criticalPath = false;      // --critical-path: each step's critical path
+  std::string criticalPathTrace;  // --critical-path-trace: the trace with its path marked
 };
 
 struct TriggerOptions {
