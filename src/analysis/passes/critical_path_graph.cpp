@@ -243,6 +243,7 @@ class Builder {
   struct Walk {
     uint32_t lastNode = kNoIndex;
     uint32_t lastParent = kNoIndex;  // the range around the last node's event
+    uint32_t loading = kNoIndex;     // a data-loading range entered since the last node
     int depth = 0;                   // operators and calls open
   };
 
@@ -305,15 +306,17 @@ class Builder {
     while (e != kNoIndex && !hasNodes(e)) e = parent_[e];
     return e != kNoIndex ? e : fromParent;
   }
-  bool inDataLoading(uint32_t e) const {
+  // The data-loading range `e` is or lies in, or kNoIndex.
+  uint32_t loadingRangeOf(uint32_t e) const {
     for (; e != kNoIndex; e = parent_[e]) {
       if ((event(e).detail & CriticalPathEvent::kDataLoading) != 0 &&
           event(e).kind == PathEventKind::HostRange) {
-        return true;
+        return e;
       }
     }
-    return false;
+    return kNoIndex;
   }
+  bool inDataLoading(uint32_t e) const { return loadingRangeOf(e) != kNoIndex; }
   PathPart hostPart(uint32_t e) {
     if (e == kNoIndex) return PathPart::Cpu;
     const uint8_t b = bits(e);
@@ -335,21 +338,35 @@ class Builder {
   }
 
   void enter(uint32_t e, Walk& w) {
-    if (!hasNodes(e)) return;
+    if (!hasNodes(e)) {
+      if (w.loading == kNoIndex) w.loading = loadingRangeOf(e);
+      return;
+    }
     const uint32_t start = startNode(e);
     if (w.lastNode != kNoIndex && !sharesLock(w.lastNode, start)) {
       if (w.depth == 0) {
-        // Between two operators at the top: HTA's dependency edge, of no weight there.
-        const bool loading = inDataLoading(w.lastParent);
-        edge(w.lastNode, start, loading ? PathPart::DataLoading : PathPart::HostGap, w.lastParent,
-             between(w.lastNode, start), 0, PathEdge::kArrow);
+        hostGap(w, start, e);
       } else {
         hostEdge(w.lastNode, start, w.lastParent, false);
       }
     }
     w.lastNode = start;
     w.lastParent = parent_[e];
+    w.loading = kNoIndex;
     ++w.depth;
+  }
+
+  // Between two operators at the top (HTA's dependency edge, of no weight there): the host
+  // outside any operator. Data loading when it passed through, began in or ends in a
+  // data-loading range (which it is put down to); else put down to the range the next
+  // operator lies in.
+  void hostGap(const Walk& w, uint32_t start, uint32_t next) {
+    uint32_t loading = w.loading;
+    if (loading == kNoIndex) loading = loadingRangeOf(w.lastParent);
+    if (loading == kNoIndex) loading = loadingRangeOf(parent_[next]);
+    edge(w.lastNode, start, loading != kNoIndex ? PathPart::DataLoading : PathPart::HostGap,
+         loading != kNoIndex ? loading : parent_[next], between(w.lastNode, start), 0,
+         PathEdge::kArrow);
   }
 
   void exit(uint32_t e, Walk& w) {
@@ -361,6 +378,7 @@ class Builder {
     }
     w.lastNode = end;
     w.lastParent = parent_[e];
+    w.loading = kNoIndex;
     --w.depth;
   }
 
@@ -417,7 +435,7 @@ class Builder {
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
       return std::tie(a.keyNs, a.ordinal) < std::tie(b.keyNs, b.ordinal);
     });
-    syncedEnd_.assign(graph_.nodes(), 0);
+    syncedUntil_.assign(graph_.nodes(), INT64_MIN);
     for (const Item& item : items) {
       if (event(item.event).kind == PathEventKind::Sync) {
         syncEdges(item.event);
@@ -429,9 +447,18 @@ class Builder {
 
   using StreamKey = std::pair<int64_t, int64_t>;  // device, stream
 
-  void syncEdge(uint32_t from, uint32_t to, uint32_t attributedTo) {
-    edge(from, to, PathPart::Sync, attributedTo, between(from, to), 0, PathEdge::kArrow);
-    if (!isStart(to)) syncedEnd_[to] = 1;
+  // The time a wait took once its source was done, from whichever came later: the source's
+  // end, or the wait's own start (`readyNs`: the waiting call's, or the held-back operation's
+  // launch) — before that the waiter was busy elsewhere, on a path of its own.
+  void syncEdge(uint32_t from, uint32_t to, uint32_t attributedTo, int64_t readyNs) {
+    const int64_t after = std::max(graph_.nodeTime[from], readyNs);
+    edge(from, to, PathPart::Sync, attributedTo,
+         std::max<int64_t>(0, spanNs(after, graph_.nodeTime[to])), 0, PathEdge::kArrow);
+    if (!isStart(to)) syncedUntil_[to] = std::max(syncedUntil_[to], graph_.nodeTime[from]);
+  }
+  // A sync edge into a call's end: the call waited from its start.
+  void syncEdgeToCall(uint32_t from, uint32_t callEnd, uint32_t call) {
+    syncEdge(from, callEnd, call, graph_.nodeTime[callEnd - 1]);
   }
 
   void syncEdges(uint32_t s) {
@@ -446,19 +473,25 @@ class Builder {
         break;
       case SyncKind::EventSync: {
         const uint32_t op = indexOf(sync.waitsFor);
-        if (op != kNoIndex && hasNodes(op)) syncEdge(endNode(op), callEnd, call);
+        if (op != kNoIndex && hasNodes(op)) syncEdgeToCall(endNode(op), callEnd, call);
         break;
       }
       case SyncKind::StreamSync: {
         auto found = lastOnStream_.find({sync.pid, sync.tid});
-        if (found != lastOnStream_.end()) syncEdge(found->second, callEnd, call);
+        if (found != lastOnStream_.end()) syncEdgeToCall(found->second, callEnd, call);
         break;
       }
-      case SyncKind::ContextSync:
+      case SyncKind::ContextSync: {
+        // The call returned once the last of them was done: each edge weighs the time after.
+        int64_t readyNs = graph_.nodeTime[callEnd - 1];
         for (const auto& [stream, node] : lastOnStream_) {
-          if (stream.first == sync.pid) syncEdge(node, callEnd, call);
+          if (stream.first == sync.pid) readyNs = std::max(readyNs, graph_.nodeTime[node]);
+        }
+        for (const auto& [stream, node] : lastOnStream_) {
+          if (stream.first == sync.pid) syncEdge(node, callEnd, call, readyNs);
         }
         break;
+      }
       case SyncKind::Other:
         break;
     }
@@ -485,7 +518,7 @@ class Builder {
           ++graph_.sameStreamWaits;  // HTA refuses such a graph; stream order says it
         } else {
           waitedEnd = endNode(source);
-          syncEdge(waitedEnd, start, o);
+          syncEdge(waitedEnd, start, o, op.callStartNs);
         }
       }
     }
@@ -511,13 +544,14 @@ class Builder {
     }
   }
 
-  // A blocking call's time is what it waited for: where no sync edge says what, kinetrace
-  // weighs the call itself (HTA weighs nothing).
+  // A blocking call's time is what it waited for, through its sync edges: its own edge
+  // weighs what is left once the last of them was done (the whole call when the trace says
+  // nothing of what it waited for; HTA weighs nothing).
   void weighBlockingCalls() {
     for (uint32_t index : blockingExits_) {
       PathEdge& e = graph_.edges[index];
-      if (syncedEnd_[e.to] != 0) continue;
-      e.weightNs = std::max<int64_t>(0, between(e.from, e.to));
+      const int64_t from = std::max(graph_.nodeTime[e.from], syncedUntil_[e.to]);
+      e.weightNs = std::max<int64_t>(0, spanNs(from, graph_.nodeTime[e.to]));
       e.part = PathPart::Sync;
     }
   }
@@ -530,7 +564,8 @@ class Builder {
   BudgetVector<uint32_t> parent_;  // by host event: the range around it
   BudgetUnorderedMap<uint32_t, uint8_t> nameBits_;
   BudgetVector<uint32_t> blockingExits_{BudgetAllocator<uint32_t>(budget_, kGraph)};
-  BudgetVector<uint8_t> syncedEnd_{BudgetAllocator<uint8_t>(budget_, kGraph)};
+  // By node: the latest end of what a sync edge into it waited for; INT64_MIN: none.
+  BudgetVector<int64_t> syncedUntil_{BudgetAllocator<int64_t>(budget_, kGraph)};
   BudgetMap<StreamKey, uint32_t> lastOnStream_{std::less<StreamKey>(),
                                                BudgetAllocator<char>(budget_, kGraph)};
   // By Stream Wait Events: the operation held back -> the operation it waits for.

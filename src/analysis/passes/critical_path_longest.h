@@ -10,10 +10,11 @@
 // a contributor taking no time, a contributor left out). Every node may start a path, as in
 // networkx's dag_longest_path, which HTA calls.
 //
-// A graph from consistent timestamps has no cycle; a hostile trace's may. Kahn's algorithm
-// orders the nodes; when it runs out of nodes with no edge left to wait for, the earliest
-// node still waiting is placed next, so every node is placed once, and an edge into a node
-// placed before its source (one closing a cycle) is left out of every path, counted.
+// A graph from consistent timestamps has no cycle; a hostile trace's may. Within each strongly
+// connected component (Tarjan's algorithm) only the edges to a later node (by time, then
+// number) are kept, which breaks every cycle where it runs against time and leaves every
+// edge outside cycles; Kahn's algorithm then orders the nodes. An edge left out is left out
+// of every path, counted.
 
 namespace kinetrace::detail::passes {
 
@@ -54,6 +55,8 @@ class PathSolver {
   }
 
  private:
+  BudgetVector<uint32_t> components(const StepGraph& graph, ReadBudget& budget) const;
+
   template <typename Weight>
   void relax(Weight& weight) {
     std::fill(dist_.begin(), dist_.end(), 0);

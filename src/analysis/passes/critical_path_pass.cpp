@@ -143,6 +143,9 @@ void CriticalPathPass::solveStep(const BudgetVector<StepEvent>& events, Critical
   PathSolver solver(graph, budget);
   out.nodes = graph.nodes();
   out.edges = graph.edges.size();
+  out.backwardEdges = graph.backwardEdges;
+  out.cycleEdges = solver.cycleEdges();
+  out.sameStreamWaits = graph.sameStreamWaits;
   if (graph.backwardEdges > 0) {
     report.leftOut["graph edges whose time runs backwards (bad timestamps), weighed 0"] +=
         graph.backwardEdges;
@@ -160,7 +163,6 @@ void CriticalPathPass::solveStep(const BudgetVector<StepEvent>& events, Critical
   out.lengthNs = solver.path(weight, path);
   out.htaLengthNs = solver.length([&graph](uint32_t e) { return graph.edges[e].htaWeightNs; });
   out.pathEdges = path.size();
-
   // A gap is put down to the range around it; the step's own range says nothing more.
   auto nameOf = [&](const PathEdge& e) {
     if (e.event == kNoIndex) return kNoIndex;

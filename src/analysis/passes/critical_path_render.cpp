@@ -150,7 +150,10 @@ nlohmann::ordered_json criticalPathJson(const CriticalPathReport& path) {
                  {"events", s.events},
                  {"nodes", s.nodes},
                  {"edges", s.edges},
-                 {"path_edges", s.pathEdges}};
+                 {"path_edges", s.pathEdges},
+                 {"backward_edges", s.backwardEdges},
+                 {"cycle_edges", s.cycleEdges},
+                 {"same_stream_waits", s.sameStreamWaits}};
     Json parts = Json::object();
     for (std::size_t p = 0; p < kPathParts; ++p) {
       parts[std::string(kPartInfo[p].key) + "_ns"] = s.parts[p];

@@ -63,6 +63,12 @@ struct CriticalPathStep {
   uint64_t nodes = 0;
   uint64_t edges = 0;
   uint64_t pathEdges = 0;
+  // What the step's graph changed of the trace (also summed in the report's leftOut): edges
+  // whose time runs backwards (weighed 0), edges closing a cycle (left out), Stream Wait
+  // Events within one stream (no edge).
+  uint64_t backwardEdges = 0;
+  uint64_t cycleEdges = 0;
+  uint64_t sameStreamWaits = 0;
   std::vector<PathContributor> contributors;  // longest on the path first (top N)
   // The path over the step's time: in each of kTimelineBins equal bins, the part that held
   // most of its time there (kPathParts: none).
