@@ -5,6 +5,8 @@ critical path analysis on: each holds the cases where the two could part ways.
 
     make_critical_path_traces.py OUT_DIR   -> OUT_DIR/two_streams.json, gpu_bound.json,
                                              host_bound.json, no_steps.json
+    make_critical_path_traces.py --large STEPS OUT.json   -> one trace of STEPS steps like
+        two_streams.json's, each of about 3,000 events (for timing the analysis)
 
 - two_streams.json: three ProfilerSteps. The main thread's framework operators (cpu_op,
   nested: aten::linear > aten::mm > cudaLaunchKernel) launch kernels on stream 7, inside a
@@ -72,9 +74,10 @@ class Trace:
             json.dump(document, f, indent=0)
 
 
-def training_step(t, k, s):
+def training_step(t, k, s, step_range=True):
     """One step from s (us); returns its end."""
-    t.host(f"ProfilerStep#{k}", s, 385.25 + 10 * k, cat="user_annotation")
+    if step_range:
+        t.host(f"ProfilerStep#{k}", s, 385.25 + 10 * k, cat="user_annotation")
     # Data loading: a gap inside the loader's range, then collation.
     t.host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", s + 1.0, 39.5,
            cat="user_annotation")
@@ -169,7 +172,22 @@ def no_steps(path):
     t.write(path)
 
 
+def large(path, steps):
+    """Steps like two_streams.json's, each repeating its forward and backward 100 times."""
+    t = Trace()
+    s = 10.0
+    for k in range(steps):
+        start = s
+        for _ in range(100):
+            s = training_step(t, k % 3, s, step_range=False) + 7.5
+        t.host(f"ProfilerStep#{k}", start - 1.0, s - start, cat="user_annotation")
+    t.write(path)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--large":
+        large(sys.argv[3], int(sys.argv[2]))
+        return 0
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/passes/critical_path_marks.h"
+#include "support/text.h"
 
 namespace kinetrace::detail::passes {
 namespace {
@@ -115,7 +116,7 @@ void CriticalPathPass::finish(RankReport& report) {
         step.skipped = fmt::format(
             "its {} events need about {} MB for their graph, more than the {} MB --memory-mb "
             "leaves; raise --memory-mb",
-            step.events, megabytesOf(need), megabytesOf(context_.budget().left()));
+            withThousands(step.events), megabytesOf(need), megabytesOf(context_.budget().left()));
         continue;
       }
       try {
