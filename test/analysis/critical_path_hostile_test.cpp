@@ -115,6 +115,16 @@ TEST(CriticalPathHostileTest, AStepOfManyEventsIsSolvedWhole) {
   EXPECT_EQ(report.steps.front().events, static_cast<uint64_t>(kOps));
 }
 
+TEST(CriticalPathHostileTest, RangesNestedAHundredThousandDeepAreWalkedWhole) {
+  // Each operator inside the one before: no walk may recurse, nor climb the stack per edge.
+  PathTraceBuilder t;
+  constexpr int64_t kDepth = 100'000;
+  for (int64_t i = 0; i < kDepth; ++i) t.range("op", i, 2 * kDepth - i);
+  const CriticalPathReport report = criticalPathOf(t.take());
+  ASSERT_EQ(report.steps.size(), 1u);
+  EXPECT_EQ(report.steps.front().lengthNs, us(2 * kDepth));
+}
+
 TEST(CriticalPathHostileTest, ListsThatSpillGiveTheSamePaths) {
   // Each list keeping 4 kB in memory (the rest in temporary files): the same figures.
   auto build = [](PathTraceBuilder& t) {

@@ -86,6 +86,8 @@ class Builder {
         graph_(budget),
         slot_(events.size(), kNoIndex, BudgetAllocator<uint32_t>(budget, kGraph)),
         parent_(events.size(), kNoIndex, BudgetAllocator<uint32_t>(budget, kGraph)),
+        loading_(events.size(), kNoIndex, BudgetAllocator<uint32_t>(budget, kGraph)),
+        nodeAround_(events.size(), kNoIndex, BudgetAllocator<uint32_t>(budget, kGraph)),
         nameBits_(0, std::hash<uint32_t>(), std::equal_to<uint32_t>(),
                   BudgetAllocator<std::pair<const uint32_t, uint8_t>>(budget, kGraph)) {}
 
@@ -223,7 +225,16 @@ class Builder {
         BudgetAllocator<std::pair<uint32_t, uint32_t>>(budget_, kGraph)};  // (parent, child)
     for (const Boundary& b : bounds) {
       if (b.start) {
-        parent_[b.event] = stack.empty() ? kNoIndex : stack.back();
+        const uint32_t parent = stack.empty() ? kNoIndex : stack.back();
+        parent_[b.event] = parent;
+        // Worked out once here (a parent starts before its children), never by walking up a
+        // stack that a hostile trace may make a million ranges deep.
+        const bool loads = (event(b.event).detail & CriticalPathEvent::kDataLoading) != 0 &&
+                           event(b.event).kind == PathEventKind::HostRange;
+        loading_[b.event] = loads ? b.event : parent != kNoIndex ? loading_[parent] : kNoIndex;
+        nodeAround_[b.event] = parent == kNoIndex ? kNoIndex
+                               : hasNodes(parent) ? parent
+                                                  : nodeAround_[parent];
         if (stack.empty()) {
           tops.push_back(b.event);
         } else {
@@ -299,23 +310,14 @@ class Builder {
   // The operator or call that an edge inside the host's ranges is put down to, as HTA puts
   // it: the start's event, else the end's, else (between two siblings) the range around
   // them, here the innermost operator or call around them.
-  uint32_t attributed(uint32_t from, uint32_t to, uint32_t fromParent) {
+  uint32_t attributed(uint32_t from, uint32_t to, uint32_t fromParent) const {
     if (isStart(from)) return eventOf(from);
     if (!isStart(to)) return eventOf(to);
-    uint32_t e = fromParent;
-    while (e != kNoIndex && !hasNodes(e)) e = parent_[e];
-    return e != kNoIndex ? e : fromParent;
+    if (fromParent == kNoIndex || hasNodes(fromParent)) return fromParent;
+    return nodeAround_[fromParent] != kNoIndex ? nodeAround_[fromParent] : fromParent;
   }
   // The data-loading range `e` is or lies in, or kNoIndex.
-  uint32_t loadingRangeOf(uint32_t e) const {
-    for (; e != kNoIndex; e = parent_[e]) {
-      if ((event(e).detail & CriticalPathEvent::kDataLoading) != 0 &&
-          event(e).kind == PathEventKind::HostRange) {
-        return e;
-      }
-    }
-    return kNoIndex;
-  }
+  uint32_t loadingRangeOf(uint32_t e) const { return e == kNoIndex ? kNoIndex : loading_[e]; }
   bool inDataLoading(uint32_t e) const { return loadingRangeOf(e) != kNoIndex; }
   PathPart hostPart(uint32_t e) {
     if (e == kNoIndex) return PathPart::Cpu;
@@ -562,6 +564,10 @@ class Builder {
   StepGraph graph_;
   BudgetVector<uint32_t> slot_;    // by event: its nodes' slot, kNoIndex: none
   BudgetVector<uint32_t> parent_;  // by host event: the range around it
+  // By host event: the data-loading range it is or lies in; the innermost operator or call
+  // around it. kNoIndex: none.
+  BudgetVector<uint32_t> loading_;
+  BudgetVector<uint32_t> nodeAround_;
   BudgetUnorderedMap<uint32_t, uint8_t> nameBits_;
   BudgetVector<uint32_t> blockingExits_{BudgetAllocator<uint32_t>(budget_, kGraph)};
   // By node: the latest end of what a sync edge into it waited for; INT64_MIN: none.

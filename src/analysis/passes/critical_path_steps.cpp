@@ -182,14 +182,11 @@ void StepEvents::sweepStreams() {
     bool emptyAtLaunch = false;
     bool emptyAtStart = false;
   };
-  struct Wait {
-    int64_t pid = 0;
-    int64_t tid = 0;
-    uint64_t sync = 0;
-  };
+  // Waits not yet met by a launch: by the waiting thread, then the sync.
+  using Wait = std::tuple<int64_t, int64_t, uint64_t>;
   BudgetMap<uint64_t, Flight> inFlight(std::less<uint64_t>(),
                                        BudgetAllocator<char>(context_.budget(), kJoinLists));
-  BudgetVector<Wait> waits{BudgetAllocator<Wait>(context_.budget(), kJoinLists)};
+  BudgetSet<Wait> waits(std::less<Wait>(), BudgetAllocator<Wait>(context_.budget(), kJoinLists));
   bool any = false;
   int64_t device = 0;
   int64_t stream = 0;
@@ -224,12 +221,13 @@ void StepEvents::sweepStreams() {
         f.launched = true;
         f.emptyAtLaunch = ++queued == 1;
         lastLaunch = q.op.ordinal;
-        auto resolved = std::remove_if(waits.begin(), waits.end(), [&](const Wait& w) {
-          if (w.pid != q.pid || w.tid != q.tid) return false;
-          bySync_.add({w.sync, Resolving::kReleases, q.op.ordinal, {}});
-          return true;
-        });
-        waits.erase(resolved, waits.end());
+        auto first = waits.lower_bound({q.pid, q.tid, 0});
+        auto last = first;
+        for (; last != waits.end() && std::get<0>(*last) == q.pid && std::get<1>(*last) == q.tid;
+             ++last) {
+          bySync_.add({std::get<2>(*last), Resolving::kReleases, q.op.ordinal, {}});
+        }
+        waits.erase(first, last);
         if (f.started) landed(q.op, f);
         break;
       }
@@ -237,7 +235,7 @@ void StepEvents::sweepStreams() {
         if (lastLaunch != kNoEvent) bySync_.add({q.sync, Resolving::kWaitsFor, lastLaunch, {}});
         break;
       case Queued::kWait:
-        waits.push_back({q.pid, q.tid, q.sync});
+        waits.insert({q.pid, q.tid, q.sync});
         break;
     }
   });
