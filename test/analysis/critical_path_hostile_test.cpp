@@ -96,7 +96,7 @@ TEST(CriticalPathHostileTest, AStepTooLargeForTheMemoryAllowedIsSkippedAndSaid) 
   ASSERT_TRUE(report.failed.empty()) << report.failed;
   ASSERT_EQ(report.steps.size(), 2u);
   EXPECT_TRUE(report.steps[0].skipped.empty());
-  EXPECT_EQ(report.steps[0].lengthNs, us(20));
+  EXPECT_EQ(report.steps[0].htaLengthNs, us(20));
   EXPECT_NE(report.steps[1].skipped.find("raise --memory-mb"), std::string::npos)
       << report.steps[1].skipped;
   EXPECT_EQ(report.steps[1].events, 40'001u);

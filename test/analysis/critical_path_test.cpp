@@ -184,7 +184,8 @@ TEST(CriticalPathTest, CallsHoldingTheRuntimeLockEndInTheOrderTheyFinish) {
 
 TEST(CriticalPathTest, TimeInAndAroundADataLoadingRangeIsDataLoading) {
   // zero_grad [0,5]; the loader's range [0,100] holds stack [80,90]; mm [120,150]. The gap
-  // into the loader (75), stack (10) and the gap out of it (30) are data loading.
+  // into the loader (75), stack (10) and the gap out of it (30) are data loading; the step's
+  // end 50 after mm a host gap.
   PathTraceBuilder t;
   t.step("ProfilerStep#1", 0, 200)
       .range("aten::zero_grad", 0, 5)
@@ -194,31 +195,39 @@ TEST(CriticalPathTest, TimeInAndAroundADataLoadingRangeIsDataLoading) {
       .range("aten::mm", 120, 150);
   const CriticalPathStep step = onlyStep(criticalPathOf(t.take()));
   EXPECT_EQ(step.name, "ProfilerStep#1");
-  EXPECT_EQ(step.lengthNs, us(150));
+  EXPECT_EQ(step.lengthNs, us(200));
+  EXPECT_EQ(step.htaLengthNs, us(45));
   EXPECT_EQ(partOf(step, PathPart::DataLoading), us(115));
   EXPECT_EQ(partOf(step, PathPart::Cpu), us(35));
+  EXPECT_EQ(partOf(step, PathPart::HostGap), us(50));
 }
 
-TEST(CriticalPathTest, EachStepHasItsOwnPath) {
+TEST(CriticalPathTest, EachStepHasItsOwnPathFromItsStartToItsEnd) {
+  // Step 1: the host from its start to A, A, the host to its end. Step 2: the same around B
+  // (its kernel ends before B does). HTA's lengths: A's, B's.
   PathTraceBuilder t;
   t.step("ProfilerStep#1", 0, 100).range("A", 10, 30);
   t.step("ProfilerStep#2", 100, 200).range("B", 110, 190).launch(120, 125, "K", 130, 140);
   const CriticalPathReport report = criticalPathOf(t.take());
   ASSERT_EQ(report.steps.size(), 2u);
-  EXPECT_EQ(report.steps[0].lengthNs, us(20));
-  EXPECT_EQ(report.steps[1].lengthNs, us(80));
+  EXPECT_EQ(report.steps[0].lengthNs, us(100));
+  EXPECT_EQ(report.steps[0].htaLengthNs, us(20));
+  EXPECT_EQ(report.steps[1].lengthNs, us(100));
+  EXPECT_EQ(report.steps[1].htaLengthNs, us(80));
   EXPECT_EQ(report.steps[1].name, "ProfilerStep#2");
 }
 
 TEST(CriticalPathTest, AKernelBelongsToTheStepItsLaunchCallStartedIn) {
-  // Launched at the end of step 1, running in step 2: step 1's.
+  // Launched at the end of step 1, running in step 2: step 1's (80 before A, A to the
+  // launch, the launch, the kernel).
   PathTraceBuilder t;
   t.step("ProfilerStep#1", 0, 100).range("A", 80, 99).launch(90, 95, "K", 150, 250);
   t.step("ProfilerStep#2", 100, 200).range("B", 110, 120);
   const CriticalPathReport report = criticalPathOf(t.take());
   ASSERT_EQ(report.steps.size(), 2u);
-  EXPECT_EQ(report.steps[0].lengthNs, us(10 + 60 + 100));
-  EXPECT_EQ(report.steps[1].lengthNs, us(10));
+  EXPECT_EQ(report.steps[0].lengthNs, us(80 + 10 + 60 + 100));
+  EXPECT_EQ(report.steps[0].htaLengthNs, us(10 + 60 + 100));
+  EXPECT_EQ(report.steps[1].lengthNs, us(100));
 }
 
 TEST(CriticalPathTest, SavingIsWhatThePathLosesBoundedByTheLongestPathAvoidingIt) {
@@ -274,10 +283,10 @@ TEST(CriticalPathTest, ContributorsAreTheLongestOnThePathFirstAndAtMostTop) {
 }
 
 TEST(CriticalPathTest, ThePathOverTheStepSaysWhereItWas) {
-  // Host [0,50], then the GPU [60,200] (the kernel launched at 45): the timeline's first
-  // bins are CPU, its last compute.
+  // Host [0,50], then the GPU [60,200] (the kernel launched at 45), past the step's end at
+  // 180: the timeline's first bins are CPU, its last compute.
   PathTraceBuilder t;
-  t.step("ProfilerStep#1", 0, 200).range("A", 0, 50).launch(45, 48, "K", 60, 200);
+  t.step("ProfilerStep#1", 0, 180).range("A", 0, 50).launch(45, 48, "K", 60, 200);
   const CriticalPathStep step = onlyStep(criticalPathOf(t.take()));
   ASSERT_EQ(step.timeline.size(), CriticalPathStep::kTimelineBins);
   EXPECT_EQ(step.timeline.front(), static_cast<uint8_t>(PathPart::Cpu));

@@ -93,9 +93,9 @@ TEST_F(CriticalPathCommandTest, TheJsonHasEachStepsLengthsPartsAndContributors) 
   const nlohmann::json report = readJson(path("report.json"));
   const nlohmann::json& step = report["ranks"][0]["critical_path"]["per_step"][0];
   EXPECT_EQ(step["name"], "ProfilerStep#3");
-  // mm's start to the launch (5), the launch (10), gemm (200), the sync's wake-up (230 -
-  // 220), then the gap (10) and add (20).
-  EXPECT_EQ(step["length_ns"], 255'000);
+  // The step's start to mm (5), mm's start to the launch (5), the launch (10), gemm (200),
+  // the sync's wake-up (230 - 220), the gap (10), add (20), then the step's end (40).
+  EXPECT_EQ(step["length_ns"], 300'000);
   EXPECT_EQ(step["hta_length_ns"], 235'000);
   EXPECT_EQ(step["parts"]["compute_ns"], 200'000);
   EXPECT_EQ(step["parts"]["sync_ns"], 10'000);
@@ -160,11 +160,13 @@ TEST_F(CriticalPathCommandTest, TheMarkedTraceKeepsEveryEventAndMarksThePath) {
   // The path: mm, the launch call, gemm, the sync call, add; not the step, not the record.
   EXPECT_EQ(critical, (std::set<std::string>{"aten::mm", "cudaLaunchKernel", "gemm",
                                              "cudaStreamSynchronize", "aten::add"}));
-  // Arrows in pairs: the launch, the sync's wake-up, the gap before add.
+  // Arrows in pairs: the step's start to mm, the launch, the sync's wake-up, the gap before
+  // add, and add to the step's end.
   EXPECT_EQ(arrowStarts, arrowEnds);
   std::multiset<std::string> parts;
   for (const auto& [id, part] : arrowStarts) parts.insert(part);
-  EXPECT_EQ(parts, (std::multiset<std::string>{"launch", "sync", "host_gap"}));
+  EXPECT_EQ(parts,
+            (std::multiset<std::string>{"host_gap", "launch", "sync", "host_gap", "host_gap"}));
 }
 
 TEST_F(CriticalPathCommandTest, TheMarkedTraceNeedsOneFileItCanReadTwice) {

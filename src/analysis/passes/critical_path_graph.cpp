@@ -79,9 +79,12 @@ bool before(const Boundary& a, const Boundary& b) {
 
 class Builder {
  public:
-  Builder(const CollectedTrace& trace, const BudgetVector<StepEvent>& events, ReadBudget& budget)
+  Builder(const CollectedTrace& trace, const BudgetVector<StepEvent>& events,
+          const PathWindow& window, std::string_view stepName, ReadBudget& budget)
       : trace_(trace),
         events_(events),
+        window_(window),
+        stepName_(stepName),
         budget_(budget),
         graph_(budget),
         slot_(events.size(), kNoIndex, BudgetAllocator<uint32_t>(budget, kGraph)),
@@ -140,12 +143,18 @@ class Builder {
     return spanNs(graph_.nodeTime[from], graph_.nodeTime[to]);
   }
 
-  // Operators, calls, and the GPU operations whose launch call is in the step.
+  // Operators, calls, the GPU operations whose launch call is in the step, and the step's
+  // own range.
   void makeNodes() {
     for (uint32_t i = 0; i < events_.size(); ++i) {
       const StepEvent& e = event(i);
+      if (stepRange_ == kNoIndex && e.kind == PathEventKind::HostRange &&
+          e.startNs == window_.startNs && e.endNs == window_.endNs &&
+          trace_.name(e.name) == stepName_) {
+        stepRange_ = i;
+      }
       const bool node =
-          e.kind == PathEventKind::Call ||
+          i == stepRange_ || e.kind == PathEventKind::Call ||
           (e.kind == PathEventKind::HostRange && (e.detail & CriticalPathEvent::kOperator) != 0) ||
           (e.kind == PathEventKind::GpuOp && indexOf(e.callOrdinal) != kNoIndex);
       if (!node) continue;
@@ -344,6 +353,11 @@ class Builder {
       if (w.loading == kNoIndex) w.loading = loadingRangeOf(e);
       return;
     }
+    if (e == stepRange_) {  // not an operator: what it holds stays at the top
+      w.lastNode = startNode(e);
+      w.lastParent = parent_[e];
+      return;
+    }
     const uint32_t start = startNode(e);
     if (w.lastNode != kNoIndex && !sharesLock(w.lastNode, start)) {
       if (w.depth == 0) {
@@ -373,6 +387,19 @@ class Builder {
 
   void exit(uint32_t e, Walk& w) {
     if (!hasNodes(e)) return;
+    if (e == stepRange_) {
+      // The host from its last node to the step's end.
+      const uint32_t loading = loadingRangeOf(w.lastParent);
+      if (w.lastNode != startNode(e)) {
+        edge(w.lastNode, endNode(e),
+             loading != kNoIndex ? PathPart::DataLoading : PathPart::HostGap,
+             loading != kNoIndex ? loading : e, between(w.lastNode, endNode(e)), 0,
+             PathEdge::kArrow);
+      }
+      w.lastNode = endNode(e);
+      w.lastParent = parent_[e];
+      return;
+    }
     const uint32_t end = endNode(e);
     if (w.lastNode != kNoIndex && !sharesLock(w.lastNode, end)) {
       hostEdge(w.lastNode, end, w.lastParent,
@@ -560,6 +587,9 @@ class Builder {
 
   const CollectedTrace& trace_;
   const BudgetVector<StepEvent>& events_;
+  const PathWindow window_;
+  const std::string_view stepName_;
+  uint32_t stepRange_ = kNoIndex;  // the step's own range among events_
   ReadBudget& budget_;
   StepGraph graph_;
   BudgetVector<uint32_t> slot_;    // by event: its nodes' slot, kNoIndex: none
@@ -588,8 +618,8 @@ StepGraph::StepGraph(ReadBudget& budget)
       edges(BudgetAllocator<PathEdge>(budget, kGraph)) {}
 
 StepGraph buildStepGraph(const CollectedTrace& trace, const BudgetVector<StepEvent>& events,
-                         ReadBudget& budget) {
-  return Builder(trace, events, budget).build();
+                         const PathWindow& window, std::string_view stepName, ReadBudget& budget) {
+  return Builder(trace, events, window, stepName, budget).build();
 }
 
 }  // namespace kinetrace::detail::passes

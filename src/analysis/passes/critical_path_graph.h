@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "analysis/passes/critical_path_report.h"
 #include "analysis/passes/critical_path_steps.h"
@@ -39,7 +40,10 @@
 // Each edge weighs its time twice: as HTA weighs it (a host gap and a sync weigh nothing)
 // and as kinetrace does, where waiting is time too: a host gap weighs the gap, a sync the
 // time from the operation's end to the wait's (the wake-up), and a blocking call that
-// nothing in the trace says it waited for weighs its duration. An edge whose time runs
+// nothing in the trace says it waited for weighs its duration. The step's own range has
+// nodes too, for kinetrace's weights alone: its start leads to its thread's first node and
+// its thread's last node to its end, so that the host's time before the first operator (a
+// data loader's wait) and after the last is on the path. An edge whose time runs
 // backwards (a child that ends after its parent, in nanosecond timestamps) weighs 0,
 // counted.
 
@@ -78,9 +82,10 @@ struct StepGraph {
 // for what is left is not built (the step is said and skipped).
 inline constexpr std::size_t kGraphBytesPerEvent = 320;
 
-// The graph of one step's events (in the trace's order, as StepEvents hands them out).
-// Memory: from `budget`; throws its error when the graph does not fit.
+// The graph of one step's events (in the trace's order, as StepEvents hands them out); the
+// step's own range, when it is among them, is the host range named `stepName` that spans
+// `window` exactly. Memory: from `budget`; throws its error when the graph does not fit.
 StepGraph buildStepGraph(const CollectedTrace& trace, const BudgetVector<StepEvent>& events,
-                         ReadBudget& budget);
+                         const PathWindow& window, std::string_view stepName, ReadBudget& budget);
 
 }  // namespace kinetrace::detail::passes

@@ -54,6 +54,12 @@ void markPath(const StepGraph& graph, const BudgetVector<StepEvent>& events,
     if (found != onPath.end()) found->second += e.weightNs;
   }
   for (const auto& [event, ns] : onPath) {
+    // The step's own range is a node for the time before and after its operators, not
+    // work on the path.
+    const StepEvent& e = events[event];
+    if (e.kind == PathEventKind::HostRange && (e.detail & CriticalPathEvent::kOperator) == 0) {
+      continue;
+    }
     PathMark mark;
     mark.ordinal = events[event].ordinal;
     mark.ns = ns;
@@ -140,7 +146,7 @@ void CriticalPathPass::solveStep(const BudgetVector<StepEvent>& events, Critical
                                  CriticalPathReport& report) {
   const CollectedTrace& trace = context_.trace;
   ReadBudget& budget = context_.budget();
-  const StepGraph graph = buildStepGraph(trace, events, budget);
+  const StepGraph graph = buildStepGraph(trace, events, {out.startNs, out.endNs}, out.name, budget);
   PathSolver solver(graph, budget);
   out.nodes = graph.nodes();
   out.edges = graph.edges.size();
