@@ -18,7 +18,9 @@
 #include "files.h"
 #include "kinetrace/error.h"
 #include "kinetrace/trace.h"
+#include "left_out.h"
 #include "output/atomic_file.h"
+#include "output/sink_losses.h"
 #include "output/sink_memory.h"
 #include "progress.h"
 #include "session/seam.h"
@@ -65,16 +67,22 @@ void writePathTrace(const std::string& file, const AnalyzeOptions& options,
   detail::CriticalPathTraceSink marker(out, marks);
   ProgressLine progress(messages, "marking the critical path on " + file, !options.quiet,
                         options.progressFromBytes);
-  progress.follow([&](auto onProgress) {
+  const detail::ReadReport report = progress.follow([&](auto onProgress) {
     return detail::readTraceFile(file, marker, options.criticalPathTrace, budget, onProgress);
   });
+  const detail::SinkLosses losses = detail::lossesOf(out);
   if (!options.quiet) {
     std::fprintf(messages,
-                 "kinetrace: wrote %s: %s events on the critical path marked, %s arrows\n",
+                 "kinetrace: wrote %s: %s of %s events, %s of them on a step's critical path "
+                 "marked, and %s arrows\n",
                  outputName(options.criticalPathTrace).c_str(),
+                 detail::withThousands(eventsWritten(report.events, losses)).c_str(),
+                 detail::withThousands(eventsRead(report.events, report.skipped)).c_str(),
                  detail::withThousands(marker.markedEvents()).c_str(),
                  detail::withThousands(marker.arrows()).c_str());
   }
+  // As `kinetrace convert` says them: every event of the input not written, with why.
+  sayWhatWasLeftOut(messages, report.skipped, losses);
 }
 
 }  // namespace
