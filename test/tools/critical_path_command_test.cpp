@@ -72,6 +72,13 @@ TEST(CriticalPathOptionsTest, TheTraceOptionAsksForThePathToo) {
   EXPECT_EQ(c.analyze.criticalPathTrace, "out.json");
   c = parseCommandLine({"analyze", "t.json"});
   EXPECT_FALSE(c.analyze.criticalPath);
+  try {
+    parseCommandLine({"analyze", "t.json", "--critical-path-trace", "-"});
+    FAIL() << "the marked trace was let onto standard output";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("standard output carries the report"),
+              std::string::npos);
+  }
 }
 
 TEST_F(CriticalPathCommandTest, TheTextSaysEachStepsPathAndItsParts) {

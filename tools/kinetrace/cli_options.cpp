@@ -444,6 +444,11 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {
         for (std::string& path : paths) path = standardInputFor(path);
         analyze.paths = std::move(paths);
+        if (isStandardOutput(analyze.criticalPathTrace)) {
+          throw UsageError(
+              "kinetrace analyze: --critical-path-trace -: standard output carries the report; "
+              "name a file for the marked trace");
+        }
         if (isStandardOutput(analyze.jsonOutput) && isStandardOutput(analyze.htmlOutput)) {
           throw UsageError(
               "kinetrace analyze: --json - and --html - both ask for standard output, which "
