@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "critical_path_builder.h"
 
 namespace kinetrace::detail {
@@ -123,6 +125,60 @@ TEST(CriticalPathHostileTest, RangesNestedAHundredThousandDeepAreWalkedWhole) {
   const CriticalPathReport report = criticalPathOf(t.take());
   ASSERT_EQ(report.steps.size(), 1u);
   EXPECT_EQ(report.steps.front().lengthNs, us(2 * kDepth));
+}
+
+TEST(CriticalPathHostileTest, RandomTracesKeepThePathsInvariants) {
+  // Operators, calls, kernels, syncs and event waits at random times, nested or crossing,
+  // on random threads and streams, joined to random records: whatever the graph, kinetrace's
+  // length is at least HTA's (it weighs more, never less), and each contributor saves no
+  // more than its bound, which is no more than its time on the path.
+  std::mt19937_64 random(20261207);
+  auto at = [&random](int64_t most) { return static_cast<int64_t>(random() % most); };
+  const char* calls[] = {"cudaLaunchKernel", "cudaMemcpyAsync",       "cudaStreamSynchronize",
+                         "cudaEventRecord",  "cudaDeviceSynchronize", "cuLaunchKernel"};
+  const char* syncs[] = {"Stream Sync", "Context Sync", "Event Sync", "Stream Wait Event"};
+  for (int trace = 0; trace < 30; ++trace) {
+    PathTraceBuilder t;
+    t.step("ProfilerStep#1", 0, 500).step("ProfilerStep#2", 400, 1000);
+    std::vector<uint64_t> records;
+    for (int i = 0; i < 120; ++i) {
+      const int64_t start = at(1000);
+      const int64_t end = start + at(60) - 5;  // some of no duration, some negative
+      const int64_t tid = 1 + at(3);
+      switch (at(4)) {
+        case 0:
+          t.range(i % 2 ? "forward op" : "autograd op", start, end, tid);
+          break;
+        case 1:
+          records.push_back(t.call(calls[at(6)], start, end, tid));
+          break;
+        case 2:
+          t.launch(start, end, "kernel", start + at(200) - 20, start + at(300), 7 + 13 * at(2), tid,
+                   calls[at(2) == 0 ? 0 : 5]);
+          break;
+        default:
+          t.sync(calls[2 + at(3)], start, end, syncs[at(4)], start + at(50), end + at(50),
+                 at(3) == 0 ? -1 : 7 + 13 * at(2),
+                 records.empty() ? 0 : records[at(records.size())], 7 + 13 * at(2), tid);
+      }
+    }
+    const CriticalPathReport report = criticalPathOf(t.take());
+    ASSERT_TRUE(report.failed.empty()) << report.failed;
+    ASSERT_EQ(report.steps.size(), 2u);
+    for (const CriticalPathStep& step : report.steps) {
+      ASSERT_TRUE(step.skipped.empty());
+      EXPECT_GE(step.lengthNs, step.htaLengthNs);
+      EXPECT_GE(step.htaLengthNs, 0);
+      int64_t parts = 0;
+      for (int64_t ns : step.parts) parts += ns;
+      EXPECT_EQ(parts, step.lengthNs);
+      for (const PathContributor& c : step.contributors) {
+        EXPECT_GE(c.savingNs, 0);
+        EXPECT_LE(c.savingNs, c.savingBoundNs);
+        EXPECT_LE(c.savingBoundNs, c.onPathNs);
+      }
+    }
+  }
 }
 
 TEST(CriticalPathHostileTest, ListsThatSpillGiveTheSamePaths) {
