@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,8 +43,9 @@ struct Tally {
 // The path's events (those with a node on it, with the path's time put down to each) and its
 // arrows, for the marked trace.
 void markPath(const StepGraph& graph, const BudgetVector<StepEvent>& events,
-              const BudgetVector<uint32_t>& path, CriticalPathMarks& marks) {
-  std::map<uint32_t, int64_t> onPath;
+              const BudgetVector<uint32_t>& path, CriticalPathMarks& marks, ReadBudget& budget) {
+  BudgetMap<uint32_t, int64_t> onPath(std::less<uint32_t>(),
+                                      BudgetAllocator<char>(budget, kPathWork));
   onPath[graph.nodeEvent[graph.edges[path.front()].from / 2]];
   for (uint32_t index : path) onPath[graph.nodeEvent[graph.edges[index].to / 2]];
   for (uint32_t index : path) {
@@ -94,16 +94,9 @@ void CriticalPathPass::finish(RankReport& report) {
     path.failed = "the trace was read without the events the critical path needs";
     return;
   }
-  std::vector<PathWindow> windows;
-  std::vector<std::string> names;
-  if (report.steps.empty()) {
-    windows.push_back({trace.firstNs, trace.lastNs});
-    names.emplace_back("the window");
-  }
-  for (const StepReport& step : report.steps) {
-    windows.push_back({step.startNs, step.endNs});
-    names.push_back(step.name);
-  }
+  std::vector<PathWindow> windows;  // as many as the report's steps, or the one window
+  if (report.steps.empty()) windows.push_back({trace.firstNs, trace.lastNs});
+  for (const StepReport& step : report.steps) windows.push_back({step.startNs, step.endNs});
   if (context_.options.criticalPathMarks) {
     path.marks = std::make_shared<CriticalPathMarks>(context_.budget(), trace.listBytes);
   }
@@ -113,7 +106,7 @@ void CriticalPathPass::finish(RankReport& report) {
     for (std::size_t i = 0; i < windows.size(); ++i) {
       context_.reportHold->take(kStepReportBytes, kPathReport);
       CriticalPathStep& step = path.steps.emplace_back();
-      step.name = names[i];
+      step.name = report.steps.empty() ? std::string("the window") : report.steps[i].name;
       step.startNs = windows[i].startNs;
       step.endNs = windows[i].endNs;
       step.events = events.counts()[i];
@@ -196,7 +189,9 @@ void CriticalPathPass::solveStep(const BudgetVector<StepEvent>& events, Critical
   }
 
   // The top contributors, and what each would save.
-  std::vector<std::pair<ContributorKey, Tally>> top(tallies.begin(), tallies.end());
+  BudgetVector<std::pair<ContributorKey, Tally>> top(
+      tallies.begin(), tallies.end(),
+      BudgetAllocator<std::pair<ContributorKey, Tally>>(budget, kPathWork));
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
     if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
     return a.first < b.first;
@@ -247,7 +242,7 @@ void CriticalPathPass::solveStep(const BudgetVector<StepEvent>& events, Critical
     if (*most > 0) out.timeline[b] = static_cast<uint8_t>(most - bins[b].begin());
   }
 
-  if (report.marks && !path.empty()) markPath(graph, events, path, *report.marks);
+  if (report.marks && !path.empty()) markPath(graph, events, path, *report.marks, budget);
 }
 
 }  // namespace kinetrace::detail::passes
