@@ -104,9 +104,11 @@ void CriticalPathPass::finish(RankReport& report) {
     StepEvents events(context_);
     events.collect(windows);
     for (std::size_t i = 0; i < windows.size(); ++i) {
-      context_.reportHold->take(kStepReportBytes, kPathReport);
+      std::string name = report.steps.empty() ? std::string("the window") : report.steps[i].name;
+      context_.reportHold->take(kStepReportBytes + (name.size() > 15 ? name.size() + 1 : 0),
+                                kPathReport);
       CriticalPathStep& step = path.steps.emplace_back();
-      step.name = report.steps.empty() ? std::string("the window") : report.steps[i].name;
+      step.name = std::move(name);
       step.startNs = windows[i].startNs;
       step.endNs = windows[i].endNs;
       step.events = events.counts()[i];
