@@ -101,6 +101,15 @@ TEST(CriticalPathTest, AStreamSyncWaitsForTheStreamsLastOperation) {
   EXPECT_EQ(partOf(step, PathPart::Launch), us(10));
   EXPECT_EQ(partOf(step, PathPart::Compute), us(200));
   EXPECT_EQ(partOf(step, PathPart::Sync), us(10));
+  // The path itself, stretch by stretch.
+  ASSERT_EQ(step.stretches.size(), 5u);
+  EXPECT_EQ(step.stretches[0].name, "aten::item");
+  EXPECT_EQ(step.stretches[1].part, PathPart::Launch);
+  EXPECT_EQ(step.stretches[2].name, "gemm");
+  EXPECT_EQ(step.stretches[2].startNs - step.startNs, us(20));
+  EXPECT_EQ(step.stretches[2].ns, us(200));
+  EXPECT_EQ(step.stretches[3].name, "cudaStreamSynchronize");
+  EXPECT_EQ(step.stretches[4].ns, us(30));
 }
 
 TEST(CriticalPathTest, AStreamWaitsForAnEventRecordedOnAnother) {
@@ -280,6 +289,22 @@ TEST(CriticalPathTest, ContributorsAreTheLongestOnThePathFirstAndAtMostTop) {
   EXPECT_EQ(step.contributors[0].part, PathPart::HostGap);  // the gaps: 19 + 18 + ... + 9
   EXPECT_EQ(step.contributors[1].name, "op11");
   EXPECT_EQ(step.contributors[2].name, "op10");
+}
+
+TEST(CriticalPathTest, ThePathKeepsItsLongestStretchesInOrder) {
+  // Twenty operators of 1..20 us with gaps of 1 us: the twelve longest stretches are the
+  // last twelve operators, in the path's order.
+  PathTraceBuilder t;
+  int64_t at = 0;
+  for (int64_t i = 1; i <= 20; ++i) {
+    t.range("op" + std::to_string(i), at, at + i);
+    at += i + 1;
+  }
+  const CriticalPathStep step = onlyStep(criticalPathOf(t.take()));
+  ASSERT_EQ(step.stretches.size(), CriticalPathStep::kStretches);
+  EXPECT_EQ(step.stretches.front().name, "op9");
+  EXPECT_EQ(step.stretches.back().name, "op20");
+  EXPECT_EQ(step.stretches.back().ns, us(20));
 }
 
 TEST(CriticalPathTest, ThePathOverTheStepSaysWhereItWas) {

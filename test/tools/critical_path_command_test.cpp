@@ -108,6 +108,9 @@ TEST_F(CriticalPathCommandTest, TheJsonHasEachStepsLengthsPartsAndContributors) 
   EXPECT_EQ(step["parts"]["sync_ns"], 10'000);
   EXPECT_EQ(step["contributors"][0]["name"], "gemm");
   EXPECT_EQ(step["contributors"][0]["part"], "compute");
+  // The gap from the step's start, mm, the launch, gemm, the sync, the gap, add, the gap.
+  EXPECT_EQ(step["longest_stretches"].size(), 8u);
+  EXPECT_EQ(step["longest_stretches"][3]["name"], "gemm");
 }
 
 TEST_F(CriticalPathCommandTest, WithoutTheOptionTheJsonHasNoPath) {
@@ -128,6 +131,8 @@ TEST_F(CriticalPathCommandTest, TheHtmlShowsThePath) {
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("<h3>Critical path</h3>"), std::string::npos);
   EXPECT_NE(html.find("the path over the step"), std::string::npos);
+  EXPECT_NE(html.find("The path of ProfilerStep#3, its longest stretches in order"),
+            std::string::npos);
 }
 
 TEST_F(CriticalPathCommandTest, TheMarkedTraceKeepsEveryEventAndMarksThePath) {

@@ -244,7 +244,46 @@ void CriticalPathPass::solveStep(const BudgetVector<StepEvent>& events, Critical
     if (*most > 0) out.timeline[b] = static_cast<uint8_t>(most - bins[b].begin());
   }
 
+  out.stretches = longestStretches(graph, path, nameOf);
   if (report.marks && !path.empty()) markPath(graph, events, path, *report.marks, budget);
+}
+
+// The path's consecutive edges of one part and name taken together; the longest kept, in
+// the path's order.
+template <typename NameOf>
+std::vector<PathStretch> CriticalPathPass::longestStretches(const StepGraph& graph,
+                                                            const BudgetVector<uint32_t>& path,
+                                                            NameOf&& nameOf) const {
+  struct Stretch {
+    std::size_t at;  // its first edge's place on the path
+    int64_t startNs;
+    int64_t ns;
+    PathPart part;
+    uint32_t name;
+  };
+  BudgetVector<Stretch> all{BudgetAllocator<Stretch>(context_.budget(), kPathWork)};
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    const PathEdge& e = graph.edges[path[k]];
+    const uint32_t name = nameOf(e);
+    if (all.empty() || all.back().part != e.part || all.back().name != name) {
+      all.push_back({k, graph.nodeTime[e.from], 0, e.part, name});
+    }
+    all.back().ns += e.weightNs;
+  }
+  const std::size_t kept = std::min(all.size(), CriticalPathStep::kStretches);
+  std::partial_sort(
+      all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kept), all.end(),
+      [](const Stretch& a, const Stretch& b) { return a.ns != b.ns ? a.ns > b.ns : a.at < b.at; });
+  all.resize(kept);
+  std::sort(all.begin(), all.end(), [](const Stretch& a, const Stretch& b) { return a.at < b.at; });
+  std::vector<PathStretch> out;
+  for (const Stretch& s : all) {
+    if (s.ns <= 0) continue;
+    context_.reportHold->take(sizeof(PathStretch), kPathReport);
+    out.push_back(
+        {s.name == kNoIndex ? std::string() : context_.keptName(s.name), s.part, s.startNs, s.ns});
+  }
+  return out;
 }
 
 }  // namespace kinetrace::detail::passes

@@ -26,6 +26,10 @@ class CriticalPathPass {
  private:
   void solveStep(const BudgetVector<StepEvent>& events, CriticalPathStep& out,
                  CriticalPathReport& report);
+  template <typename NameOf>
+  std::vector<PathStretch> longestStretches(const StepGraph& graph,
+                                            const BudgetVector<uint32_t>& path,
+                                            NameOf&& nameOf) const;
 
   const PassContext& context_;
 };

@@ -76,6 +76,12 @@ std::string contributorName(const std::string& name, PathPart part) {
              : "(unnamed)";
 }
 
+// Whether a contributor's name is a GPU operation's, which HTML shortens as kernels' names.
+bool namesAKernel(PathPart part, const std::string& name) {
+  return part == PathPart::Compute || part == PathPart::Memory || part == PathPart::GpuGap ||
+         (part == PathPart::Communication && name.rfind("c10d::", 0) != 0);
+}
+
 uint64_t stepsWithPath(const CriticalPathReport& path) {
   return static_cast<uint64_t>(std::count_if(path.steps.begin(), path.steps.end(),
                                              [](const auto& s) { return s.skipped.empty(); }));
@@ -169,6 +175,12 @@ nlohmann::ordered_json criticalPathJson(const CriticalPathReport& path) {
                               {"saving_bound_ns", c.savingBoundNs}});
     }
     step["contributors"] = std::move(contributors);
+    Json stretches = Json::array();
+    for (const PathStretch& r : s.stretches) {
+      stretches.push_back(
+          {{"name", r.name}, {"part", pathPartKey(r.part)}, {"start_ns", r.startNs}, {"ns", r.ns}});
+    }
+    step["longest_stretches"] = std::move(stretches);
     if (!s.skipped.empty()) step["skipped"] = s.skipped;
     steps.push_back(std::move(step));
   }
@@ -220,6 +232,30 @@ std::string partsBar(const CriticalPathStep& s) {
   return out + "</span>";
 }
 
+// The path of the longest step shown, stretch by stretch: where it went, in order.
+std::string longestStepsPath(const CriticalPathReport& path, const AnalysisOptions& options) {
+  const CriticalPathStep* longest = nullptr;
+  for (std::size_t k = 0; k < std::min(path.steps.size(), options.stepsShown); ++k) {
+    const CriticalPathStep& s = path.steps[k];
+    if (s.skipped.empty() && (longest == nullptr || s.lengthNs > longest->lengthNs)) longest = &s;
+  }
+  if (longest == nullptr || longest->stretches.empty()) return "";
+  std::string out = fmt::format(
+      "<h4>The path of {}, its longest stretches in order</h4>\n<div class=\"scroll\"><table>"
+      "<thead><tr><th>from the step's start</th><th>part</th><th>name</th><th>time</th>"
+      "</tr></thead><tbody>\n",
+      html::escape(longest->name));
+  for (const PathStretch& r : longest->stretches) {
+    out += fmt::format(
+        "<tr><td class=\"n\">{}</td><td><i class=\"sw\" style=\"background:{}\"></i>{}</td>"
+        "<td class=\"name\">{}</td><td class=\"n\">{}</td></tr>\n",
+        html::duration(r.startNs - longest->startNs), infoOf(r.part).colour, pathPartName(r.part),
+        html::nameHtml(contributorName(r.name, r.part), 60, namesAKernel(r.part, r.name)),
+        html::duration(r.ns));
+  }
+  return out + "</tbody></table></div>\n";
+}
+
 }  // namespace
 
 std::string criticalPathHtml(const CriticalPathReport& path, const AnalysisOptions& options) {
@@ -253,6 +289,7 @@ std::string criticalPathHtml(const CriticalPathReport& path, const AnalysisOptio
                     duration(s.lengthNs), duration(s.htaLengthNs), partsBar(s), timelineStrip(s));
   }
   out += "</tbody></table></div>\n";
+  out += longestStepsPath(path, options);
   const std::vector<Summed> top = summedContributors(path, options.top);
   if (!top.empty()) {
     out += fmt::format(
@@ -269,8 +306,8 @@ std::string criticalPathHtml(const CriticalPathReport& path, const AnalysisOptio
           "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
           "<td class=\"n\">{}</td></tr>\n",
           infoOf(s.part).colour, pathPartName(s.part),
-          html::nameHtml(contributorName(s.name, s.part), 60), duration(s.onPathNs),
-          duration(s.savingNs), duration(s.savingBoundNs), s.events);
+          html::nameHtml(contributorName(s.name, s.part), 60, namesAKernel(s.part, s.name)),
+          duration(s.onPathNs), duration(s.savingNs), duration(s.savingBoundNs), s.events);
     }
     out += "</tbody></table></div>\n";
   }

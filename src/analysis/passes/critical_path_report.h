@@ -49,6 +49,14 @@ struct PathContributor {
   int64_t savingBoundNs = 0;
 };
 
+// A stretch of the path: consecutive edges of one part put down to one name.
+struct PathStretch {
+  std::string name;
+  PathPart part = PathPart::Cpu;
+  int64_t startNs = 0;  // where the path enters it
+  int64_t ns = 0;       // its time on the path
+};
+
 struct CriticalPathStep {
   std::string name;  // the step's; "the window" for a trace without steps
   int64_t startNs = 0;
@@ -70,6 +78,9 @@ struct CriticalPathStep {
   uint64_t cycleEdges = 0;
   uint64_t sameStreamWaits = 0;
   std::vector<PathContributor> contributors;  // longest on the path first (top N)
+  // The path itself: its longest stretches, in the path's order.
+  static constexpr std::size_t kStretches = 12;
+  std::vector<PathStretch> stretches;
   // The path over the step's time: in each of kTimelineBins equal bins, the part that held
   // most of its time there (kPathParts: none).
   static constexpr std::size_t kTimelineBins = 240;
