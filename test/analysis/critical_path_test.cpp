@@ -291,6 +291,20 @@ TEST(CriticalPathTest, ContributorsAreTheLongestOnThePathFirstAndAtMostTop) {
   EXPECT_EQ(step.contributors[2].name, "op10");
 }
 
+TEST(CriticalPathTest, EveryOperationOfAGraphLaunchIsOnItsStream) {
+  // One cudaGraphLaunch, three kernels of 800 us sharing its correlation id (HTA keeps the
+  // last only): queued behind one another, the chain is prologue, the three, the sync.
+  PathTraceBuilder t;
+  t.range("replay", 0, 20).launch(1, 3, "prologue", 4, 19);
+  const uint64_t graph = t.call("cudaGraphLaunch", 5, 13);
+  t.gpu(graph, "k0", 25, 825).gpu(graph, "k1", 826, 1626).gpu(graph, "k2", 1627, 2427);
+  t.sync("cudaStreamSynchronize", 30, 2430, "Stream Sync", 2420, 2428, 7);
+  const CriticalPathStep step = onlyStep(criticalPathOf(t.take()));
+  // 1 (replay to the launch) + 3 (launch) + 15 + 6 (gap) + 3 * 800 + 2 (gaps) + 3 (wake-up).
+  EXPECT_EQ(step.lengthNs, us(1 + 3 + 15 + 6 + 2400 + 2 + 3));
+  EXPECT_EQ(partOf(step, PathPart::Compute), us(2415));
+}
+
 TEST(CriticalPathTest, ThePathKeepsItsLongestStretchesInOrder) {
   // Twenty operators of 1..20 us with gaps of 1 us: the twelve longest stretches are the
   // last twelve operators, in the path's order.

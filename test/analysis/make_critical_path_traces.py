@@ -22,6 +22,9 @@ critical path analysis on: each holds the cases where the two could part ways.
 - no_steps.json: no step ranges (the whole trace is the window), a cudaMemcpy (blocking,
   with no sync record) and a kernel launched by cudaLaunchCooperativeKernel (a launch HTA's
   queue does not count).
+- graph_launch.json: two steps, each launching a kernel, then replaying a CUDA graph of
+  three kernels by one cudaGraphLaunch (its kernels share its correlation id, as kinetrace
+  writes them), then a stream sync. HTA keeps one of a call's operations (its last), so its path is shorter.
 
 Timestamps carry nanoseconds (three decimals of microseconds), as real traces do.
 """
@@ -184,6 +187,25 @@ def large(path, steps):
     t.write(path)
 
 
+def graph_launch(path):
+    t = Trace()
+    s = 2.0
+    for k, length in enumerate((100.0, 110.0, 800.0)):
+        start = s + 30.0
+        end = start + 3 * length + 3.0
+        t.host(f"ProfilerStep#{k}", s, end + 20.0 - s, cat="user_annotation")
+        t.host("replay", s + 5.0, 20.0, cat="cpu_op")
+        t.launch(s + 6.0, 2.0, "prologue", s + 9.0, 15.0)
+        correlation = t.call("cudaGraphLaunch", s + 10.0, 8.0)
+        for i in range(3):
+            t.gpu("kernel", f"graph_kernel_{i}", start, length, 7, correlation)
+            start += length + 1.5
+        t.sync("cudaStreamSynchronize", s + 30.0, end + 5.0 - s - 30.0, "Stream Sync",
+               end - 10.0, 12.0, 7)
+        s = end + 30.0
+    t.write(path)
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--large":
         large(sys.argv[3], int(sys.argv[2]))
@@ -197,6 +219,7 @@ def main():
     gpu_bound(os.path.join(out, "gpu_bound.json"))
     host_bound(os.path.join(out, "host_bound.json"))
     no_steps(os.path.join(out, "no_steps.json"))
+    graph_launch(os.path.join(out, "graph_launch.json"))
     return 0
 
 
