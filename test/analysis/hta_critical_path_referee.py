@@ -17,7 +17,9 @@ kinetrace's length weighs the waiting HTA weighs as nothing (a host gap between 
 sync's wake-up, a blocking call with no record of what it waited for); its "HTA-weighted"
 length is the same graph's longest path with HTA's weights, and that is the figure HTA's must
 equal: within 0.1% or 1 us, else the difference must have a named cause (docs/ANALYSIS.md,
-"Critical path"), or it is unexplained.
+"Critical path"), or it is unexplained. A cause that can be taken out is, and the rest must
+then agree: HTA's negative weights on its path are summed; where HTA keeps one GPU operation
+of a call's several, kinetrace runs again on the trace without the others.
 
 HTA's location: --hta-dir, else $HTA_DIR, else ../shared/refs/hta beside the repository (or
 beside its main checkout, for a worktree), else an importable `hta`. HTA needs pandas and networkx (Debian's python3-pandas,

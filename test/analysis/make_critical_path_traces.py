@@ -4,7 +4,7 @@ hta_critical_path_referee.py to run `kinetrace analyze --critical-path` and real
 critical path analysis on: each holds the cases where the two could part ways.
 
     make_critical_path_traces.py OUT_DIR   -> OUT_DIR/two_streams.json, gpu_bound.json,
-                                             host_bound.json, no_steps.json
+                                             host_bound.json, no_steps.json, graph_launch.json
     make_critical_path_traces.py --large STEPS OUT.json   -> one trace of STEPS steps like
         two_streams.json's, each of about 3,000 events (for timing the analysis)
 
