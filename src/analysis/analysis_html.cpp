@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/analysis_html_charts.h"
+#include "analysis/critical_path_render.h"
 #include "analysis/gpu_bound_report.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
@@ -459,7 +460,10 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
   std::string out = fmt::format(
       "<section class=\"rank\" id=\"trace{}\"><h2>{} <small>{} ({} events)</small></h2>\n", index,
       escape(who), escape(r.path), withThousands(r.events));
-  if (r.devices.empty()) return out + hostSection(r, options) + "</section>\n";
+  if (r.devices.empty()) {
+    return out + hostSection(r, options) + criticalPathHtml(r.criticalPath, options) +
+           "</section>\n";
+  }
   const int64_t window = r.time.windowNs / static_cast<int64_t>(r.devices.size());
   out += fmt::format(
       "<h3>Where the GPU's time went</h3><p>A {} window on {} GPU{}: busy {}, idle {}. Busy "
@@ -471,6 +475,7 @@ std::string rankSection(const RankReport& r, std::size_t index, const AnalysisOp
   out += gpuTime(r);
   out += overTime(r, options);
   out += stepsSection(r, options);
+  out += criticalPathHtml(r.criticalPath, options);
   out += kernelsSection(r);
   out += tinySection(r);
   out += streamsTable(r);

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/critical_path_render.h"
 #include "analysis/gpu_bound_report.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
@@ -241,6 +242,7 @@ std::string formatReport(const AnalysisReport& report, const AnalysisOptions& op
       }
     }
     out += workloadText(r);
+    out += criticalPathText(r.criticalPath, options);
     if (r.memory.samples > 0) {
       out += fmt::format("Memory: {} samples, allocated {} -> {}, peak {}\n",
                          count(r.memory.samples), bytes(r.memory.firstBytes),
@@ -380,6 +382,7 @@ std::string reportJson(const AnalysisReport& report) {
                       {"growth_per_step_bytes", r.memory.growthPerStepBytes}};
     rank["host"] = hostJson(r.host);
     addWorkloadJson(rank, r);
+    if (r.criticalPath.asked) rank["critical_path"] = criticalPathJson(r.criticalPath);
     ranks.push_back(rank);
   }
   root["ranks"] = ranks;

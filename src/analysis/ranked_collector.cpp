@@ -71,6 +71,7 @@ void RankedCollector::begin(const TraceHeader& header) {
   header_.baseTimeNs = header.baseTimeNs;
   if (!merged_) {
     whole_ = std::make_unique<TraceCollector>(path_, budget_);
+    if (keepCriticalPathEvents_) whole_->keepCriticalPathEvents();
     whole_->begin(header);
   }
 }
@@ -89,6 +90,7 @@ TraceCollector& RankedCollector::rankCollector(int64_t rank) {
   std::unique_ptr<TraceCollector>& collector = ranks_[rank];
   {
     collector = std::make_unique<TraceCollector>(path_, budget_);  // the report says the rank
+    if (keepCriticalPathEvents_) collector->keepCriticalPathEvents();
     // The rank is the one its pids say: the merge placed each rank's processes by it.
     TraceHeader header = header_;
     header.metadata.push_back({chrome::kDistributedInfo, Value::object({{chrome::kRank, rank}})});

@@ -37,6 +37,10 @@ class RankedCollector final : public Sink {
   void write(const Event& event) override;
   void end(const Metadata& footer) override;
 
+  // Keeps the events the critical path reads (TraceCollector::keepCriticalPathEvents) in
+  // every rank's trace. Before the trace is read.
+  void keepCriticalPathEvents() { keepCriticalPathEvents_ = true; }
+
   // Whether the trace was a merged one, split into its ranks.
   bool merged() const { return merged_; }
   // The traces collected: one per rank in rank order for a merged trace (every rank the
@@ -50,6 +54,7 @@ class RankedCollector final : public Sink {
   ReadBudget& budget_;
   TraceHeader header_;
   bool merged_ = false;
+  bool keepCriticalPathEvents_ = false;
   std::unique_ptr<TraceCollector> whole_;  // of a trace that is not merged
   std::map<int64_t, std::unique_ptr<TraceCollector>> ranks_;
 };

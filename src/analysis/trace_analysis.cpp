@@ -9,6 +9,7 @@
 #include "analysis/passes/annotation_pass.h"
 #include "analysis/passes/communication_pass.h"
 #include "analysis/passes/copy_bandwidth_pass.h"
+#include "analysis/passes/critical_path_pass.h"
 #include "analysis/passes/full_queue_pass.h"
 #include "analysis/passes/host_pass.h"
 #include "analysis/passes/kernel_pass.h"
@@ -72,6 +73,7 @@ RankAnalysis analyzeRank(CollectedTrace trace, const AnalysisOptions& options) {
   passes::CopyBandwidthPass(context).finish(report);
   communication.finish(report);
   out.collectives = communication.collectives();
+  passes::CriticalPathPass(context).finish(report);
   return out;
 }
 

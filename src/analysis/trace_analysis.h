@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/gpu_bound.h"
+#include "analysis/passes/critical_path_report.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_collector.h"
 #include "analysis/workload_figures.h"
@@ -86,6 +87,11 @@ struct AnalysisOptions {
   // A stream's launch queue holding this many operations is full (HTA's max_queue_length:
   // CUDA's 1024); `kinetrace analyze --max-queue-length`.
   int64_t maxQueueLength = 1024;
+  // Each step's critical path (passes/critical_path_pass.h): `kinetrace analyze
+  // --critical-path`; the trace must have been collected with its critical-path events.
+  bool criticalPath = false;
+  // And the marks of the paths' events, to lay over the trace (--critical-path-trace).
+  bool criticalPathMarks = false;
 };
 
 struct Distribution {
@@ -300,6 +306,8 @@ struct RankReport {
   AnnotationReport annotations;
   FullQueueReport fullQueue;
   CopyBandwidthReport copyBandwidth;
+  // Each step's critical path, when asked (AnalysisOptions::criticalPath).
+  CriticalPathReport criticalPath;
   // What the steps, devices and streams above take of the read budget, given back when the
   // last copy of the report goes (null for a report made by hand).
   std::shared_ptr<BudgetHold> held;

@@ -120,6 +120,7 @@ CollectedTrace::CollectedTrace(ReadBudget& readBudget, std::size_t bytesPerList)
       ncclCalls(BudgetAllocator<std::pair<BudgetString, NcclCallTotals>>(readBudget, "NCCL calls")),
       kernelMetrics(readBudget, "the list of kernel metrics", listBytes),
       metricSamples(readBudget, "the list of GPU metric samples", listBytes),
+      criticalPathEvents(readBudget, "the list of the critical path's events", listBytes),
       threadNames(BudgetAllocator<std::pair<int64_t, uint32_t>>(readBudget, "thread names")),
       metricsHeld(readBudget) {}
 
@@ -165,6 +166,7 @@ void TraceCollector::noteRankAndGpuStatus(const Metadata& metadata) {
 }
 
 void TraceCollector::write(const Event& event) {
+  const uint64_t ordinal = written_++;
   if (event.phase == Phase::Metadata) {
     if (event.name == chrome::kThreadName) {
       if (const std::optional<std::string_view> name = textArg(event, chrome::kNamingName)) {
@@ -201,6 +203,7 @@ void TraceCollector::write(const Event& event) {
     return;
   }
   if (event.phase != Phase::Complete) return;
+  if (trace_.keptCriticalPathEvents) noteCriticalPathEvent(event, end, ordinal);
   const std::string_view cat = event.category;
   if (cat == chrome::kCatKernel || cat == chrome::kCatMemcpy || cat == chrome::kCatMemset ||
       cat == chrome::kCatCudaGraph) {
@@ -300,6 +303,60 @@ void TraceCollector::write(const Event& event) {
         {externalId.unsignedValue, trace_.rangeOfExternalId.size(), range.name});
   }
   trace_.hostRanges.add(range);
+}
+
+// What the critical path reads of a complete event, its ids as the other lists take them: an
+// id that is not a 64-bit number joins nothing (GPU operations and syncs whose device or
+// stream is none are left out, as from the other lists).
+void TraceCollector::noteCriticalPathEvent(const Event& event, int64_t endNs, uint64_t ordinal) {
+  const std::string_view cat = event.category;
+  if (cat == chrome::kCatGpuAnnotation || cat == chrome::kCatOverhead) return;
+  CriticalPathEvent e;
+  e.startNs = event.timestampNs;
+  e.endNs = endNs;
+  e.pid = event.pid;
+  e.tid = event.tid;
+  e.ordinal = ordinal;
+  const IntArg correlation = intArg(event, chrome::kArgCorrelation);
+  e.correlationId = correlation.fitsUnsigned ? correlation.unsignedValue : 0;
+  const bool gpuOp = cat == chrome::kCatKernel || cat == chrome::kCatMemcpy ||
+                     cat == chrome::kCatMemset || cat == chrome::kCatCudaGraph;
+  if (gpuOp || cat == chrome::kCatCudaSync) {
+    const IntArg device = intArg(event, chrome::kArgDevice);
+    const IntArg stream = intArg(event, chrome::kArgStream);
+    if (device.status == IntArg::Status::DoesNotFit ||
+        stream.status == IntArg::Status::DoesNotFit) {
+      return;
+    }
+    e.pid = device.status == IntArg::Status::Fits ? device.value : event.pid;
+    e.tid = stream.status == IntArg::Status::Fits ? stream.value : event.tid;
+  }
+  if (gpuOp) {
+    e.kind = PathEventKind::GpuOp;
+    e.detail =
+        static_cast<uint8_t>(cat == chrome::kCatCudaGraph || cat == chrome::kCatKernel
+                                 ? (cat == chrome::kCatKernel && containsNoCase(event.name, "nccl")
+                                        ? GpuOpKind::Communication
+                                        : GpuOpKind::Compute)
+                                 : GpuOpKind::Memory);
+  } else if (cat == chrome::kCatCudaSync) {
+    e.kind = PathEventKind::Sync;
+    e.detail = static_cast<uint8_t>(syncKindOf(event.name));
+    const IntArg waitOn = intArg(event, "wait_on_stream");
+    const IntArg record = intArg(event, "wait_on_cuda_event_record_corr_id");
+    e.waitOnStream = waitOn.status == IntArg::Status::Fits && waitOn.value >= 0 ? waitOn.value : -1;
+    e.eventRecordCorrelation = record.fitsUnsigned ? record.unsignedValue : 0;
+  } else if (cat == chrome::kCatCudaRuntime || cat == chrome::kCatCudaDriver) {
+    e.kind = PathEventKind::Call;
+  } else {
+    e.kind = PathEventKind::HostRange;
+    e.detail = static_cast<uint8_t>(
+        (cat == chrome::kCatCpuOp ? CriticalPathEvent::kOperator : 0) |
+        (cat == chrome::kCatUserAnnotation ? CriticalPathEvent::kAnnotation : 0) |
+        (isDataLoading(event.name) ? CriticalPathEvent::kDataLoading : 0));
+  }
+  e.name = intern(event.name);
+  trace_.criticalPathEvents.add(e);
 }
 
 void TraceCollector::noteNcclCall(const Event& event) {

@@ -209,6 +209,31 @@ struct ByStartThenKernel {
 // averages of more are left out and counted.
 inline constexpr std::size_t kMaxKernelMetrics = 64;
 
+// An event the critical path reads (passes/critical_path_steps.h), as the trace has it: host
+// ranges, CUDA runtime and driver calls, GPU operations and synchronisation records, in the
+// trace's order. Kept only when asked (TraceCollector::keepCriticalPathEvents).
+enum class PathEventKind : uint8_t { HostRange, Call, GpuOp, Sync };
+struct CriticalPathEvent {
+  // A host range's detail bits.
+  static constexpr uint8_t kOperator = 1;     // category cpu_op: a framework's operator
+  static constexpr uint8_t kAnnotation = 2;   // category user_annotation
+  static constexpr uint8_t kDataLoading = 4;  // a data-loading range (isDataLoading)
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+  int64_t pid = 0;  // a GPU operation's or synchronisation's device
+  int64_t tid = 0;  // a GPU operation's or synchronisation's stream (-1: none)
+  uint64_t correlationId = 0;
+  // A synchronisation: the cudaEventRecord call whose event it waits on (torch.profiler's
+  // "wait_on_cuda_event_record_corr_id"; 0: unsaid) and that event's stream (-1: unsaid).
+  uint64_t eventRecordCorrelation = 0;
+  int64_t waitOnStream = -1;
+  uint64_t ordinal = 0;  // its place among the events the collector was given, from 0
+  uint32_t name = 0;
+  PathEventKind kind = PathEventKind::HostRange;
+  // HostRange: the bits above; GpuOp: its GpuOpKind; Sync: its SyncKind.
+  uint8_t detail = 0;
+};
+
 struct ByCorrelation {
   template <typename T>
   bool operator()(const T& a, const T& b) const {
@@ -271,6 +296,9 @@ struct CollectedTrace {
   // The metric samples themselves, for the metrics of kernels shorter than a sample.
   ExternalSorter<MetricSampleValue, ByDeviceThenSampleStart> metricSamples;
   GpuMetricsReport gpuMetrics;
+  // The events the critical path reads, when the collector was asked to keep them.
+  SpilledList<CriticalPathEvent> criticalPathEvents;
+  bool keptCriticalPathEvents = false;
   // Threads' names (thread_name metadata): tid and name id, in the trace's order.
   BudgetVector<std::pair<int64_t, uint32_t>> threadNames;
   // kinetrace_gpu_status: why the recorder had no GPU activity to record, or how it recorded
@@ -305,6 +333,10 @@ class TraceCollector final : public Sink {
 
   CollectedTrace take() { return std::move(trace_); }
 
+  // Keeps the events the critical path reads too (CollectedTrace::criticalPathEvents): a
+  // list as long as the trace, so only for an analysis that asks for it. Before begin().
+  void keepCriticalPathEvents() { trace_.keptCriticalPathEvents = true; }
+
  private:
   // The name table's index: ids whose names hash and compare as the names do, so each name
   // is kept once (in trace_.names). kProbe stands for the name being looked up.
@@ -333,6 +365,7 @@ class TraceCollector final : public Sink {
   std::optional<uint32_t> metricIdOf(std::string_view key);
   void noteMetricsMetadata(const Metadata& metadata);
   void noteRankAndGpuStatus(const Metadata& metadata);
+  void noteCriticalPathEvent(const Event& event, int64_t endNs, uint64_t ordinal);
   CollectedTrace trace_;
   BudgetUnorderedSet<uint32_t, NameHash, NameEqual> ids_;
   std::string_view probe_;
@@ -340,6 +373,7 @@ class TraceCollector final : public Sink {
   std::string key_;
   std::string sampleKey_;
   bool any_ = false;
+  uint64_t written_ = 0;  // events given to write(), metadata included: their ordinals
 };
 
 }  // namespace kinetrace::detail

@@ -9,13 +9,19 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/passes/critical_path_marks.h"
 #include "analysis/read_budget.h"
 #include "analysis/trace_analysis.h"
 #include "analysis/trace_collector.h"
+#include "analysis/trace_reader.h"
 #include "files.h"
 #include "kinetrace/error.h"
 #include "kinetrace/trace.h"
+#include "left_out.h"
 #include "output/atomic_file.h"
+#include "output/sink_losses.h"
+#include "output/sink_memory.h"
+#include "progress.h"
 #include "rank_reading.h"
 #include "session/seam.h"
 #include "standard_output.h"
@@ -43,6 +49,32 @@ int traceSuffixOf(const std::string& name) {
     }
   }
   return best;
+}
+
+// The trace read again, its critical paths' events and arrows laid over it (--critical-path-
+// trace), into `out`.
+void writePathTrace(const std::string& file, const AnalyzeOptions& options,
+                    detail::CriticalPathMarks& marks, Sink& out, detail::ReadBudget& budget,
+                    std::FILE* messages) {
+  detail::CriticalPathTraceSink marker(out, marks);
+  ProgressLine progress(messages, "marking the critical path on " + file, !options.quiet,
+                        options.progressFromBytes);
+  const detail::ReadReport report = progress.follow([&](auto onProgress) {
+    return detail::readTraceFile(file, marker, options.criticalPathTrace, budget, onProgress);
+  });
+  const detail::SinkLosses losses = detail::lossesOf(out);
+  if (!options.quiet) {
+    std::fprintf(messages,
+                 "kinetrace: wrote %s: %s of %s events, %s of them on a step's critical path "
+                 "marked, and %s arrows\n",
+                 outputName(options.criticalPathTrace).c_str(),
+                 detail::withThousands(eventsWritten(report.events, losses)).c_str(),
+                 detail::withThousands(eventsRead(report.events, report.skipped)).c_str(),
+                 detail::withThousands(marker.markedEvents()).c_str(),
+                 detail::withThousands(marker.arrows()).c_str());
+  }
+  // As `kinetrace convert` says them: every event of the input not written, with why.
+  sayWhatWasLeftOut(messages, report.skipped, losses);
 }
 
 }  // namespace
@@ -94,8 +126,14 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
       fromDirectory.push_back(directory);
     }
   }
-  for (const std::string& output : {options.jsonOutput, options.htmlOutput}) {
+  for (const std::string& output :
+       {options.jsonOutput, options.htmlOutput, options.criticalPathTrace}) {
     refuseOutputOverInput(output, files, "kinetrace analyze");
+  }
+  if (!options.criticalPathTrace.empty() && (files.size() != 1 || !isRegularFile(files[0]))) {
+    throw Error(
+        "kinetrace analyze: --critical-path-trace marks the path on the trace it came from: give "
+        "one trace file (read twice, so not a pipe)");
   }
   // The reports' files are made (a temporary file beside each name) before the reading: an
   // output that cannot be written is said at once, not after minutes of analysis, and a
@@ -109,6 +147,11 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   if (!options.htmlOutput.empty() && !isStandardOutput(options.htmlOutput)) {
     htmlFile = std::make_unique<detail::AtomicFile>(options.htmlOutput);
   }
+  std::unique_ptr<Sink> pathTrace;
+  if (!options.criticalPathTrace.empty()) {
+    pathTrace = openTraceOutput(options.criticalPathTrace);
+    detail::drawSinkMemoryFrom(*pathTrace, budget.memory());  // a .pftrace's tracks, within the cap
+  }
   if (!options.quiet) {
     for (const std::string& line : duplicates) {
       std::fprintf(messages, "kinetrace: skipped %s\n", line.c_str());
@@ -121,6 +164,8 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   analysis.sequenceLength = options.sequenceLength;
   analysis.sequenceOperator = options.sequenceOperator;
   analysis.maxQueueLength = options.maxQueueLength;
+  analysis.criticalPath = options.criticalPath;
+  analysis.criticalPathMarks = pathTrace != nullptr;
 
   // Each file is analysed and let go once its report is made: memory holds the records of
   // the files being read (within the budget, the rest in temporary files), whatever the
@@ -165,6 +210,10 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
     file.write(text.data(), text.size());
     file.commit();
   };
+  if (pathTrace && !report.ranks.empty() && report.ranks.front().criticalPath.marks) {
+    writePathTrace(files.front(), options, *report.ranks.front().criticalPath.marks, *pathTrace,
+                   budget, messages);
+  }
   if (jsonFile) complete(*jsonFile, detail::reportJson(report));
   if (htmlFile) complete(*htmlFile, detail::reportHtml(report, analysis));
   // Standard output carries one report: the one asked for there, else the text.

@@ -462,11 +462,29 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
              o.jobs = static_cast<unsigned>(jobs);
            }},
           {"--quiet", "-q", nullptr, "no progress", setTo(&AnalyzeOptions::quiet, true)},
+          {"--critical-path", nullptr, nullptr,
+           "each step's critical path too: the longest chain of dependent host and GPU work, "
+           "its length and parts (CPU, launch, compute, communication, memory, sync, waiting), "
+           "what on it took the time and what shortening that would save",
+           setTo(&AnalyzeOptions::criticalPath, true)},
+          {"--critical-path-trace", nullptr, "FILE",
+           "with --critical-path: the trace again (one trace file given), its events on a "
+           "step's path marked (\"critical\": 1) and the path drawn as arrows, to open in "
+           "Perfetto (.json, .json.gz or .pftrace)",
+           [](AnalyzeOptions& o, const char*, Value v) {
+             o.criticalPathTrace = v;
+             o.criticalPath = true;
+           }},
       },
       Operands::Anywhere,
       [](AnalyzeOptions& analyze, std::vector<std::string> paths) {
         for (std::string& path : paths) path = standardInputFor(path);
         analyze.paths = std::move(paths);
+        if (isStandardOutput(analyze.criticalPathTrace)) {
+          throw UsageError(
+              "kinetrace analyze: --critical-path-trace -: standard output carries the report; "
+              "name a file for the marked trace");
+        }
         if (isStandardOutput(analyze.jsonOutput) && isStandardOutput(analyze.htmlOutput)) {
           throw UsageError(
               "kinetrace analyze: --json - and --html - both ask for standard output, which "

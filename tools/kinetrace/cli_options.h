@@ -104,6 +104,8 @@ struct AnalyzeOptions {
   unsigned jobs = 0;                                  // --jobs: files read at once; 0: one per core
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
+  bool criticalPath = false;      // --critical-path: each step's critical path
+  std::string criticalPathTrace;  // --critical-path-trace: the trace with its path marked
 };
 
 struct TriggerOptions {

@@ -50,6 +50,7 @@ FileOutcome analyseFile(const std::string& file, const AnalyzeOptions& options,
   FileOutcome outcome;
   try {
     kt::RankedCollector collector(file, budget);
+    if (options.criticalPath) collector.keepCriticalPathEvents();
     const auto read = [&](const kt::ReadProgress& onProgress) {
       return kt::readTraceFile(file, collector, file, budget, onProgress);
     };
@@ -64,6 +65,12 @@ FileOutcome analyseFile(const std::string& file, const AnalyzeOptions& options,
     outcome.merged = collector.merged();
     std::vector<kt::CollectedTrace> traces = collector.take();
     outcome.traces = traces.size();
+    if (!options.criticalPathTrace.empty() && collector.merged()) {
+      throw Error(fmt::format(
+          "kinetrace analyze: --critical-path-trace marks one rank's own trace, and {} is a "
+          "merged trace of {} ranks: give one rank's trace",
+          file, traces.size()));
+    }
     for (const kt::CollectedTrace& trace : traces) {
       for (const auto& [why, count] : trace.leftOut) outcome.leftOut[why] += count;
     }
