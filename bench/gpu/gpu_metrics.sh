@@ -31,8 +31,8 @@
 #   fit       torch_train.py --model resnet18 (kernels of 3-20 us against 1 ms samples) under
 #             `kinetrace run --gpu-metrics default`, `kinetrace analyze --json` (short kernels'
 #             metrics fitted from all the samples), then the same program under Nsight Compute
-#             (NCU, default /usr/local/cuda/bin/ncu) for every kernel of step FIT_NCU_STEP (3,
-#             after two warm-up steps; NVTX ranges per step); fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
+#             (NCU, default /usr/local/cuda/bin/ncu) for FIT_NCU_COUNT (700) kernel launches
+#             after FIT_NCU_SKIP (2000: past 3 of its 4 warm-up steps); fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
 #             names making 80% of kernel time (within 5 points, or unresolved) and says the
 #             sampling's start-up gap (OUT_DIR/gpu_metrics_fit.md). Not in the default parts:
 #             PARTS=fit
@@ -106,7 +106,11 @@ traced_check() {
   local name=$1 limit=$2 rc=0
   shift 2
   local dir=$WORK/$name
-  run "$limit" "$KINETRACE" run "${METRIC_FLAGS[@]}" --output "$dir" -- "$@" > "$WORK/$name.log" 2>&1 || rc=1
+  # Info level: the sampler says when each device's set-up began and how long it took, and
+  # when sampling started (the start-up gap's parts).
+  run "$limit" "$KINETRACE" run "${METRIC_FLAGS[@]}" --log-level info --output "$dir" -- "$@" \
+    > "$WORK/$name.log" 2>&1 || rc=1
+  grep -E 'GPU metrics on GPU [0-9]+: (set up|sampling started)' "$WORK/$name.log" | head -n 4
   grep -E '^RESULT|kinetrace' "$WORK/$name.log" | tail -n 8
   TRACE=$(trace_in "$dir")
   if [[ -z $TRACE ]]; then
@@ -297,12 +301,15 @@ part_fit() {
   [[ -n $TRACE ]] || { echo "no trace from the ResNet-18 run (see $WORK/fit.log)"; tail -n 20 "$WORK/fit.log"; return 1; }
   run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$TRACE" --json "$WORK/fit_analyze.json" > "$OUT_DIR/gpu_metrics_fit_analyze.txt" || rc=1
   cp "$WORK/fit_analyze.json" "$OUT_DIR/gpu_metrics_fit_analyze.json" 2> /dev/null
-  # Every kernel of one step after the warm-up (an NVTX range per step), so that each top name
-  # of the traced run is among those ncu profiles.
-  run "$RUN_TIMEOUT" "$ncu" --csv --page raw --target-processes all \
-    --nvtx --nvtx-include "regex:^step ${FIT_NCU_STEP:-3}/" \
+  # FIT_NCU_COUNT consecutive kernel launches after FIT_NCU_SKIP (past the warm-up; more than a
+  # step, ~570 kernels, so every name of a step is among them). Not an NVTX range: ranges are
+  # per thread, and the backward pass's kernels are launched from autograd's thread, outside
+  # the main thread's "step N". Names as the trace has them (demangled, with their
+  # parameters), not ncu's shortened function names.
+  run "$RUN_TIMEOUT" "$ncu" --csv --page raw --target-processes all --print-kernel-base demangled \
+    --launch-skip "${FIT_NCU_SKIP:-2000}" --launch-count "${FIT_NCU_COUNT:-700}" \
     --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed \
-    "${program[@]}" --steps 2 --warmup 2 --nvtx-steps > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
+    "${program[@]}" --steps 2 --warmup 4 > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
   cp "$WORK/fit_ncu.csv" "$OUT_DIR/gpu_metrics_fit_ncu.csv" 2> /dev/null
   python3 "$BENCH_DIR/fit_vs_ncu.py" "$WORK/fit_analyze.json" "$WORK/fit_ncu.csv" --trace "$TRACE" \
     --md "$OUT_DIR/gpu_metrics_fit.md" || rc=1

@@ -554,11 +554,6 @@ std::vector<uint32_t> CuptiSource::devicesInUse() {
   // armed for a later window): its primary context says so, and sampling is then set up
   // before the window opens.
   for (uint32_t device : driver_.devicesWithActivePrimaryContext()) devices.push_back(device);
-  // A process that sees one device will use that one: it is set up as soon as the driver
-  // has started, while the program still creates its context, not after it (the set-up
-  // takes half a second, which the program's first kernels would spend unsampled). With
-  // several devices, setting up those a rank never uses would cost each a hardware buffer.
-  if (devices.empty() && driver_.visibleDevices() == 1) devices.push_back(0);
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   return devices;

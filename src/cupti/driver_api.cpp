@@ -142,12 +142,6 @@ bool processUsesGpu() {
   return uses;
 }
 
-int DriverApi::visibleDevices() const {
-  int count = 0;
-  if (!isOpen() || cuDeviceGetCount_(&count) != CUDA_SUCCESS) return 0;
-  return count;
-}
-
 std::vector<uint32_t> DriverApi::devicesWithActivePrimaryContext() const {
   std::vector<uint32_t> active;
   if (!isOpen() || cuDevicePrimaryCtxGetState_ == nullptr) return active;

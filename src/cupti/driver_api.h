@@ -38,9 +38,6 @@ class DriverApi {
   // CUDA runtime has started using, seen by kinetrace or not. Empty while the driver has
   // not started.
   std::vector<uint32_t> devicesWithActivePrimaryContext() const;
-  // How many devices the process can see; 0 while the driver has not started (asking never
-  // starts it).
-  int visibleDevices() const;
 
   std::string errorText(CUresult result) const;
 

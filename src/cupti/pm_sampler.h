@@ -33,9 +33,8 @@ namespace kinetrace::detail {
 // have, metrics needing more than one hardware pass) is said once, in the log and in the
 // trace's metadata; tracing goes on without metrics.
 //
-// A device is set up (most of a second on an H100) as soon as the program uses it (the
-// only device the process sees: as soon as the driver has started), window or not, and
-// kept: a window finds it ready and starts sampling at once.
+// A device is set up (most of a second on an H100) as soon as the program uses it, window or
+// not, and kept: a window finds it ready and starts sampling at once.
 //
 // Threads: start() and finish() from the session's thread; drain() from the
 // pipeline's; every CUPTI call on the sampler's own thread, so that a window starting
