@@ -267,6 +267,9 @@ void TraceCollector::write(const Event& event) {
     return;
   }
   CollectedRange range{event.timestampNs, end, event.tid, intern(event.name)};
+  range.category = cat == chrome::kCatCpuOp            ? HostRangeCategory::CpuOp
+                   : cat == chrome::kCatUserAnnotation ? HostRangeCategory::UserAnnotation
+                                                       : HostRangeCategory::Other;
   if (isStep(event.name)) trace_.steps.push_back(range);
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
   if (event.name.rfind("c10d::", 0) == 0) {

@@ -95,11 +95,16 @@ struct CollectedCall {
   int64_t tid = 0;
 };
 
+// What a host range is, by its category: a framework operator (torch.profiler's cpu_op),
+// a user's range (record_function, NVTX: user_annotation), or anything else.
+enum class HostRangeCategory : uint8_t { Other, CpuOp, UserAnnotation };
+
 struct CollectedRange {
   int64_t startNs = 0;
   int64_t endNs = 0;
   int64_t tid = 0;
   uint32_t name = 0;
+  HostRangeCategory category = HostRangeCategory::Other;
 };
 
 // The GPU operations of one NCCL call (ncclAllReduce, ...), summed.

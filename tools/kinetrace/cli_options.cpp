@@ -458,6 +458,76 @@ late.
   return spec;
 }
 
+// diff ---------------------------------------------------------------------------------
+
+const CommandSpec<DiffOptions>& diffSpec() {
+  static const CommandSpec<DiffOptions> spec{
+      "diff",
+      Command::Kind::Diff,
+      &Command::diff,
+      {
+          {"--html", nullptr, "FILE",
+           "the comparison as a page to open in a browser (both runs' step time as bars, every "
+           "figure side by side, the names that changed most); - for standard output, in place "
+           "of the text",
+           stored(&DiffOptions::htmlOutput)},
+          {"--json", nullptr, "FILE",
+           "the comparison as JSON too, every kernel, operator and annotation name included; - "
+           "for standard output, in place of the text",
+           stored(&DiffOptions::jsonOutput)},
+          {"--rank", nullptr, "N", "only the traces of rank N, on both sides",
+           [](DiffOptions& o, const char* option, Value v) {
+             o.rank = static_cast<int64_t>(parseCount("diff", option, v));
+           }},
+          {"--top", nullptr, "N", "rows per table (default 10)",
+           counted("diff", &DiffOptions::top)},
+          {"--kernel-wait-us", nullptr, "N",
+           "as analyze's: an idle gap shorter than N microseconds before a queued operation is "
+           "kernel wait (default 30)",
+           [](DiffOptions& o, const char* option, Value v) {
+             o.kernelWaitNs = static_cast<int64_t>(parseCount("diff", option, v)) * 1000;
+           }},
+          readMemoryOption("diff", &DiffOptions::memoryBytes,
+                           "the memory the two runs' analysis may hold together (default 256); "
+                           "what is more goes to temporary files in $TMPDIR (else /tmp)"),
+          {"--quiet", "-q", nullptr, "no progress", setTo(&DiffOptions::quiet, true)},
+      },
+      Operands::Anywhere,
+      [](DiffOptions& diff, std::vector<std::string> paths) {
+        if (paths.size() != 2) {
+          throw UsageError(
+              "kinetrace diff: give two runs to compare: kinetrace diff BASE NEW (each a trace or "
+              "a directory of one job's traces; got " +
+              std::to_string(paths.size()) + ")");
+        }
+        diff.base = standardInputFor(paths[0]);
+        diff.after = standardInputFor(paths[1]);
+        if (diff.base == "/dev/stdin" && diff.after == "/dev/stdin") {
+          throw UsageError("kinetrace diff: BASE and NEW cannot both be standard input");
+        }
+        if (isStandardOutput(diff.jsonOutput) && isStandardOutput(diff.htmlOutput)) {
+          throw UsageError(
+              "kinetrace diff: --json - and --html - both ask for standard output, which "
+              "carries one report: name a file for one of them");
+        }
+      },
+      R"(usage: kinetrace diff [options] BASE NEW
+
+Says what changed between two runs (before and after an upgrade, a config change, a
+regression): BASE and NEW are each a trace (.json, .json.gz, .pftrace, as analyze reads them)
+or a directory of one job's traces, whose ranks are matched by number. Steps are matched by
+number (ProfilerStep#N, NVTX "step N"); runs that share no step number are compared by their
+per-step averages, runs without steps whole. Per step: the step time, the parts of the
+step's GPU time as analyze splits them (busy: compute, communication, memory; idle: host
+wait, launch, kernel wait, waiting on other work, data loading, other), and each kernel,
+operator and annotation name's count and time, with names added and removed. The step
+time's change is put down to the part that explains it, and that to the names behind it; a
+change within the run-to-run noise of the steps' own spread is said to be so.
+)",
+      ""};
+  return spec;
+}
+
 // trigger ------------------------------------------------------------------------------
 
 void finishTrigger(TriggerOptions& t, std::vector<std::string>) {
@@ -577,6 +647,7 @@ const std::vector<CommandEntry>& commandTable() {
   static const std::vector<CommandEntry> table{
       entryFor<&runSpec>(),   entryFor<&summarySpec>(), entryFor<&convertSpec>(),
       entryFor<&mergeSpec>(), entryFor<&analyzeSpec>(), entryFor<&triggerSpec>(),
+      entryFor<&diffSpec>(),
   };
   return table;
 }
@@ -652,6 +723,7 @@ usage:
   kinetrace convert IN OUT                         rewrite a trace in another format
   kinetrace merge TRACE... -o OUT                  one job's traces (one per rank) as one
   kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
+  kinetrace diff BASE NEW                          what changed between two runs, and why
   kinetrace trigger --pid PID --duration T|--steps N   ask a running traced process to record
   kinetrace help [COMMAND]                         this text, or a command's options
   kinetrace help settings | metrics                every setting (KINETRACE_*), GPU metrics
