@@ -645,9 +645,9 @@ CommandEntry entryFor() {
 // In the order `kinetrace help` lists them.
 const std::vector<CommandEntry>& commandTable() {
   static const std::vector<CommandEntry> table{
-      entryFor<&runSpec>(),   entryFor<&summarySpec>(), entryFor<&convertSpec>(),
-      entryFor<&mergeSpec>(), entryFor<&analyzeSpec>(), entryFor<&triggerSpec>(),
-      entryFor<&diffSpec>(),
+      entryFor<&runSpec>(),     entryFor<&summarySpec>(), entryFor<&convertSpec>(),
+      entryFor<&mergeSpec>(),   entryFor<&analyzeSpec>(), entryFor<&diffSpec>(),
+      entryFor<&triggerSpec>(),
   };
   return table;
 }

@@ -187,7 +187,9 @@ int diffCommand(const DiffOptions& options, std::FILE* out, std::FILE* messages)
   readRun(after, options, diff.analysis, budget, messages);
   pairRanks(base, after, messages);
 
-  const detail::DiffReport report = detail::diffRuns(base.ranks, after.ranks, diff);
+  detail::DiffReport report = detail::diffRuns(base.ranks, after.ranks, diff);
+  report.basePath = base.path;
+  report.afterPath = after.path;
   auto complete = [](detail::AtomicFile& file, const std::string& text) {
     file.write(text.data(), text.size());
     file.commit();

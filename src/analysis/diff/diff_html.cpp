@@ -99,7 +99,8 @@ std::string rankSection(const RankDiff& r, std::size_t index, const DiffOptions&
                                 escape(r.base.path), escape(r.after.path));
   out += fmt::format(
       "<p class=\"note\">Steps {}: BASE {} of {}, NEW {} of {} compared. Figures are per step "
-      "(a mean over the steps compared){}; a change is beyond noise when it is larger than "
+      "(a mean over the steps compared; each bar is its run's step as 100%){}; a change is "
+      "beyond noise when it is larger than "
       "{:g} times the larger step-to-step standard deviation of the step time and {:g}% of "
       "BASE's step "
       "time.</p>\n",

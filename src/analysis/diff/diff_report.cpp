@@ -164,10 +164,14 @@ Json rankJson(const RankDiff& r) {
 
 std::string formatDiff(const DiffReport& report, const DiffOptions& options) {
   std::string out;
-  if (!report.ranks.empty()) {
-    out += fmt::format("kinetrace diff: BASE {} -> NEW {}\n", report.ranks.front().base.path,
-                       report.ranks.front().after.path);
-  }
+  const bool one = report.ranks.size() == 1;
+  const std::string base = !report.basePath.empty() ? report.basePath
+                           : one                    ? report.ranks.front().base.path
+                                                    : "";
+  const std::string after = !report.afterPath.empty() ? report.afterPath
+                            : one                     ? report.ranks.front().after.path
+                                                      : "";
+  out += fmt::format("kinetrace diff: BASE {} -> NEW {}\n", base, after);
   out += "\nFindings:\n";
   for (const DiffFinding& f : report.findings) out += "  * " + f.text + "\n";
   for (std::size_t i = 0; i < report.ranks.size(); ++i) rankText(out, report.ranks[i], i, options);
@@ -176,6 +180,8 @@ std::string formatDiff(const DiffReport& report, const DiffOptions& options) {
 
 std::string diffJson(const DiffReport& report) {
   Json root;
+  root["base"] = report.basePath;
+  root["new"] = report.afterPath;
   Json findings = Json::array();
   for (const DiffFinding& f : report.findings) {
     Json finding = {{"id", f.id}};

@@ -120,6 +120,9 @@ struct DiffFinding : Finding {
 };
 
 struct DiffReport {
+  // What BASE and NEW were given as (a trace, a directory); "" where the ranks' files say it.
+  std::string basePath;
+  std::string afterPath;
   std::vector<RankDiff> ranks;
   std::vector<DiffFinding> findings;  // most telling first
 };
