@@ -359,13 +359,16 @@ class Findings {
       const double y = change == NameChange::Added ? b->time.after : b->time.base;
       return x > y;
     });
-    std::string kinds;
+    std::vector<std::string> counts;
     const char* nouns[kNameKinds][2] = {
         {"kernel", "kernels"}, {"operator", "operators"}, {"annotation", "annotations"}};
     for (std::size_t k = 0; k < kNameKinds; ++k) {
-      if (byKind[k] == 0) continue;
-      kinds += fmt::format("{}{}", kinds.empty() ? "" : ", ",
-                           report_text::counted(byKind[k], nouns[k][0], nouns[k][1]));
+      if (byKind[k] > 0)
+        counts.push_back(report_text::counted(byKind[k], nouns[k][0], nouns[k][1]));
+    }
+    std::string kinds;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      kinds += (i == 0 ? "" : i + 1 == counts.size() ? " and " : ", ") + counts[i];
     }
     std::string list;
     for (std::size_t i = 0; i < names.size() && i < kNamesListed; ++i) {
