@@ -249,6 +249,27 @@ TEST(TraceDiffTest, ComparesWholeTracesWhenOneRunHasNoSteps) {
   EXPECT_TRUE(said) << textOf(report);
 }
 
+TEST(TraceDiffTest, LeavesOutAStepFarFromTheRestOfItsRunOnBothSides) {
+  // BASE's first step carries 9 ms more (a profiler starting); NEW's steps are alike.
+  Loop base, after;
+  base.loaderJitterUs = {9'000, 0, 20, -20, 10};
+  after.loaderJitterUs = {0, 10, -10, 20, 0};
+  const DiffReport report = compare(base, after);
+  const RankDiff& r = report.ranks.at(0);
+  EXPECT_EQ(r.base.compared, (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(r.after.compared, (std::vector<int64_t>{2, 3, 4, 5}));
+  ASSERT_EQ(r.base.leftOut.size(), 1u);
+  EXPECT_EQ(r.base.leftOut[0].first, "ProfilerStep#1");
+  ASSERT_EQ(r.after.leftOut.size(), 1u);  // its match, on the other side
+  EXPECT_EQ(report.findings.at(0).id, "no-change") << textOf(report);
+  const auto ids = idsOf(report);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "steps-left-out"), ids.end()) << textOf(report);
+  // More than a quarter of the steps far from the median is the run's spread: none left out.
+  Loop spread;
+  spread.loaderJitterUs = {0, 4'000};
+  EXPECT_TRUE(compare(spread, spread).ranks.at(0).base.leftOut.empty());
+}
+
 // ---- names added and removed ----------------------------------------------------------------
 
 TEST(TraceDiffTest, ListsNamesAddedAndRemoved) {

@@ -395,16 +395,40 @@ class Findings {
                       report_text::counted(a.comparedCount, "step", "steps")),
           {{"base_steps", static_cast<double>(b.comparedCount)},
            {"new_steps", static_cast<double>(a.comparedCount)}});
-    } else if (r_.match == StepMatch::Matched &&
-               (b.comparedCount < b.steps || a.comparedCount < a.steps)) {
+    } else if (r_.match == StepMatch::Matched && (unmatched(b) > 0 || unmatched(a) > 0)) {
       say("steps-compared",
           fmt::format("{} matched by number ({}) are compared; {} of BASE's and {} of NEW's have "
                       "no match and are left out.",
                       report_text::counted(b.comparedCount, "step", "steps"), numbers(b.compared),
-                      b.steps - b.comparedCount, a.steps - a.comparedCount),
+                      unmatched(b), unmatched(a)),
           {{"steps", static_cast<double>(b.comparedCount)},
-           {"base_left_out", static_cast<double>(b.steps - b.comparedCount)},
-           {"new_left_out", static_cast<double>(a.steps - a.comparedCount)}});
+           {"base_left_out", static_cast<double>(unmatched(b))},
+           {"new_left_out", static_cast<double>(unmatched(a))}});
+    }
+    if (!b.leftOut.empty() || !a.leftOut.empty()) {
+      std::vector<std::string> steps;
+      for (const auto& [side, s] : {std::pair<const char*, const SideSteps&>{"BASE", b},
+                                    std::pair<const char*, const SideSteps&>{"NEW", a}}) {
+        for (const auto& [name, ns] : s.leftOut) {
+          steps.push_back(fmt::format("{}'s {} ({}; the others' median {})", side, name,
+                                      time(static_cast<double>(ns)),
+                                      time(static_cast<double>(s.medianStepNs))));
+        }
+      }
+      std::string list;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        list += (i == 0 ? "" : i + 1 == steps.size() ? " and " : ", ") + steps[i];
+      }
+      say("steps-left-out",
+          fmt::format("Left out as far from the rest of {}{}: {}. A run's first profiled step "
+                      "often carries the profiler's start.",
+                      !b.leftOut.empty() && !a.leftOut.empty() ? "their runs" : "its run",
+                      r_.match == StepMatch::Matched
+                          ? " (with the step of that number on the other side)"
+                          : "",
+                      list),
+          {{"base_steps_left_out", static_cast<double>(b.leftOut.size())},
+           {"new_steps_left_out", static_cast<double>(a.leftOut.size())}});
     }
     if (r_.match == StepMatch::Whole) {
       const char* which = b.steps == 0 && a.steps == 0 ? "Neither run has"
@@ -442,6 +466,10 @@ class Findings {
     }
   }
 
+  // Steps of a side without a match, left out.
+  static std::size_t unmatched(const SideSteps& s) {
+    return s.steps - s.comparedCount - s.leftOut.size();
+  }
   static std::string numbers(const std::vector<int64_t>& steps) {
     if (steps.empty()) return "none";
     if (steps.size() == 1) return std::to_string(steps.front());

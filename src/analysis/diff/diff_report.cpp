@@ -111,7 +111,13 @@ Json sideJson(const SideSteps& s) {
           {"devices", s.devices},
           {"gpu_operations", s.gpuOps},
           {"gpu_operations_without_launch", s.gpuOpsWithoutCall},
-          {"window_ns", s.windowNs}};
+          {"window_ns", s.windowNs},
+          {"median_step_ns", s.medianStepNs},
+          {"left_out", [&s] {
+             Json steps = Json::array();
+             for (const auto& [name, ns] : s.leftOut) steps.push_back({{"name", name}, {"ns", ns}});
+             return steps;
+           }()}};
 }
 
 Json nameJson(const NameDiff& n) {

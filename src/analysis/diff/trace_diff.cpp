@@ -79,7 +79,10 @@ struct Side {
   }
 };
 
-Side sideOf(const RunProfile& profile, bool whole, const std::set<int64_t>* numbers) {
+// The steps of `profile` to compare: those whose number is in `numbers` (every one when
+// null), but for `leftOut`.
+Side sideOf(const RunProfile& profile, bool whole, const std::set<int64_t>* numbers,
+            const std::set<const ProfileStep*>& leftOut = {}) {
   Side side;
   side.profile = &profile;
   side.whole = whole;
@@ -89,10 +92,50 @@ Side sideOf(const RunProfile& profile, bool whole, const std::set<int64_t>* numb
   for (std::size_t i = 0; i < profile.steps.size(); ++i) {
     const ProfileStep& step = profile.steps[i];
     if (numbers != nullptr && (!step.number || numbers->count(*step.number) == 0)) continue;
+    if (leftOut.count(&step) > 0) continue;
     side.steps.push_back(&step);
     side.inSlot[i] = true;
   }
   return side;
+}
+
+std::set<const ProfileStep*> stepsNumbered(const RunProfile& profile,
+                                           const std::set<int64_t>& numbers) {
+  std::set<const ProfileStep*> steps;
+  for (const ProfileStep& step : profile.steps) {
+    if (step.number && numbers.count(*step.number) > 0) steps.insert(&step);
+  }
+  return steps;
+}
+
+int64_t lengthOf(const ProfileStep& step) {
+  return step.endNs - step.startNs;
+}
+
+// The steps of a side far from its others (trace_diff.h): further from the median than five
+// robust standard deviations (1.4826 times the median absolute deviation) and a tenth of the
+// median, and at most a quarter of them (at least one, of three steps or more); more such
+// steps are the run's spread, not exceptions.
+std::set<const ProfileStep*> outlyingSteps(const Side& side) {
+  const std::size_t n = side.steps.size();
+  if (side.whole || n < 3) return {};
+  std::vector<double> lengths, deviations;
+  for (const ProfileStep* step : side.steps)
+    lengths.push_back(static_cast<double>(lengthOf(*step)));
+  const auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+  };
+  const double middle = median(lengths);
+  for (double length : lengths) deviations.push_back(std::abs(length - middle));
+  const double allowed = std::max(5 * 1.4826 * median(deviations), 0.1 * middle);
+  std::set<const ProfileStep*> far;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (deviations[i] > allowed) far.insert(side.steps[i]);
+  }
+  if (far.size() > std::max<std::size_t>(1, n / 4)) return {};
+  return far;
 }
 
 FigureDiff figureOf(const Spread& base, const Spread& after) {
@@ -223,11 +266,18 @@ std::vector<NameDiff> namesOf(const Side& base, const Side& after, double noise)
   return out;
 }
 
-SideSteps stepsOf(const Side& side) {
+SideSteps stepsOf(const Side& side, const std::set<const ProfileStep*>& leftOut) {
   const RunProfile& p = *side.profile;
   SideSteps s;
   s.path = p.path;
   s.steps = p.steps.size();
+  for (const ProfileStep* step : leftOut) s.leftOut.push_back({step->name, lengthOf(*step)});
+  if (!side.steps.empty()) {
+    std::vector<int64_t> lengths;
+    for (const ProfileStep* step : side.steps) lengths.push_back(lengthOf(*step));
+    std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+    s.medianStepNs = lengths[lengths.size() / 2];
+  }
   for (const ProfileStep* step : side.steps) {
     if (step->number) s.compared.push_back(*step->number);
   }
@@ -304,10 +354,23 @@ RankDiff diffRank(const RunProfile& base, const RunProfile& after, const DiffOpt
   const bool whole = base.steps.empty() || after.steps.empty();
   r.match = whole ? StepMatch::Whole : common.empty() ? StepMatch::Averaged : StepMatch::Matched;
   const std::set<int64_t>* numbers = r.match == StepMatch::Matched ? &common : nullptr;
-  const Side b = sideOf(base, whole, numbers);
-  const Side a = sideOf(after, whole, numbers);
-  r.base = stepsOf(b);
-  r.after = stepsOf(a);
+  // Steps far from the rest of their run are left out; of matched steps, the number on both
+  // sides, so the steps compared stay matched.
+  std::set<const ProfileStep*> baseFar = outlyingSteps(sideOf(base, whole, numbers));
+  std::set<const ProfileStep*> afterFar = outlyingSteps(sideOf(after, whole, numbers));
+  if (r.match == StepMatch::Matched && !(baseFar.empty() && afterFar.empty())) {
+    std::set<int64_t> farNumbers;
+    for (const auto* far : {&baseFar, &afterFar}) {
+      for (const ProfileStep* step : *far) farNumbers.insert(*step->number);
+    }
+    for (int64_t number : farNumbers) common.erase(number);
+    baseFar = stepsNumbered(base, farNumbers);
+    afterFar = stepsNumbered(after, farNumbers);
+  }
+  const Side b = sideOf(base, whole, numbers, baseFar);
+  const Side a = sideOf(after, whole, numbers, afterFar);
+  r.base = stepsOf(b, baseFar);
+  r.after = stepsOf(a, afterFar);
 
   r.stepTime = figureOf(stepTimes(b), stepTimes(a));
   const double noise =

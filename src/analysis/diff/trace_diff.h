@@ -14,7 +14,13 @@
 //   steps        matched by number (ProfilerStep#N, "step N") where the two runs share
 //                numbers: those steps on both sides. Runs that share none are compared by
 //                their per-step averages, each over all its steps. Runs without steps (or
-//                with steps on one side only, which is said) are compared whole.
+//                with steps on one side only, which is said) are compared whole. A step far
+//                from the rest of its run is left out (and said; of matched steps, its number
+//                on both sides): further from the median step than five robust standard
+//                deviations (1.4826 times the median absolute deviation) and a tenth of the
+//                median, at most a quarter of the steps. A run's first profiled step often
+//                carries the profiler's start (26 ms against 17.6 ms in a transformer's
+//                trace), which would otherwise be its spread and its mean.
 //   figures      per step (a mean over the steps compared; the whole trace's figure where
 //                traces are compared whole): the step time (its host range); the parts of
 //                the step's GPU time as analyze splits them (trace_analysis.h: busy as
@@ -92,6 +98,9 @@ struct SideSteps {
   std::size_t steps = 0;          // in the trace
   std::vector<int64_t> compared;  // the numbers of the steps compared (those with one)
   std::size_t comparedCount = 0;  // steps compared (1 where the trace is compared whole)
+  // Steps left out as far from the others (name, length), and the median step compared.
+  std::vector<std::pair<std::string, int64_t>> leftOut;
+  int64_t medianStepNs = 0;
   std::size_t devices = 0;
   uint64_t gpuOps = 0;
   uint64_t gpuOpsWithoutCall = 0;
@@ -139,6 +148,7 @@ inline constexpr FindingKind kDiffFindingKinds[] = {
     {"names-added", "kernels, operators or annotations only NEW has"},
     {"names-removed", "kernels, operators or annotations only BASE has"},
     {"steps-compared", "how the steps were matched, where not every step matched its number"},
+    {"steps-left-out", "steps far from the rest of their run, left out of the comparison"},
     {"no-steps", "one run or both have no step ranges: traces compared whole"},
     {"no-gpu-operations", "one run or both have no GPU operation"},
     {"operations-without-launch", "GPU operations whose launch call the trace lacks: in no step"},
