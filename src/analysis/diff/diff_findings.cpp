@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "analysis/analysis_html_charts.h"
 #include "analysis/diff/trace_diff.h"
-#include "analysis/passes/analysis_common.h"
 #include "analysis/report_text.h"
 
 namespace kinetrace::detail {
@@ -75,8 +75,10 @@ std::string beforeAfter(const FigureDiff& f, bool withShare) {
 // "kernel `gemm` -2.00 ms a step (5.00 ms -> 3.00 ms)", "op `aten::item` added (1 a step,
 // 3.10 ms a step)".
 std::string nameChange(const NameDiff& n) {
+  // A kernel by its name without templates and arguments ("reduce_kernel"): --json has it
+  // whole.
   const std::string shown =
-      n.kind == NameKind::Kernel ? passes::shortName(n.name) : shorten(n.name, 60);
+      n.kind == NameKind::Kernel ? shorten(html::shortKernelName(n.name), 60) : shorten(n.name, 60);
   const std::string what = fmt::format("{} `{}`", nameKindName(n.kind), shown);
   if (n.change == NameChange::Added) {
     return fmt::format("{} added ({} a step, {} a step)", what, perStep(n.afterCountPerStep),

@@ -65,8 +65,7 @@ void namesTable(std::string& out, const RankDiff& r, NameKind kind, const char* 
   for (const NameDiff& n : r.names) {
     if (n.kind != kind) continue;
     if (shown++ == top) break;
-    const std::string name =
-        kind == NameKind::Kernel ? passes::shortName(n.name) : shorten(n.name, 60);
+    const std::string name = shorten(n.name, 70);
     out += fmt::format("  {:<10} {:>7} -> {:<7} {:>9} -> {:<9} {:>10}{} {}\n",
                        nameChangeName(n.change), perStep(n.baseCountPerStep),
                        perStep(n.afterCountPerStep), time(n.time.base), time(n.time.after),
