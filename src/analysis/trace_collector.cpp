@@ -262,7 +262,8 @@ void TraceCollector::write(const Event& event) {
   if (cat == chrome::kCatCudaRuntime || cat == chrome::kCatCudaDriver) {
     const IntArg correlation = intArg(event, chrome::kArgCorrelation);
     if (correlation.fitsUnsigned) {
-      trace_.calls.add(CollectedCall{correlation.unsignedValue, event.timestampNs, end, event.tid});
+      trace_.calls.add(CollectedCall{correlation.unsignedValue, event.timestampNs, end, event.tid,
+                                     intern(event.name)});
     }
     return;
   }

@@ -93,6 +93,7 @@ struct CollectedCall {
   int64_t startNs = 0;
   int64_t endNs = 0;
   int64_t tid = 0;
+  uint32_t name = 0;  // cudaLaunchKernel, cudaStreamSynchronize, ...
 };
 
 // What a host range is, by its category: a framework operator (torch.profiler's cpu_op),

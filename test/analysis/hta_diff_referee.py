@@ -5,13 +5,14 @@ and `kinetrace diff --json` on the same pairs of traces and sets every row side 
     hta_diff_referee.py --kinetrace BIN [--hta-dir DIR] [--out TABLE.txt] BASE NEW [BASE NEW]...
 
 For each pair and rank, kinetrace says which steps it compared (matched by number, or each
-run's own where they share none) and, over those steps, each kernel's, operator's and
-annotation's count and total time. HTA is asked for the same iterations of the same rank:
-LabeledTrace.extract_ops and get_ops_summary (what TraceDiff.compare_traces sums, by category
-and name) give the rows, compare_traces (device_type GPU) the kernels' differences and
-ops_diff (GPU) the kernels added and deleted; the ProfilerStep ranges' own rows give the step
-time. Runs compared whole (no steps) are set against HTA's summary of the whole trace, as
-TraceDiff needs iterations.
+run's own where they share none) and, over those steps, each kernel's, operator's,
+annotation's and runtime call's count and total time. HTA is asked for the same iterations
+of the same rank: LabeledTrace.extract_ops and get_ops_summary (what TraceDiff.compare_traces
+sums, by category and name) give the rows (kernels, copies and memsets; cpu_op;
+user_annotation; cuda_runtime and cuda_driver calls), compare_traces (device_type GPU) the
+kernels' differences and ops_diff (GPU) the kernels added and deleted; the ProfilerStep
+ranges' own rows give the step time. Runs compared whole (no steps) are set against HTA's
+summary of the whole trace, as TraceDiff needs iterations.
 
 HTA runs twice, as shipped and with its rounding of nanosecond timestamps off
 (HTA_DISABLE_NS_ROUNDING=1, read once at import: a process per setting). A figure agrees when
@@ -43,7 +44,8 @@ from hta_referee import find_hta, stand_in_modules  # noqa: E402  (the same HTA,
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")
 # The host ranges kinetrace diff tabulates, by the category HTA's rows carry.
-KINDS = {"kernels": KERNEL_CATEGORIES, "ops": ("cpu_op",), "annotations": ("user_annotation",)}
+KINDS = {"kernels": KERNEL_CATEGORIES, "ops": ("cpu_op",), "annotations": ("user_annotation",),
+         "calls": ("cuda_runtime", "cuda_driver")}
 # A step's range, as kinetrace's collector tells them (trace_collector.cpp, isStep): not an
 # annotation, but the step time.
 STEP_NAME = re.compile(r"^(ProfilerStep#|[Ss][Tt][Ee][Pp][ #_:\-]*[0-9])")

@@ -65,6 +65,7 @@ CollectedTrace build(const Loop& loop, TraceBuilder builder = TraceBuilder(0)) {
       // loss.item(): the host waits in a stream sync until forward's kernels are done.
       const int64_t itemStart = host;
       const int64_t syncEnd = gpu + 2;
+      t.call("cudaStreamSynchronize", host + 1, syncEnd);
       t.sync("Stream Sync", host + 1, syncEnd, 7);
       host = syncEnd + 1;
       t.range("aten::item", itemStart, host, 0, "cpu_op");
@@ -129,6 +130,8 @@ TEST(RunProfileTest, CountsAKernelInTheStepItsLaunchStartedIn) {
   t.op("late_kernel", 90, 95, 120, 150);
   // No launch call in the trace: in no step.
   t.kernel("orphan", 130, 140);
+  // A runtime call, by its start.
+  t.call("cudaStreamSynchronize", 99, 130);
   // A range that starts in step 1 and ends in step 2 belongs to step 1.
   t.range("aten::copy_", 95, 110, 0, "cpu_op");
   t.range("## optimizer ##", 150, 180);
@@ -155,6 +158,14 @@ TEST(RunProfileTest, CountsAKernelInTheStepItsLaunchStartedIn) {
   ASSERT_NE(optimizer, nullptr);
   EXPECT_EQ(optimizer->kind, NameKind::Annotation);
   EXPECT_EQ(optimizer->slots[0].first, 1u);
+  const NameProfile* sync = named(p, "cudaStreamSynchronize");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->kind, NameKind::Call);
+  EXPECT_EQ(sync->slots[0].first, 0u);
+  EXPECT_EQ(sync->slots[0].second.ns, 31 * kUs);
+  const NameProfile* launch = named(p, "cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->slots[0].second.count, 1u);
   // The steps are the step time, not annotations.
   EXPECT_EQ(named(p, "ProfilerStep#1"), nullptr);
 }
@@ -352,8 +363,13 @@ TEST(TraceDiffTest, NamesHostWaitAndTheSyncWhenASyncIsAdded) {
   EXPECT_EQ(first.part, "host_wait_ns") << first.text;
   EXPECT_NE(std::find(first.names.begin(), first.names.end(), "aten::item"), first.names.end())
       << first.text;
+  EXPECT_NE(std::find(first.names.begin(), first.names.end(), "cudaStreamSynchronize"),
+            first.names.end())
+      << first.text;
   EXPECT_NE(first.text.find("Stream Sync"), std::string::npos) << first.text;
   EXPECT_EQ(row(report.ranks.at(0), NameKind::Op, "aten::item")->change, NameChange::Added);
+  EXPECT_EQ(row(report.ranks.at(0), NameKind::Call, "cudaStreamSynchronize")->change,
+            NameChange::Added);
 }
 
 TEST(TraceDiffTest, ReadsTwoRunsOfAnUnchangedProgramAsNoChange) {
@@ -395,6 +411,7 @@ TEST(TraceDiffTest, JsonHasEveryRowAndEachFindingItsIdAndEvidence) {
   EXPECT_EQ(rank["kernels"].size(), 5u);
   EXPECT_EQ(rank["ops"].size(), 1u);
   EXPECT_EQ(rank["annotations"].size(), 3u);  // the loader, forward, backward
+  EXPECT_EQ(rank["calls"].size(), 1u);        // cudaLaunchKernel
   EXPECT_EQ(rank["parts"].size(), 10u);
   const auto& first = json["findings"][0];
   EXPECT_EQ(first["id"], "step-time-change");

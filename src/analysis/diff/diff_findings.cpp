@@ -79,7 +79,8 @@ std::string nameChange(const NameDiff& n) {
   // whole.
   const std::string shown =
       n.kind == NameKind::Kernel ? shorten(html::shortKernelName(n.name), 60) : shorten(n.name, 60);
-  const std::string what = fmt::format("{} `{}`", nameKindName(n.kind), shown);
+  const char* noun = n.kind == NameKind::Call ? "runtime call" : nameKindName(n.kind);
+  const std::string what = fmt::format("{} `{}`", noun, shown);
   if (n.change == NameChange::Added) {
     return fmt::format("{} added ({} a step, {} a step)", what, perStep(n.afterCountPerStep),
                        time(n.time.after));
@@ -362,8 +363,10 @@ class Findings {
       return x > y;
     });
     std::vector<std::string> counts;
-    const char* nouns[kNameKinds][2] = {
-        {"kernel", "kernels"}, {"operator", "operators"}, {"annotation", "annotations"}};
+    const char* nouns[kNameKinds][2] = {{"kernel", "kernels"},
+                                        {"operator", "operators"},
+                                        {"annotation", "annotations"},
+                                        {"runtime call", "runtime calls"}};
     for (std::size_t k = 0; k < kNameKinds; ++k) {
       if (byKind[k] > 0)
         counts.push_back(report_text::counted(byKind[k], nouns[k][0], nouns[k][1]));
@@ -381,7 +384,8 @@ class Findings {
     DiffFinding& f = say(id, fmt::format("{} {}: {}.", lead, kinds, list),
                          {{"kernels", static_cast<double>(byKind[0])},
                           {"ops", static_cast<double>(byKind[1])},
-                          {"annotations", static_cast<double>(byKind[2])}});
+                          {"annotations", static_cast<double>(byKind[2])},
+                          {"calls", static_cast<double>(byKind[3])}});
     for (const NameDiff* n : names) f.names.push_back(n->name);
   }
 

@@ -118,6 +118,7 @@ std::string rankSection(const RankDiff& r, std::size_t index, const DiffOptions&
   out += namesSection(r, NameKind::Kernel, "Kernels", options.top);
   out += namesSection(r, NameKind::Op, "Operators", options.top);
   out += namesSection(r, NameKind::Annotation, "Annotations", options.top);
+  out += namesSection(r, NameKind::Call, "Runtime calls", options.top);
   return out;
 }
 

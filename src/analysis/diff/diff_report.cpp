@@ -88,6 +88,7 @@ void rankText(std::string& out, const RankDiff& r, std::size_t index, const Diff
   namesTable(out, r, NameKind::Kernel, "Kernels", options.top);
   namesTable(out, r, NameKind::Op, "Operators", options.top);
   namesTable(out, r, NameKind::Annotation, "Annotations", options.top);
+  namesTable(out, r, NameKind::Call, "Runtime calls", options.top);
 }
 
 using Json = nlohmann::ordered_json;
@@ -154,7 +155,7 @@ Json rankJson(const RankDiff& r) {
     syncs.push_back(std::move(row));
   }
   rank["host_wait_after_sync"] = std::move(syncs);
-  const char* keys[kNameKinds] = {"kernels", "ops", "annotations"};
+  const char* keys[kNameKinds] = {"kernels", "ops", "annotations", "calls"};
   for (std::size_t k = 0; k < kNameKinds; ++k) {
     Json rows = Json::array();
     for (const NameDiff& n : r.names) {

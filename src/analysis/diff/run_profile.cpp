@@ -112,6 +112,20 @@ void tallyHostRanges(const CollectedTrace& trace, const StepFinder& steps, Talli
   });
 }
 
+// Runtime and driver calls (the launches, the syncs: cudaStreamSynchronize), by the step
+// their start falls in. The list is consumed in reading it, and written again as it was, for
+// the operations' join below.
+void tallyCalls(CollectedTrace& trace, const StepFinder& steps, Tallies& tallies) {
+  ExternalSorter<CollectedCall, ByCorrelation> calls(*trace.budget, "the list of launch calls",
+                                                     trace.listBytes);
+  trace.calls.drain([&](const CollectedCall& call) {
+    calls.add(call);
+    addTo(tallies, NameKind::Call, call.name, steps.stepAt(call.startNs),
+          call.endNs - call.startNs);
+  });
+  trace.calls = std::move(calls);
+}
+
 // GPU operations, by the step their launch call started in. Reading them joined to their
 // calls consumes both lists, so each is written again, as it was, for the analysis to read:
 // the operations in their order, and each call that an operation joined (the analysis reads
@@ -184,6 +198,8 @@ const char* nameKindName(NameKind kind) {
       return "op";
     case NameKind::Annotation:
       return "annotation";
+    case NameKind::Call:
+      return "call";
   }
   return "kernel";
 }
@@ -217,6 +233,7 @@ RunProfile profileRank(CollectedTrace trace, const AnalysisOptions& options) {
                     BudgetAllocator<std::pair<const SlotKey, Tally>>(*trace.budget, kNameTable));
     const StepFinder finder(steps);
     tallyHostRanges(trace, finder, tallies);
+    tallyCalls(trace, finder, tallies);
     profile.gpuOpsWithoutCall = tallyOperations(trace, finder, tallies);
     profile.names = namesOf(trace, tallies, *profile.held);
   }

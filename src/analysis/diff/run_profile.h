@@ -14,11 +14,12 @@
 
 // What `kinetrace diff` keeps of one rank's trace: analyze's report of it (trace_analysis.h:
 // the GPU's time per step, split into busy and idle parts), its steps, and the time and count
-// of every kernel, operator and annotation name, step by step.
+// of every kernel, operator, annotation and runtime call name, step by step.
 //
 // A name's events are counted in the step they belong to as Holistic Trace Analysis (HTA)
 // assigns iterations (hta/common/trace.py, add_iteration): a host range (an operator, an
-// annotation) belongs to the step its start falls in, [start, end); a GPU operation to the
+// annotation, a runtime call) belongs to the step its start falls in, [start, end); a GPU
+// operation to the
 // step its launch call started in, found by their correlation id. An operation without a
 // launch call in the trace, and anything outside every step, belongs to no step
 // (kOutsideSteps): it counts only where whole traces are compared.
@@ -37,9 +38,10 @@ enum class NameKind : uint8_t {
   Kernel,      // a GPU operation: kernel, copy, memset, a whole CUDA graph's run
   Op,          // a framework operator: torch.profiler's cpu_op ranges
   Annotation,  // a user's range: record_function, NVTX (user_annotation)
+  Call,        // a CUDA runtime or driver call (cuda_runtime, cuda_driver): launches, syncs
 };
-inline constexpr std::size_t kNameKinds = 3;
-// "kernel", "op", "annotation".
+inline constexpr std::size_t kNameKinds = 4;
+// "kernel", "op", "annotation", "call".
 const char* nameKindName(NameKind kind);
 
 // A step of a run.

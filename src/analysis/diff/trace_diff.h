@@ -26,8 +26,9 @@
 //                the step's GPU time as analyze splits them (trace_analysis.h: busy as
 //                compute, communication, memory; idle as before the first GPU operation,
 //                host wait, launch, kernel wait, waiting on other work, other; and the idle
-//                time while data loading ran), per GPU; each kernel, operator and annotation
-//                name's count and time (run_profile.h says which step an event belongs to).
+//                time while data loading ran), per GPU; each kernel, operator, annotation and
+//                runtime call name's count and time (run_profile.h says which step an event
+//                belongs to).
 //   noise        from the step times' own spread: a figure changed beyond run-to-run noise
 //                when the change of its mean is larger than twice the larger of the two
 //                sides' step-to-step standard deviations of the step time, and larger than 2%
@@ -145,8 +146,8 @@ inline constexpr FindingKind kDiffFindingKinds[] = {
     {"no-change", "the step time and its parts changed by no more than run-to-run noise"},
     {"part-change",
      "one part of the step's GPU time changed beyond noise, and the names behind it"},
-    {"names-added", "kernels, operators or annotations only NEW has"},
-    {"names-removed", "kernels, operators or annotations only BASE has"},
+    {"names-added", "kernels, operators, annotations or runtime calls only NEW has"},
+    {"names-removed", "kernels, operators, annotations or runtime calls only BASE has"},
     {"steps-compared", "how the steps were matched, where not every step matched its number"},
     {"steps-left-out", "steps far from the rest of their run, left out of the comparison"},
     {"no-steps", "one run or both have no step ranges: traces compared whole"},
