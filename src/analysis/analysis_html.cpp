@@ -521,6 +521,10 @@ p.legend { font-size: 12px; color: #555; margin: 0 0 8px; }
 
 }  // namespace
 
+std::string_view html::pageStyle() {
+  return kStyle;
+}
+
 std::string reportHtml(const AnalysisReport& report, const AnalysisOptions& options) {
   std::string out =
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

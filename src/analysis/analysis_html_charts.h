@@ -17,6 +17,8 @@
 namespace kinetrace::detail::html {
 
 std::string escape(std::string_view text);
+// The report's style sheet (<style>...</style>), for every page written in its style.
+std::string_view pageStyle();
 // A sentence written for the terminal (a finding's), as HTML: escaped, and its `code` spans
 // set as <code>, never left as backticks. A backtick without its pair (one in a name the
 // trace holds) is kept as it is.

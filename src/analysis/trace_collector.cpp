@@ -282,13 +282,17 @@ void TraceCollector::write(const Event& event) {
   if (cat == chrome::kCatCudaRuntime || cat == chrome::kCatCudaDriver) {
     const IntArg correlation = intArg(event, chrome::kArgCorrelation);
     if (correlation.fitsUnsigned) {
-      trace_.calls.add(CollectedCall{correlation.unsignedValue, event.timestampNs, end, event.tid});
+      trace_.calls.add(CollectedCall{correlation.unsignedValue, event.timestampNs, end, event.tid,
+                                     intern(event.name)});
     }
     return;
   }
   CollectedRange range{event.timestampNs, end, event.tid, intern(event.name)};
-  range.annotation = cat == chrome::kCatUserAnnotation ||
-                     (cat == "python_function" && event.name.rfind("nn.Module: ", 0) == 0);
+  range.category = cat == chrome::kCatCpuOp            ? HostRangeCategory::CpuOp
+                   : cat == chrome::kCatUserAnnotation ? HostRangeCategory::UserAnnotation
+                   : cat == "python_function" && event.name.rfind("nn.Module: ", 0) == 0
+                       ? HostRangeCategory::Module
+                       : HostRangeCategory::Other;
   if (isStep(event.name)) trace_.steps.push_back(range);
   if (isDataLoading(event.name)) trace_.dataLoading.push_back(range);
   if (event.name.rfind("c10d::", 0) == 0) {

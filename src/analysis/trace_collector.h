@@ -98,16 +98,25 @@ struct CollectedCall {
   int64_t startNs = 0;
   int64_t endNs = 0;
   int64_t tid = 0;
+  uint32_t name = 0;  // cudaLaunchKernel, cudaStreamSynchronize, ...
 };
+
+// What a host range is, by its category: a framework operator (torch.profiler's cpu_op),
+// a user's range (record_function, NVTX: user_annotation), a module's (torch.profiler's
+// with_modules: a python_function named "nn.Module: ..."), or anything else.
+enum class HostRangeCategory : uint8_t { Other, CpuOp, UserAnnotation, Module };
 
 struct CollectedRange {
   int64_t startNs = 0;
   int64_t endNs = 0;
   int64_t tid = 0;
   uint32_t name = 0;
+  HostRangeCategory category = HostRangeCategory::Other;
   // A user's annotation: a user_annotation range (record_function, an NVTX range), or a
-  // module's (torch.profiler's with_modules: a python_function named "nn.Module: ...").
-  bool annotation = false;
+  // module's.
+  bool annotation() const {
+    return category == HostRangeCategory::UserAnnotation || category == HostRangeCategory::Module;
+  }
 };
 
 // A gpu_user_annotation: a host range's span over the GPU work it launched, on the device

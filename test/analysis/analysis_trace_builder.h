@@ -103,6 +103,13 @@ class TraceBuilder {
     return *this;
   }
 
+  // A runtime call that queues no GPU operation (cudaStreamSynchronize, ...).
+  TraceBuilder& call(const std::string& name, int64_t startUs, int64_t endUs) {
+    Arg args[] = {{"correlation", ++correlation_}};
+    write(Phase::Complete, name, "cuda_runtime", kHostPid, 1, startUs, endUs, args, 1);
+    return *this;
+  }
+
   // A GPU operation launched inside an NCCL call, as kinetrace writes it from NCCL's NVTX
   // payload: "nccl call" and "nccl bytes".
   TraceBuilder& ncclOp(const std::string& name, const std::string& category,

@@ -34,13 +34,13 @@ std::vector<std::string> optionLines(const std::string& help) {
   return lines;
 }
 
-TEST(OptionTableTest, TheCommandsAreTheSixOfTheHelp) {
-  EXPECT_EQ(commandNames(),
-            (std::vector<std::string>{"run", "summary", "convert", "merge", "analyze", "trigger"}));
+TEST(OptionTableTest, TheCommandsAreTheSevenOfTheHelp) {
+  EXPECT_EQ(commandNames(), (std::vector<std::string>{"run", "summary", "convert", "merge",
+                                                      "analyze", "diff", "trigger"}));
   EXPECT_CONTAINS(messageOf({"help", "profile"}),
-                  "(commands: run, summary, convert, merge, analyze, trigger)");
+                  "(commands: run, summary, convert, merge, analyze, diff, trigger)");
   EXPECT_CONTAINS(messageOf({"profile"}),
-                  "(commands: run, summary, convert, merge, analyze, trigger, help)");
+                  "(commands: run, summary, convert, merge, analyze, diff, trigger, help)");
 }
 
 TEST(OptionTableTest, HelpListsEveryOptionOfTheTableInItsOptionList) {

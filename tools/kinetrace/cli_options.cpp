@@ -108,6 +108,22 @@ detail::OptionSpec<Options> readMemoryOption(const char* command, std::size_t Op
           }};
 }
 
+// --jobs of a command that reads a job's traces (analyze, diff): how many at once.
+template <typename Options>
+detail::OptionSpec<Options> jobsOption(const char* command, unsigned Options::*member) {
+  return {"--jobs", "-j", "N",
+          "traces read at once, each by a core of its own, all within --memory-mb (default: "
+          "one per core)",
+          [command, member](Options& options, const char*, Value value) {
+            const std::size_t jobs = parseCount(command, "--jobs", value);
+            if (jobs == 0 || jobs > 1024) {
+              throw UsageError(std::string("kinetrace ") + command +
+                               ": --jobs needs a whole number 1..1024, got '" + value + "'");
+            }
+            options.*member = static_cast<unsigned>(jobs);
+          }};
+}
+
 // A setting of the traced processes (a row of session/settings.h): checked here as they will
 // check it, so a mistake is reported by option name before the program starts; passed on as
 // given.
@@ -451,16 +467,7 @@ const CommandSpec<AnalyzeOptions>& analyzeSpec() {
                            "the memory a trace's analysis may hold (default 256); what is more "
                            "goes to temporary files in $TMPDIR (else /tmp), so a trace of any "
                            "length is analysed in this much memory"),
-          {"--jobs", "-j", "N",
-           "traces read at once, each by a core of its own, all within --memory-mb (default: "
-           "one per core)",
-           [](AnalyzeOptions& o, const char* option, Value v) {
-             const uint64_t jobs = parseCount("analyze", option, v);
-             if (jobs == 0 || jobs > 1024) {
-               throw UsageError("kinetrace analyze: --jobs needs a whole number 1..1024");
-             }
-             o.jobs = static_cast<unsigned>(jobs);
-           }},
+          jobsOption("analyze", &AnalyzeOptions::jobs),
           {"--quiet", "-q", nullptr, "no progress", setTo(&AnalyzeOptions::quiet, true)},
           {"--critical-path", nullptr, nullptr,
            "each step's critical path too: the longest chain of dependent host and GPU work, "
@@ -507,6 +514,77 @@ waited on, where the trace shows it), other) per GPU, stream and step, the kerne
 took the time, tiny kernels and what issued them, launch latency, the longest idle gaps and
 what the host was doing, memory over the steps; across ranks, collectives one rank started
 late.
+)",
+      ""};
+  return spec;
+}
+
+// diff ---------------------------------------------------------------------------------
+
+const CommandSpec<DiffOptions>& diffSpec() {
+  static const CommandSpec<DiffOptions> spec{
+      "diff",
+      Command::Kind::Diff,
+      &Command::diff,
+      {
+          {"--html", nullptr, "FILE",
+           "the comparison as a page to open in a browser (both runs' step time as bars, every "
+           "figure side by side, the names that changed most); - for standard output, in place "
+           "of the text",
+           stored(&DiffOptions::htmlOutput)},
+          {"--json", nullptr, "FILE",
+           "the comparison as JSON too, every kernel, operator and annotation name included; - "
+           "for standard output, in place of the text",
+           stored(&DiffOptions::jsonOutput)},
+          {"--rank", nullptr, "N", "only the traces of rank N, on both sides",
+           [](DiffOptions& o, const char* option, Value v) {
+             o.rank = static_cast<int64_t>(parseCount("diff", option, v));
+           }},
+          {"--top", nullptr, "N", "rows per table (default 10)",
+           counted("diff", &DiffOptions::top)},
+          {"--kernel-wait-us", nullptr, "N",
+           "as analyze's: an idle gap shorter than N microseconds before a queued operation is "
+           "kernel wait (default 30)",
+           [](DiffOptions& o, const char* option, Value v) {
+             o.kernelWaitNs = static_cast<int64_t>(parseCount("diff", option, v)) * 1000;
+           }},
+          readMemoryOption("diff", &DiffOptions::memoryBytes,
+                           "the memory the two runs' analysis may hold together (default 256); "
+                           "what is more goes to temporary files in $TMPDIR (else /tmp)"),
+          jobsOption("diff", &DiffOptions::jobs),
+          {"--quiet", "-q", nullptr, "no progress", setTo(&DiffOptions::quiet, true)},
+      },
+      Operands::Anywhere,
+      [](DiffOptions& diff, std::vector<std::string> paths) {
+        if (paths.size() != 2) {
+          throw UsageError(
+              "kinetrace diff: give two runs to compare: kinetrace diff BASE NEW (each a trace or "
+              "a directory of one job's traces; got " +
+              std::to_string(paths.size()) + ")");
+        }
+        diff.base = standardInputFor(paths[0]);
+        diff.after = standardInputFor(paths[1]);
+        if (diff.base == "/dev/stdin" && diff.after == "/dev/stdin") {
+          throw UsageError("kinetrace diff: BASE and NEW cannot both be standard input");
+        }
+        if (isStandardOutput(diff.jsonOutput) && isStandardOutput(diff.htmlOutput)) {
+          throw UsageError(
+              "kinetrace diff: --json - and --html - both ask for standard output, which "
+              "carries one report: name a file for one of them");
+        }
+      },
+      R"(usage: kinetrace diff [options] BASE NEW
+
+Says what changed between two runs (before and after an upgrade, a config change, a
+regression): BASE and NEW are each a trace (.json, .json.gz, .pftrace, as analyze reads them)
+or a directory of one job's traces, whose ranks are matched by number. Steps are matched by
+number (ProfilerStep#N, NVTX "step N"); runs that share no step number are compared by their
+per-step averages, runs without steps whole. Per step: the step time, the parts of the
+step's GPU time as analyze splits them (busy: compute, communication, memory; idle: host
+wait, launch, kernel wait, waiting on other work, data loading, other), and each kernel,
+operator and annotation name's count and time, with names added and removed. The step
+time's change is put down to the part that explains it, and that to the names behind it; a
+change within the run-to-run noise of the steps' own spread is said to be so.
 )",
       ""};
   return spec;
@@ -629,8 +707,9 @@ CommandEntry entryFor() {
 // In the order `kinetrace help` lists them.
 const std::vector<CommandEntry>& commandTable() {
   static const std::vector<CommandEntry> table{
-      entryFor<&runSpec>(),   entryFor<&summarySpec>(), entryFor<&convertSpec>(),
-      entryFor<&mergeSpec>(), entryFor<&analyzeSpec>(), entryFor<&triggerSpec>(),
+      entryFor<&runSpec>(),     entryFor<&summarySpec>(), entryFor<&convertSpec>(),
+      entryFor<&mergeSpec>(),   entryFor<&analyzeSpec>(), entryFor<&diffSpec>(),
+      entryFor<&triggerSpec>(),
   };
   return table;
 }
@@ -706,6 +785,7 @@ usage:
   kinetrace convert IN OUT                         rewrite a trace in another format
   kinetrace merge TRACE... -o OUT                  one job's traces (one per rank) as one
   kinetrace analyze TRACE|DIR...                   why the GPU was idle: findings and tables
+  kinetrace diff BASE NEW                          what changed between two runs, and why
   kinetrace trigger --pid PID --duration T|--steps N   ask a running traced process to record
   kinetrace help [COMMAND]                         this text, or a command's options
   kinetrace help settings | metrics                every setting (KINETRACE_*), GPU metrics

@@ -14,6 +14,7 @@
 //   kinetrace convert [--quiet] [--memory-mb N] IN OUT
 //   kinetrace merge [options] TRACE... -o OUT
 //   kinetrace analyze [options] TRACE|DIR...
+//   kinetrace diff [options] BASE NEW
 //   kinetrace trigger (--pid PID | --job NAME) (--duration T | --steps N) [options]
 //   kinetrace help [COMMAND] | --help | --version
 //
@@ -108,6 +109,20 @@ struct AnalyzeOptions {
   std::string criticalPathTrace;  // --critical-path-trace: the trace with its path marked
 };
 
+struct DiffOptions {
+  std::string base;        // BASE: a trace, or a directory of one job's traces (one per rank)
+  std::string after;       // NEW: the same
+  std::string jsonOutput;  // --json: the comparison as JSON too
+  std::string htmlOutput;  // --html: a self-contained report
+  int64_t rank = -1;       // --rank: only that rank's traces
+  std::size_t top = 10;    // rows of each table
+  int64_t kernelWaitNs = 30'000;                      // --kernel-wait-us, as analyze's
+  std::size_t memoryBytes = kDefaultReadMemoryBytes;  // --memory-mb
+  unsigned jobs = 0;                                  // --jobs: files read at once; 0: one per core
+  bool quiet = false;
+  uint64_t progressFromBytes = uint64_t{32} << 20;
+};
+
 struct TriggerOptions {
   int64_t pid = -1;        // --pid: one process
   std::string job;         // --job: every process of a run (its run id)
@@ -121,7 +136,7 @@ struct TriggerOptions {
 };
 
 struct Command {
-  enum class Kind { Help, Version, Run, Summary, Convert, Merge, Analyze, Trigger };
+  enum class Kind { Help, Version, Run, Summary, Convert, Merge, Analyze, Trigger, Diff };
   Kind kind = Kind::Help;
   std::string helpTopic;  // Help: "" or a command's name
   RunOptions run;
@@ -130,6 +145,7 @@ struct Command {
   MergeOptions merge;
   AnalyzeOptions analyze;
   TriggerOptions trigger;
+  DiffOptions diff;
 };
 
 // `args` excludes argv[0]. Throws UsageError.

@@ -1,7 +1,8 @@
 // The kinetrace command: `run` traces an unmodified CUDA program, `trigger` asks a running
-// one to record now, `analyze` says why the GPU was idle, `convert` rewrites a trace in
-// another format, `merge` puts one job's traces on one timeline, `summary` prints the
-// summaries `run` wrote, `help` prints a command's options (and `--version` the version).
+// one to record now, `analyze` says why the GPU was idle, `diff` what changed between two
+// runs, `convert` rewrites a trace in another format, `merge` puts one job's traces on one
+// timeline, `summary` prints the summaries `run` wrote, `help` prints a command's options (and
+// `--version` the version).
 //
 // Every command has one shape, `int xCommand(const XOptions&, std::FILE* out, std::FILE* err)`:
 // its results on `out`, progress and reports on `err`, a mistake thrown (UsageError, exit
@@ -15,6 +16,7 @@
 #include "analyze_command.h"
 #include "cli_options.h"
 #include "convert_command.h"
+#include "diff_command.h"
 #include "error_text.h"
 #include "kinetrace/error.h"
 #include "merge_command.h"
@@ -83,6 +85,8 @@ constexpr Dispatch kCommands[] = {
                               std::FILE* err) { return mergeCommand(c.merge, out, err); }},
     {Command::Kind::Summary, [](const Command& c, std::FILE* out,
                                 std::FILE* err) { return summaryCommand(c.summary, out, err); }},
+    {Command::Kind::Diff, [](const Command& c, std::FILE* out,
+                             std::FILE* err) { return diffCommand(c.diff, out, err); }},
 };
 
 }  // namespace

@@ -141,7 +141,7 @@ void AnnotationPass::byHostRanges(ExternalSorter<Credited, ByName>& credits,
   ExternalSorter<CollectedRange, RangeByThreadThenStart> ranges(context_.budget(), kAnalysisLists,
                                                                 context_.trace.listBytes);
   context_.trace.hostRanges.forEach([&](const CollectedRange& range) {
-    if (range.annotation) ranges.add(range);
+    if (range.annotation()) ranges.add(range);
   });
   ranges.sort();
   std::vector<CollectedRange> open;
