@@ -68,11 +68,13 @@ present() {
   if [[ $how == cmd ]]; then command -v "$what" >/dev/null 2>&1; else [[ -e $what ]]; fi
 }
 
-# The test that runs the real HTA beside `kinetrace analyze` (test/analysis/hta_referee.py):
-# HTA needs pandas and PyYAML; without them that test is skipped.
+# The tests that run the real HTA beside `kinetrace analyze` and `kinetrace diff`
+# (test/analysis/hta_*referee.py): HTA needs pandas and PyYAML, its critical path networkx;
+# without them those tests are skipped.
 probe[python3-pandas]=file:/usr/lib/python3/dist-packages/pandas/__init__.py
 probe[python3-yaml]=file:/usr/lib/python3/dist-packages/yaml/__init__.py
-order+=(python3-pandas python3-yaml)
+probe[python3-networkx]=file:/usr/lib/python3/dist-packages/networkx/__init__.py
+order+=(python3-pandas python3-yaml python3-networkx)
 
 # libFuzzer: whether clang++ links a fuzz target. Debian ships it apart from Clang, in
 # libclang-rt-N-dev (N: Clang's major version; bookworm and later), in libclang-common-N-dev
