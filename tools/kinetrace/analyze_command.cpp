@@ -23,6 +23,7 @@
 #include "output/sink_memory.h"
 #include "progress.h"
 #include "rank_reading.h"
+#include "report_outputs.h"
 #include "session/seam.h"
 #include "standard_output.h"
 #include "support/text.h"
@@ -135,18 +136,7 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
         "kinetrace analyze: --critical-path-trace marks the path on the trace it came from: give "
         "one trace file (read twice, so not a pipe)");
   }
-  // The reports' files are made (a temporary file beside each name) before the reading: an
-  // output that cannot be written is said at once, not after minutes of analysis, and a
-  // Ctrl-C meanwhile leaves none of them behind.
-  detail::removeTemporaryFilesOnSignals();
-  std::unique_ptr<detail::AtomicFile> jsonFile;
-  std::unique_ptr<detail::AtomicFile> htmlFile;
-  if (!options.jsonOutput.empty() && !isStandardOutput(options.jsonOutput)) {
-    jsonFile = std::make_unique<detail::AtomicFile>(options.jsonOutput);
-  }
-  if (!options.htmlOutput.empty() && !isStandardOutput(options.htmlOutput)) {
-    htmlFile = std::make_unique<detail::AtomicFile>(options.htmlOutput);
-  }
+  ReportOutputs outputs(options.jsonOutput, options.htmlOutput);  // made before the reading
   std::unique_ptr<Sink> pathTrace;
   if (!options.criticalPathTrace.empty()) {
     pathTrace = openTraceOutput(options.criticalPathTrace);
@@ -206,24 +196,13 @@ int analyzeWithin(const AnalyzeOptions& options, detail::ReadBudget& budget, std
   }
   const detail::AnalysisReport report =
       detail::combineRanks(std::move(reports), collectives, analysis);
-  auto complete = [](detail::AtomicFile& file, const std::string& text) {
-    file.write(text.data(), text.size());
-    file.commit();
-  };
   if (pathTrace && !report.ranks.empty() && report.ranks.front().criticalPath.marks) {
     writePathTrace(files.front(), options, *report.ranks.front().criticalPath.marks, *pathTrace,
                    budget, messages);
   }
-  if (jsonFile) complete(*jsonFile, detail::reportJson(report));
-  if (htmlFile) complete(*htmlFile, detail::reportHtml(report, analysis));
-  // Standard output carries one report: the one asked for there, else the text.
-  if (isStandardOutput(options.jsonOutput)) {
-    std::fputs(detail::reportJson(report).c_str(), out);
-  } else if (isStandardOutput(options.htmlOutput)) {
-    std::fputs(detail::reportHtml(report, analysis).c_str(), out);
-  } else {
-    std::fputs(detail::formatReport(report, analysis).c_str(), out);
-  }
+  outputs.write([&] { return detail::reportJson(report); },
+                [&] { return detail::reportHtml(report, analysis); },
+                [&] { return detail::formatReport(report, analysis); }, out);
   // Said again after the report, where it is read: its figures leave these files out.
   if (!unread.empty()) {
     std::fprintf(messages,

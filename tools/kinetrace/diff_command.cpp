@@ -16,6 +16,7 @@
 #include "kinetrace/error.h"
 #include "output/atomic_file.h"
 #include "rank_reading.h"
+#include "report_outputs.h"
 #include "session/seam.h"
 #include "standard_output.h"
 #include "support/text.h"
@@ -139,17 +140,7 @@ int diffCommand(const DiffOptions& options, std::FILE* out, std::FILE* messages)
   for (const std::string& output : {options.jsonOutput, options.htmlOutput}) {
     refuseOutputOverInput(output, inputs, "kinetrace diff");
   }
-  // The reports' files are made before the reading, as analyze makes them: an output that
-  // cannot be written is said at once, and a Ctrl-C leaves none behind.
-  detail::removeTemporaryFilesOnSignals();
-  std::unique_ptr<detail::AtomicFile> jsonFile;
-  std::unique_ptr<detail::AtomicFile> htmlFile;
-  if (!options.jsonOutput.empty() && !isStandardOutput(options.jsonOutput)) {
-    jsonFile = std::make_unique<detail::AtomicFile>(options.jsonOutput);
-  }
-  if (!options.htmlOutput.empty() && !isStandardOutput(options.htmlOutput)) {
-    htmlFile = std::make_unique<detail::AtomicFile>(options.htmlOutput);
-  }
+  ReportOutputs outputs(options.jsonOutput, options.htmlOutput);  // made before the reading
   detail::DiffOptions diff;
   diff.top = options.top;
   diff.analysis.top = options.top;
@@ -161,19 +152,9 @@ int diffCommand(const DiffOptions& options, std::FILE* out, std::FILE* messages)
   detail::DiffReport report = detail::diffRuns(base.ranks, after.ranks, diff);
   report.basePath = base.path;
   report.afterPath = after.path;
-  auto complete = [](detail::AtomicFile& file, const std::string& text) {
-    file.write(text.data(), text.size());
-    file.commit();
-  };
-  if (jsonFile) complete(*jsonFile, detail::diffJson(report));
-  if (htmlFile) complete(*htmlFile, detail::diffHtml(report, diff));
-  if (isStandardOutput(options.jsonOutput)) {
-    std::fputs(detail::diffJson(report).c_str(), out);
-  } else if (isStandardOutput(options.htmlOutput)) {
-    std::fputs(detail::diffHtml(report, diff).c_str(), out);
-  } else {
-    std::fputs(detail::formatDiff(report, diff).c_str(), out);
-  }
+  outputs.write([&] { return detail::diffJson(report); },
+                [&] { return detail::diffHtml(report, diff); },
+                [&] { return detail::formatDiff(report, diff); }, out);
   for (const Run* run : {&base, &after}) {
     if (run->unread.empty()) continue;
     std::fprintf(messages,
