@@ -4,6 +4,8 @@ and `kinetrace diff --json` on the same pairs of traces and sets every row side 
 
     hta_diff_referee.py --kinetrace BIN [--hta-dir DIR] [--out TABLE.txt] BASE NEW [BASE NEW]...
 
+(BASE and NEW as `kinetrace diff` takes them: a trace, or a directory of one job's traces.)
+
 For each pair and rank, kinetrace says which steps it compared (matched by number, or each
 run's own where they share none) and, over those steps, each kernel's, operator's,
 annotation's and runtime call's count and total time. HTA is asked for the same iterations
@@ -304,7 +306,9 @@ def main(argv):
                 document = kinetrace_diff(args.kinetrace, base, new, tmp)
                 for rank_report in document["ranks"]:
                     rank = max(0, rank_report["rank"])
-                    jobs.append({"base": base, "new": new, "rank": rank,
+                    # Each rank's own file (a run may be a directory of a job's traces).
+                    jobs.append({"base": rank_report["base"]["path"],
+                                 "new": rank_report["new"]["path"], "rank": rank,
                                  "base_iterations": iterations_of(rank_report, "base"),
                                  "new_iterations": iterations_of(rank_report, "new")})
                     reports.append((f"{os.path.basename(base)}->{os.path.basename(new)} "
