@@ -21,9 +21,9 @@ equal: within 0.1% or 1 us, else the difference must have a named cause (docs/AN
 then agree: HTA's negative weights on its path are summed; where HTA keeps one GPU operation
 of a call's several, kinetrace runs again on the trace without the others.
 
-HTA's location: --hta-dir, else $HTA_DIR, else ../shared/refs/hta beside the repository (or
-beside its main checkout, for a worktree), else an importable `hta`. HTA needs pandas and networkx (Debian's python3-pandas,
-python3-networkx) and PyYAML.
+HTA's location: --hta-dir, else $HTA_DIR, else ../shared/refs/hta beside the repository, else
+an importable `hta` (hta_referee.py's find_hta). HTA needs pandas and networkx (Debian's
+python3-pandas, python3-networkx) and PyYAML.
 
 Exit status: 0 when every step agrees or differs by a named cause, 1 on an unexplained
 difference, 2 when a trace or a run fails, 77 (ctest's skip) when pandas, networkx or HTA is
@@ -46,6 +46,9 @@ RELATIVE = 0.001
 ABSOLUTE_NS = 1000
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hta_referee import find_hta, stand_in_modules  # noqa: E402  (the same HTA, found alike)
+
 NAMED = {
     "waiting": "kinetrace's length weighs waiting that HTA weighs as nothing (host gaps "
                "between operators, syncs' wake-ups, blocking calls with no record of what "
@@ -67,29 +70,6 @@ NAMED = {
 
 class Timeout(Exception):
     pass
-
-
-def stand_in_modules():
-    """plotly and psutil stand in as empty modules where absent (HTA imports them at load;
-    the critical path uses neither)."""
-    import importlib.machinery
-    import types
-
-    def stub(name, **attrs):
-        module = types.ModuleType(name)
-        module.__spec__ = importlib.machinery.ModuleSpec(name, None)
-        module.__dict__.update(attrs)
-        sys.modules[name] = module
-        return module
-
-    if importlib.util.find_spec("plotly") is None:
-        plotly = stub("plotly")
-        plotly.express = stub("plotly.express")
-        plotly.graph_objects = stub("plotly.graph_objects")
-        plotly.subplots = stub("plotly.subplots", make_subplots=None)
-        plotly.io = stub("plotly.io", to_html=None)
-    if importlib.util.find_spec("psutil") is None:
-        stub("psutil")
 
 
 def instance_of(ta, rank, step):
@@ -344,29 +324,6 @@ def compare_trace(args, hta_dir, path):
     for why, count in left_out.items():
         lines.append(f"  kinetrace left out or changed: {count} {why}")
     return lines, unexplained, len(rows)
-
-
-def main_checkout():
-    """The repository's main checkout (a worktree's is elsewhere), where ../shared lies."""
-    try:
-        common = subprocess.run(["git", "-C", REPO, "rev-parse", "--git-common-dir"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        return os.path.dirname(os.path.abspath(os.path.join(REPO, common)))
-    except (OSError, subprocess.CalledProcessError):
-        return REPO
-
-
-def find_hta(argument):
-    candidates = [argument, os.environ.get("HTA_DIR"),
-                  os.path.join(os.path.dirname(REPO), "shared", "refs", "hta"),
-                  os.path.join(os.path.dirname(main_checkout()), "shared", "refs", "hta"),
-                  os.path.join(REPO, "shared", "refs", "hta")]
-    for i, candidate in enumerate(candidates):
-        if candidate and os.path.isfile(os.path.join(candidate, "hta", "trace_analysis.py")):
-            return os.path.abspath(candidate)
-        if candidate and i < 2:
-            raise ValueError(f"no HTA in {candidate} (no hta/trace_analysis.py there)")
-    return "" if importlib.util.find_spec("hta") else None
 
 
 def main(argv):
