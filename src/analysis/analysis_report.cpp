@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analysis/critical_path_render.h"
+#include "analysis/finding_json.h"
 #include "analysis/gpu_bound_report.h"
 #include "analysis/report_text.h"
 #include "analysis/trace_analysis.h"
@@ -264,13 +265,8 @@ std::string reportJson(const AnalysisReport& report) {
   Json root;
   Json findings = Json::array();
   for (const Finding& f : report.findings) {
-    Json finding = {{"id", f.id}};
-    if (f.rank) finding["rank"] = report.ranks[*f.rank].rank;
-    finding["text"] = f.text;
-    Json evidence = Json::object();
-    for (const auto& [name, value] : f.evidence) evidence[name] = value;
-    finding["evidence"] = std::move(evidence);
-    findings.push_back(std::move(finding));
+    findings.push_back(
+        findingJson(f, f.rank ? std::optional(report.ranks[*f.rank].rank) : std::nullopt));
   }
   root["findings"] = std::move(findings);
   Json ranks = Json::array();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/diff/trace_diff.h"
+#include "analysis/finding_json.h"
 #include "analysis/passes/analysis_common.h"
 #include "analysis/report_text.h"
 
@@ -190,15 +191,11 @@ std::string diffJson(const DiffReport& report) {
   root["new"] = report.afterPath;
   Json findings = Json::array();
   for (const DiffFinding& f : report.findings) {
-    Json finding = {{"id", f.id}};
-    if (f.rank) finding["rank"] = report.ranks[*f.rank].rank;
-    finding["text"] = f.text;
-    if (!f.part.empty()) finding["part"] = f.part;
-    if (!f.names.empty()) finding["names"] = f.names;
-    Json evidence = Json::object();
-    for (const auto& [name, value] : f.evidence) evidence[name] = value;
-    finding["evidence"] = std::move(evidence);
-    findings.push_back(std::move(finding));
+    Json details = Json::object();
+    if (!f.part.empty()) details["part"] = f.part;
+    if (!f.names.empty()) details["names"] = f.names;
+    findings.push_back(findingJson(
+        f, f.rank ? std::optional(report.ranks[*f.rank].rank) : std::nullopt, std::move(details)));
   }
   root["findings"] = std::move(findings);
   Json ranks = Json::array();

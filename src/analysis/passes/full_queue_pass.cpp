@@ -9,18 +9,10 @@
 
 namespace kinetrace::detail::passes {
 
-bool FullQueuePass::ByStreamThenTime::operator()(const QueueChange& a, const QueueChange& b) const {
-  return std::tie(a.device, a.stream, a.timeNs, a.delta) <
-         std::tie(b.device, b.stream, b.timeNs, b.delta);
-}
-
-FullQueuePass::FullQueuePass(const PassContext& context)
-    : context_(context), changes_(context.budget(), kAnalysisLists, context.trace.listBytes) {}
+FullQueuePass::FullQueuePass(const PassContext& context) : context_(context), changes_(context) {}
 
 void FullQueuePass::add(const JoinedOp& op) {
-  if (!op.hasCall) return;
-  changes_.add({op.device, op.stream, op.callStartNs, +1});
-  changes_.add({op.device, op.stream, op.startNs, -1});
+  changes_.add(op);
 }
 
 // The queue's length is a step from one change to the next; the time it was full is the sum

@@ -1,21 +1,14 @@
 #include "analysis/passes/launch_pass.h"
 
 #include <algorithm>
-#include <tuple>
 #include <utility>
 
 namespace kinetrace::detail::passes {
 
-bool LaunchPass::ByStreamThenTime::operator()(const QueueChange& a, const QueueChange& b) const {
-  // At equal times, starts (-1) first.
-  return std::tie(a.device, a.stream, a.timeNs, a.delta) <
-         std::tie(b.device, b.stream, b.timeNs, b.delta);
-}
-
 LaunchPass::LaunchPass(const PassContext& context)
     : context_(context),
       latencies_(context.budget(), kAnalysisLists, context.trace.listBytes),
-      queueChanges_(context.budget(), kAnalysisLists, context.trace.listBytes),
+      queueChanges_(context),
       histogram_(RankReport::kLatencyBuckets, 0),
       outliers_(context.options.top, WorseLatency{}) {}
 
@@ -36,8 +29,7 @@ void LaunchPass::add(const JoinedOp& op) {
     outlier.name = context_.keptName(op.name);
     outliers_.add(std::move(outlier));
   }
-  queueChanges_.add({op.device, op.stream, op.callStartNs, +1});
-  queueChanges_.add({op.device, op.stream, op.startNs, -1});
+  queueChanges_.add(op);
 }
 
 void LaunchPass::finish(RankReport& report) {

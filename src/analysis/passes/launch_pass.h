@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analysis/passes/analysis_common.h"
+#include "analysis/passes/launch_queue.h"
 #include "analysis/passes/pass_context.h"
 #include "analysis/spill.h"
 
@@ -27,16 +28,6 @@ class LaunchPass {
   void finish(RankReport& report);
 
  private:
-  // A stream's queue: +1 at a launch call's start, -1 at its operation's start.
-  struct QueueChange {
-    int64_t device = 0;
-    int64_t stream = 0;
-    int64_t timeNs = 0;
-    int32_t delta = 0;
-  };
-  struct ByStreamThenTime {
-    bool operator()(const QueueChange& a, const QueueChange& b) const;
-  };
   // Launch outliers, worst first: the longer latency, then the earlier start.
   struct WorseLatency {
     bool operator()(const LaunchOutlier& a, const LaunchOutlier& b) const {
@@ -48,7 +39,7 @@ class LaunchPass {
 
   const PassContext& context_;
   ExternalSorter<int64_t, std::less<>> latencies_;
-  ExternalSorter<QueueChange, ByStreamThenTime> queueChanges_;
+  LaunchQueueChanges queueChanges_;
   std::vector<uint64_t> histogram_;  // RankReport::launchLatencyHistogram
   TopN<LaunchOutlier, WorseLatency> outliers_;
   int64_t slowestCallNs_ = 0;
