@@ -73,10 +73,13 @@ class PmSampler {
   // The hand-over queue holds kQueuedNs of samples. The hardware buffer (raw samples, some
   // 170 KB each on a busy H100) holds kHardwareBufferedNs of a busy GPU's, within its
   // bounds, and the host image CUPTI decodes into as many (about 43 KB each with the
-  // default metrics, reset after every decode). Decoding every 50 ms empties them long
-  // before.
+  // default metrics, reset after every decode). Decoding every 50 ms empties them five
+  // times over; a decode later than that loses samples, counted, and doubles the buffer. Not
+  // more: CUPTI pins the buffer while the device is set up, about 1.3 ms a MiB on an H100,
+  // and the samples start only after it (a second's buffer, 192 MiB, took 0.2-0.3 s of the
+  // set-up's 0.5-0.6 s).
   static constexpr int64_t kQueuedNs = 4'000'000'000;
-  static constexpr int64_t kHardwareBufferedNs = 1'000'000'000;
+  static constexpr int64_t kHardwareBufferedNs = 250'000'000;
   static std::size_t hardwareBufferBytes(int64_t intervalNs);
   static uint32_t imageSamples(int64_t intervalNs);
   static uint32_t queueSamples(int64_t intervalNs);

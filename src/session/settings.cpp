@@ -347,9 +347,9 @@ const std::vector<Setting>& settings() {
        nullptr, nullptr, readClock},
       {"gpu_metrics_buffer_mb", "N", "0",
        "the buffer the GPU writes raw metric samples into, per GPU, in MiB (counted in "
-       "memory_mb); 0: sized from the interval (1 s of samples of a busy GPU, 32..512 MiB). A "
-       "full one loses samples (counted in the trace) and is doubled, within memory_mb and "
-       "512 MiB",
+       "memory_mb); 0: sized from the interval (a quarter second of samples of a busy GPU, "
+       "32..512 MiB). A full one loses samples (counted in the trace) and is doubled, within "
+       "memory_mb and 512 MiB",
        nullptr, nullptr, readGpuMetricsBufferMb},
       {"run_id", "ID", "none",
        "a tag put in trace file names, so the files of one `kinetrace run` can be found among "
