@@ -22,8 +22,13 @@ import csv
 import gzip
 import io
 import json
+import re
+import shutil
+import subprocess
 import sys
 
+# Each kernel's duration, ncu's weight for its name's mean.
+DURATION = "gpu__time_duration.sum"
 # kinetrace's metric key -> ncu's metric, the same quantity.
 METRICS = [
     ("SM throughput (%)", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM"),
@@ -34,20 +39,78 @@ METRICS = [
 
 
 def base_name(name):
-    """A kernel's name without its parameter list: ncu and CUPTI may print those differently."""
+    """A kernel's name without its parameter list: ncu and CUPTI may print those differently.
+    The list is the parenthesis that closes the name and the one that opens it, found from the
+    end: "(anonymous namespace)" and a template's "(int)3" inside the name are kept."""
+    name = name.strip()
+    if not name.endswith(")"):
+        return name
     depth = 0
-    for i, c in enumerate(name):
-        if c == "<":
+    for i in range(len(name) - 1, -1, -1):
+        if name[i] == ")":
             depth += 1
-        elif c == ">":
+        elif name[i] == "(":
             depth -= 1
-        elif c == "(" and depth == 0:
-            return name[:i].strip()
-    return name.strip()
+            if depth == 0:
+                return name[:i].strip()
+    return name
+
+
+def function_name(name):
+    """The function's own name, without its scope, template arguments and return type: what
+    ncu's default (--print-kernel-base function) shows, and the fallback key."""
+    base, depth, end = base_name(name), 0, None
+    for i in range(len(base) - 1, -1, -1):  # drop a trailing template argument list
+        if base[i] == ">":
+            depth += 1
+        elif base[i] == "<":
+            depth -= 1
+            if depth == 0:
+                end = i
+                break
+        elif depth == 0:
+            break
+    head = base[:end] if end is not None else base
+    return re.split(r"[\s:]", head)[-1]
+
+
+def demangled(name):
+    """CUPTI leaves some names mangled ("_ZN17cutlass__5x_cudnn6Kernel..."), which ncu prints
+    demangled: c++filt's reading where it is there."""
+    if not name.startswith("_Z") or shutil.which("c++filt") is None:
+        return name
+    out = subprocess.run(["c++filt", name], capture_output=True, text=True)
+    return out.stdout.strip() or name
+
+
+def comparable_name(name):
+    """A kernel's name as ncu's and CUPTI's demanglers both print it. They differ in spelling,
+    not in the kernel: CUPTI writes "(anonymous namespace)", "{lambda(float)#1}", true/false,
+    "3ul" and an enum's cast ("(cudnnKernelDataType_t)2") where ncu writes "<unnamed>",
+    "[lambda(float) (instance 1)]", 1/0, "3" and "2"; ncu leaves template parameters
+    unsubstituted in nested names ("(T1, T1)"), puts the return type before them and leaves
+    out some scopes ("engines_precompiled::" for "cudnn::engines_precompiled::"). So what
+    is kept is the function's name and its template arguments, with every parenthesised
+    list, scope, return type and space taken out, lambdas by their number."""
+    s = demangled(name).replace("(anonymous namespace)", "").replace("<unnamed>", "")
+    s = re.sub(r"\[lambda\([^\]]*\) \(instance (\d+)\)\]", r"lambda#\1", s)
+    s = re.sub(r"\{lambda\([^}]*\)#(\d+)\}", r"lambda#\1", s)
+    while True:  # parenthesised lists, innermost first
+        shorter = re.sub(r"\([^()]*\)", "", s)
+        if shorter == s:
+            break
+        s = shorter
+    s = re.sub(r"\b(void|const)\b", "", s)
+    s = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", s))
+    s = re.sub(r"\b(\d+)(?:ull|ul|ll|u|l)\b", r"\1", s, flags=re.IGNORECASE)
+    s = re.sub(r"\w*::", "", s)
+    return s.replace(" ", "")
 
 
 def read_ncu(path):
-    """{base name: {ncu metric: mean}} over the kernels ncu profiled."""
+    """{comparable name: {ncu metric: mean}} over the kernels ncu profiled: weighted by each
+    kernel's duration where ncu measured it (DURATION), as the fit weighs a name's kernels by
+    the time they occupy; else each kernel counts once."""
     with open(path, newline="") as f:
         text = f.read()
     # ncu prints its own lines (==PROF==) before the table; the table starts at its header.
@@ -60,16 +123,20 @@ def read_ncu(path):
         name = row.get("Kernel Name", "")
         if not name or name == "Kernel Name":
             continue
-        entry = sums.setdefault(base_name(name), {})
+        try:
+            weight = float(row.get(DURATION, "").replace(",", ""))
+        except ValueError:
+            weight = 1.0  # no duration measured, or the units row
+        entry = sums.setdefault(comparable_name(name), {})
         for _, metric, _ in METRICS:
             value = row.get(metric, "").replace(",", "")
             try:
                 number = float(value)
             except ValueError:
                 continue  # the units row, or a metric ncu could not collect
-            total, count = entry.get(metric, (0.0, 0))
-            entry[metric] = (total + number, count + 1)
-    return {name: {m: total / count for m, (total, count) in metrics.items()}
+            total, weights = entry.get(metric, (0.0, 0.0))
+            entry[metric] = (total + weight * number, weights + weight)
+    return {name: {m: total / weights for m, (total, weights) in metrics.items() if weights > 0}
             for name, metrics in sums.items()}
 
 
@@ -101,7 +168,10 @@ def compare(analysis, ncu, share, tolerance):
     rows, covered = kinetrace_rows(analysis, share)
     table, failures = [], 0
     for row in rows:
-        measured = ncu.get(base_name(row["name"]))
+        measured = ncu.get(comparable_name(row["name"]))
+        if measured is None:  # the same function under one name only: ncu printed it otherwise
+            alike = [m for n, m in ncu.items() if function_name(n) == function_name(row["name"])]
+            measured = alike[0] if len(alike) == 1 else None
         line = {"name": row["name"], "share": row["share"], "source": row["source"],
                 "cells": [], "verdict": ""}
         if measured is None:

@@ -95,6 +95,39 @@ def main():
         broken = subprocess.run([sys.executable, SCRIPT, os.path.join(d, "analyze.json"),
                                  os.path.join(d, "ncu.csv")], capture_output=True, text=True)
         check(broken.returncode == 2, "an unreadable ncu file exits 2")
+    # A name's mean is weighted by its kernels' durations where ncu measured them (the fit's
+    # value is time-weighted): 10 us at 20% and 30 us at 60% make 50%, not 40%.
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "timed.csv")
+        with open(path, "w") as f:
+            f.write('"ID","Kernel Name","gpu__time_duration.sum","sm__throughput.avg.pct_of_peak_sustained_elapsed"\n'
+                    '"","","usecond","%"\n'
+                    '"0","k(int)","10","20"\n"1","k(int)","30","60"\n')
+        sys.path.insert(0, HERE)
+        import fit_vs_ncu
+        weighted = fit_vs_ncu.read_ncu(path)["k"]["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+        check(abs(weighted - 50) < 1e-9, f"duration-weighted mean 50, not {weighted}")
+        # ncu's and CUPTI's spellings of one kernel meet.
+        cupti = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, "
+                 "float, float, at::native::(anonymous namespace)::threshold_kernel_impl<float>("
+                 "at::TensorIteratorBase&, float, float)::{lambda(float, float)#1}>, "
+                 "std::array<char*, 3ul> >(int, float, float)")
+        ncu = ("void at::vectorized_elementwise_kernel<4, at::BinaryFunctor<float, float, float, "
+               "void at::<unnamed>::threshold_kernel_impl<float>(at::TensorIteratorBase &, T1, "
+               "T1)::[lambda(float, float) (instance 1)]>, std::array<char *, 3>>(int, T2, T3)")
+        check(fit_vs_ncu.comparable_name(cupti) == fit_vs_ncu.comparable_name(ncu),
+              f"{fit_vs_ncu.comparable_name(cupti)!r} != {fit_vs_ncu.comparable_name(ncu)!r}")
+        transform = ("void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, "
+                     "true, (cudnnKernelDataType_t)2>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>)")
+        check(fit_vs_ncu.comparable_name(transform) == fit_vs_ncu.comparable_name(
+            "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 2>(T)"),
+            "bools, enum casts and left-out scopes")
+    # Names in an anonymous namespace keep their own key (not all cut at "(anonymous").
+    softmax = "void at::native::(anonymous namespace)::softmax<float>(float*, int)"
+    check(fit_vs_ncu.base_name(softmax) == softmax[:softmax.rindex("(")],
+          f"the parameter list is the last one: {fit_vs_ncu.base_name(softmax)!r}")
+    check(fit_vs_ncu.function_name(softmax) == "softmax",
+          f"the function's own name: {fit_vs_ncu.function_name(softmax)!r}")
     for failure in failures:
         print("FAIL:", failure)
     print(f"fit_vs_ncu selftest: {'passed' if not failures else f'{len(failures)} failed'}")

@@ -31,10 +31,11 @@
 #   fit       torch_train.py --model resnet18 (kernels of 3-20 us against 1 ms samples) under
 #             `kinetrace run --gpu-metrics default`, `kinetrace analyze --json` (short kernels'
 #             metrics fitted from all the samples), then the same program under Nsight Compute
-#             (NCU, default /usr/local/cuda/bin/ncu) for FIT_NCU_COUNT (700) kernel launches
-#             after FIT_NCU_SKIP (2000: past 3 of its 4 warm-up steps); fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
+#             (NCU, default /usr/local/cuda/bin/ncu) for FIT_NCU_COUNT (800) kernel launches
+#             after FIT_NCU_SKIP (2000: past its 4 warm-up steps and cuDNN's trials); fit_vs_ncu.py sets kinetrace's figures beside ncu's for the
 #             names making 80% of kernel time (within 5 points, or unresolved) and says the
-#             sampling's start-up gap (OUT_DIR/gpu_metrics_fit.md). Not in the default parts:
+#             sampling's start-up gap (OUT_DIR/gpu_metrics_fit.md; the trace kept as
+#             gpu_metrics_fit.json.gz). Not in the default parts:
 #             PARTS=fit
 #
 # Environment (defaults): PARTS ("phases overhead torch torch_profiler", plus soak when SOAK is set), SOAK
@@ -299,17 +300,24 @@ part_fit() {
   grep -E '^RESULT|kinetrace' "$WORK/fit.log" | tail -n 8
   TRACE=$(trace_in "$dir")
   [[ -n $TRACE ]] || { echo "no trace from the ResNet-18 run (see $WORK/fit.log)"; tail -n 20 "$WORK/fit.log"; return 1; }
-  run "$RUN_TIMEOUT" "$KINETRACE" analyze -q "$TRACE" --json "$WORK/fit_analyze.json" > "$OUT_DIR/gpu_metrics_fit_analyze.txt" || rc=1
+  # Kept: the fit can be studied again against ncu's figures without the GPU.
+  gzip -c "$TRACE" > "$OUT_DIR/gpu_metrics_fit.json.gz"
+  # --top: enough kernel rows for the names making 80% of kernel time.
+  run "$RUN_TIMEOUT" "$KINETRACE" analyze -q --top 60 "$TRACE" --json "$WORK/fit_analyze.json" > "$OUT_DIR/gpu_metrics_fit_analyze.txt" || rc=1
   cp "$WORK/fit_analyze.json" "$OUT_DIR/gpu_metrics_fit_analyze.json" 2> /dev/null
-  # FIT_NCU_COUNT consecutive kernel launches after FIT_NCU_SKIP (past the warm-up; more than a
-  # step, ~570 kernels, so every name of a step is among them). Not an NVTX range: ranges are
-  # per thread, and the backward pass's kernels are launched from autograd's thread, outside
-  # the main thread's "step N". Names as the trace has them (demangled, with their
-  # parameters), not ncu's shortened function names.
-  run "$RUN_TIMEOUT" "$ncu" --csv --page raw --target-processes all --print-kernel-base demangled \
-    --launch-skip "${FIT_NCU_SKIP:-2000}" --launch-count "${FIT_NCU_COUNT:-700}" \
-    --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed \
-    "${program[@]}" --steps 2 --warmup 4 > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
+  # FIT_NCU_COUNT consecutive kernel launches after FIT_NCU_SKIP (past the warm-up and
+  # cuDNN's trials; about two steps of ~380 kernels, so every name of a step is among them).
+  # Not an NVTX range: ranges are per thread, and the backward pass's kernels are launched
+  # from autograd's thread, outside the main thread's "step N". Names demangled in full, not
+  # ncu's shortened ones. Each kernel's duration too: the fit's value is its name's
+  # time-weighted one. The GPU as the traced run had it: clocks not locked to base, caches not
+  # flushed before each kernel (a kernel reading what the one before it left in L2 reads it
+  # from L2 in the traced run too).
+  run "$((RUN_TIMEOUT * 2))" "$ncu" --csv --page raw --target-processes all --print-kernel-base demangled \
+    --clock-control none --cache-control none \
+    --launch-skip "${FIT_NCU_SKIP:-2000}" --launch-count "${FIT_NCU_COUNT:-800}" \
+    --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed \
+    "${program[@]}" --steps 6 --warmup 4 > "$WORK/fit_ncu.csv" 2> "$WORK/fit_ncu.log" || rc=1
   cp "$WORK/fit_ncu.csv" "$OUT_DIR/gpu_metrics_fit_ncu.csv" 2> /dev/null
   python3 "$BENCH_DIR/fit_vs_ncu.py" "$WORK/fit_analyze.json" "$WORK/fit_ncu.csv" --trace "$TRACE" \
     --md "$OUT_DIR/gpu_metrics_fit.md" || rc=1

@@ -131,11 +131,22 @@ struct MetricFitRow {
   // Every fitted metric's value is told apart from the other names' (its standard error
   // within kMostFitErrorPoints); otherwise its values are not shown as its own.
   bool resolved = false;
-  std::vector<double> values;         // per GpuMetricsReport::metrics; NaN: not fitted
-  std::vector<double> standardError;  // the same; infinity: cannot be told
+  std::vector<double> values;  // per GpuMetricsReport::metrics; NaN: not fitted
+  // The same; infinity: cannot be told. At least kModelErrorPoints / sqrt(ownVariation).
+  std::vector<double> standardError;
+  double ownVariation = 0;  // LinearFit::Result::ownVariation, the least over the metrics
 };
 // A fitted value is the name's own when its standard error is at most this many points.
 inline constexpr double kMostFitErrorPoints = 2.5;
+// What a sample may differ from the sum the fit assumes, in points, whatever the residuals
+// say: the residuals (0.3-1.3 points a sample on a ResNet-18 loop) show only what the fit
+// could not absorb. A name is many kernels of different shapes, with one value, and a
+// kernel's write-backs to DRAM land in the time of the kernel after it; where a name's
+// occupancy hardly varies apart from its neighbours', the fit lays such differences on it
+// unseen. Against Nsight Compute on that loop, names with less than 4 samples' worth of
+// variation of their own were off by up to 40 points with standard errors of 1-3; with this
+// floor, a value needs 4 samples' worth (5 / sqrt(4) = 2.5) to be called the name's own.
+inline constexpr double kModelErrorPoints = 5.0;
 
 // What the fit found over the whole trace.
 struct MetricFitSummary {
@@ -144,6 +155,10 @@ struct MetricFitSummary {
   std::size_t names = 0;     // kernel names with a column of their own
   std::vector<double> r2;    // per metric, what the fit explains of the samples; NaN: not fitted
   std::vector<double> idle;  // per metric, the value fitted to idle time; NaN: not fitted
+  // Non-zero: the windows moved by this much explained the samples clearly better than the
+  // windows as recorded (the samples' clock is not the kernels'); no name is resolved then.
+  int64_t misalignedNs = 0;
+  double misalignedUnexplained = 0;  // what the moved windows left unexplained (1 - R², summed)
 };
 
 // What the trace says of its GPU metrics, and what the analysis found of them.

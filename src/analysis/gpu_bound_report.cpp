@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/report_text.h"
 #include "support/text.h"
 
 namespace kinetrace::detail {
@@ -115,10 +116,18 @@ std::string fitSentence(const GpuMetricsReport& m) {
     explained += fmt::format("{}{} {:.0f}%", explained.empty() ? "" : ", ", m.metrics[i].name,
                              100 * m.fit.r2[i]);
   }
-  return fmt::format(
+  std::string sentence = fmt::format(
       "kernels shorter than a sample: their names' metrics solved from {} samples ({} names, "
       "idle its own term); the fit explains {} of the samples' variance",
       withThousands(m.fit.samples), m.fit.names, explained.empty() ? "none" : explained);
+  if (m.fit.misalignedNs != 0) {
+    sentence += fmt::format(
+        "; but the samples' windows moved {} {} explain them better: the samples' clock is "
+        "not the kernels', and no name's values are shown as its own",
+        report_text::duration(std::abs(m.fit.misalignedNs)),
+        m.fit.misalignedNs > 0 ? "later" : "earlier");
+  }
+  return sentence;
 }
 
 std::string kernelBoundText(const KernelRow& k, const std::vector<MetricName>& metrics) {
@@ -143,7 +152,8 @@ nlohmann::ordered_json metricFitJson(const MetricFitRow& fit,
   return {{"shorter_than_sample", fit.shorterThanSample},
           {"resolved", fit.resolved},
           {"values", values},
-          {"standard_error", errors}};
+          {"standard_error", errors},
+          {"own_variation", fit.ownVariation}};
 }
 
 std::string gpuMetricsText(const RankReport& r) {
@@ -204,7 +214,11 @@ nlohmann::ordered_json gpuMetricsJson(const GpuMetricsReport& m) {
       r2[m.metrics[i].key()] = m.fit.r2[i];
       idle[m.metrics[i].key()] = m.fit.idle[i];
     }
-    out["fit"] = {{"samples", m.fit.samples}, {"names", m.fit.names}, {"r2", r2}, {"idle", idle}};
+    out["fit"] = {{"samples", m.fit.samples},
+                  {"names", m.fit.names},
+                  {"r2", r2},
+                  {"idle", idle},
+                  {"misaligned_ns", m.fit.misalignedNs}};
   }
   if (m.hasMetadata) {
     out["sampling"] = {{"interval_ns", m.intervalNs},

@@ -20,13 +20,17 @@
 //                                        "setup_dropped", "kernels_without_their_samples"}
 //                                       (only when the trace has kinetrace_gpu_metrics)}
 //                           "fit": {"samples", "names", "r2": {"<key>": share of the samples'
-//                                   variance explained}, "idle": {"<key>": idle's value}}
+//                                   variance explained}, "idle": {"<key>": idle's value},
+//                                   "misaligned_ns": 0, or how far the samples' windows
+//                                   had to move to fit better (then no name resolved)}
 //                                  (only when samples were fitted: metric_fit.h)
 //   ranks[i].kernels[k].gpu_bound, ranks[i].steps[k].gpu_bound   a mix, when the trace has
 //                           metrics (not on copies and memsets)
 //   ranks[i].kernels[k].metric_fit   {"shorter_than_sample", "resolved",
 //                           "values": {"<key>": fitted value}, "standard_error": {"<key>":
-//                           points, null where the name cannot be told apart}} (fitted names)
+//                           points, null where the name cannot be told apart},
+//                           "own_variation": samples' worth of occupancy varying apart from
+//                           the other names'} (fitted names)
 //   a mix:                 {"bound": "memory" | "compute" | "tensor" | "neither" | "unknown"
 //                                     (a kernel's: the class of its averages; a step's or
 //                                     the trace's: the class with the most kernel time),

@@ -162,8 +162,8 @@ LinearFit::Result LinearFit::solve() const {
   residual = std::max(residual, 0.0);
   const double count = static_cast<double>(samples_);
   const double total = samples_ > 0 ? sumSquares_ - sum_ * sum_ / count : 0;
-  out.r2 = total > 1e-12 * std::max(sumSquares_, 1e-300) ? std::max(0.0, 1 - residual / total)
-                                                         : (residual <= 1e-9 ? 1.0 : 0.0);
+  out.varies = total > 1e-12 * std::max(sumSquares_, 1e-300);
+  out.r2 = out.varies ? std::max(0.0, 1 - residual / total) : (residual <= 1e-9 ? 1.0 : 0.0);
 
   // Standard errors from the unconstrained covariance over the columns with support:
   // sigma² (AᵀA)⁻¹, each column's inverse diagonal found by solving for its unit vector. A
@@ -171,6 +171,7 @@ LinearFit::Result LinearFit::solve() const {
   // none: its variance inflation, (AᵀA)⁻¹_jj (AᵀA)_jj, is past any use.
   constexpr double kMostInflation = 1e4;
   out.standardError.assign(n, kInfinity);
+  out.ownVariation.assign(n, 0.0);
   std::vector<std::size_t> supported;
   for (std::size_t i = 0; i < n; ++i) {
     if (support_[i] > 0) supported.push_back(i);
@@ -189,6 +190,7 @@ LinearFit::Result LinearFit::solve() const {
     if (!solveInPlace(m, unit, p, tiny)) continue;  // dependent columns: none told apart
     const double inverseDiagonal = unit[a];
     const std::size_t column = supported[a];
+    if (inverseDiagonal > 0) out.ownVariation[column] = 1 / inverseDiagonal;
     const double inflation = inverseDiagonal * gram_[column * n + column];
     if (!(inverseDiagonal > 0) || inflation > kMostInflation) continue;
     out.standardError[column] = std::sqrt(sigma2 * inverseDiagonal);

@@ -34,7 +34,13 @@ class LinearFit {
     std::vector<double> values;         // per column, >= 0
     std::vector<double> standardError;  // per column; infinity where it cannot be told
     std::vector<double> support;        // per column: its occupancy summed over the samples
+    // Per column: how much its occupancy varies apart from every other column's, the sum over
+    // the samples of the squared part of it that they do not explain (1 / (AᵀA)⁻¹_jj). A name
+    // alone in one whole sample adds 1; a name always beside the same others adds nearly 0,
+    // however often it ran. Its value rests on this much data of its own. 0: none.
+    std::vector<double> ownVariation;
     double r2 = 0;                      // of the samples' variance, what the fit explains
+    bool varies = false;                // the samples' values are not all one (r2 means something)
     std::size_t samples = 0;
   };
   Result solve() const;
