@@ -32,6 +32,10 @@ struct Loop {
   std::vector<std::pair<std::string, int64_t>> backward = {{"gemm_grad_1", 1'500},
                                                            {"gemm_grad_0", 1'500}};
   int64_t autogradUs = 500;
+  // The host's own time in each forward operator (the GPU waits on it when long), and
+  // whether each layer's operator has a name of its own ("aten::linear#0", ...).
+  int64_t operatorUs = 0;
+  bool operatorPerLayer = false;
   bool syncAfterForward = false;
   int firstStep = 1;
   int steps = 5;
@@ -55,10 +59,13 @@ CollectedTrace build(const Loop& loop, TraceBuilder builder = TraceBuilder(0)) {
             loop.loaderJitterUs[static_cast<std::size_t>(i) % loop.loaderJitterUs.size()];
     t.range(kLoader, stepStart, host);
     const int64_t forwardStart = host++;
-    for (const auto& [name, us] : loop.forward) {
+    for (std::size_t layer = 0; layer < loop.forward.size(); ++layer) {
+      const auto& [name, us] = loop.forward[layer];
       const int64_t opStart = host++;
+      host += loop.operatorUs;
       launch(name, us);
-      t.range("aten::linear", opStart, ++host, 0, "cpu_op");
+      t.range(loop.operatorPerLayer ? "aten::linear#" + std::to_string(layer) : "aten::linear",
+              opStart, ++host, 0, "cpu_op");
     }
     t.range("## forward ##", forwardStart, ++host);
     if (loop.syncAfterForward) {
@@ -370,6 +377,60 @@ TEST(TraceDiffTest, NamesHostWaitAndTheSyncWhenASyncIsAdded) {
   EXPECT_EQ(row(report.ranks.at(0), NameKind::Op, "aten::item")->change, NameChange::Added);
   EXPECT_EQ(row(report.ranks.at(0), NameKind::Call, "cudaStreamSynchronize")->change,
             NameChange::Added);
+}
+
+// Two processes of a host-bound loop: NEW's host ran every operator 30% slower (another CPU
+// clock, load beside it), and its output layer's GEMM was made smaller. The step time rose,
+// all of it the GPU waiting on the host; the change made is the kernel, said first, and the
+// step's change is put down to the host's pace.
+TEST(TraceDiffTest, SaysTheWorkChangedFirstWhenTheHostRanSlowerForTheSameWork) {
+  Loop base;
+  base.forward = {{"gemm_layer_0", 500}, {"gemm_layer_1", 500}, {"gemm_layer_2", 500},
+                  {"gemm_layer_3", 500}, {"gemm_layer_4", 500}, {"output_gemm", 900}};
+  base.operatorUs = 2'000;
+  base.operatorPerLayer = true;
+  Loop after = base;
+  after.operatorUs = 2'600;
+  after.forward.back() = {"output_gemm_small", 300};
+  const DiffReport report = compare(base, after);
+  ASSERT_GE(report.findings.size(), 3u) << textOf(report);
+  EXPECT_EQ(report.findings.at(0).id, "names-added") << textOf(report);
+  EXPECT_EQ(report.findings.at(0).names, std::vector<std::string>{"output_gemm_small"});
+  EXPECT_EQ(report.findings.at(1).id, "names-removed") << textOf(report);
+  const DiffFinding& step = report.findings.at(2);
+  EXPECT_EQ(step.id, "step-time-change") << textOf(report);
+  EXPECT_EQ(step.part, "host_wait_ns") << step.text;
+  EXPECT_NE(step.text.find("The host ran slower for the same work: the 6 operators that ran as "
+                           "often a step in both took 30% longer in NEW"),
+            std::string::npos)
+      << step.text;
+  const auto pace = std::find_if(step.evidence.begin(), step.evidence.end(),
+                                 [](const auto& e) { return e.first == "host_pace_ratio"; });
+  ASSERT_NE(pace, step.evidence.end());
+  EXPECT_NEAR(pace->second, 1.3, 0.01);
+
+  // The same host pace and the same kernels: the headline as before, the host's pace said.
+  Loop slower = base;
+  slower.operatorUs = 2'600;
+  const DiffReport paced = compare(base, slower);
+  EXPECT_EQ(paced.findings.at(0).id, "step-time-change") << textOf(paced);
+  // A pace within kHostPaceShare is not said: the step's change is the host's work.
+  Loop slightly = base;
+  slightly.operatorUs = 2'200;
+  const DiffReport within = compare(base, slightly);
+  EXPECT_EQ(within.findings.at(0).text.find("The host ran"), std::string::npos) << textOf(within);
+}
+
+// A kernel added whose time the step's noise hides: what ran differently is said first.
+TEST(TraceDiffTest, SaysNamesThatCameFirstWhenTheStepTimeDidNotChange) {
+  Loop base;
+  Loop after = base;
+  after.backward.push_back({"tiny_added_kernel", 5});
+  const DiffReport report = compare(base, after);
+  ASSERT_FALSE(report.ranks.at(0).stepTime.beyondNoise) << textOf(report);
+  EXPECT_EQ(report.findings.at(0).id, "names-added") << textOf(report);
+  EXPECT_EQ(report.findings.at(0).names, std::vector<std::string>{"tiny_added_kernel"});
+  EXPECT_EQ(report.findings.at(1).id, "no-change") << textOf(report);
 }
 
 TEST(TraceDiffTest, ReadsTwoRunsOfAnUnchangedProgramAsNoChange) {

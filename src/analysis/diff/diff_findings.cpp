@@ -40,6 +40,13 @@ constexpr const char* kHostWaitPart = "host_wait_ns";
 constexpr std::size_t kBusyParts = 3;  // compute, communication, memory come first
 constexpr std::size_t kNamesBehind = 3;
 constexpr std::size_t kNamesListed = 5;
+// The host's own pace: NEW's time over BASE's for the operators that ran as often a step in
+// both. A change by this share or more, the step's way, over at least kLeastPacedOperators,
+// is the host running faster or slower for the same work (another CPU clock, other load on
+// the machine: two processes, not two programs). A transformer's two runs of one program on
+// an H100 host paced 2-8% apart; one that ran every operator 24% slower, 25%.
+constexpr double kHostPaceShare = 0.15;
+constexpr std::size_t kLeastPacedOperators = 5;
 
 const char* phraseOf(const PartDiff& part) {
   for (const PartWords& words : kPartWords) {
@@ -198,14 +205,19 @@ class Findings {
     }
   }
 
+  // What changed in the work comes first where the step time is not put down to it: when the
+  // step time did not change beyond noise, or changed because the host ran at another pace
+  // (hostPaceExplains): then the names that came or went are the change made.
   void sayAll() {
     const std::vector<const PartDiff*> changed = partsBeyondNoise();
-    const Explanation said = r_.stepTime.beyondNoise ? headline() : withinNoise(changed);
+    const bool beyond = r_.stepTime.beyondNoise;
+    const bool workFirst = !beyond || hostPaceExplains(explaining().cause);
+    if (workFirst) sayNamesCameOrWent();
+    const Explanation said = beyond ? headline() : withinNoise(changed);
     for (const PartDiff* part : changed) {
       if (part != said.cause && part != said.within) partChange(*part);
     }
-    namesCameOrWent(NameChange::Added, "names-added", "Only NEW has");
-    namesCameOrWent(NameChange::Removed, "names-removed", "Only BASE has");
+    if (!workFirst) sayNamesCameOrWent();
     statements();
   }
 
@@ -219,6 +231,46 @@ class Findings {
     f.evidence = std::move(evidence);
     out_.push_back(std::move(f));
     return out_.back();
+  }
+
+  void sayNamesCameOrWent() {
+    namesCameOrWent(NameChange::Added, "names-added", "Only NEW has");
+    namesCameOrWent(NameChange::Removed, "names-removed", "Only BASE has");
+  }
+
+  // The host's pace (kHostPaceShare): over the operators that ran as often a step in both
+  // runs, NEW's time over BASE's (nested operators in both sums alike: a ratio of the same
+  // work's time).
+  struct HostPace {
+    std::size_t operators = 0;
+    double ratio = 1;
+  };
+  HostPace hostPace() const {
+    HostPace pace;
+    double base = 0;
+    double after = 0;
+    for (const NameDiff& n : r_.names) {
+      if (n.kind != NameKind::Op || n.baseCount == 0 || n.time.base <= 0 ||
+          n.baseCountPerStep != n.afterCountPerStep) {
+        continue;
+      }
+      ++pace.operators;
+      base += n.time.base;
+      after += n.time.after;
+    }
+    if (base > 0) pace.ratio = after / base;
+    return pace;
+  }
+
+  // Whether the step's change, put down to `cause`, is the host's pace: the GPU waited on a
+  // host that ran the same operators at least kHostPaceShare slower (or faster), the step's
+  // way.
+  bool hostPaceExplains(const PartDiff* cause) const {
+    if (cause == nullptr || std::strcmp(cause->id, kHostWaitPart) != 0) return false;
+    const HostPace pace = hostPace();
+    const double change = pace.ratio - 1;
+    return pace.operators >= kLeastPacedOperators && std::abs(change) >= kHostPaceShare &&
+           change * r_.stepTime.delta() > 0;
   }
 
   static std::vector<std::pair<std::string, double>> figures(const FigureDiff& f) {
@@ -289,7 +341,25 @@ class Findings {
     }
     text += ".";
     const std::vector<const NameDiff*> names = namesBehind(r_, *cause);
-    text += behindText(names) + adviceFor(r_, *cause);
+    text += behindText(names);
+    if (hostPaceExplains(cause)) {
+      const HostPace pace = hostPace();
+      const bool slower = pace.ratio > 1;
+      const bool cameOrWent = std::any_of(r_.names.begin(), r_.names.end(), [](const NameDiff& n) {
+        return n.change == NameChange::Added || n.change == NameChange::Removed;
+      });
+      text += fmt::format(
+          " The host ran {} for the same work: the {} operators that ran as often a step in "
+          "both took {:.0f}% {} in NEW, a difference between the two processes (the CPU's "
+          "clock, other load on the machine), not in what they ran{}.",
+          slower ? "slower" : "faster", pace.operators, 100 * std::abs(pace.ratio - 1),
+          slower ? "longer" : "less",
+          cameOrWent ? "; what the runs ran differently is said first" : "");
+      evidence.push_back({"host_pace_ratio", pace.ratio});
+      evidence.push_back({"paced_operators", static_cast<double>(pace.operators)});
+    } else {
+      text += adviceFor(r_, *cause);
+    }
     evidence.push_back({"cause_delta_ns", cause->time.delta()});
     evidence.push_back({"explained_share", explained});
     DiffFinding& f = say("step-time-change", std::move(text), std::move(evidence));
