@@ -3,7 +3,9 @@
 kernels: for each kernel name of the top ones that make --share of the kernel time (as the
 analysis's kernel table ranks them), the SM, DRAM and tensor figures kinetrace gives (the
 fitted values for kernels shorter than a sample, the kernels' own averages otherwise) and
-ncu's mean over that name's kernels it profiled, with the differences.
+ncu's mean over that name's kernels it profiled, with the differences. For a name kinetrace
+calls unresolved (it shows no number), the fit's value stands in brackets: what it would have
+said.
 
     fit_vs_ncu.py ANALYZE_JSON NCU_CSV [--share 0.8] [--tolerance 5] [--md OUT.md]
                   [--trace TRACE]
@@ -153,7 +155,8 @@ def kinetrace_rows(analysis, share):
         fit = kernel.get("metric_fit")
         short = bool(fit and fit.get("shorter_than_sample"))
         if short and not fit.get("resolved"):
-            figures, source = None, "unresolved"
+            # kinetrace shows no number; the fit's value is set beside ncu's in brackets.
+            figures, source = fit.get("values", {}), "unresolved"
         elif short:
             figures, source = fit.get("values", {}), "fitted"
         else:
@@ -181,7 +184,7 @@ def compare(analysis, ncu, share, tolerance):
         worst = 0.0
         for key, metric, label in METRICS:
             theirs = measured.get(metric)
-            ours = None if row["figures"] is None else row["figures"].get(key)
+            ours = row["figures"].get(key)
             line["cells"].append((label, theirs, ours))
             if theirs is not None and ours is not None:
                 worst = max(worst, abs(ours - theirs))
@@ -202,10 +205,13 @@ def markdown(table, covered, failures):
            " | verdict |", "|" + "---|" * (4 + len(METRICS))]
     for line in table:
         cells = []
+        hidden = line["source"] == "unresolved"  # the fit's value, not shown by kinetrace
         for label, theirs, ours in line["cells"] or [(l, None, None) for _, _, l in METRICS]:
             if theirs is None or ours is None:
-                cells.append(f"{'-' if theirs is None else f'{theirs:.1f}'} / "
-                             f"{'-' if ours is None else f'{ours:.1f}'} / -")
+                mine = "-" if ours is None else (f"({ours:.1f})" if hidden else f"{ours:.1f}")
+                cells.append(f"{'-' if theirs is None else f'{theirs:.1f}'} / {mine} / -")
+            elif hidden:
+                cells.append(f"{theirs:.1f} / ({ours:.1f}) / ({ours - theirs:+.1f})")
             else:
                 cells.append(f"{theirs:.1f} / {ours:.1f} / {ours - theirs:+.1f}")
         name = line["name"] if len(line["name"]) <= 70 else line["name"][:67] + "..."
