@@ -159,6 +159,8 @@ struct MetricFitSummary {
   // windows as recorded (the samples' clock is not the kernels'); no name is resolved then.
   int64_t misalignedNs = 0;
   double misalignedUnexplained = 0;  // what the moved windows left unexplained (1 - R², summed)
+  std::size_t shortNames = 0;        // of the names, those whose kernels are shorter than a sample
+  std::size_t shortResolved = 0;     // of them, those resolved
 };
 
 // What the trace says of its GPU metrics, and what the analysis found of them.

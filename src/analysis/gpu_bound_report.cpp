@@ -120,6 +120,13 @@ std::string fitSentence(const GpuMetricsReport& m) {
       "kernels shorter than a sample: their names' metrics solved from {} samples ({} names, "
       "idle its own term); the fit explains {} of the samples' variance",
       withThousands(m.fit.samples), m.fit.names, explained.empty() ? "none" : explained);
+  if (m.fit.misalignedNs == 0 && m.fit.shortResolved < m.fit.shortNames) {
+    sentence += fmt::format(
+        "; {} of the {} names shorter than a sample resolved: the others' share of the windows "
+        "varies too little apart from the kernels beside them to tell their values (a value "
+        "needs 4 samples' worth of variation of its own; tracing more steps gives more)",
+        m.fit.shortResolved, m.fit.shortNames);
+  }
   if (m.fit.misalignedNs != 0) {
     sentence += fmt::format(
         "; but the samples' windows moved {} {} explain them better: the samples' clock is "
@@ -218,7 +225,9 @@ nlohmann::ordered_json gpuMetricsJson(const GpuMetricsReport& m) {
                   {"names", m.fit.names},
                   {"r2", r2},
                   {"idle", idle},
-                  {"misaligned_ns", m.fit.misalignedNs}};
+                  {"misaligned_ns", m.fit.misalignedNs},
+                  {"short_names", m.fit.shortNames},
+                  {"short_resolved", m.fit.shortResolved}};
   }
   if (m.hasMetadata) {
     out["sampling"] = {{"interval_ns", m.intervalNs},

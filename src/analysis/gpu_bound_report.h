@@ -22,7 +22,9 @@
 //                           "fit": {"samples", "names", "r2": {"<key>": share of the samples'
 //                                   variance explained}, "idle": {"<key>": idle's value},
 //                                   "misaligned_ns": 0, or how far the samples' windows
-//                                   had to move to fit better (then no name resolved)}
+//                                   had to move to fit better (then no name resolved),
+//                                   "short_names", "short_resolved": names shorter than a
+//                                   sample, and of them those resolved}
 //                                  (only when samples were fitted: metric_fit.h)
 //   ranks[i].kernels[k].gpu_bound, ranks[i].steps[k].gpu_bound   a mix, when the trace has
 //                           metrics (not on copies and memsets)

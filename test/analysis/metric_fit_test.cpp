@@ -314,6 +314,8 @@ TEST(MetricFitPassTest, ANameThatHardlyVariesApartFromItsNeighbourIsUnresolved) 
   EXPECT_EQ(transform.bound.bound, GpuBound::Unknown);
   EXPECT_TRUE(rowOf(report, "gemm").fit.resolved);
   EXPECT_GE(rowOf(report, "gemm").fit.ownVariation, 4);
+  EXPECT_EQ(report.gpuMetrics.fit.shortNames, 2u);
+  EXPECT_EQ(report.gpuMetrics.fit.shortResolved, 1u);
 }
 
 TEST(MetricFitPassTest, TheReportsSayWhichValuesAreFittedAndWhichCannotBeTold) {
@@ -345,6 +347,10 @@ TEST(MetricFitPassTest, TheReportsSayWhichValuesAreFittedAndWhichCannotBeTold) {
   const AnalysisReport twins = analyzeTraces(one(shortKernels(true)), {});
   const std::string said = formatReport(twins, {});
   EXPECT_NE(said.find("unresolved: shorter than a sample, not told apart from others"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("0 of the 2 names shorter than a sample resolved: the others' share of "
+                      "the windows varies too little apart from the kernels beside them"),
             std::string::npos)
       << said;
   const nlohmann::json twinJson = nlohmann::json::parse(reportJson(twins));

@@ -279,6 +279,10 @@ NameFits MetricFitPass::finish(RankReport& report) {
       row.fit.standardError = errors;
       row.fit.ownVariation = std::isfinite(ownVariation) ? ownVariation : 0;
     }
+    if (fit.shorterThanSample) {
+      ++summary.shortNames;
+      summary.shortResolved += fit.resolved ? 1 : 0;
+    }
     fits.emplace(name, std::move(fit));
   }
   return fits;
