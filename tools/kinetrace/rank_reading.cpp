@@ -28,11 +28,9 @@ void prepare(kinetrace::detail::RankedCollector& collector, const RankReading& h
 }
 
 void checkMerged(const std::string& file, std::size_t traces, const RankReading& how) {
-  if (!how.oneRankOnly) return;
-  throw Error(fmt::format(
-      "kinetrace analyze: --critical-path-trace marks one rank's own trace, and {} is a "
-      "merged trace of {} ranks: give one rank's trace",
-      file, traces));
+  if (how.oneRankOnly.empty()) return;
+  throw Error(fmt::format("{}, and {} is a merged trace of {} ranks: give one rank's trace",
+                          how.oneRankOnly, file, traces));
 }
 
 uint64_t sizeOf(const std::string& file) {
@@ -111,7 +109,9 @@ AnalysedRanks analyseFiles(const std::vector<std::string>& files,
   how.quiet = options.quiet;
   how.progressFromBytes = options.progressFromBytes;
   how.criticalPathEvents = options.criticalPath;
-  how.oneRankOnly = !options.criticalPathTrace.empty();
+  if (!options.criticalPathTrace.empty()) {
+    how.oneRankOnly = "kinetrace analyze: --critical-path-trace marks one rank's own trace";
+  }
   AnalysedRanks result = readRanks<AnalysedRank>(
       files, fromDirectory, how, budget, messages,
       [&](kinetrace::detail::CollectedTrace&& trace, const std::string& file) {

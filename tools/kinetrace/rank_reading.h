@@ -35,7 +35,9 @@ struct RankReading {
   bool quiet = false;
   uint64_t progressFromBytes = uint64_t{32} << 20;
   bool criticalPathEvents = false;  // the collector keeps the critical path's events
-  bool oneRankOnly = false;         // a merged trace is refused (a marked trace's input)
+  // Non-empty: a merged trace is refused, this saying what needs one rank's own trace
+  // ("kinetrace analyze: --critical-path-trace marks one rank's own trace").
+  std::string oneRankOnly;
 };
 
 template <typename Kept>
