@@ -373,6 +373,24 @@ TEST_F(AnalyzeCommandTest, AMergedTraceReadsAsItsRanksWithEachRanksOwnFigures) {
   const nlohmann::json one = ranksOf(path("one.json"));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0], expected[1]);
+
+  // A trace with the path laid over it is one rank's own trace: a merged one is refused,
+  // the refusal naming the option that needs it.
+  AnalyzeOptions marked;
+  marked.paths = {path("job.json")};
+  marked.criticalPath = true;
+  marked.criticalPathTrace = path("marked.json");
+  marked.quiet = true;
+  try {
+    analyze(marked);
+    FAIL() << "a merged trace was marked";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("--critical-path-trace marks one rank's own trace, and " +
+                        path("job.json") + " is a merged trace of 2 ranks"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 // Two traces claiming one rank are said, naming both, as merge does; both are read (separate
