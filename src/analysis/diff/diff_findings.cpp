@@ -43,8 +43,8 @@ constexpr std::size_t kNamesListed = 5;
 // The host's own pace: NEW's time over BASE's for the operators that ran as often a step in
 // both. A change by this share or more, the step's way, over at least kLeastPacedOperators,
 // is the host running faster or slower for the same work (another CPU clock, other load on
-// the machine: two processes, not two programs). A transformer's two runs of one program on
-// an H100 host paced 2-8% apart; one that ran every operator 24% slower, 25%.
+// the machine: two processes, not two programs). On an H100 host, four runs of a transformer
+// paced 1-8% from the first; a fifth, whose host ran every operator slower, 25%.
 constexpr double kHostPaceShare = 0.15;
 constexpr std::size_t kLeastPacedOperators = 5;
 
