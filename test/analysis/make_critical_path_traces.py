@@ -25,6 +25,9 @@ critical path analysis on: each holds the cases where the two could part ways.
 - graph_launch.json: two steps, each launching a kernel, then replaying a CUDA graph of
   three kernels by one cudaGraphLaunch (its kernels share its correlation id, as kinetrace
   writes them), then a stream sync. HTA keeps one of a call's operations (its last), so its path is shorter.
+- graphs_only.json: the same without the kernel launched on its own: every GPU operation comes
+  from cudaGraphLaunch, where HTA's critical path finds no launch-queue series and stops; the
+  referee compares both on a copy with the graph launches read as kernel launches.
 
 Timestamps carry nanoseconds (three decimals of microseconds), as real traces do.
 """
@@ -187,7 +190,7 @@ def large(path, steps):
     t.write(path)
 
 
-def graph_launch(path):
+def graph_launch(path, prologue=True):
     t = Trace()
     s = 2.0
     for k, length in enumerate((100.0, 110.0, 800.0)):
@@ -195,7 +198,8 @@ def graph_launch(path):
         end = start + 3 * length + 3.0
         t.host(f"ProfilerStep#{k}", s, end + 20.0 - s, cat="user_annotation")
         t.host("replay", s + 5.0, 20.0, cat="cpu_op")
-        t.launch(s + 6.0, 2.0, "prologue", s + 9.0, 15.0)
+        if prologue:
+            t.launch(s + 6.0, 2.0, "prologue", s + 9.0, 15.0)
         correlation = t.call("cudaGraphLaunch", s + 10.0, 8.0)
         for i in range(3):
             t.gpu("kernel", f"graph_kernel_{i}", start, length, 7, correlation)
@@ -220,6 +224,7 @@ def main():
     host_bound(os.path.join(out, "host_bound.json"))
     no_steps(os.path.join(out, "no_steps.json"))
     graph_launch(os.path.join(out, "graph_launch.json"))
+    graph_launch(os.path.join(out, "graphs_only.json"), prologue=False)
     return 0
 
 
