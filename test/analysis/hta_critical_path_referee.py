@@ -22,7 +22,7 @@ then agree: HTA's negative weights on its path are summed; where HTA keeps one G
 of a call's several, kinetrace runs again on the trace without the others.
 
 HTA's location: --hta-dir, else $HTA_DIR, else ../shared/refs/hta beside the repository, else
-an importable `hta` (hta_referee.py's find_hta). HTA needs pandas and networkx (Debian's
+an importable `hta` (hta_referee.py's ready_hta). HTA needs pandas and networkx (Debian's
 python3-pandas, python3-networkx) and PyYAML.
 
 Exit status: 0 when every step agrees or differs by a named cause, 1 on an unexplained
@@ -32,7 +32,6 @@ absent.
 
 import argparse
 import gzip
-import importlib.util
 import json
 import os
 import signal
@@ -47,7 +46,7 @@ ABSOLUTE_NS = 1000
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hta_referee import find_hta, stand_in_modules  # noqa: E402  (the same HTA, found alike)
+from hta_referee import ready_hta, stand_in_modules  # noqa: E402  (the same HTA, found alike)
 
 NAMED = {
     "waiting": "kinetrace's length weighs waiting that HTA weighs as nothing (host gaps "
@@ -394,21 +393,10 @@ def main(argv):
         return hta_worker(args.hta_dir, args.traces[0], args.rank, json.loads(args.steps_json),
                           args.step_timeout)
 
-    missing = [m for m in ("pandas", "yaml", "networkx") if importlib.util.find_spec(m) is None]
-    if missing:
-        print(f"hta_critical_path_referee: SKIP: HTA's critical path needs {', '.join(missing)}, "
-              f"not installed for {sys.executable} (Debian: apt-get install python3-pandas "
-              "python3-yaml python3-networkx)")
-        return SKIP
-    try:
-        hta_dir = find_hta(args.hta_dir)
-    except ValueError as error:
-        print(f"hta_critical_path_referee: {error}", file=sys.stderr)
-        return 2
-    if hta_dir is None:
-        print("hta_critical_path_referee: SKIP: HTA not found (--hta-dir, $HTA_DIR, "
-              "../shared/refs/hta beside the repository, or an installed hta)")
-        return SKIP
+    hta_dir, status = ready_hta("hta_critical_path_referee", args.hta_dir,
+                                ("pandas", "yaml", "networkx"))
+    if status is not None:
+        return status
     if not args.kinetrace:
         parser.error("--kinetrace is required")
 

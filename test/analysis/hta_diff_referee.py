@@ -29,7 +29,6 @@ run fails, 77 (ctest's skip) when pandas or HTA is absent.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -42,7 +41,7 @@ TOLERANCE = 0.005  # relative: 0.5%
 ABSOLUTE_NS = 10.0
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hta_referee import find_hta, stand_in_modules  # noqa: E402  (the same HTA, found alike)
+from hta_referee import ready_hta, stand_in_modules  # noqa: E402  (the same HTA, found alike)
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_graph")
 # The host ranges kinetrace diff tabulates, by the category HTA's rows carry.
@@ -279,20 +278,9 @@ def main(argv):
         with open(args.traces[0]) as f:
             return hta_worker(args.hta_dir, json.load(f))
 
-    missing = [module for module in ("pandas", "yaml") if importlib.util.find_spec(module) is None]
-    if missing:
-        print(f"hta_diff_referee: SKIP: HTA needs {' and '.join(missing)}, not installed for "
-              f"{sys.executable} (Debian: apt-get install python3-pandas python3-yaml)")
-        return SKIP
-    try:
-        hta_dir = find_hta(args.hta_dir)
-    except ValueError as error:
-        print(f"hta_diff_referee: {error}", file=sys.stderr)
-        return 2
-    if hta_dir is None:
-        print("hta_diff_referee: SKIP: HTA not found (--hta-dir, $HTA_DIR, ../shared/refs/hta "
-              "beside the repository, or an installed hta)")
-        return SKIP
+    hta_dir, status = ready_hta("hta_diff_referee", args.hta_dir)
+    if status is not None:
+        return status
     if not args.kinetrace:
         parser.error("--kinetrace is required")
     if len(args.traces) % 2 != 0:

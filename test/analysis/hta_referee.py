@@ -888,6 +888,27 @@ def find_hta(argument):
     return "" if importlib.util.find_spec("hta") else None
 
 
+
+def ready_hta(prog, argument, modules=("pandas", "yaml")):
+    """Where HTA is, once it and the modules it needs here are found: (its directory, None);
+    else (None, the exit status), the reason printed: SKIP when something is not installed,
+    2 when --hta-dir names no HTA. `prog` starts each line."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"{prog}: SKIP: HTA needs {', '.join(missing)}, not installed for {sys.executable} "
+              f"(Debian: apt-get install {' '.join('python3-' + m for m in missing)})")
+        return None, SKIP
+    try:
+        hta_dir = find_hta(argument)
+    except ValueError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return None, 2
+    if hta_dir is None:
+        print(f"{prog}: SKIP: HTA not found (--hta-dir, $HTA_DIR, ../shared/refs/hta beside the "
+              "repository, or an installed hta)")
+        return None, SKIP
+    return hta_dir, None
+
 def main(argv):
     global SEQUENCE_OPERATORS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -906,20 +927,9 @@ def main(argv):
         traces = [(spec.split(":", 1)[1], int(spec.split(":", 1)[0])) for spec in args.traces]
         return hta_worker(args.hta_dir, traces)
 
-    missing = [module for module in ("pandas", "yaml") if importlib.util.find_spec(module) is None]
-    if missing:
-        print(f"hta_referee: SKIP: HTA needs {' and '.join(missing)}, not installed for "
-              f"{sys.executable} (Debian: apt-get install python3-pandas python3-yaml)")
-        return SKIP
-    try:
-        hta_dir = find_hta(args.hta_dir)
-    except ValueError as error:
-        print(f"hta_referee: {error}", file=sys.stderr)
-        return 2
-    if hta_dir is None:
-        print("hta_referee: SKIP: HTA not found (--hta-dir, $HTA_DIR, ../shared/refs/hta beside "
-              "the repository, or an installed hta)")
-        return SKIP
+    hta_dir, status = ready_hta("hta_referee", args.hta_dir)
+    if status is not None:
+        return status
     if not args.kinetrace:
         parser.error("--kinetrace is required")
 
