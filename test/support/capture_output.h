@@ -1,9 +1,11 @@
 #pragma once
 
-// A ByteOutput that keeps what a sink writes in memory, for tests of serialising sinks.
+// A ByteOutput that keeps what a sink writes in memory, for tests of serialising sinks; and
+// what a command wrote to a temporary FILE*, for tests of the commands.
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "kinetrace/error.h"
@@ -34,5 +36,15 @@ class CaptureOutput : public detail::ByteOutput {
   Captured& captured_;
   std::size_t failAfter_;
 };
+
+// What was written to `file` (a std::tmpfile()), which is then closed.
+inline std::string readBack(std::FILE* file) {
+  std::rewind(file);
+  std::string text;
+  char buffer[4096];
+  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, got);
+  std::fclose(file);
+  return text;
+}
 
 }  // namespace kinetrace::testing

@@ -18,11 +18,14 @@
 #include "kinetrace/error.h"
 #include "merge_command.h"
 #include "summary_command.h"
+#include "support/capture_output.h"
 #include "support/temp_dir.h"
 #include "support/usage_error.h"
 
 namespace kinetrace::cli {
 namespace {
+
+using testing::readBack;
 
 using kinetrace::testing::usageErrorOf;
 
@@ -47,16 +50,6 @@ void writeRankTrace(const std::string& path, int rank) {
 class AnalyzeCommandTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // What was written to `file`, which is closed.
-  static std::string readBack(std::FILE* file) {
-    std::rewind(file);
-    std::string text;
-    char buffer[4096];
-    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, got);
-    std::fclose(file);
-    return text;
-  }
 
   // The report on standard output.
   std::string analyze(AnalyzeOptions options) {

@@ -14,10 +14,13 @@
 #include "analyze_command.h"
 #include "cli_options.h"
 #include "kinetrace/error.h"
+#include "support/capture_output.h"
 #include "support/temp_dir.h"
 
 namespace kinetrace::cli {
 namespace {
+
+using testing::readBack;
 
 // A step in torch.profiler's layout: an operator launching a kernel, then a stream sync the
 // host waits in.
@@ -42,14 +45,6 @@ class CriticalPathCommandTest : public ::testing::Test {
   void SetUp() override { std::ofstream(path("t.json")) << kTrace; }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  static std::string readBack(std::FILE* file) {
-    std::rewind(file);
-    std::string text;
-    char buffer[4096];
-    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, got);
-    std::fclose(file);
-    return text;
-  }
   std::string run(AnalyzeOptions options) {
     options.quiet = true;
     std::FILE* out = std::tmpfile();

@@ -14,11 +14,14 @@
 
 #include "cli_options.h"
 #include "kinetrace/error.h"
+#include "support/capture_output.h"
 #include "support/temp_dir.h"
 #include "support/usage_error.h"
 
 namespace kinetrace::cli {
 namespace {
+
+using testing::readBack;
 
 using kinetrace::testing::usageErrorOf;
 
@@ -46,15 +49,6 @@ void writeTrace(const std::string& path, int rank, int kernelUs) {
 class DiffCommandTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static std::string readBack(std::FILE* file) {
-    std::rewind(file);
-    std::string text;
-    char buffer[4096];
-    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, got);
-    std::fclose(file);
-    return text;
-  }
 
   // The report on standard output, and what was said on stderr.
   std::pair<std::string, std::string> diff(DiffOptions options) {
